@@ -1,0 +1,1 @@
+//! The measurement engine (ARCHITECTURE §6): interleaved runs, statistics, counters.
