@@ -1,1 +1,165 @@
-//! placeholder
+//! Command-line types (clap) only: no behaviour lives here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Make a Rust binary faster, measured and verified: baseline, release-profile tuning,
+/// CPU level, PGO and BOLT, each checked for identical outputs and benchmarked with
+/// confidence intervals; only what measurably helps is kept.
+#[derive(Debug, Parser)]
+#[command(name = "cargo-optimize", bin_name = "cargo optimize", version)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Options of `run` (the default command).
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the pipeline (the default): baseline → stages → verify → bench → report.
+    Run(RunArgs),
+    /// Write a commented optimize.toml for the package's binary (never overwrites).
+    Init(InitArgs),
+    /// Show the toolchain, LLVM tools, CPU and perf facts; say how to fix what is missing.
+    Doctor(DoctorArgs),
+    /// Compare two binaries (over optimize.toml's workloads) or two commands, interleaved,
+    /// with a confidence interval and a verdict.
+    Bench(BenchArgs),
+    /// Remove target/optimize.
+    Clean,
+}
+
+/// Options every command takes.
+#[derive(Debug, Clone, Args, Default)]
+pub struct GlobalArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// The spec file (default: optimize.toml next to the package's Cargo.toml).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub spec: Option<PathBuf>,
+    /// More output (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Less output.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Coloring.
+    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+}
+
+/// Cargo's package/target selection flags, passed through to every build.
+#[derive(Debug, Clone, Args, Default)]
+pub struct Selection {
+    /// Path to Cargo.toml.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// Package to optimize.
+    #[arg(short, long, global = true, value_name = "SPEC")]
+    pub package: Option<String>,
+    /// Binary target to optimize.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub bin: Option<String>,
+    /// Space or comma separated list of features to activate.
+    #[arg(short = 'F', long, global = true, value_name = "FEATURES")]
+    pub features: Vec<String>,
+    /// Activate all available features.
+    #[arg(long, global = true)]
+    pub all_features: bool,
+    /// Do not activate the `default` feature.
+    #[arg(long, global = true)]
+    pub no_default_features: bool,
+    /// Build for the target triple (default: the host).
+    #[arg(long, global = true, value_name = "TRIPLE")]
+    pub target: Option<String>,
+    /// The cargo profile the baseline is built with.
+    #[arg(long, global = true, value_name = "PROFILE-NAME", default_value = "release")]
+    pub profile: String,
+    /// Directory for all generated artifacts (default: cargo's target directory).
+    #[arg(long, global = true, value_name = "DIRECTORY")]
+    pub target_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
+pub enum Color {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Args, Default)]
+pub struct RunArgs {
+    /// Stages to try, overriding the spec's `[stages] try` (comma separated).
+    #[arg(long, value_delimiter = ',', value_name = "STAGES")]
+    pub stages: Option<Vec<String>>,
+    /// Upper bound of benchmarking time per workload per comparison (e.g. 20s).
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct InitArgs {}
+
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Install what can be installed (rustup components; as root, Debian's bolt-N).
+    #[arg(long)]
+    pub fix: bool,
+    /// Print the facts as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Binary A (the reference) and binary B, run over optimize.toml's eval workloads.
+    #[arg(value_name = "BINARY", num_args = 0..=2)]
+    pub binaries: Vec<PathBuf>,
+    /// A command instead of a binary (give it twice: A then B). Split like a shell would,
+    /// without running a shell.
+    #[arg(long = "cmd", value_name = "COMMAND", conflicts_with = "binaries")]
+    pub commands: Vec<String>,
+    /// Only these workloads (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub workloads: Option<Vec<String>>,
+    /// Minimum number of A/B pairs.
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u32>,
+    /// Warm-up runs of each side.
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+    /// Upper bound of time per workload (e.g. 30s).
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
+    /// Equivalence margin (0.01 = 1 %).
+    #[arg(long, value_name = "FRACTION")]
+    pub margin: Option<f64>,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write the results as a Markdown table.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Write every run as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+}
+
+/// Parse the process arguments, dropping the `optimize` that cargo inserts when the
+/// binary is run as `cargo optimize …`.
+pub fn parse_from_env() -> Cli {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "optimize") {
+        args.remove(1);
+    }
+    Cli::parse_from(args)
+}

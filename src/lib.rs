@@ -11,3 +11,17 @@ pub mod spec;
 pub mod stage;
 pub mod toolchain;
 pub mod verify;
+
+use cli::{Cli, Command};
+
+/// Run a parsed command line; returns the process exit code.
+pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        None => pipeline::run_command(&cli.global, &cli.run),
+        Some(Command::Run(args)) => pipeline::run_command(&cli.global, &args),
+        Some(Command::Init(_)) => pipeline::init_command(&cli.global),
+        Some(Command::Doctor(args)) => toolchain::doctor_command(&args),
+        Some(Command::Bench(args)) => bench::bench_command(&cli.global, &args),
+        Some(Command::Clean) => pipeline::clean_command(&cli.global),
+    }
+}

@@ -59,3 +59,9 @@ pub fn llvm_profdata(_rustc: &Rustc) -> Result<Tool, ToolError> {
 pub fn bolt_tools(_rustc: &Rustc) -> Result<BoltTools, ToolError> {
     unimplemented!()
 }
+
+/// `cargo optimize doctor`: print the facts (or JSON), fix what `--fix` can; exit code 1
+/// when something the default pipeline needs is missing.
+pub fn doctor_command(_args: &crate::cli::DoctorArgs) -> anyhow::Result<i32> {
+    anyhow::bail!("not yet")
+}
