@@ -1,1 +1,801 @@
-//! placeholder
+//! Everything that runs cargo: metadata (which package, which binary), builds, the
+//! artifact path of a build, and the composition of rustflags.
+//!
+//! This is the ONLY module that runs cargo. It knows nothing about stages: it builds one
+//! `BuildSettings` into one target dir and says where the binary is and how long it took.
+//!
+//! Rustflags: cargo takes `CARGO_ENCODED_RUSTFLAGS`, else `RUSTFLAGS`, else the config's
+//! `target.<triple>.rustflags` / matching `target.'cfg(…)'.rustflags`, else
+//! `build.rustflags`. Setting our own flags through any of these would silently replace
+//! the user's, so [`user_rustflags`] reproduces cargo's choice and every build passes
+//! `user flags + stage flags` as `CARGO_ENCODED_RUSTFLAGS`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::cli::Selection;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CargoError {
+    #[error("cargo metadata failed for {manifest}:\n{message}")]
+    Metadata { manifest: String, message: String },
+    #[error("package `{0}` is not in this workspace\n  fix: pick one of: {1}")]
+    UnknownPackage(String, String),
+    #[error("{0}\n  fix: pass -p/--package NAME (or set `package = \"NAME\"` in optimize.toml); packages with binaries: {1}")]
+    AmbiguousPackage(String, String),
+    #[error("package `{0}` has no binary target: cargo optimize optimizes programs\n  fix: add a [[bin]] target (src/main.rs), or choose another package with -p")]
+    NoBinary(String),
+    #[error("package `{package}` has no binary named `{bin}`\n  fix: pick one of: {available}")]
+    UnknownBin {
+        package: String,
+        bin: String,
+        available: String,
+    },
+    #[error("package `{package}` has several binaries ({available}) and none was chosen\n  fix: pass --bin NAME, or set `bin = \"NAME\"` in optimize.toml")]
+    AmbiguousBin { package: String, available: String },
+    #[error("cannot run cargo: {0}")]
+    Spawn(std::io::Error),
+    #[error("`{command}` failed ({status}):\n{tail}")]
+    Build {
+        command: String,
+        status: String,
+        tail: String,
+    },
+    #[error("cargo built `{0}` but reported no executable for it")]
+    NoArtifact(String),
+    #[error("cannot read cargo config {path}: {message}")]
+    Config { path: PathBuf, message: String },
+}
+
+/// The package and binary being optimized, and where things live.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The package's own Cargo.toml.
+    pub manifest_path: PathBuf,
+    pub package: String,
+    pub package_dir: PathBuf,
+    pub version: String,
+    pub bin: String,
+    /// Every binary target of the package.
+    pub bins: Vec<String>,
+    pub workspace_root: PathBuf,
+    /// Root for everything we write: `--target-dir`, else cargo's target directory.
+    pub target_dir: PathBuf,
+    /// The features flags the user chose; every build uses them.
+    pub features: Features,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Features {
+    pub features: Vec<String>,
+    pub all_features: bool,
+    pub no_default_features: bool,
+}
+
+impl Features {
+    pub fn from_selection(sel: &Selection) -> Self {
+        Features {
+            features: sel
+                .features
+                .iter()
+                .flat_map(|f| f.split([',', ' ']))
+                .filter(|f| !f.is_empty())
+                .map(str::to_string)
+                .collect(),
+            all_features: sel.all_features,
+            no_default_features: sel.no_default_features,
+        }
+    }
+    fn cargo_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if !self.features.is_empty() {
+            v.push("--features".to_string());
+            v.push(self.features.join(","));
+        }
+        if self.all_features {
+            v.push("--all-features".into());
+        }
+        if self.no_default_features {
+            v.push("--no-default-features".into());
+        }
+        v
+    }
+}
+
+/// Cargo metadata for the selection: the workspace and the package that `-p`,
+/// `--manifest-path` or the current directory designate (`None` in a virtual workspace
+/// without `-p`).
+pub struct Workspace {
+    meta: cargo_metadata::Metadata,
+    manifest_arg: Option<PathBuf>,
+}
+
+impl Workspace {
+    pub fn load(sel: &Selection) -> Result<Self, CargoError> {
+        let mut cmd = cargo_metadata::MetadataCommand::new();
+        cmd.no_deps();
+        if let Some(m) = &sel.manifest_path {
+            cmd.manifest_path(m);
+        }
+        let meta = cmd.exec().map_err(|e| CargoError::Metadata {
+            manifest: sel
+                .manifest_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "the current directory".into()),
+            message: match e {
+                cargo_metadata::Error::CargoMetadata { stderr } => stderr.trim().to_string(),
+                other => other.to_string(),
+            },
+        })?;
+        Ok(Workspace {
+            meta,
+            manifest_arg: sel.manifest_path.clone(),
+        })
+    }
+
+    pub fn root(&self) -> PathBuf {
+        self.meta.workspace_root.clone().into_std_path_buf()
+    }
+
+    /// The folder whose optimize.toml applies: the named package's, else the package of
+    /// the manifest in use, else the workspace root.
+    pub fn spec_dir(&self, package: Option<&str>) -> Result<PathBuf, CargoError> {
+        if let Some(name) = package {
+            return Ok(package_dir(self.find_package(name)?));
+        }
+        Ok(self
+            .default_package()
+            .map(package_dir)
+            .unwrap_or_else(|| self.root()))
+    }
+
+    fn find_package(&self, name: &str) -> Result<&cargo_metadata::Package, CargoError> {
+        self.members()
+            .find(|p| p.name.as_str() == name)
+            .ok_or_else(|| {
+                CargoError::UnknownPackage(
+                    name.to_string(),
+                    self.members()
+                        .map(|p| p.name.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+            })
+    }
+
+    fn members(&self) -> impl Iterator<Item = &cargo_metadata::Package> {
+        self.meta.workspace_packages().into_iter()
+    }
+
+    /// The package of `--manifest-path` (or the current dir's manifest) when it is one.
+    fn default_package(&self) -> Option<&cargo_metadata::Package> {
+        if let Some(m) = &self.manifest_arg {
+            let m = m.canonicalize().ok()?;
+            return self
+                .members()
+                .find(|p| p.manifest_path.as_std_path().canonicalize().ok() == Some(m.clone()));
+        }
+        self.meta.root_package()
+    }
+
+    /// Resolve the package and binary: flags first, then the spec's `package`/`bin`,
+    /// then the only candidate. Every ambiguity is an error that says how to choose.
+    pub fn project(
+        &self,
+        sel: &Selection,
+        spec_package: Option<&str>,
+        spec_bin: Option<&str>,
+    ) -> Result<Project, CargoError> {
+        let pkg = match sel.package.as_deref().or(spec_package) {
+            Some(name) => self.find_package(name)?,
+            None => match self.default_package() {
+                Some(p) => p,
+                None => {
+                    let with_bins: Vec<_> =
+                        self.members().filter(|p| !bin_names(p).is_empty()).collect();
+                    match with_bins.as_slice() {
+                        [one] => *one,
+                        _ => {
+                            return Err(CargoError::AmbiguousPackage(
+                                format!(
+                                    "{} is a workspace with several packages",
+                                    self.root().display()
+                                ),
+                                with_bins
+                                    .iter()
+                                    .map(|p| p.name.to_string())
+                                    .collect::<Vec<_>>()
+                                    .join(", "),
+                            ))
+                        }
+                    }
+                }
+            },
+        };
+        let bins = bin_names(pkg);
+        let bin = match sel.bin.as_deref().or(spec_bin) {
+            Some(b) if bins.iter().any(|x| x == b) => b.to_string(),
+            Some(b) => {
+                return Err(CargoError::UnknownBin {
+                    package: pkg.name.to_string(),
+                    bin: b.to_string(),
+                    available: if bins.is_empty() {
+                        "(none)".into()
+                    } else {
+                        bins.join(", ")
+                    },
+                })
+            }
+            None => match bins.as_slice() {
+                [] => return Err(CargoError::NoBinary(pkg.name.to_string())),
+                [one] => one.clone(),
+                _ => {
+                    // cargo's own rule: `default-run` picks one.
+                    match &pkg.default_run {
+                        Some(d) => d.clone(),
+                        None => {
+                            return Err(CargoError::AmbiguousBin {
+                                package: pkg.name.to_string(),
+                                available: bins.join(", "),
+                            })
+                        }
+                    }
+                }
+            },
+        };
+        let target_dir = match &sel.target_dir {
+            Some(d) => absolute(d),
+            None => self.meta.target_directory.clone().into_std_path_buf(),
+        };
+        Ok(Project {
+            manifest_path: pkg.manifest_path.clone().into_std_path_buf(),
+            package: pkg.name.to_string(),
+            package_dir: package_dir(pkg),
+            version: pkg.version.to_string(),
+            bin,
+            bins,
+            workspace_root: self.root(),
+            target_dir,
+            features: Features::from_selection(sel),
+        })
+    }
+}
+
+fn package_dir(p: &cargo_metadata::Package) -> PathBuf {
+    p.manifest_path
+        .parent()
+        .map(|d| d.to_path_buf().into_std_path_buf())
+        .unwrap_or_default()
+}
+
+fn bin_names(p: &cargo_metadata::Package) -> Vec<String> {
+    p.targets
+        .iter()
+        .filter(|t| t.is_bin())
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    }
+}
+
+/// Everything that determines one build. Two equal settings produce the same binary, so
+/// the settings hash names the target dir.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct BuildSettings {
+    /// The cargo profile (`--profile`).
+    pub profile: String,
+    /// Profile keys set on top of the user's profile (`--config profile.<p>.<key>=<value>`),
+    /// values as TOML literals (`"\"fat\""`, `"1"`, `"true"`).
+    pub profile_overrides: BTreeMap<String, String>,
+    /// The user's own rustflags (see [`user_rustflags`]), kept first in every build.
+    pub user_rustflags: Vec<String>,
+    /// The stage's flags, after the user's.
+    pub rustflags: Vec<String>,
+    /// `--target`: `None` builds for the host the way a plain `cargo build` does.
+    pub target: Option<String>,
+    pub features: Features,
+}
+
+impl BuildSettings {
+    /// The flags rustc will see: the user's, then ours.
+    pub fn all_rustflags(&self) -> Vec<String> {
+        compose_rustflags(&self.user_rustflags, &self.rustflags)
+    }
+
+    /// A short stable hash of the settings (names target dirs and cache entries).
+    pub fn hash(&self) -> String {
+        use sha2::Digest;
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        let digest = sha2::Sha256::digest(&json);
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The same settings with extra rustflags appended.
+    pub fn with_rustflags<I, S>(&self, flags: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut s = self.clone();
+        s.rustflags.extend(flags.into_iter().map(Into::into));
+        s
+    }
+
+    /// The cargo command line (without `cargo`) that reproduces this build.
+    pub fn cargo_args(&self, project: &Project, target_dir: &Path) -> Vec<String> {
+        let mut args = vec![
+            "build".to_string(),
+            "--manifest-path".into(),
+            project.manifest_path.display().to_string(),
+            "--package".into(),
+            project.package.clone(),
+            "--bin".into(),
+            project.bin.clone(),
+            "--profile".into(),
+            self.profile.clone(),
+            "--target-dir".into(),
+            target_dir.display().to_string(),
+        ];
+        if let Some(t) = &self.target {
+            args.push("--target".into());
+            args.push(t.clone());
+        }
+        args.extend(self.features.cargo_args());
+        for (k, v) in &self.profile_overrides {
+            args.push("--config".into());
+            args.push(format!("profile.{}.{}={}", self.profile, k, v));
+        }
+        args
+    }
+}
+
+/// User flags first, then ours: later flags win in rustc, so a stage's `-Ctarget-cpu`
+/// overrides the user's, but nothing of the user's is dropped.
+pub fn compose_rustflags(user: &[String], ours: &[String]) -> Vec<String> {
+    user.iter().chain(ours).cloned().collect()
+}
+
+/// What one build produced.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub binary: PathBuf,
+    pub seconds: f64,
+    /// Everything cargo and rustc printed on stderr (warnings included).
+    pub stderr: String,
+    /// The command, for messages and the report.
+    pub command: String,
+}
+
+/// Build `settings` into `target_dir`; `on_line` sees each line cargo prints (progress).
+pub fn build(
+    project: &Project,
+    settings: &BuildSettings,
+    target_dir: &Path,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<Built, CargoError> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut args = settings.cargo_args(project, target_dir);
+    args.insert(1, "--message-format=json-render-diagnostics".into());
+    let flags = settings.all_rustflags();
+    let command = format!(
+        "CARGO_ENCODED_RUSTFLAGS='{}' cargo {}",
+        flags.join(" "),
+        settings.cargo_args(project, target_dir).join(" ")
+    );
+    let start = Instant::now();
+    let mut child = Command::new(&cargo)
+        .args(&args)
+        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
+        .env_remove("RUSTFLAGS")
+        .env("CARGO_TERM_COLOR", "never")
+        .env("CARGO_TERM_PROGRESS_WHEN", "never")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(CargoError::Spawn)?;
+    let stdout = child.stdout.take();
+    let out_thread = std::thread::spawn(move || {
+        let mut exe = None;
+        if let Some(out) = stdout {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(path) = executable_of(&line) {
+                    exe = Some(path);
+                }
+            }
+        }
+        exe
+    });
+    let mut stderr = String::new();
+    if let Some(err) = child.stderr.take() {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            on_line(&line);
+            stderr.push_str(&line);
+            stderr.push('\n');
+        }
+    }
+    let status = child.wait().map_err(CargoError::Spawn)?;
+    let exe = out_thread.join().unwrap_or(None);
+    if !status.success() {
+        return Err(CargoError::Build {
+            command,
+            status: status.to_string(),
+            tail: crate::process::tail_lines(stderr.as_bytes(), 30),
+        });
+    }
+    let binary = exe.ok_or_else(|| CargoError::NoArtifact(project.bin.clone()))?;
+    Ok(Built {
+        binary,
+        seconds: start.elapsed().as_secs_f64(),
+        stderr,
+        command,
+    })
+}
+
+/// The executable path of a `compiler-artifact` message, if the line is one.
+fn executable_of(line: &str) -> Option<PathBuf> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    if v.get("reason")?.as_str()? != "compiler-artifact" {
+        return None;
+    }
+    v.get("executable")?.as_str().map(PathBuf::from)
+}
+
+/// The user's effective rustflags for `target` (the host when `None`), exactly as cargo
+/// would choose them from the environment and the config files seen from `cwd`.
+///
+/// `cfg` is `rustc --print cfg` output for the target (to match `target.'cfg(…)'` tables).
+pub fn user_rustflags(
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+    cargo_home: Option<&Path>,
+    triple: &str,
+    cfg: &[String],
+) -> Result<Vec<String>, CargoError> {
+    if let Some(enc) = env("CARGO_ENCODED_RUSTFLAGS") {
+        return Ok(if enc.is_empty() {
+            Vec::new()
+        } else {
+            enc.split('\x1f').map(str::to_string).collect()
+        });
+    }
+    if let Some(flags) = env("RUSTFLAGS") {
+        return Ok(split_flags(&flags));
+    }
+    let config = CargoConfig::discover(cwd, cargo_home)?;
+    // target.<triple>.rustflags and every matching target.'cfg(..)'.rustflags are joined.
+    let env_key = format!(
+        "CARGO_TARGET_{}_RUSTFLAGS",
+        triple.to_uppercase().replace(['-', '.'], "_")
+    );
+    let mut target_flags: Option<Vec<String>> = env(&env_key).map(|s| split_flags(&s));
+    // The triple's own table first, then the cfg tables (cargo's order).
+    let mut tables = config.target_rustflags();
+    tables.sort_by_key(|(k, _)| k.starts_with("cfg("));
+    for (key, flags) in tables {
+        let applies = if let Some(expr) = key.strip_prefix("cfg(").and_then(|k| k.strip_suffix(')')) {
+            cfg_matches(expr, cfg)
+        } else {
+            key == triple
+        };
+        if applies {
+            target_flags.get_or_insert_with(Vec::new).extend(flags);
+        }
+    }
+    if let Some(f) = target_flags {
+        return Ok(f);
+    }
+    if let Some(flags) = env("CARGO_BUILD_RUSTFLAGS") {
+        return Ok(split_flags(&flags));
+    }
+    Ok(config.build_rustflags().unwrap_or_default())
+}
+
+/// The same as [`user_rustflags`] for this process's environment and directory.
+pub fn user_rustflags_here(triple: &str, cfg: &[String]) -> Result<Vec<String>, CargoError> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    user_rustflags(
+        &|k| std::env::var(k).ok(),
+        &cwd,
+        cargo_home.as_deref(),
+        triple,
+        cfg,
+    )
+}
+
+fn split_flags(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+/// The cargo config files that apply, lowest precedence first (cargo's merge order:
+/// `$CARGO_HOME/config.toml`, then the directories from `/` down to `cwd`).
+struct CargoConfig {
+    files: Vec<(PathBuf, toml::Table)>,
+}
+
+impl CargoConfig {
+    fn discover(cwd: &Path, cargo_home: Option<&Path>) -> Result<Self, CargoError> {
+        let mut dirs: Vec<PathBuf> = cwd.ancestors().map(|d| d.join(".cargo")).collect();
+        dirs.reverse();
+        if let Some(home) = cargo_home {
+            // CARGO_HOME is read once, first, even when it is also an ancestor.
+            dirs.retain(|d| d != home);
+            dirs.insert(0, home.to_path_buf());
+        }
+        let mut files = Vec::new();
+        for dir in dirs {
+            for name in ["config.toml", "config"] {
+                let path = dir.join(name);
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    let table: toml::Table =
+                        text.parse().map_err(|e: toml::de::Error| CargoError::Config {
+                            path: path.clone(),
+                            message: e.to_string(),
+                        })?;
+                    files.push((path, table));
+                    break; // cargo reads `config.toml` and ignores `config` beside it
+                }
+            }
+        }
+        Ok(CargoConfig { files })
+    }
+
+    /// `build.rustflags` merged across files (arrays concatenate, later files last).
+    fn build_rustflags(&self) -> Option<Vec<String>> {
+        let mut out: Option<Vec<String>> = None;
+        for (_, t) in &self.files {
+            if let Some(v) = t.get("build").and_then(|b| b.get("rustflags")) {
+                out.get_or_insert_with(Vec::new).extend(flags_value(v));
+            }
+        }
+        out
+    }
+
+    /// `(key, flags)` of every `[target.<key>] rustflags`, in merge order.
+    fn target_rustflags(&self) -> Vec<(String, Vec<String>)> {
+        let mut merged: Vec<(String, Vec<String>)> = Vec::new();
+        for (_, t) in &self.files {
+            let Some(targets) = t.get("target").and_then(|v| v.as_table()) else {
+                continue;
+            };
+            for (key, v) in targets {
+                if let Some(flags) = v.get("rustflags") {
+                    match merged.iter_mut().find(|(k, _)| k == key) {
+                        Some((_, f)) => f.extend(flags_value(flags)),
+                        None => merged.push((key.clone(), flags_value(flags))),
+                    }
+                }
+            }
+        }
+        merged
+    }
+}
+
+fn flags_value(v: &toml::Value) -> Vec<String> {
+    match v {
+        toml::Value::String(s) => split_flags(s),
+        toml::Value::Array(a) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Evaluate a cfg expression (`unix`, `target_os = "linux"`, `all(..)`, `any(..)`,
+/// `not(..)`) against `rustc --print cfg` lines (`unix`, `target_os="linux"`).
+pub fn cfg_matches(expr: &str, cfg: &[String]) -> bool {
+    let expr = expr.trim();
+    for (name, combine) in [("all(", true), ("any(", false)] {
+        if let Some(inner) = expr.strip_prefix(name).and_then(|e| e.strip_suffix(')')) {
+            let parts = split_top_level(inner);
+            return if combine {
+                parts.iter().all(|p| cfg_matches(p, cfg))
+            } else {
+                parts.iter().any(|p| cfg_matches(p, cfg))
+            };
+        }
+    }
+    if let Some(inner) = expr.strip_prefix("not(").and_then(|e| e.strip_suffix(')')) {
+        return !cfg_matches(inner, cfg);
+    }
+    let normalized: String = match expr.split_once('=') {
+        Some((k, v)) => format!("{}={}", k.trim(), v.trim()),
+        None => expr.to_string(),
+    };
+    cfg.iter().any(|c| c.trim() == normalized)
+}
+
+fn split_top_level(s: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let (mut depth, mut in_str, mut cur) = (0i32, false, String::new());
+    for c in s.chars() {
+        match c {
+            '"' => in_str = !in_str,
+            '(' if !in_str => depth += 1,
+            ')' if !in_str => depth -= 1,
+            ',' if !in_str && depth == 0 => {
+                if !cur.trim().is_empty() {
+                    parts.push(cur.trim().to_string());
+                }
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        parts.push(cur.trim().to_string());
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> Vec<String> {
+        ["unix", "target_os=\"linux\"", "target_arch=\"x86_64\"", "debug_assertions"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    const HOST: &str = "x86_64-unknown-linux-gnu";
+
+    #[test]
+    fn encoded_rustflags_win_over_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_of(&[
+            ("CARGO_ENCODED_RUSTFLAGS", "-Cfoo=a b\x1f--cfg\x1fx"),
+            ("RUSTFLAGS", "-Cbar"),
+        ]);
+        let f = user_rustflags(&env, dir.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Cfoo=a b", "--cfg", "x"]);
+        let empty = env_of(&[("CARGO_ENCODED_RUSTFLAGS", ""), ("RUSTFLAGS", "-Cbar")]);
+        assert!(user_rustflags(&empty, dir.path(), None, HOST, &cfg())
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn rustflags_env_split_on_whitespace() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_of(&[("RUSTFLAGS", "  --cfg  user_flag -Ctarget-cpu=native ")]);
+        let f = user_rustflags(&env, dir.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["--cfg", "user_flag", "-Ctarget-cpu=native"]);
+    }
+
+    #[test]
+    fn config_build_rustflags_merge_from_home_and_ancestors() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let proj = root.path().join("a/b");
+        std::fs::create_dir_all(home.join("")).unwrap();
+        std::fs::create_dir_all(proj.join(".cargo")).unwrap();
+        std::fs::create_dir_all(root.path().join("a/.cargo")).unwrap();
+        std::fs::write(home.join("config.toml"), "[build]\nrustflags = \"-Chome\"\n").unwrap();
+        std::fs::write(
+            root.path().join("a/.cargo/config.toml"),
+            "[build]\nrustflags = [\"-Cparent\"]\n",
+        )
+        .unwrap();
+        std::fs::write(
+            proj.join(".cargo/config.toml"),
+            "[build]\nrustflags = [\"--cfg\", \"user_flag\"]\n",
+        )
+        .unwrap();
+        let f = user_rustflags(&env_of(&[]), &proj, Some(&home), HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Chome", "-Cparent", "--cfg", "user_flag"]);
+    }
+
+    #[test]
+    fn target_tables_beat_build_and_cfg_tables_join() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join(".cargo")).unwrap();
+        std::fs::write(
+            root.path().join(".cargo/config.toml"),
+            r#"
+[build]
+rustflags = ["-Cbuild"]
+[target.x86_64-unknown-linux-gnu]
+rustflags = ["-Ctriple"]
+[target.'cfg(all(unix, target_arch = "x86_64"))']
+rustflags = ["-Ccfg"]
+[target.'cfg(windows)']
+rustflags = ["-Cwindows"]
+"#,
+        )
+        .unwrap();
+        let f = user_rustflags(&env_of(&[]), root.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Ctriple", "-Ccfg"]);
+        // An env var for the triple joins the config tables.
+        let env = env_of(&[("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS", "-Cenv")]);
+        let f = user_rustflags(&env, root.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Cenv", "-Ctriple", "-Ccfg"]);
+    }
+
+    #[test]
+    fn cfg_expressions() {
+        let c = cfg();
+        assert!(cfg_matches("unix", &c));
+        assert!(!cfg_matches("windows", &c));
+        assert!(cfg_matches("target_os = \"linux\"", &c));
+        assert!(cfg_matches("all(unix, not(windows))", &c));
+        assert!(cfg_matches("any(windows, target_arch=\"x86_64\")", &c));
+        assert!(!cfg_matches("all(unix, any(windows, target_os = \"macos\"))", &c));
+    }
+
+    #[test]
+    fn composition_keeps_user_flags_first() {
+        let user = vec!["--cfg".to_string(), "user_flag".to_string()];
+        let ours = vec!["-Cprofile-generate=/tmp/x".to_string()];
+        assert_eq!(
+            compose_rustflags(&user, &ours),
+            vec!["--cfg", "user_flag", "-Cprofile-generate=/tmp/x"]
+        );
+    }
+
+    #[test]
+    fn settings_hash_changes_with_flags_and_overrides() {
+        let base = BuildSettings {
+            profile: "release".into(),
+            profile_overrides: BTreeMap::new(),
+            user_rustflags: vec![],
+            rustflags: vec![],
+            target: None,
+            features: Features::default(),
+        };
+        let a = base.hash();
+        assert_eq!(a, base.clone().hash());
+        assert_ne!(a, base.with_rustflags(["-Cx"]).hash());
+        let mut lto = base.clone();
+        lto.profile_overrides.insert("lto".into(), "\"fat\"".into());
+        assert_ne!(a, lto.hash());
+        let args = lto.cargo_args(
+            &Project {
+                manifest_path: "/p/Cargo.toml".into(),
+                package: "p".into(),
+                package_dir: "/p".into(),
+                version: "0.1.0".into(),
+                bin: "p".into(),
+                bins: vec!["p".into()],
+                workspace_root: "/p".into(),
+                target_dir: "/p/target".into(),
+                features: Features::default(),
+            },
+            Path::new("/t"),
+        );
+        assert!(args.windows(2).any(|w| w[0] == "--config" && w[1] == "profile.release.lto=\"fat\""));
+    }
+
+    #[test]
+    fn artifact_line_parsing() {
+        let line = r#"{"reason":"compiler-artifact","executable":"/t/release/demo","target":{}}"#;
+        assert_eq!(executable_of(line), Some(PathBuf::from("/t/release/demo")));
+        assert_eq!(executable_of(r#"{"reason":"build-finished"}"#), None);
+        assert_eq!(executable_of("not json"), None);
+    }
+}

@@ -1,23 +1,538 @@
-//! Orders the stages, keeps or drops candidates, writes the run folder.
+//! The pipeline: locate the project and spec, build the baseline, record its outputs,
+//! then for each stage build a candidate from the best so far, verify it against the
+//! baseline, measure it against the best, and keep it only when it is measurably faster.
+//! Writes the run folder (`target/optimize/runs/<id>/`) and points `latest` at it.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Context as _;
+
+use crate::bench;
+use crate::cargo::{self, BuildSettings, Project, Workspace};
 use crate::cli::{GlobalArgs, RunArgs};
+use crate::process::{self, Outcome};
+use crate::report::terminal::Ui;
+use crate::report::{self, FinalChoice, Report, StageReport, Status, ToolchainInfo, WorkloadReport};
+use crate::spec::{self, Spec, StageName, Workload};
+use crate::stage::{self, Candidate, Context, RunDir};
+use crate::toolchain;
+use crate::verify;
 
-pub fn run_command(_g: &GlobalArgs, _a: &RunArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("not yet")
-}
-pub fn init_command(_g: &GlobalArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("not yet")
-}
-pub fn clean_command(_g: &GlobalArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("not yet")
+/// The workspace, the spec and the project they designate.
+pub struct Located {
+    pub workspace: Workspace,
+    pub spec: Spec,
+    pub project: Project,
 }
 
-/// The spec for the selected package: `--spec PATH`, else optimize.toml next to the
-/// package's Cargo.toml.
-pub fn load_spec(g: &GlobalArgs) -> anyhow::Result<crate::spec::Spec> {
+/// Find the spec (`--spec`, else optimize.toml next to the package's Cargo.toml), read it,
+/// and resolve the package and binary (flags first, then the spec).
+pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
+    let workspace = Workspace::load(&g.selection)?;
+    let spec_path = match &g.spec {
+        Some(p) => p.clone(),
+        None => workspace
+            .spec_dir(g.selection.package.as_deref())?
+            .join(spec::SPEC_FILE),
+    };
+    let spec = spec::load(&spec_path)?;
+    let project = workspace.project(&g.selection, spec.package.as_deref(), spec.bin.as_deref())?;
+    Ok(Located {
+        workspace,
+        spec,
+        project,
+    })
+}
+
+/// The spec for the selected package (used by `bench`).
+pub fn load_spec(g: &GlobalArgs) -> anyhow::Result<Spec> {
+    Ok(locate(g)?.spec)
+}
+
+/// `cargo optimize init`.
+pub fn init_command(g: &GlobalArgs) -> anyhow::Result<i32> {
+    let ws = Workspace::load(&g.selection)?;
+    let project = ws.project(&g.selection, None, None)?;
     let path = match &g.spec {
         Some(p) => p.clone(),
-        None => std::path::PathBuf::from(crate::spec::SPEC_FILE),
+        None => project.package_dir.join(spec::SPEC_FILE),
     };
-    Ok(crate::spec::load(&path)?)
+    if path.exists() {
+        anyhow::bail!(
+            "{} already exists; not overwriting it\n  fix: edit it, or remove it first to get a fresh skeleton",
+            path.display()
+        );
+    }
+    let text = spec::skeleton(&project.bin);
+    // create_new: never clobber a file that appeared in between.
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    f.write_all(text.as_bytes())?;
+    eprintln!(
+        "wrote {} for binary `{}`: describe how the program is really run in its [[workload]] entries, then run `cargo optimize`",
+        path.display(),
+        project.bin
+    );
+    Ok(0)
+}
+
+/// `cargo optimize clean`.
+pub fn clean_command(g: &GlobalArgs) -> anyhow::Result<i32> {
+    let ws = Workspace::load(&g.selection)?;
+    let project = ws.project(&g.selection, None, None).ok();
+    let dir = match (&g.selection.target_dir, project) {
+        (Some(d), _) => d.join("optimize"),
+        (None, Some(p)) => p.target_dir.join("optimize"),
+        (None, None) => ws.root().join("target").join("optimize"),
+    };
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+        eprintln!("removed {}", dir.display());
+    } else {
+        eprintln!("nothing to remove ({} does not exist)", dir.display());
+    }
+    Ok(0)
+}
+
+/// `cargo optimize` / `cargo optimize run`.
+pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
+    let started = Instant::now();
+    let ui = Ui::new(g);
+    let Located {
+        mut spec, project, ..
+    } = locate(g)?;
+    apply_run_overrides(&mut spec, args)?;
+    let rustc = toolchain::rustc()?;
+    let stages = spec.stages.try_.clone();
+    let llvm_profdata = if stages.contains(&StageName::Pgo) {
+        Some(toolchain::llvm_profdata(&rustc)?)
+    } else {
+        None
+    };
+    let triple = g.selection.target.clone().unwrap_or_else(|| rustc.host.clone());
+    let cfg: Vec<String> = process::tool_stdout("rustc", ["--print", "cfg", "--target", &triple])
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let user_rustflags = cargo::user_rustflags_here(&triple, &cfg)?;
+
+    let optimize_dir = project.target_dir.join("optimize");
+    let run = new_run_dir(&optimize_dir)?;
+    ui.step(&format!(
+        "optimizing `{}` (package {} {}) → {}",
+        project.bin,
+        project.package,
+        project.version,
+        run.root.display()
+    ));
+    if !user_rustflags.is_empty() {
+        ui.info(&format!(
+            "your rustflags are kept in every build: {}",
+            user_rustflags.join(" ")
+        ));
+    }
+    let ctx = Context {
+        project: &project,
+        spec: &spec,
+        rustc: &rustc,
+        run: &run,
+        ui: &ui,
+        optimize_dir: optimize_dir.clone(),
+        host: rustc.host.clone(),
+        llvm_profdata: llvm_profdata.clone(),
+        steps: RefCell::new(Vec::new()),
+    };
+
+    let base_settings = BuildSettings {
+        profile: g.selection.profile.clone(),
+        profile_overrides: BTreeMap::new(),
+        user_rustflags,
+        rustflags: Vec::new(),
+        target: g.selection.target.clone(),
+        features: project.features.clone(),
+    };
+    let baseline = stage::baseline::prepare(&ctx, base_settings)?;
+    let reference = record_baseline(&ctx, &baseline)?;
+
+    let mut reports = vec![candidate_report(&baseline, Status::Kept, "the reference")];
+    reports[0].verified = Some(true);
+    let mut per_workload: BTreeMap<String, BTreeMap<String, serde_json::Value>> = BTreeMap::new();
+    let mut best = baseline.clone();
+    let mut best_vs_baseline: Option<bench::Estimate> = None;
+
+    for name in stages {
+        let prepared = match name {
+            StageName::Pgo => stage::pgo::prepare(&ctx, &best),
+            other => {
+                reports.push(StageReport::without_candidate(
+                    other.as_str(),
+                    Status::Skipped,
+                    format!("the {other} stage is not available in this version"),
+                ));
+                continue;
+            }
+        };
+        let cand = match prepared {
+            Ok(c) => c,
+            Err(e) => {
+                ui.warn(&format!("{name} stage failed: {e}"));
+                reports.push(StageReport::without_candidate(
+                    name.as_str(),
+                    Status::Failed,
+                    e.to_string(),
+                ));
+                continue;
+            }
+        };
+        if let Err(m) = verify_candidate(&ctx, &cand, &reference)? {
+            ui.warn(&format!("{name} rejected: its outputs differ from the baseline's\n  {m}"));
+            let mut r = candidate_report(&cand, Status::Rejected, &m.to_string());
+            r.verified = Some(false);
+            reports.push(r);
+            continue;
+        }
+        let measured = measure(&ctx, &best, &cand, &baseline);
+        let (vs_best, vs_baseline, per) = match measured {
+            Ok(m) => m,
+            Err(e) => {
+                ui.warn(&format!("{name}: measuring failed: {e:#}"));
+                let mut r = candidate_report(&cand, Status::Failed, &format!("measuring failed: {e:#}"));
+                r.verified = Some(true);
+                reports.push(r);
+                continue;
+            }
+        };
+        for (w, c) in per {
+            per_workload
+                .entry(w)
+                .or_default()
+                .insert(name.as_str().to_string(), c);
+        }
+        let keep = vs_best.verdict == bench::Verdict::Faster;
+        let reason = format!(
+            "{} vs {}: {}",
+            name,
+            best.stage,
+            describe(&vs_best)
+        );
+        let mut r = candidate_report(
+            &cand,
+            if keep { Status::Kept } else { Status::Dropped },
+            &reason,
+        );
+        r.verified = Some(true);
+        r.vs_best = serde_json::to_value(&vs_best).ok();
+        r.vs_baseline = serde_json::to_value(&vs_baseline).ok();
+        reports.push(r);
+        if keep {
+            best = cand;
+            best_vs_baseline = Some(vs_baseline);
+        }
+    }
+
+    let final_ = FinalChoice {
+        stage: best.stage.to_string(),
+        binary: best.binary.display().to_string(),
+        speedup_vs_baseline: best_vs_baseline.as_ref().map(|e| 1.0 / e.ratio),
+        speedup_ci: best_vs_baseline
+            .as_ref()
+            .map(|e| (1.0 / e.ci_high, 1.0 / e.ci_low)),
+    };
+    ctx.record("total", started.elapsed().as_secs_f64(), None);
+    let report = Report {
+        schema: report::SCHEMA,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: run.id.clone(),
+        crate_name: project.package.clone(),
+        bin: project.bin.clone(),
+        toolchain: ToolchainInfo {
+            rustc: rustc.version.clone(),
+            llvm: rustc.llvm_version.clone(),
+            llvm_profdata: llvm_profdata.map(|t| t.path.display().to_string()),
+            llvm_bolt: None,
+            host: rustc.host.clone(),
+        },
+        stages: reports,
+        workloads: spec
+            .workloads
+            .iter()
+            .map(|w| WorkloadReport {
+                name: w.name.clone(),
+                uses: uses(w),
+                per_stage: per_workload.remove(&w.name).unwrap_or_default(),
+            })
+            .collect(),
+        final_: Some(final_),
+        pipeline: ctx.steps.borrow().clone(),
+    };
+    report.write_json(&run.root)?;
+    point_latest(&optimize_dir, &run)?;
+    report::terminal::print_ladder(&report, &ui);
+    Ok(0)
+}
+
+fn apply_run_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
+    if let Some(list) = &args.stages {
+        let mut stages = Vec::new();
+        for s in list {
+            stages.push(match s.trim() {
+                "profile" => StageName::Profile,
+                "cpu" => StageName::Cpu,
+                "pgo" => StageName::Pgo,
+                "bolt" => StageName::Bolt,
+                other => anyhow::bail!(
+                    "--stages: unknown stage `{other}`\n  fix: use a comma-separated list of profile, cpu, pgo, bolt"
+                ),
+            });
+        }
+        spec.stages.try_ = stages;
+    }
+    if let Some(t) = &args.max_time {
+        spec.bench.max_time = humantime::parse_duration(t).map_err(|e| {
+            anyhow::anyhow!("--max-time `{t}`: {e}\n  fix: a duration such as 20s, 2m or 500ms")
+        })?;
+    }
+    Ok(())
+}
+
+fn uses(w: &Workload) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if w.train {
+        v.push("train");
+    }
+    if w.eval {
+        v.push("eval");
+    }
+    v
+}
+
+/// `<timestamp>-<pid>`: sortable and unique on this machine.
+fn new_run_dir(optimize_dir: &Path) -> anyhow::Result<RunDir> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let ts = humantime::format_rfc3339_seconds(std::time::SystemTime::UNIX_EPOCH + now)
+        .to_string()
+        .replace([':', '-'], "")
+        .replace('T', "-")
+        .trim_end_matches('Z')
+        .to_string();
+    let id = format!("{ts}-{}", std::process::id());
+    let root = optimize_dir.join("runs").join(&id);
+    std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    Ok(RunDir { id, root })
+}
+
+fn point_latest(optimize_dir: &Path, run: &RunDir) -> std::io::Result<()> {
+    let link = optimize_dir.join("latest");
+    let tmp = optimize_dir.join(format!(".latest-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(Path::new("runs").join(&run.id), &tmp)?;
+    std::fs::rename(tmp, link)
+}
+
+/// The baseline's outcome on every workload: the reference every candidate must match.
+/// A workload that fails or times out on the baseline is a spec problem, reported as such.
+fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<BTreeMap<String, Outcome>> {
+    let n = ctx.spec.workloads.len();
+    let start = Instant::now();
+    let mut peak = 0;
+    let mut reference = BTreeMap::new();
+    for (i, w) in ctx.spec.workloads.iter().enumerate() {
+        ctx.ui.step(&format!("baseline: running [{}/{n}] {}", i + 1, w.name));
+        let out = ctx.run_workload(&baseline.binary, w, &[])?;
+        save_outputs(&ctx.run.outputs(StageName::Baseline), w, &out)?;
+        if out.timed_out {
+            anyhow::bail!(
+                "{}:{}: workload `{}` exceeded its timeout of {} on the baseline and was killed (with its children)\n  fix: raise `timeout` for this workload, or give it a smaller input",
+                ctx.spec.path.display(),
+                w.line,
+                w.name,
+                humantime::format_duration(w.timeout)
+            );
+        }
+        if !out.status.success() && w.expect != spec::Expect::ExitCode {
+            anyhow::bail!(
+                "{}:{}: workload `{}` failed on the baseline ({}); its stderr ends with:\n{}\n  fix: correct its args/stdin/cwd, or set `expect = \"exit-code\"` if a non-zero exit is what it should do",
+                ctx.spec.path.display(),
+                w.line,
+                w.name,
+                out.status,
+                indent(&out.stderr_tail(15))
+            );
+        }
+        peak = peak.max(out.max_rss_bytes);
+        reference.insert(w.name.clone(), out);
+    }
+    ctx.record("baseline: workloads", start.elapsed().as_secs_f64(), Some(peak));
+    Ok(reference)
+}
+
+/// Run every workload on the candidate and compare with the baseline.
+fn verify_candidate(
+    ctx: &Context,
+    cand: &Candidate,
+    reference: &BTreeMap<String, Outcome>,
+) -> anyhow::Result<Result<(), verify::Mismatch>> {
+    let start = Instant::now();
+    let n = ctx.spec.workloads.len();
+    let mut result = Ok(());
+    for (i, w) in ctx.spec.workloads.iter().enumerate() {
+        ctx.ui.step(&format!("{}: verifying [{}/{n}] {}", cand.stage, i + 1, w.name));
+        let out = ctx.run_workload(&cand.binary, w, &[])?;
+        save_outputs(&ctx.run.outputs(cand.stage), w, &out)?;
+        let Some(base) = reference.get(&w.name) else {
+            continue;
+        };
+        if let Err(m) = verify::check(w, base, &out) {
+            result = Err(m);
+            break;
+        }
+    }
+    ctx.record(
+        &format!("{}: verify", cand.stage),
+        start.elapsed().as_secs_f64(),
+        None,
+    );
+    Ok(result)
+}
+
+fn save_outputs(dir: &Path, w: &Workload, out: &Outcome) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let stem = file_stem(&w.name);
+    std::fs::write(dir.join(format!("{stem}.stdout")), &out.stdout)?;
+    std::fs::write(dir.join(format!("{stem}.stderr")), &out.stderr)?;
+    std::fs::write(dir.join(format!("{stem}.status")), format!("{}\n", out.status))
+}
+
+/// A workload name made safe as a file name.
+fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-=,[]".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+type Measured = (
+    bench::Estimate,
+    bench::Estimate,
+    Vec<(String, serde_json::Value)>,
+);
+
+/// Compare `cand` with the best so far (and with the baseline when the best is not the
+/// baseline) on every eval workload.
+fn measure(
+    ctx: &Context,
+    best: &Candidate,
+    cand: &Candidate,
+    baseline: &Candidate,
+) -> anyhow::Result<Measured> {
+    let opts = bench::BenchOptions::from_config(&ctx.spec.bench);
+    let (vs_best, per) = compare_over_workloads(ctx, best, cand, &opts)?;
+    let vs_baseline = if best.stage == StageName::Baseline {
+        vs_best.clone()
+    } else {
+        compare_over_workloads(ctx, baseline, cand, &opts)?.0
+    };
+    let per = per
+        .into_iter()
+        .map(|(w, c)| (w, serde_json::to_value(&c).unwrap_or_default()))
+        .collect();
+    Ok((vs_best, vs_baseline, per))
+}
+
+fn compare_over_workloads(
+    ctx: &Context,
+    a: &Candidate,
+    b: &Candidate,
+    opts: &bench::BenchOptions,
+) -> anyhow::Result<(bench::Estimate, Vec<(String, bench::Comparison)>)> {
+    let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
+    if eval.is_empty() {
+        anyhow::bail!(
+            "{}: no workload has `use = [\"eval\"]`, so nothing can be measured\n  fix: mark at least one workload for eval",
+            ctx.spec.path.display()
+        );
+    }
+    let start = Instant::now();
+    let mut comps = Vec::new();
+    for (i, w) in eval.iter().enumerate() {
+        let label = format!(
+            "{} vs {}: measuring [{}/{}] {}",
+            b.stage,
+            a.stage,
+            i + 1,
+            eval.len(),
+            w.name
+        );
+        ctx.ui.step(&label);
+        let spinner = ctx.ui.spinner(label.clone());
+        let ca = process::Command::for_workload(&a.binary, w);
+        let cb = process::Command::for_workload(&b.binary, w);
+        let c = bench::compare(&ca, &cb, opts, &mut |p| {
+            let est = p
+                .estimate
+                .map(|e| format!(", {e}"))
+                .unwrap_or_default();
+            spinner.set_message(format!("{label}: {} pairs{est}", p.pairs));
+        });
+        spinner.finish_and_clear();
+        let c = c.with_context(|| format!("workload `{}`", w.name))?;
+        ctx.ui.info(&format!("{}: {}", w.name, c.headline()));
+        comps.push((w.name.clone(), c));
+    }
+    ctx.record(
+        &format!("{} vs {}: measure", b.stage, a.stage),
+        start.elapsed().as_secs_f64(),
+        None,
+    );
+    let all: Vec<bench::Comparison> = comps.iter().map(|(_, c)| c.clone()).collect();
+    Ok((bench::geomean(&all, opts.margin), comps))
+}
+
+fn describe(e: &bench::Estimate) -> String {
+    format!(
+        "time ratio {:.3} [{:.3}, {:.3}] → {}",
+        e.ratio, e.ci_low, e.ci_high, e.verdict
+    )
+}
+
+fn candidate_report(c: &Candidate, status: Status, reason: &str) -> StageReport {
+    StageReport {
+        name: c.stage.to_string(),
+        status,
+        reason: reason.to_string(),
+        binary: Some(c.binary.display().to_string()),
+        size_bytes: Some(c.size_bytes),
+        build_seconds: Some(c.build_seconds),
+        settings: Some(serde_json::json!({
+            "profile": c.settings.profile,
+            "profile_overrides": c.settings.profile_overrides,
+            "rustflags": c.settings.all_rustflags(),
+            "target": c.settings.target,
+            "features": c.settings.features,
+        })),
+        verified: None,
+        vs_best: None,
+        vs_baseline: None,
+        notes: c.notes.clone(),
+        facts: c.facts.clone(),
+    }
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
 }

@@ -1,1 +1,152 @@
-//! placeholder
+//! The stages. Every stage has one shape: `prepare(ctx, best) -> Candidate` builds a
+//! candidate from the best candidate so far; the pipeline then verifies and measures it.
+//!
+//! This module holds what stages share: the [`Context`] (project, spec, toolchain, run
+//! folder, UI, step timings) and the [`Candidate`] they produce. Stages never run cargo or
+//! processes themselves: they go through `ctx.build` (cargo.rs) and `ctx.run_workload`
+//! (process.rs).
+
+pub mod baseline;
+pub mod pgo;
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cargo::{self, BuildSettings, Project};
+use crate::process::{self, Outcome};
+use crate::report::terminal::Ui;
+use crate::report::PipelineStep;
+use crate::spec::{Spec, StageName, Workload};
+use crate::toolchain::Rustc;
+
+/// A built binary and how it was made.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub stage: StageName,
+    /// The binary, copied into the run folder (`runs/<id>/bin/<stage>`).
+    pub binary: PathBuf,
+    pub settings: BuildSettings,
+    pub size_bytes: u64,
+    pub build_seconds: f64,
+    /// Things the user should know (retries, overrides, counts).
+    pub notes: Vec<String>,
+    /// Stage-specific facts for report.json (profile stats, …).
+    pub facts: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A stage could not produce a candidate.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error(transparent)]
+    Cargo(#[from] cargo::CargoError),
+    #[error(transparent)]
+    Process(#[from] process::ProcessError),
+    #[error("{0}")]
+    Failed(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// The folder of one pipeline run: `target/optimize/runs/<id>/`.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub id: String,
+    pub root: PathBuf,
+}
+
+impl RunDir {
+    pub fn bin(&self, stage: StageName) -> PathBuf {
+        self.root.join("bin").join(stage.as_str())
+    }
+    pub fn profiles(&self, kind: &str) -> PathBuf {
+        self.root.join("profiles").join(kind)
+    }
+    pub fn outputs(&self, stage: StageName) -> PathBuf {
+        self.root.join("outputs").join(stage.as_str())
+    }
+}
+
+/// What every stage may use.
+pub struct Context<'a> {
+    pub project: &'a Project,
+    pub spec: &'a Spec,
+    pub rustc: &'a Rustc,
+    pub run: &'a RunDir,
+    pub ui: &'a Ui,
+    /// `target/optimize`.
+    pub optimize_dir: PathBuf,
+    /// The host triple: instrumented builds pass `--target <host>` so build scripts and
+    /// proc-macros are not instrumented.
+    pub host: String,
+    /// llvm-profdata of rustc's LLVM major, when found.
+    pub llvm_profdata: Option<crate::toolchain::Tool>,
+    /// Time and memory of every step, for the report's `pipeline` section.
+    pub steps: RefCell<Vec<PipelineStep>>,
+}
+
+impl Context<'_> {
+    /// Build `settings` into its own target dir (`target/optimize/build/<hash>`), showing
+    /// cargo's progress, and record the step.
+    pub fn build(
+        &self,
+        label: &str,
+        settings: &BuildSettings,
+    ) -> Result<cargo::Built, cargo::CargoError> {
+        let target_dir = self.optimize_dir.join("build").join(settings.hash());
+        let spinner = self.ui.spinner(format!("{label}: cargo build"));
+        let built = cargo::build(self.project, settings, &target_dir, &mut |line| {
+            let line = line.trim();
+            if line.starts_with("Compiling") || line.starts_with("Finished") {
+                spinner.set_message(format!("{label}: {line}"));
+            }
+        });
+        spinner.finish_and_clear();
+        let built = built?;
+        self.ui.done(&format!("{label} built"), built.seconds);
+        self.record(&format!("{label} build"), built.seconds, None);
+        Ok(built)
+    }
+
+    /// Copy a built binary into the run folder as the stage's binary.
+    pub fn install(&self, stage: StageName, built: &Path) -> std::io::Result<(PathBuf, u64)> {
+        let dest = self.run.bin(stage);
+        std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))?;
+        let tmp = dest.with_extension("tmp");
+        std::fs::copy(built, &tmp)?;
+        std::fs::rename(&tmp, &dest)?;
+        let size = std::fs::metadata(&dest)?.len();
+        Ok((dest, size))
+    }
+
+    /// Run `workload` on `binary` with extra environment variables.
+    pub fn run_workload(
+        &self,
+        binary: &Path,
+        workload: &Workload,
+        extra_env: &[(&str, &Path)],
+    ) -> Result<Outcome, process::ProcessError> {
+        let mut cmd = process::Command::for_workload(binary, workload);
+        for (k, v) in extra_env {
+            cmd = cmd.env(k, v);
+        }
+        process::run(&cmd)
+    }
+
+    /// Remember how long a step took (and its peak RSS when known).
+    pub fn record(&self, step: &str, seconds: f64, peak_rss_bytes: Option<u64>) {
+        self.steps.borrow_mut().push(PipelineStep {
+            step: step.to_string(),
+            seconds,
+            peak_rss_bytes,
+        });
+    }
+
+    /// Time a closure as a named step.
+    pub fn timed<T>(&self, step: &str, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        self.record(step, start.elapsed().as_secs_f64(), None);
+        out
+    }
+}

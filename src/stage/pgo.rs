@@ -1,0 +1,290 @@
+//! The PGO stage: instrumented build → train workloads → `llvm-profdata merge` →
+//! optimized build, with settings identical to the best candidate's except the PGO flags.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::{Candidate, Context, StageError};
+use crate::process;
+use crate::spec::StageName;
+
+/// The instrumented program's value-profiling warning, and the flag that cures it.
+const VP_WARNING: &str = "Running out of static counters";
+/// Raised once, when the first training run prints [`VP_WARNING`].
+const VP_COUNTERS_RETRY: u32 = 64;
+
+pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
+    let profdata_tool = ctx.llvm_profdata.as_ref().ok_or_else(|| {
+        StageError::Failed("llvm-profdata of rustc's LLVM is not available (run `cargo optimize doctor`)".into())
+    })?;
+    let mut notes = Vec::new();
+    let base = best.settings.clone();
+    let mut target = base.clone();
+    target.target.get_or_insert_with(|| ctx.host.clone());
+
+    // The folder compiled into the instrumented binary is a stable one, so its build is
+    // cached across runs; training sends the profiles to this run's own folder through
+    // LLVM_PROFILE_FILE, so concurrent runs never mix profiles.
+    let gen_dir = ctx.optimize_dir.join("pgo-default");
+    let gen_flag = format!("-Cprofile-generate={}", gen_dir.display());
+    let raw_dir = ctx.run.profiles("pgo").join("raw");
+
+    let mut vp_counters: Option<u32> = None;
+    let (instrumented, warnings) = loop {
+        let mut flags = vec![gen_flag.clone()];
+        if let Some(n) = vp_counters {
+            flags.push(format!("-Cllvm-args=-vp-counters-per-site={n}"));
+        }
+        let settings = target.with_rustflags(flags);
+        let built = ctx.build("pgo: instrumented", &settings)?;
+        reset_dir(&raw_dir)?;
+        let warnings = train(ctx, &built.binary, &raw_dir)?;
+        let vp_hit = warnings.keys().any(|w| w.contains(VP_WARNING));
+        if vp_hit && vp_counters.is_none() {
+            let msg = format!(
+                "the instrumented program ran out of value-profile counters; rebuilt it with -Cllvm-args=-vp-counters-per-site={VP_COUNTERS_RETRY} and trained again"
+            );
+            ctx.ui.warn(&msg);
+            notes.push(msg);
+            vp_counters = Some(VP_COUNTERS_RETRY);
+            continue;
+        }
+        break (settings, warnings);
+    };
+    for (w, n) in &warnings {
+        let msg = format!("instrumented program said ({n}×): {w}");
+        ctx.ui.warn(&msg);
+        notes.push(msg);
+    }
+
+    let profiles = ctx.run.profiles("pgo");
+    std::fs::create_dir_all(&profiles)?;
+    let merged = profiles.join("merged.profdata");
+    let stats = ctx.timed("pgo: llvm-profdata merge", || {
+        merge(&profdata_tool.path, &raw_dir, &merged)
+    })?;
+    ctx.ui.info(&format!(
+        "profile: {} raw file(s), {} function(s) with counts, max count {}{}",
+        stats.raw_files,
+        stats.functions,
+        stats.max_count,
+        if stats.dropped.is_empty() {
+            String::new()
+        } else {
+            format!(", {} file(s) dropped", stats.dropped.len())
+        }
+    ));
+    for d in &stats.dropped {
+        notes.push(format!("llvm-profdata dropped: {d}"));
+    }
+
+    // Content-addressed copy: the PGO build's flags name it, so an unchanged profile
+    // reuses the cached optimized build.
+    let stable = ctx
+        .optimize_dir
+        .join("cache")
+        .join(format!("{}.profdata", file_hash(&merged)?));
+    std::fs::create_dir_all(stable.parent().unwrap_or(Path::new(".")))?;
+    if !stable.exists() {
+        std::fs::copy(&merged, &stable)?;
+    }
+    let use_settings = target.with_rustflags([
+        format!("-Cprofile-use={}", stable.display()),
+        "-Cllvm-args=-pgo-warn-missing-function".to_string(),
+    ]);
+    let built = ctx.build("pgo: optimized", &use_settings)?;
+    let missing = count_missing_functions(&built.stderr);
+    if missing > 0 {
+        ctx.ui.info(&format!(
+            "{missing} function(s) of the package had no profile data (not run by any train workload)"
+        ));
+    }
+    let (binary, size_bytes) = ctx.install(StageName::Pgo, &built.binary)?;
+
+    let mut facts = serde_json::Map::new();
+    facts.insert("profile".into(), serde_json::to_value(&stats).unwrap_or_default());
+    facts.insert("functions_without_profile".into(), missing.into());
+    facts.insert(
+        "instrumented_rustflags".into(),
+        serde_json::to_value(instrumented.all_rustflags()).unwrap_or_default(),
+    );
+    facts.insert(
+        "vp_counters_per_site".into(),
+        vp_counters.map(serde_json::Value::from).unwrap_or_default(),
+    );
+    Ok(Candidate {
+        stage: StageName::Pgo,
+        binary,
+        settings: use_settings,
+        size_bytes,
+        build_seconds: built.seconds,
+        notes,
+        facts,
+    })
+}
+
+/// Run every `train` workload on the instrumented binary; returns the program's own
+/// LLVM profile warnings, collapsed to one entry per distinct message with a count.
+fn train(
+    ctx: &Context,
+    binary: &Path,
+    raw_dir: &Path,
+) -> Result<BTreeMap<String, usize>, StageError> {
+    let pattern = raw_dir.join("%m_%p.profraw");
+    let train: Vec<_> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
+    let mut warnings = BTreeMap::new();
+    let start = std::time::Instant::now();
+    for (i, w) in train.iter().enumerate() {
+        ctx.ui.step(&format!(
+            "pgo: training [{}/{}] {}",
+            i + 1,
+            train.len(),
+            w.name
+        ));
+        let out = ctx.run_workload(binary, w, &[("LLVM_PROFILE_FILE", &pattern)])?;
+        if out.timed_out {
+            return Err(StageError::Failed(format!(
+                "train workload `{}` timed out after {:?} on the instrumented binary",
+                w.name, w.timeout
+            )));
+        }
+        collapse_profile_warnings(&out.stderr, &mut warnings);
+    }
+    ctx.record("pgo: training", start.elapsed().as_secs_f64(), None);
+    Ok(warnings)
+}
+
+/// Count `LLVM Profile Warning/Error:` lines by message.
+pub fn collapse_profile_warnings(stderr: &[u8], into: &mut BTreeMap<String, usize>) {
+    for line in String::from_utf8_lossy(stderr).lines() {
+        let line = line.trim();
+        if line.starts_with("LLVM Profile Warning:") || line.starts_with("LLVM Profile Error:") {
+            *into.entry(line.to_string()).or_insert(0) += 1;
+        }
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProfileStats {
+    pub raw_files: usize,
+    pub functions: u64,
+    pub max_count: u64,
+    pub dropped: Vec<String>,
+    pub path: PathBuf,
+}
+
+/// Merge every `.profraw` in `raw_dir` into `out`; an empty profile is an error that
+/// explains the usual causes.
+fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, StageError> {
+    let raw: Vec<PathBuf> = std::fs::read_dir(raw_dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
+        .collect();
+    if raw.is_empty() {
+        return Err(StageError::Failed(format!(
+            "the train workloads produced no profile (.profraw) in {}\n  usual causes: the program exits through `std::process::abort`, `_exit` or a signal (the profile is written by an atexit handler), it is killed by a timeout, or no workload has `use = [\"train\"]`\n  fix: let the program return from main (or call std::process::exit) in the train workloads",
+            raw_dir.display()
+        )));
+    }
+    let merged = process::run(
+        &process::Command::new(profdata)
+            .args(["merge", "--failure-mode=warn", "-o"])
+            .arg(out)
+            .args(&raw),
+    )?;
+    let dropped: Vec<String> = String::from_utf8_lossy(&merged.stderr)
+        .lines()
+        .filter(|l| l.contains("warning"))
+        .map(str::to_string)
+        .collect();
+    if !merged.status.success() {
+        return Err(StageError::Failed(format!(
+            "llvm-profdata merge failed ({}):\n{}",
+            merged.status,
+            merged.stderr_tail(20)
+        )));
+    }
+    let show = process::run(
+        &process::Command::new(profdata)
+            .args(["show"])
+            .arg(out),
+    )?;
+    let text = String::from_utf8_lossy(&show.stdout);
+    let functions = field(&text, "Total functions:");
+    let max_count = field(&text, "Maximum function count:");
+    if functions == 0 || max_count == 0 {
+        return Err(StageError::Failed(format!(
+            "the merged profile {} is empty ({} functions, maximum count {}); {} raw file(s) were merged, {} dropped\n  usual causes: the train workloads exit before doing work, or the raw profiles are from another LLVM version",
+            out.display(),
+            functions,
+            max_count,
+            raw.len(),
+            dropped.len()
+        )));
+    }
+    Ok(ProfileStats {
+        raw_files: raw.len(),
+        functions,
+        max_count,
+        dropped,
+        path: out.to_path_buf(),
+    })
+}
+
+fn field(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(name))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `-pgo-warn-missing-function` prints one warning per function without profile data.
+pub fn count_missing_functions(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .filter(|l| l.contains("no profile data available for function"))
+        .count()
+}
+
+fn reset_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    std::fs::create_dir_all(dir)
+}
+
+fn file_hash(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    let bytes = std::fs::read(path)?;
+    let d = sha2::Sha256::digest(&bytes);
+    Ok(d[..12].iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_collapsed_with_counts() {
+        let mut m = BTreeMap::new();
+        let err = b"LLVM Profile Warning: Unable to track new values: Running out of static counters.\nother\nLLVM Profile Warning: Unable to track new values: Running out of static counters.\n";
+        collapse_profile_warnings(err, &mut m);
+        collapse_profile_warnings(err, &mut m);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m.values().next(), Some(&4));
+    }
+
+    #[test]
+    fn profdata_show_fields() {
+        let text = "Instrumentation level: IR  entry_first = 0\nTotal functions: 42\nMaximum function count: 1000\nMaximum internal block count: 99\n";
+        assert_eq!(field(text, "Total functions:"), 42);
+        assert_eq!(field(text, "Maximum function count:"), 1000);
+        assert_eq!(field(text, "Nope:"), 0);
+    }
+
+    #[test]
+    fn missing_function_warnings_counted() {
+        let s = "warning: foo.rs: no profile data available for function _ZN3foo\nwarning: x\nwarning: bar: no profile data available for function main\n";
+        assert_eq!(count_missing_functions(s), 2);
+    }
+}
