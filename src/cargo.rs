@@ -195,8 +195,10 @@ impl Workspace {
             None => match self.default_package() {
                 Some(p) => p,
                 None => {
-                    let with_bins: Vec<_> =
-                        self.members().filter(|p| !bin_names(p).is_empty()).collect();
+                    let with_bins: Vec<_> = self
+                        .members()
+                        .filter(|p| !bin_names(p).is_empty())
+                        .collect();
                     match with_bins.as_slice() {
                         [one] => *one,
                         _ => {
@@ -483,7 +485,8 @@ pub fn user_rustflags(
     let mut tables = config.target_rustflags();
     tables.sort_by_key(|(k, _)| k.starts_with("cfg("));
     for (key, flags) in tables {
-        let applies = if let Some(expr) = key.strip_prefix("cfg(").and_then(|k| k.strip_suffix(')')) {
+        let applies = if let Some(expr) = key.strip_prefix("cfg(").and_then(|k| k.strip_suffix(')'))
+        {
             cfg_matches(expr, cfg)
         } else {
             key == triple
@@ -541,10 +544,11 @@ impl CargoConfig {
                 let path = dir.join(name);
                 if let Ok(text) = std::fs::read_to_string(&path) {
                     let table: toml::Table =
-                        text.parse().map_err(|e: toml::de::Error| CargoError::Config {
-                            path: path.clone(),
-                            message: e.to_string(),
-                        })?;
+                        text.parse()
+                            .map_err(|e: toml::de::Error| CargoError::Config {
+                                path: path.clone(),
+                                message: e.to_string(),
+                            })?;
                     files.push((path, table));
                     break; // cargo reads `config.toml` and ignores `config` beside it
                 }
@@ -649,10 +653,15 @@ mod tests {
     use super::*;
 
     fn cfg() -> Vec<String> {
-        ["unix", "target_os=\"linux\"", "target_arch=\"x86_64\"", "debug_assertions"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        [
+            "unix",
+            "target_os=\"linux\"",
+            "target_arch=\"x86_64\"",
+            "debug_assertions",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
     }
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -696,7 +705,11 @@ mod tests {
         std::fs::create_dir_all(home.join("")).unwrap();
         std::fs::create_dir_all(proj.join(".cargo")).unwrap();
         std::fs::create_dir_all(root.path().join("a/.cargo")).unwrap();
-        std::fs::write(home.join("config.toml"), "[build]\nrustflags = \"-Chome\"\n").unwrap();
+        std::fs::write(
+            home.join("config.toml"),
+            "[build]\nrustflags = \"-Chome\"\n",
+        )
+        .unwrap();
         std::fs::write(
             root.path().join("a/.cargo/config.toml"),
             "[build]\nrustflags = [\"-Cparent\"]\n",
@@ -745,7 +758,10 @@ rustflags = ["-Cwindows"]
         assert!(cfg_matches("target_os = \"linux\"", &c));
         assert!(cfg_matches("all(unix, not(windows))", &c));
         assert!(cfg_matches("any(windows, target_arch=\"x86_64\")", &c));
-        assert!(!cfg_matches("all(unix, any(windows, target_os = \"macos\"))", &c));
+        assert!(!cfg_matches(
+            "all(unix, any(windows, target_os = \"macos\"))",
+            &c
+        ));
     }
 
     #[test]
@@ -788,7 +804,9 @@ rustflags = ["-Cwindows"]
             },
             Path::new("/t"),
         );
-        assert!(args.windows(2).any(|w| w[0] == "--config" && w[1] == "profile.release.lto=\"fat\""));
+        assert!(args
+            .windows(2)
+            .any(|w| w[0] == "--config" && w[1] == "profile.release.lto=\"fat\""));
     }
 
     #[test]

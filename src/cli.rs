@@ -81,7 +81,12 @@ pub struct Selection {
     #[arg(long, global = true, value_name = "TRIPLE")]
     pub target: Option<String>,
     /// The cargo profile the baseline is built with.
-    #[arg(long, global = true, value_name = "PROFILE-NAME", default_value = "release")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PROFILE-NAME",
+        default_value = "release"
+    )]
     pub profile: String,
     /// Directory for all generated artifacts (default: cargo's target directory).
     #[arg(long, global = true, value_name = "DIRECTORY")]

@@ -15,7 +15,9 @@ use crate::cargo::{self, BuildSettings, Project, Workspace};
 use crate::cli::{GlobalArgs, RunArgs};
 use crate::process::{self, Outcome};
 use crate::report::terminal::Ui;
-use crate::report::{self, FinalChoice, Report, StageReport, Status, ToolchainInfo, WorkloadReport};
+use crate::report::{
+    self, FinalChoice, Report, StageReport, Status, ToolchainInfo, WorkloadReport,
+};
 use crate::spec::{self, Spec, StageName, Workload};
 use crate::stage::{self, Candidate, Context, RunDir};
 use crate::toolchain;
@@ -93,7 +95,8 @@ pub fn clean_command(g: &GlobalArgs) -> anyhow::Result<i32> {
         (None, None) => ws.root().join("target").join("optimize"),
     };
     if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot remove {}", dir.display()))?;
         eprintln!("removed {}", dir.display());
     } else {
         eprintln!("nothing to remove ({} does not exist)", dir.display());
@@ -116,7 +119,11 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
-    let triple = g.selection.target.clone().unwrap_or_else(|| rustc.host.clone());
+    let triple = g
+        .selection
+        .target
+        .clone()
+        .unwrap_or_else(|| rustc.host.clone());
     let cfg: Vec<String> = process::tool_stdout("rustc", ["--print", "cfg", "--target", &triple])
         .unwrap_or_default()
         .lines()
@@ -193,7 +200,9 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
             }
         };
         if let Err(m) = verify_candidate(&ctx, &cand, &reference)? {
-            ui.warn(&format!("{name} rejected: its outputs differ from the baseline's\n  {m}"));
+            ui.warn(&format!(
+                "{name} rejected: its outputs differ from the baseline's\n  {m}"
+            ));
             let mut r = candidate_report(&cand, Status::Rejected, &m.to_string());
             r.verified = Some(false);
             reports.push(r);
@@ -204,7 +213,8 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
             Ok(m) => m,
             Err(e) => {
                 ui.warn(&format!("{name}: measuring failed: {e:#}"));
-                let mut r = candidate_report(&cand, Status::Failed, &format!("measuring failed: {e:#}"));
+                let mut r =
+                    candidate_report(&cand, Status::Failed, &format!("measuring failed: {e:#}"));
                 r.verified = Some(true);
                 reports.push(r);
                 continue;
@@ -217,20 +227,15 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
                 .insert(name.as_str().to_string(), c);
         }
         let keep = vs_best.verdict == bench::Verdict::Faster;
-        let reason = format!(
-            "{} vs {}: {}",
-            name,
-            best.stage,
-            describe(&vs_best)
-        );
+        let reason = format!("{} vs {}: {}", name, best.stage, describe(&vs_best));
         let mut r = candidate_report(
             &cand,
             if keep { Status::Kept } else { Status::Dropped },
             &reason,
         );
         r.verified = Some(true);
-        r.vs_best = serde_json::to_value(&vs_best).ok();
-        r.vs_baseline = serde_json::to_value(&vs_baseline).ok();
+        r.vs_best = serde_json::to_value(vs_best).ok();
+        r.vs_baseline = serde_json::to_value(vs_baseline).ok();
         reports.push(r);
         if keep {
             best = cand;
@@ -276,13 +281,16 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
     report.write_json(&run.root)?;
     point_latest(&optimize_dir, &run)?;
     report::terminal::print_ladder(&report, &ui);
-    Ok(0)
+    // A stage that could not run is a failure the user must see, even though the run
+    // completed and the best candidate so far is reported.
+    let failed = report.stages.iter().any(|s| s.status == Status::Failed);
+    Ok(if failed { 1 } else { 0 })
 }
 
 fn apply_run_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
     if let Some(list) = &args.stages {
         let mut stages = Vec::new();
-        for s in list {
+        for s in list.iter().filter(|s| !s.trim().is_empty()) {
             stages.push(match s.trim() {
                 "profile" => StageName::Profile,
                 "cpu" => StageName::Cpu,
@@ -341,13 +349,17 @@ fn point_latest(optimize_dir: &Path, run: &RunDir) -> std::io::Result<()> {
 
 /// The baseline's outcome on every workload: the reference every candidate must match.
 /// A workload that fails or times out on the baseline is a spec problem, reported as such.
-fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<BTreeMap<String, Outcome>> {
+fn record_baseline(
+    ctx: &Context,
+    baseline: &Candidate,
+) -> anyhow::Result<BTreeMap<String, Outcome>> {
     let n = ctx.spec.workloads.len();
     let start = Instant::now();
     let mut peak = 0;
     let mut reference = BTreeMap::new();
     for (i, w) in ctx.spec.workloads.iter().enumerate() {
-        ctx.ui.step(&format!("baseline: running [{}/{n}] {}", i + 1, w.name));
+        ctx.ui
+            .step(&format!("baseline: running [{}/{n}] {}", i + 1, w.name));
         let out = ctx.run_workload(&baseline.binary, w, &[])?;
         save_outputs(&ctx.run.outputs(StageName::Baseline), w, &out)?;
         if out.timed_out {
@@ -372,7 +384,11 @@ fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<BTreeM
         peak = peak.max(out.max_rss_bytes);
         reference.insert(w.name.clone(), out);
     }
-    ctx.record("baseline: workloads", start.elapsed().as_secs_f64(), Some(peak));
+    ctx.record(
+        "baseline: workloads",
+        start.elapsed().as_secs_f64(),
+        Some(peak),
+    );
     Ok(reference)
 }
 
@@ -386,7 +402,12 @@ fn verify_candidate(
     let n = ctx.spec.workloads.len();
     let mut result = Ok(());
     for (i, w) in ctx.spec.workloads.iter().enumerate() {
-        ctx.ui.step(&format!("{}: verifying [{}/{n}] {}", cand.stage, i + 1, w.name));
+        ctx.ui.step(&format!(
+            "{}: verifying [{}/{n}] {}",
+            cand.stage,
+            i + 1,
+            w.name
+        ));
         let out = ctx.run_workload(&cand.binary, w, &[])?;
         save_outputs(&ctx.run.outputs(cand.stage), w, &out)?;
         let Some(base) = reference.get(&w.name) else {
@@ -407,23 +428,13 @@ fn verify_candidate(
 
 fn save_outputs(dir: &Path, w: &Workload, out: &Outcome) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let stem = file_stem(&w.name);
+    let stem = w.file_stem();
     std::fs::write(dir.join(format!("{stem}.stdout")), &out.stdout)?;
     std::fs::write(dir.join(format!("{stem}.stderr")), &out.stderr)?;
-    std::fs::write(dir.join(format!("{stem}.status")), format!("{}\n", out.status))
-}
-
-/// A workload name made safe as a file name.
-fn file_stem(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-=,[]".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    std::fs::write(
+        dir.join(format!("{stem}.status")),
+        format!("{}\n", out.status),
+    )
 }
 
 type Measured = (
@@ -443,7 +454,7 @@ fn measure(
     let opts = bench::BenchOptions::from_config(&ctx.spec.bench);
     let (vs_best, per) = compare_over_workloads(ctx, best, cand, &opts)?;
     let vs_baseline = if best.stage == StageName::Baseline {
-        vs_best.clone()
+        vs_best
     } else {
         compare_over_workloads(ctx, baseline, cand, &opts)?.0
     };
@@ -483,10 +494,7 @@ fn compare_over_workloads(
         let ca = process::Command::for_workload(&a.binary, w);
         let cb = process::Command::for_workload(&b.binary, w);
         let c = bench::compare(&ca, &cb, opts, &mut |p| {
-            let est = p
-                .estimate
-                .map(|e| format!(", {e}"))
-                .unwrap_or_default();
+            let est = p.estimate.map(|e| format!(", {e}")).unwrap_or_default();
             spinner.set_message(format!("{label}: {} pairs{est}", p.pairs));
         });
         spinner.finish_and_clear();
@@ -534,5 +542,8 @@ fn candidate_report(c: &Candidate, status: Status, reason: &str) -> StageReport 
 }
 
 fn indent(s: &str) -> String {
-    s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
+    s.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

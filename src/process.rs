@@ -232,7 +232,8 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
             Err(_) => {
                 timed_out = true;
                 kill_group(pid);
-                rx.recv().unwrap_or_else(|_| Err(std::io::Error::other("wait thread died")))
+                rx.recv()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("wait thread died")))
             }
         },
         None => rx
@@ -351,7 +352,9 @@ mod tests {
         let out = run(&cmd).unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.starts_with("abc bar "), "{text}");
-        assert!(text.trim_end().ends_with(&dir.path().canonicalize().unwrap().display().to_string()));
+        assert!(text
+            .trim_end()
+            .ends_with(&dir.path().canonicalize().unwrap().display().to_string()));
     }
 
     #[test]

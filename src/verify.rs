@@ -80,8 +80,12 @@ fn compare_stream(workload: &Workload, stream: &str, a: &[u8], b: &[u8]) -> Resu
                     workload: workload.name.clone(),
                     stream: stream.into(),
                     line,
-                    expected: x.map(str::to_string).unwrap_or_else(|| "<end of output>".into()),
-                    actual: y.map(str::to_string).unwrap_or_else(|| "<end of output>".into()),
+                    expected: x
+                        .map(str::to_string)
+                        .unwrap_or_else(|| "<end of output>".into()),
+                    actual: y
+                        .map(str::to_string)
+                        .unwrap_or_else(|| "<end of output>".into()),
                 })
             }
         }

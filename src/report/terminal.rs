@@ -99,7 +99,12 @@ pub fn ladder(report: &super::Report, ui: &Ui) -> String {
     let _ = writeln!(
         s,
         "\n{:<9} {:<9} {:<34} {:<34} {:>8} {:>10}",
-        "stage", "status", "time vs previous best [95% CI]", "time vs baseline [95% CI]", "build s", "size"
+        "stage",
+        "status",
+        "time vs previous best [95% CI]",
+        "time vs baseline [95% CI]",
+        "build s",
+        "size"
     );
     for st in &report.stages {
         let status = format!("{:?}", st.status).to_lowercase();
@@ -117,17 +122,17 @@ pub fn ladder(report: &super::Report, ui: &Ui) -> String {
             painted,
             estimate_cell(st.vs_best.as_ref()),
             estimate_cell(st.vs_baseline.as_ref()),
-            st.build_seconds.map(|b| format!("{b:.1}")).unwrap_or_else(|| "-".into()),
+            st.build_seconds
+                .map(|b| format!("{b:.1}"))
+                .unwrap_or_else(|| "-".into()),
             st.size_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
         );
-        if !matches!(st.status, super::Status::Kept) || st.name != "baseline" {
-            if matches!(
-                st.status,
-                super::Status::Rejected | super::Status::Failed | super::Status::Skipped
-            ) {
-                let first = st.reason.lines().next().unwrap_or("");
-                let _ = writeln!(s, "{:<9} └ {first}", "");
-            }
+        if matches!(
+            st.status,
+            super::Status::Rejected | super::Status::Failed | super::Status::Skipped
+        ) {
+            let first = st.reason.lines().next().unwrap_or("");
+            let _ = writeln!(s, "{:<9} └ {first}", "");
         }
     }
     if let Some(f) = &report.final_ {

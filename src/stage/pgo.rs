@@ -15,7 +15,9 @@ const VP_COUNTERS_RETRY: u32 = 64;
 
 pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
     let profdata_tool = ctx.llvm_profdata.as_ref().ok_or_else(|| {
-        StageError::Failed("llvm-profdata of rustc's LLVM is not available (run `cargo optimize doctor`)".into())
+        StageError::Failed(
+            "llvm-profdata of rustc's LLVM is not available (run `cargo optimize doctor`)".into(),
+        )
     })?;
     let mut notes = Vec::new();
     let base = best.settings.clone();
@@ -102,7 +104,10 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
     let (binary, size_bytes) = ctx.install(StageName::Pgo, &built.binary)?;
 
     let mut facts = serde_json::Map::new();
-    facts.insert("profile".into(), serde_json::to_value(&stats).unwrap_or_default());
+    facts.insert(
+        "profile".into(),
+        serde_json::to_value(&stats).unwrap_or_default(),
+    );
     facts.insert("functions_without_profile".into(), missing.into());
     facts.insert(
         "instrumented_rustflags".into(),
@@ -204,11 +209,7 @@ fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, St
             merged.stderr_tail(20)
         )));
     }
-    let show = process::run(
-        &process::Command::new(profdata)
-            .args(["show"])
-            .arg(out),
-    )?;
+    let show = process::run(&process::Command::new(profdata).args(["show"]).arg(out))?;
     let text = String::from_utf8_lossy(&show.stdout);
     let functions = field(&text, "Total functions:");
     let max_count = field(&text, "Maximum function count:");

@@ -1,0 +1,914 @@
+//! Statistics of paired A/B measurements: estimates, confidence intervals, verdicts,
+//! the repeated-looks schedule, outliers and spread.
+//!
+//! Pure functions on numbers only: nothing here runs a process, reads a clock or prints.
+//!
+//! The model (ARCHITECTURE §6): for pair i, `d_i = ln(t_B,i / t_A,i)`. The ratio B/A is
+//! estimated by `exp(mean d)` with a paired Student-t interval on the mean of `d`
+//! (`mean ± t(1-α/2, n-1)·s/√n`, mapped through `exp`). When the sample is small or skewed a
+//! seeded percentile bootstrap over the pairs is computed as a check, and the reported
+//! interval is the union of both (never narrower than either).
+
+use serde::Serialize;
+
+/// What a comparison says about B relative to A.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The whole interval is below `1 − margin`.
+    Faster,
+    /// The whole interval is above `1 + margin`.
+    Slower,
+    /// The whole interval is inside `[1 − margin, 1 + margin]`.
+    Equivalent,
+    /// None of the above: the interval straddles a margin boundary.
+    Inconclusive,
+}
+
+impl Verdict {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::Equivalent => "equivalent",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The verdict for an interval of the ratio B/A with equivalence margin `margin`.
+pub fn verdict(ci_low: f64, ci_high: f64, margin: f64) -> Verdict {
+    if !(ci_low.is_finite() && ci_high.is_finite()) {
+        return Verdict::Inconclusive;
+    }
+    let margin = margin.max(0.0);
+    if ci_high < 1.0 - margin {
+        Verdict::Faster
+    } else if ci_low > 1.0 + margin {
+        Verdict::Slower
+    } else if ci_low >= 1.0 - margin && ci_high <= 1.0 + margin {
+        Verdict::Equivalent
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// A ratio B/A with its interval and verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub verdict: Verdict,
+    /// Confidence level of the interval (e.g. 0.95, or stricter after repeated looks).
+    pub confidence: f64,
+}
+
+impl Estimate {
+    /// `exp(log.mean)` with the interval `exp(log.mean ± t·se)` at `confidence`.
+    pub fn from_log(log: &LogEstimate, confidence: f64, margin: f64) -> Self {
+        let (lo, hi) = log.interval(confidence);
+        Estimate {
+            ratio: log.mean.exp(),
+            ci_low: lo.exp(),
+            ci_high: hi.exp(),
+            verdict: verdict(lo.exp(), hi.exp(), margin),
+            confidence,
+        }
+    }
+}
+
+impl std::fmt::Display for Estimate {
+    /// `B/A = 0.934 [0.912, 0.951] faster`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "B/A = {:.3} [{:.3}, {:.3}] {}",
+            self.ratio, self.ci_low, self.ci_high, self.verdict
+        )
+    }
+}
+
+/// An estimate of a mean on the log scale: the mean, its standard error and the degrees
+/// of freedom of its t distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LogEstimate {
+    pub mean: f64,
+    pub se: f64,
+    pub df: f64,
+    pub n: usize,
+}
+
+impl LogEstimate {
+    /// The one-sample estimate of the mean of `d` (`n ≥ 2` for a finite interval).
+    pub fn of(d: &[f64]) -> Self {
+        let n = d.len();
+        let m = mean(d);
+        let se = if n >= 2 {
+            std_dev(d) / (n as f64).sqrt()
+        } else {
+            f64::INFINITY
+        };
+        LogEstimate {
+            mean: m,
+            se,
+            df: (n.max(2) - 1) as f64,
+            n,
+        }
+    }
+
+    /// Two-sided interval for the mean at `confidence` on the log scale.
+    pub fn interval(&self, confidence: f64) -> (f64, f64) {
+        if self.se == 0.0 {
+            return (self.mean, self.mean);
+        }
+        let t = t_quantile(two_sided(confidence), self.df);
+        (self.mean - t * self.se, self.mean + t * self.se)
+    }
+}
+
+/// The upper quantile probability of a two-sided interval at `confidence`.
+fn two_sided(confidence: f64) -> f64 {
+    1.0 - (1.0 - confidence) / 2.0
+}
+
+/// `ln(b_i / a_i)` for each pair. Non-positive times are clamped to 1 ns.
+pub fn log_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .map(|(&a, &b)| (b.max(1e-9) / a.max(1e-9)).ln())
+        .collect()
+}
+
+/// Number of bootstrap resamples for the check interval.
+pub const BOOTSTRAP_RESAMPLES: usize = 4000;
+
+/// The paired analysis of one look at the data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairedAnalysis {
+    /// The reported estimate: interval = union of the t and (when computed) bootstrap ones.
+    pub estimate: Estimate,
+    /// Paired-t statistics of `d`. `se` is the *effective* standard error: widened so that
+    /// `mean ± t·se` reproduces the reported interval (used to combine workloads).
+    pub log: LogEstimate,
+    /// The paired-t interval alone (ratio scale).
+    pub t_interval: [f64; 2],
+    /// The bootstrap interval (ratio scale) when it was computed.
+    pub bootstrap_interval: Option<[f64; 2]>,
+    /// Sample skewness of `d`.
+    pub skewness: f64,
+}
+
+/// Analyse paired wall times at a confidence level; `seed` drives the bootstrap.
+///
+/// The bootstrap check runs when `n < 30` or `|skewness(d)| > 1`: there the t interval's
+/// normality assumption is weakest. The reported interval is the union of both.
+pub fn analyze_pairs(
+    a: &[f64],
+    b: &[f64],
+    confidence: f64,
+    margin: f64,
+    seed: u64,
+) -> PairedAnalysis {
+    let d = log_ratios(a, b);
+    let mut log = LogEstimate::of(&d);
+    let (t_lo, t_hi) = log.interval(confidence);
+    let skew = skewness(&d);
+    let (mut lo, mut hi) = (t_lo, t_hi);
+    let mut boot = None;
+    if d.len() >= 2 && (d.len() < 30 || skew.abs() > 1.0) {
+        let (b_lo, b_hi) = bootstrap_mean_interval(&d, confidence, BOOTSTRAP_RESAMPLES, seed);
+        boot = Some([b_lo.exp(), b_hi.exp()]);
+        lo = lo.min(b_lo);
+        hi = hi.max(b_hi);
+    }
+    if log.se.is_finite() && log.se > 0.0 {
+        let t = t_quantile(two_sided(confidence), log.df);
+        let half = (log.mean - lo).max(hi - log.mean);
+        log.se = log.se.max(half / t);
+    }
+    PairedAnalysis {
+        estimate: Estimate {
+            ratio: log.mean.exp(),
+            ci_low: lo.exp(),
+            ci_high: hi.exp(),
+            verdict: verdict(lo.exp(), hi.exp(), margin),
+            confidence,
+        },
+        log,
+        t_interval: [t_lo.exp(), t_hi.exp()],
+        bootstrap_interval: boot,
+        skewness: skew,
+    }
+}
+
+/// Percentile bootstrap interval of the mean of `d` (log scale), seeded.
+pub fn bootstrap_mean_interval(
+    d: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> (f64, f64) {
+    let n = d.len();
+    if n == 0 || resamples == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut means: Vec<f64> = (0..resamples)
+        .map(|_| (0..n).map(|_| d[rng.usize(0..n)]).sum::<f64>() / n as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let tail = (1.0 - confidence) / 2.0;
+    (
+        quantile_sorted(&means, tail),
+        quantile_sorted(&means, 1.0 - tail),
+    )
+}
+
+/// Geometric mean of several ratio estimates with its interval.
+///
+/// Combines the per-workload log estimates: the mean of the log means, standard error
+/// `√(Σ se_i²) / k`, degrees of freedom by Welch–Satterthwaite
+/// `(Σ se_i²)² / Σ (se_i⁴ / df_i)`. The workloads are independent measurements, so their
+/// variances add.
+pub fn geomean_of(logs: &[LogEstimate], confidence: f64, margin: f64) -> Estimate {
+    let k = logs.len();
+    if k == 0 {
+        return Estimate {
+            ratio: f64::NAN,
+            ci_low: f64::NAN,
+            ci_high: f64::NAN,
+            verdict: Verdict::Inconclusive,
+            confidence,
+        };
+    }
+    let kf = k as f64;
+    let m = logs.iter().map(|l| l.mean).sum::<f64>() / kf;
+    let var_sum: f64 = logs.iter().map(|l| l.se * l.se).sum();
+    let df = if var_sum > 0.0 {
+        let denom: f64 = logs.iter().map(|l| l.se.powi(4) / l.df.max(1.0)).sum();
+        if denom > 0.0 {
+            (var_sum * var_sum / denom).max(1.0)
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        logs.iter().map(|l| l.df).fold(f64::INFINITY, f64::min)
+    };
+    let combined = LogEstimate {
+        mean: m,
+        se: var_sum.sqrt() / kf,
+        df,
+        n: logs.iter().map(|l| l.n).sum(),
+    };
+    Estimate::from_log(&combined, confidence, margin)
+}
+
+// ---------------------------------------------------------------------------------------
+// Repeated looks.
+
+/// When to look at the data and at which confidence level, so that collecting more pairs
+/// while the verdict is inconclusive does not inflate the error rates.
+///
+/// The scheme (Bonferroni over a fixed set of looks, a conservative alpha-spending rule):
+/// before any measured pair is analysed, the schedule fixes the looks at geometrically
+/// spaced pair counts `min, 2·min, 4·min, …` up to a cap (the most pairs that can be
+/// collected: `max_pairs`, or what `max_time` allows at the warm-up's pace). With `K`
+/// looks, each look uses a two-sided interval at confidence `1 − α/K`. The procedure stops
+/// at the first look whose verdict is not *inconclusive*, at the cap, or when time runs out
+/// (that final look takes the place of the next scheduled one, so at most `K` looks happen).
+/// By the union bound the probability that *any* look's interval misses the true ratio is
+/// at most `α`; a wrong *faster*/*slower*/*equivalent* verdict needs such a miss, so the
+/// error rate of the verdict is at most `α` however many looks were taken. The reported
+/// interval is the one of the stopping look, at the corrected level `1 − α/K`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LookSchedule {
+    /// Pair counts at which the data is analysed (increasing, even: pairs come in ABBA blocks).
+    pub looks: Vec<u32>,
+    /// Overall error budget (0.05 for 95 %).
+    pub alpha: f64,
+}
+
+impl LookSchedule {
+    /// Looks from `min_pairs` doubling up to `cap_pairs`. A look closer than 1.5× to the
+    /// cap is merged into the cap (it would buy little and cost a share of α).
+    pub fn plan(min_pairs: u32, cap_pairs: u32, alpha: f64) -> Self {
+        let min = round_even(min_pairs.max(2));
+        let cap = round_even(cap_pairs.max(min));
+        let mut looks = Vec::new();
+        let mut n = min;
+        loop {
+            if f64::from(n) * 1.5 > f64::from(cap) {
+                looks.push(cap);
+                break;
+            }
+            looks.push(n);
+            n = round_even(n.saturating_mul(2));
+        }
+        LookSchedule { looks, alpha }
+    }
+
+    /// The confidence level every look uses: `1 − α/K`.
+    pub fn confidence(&self) -> f64 {
+        1.0 - self.alpha / self.looks.len().max(1) as f64
+    }
+
+    /// The largest number of pairs the schedule collects.
+    pub fn cap(&self) -> u32 {
+        self.looks.last().copied().unwrap_or(2)
+    }
+}
+
+fn round_even(n: u32) -> u32 {
+    n.saturating_add(n % 2)
+}
+
+// ---------------------------------------------------------------------------------------
+// Descriptive statistics.
+
+/// Mean, median, spread of one series.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Summary {
+    pub mean: f64,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub std_dev: f64,
+}
+
+impl Summary {
+    pub fn of(x: &[f64]) -> Self {
+        if x.is_empty() {
+            return Summary::default();
+        }
+        Summary {
+            mean: mean(x),
+            median: median(x),
+            min: x.iter().copied().fold(f64::INFINITY, f64::min),
+            max: x.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            std_dev: if x.len() >= 2 { std_dev(x) } else { 0.0 },
+        }
+    }
+}
+
+pub fn mean(x: &[f64]) -> f64 {
+    if x.is_empty() {
+        return f64::NAN;
+    }
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+/// Sample standard deviation (n − 1).
+pub fn std_dev(x: &[f64]) -> f64 {
+    let n = x.len();
+    if n < 2 {
+        return f64::NAN;
+    }
+    let m = mean(x);
+    (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+}
+
+/// Coefficient of variation: standard deviation / mean.
+pub fn cv(x: &[f64]) -> f64 {
+    if x.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(x);
+    if m == 0.0 {
+        return 0.0;
+    }
+    std_dev(x) / m.abs()
+}
+
+/// Sample skewness (g1); 0 when there is no spread.
+pub fn skewness(x: &[f64]) -> f64 {
+    let n = x.len();
+    if n < 3 {
+        return 0.0;
+    }
+    let m = mean(x);
+    let m2 = x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / n as f64;
+    if m2 <= 0.0 {
+        return 0.0;
+    }
+    let m3 = x.iter().map(|v| (v - m).powi(3)).sum::<f64>() / n as f64;
+    m3 / m2.powf(1.5)
+}
+
+pub fn median(x: &[f64]) -> f64 {
+    let mut v = x.to_vec();
+    v.sort_by(f64::total_cmp);
+    quantile_sorted(&v, 0.5)
+}
+
+/// Quantile of sorted data with linear interpolation (R type 7).
+pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        1 => sorted[0],
+        n => {
+            let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
+            let lo = h.floor() as usize;
+            let hi = (lo + 1).min(n - 1);
+            sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+        }
+    }
+}
+
+/// Outliers by the modified z-score rule (Iglewicz & Hoaglin): `|0.6745·(x − median) / MAD| >
+/// 3.5`. Outliers are flagged, never dropped. No spread (MAD = 0) flags nothing.
+pub fn mad_outliers(x: &[f64]) -> Vec<bool> {
+    if x.len() < 3 {
+        return vec![false; x.len()];
+    }
+    let med = median(x);
+    let dev: Vec<f64> = x.iter().map(|v| (v - med).abs()).collect();
+    let mad = median(&dev);
+    if mad <= 0.0 || !mad.is_finite() {
+        return vec![false; x.len()];
+    }
+    x.iter()
+        .map(|v| (0.6745 * (v - med) / mad).abs() > 3.5)
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Distributions.
+
+/// Natural log of the gamma function (Lanczos, g = 7, 9 terms; ~15 digits).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x)Γ(1−x) = π / sin(πx).
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).abs().ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + G + 0.5;
+    let mut a = C[0];
+    for (i, c) in C.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// The regularized incomplete beta function `I_x(a, b)` (continued fraction, modified
+/// Lentz; Numerical Recipes §6.4).
+pub fn reg_inc_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        ln_front.exp() * beta_cf(a, b, x) / a
+    } else {
+        1.0 - ln_front.exp() * beta_cf(b, a, 1.0 - x) / b
+    }
+}
+
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    const MAX_ITER: usize = 100_000;
+    const EPS: f64 = 1e-15;
+    const TINY: f64 = 1e-300;
+    let guard = |v: f64| if v.abs() < TINY { TINY } else { v };
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 / guard(1.0 - qab * x / qap);
+    let mut h = d;
+    for m in 1..=MAX_ITER {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 / guard(1.0 + aa * d);
+        c = guard(1.0 + aa / c);
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 / guard(1.0 + aa * d);
+        c = guard(1.0 + aa / c);
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < EPS {
+            break;
+        }
+    }
+    h
+}
+
+/// Upper tail `P(T > t)` of Student's t with `df` degrees of freedom, for `t ≥ 0`.
+fn t_upper_tail(t: f64, df: f64) -> f64 {
+    0.5 * reg_inc_beta(df / 2.0, 0.5, df / (df + t * t))
+}
+
+/// CDF of Student's t distribution with `df` (> 0, need not be an integer) degrees of freedom.
+pub fn t_cdf(t: f64, df: f64) -> f64 {
+    if t >= 0.0 {
+        1.0 - t_upper_tail(t, df)
+    } else {
+        t_upper_tail(-t, df)
+    }
+}
+
+/// Density of Student's t.
+fn t_pdf(t: f64, df: f64) -> f64 {
+    let ln_c =
+        ln_gamma((df + 1.0) / 2.0) - ln_gamma(df / 2.0) - 0.5 * (df * std::f64::consts::PI).ln();
+    (ln_c - (df + 1.0) / 2.0 * (1.0 + t * t / df).ln()).exp()
+}
+
+/// Inverse CDF of Student's t: the `t` with `P(T ≤ t) = p`.
+///
+/// Solves `P(T > t) = 1 − p`, with the tail computed exactly through the regularized
+/// incomplete beta function, by Newton's method safeguarded with bisection (every step
+/// stays inside a bracket that always holds the root; ~1e-12 relative). Very large `df`
+/// uses the normal quantile.
+pub fn t_quantile(p: f64, df: f64) -> f64 {
+    if !(p > 0.0 && p < 1.0) || df.is_nan() || df <= 0.0 {
+        return f64::NAN;
+    }
+    if p == 0.5 {
+        return 0.0;
+    }
+    if p < 0.5 {
+        return -t_quantile(1.0 - p, df);
+    }
+    if df > 1e7 {
+        return normal_quantile(p);
+    }
+    let target = 1.0 - p;
+    let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
+    while t_upper_tail(hi, df) > target {
+        lo = hi;
+        hi *= 2.0;
+        if hi > 1e300 {
+            return f64::INFINITY;
+        }
+    }
+    // Start from the normal quantile (a good guess unless df is tiny), kept in the bracket.
+    let mut t = normal_quantile(p);
+    if !(t > lo && t < hi) {
+        t = 0.5 * (lo + hi);
+    }
+    for _ in 0..300 {
+        let f = t_upper_tail(t, df) - target; // decreasing in t
+        if f > 0.0 {
+            lo = t;
+        } else {
+            hi = t;
+        }
+        let step = f / t_pdf(t, df); // Newton: t_new = t − f/f' with f' = −pdf
+        let next = t + step;
+        let next = if next > lo && next < hi && step.is_finite() {
+            next
+        } else {
+            0.5 * (lo + hi)
+        };
+        if (next - t).abs() <= 1e-13 * next.abs() || hi - lo <= 1e-13 * hi {
+            return next;
+        }
+        t = next;
+    }
+    t
+}
+
+/// Inverse CDF of the standard normal (Acklam's rational approximation; relative error
+/// below 1.2e-9, ample for interval bounds).
+pub fn normal_quantile(p: f64) -> f64 {
+    if !(p > 0.0 && p < 1.0) {
+        return f64::NAN;
+    }
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        7.784_695_709_041_462e-3,
+        3.224_671_290_700_398e-1,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    const P_LOW: f64 = 0.02425;
+    if p < P_LOW {
+        let q = (-2.0 * p.ln()).sqrt();
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    } else if p <= 1.0 - P_LOW {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    } else {
+        -normal_quantile(1.0 - p)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A standard normal draw (Box–Muller) from a seeded generator.
+    pub(crate) fn normal(rng: &mut fastrand::Rng) -> f64 {
+        let u1 = rng.f64().max(1e-300);
+        let u2 = rng.f64();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        for (df, want) in [
+            (1.0, 12.706),
+            (2.0, 4.303),
+            (5.0, 2.571),
+            (10.0, 2.228),
+            (30.0, 2.042),
+            (100.0, 1.984),
+        ] {
+            let got = t_quantile(0.975, df);
+            assert!(close(got, want, 0.0005), "df={df}: {got} vs {want}");
+        }
+        assert!(close(t_quantile(0.995, 10.0), 3.169, 0.0005));
+        assert!(close(t_quantile(0.95, 20.0), 1.725, 0.0005));
+        // Far tails: df=1 is Cauchy, quantile = tan(π(p − ½)).
+        let p = 0.9995;
+        let cauchy = (std::f64::consts::PI * (p - 0.5)).tan();
+        assert!(close(t_quantile(p, 1.0), cauchy, 1e-6 * cauchy));
+        // Symmetry, median, huge df → normal.
+        assert!(close(t_quantile(0.025, 10.0), -2.228, 0.0005));
+        assert_eq!(t_quantile(0.5, 3.0), 0.0);
+        assert!(close(t_quantile(0.975, 1e9), 1.959_964, 1e-5));
+        assert!(close(t_quantile(0.975, 1e6), 1.959_966, 1e-5));
+        assert!(t_quantile(1.0, 3.0).is_nan() && t_quantile(0.9, 0.0).is_nan());
+        // Non-integer df lies between its neighbours.
+        let (a, b, c) = (
+            t_quantile(0.975, 4.0),
+            t_quantile(0.975, 4.5),
+            t_quantile(0.975, 5.0),
+        );
+        assert!(a > b && b > c);
+    }
+
+    #[test]
+    fn t_cdf_inverts_quantile() {
+        for df in [1.0, 2.5, 7.0, 40.0, 500.0] {
+            for p in [0.6, 0.9, 0.975, 0.999, 0.999_99] {
+                let t = t_quantile(p, df);
+                assert!(close(t_cdf(t, df), p, 1e-10), "df={df} p={p}");
+            }
+        }
+    }
+
+    #[test]
+    fn normal_quantile_known_values() {
+        assert!(close(normal_quantile(0.975), 1.959_964, 1e-6));
+        assert!(close(normal_quantile(0.5), 0.0, 1e-12));
+        assert!(close(normal_quantile(0.001), -3.090_232, 1e-6));
+        assert!(close(normal_quantile(0.999_9), 3.719_016, 1e-6));
+    }
+
+    #[test]
+    fn ln_gamma_known_values() {
+        assert!(close(ln_gamma(1.0), 0.0, 1e-13));
+        assert!(close(ln_gamma(5.0), 24f64.ln(), 1e-12));
+        assert!(close(
+            ln_gamma(0.5),
+            std::f64::consts::PI.sqrt().ln(),
+            1e-12
+        ));
+        assert!(close(ln_gamma(0.25), 3.625_609_908_221_908f64.ln(), 1e-12));
+    }
+
+    #[test]
+    fn incomplete_beta_known_values() {
+        // I_x(1, 1) = x; I_x(a, 1) = x^a; symmetry I_x(a,b) = 1 − I_{1−x}(b,a).
+        assert!(close(reg_inc_beta(1.0, 1.0, 0.3), 0.3, 1e-14));
+        assert!(close(reg_inc_beta(3.0, 1.0, 0.5), 0.125, 1e-14));
+        let v = reg_inc_beta(2.5, 4.0, 0.3);
+        assert!(close(v, 1.0 - reg_inc_beta(4.0, 2.5, 0.7), 1e-13));
+    }
+
+    #[test]
+    fn verdicts_follow_the_margin() {
+        assert_eq!(verdict(0.90, 0.98, 0.01), Verdict::Faster);
+        assert_eq!(verdict(1.02, 1.10, 0.01), Verdict::Slower);
+        assert_eq!(verdict(0.995, 1.005, 0.01), Verdict::Equivalent);
+        assert_eq!(verdict(0.98, 1.00, 0.01), Verdict::Inconclusive);
+        assert_eq!(verdict(1.00, 1.02, 0.01), Verdict::Inconclusive);
+        assert_eq!(verdict(0.5, 2.0, 0.01), Verdict::Inconclusive);
+        assert_eq!(verdict(f64::NAN, 1.0, 0.01), Verdict::Inconclusive);
+        assert_eq!(
+            serde_json::to_string(&Verdict::Faster).unwrap(),
+            "\"faster\""
+        );
+        assert_eq!(
+            serde_json::to_string(&Verdict::Inconclusive).unwrap(),
+            "\"inconclusive\""
+        );
+    }
+
+    #[test]
+    fn paired_estimate_of_exact_ratio() {
+        let a = [1.0, 2.0, 3.0, 4.0];
+        let b: Vec<f64> = a.iter().map(|x| x * 1.1).collect();
+        let r = analyze_pairs(&a, &b, 0.95, 0.01, 1);
+        assert!(close(r.estimate.ratio, 1.1, 1e-12));
+        assert!(close(r.estimate.ci_low, 1.1, 1e-12) && close(r.estimate.ci_high, 1.1, 1e-12));
+        assert_eq!(r.estimate.verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn paired_t_interval_by_hand() {
+        // d = ln 2 + {-0.1, 0, 0.1}: mean ln 2, s = 0.1, se = 0.1/√3, t(0.975, 2) = 4.3027.
+        let a = [1.0, 1.0, 1.0];
+        let b: Vec<f64> = [-0.1, 0.0, 0.1]
+            .iter()
+            .map(|e: &f64| (2f64.ln() + e).exp())
+            .collect();
+        let r = analyze_pairs(&a, &b, 0.95, 0.01, 1);
+        let half = 4.302_653 * 0.1 / 3f64.sqrt();
+        assert!(close(r.t_interval[0], (2f64.ln() - half).exp(), 1e-5));
+        assert!(close(r.t_interval[1], (2f64.ln() + half).exp(), 1e-5));
+        // The reported interval contains the t interval (union with the bootstrap).
+        assert!(r.estimate.ci_low <= r.t_interval[0] && r.estimate.ci_high >= r.t_interval[1]);
+    }
+
+    /// Lognormal samples of a run time with `sigma` noise.
+    fn lognormal_pairs(
+        rng: &mut fastrand::Rng,
+        n: usize,
+        ratio: f64,
+        sigma: f64,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let a = (0..n).map(|_| 0.05 * (sigma * normal(rng)).exp()).collect();
+        let b = (0..n)
+            .map(|_| 0.05 * ratio * (sigma * normal(rng)).exp())
+            .collect();
+        (a, b)
+    }
+
+    #[test]
+    fn ci_coverage_is_about_95_percent() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let trials = 400;
+        let mut covered = 0;
+        for i in 0..trials {
+            let (a, b) = lognormal_pairs(&mut rng, 20, 1.05, 0.03);
+            let r = analyze_pairs(&a, &b, 0.95, 0.01, i);
+            if r.t_interval[0] <= 1.05 && 1.05 <= r.t_interval[1] {
+                covered += 1;
+            }
+        }
+        let rate = covered as f64 / trials as f64;
+        eprintln!("coverage {rate}");
+        assert!((0.90..=0.99).contains(&rate), "coverage {rate}");
+    }
+
+    #[test]
+    fn bootstrap_is_seeded_and_sane() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        let d: Vec<f64> = (0..50).map(|_| 0.1 + 0.02 * normal(&mut rng)).collect();
+        let x = bootstrap_mean_interval(&d, 0.95, 2000, 42);
+        let y = bootstrap_mean_interval(&d, 0.95, 2000, 42);
+        assert_eq!(x, y);
+        let t = LogEstimate::of(&d).interval(0.95);
+        // Both intervals are about 2·1.96·0.02/√50 ≈ 0.011 wide and centred near 0.1.
+        assert!(x.0 < 0.1 + 0.01 && x.1 > 0.1 - 0.01);
+        assert!(
+            ((x.1 - x.0) / (t.1 - t.0) - 1.0).abs() < 0.25,
+            "{x:?} vs {t:?}"
+        );
+    }
+
+    #[test]
+    fn skewed_small_samples_get_a_bootstrap_check() {
+        let a = vec![1.0; 40];
+        let mut b = vec![1.0; 40];
+        for (i, v) in b.iter_mut().enumerate() {
+            *v = 1.0 + 0.001 * i as f64;
+        }
+        b[39] = 3.0; // one huge outlier: skewed
+        let r = analyze_pairs(&a, &b, 0.95, 0.01, 9);
+        assert!(r.skewness > 1.0);
+        assert!(r.bootstrap_interval.is_some());
+        let r = analyze_pairs(&a[..35], &b[..35], 0.95, 0.01, 9);
+        assert!(r.bootstrap_interval.is_none(), "not skewed, n ≥ 30");
+    }
+
+    #[test]
+    fn geomean_of_known_ratios() {
+        let logs: Vec<LogEstimate> = [0.9f64, 1.0, 1.2]
+            .iter()
+            .map(|r| LogEstimate {
+                mean: r.ln(),
+                se: 0.0,
+                df: 10.0,
+                n: 11,
+            })
+            .collect();
+        let g = geomean_of(&logs, 0.95, 0.01);
+        assert!(close(g.ratio, (0.9f64 * 1.0 * 1.2).powf(1.0 / 3.0), 1e-12));
+        assert!(close(g.ci_low, g.ratio, 1e-12) && close(g.ci_high, g.ratio, 1e-12));
+
+        // Two workloads, se 0.005 each, df 10 each: se = √2·0.005/2, df = 20.
+        let logs = [
+            LogEstimate {
+                mean: 0.5f64.ln(),
+                se: 0.005,
+                df: 10.0,
+                n: 11,
+            },
+            LogEstimate {
+                mean: 2f64.ln(),
+                se: 0.005,
+                df: 10.0,
+                n: 11,
+            },
+        ];
+        let g = geomean_of(&logs, 0.95, 0.01);
+        assert!(close(g.ratio, 1.0, 1e-12));
+        let half = 2.085_963 * 2f64.sqrt() * 0.005 / 2.0;
+        assert!(close(g.ci_high.ln(), half, 1e-6) && close(g.ci_low.ln(), -half, 1e-6));
+        assert_eq!(g.verdict, Verdict::Equivalent);
+        assert!(geomean_of(&[], 0.95, 0.01).ratio.is_nan());
+    }
+
+    #[test]
+    fn schedule_looks_double_and_correct_alpha() {
+        let s = LookSchedule::plan(10, 200, 0.05);
+        assert_eq!(s.looks, vec![10, 20, 40, 80, 200]);
+        assert!(close(s.confidence(), 1.0 - 0.05 / 5.0, 1e-15));
+        assert_eq!(LookSchedule::plan(10, 10, 0.05).looks, vec![10]);
+        assert_eq!(LookSchedule::plan(10, 3, 0.05).looks, vec![10]);
+        assert_eq!(LookSchedule::plan(9, 14, 0.05).looks, vec![14]);
+        assert_eq!(LookSchedule::plan(1, 4, 0.05).looks, vec![2, 4]);
+        assert_eq!(LookSchedule::plan(10, 14, 0.05).confidence(), 0.95);
+        assert_eq!(LookSchedule::plan(10, 16, 0.05).looks, vec![10, 16]);
+    }
+
+    #[test]
+    fn outliers_are_flagged_by_mad() {
+        let mut x = vec![1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01];
+        x.push(2.0);
+        let f = mad_outliers(&x);
+        assert_eq!(f.iter().filter(|&&o| o).count(), 1);
+        assert!(f[7]);
+        assert!(
+            mad_outliers(&[1.0, 1.0, 1.0, 5.0]).iter().all(|o| !o),
+            "MAD 0 flags nothing"
+        );
+    }
+
+    #[test]
+    fn descriptive_statistics() {
+        let x = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(median(&x), 2.5);
+        assert!(close(std_dev(&x), 1.290_994_448_735_805_6, 1e-12));
+        assert!(close(cv(&x), 1.290_994_448_735_805_6 / 2.5, 1e-12));
+        let s = Summary::of(&x);
+        assert_eq!((s.min, s.max, s.mean), (1.0, 4.0, 2.5));
+        assert_eq!(quantile_sorted(&x, 0.25), 1.75);
+        assert!(close(skewness(&[1.0, 2.0, 3.0]), 0.0, 1e-12));
+        assert!(skewness(&[1.0, 1.0, 1.0, 10.0]) > 1.0);
+    }
+}

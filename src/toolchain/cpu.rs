@@ -1,0 +1,307 @@
+//! CPU facts: model name and flags from /proc/cpuinfo, the x86-64 microarchitecture level
+//! (psABI v1–v4) those flags allow, a few key target features, and what LLVM calls the
+//! host CPU (`-Ctarget-cpu=native`).
+//!
+//! The level computation is a pure function of a flag set so it can be tested with known
+//! answers; only `CpuFacts::gather` reads the machine.
+
+use std::collections::HashSet;
+
+/// x86-64 psABI baseline (what every x86-64 CPU has). Names as /proc/cpuinfo spells them.
+pub const X86_64_V1_FLAGS: &[&str] = &[
+    "cmov", "cx8", "fpu", "fxsr", "mmx", "syscall", "sse", "sse2",
+];
+/// Added by x86-64-v2: CMPXCHG16B, LAHF/SAHF, POPCNT, SSE3 (`pni`), SSE4.1, SSE4.2, SSSE3.
+pub const X86_64_V2_FLAGS: &[&str] = &[
+    "cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3",
+];
+/// Added by x86-64-v3: AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT (`abm`), MOVBE, XSAVE.
+pub const X86_64_V3_FLAGS: &[&str] = &[
+    "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave",
+];
+/// Added by x86-64-v4: AVX512F, AVX512BW, AVX512CD, AVX512DQ, AVX512VL.
+pub const X86_64_V4_FLAGS: &[&str] = &["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"];
+
+/// Features worth showing: (rustc target-feature name, /proc/cpuinfo flag).
+pub const KEY_FEATURES: &[(&str, &str)] = &[
+    ("sse4.2", "sse4_2"),
+    ("avx2", "avx2"),
+    ("fma", "fma"),
+    ("bmi2", "bmi2"),
+    ("avx512f", "avx512f"),
+];
+
+/// An x86-64 microarchitecture level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum X86Level {
+    V1,
+    V2,
+    V3,
+    V4,
+}
+
+impl X86Level {
+    pub const ALL: [X86Level; 4] = [X86Level::V1, X86Level::V2, X86Level::V3, X86Level::V4];
+
+    /// "x86-64-v1" … "x86-64-v4".
+    pub fn name(self) -> &'static str {
+        match self {
+            X86Level::V1 => "x86-64-v1",
+            X86Level::V2 => "x86-64-v2",
+            X86Level::V3 => "x86-64-v3",
+            X86Level::V4 => "x86-64-v4",
+        }
+    }
+
+    /// The `-Ctarget-cpu` value for this level (v1 is plain "x86-64").
+    pub fn target_cpu(self) -> &'static str {
+        match self {
+            X86Level::V1 => "x86-64",
+            other => other.name(),
+        }
+    }
+
+    /// The flags this level adds over the previous one.
+    pub fn added_flags(self) -> &'static [&'static str] {
+        match self {
+            X86Level::V1 => X86_64_V1_FLAGS,
+            X86Level::V2 => X86_64_V2_FLAGS,
+            X86Level::V3 => X86_64_V3_FLAGS,
+            X86Level::V4 => X86_64_V4_FLAGS,
+        }
+    }
+}
+
+impl std::fmt::Display for X86Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for X86Level {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+fn flag_set<S: AsRef<str>>(flags: &[S]) -> HashSet<&str> {
+    let mut set: HashSet<&str> = flags.iter().map(AsRef::as_ref).collect();
+    // LZCNT is reported as `abm` by Linux; accept the direct name too.
+    if set.contains("lzcnt") {
+        set.insert("abm");
+    }
+    set
+}
+
+/// The highest x86-64 level whose flags (and all lower levels' flags) are all present;
+/// `None` when even the v1 baseline is incomplete (not an x86-64 flag set).
+pub fn x86_64_level<S: AsRef<str>>(flags: &[S]) -> Option<X86Level> {
+    let set = flag_set(flags);
+    X86Level::ALL
+        .into_iter()
+        .take_while(|level| level.added_flags().iter().all(|f| set.contains(f)))
+        .last()
+}
+
+/// The level just above the one a CPU reaches and the flags it lacks for it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NextLevel {
+    pub level: X86Level,
+    pub missing: Vec<&'static str>,
+}
+
+/// The flags missing for the level just above the one `flags` reach (for explanations);
+/// `None` at v4.
+pub fn missing_for_next_level<S: AsRef<str>>(flags: &[S]) -> Option<NextLevel> {
+    let set = flag_set(flags);
+    let next = X86Level::ALL
+        .into_iter()
+        .find(|level| !level.added_flags().iter().all(|f| set.contains(f)))?;
+    let missing = next
+        .added_flags()
+        .iter()
+        .copied()
+        .filter(|f| !set.contains(f))
+        .collect();
+    Some(NextLevel {
+        level: next,
+        missing,
+    })
+}
+
+/// Model name and flags from /proc/cpuinfo text (the first processor's).
+pub fn parse_cpuinfo(text: &str) -> (Option<String>, Vec<String>) {
+    let value = |key: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    let model = value("model name").filter(|m| !m.is_empty());
+    let flags = value("flags")
+        .map(|f| f.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    (model, flags)
+}
+
+/// One key target feature and whether this CPU has it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CpuFeature {
+    /// rustc's target-feature name, e.g. "avx2".
+    pub name: &'static str,
+    pub present: bool,
+}
+
+/// What this machine's CPU offers.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CpuFacts {
+    /// `std::env::consts::ARCH`, e.g. "x86_64".
+    pub arch: &'static str,
+    /// "model name" from /proc/cpuinfo.
+    pub model: Option<String>,
+    /// x86-64 level from the flags (`None` on other architectures).
+    pub x86_64_level: Option<X86Level>,
+    /// The next level and the flags it would need (`None` at v4 or off x86-64).
+    pub next_level: Option<NextLevel>,
+    pub features: Vec<CpuFeature>,
+    /// What LLVM (rustc) takes `-Ctarget-cpu=native` to be, e.g. "znver4".
+    pub native_cpu: Option<String>,
+    /// All /proc/cpuinfo flags (not in JSON: long and rarely useful).
+    #[serde(skip)]
+    pub flags: Vec<String>,
+}
+
+impl CpuFacts {
+    /// Read /proc/cpuinfo and ask rustc what `native` means. Never fails: unknowns are `None`.
+    pub fn gather() -> CpuFacts {
+        let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let (model, flags) = parse_cpuinfo(&text);
+        let x86 = std::env::consts::ARCH == "x86_64";
+        CpuFacts {
+            arch: std::env::consts::ARCH,
+            model,
+            x86_64_level: if x86 { x86_64_level(&flags) } else { None },
+            next_level: if x86 {
+                missing_for_next_level(&flags)
+            } else {
+                None
+            },
+            features: KEY_FEATURES
+                .iter()
+                .map(|(name, flag)| CpuFeature {
+                    name,
+                    present: flags.iter().any(|f| f == flag),
+                })
+                .collect(),
+            native_cpu: native_cpu(),
+            flags,
+        }
+    }
+}
+
+/// `rustc --print target-cpus` says "native - Select the CPU of the current host
+/// (currently znver4)."; take the name in the parentheses.
+fn native_cpu() -> Option<String> {
+    let out = crate::process::tool_stdout(super::rustc_program(), ["--print", "target-cpus"])?;
+    parse_native_cpu(&out)
+}
+
+fn parse_native_cpu(text: &str) -> Option<String> {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("native"))?;
+    let rest = line.split("(currently ").nth(1)?;
+    let name = rest.split(')').next()?.trim().trim_end_matches('.');
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V1: &str = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 \
+                      clflush mmx fxsr sse sse2 syscall nx lm";
+    const V2_EXTRA: &str = "pni ssse3 cx16 sse4_1 sse4_2 popcnt lahf_lm";
+    const V3_EXTRA: &str = "fma movbe xsave avx f16c abm bmi1 avx2 bmi2";
+    const V4_EXTRA: &str = "avx512f avx512dq avx512cd avx512bw avx512vl";
+
+    fn flags(parts: &[&str]) -> Vec<String> {
+        parts
+            .iter()
+            .flat_map(|p| p.split_whitespace())
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn levels_known_answers() {
+        assert_eq!(x86_64_level(&flags(&[V1])), Some(X86Level::V1));
+        assert_eq!(x86_64_level(&flags(&[V1, V2_EXTRA])), Some(X86Level::V2));
+        assert_eq!(
+            x86_64_level(&flags(&[V1, V2_EXTRA, V3_EXTRA])),
+            Some(X86Level::V3)
+        );
+        assert_eq!(
+            x86_64_level(&flags(&[V1, V2_EXTRA, V3_EXTRA, V4_EXTRA])),
+            Some(X86Level::V4)
+        );
+    }
+
+    #[test]
+    fn a_gap_caps_the_level() {
+        // AVX-512 without BMI2 is still v2: levels are cumulative.
+        let f = flags(&[V1, V2_EXTRA, &V3_EXTRA.replace("bmi2", ""), V4_EXTRA]);
+        assert_eq!(x86_64_level(&f), Some(X86Level::V2));
+        assert_eq!(
+            missing_for_next_level(&f),
+            Some(NextLevel {
+                level: X86Level::V3,
+                missing: vec!["bmi2"]
+            })
+        );
+        // Without POPCNT: v1.
+        let f = flags(&[V1, &V2_EXTRA.replace("popcnt", "")]);
+        assert_eq!(x86_64_level(&f), Some(X86Level::V1));
+        // Not an x86-64 flag set at all.
+        assert_eq!(x86_64_level(&flags(&["fp asimd evtstrm aes"])), None);
+        assert_eq!(x86_64_level::<&str>(&[]), None);
+    }
+
+    #[test]
+    fn lzcnt_counts_as_abm() {
+        let f = flags(&[V1, V2_EXTRA, &V3_EXTRA.replace("abm", "lzcnt")]);
+        assert_eq!(x86_64_level(&f), Some(X86Level::V3));
+    }
+
+    #[test]
+    fn real_epyc_flags_are_v4() {
+        let text = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu vme de pse tsc msr \
+            pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ht syscall \
+            nx mmxext fxsr_opt pdpe1gb rdtscp lm constant_tsc rep_good nopl xtopology nonstop_tsc \
+            cpuid extd_apicid tsc_known_freq pni pclmulqdq ssse3 fma cx16 pcid sse4_1 sse4_2 \
+            x2apic movbe popcnt tsc_deadline_timer aes xsave avx f16c rdrand hypervisor lahf_lm \
+            cmp_legacy cr8_legacy abm sse4a misalignsse 3dnowprefetch osvw topoext vmmcall \
+            fsgsbase tsc_adjust bmi1 avx2 smep bmi2 erms invpcid avx512f avx512dq rdseed adx \
+            smap avx512ifma clflushopt clwb avx512cd sha_ni avx512bw avx512vl xsaveopt\n\
+            processor\t: 1\nmodel name\t: other\n";
+        let (model, f) = parse_cpuinfo(text);
+        assert_eq!(model.as_deref(), Some("AMD EPYC"));
+        assert_eq!(x86_64_level(&f), Some(X86Level::V4));
+        assert_eq!(missing_for_next_level(&f), None);
+    }
+
+    #[test]
+    fn target_cpu_names() {
+        assert_eq!(X86Level::V1.target_cpu(), "x86-64");
+        assert_eq!(X86Level::V3.target_cpu(), "x86-64-v3");
+        assert_eq!(X86Level::V4.to_string(), "x86-64-v4");
+    }
+
+    #[test]
+    fn native_cpu_from_rustc_output() {
+        let text = "Available CPUs for this target:\n    native                  - Select the CPU \
+                    of the current host (currently znver4).\n    alderlake\n";
+        assert_eq!(parse_native_cpu(text).as_deref(), Some("znver4"));
+        assert_eq!(parse_native_cpu("nothing"), None);
+    }
+}

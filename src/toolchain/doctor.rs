@@ -1,0 +1,553 @@
+//! `Facts` — everything the toolchain module knows about this machine, gathered once — and
+//! the `doctor` command that prints them (text or JSON) and, with `--fix`, installs what it
+//! can. The pipeline records `Facts::summary()` in report.json.
+//!
+//! Must not: decide anything about stages beyond "is the tool there"; the pipeline does.
+
+use super::{
+    bolt_fix, bolt_tools, llvm_profdata, llvm_tools_rustup_args, rustc, BoltTools, CpuFacts,
+    PerfFacts, Rustc, Tool, ToolError,
+};
+use crate::process;
+use serde::Serialize;
+
+/// The command that installs Rust (when rustc itself is missing).
+const RUSTUP_INSTALL: &str = "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh";
+
+/// All toolchain and machine facts. Missing tools are `Err` with the fix, never a panic.
+#[derive(Debug, Clone, Serialize)]
+pub struct Facts {
+    #[serde(serialize_with = "ser_result")]
+    pub rustc: Result<Rustc, ToolError>,
+    #[serde(serialize_with = "ser_result")]
+    pub llvm_profdata: Result<Tool, ToolError>,
+    #[serde(serialize_with = "ser_result")]
+    pub bolt: Result<BoltTools, ToolError>,
+    pub perf: PerfFacts,
+    pub cpu: CpuFacts,
+}
+
+/// The `toolchain` object of report.json (schema §5; fields may be added, not renamed).
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolchainSummary {
+    /// rustc's version line.
+    pub rustc: String,
+    /// rustc's LLVM version, e.g. "22.1.2".
+    pub llvm: String,
+    /// Path of the llvm-profdata used (`null` when none matches).
+    pub llvm_profdata: Option<String>,
+    /// Path of the llvm-bolt used (`null` when none matches).
+    pub llvm_bolt: Option<String>,
+    pub llvm_profdata_version: Option<String>,
+    pub llvm_bolt_version: Option<String>,
+    pub host: String,
+    /// e.g. "x86-64-v3".
+    pub cpu_level: Option<String>,
+    pub cpu_model: Option<String>,
+}
+
+impl Facts {
+    /// Ask rustc, look for the LLVM tools, probe perf and the CPU. Takes well under a second
+    /// (perf and CPU probes run while the tools are being looked for).
+    pub fn gather() -> Facts {
+        std::thread::scope(|s| {
+            let perf = s.spawn(PerfFacts::gather);
+            let cpu = s.spawn(CpuFacts::gather);
+            let rustc = rustc().map_err(|e| ToolError {
+                problem: format!("rustc not usable: {e:#}"),
+                fix: RUSTUP_INSTALL.to_string(),
+            });
+            let (llvm_profdata, bolt) = match &rustc {
+                Ok(r) => (llvm_profdata(r), bolt_tools(r)),
+                Err(e) => {
+                    let needs = ToolError {
+                        problem: "cannot look for LLVM tools without rustc's LLVM version".into(),
+                        fix: e.fix.clone(),
+                    };
+                    (Err(needs.clone()), Err(needs))
+                }
+            };
+            Facts {
+                rustc,
+                llvm_profdata,
+                bolt,
+                perf: perf.join().expect("perf probe does not panic"),
+                cpu: cpu.join().expect("cpu probe does not panic"),
+            }
+        })
+    }
+
+    /// Everything the default pipeline (stages profile, cpu, pgo, bolt) needs: rustc, an
+    /// llvm-profdata of rustc's LLVM major, and llvm-bolt + merge-fdata of that major.
+    pub fn ready(&self) -> bool {
+        self.problems().is_empty()
+    }
+
+    /// The missing required pieces, each with its fix.
+    pub fn problems(&self) -> Vec<&ToolError> {
+        let mut v = Vec::new();
+        if let Err(e) = &self.rustc {
+            v.push(e);
+            return v; // the tool errors only repeat it
+        }
+        if let Err(e) = &self.llvm_profdata {
+            v.push(e);
+        }
+        if let Err(e) = &self.bolt {
+            v.push(e);
+        }
+        v
+    }
+
+    /// BOLT can profile with perf + LBR instead of instrumenting the binary.
+    pub fn bolt_perf_mode_usable(&self) -> bool {
+        self.perf.lbr.available && matches!(&self.bolt, Ok(b) if b.perf2bolt.is_some())
+    }
+
+    /// What report.json records about the toolchain.
+    pub fn summary(&self) -> ToolchainSummary {
+        let rustc = self.rustc.as_ref().ok();
+        let profdata = self.llvm_profdata.as_ref().ok();
+        let bolt = self.bolt.as_ref().ok().map(|b| &b.llvm_bolt);
+        ToolchainSummary {
+            rustc: rustc.map(|r| r.version.clone()).unwrap_or_default(),
+            llvm: rustc.map(|r| r.llvm_version.clone()).unwrap_or_default(),
+            llvm_profdata: profdata.map(|t| t.path.display().to_string()),
+            llvm_bolt: bolt.map(|t| t.path.display().to_string()),
+            llvm_profdata_version: profdata.map(|t| t.version.clone()),
+            llvm_bolt_version: bolt.map(|t| t.version.clone()),
+            host: rustc.map(|r| r.host.clone()).unwrap_or_default(),
+            cpu_level: self.cpu.x86_64_level.map(|l| l.name().to_string()),
+            cpu_model: self.cpu.model.clone(),
+        }
+    }
+}
+
+/// `Ok(T)` as T's object plus `"ok": true`; `Err` as `{"ok": false, "problem", "fix"}`.
+fn ser_result<T: Serialize, S: serde::Serializer>(
+    r: &Result<T, ToolError>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::Error as _;
+    let mut v = match r {
+        Ok(t) => serde_json::to_value(t),
+        Err(e) => serde_json::to_value(e),
+    }
+    .map_err(S::Error::custom)?;
+    if let serde_json::Value::Object(m) = &mut v {
+        m.insert("ok".into(), r.is_ok().into());
+    }
+    v.serialize(s)
+}
+
+/// `--json` output: the facts plus the verdict.
+#[derive(Serialize)]
+struct DoctorJson<'a> {
+    ready: bool,
+    problems: Vec<&'a ToolError>,
+    #[serde(flatten)]
+    facts: &'a Facts,
+}
+
+/// `cargo optimize doctor`: print the facts (or JSON), fix what `--fix` can.
+///
+/// Exit code rule: 0 when everything the default stage list needs is present — rustc, an
+/// llvm-profdata of rustc's LLVM major (pgo), and llvm-bolt + merge-fdata of that major
+/// (bolt, which is in the default stage list) — otherwise 1. perf, hardware counters, LBR
+/// and perf2bolt are reported (with fixes where there are any) but never fail it: without
+/// them benchmarks report time only and BOLT uses instrumentation mode.
+pub fn doctor_command(args: &crate::cli::DoctorArgs) -> anyhow::Result<i32> {
+    let mut facts = Facts::gather();
+    if args.fix && !facts.ready() {
+        fix(&facts);
+        eprintln!("re-checking …");
+        facts = Facts::gather();
+    }
+    if args.json {
+        let out = DoctorJson {
+            ready: facts.ready(),
+            problems: facts.problems(),
+            facts: &facts,
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        // SAFETY: isatty only inspects the descriptor.
+        let tty = unsafe { libc::isatty(libc::STDOUT_FILENO) } == 1;
+        print!("{}", render(&facts, tty));
+    }
+    Ok(if facts.ready() { 0 } else { 1 })
+}
+
+// ---------------------------------------------------------------------------------------
+// --fix
+
+fn fix(facts: &Facts) {
+    let Ok(rustc) = &facts.rustc else {
+        eprintln!("cannot fix: rustc is missing; install Rust: {RUSTUP_INSTALL}");
+        return;
+    };
+    let overridden = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
+    if facts.llvm_profdata.is_err() && overridden(super::LLVM_PROFDATA_ENV) {
+        eprintln!(
+            "not installing llvm-tools: {} is set and is the only llvm-profdata considered; \
+             correct or unset it",
+            super::LLVM_PROFDATA_ENV
+        );
+    } else if facts.llvm_profdata.is_err() {
+        match super::find_on_path("rustup") {
+            Some(rustup) => {
+                run_shown(&process::Command::new(rustup).args(llvm_tools_rustup_args(rustc)));
+            }
+            None => eprintln!(
+                "cannot fix llvm-profdata: rustup is not on PATH (install an llvm-profdata of \
+                 LLVM {} yourself, e.g. apt-get install -y llvm-{})",
+                rustc.llvm_major, rustc.llvm_major
+            ),
+        }
+    }
+    if facts.bolt.is_err() && overridden(super::LLVM_BOLT_ENV) {
+        eprintln!(
+            "not installing BOLT: {} is set and is the only llvm-bolt considered; correct or \
+             unset it",
+            super::LLVM_BOLT_ENV
+        );
+    } else if facts.bolt.is_err() {
+        let n = rustc.llvm_major;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        match super::find_on_path("apt-get") {
+            _ if !root => eprintln!("not installing bolt-{n}: needs root. Run as root: {}", bolt_fix(n)),
+            None => eprintln!("not installing bolt-{n}: apt-get is not on PATH (install LLVM {n}'s BOLT yourself)"),
+            Some(apt) => {
+                let update = process::Command::new(&apt)
+                    .arg("update")
+                    .env("DEBIAN_FRONTEND", "noninteractive");
+                if run_shown(&update) {
+                    run_shown(
+                        &process::Command::new(&apt)
+                            .args(["install", "-y", &format!("bolt-{n}")])
+                            .env("DEBIAN_FRONTEND", "noninteractive"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Show a command, run it, show the end of its output; true when it succeeded.
+fn run_shown(cmd: &process::Command) -> bool {
+    eprintln!("running: {}", cmd.display());
+    match process::run(cmd) {
+        Ok(out) => {
+            let tail = process::tail_lines(&out.stdout, 3);
+            let err_tail = out.stderr_tail(5);
+            for line in tail.lines().chain(err_tail.lines()) {
+                eprintln!("  | {line}");
+            }
+            if out.status.success() {
+                eprintln!("  ok");
+                true
+            } else {
+                eprintln!("  failed: {}", out.status);
+                false
+            }
+        }
+        Err(e) => {
+            eprintln!("  failed: {e}");
+            false
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Text output
+
+#[derive(Clone, Copy)]
+enum Mark {
+    Ok,
+    Missing,
+    Warn,
+    Info,
+}
+
+struct Out {
+    tty: bool,
+    text: String,
+}
+
+impl Out {
+    fn section(&mut self, title: &str) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(title);
+        self.text.push('\n');
+    }
+
+    fn line(&mut self, mark: Mark, label: &str, value: impl AsRef<str>) {
+        let m = match (mark, self.tty) {
+            (Mark::Ok, true) => "✓",
+            (Mark::Missing, true) => "✗",
+            (Mark::Warn, true) => "!",
+            (Mark::Info, true) => "·",
+            (Mark::Ok, false) => "ok     ",
+            (Mark::Missing, false) => "MISSING",
+            (Mark::Warn, false) => "warn   ",
+            (Mark::Info, false) => "       ",
+        };
+        self.text
+            .push_str(&format!("  {m} {label:<20} {}\n", value.as_ref()));
+    }
+
+    fn fix(&mut self, fix: &str) {
+        let pad = if self.tty { 4 } else { 10 };
+        self.text.push_str(&format!("{:pad$}fix: {fix}\n", ""));
+    }
+
+    /// An explanation where there is no fix command.
+    fn note(&mut self, note: &str) {
+        let pad = if self.tty { 4 } else { 10 };
+        self.text.push_str(&format!("{:pad$}note: {note}\n", ""));
+    }
+
+    fn error(&mut self, label: &str, e: &ToolError) {
+        self.line(Mark::Missing, label, &e.problem);
+        self.fix(&e.fix);
+    }
+}
+
+fn tool_line(t: &Tool) -> String {
+    format!("{}  ({})", t.path.display(), t.version)
+}
+
+fn render(facts: &Facts, tty: bool) -> String {
+    let mut o = Out {
+        tty,
+        text: String::new(),
+    };
+
+    o.section("Rust toolchain");
+    let major = match &facts.rustc {
+        Ok(r) => {
+            o.line(
+                Mark::Ok,
+                "rustc",
+                format!("{}  (host {})", r.version, r.host),
+            );
+            o.line(Mark::Ok, "LLVM", &r.llvm_version);
+            Some(r.llvm_major)
+        }
+        Err(e) => {
+            o.error("rustc", e);
+            None
+        }
+    };
+
+    o.section("PGO");
+    match &facts.llvm_profdata {
+        Ok(t) => {
+            o.line(Mark::Ok, "llvm-profdata", t.path.display().to_string());
+            o.line(
+                Mark::Ok,
+                "version",
+                format!(
+                    "{} — matches rustc's LLVM {}",
+                    t.version,
+                    major.unwrap_or(0)
+                ),
+            );
+        }
+        Err(e) => o.error("llvm-profdata", e),
+    }
+
+    o.section("BOLT");
+    match &facts.bolt {
+        Ok(b) => {
+            o.line(Mark::Ok, "llvm-bolt", tool_line(&b.llvm_bolt));
+            o.line(Mark::Ok, "merge-fdata", tool_line(&b.merge_fdata));
+            match &b.perf2bolt {
+                Some(t) => o.line(Mark::Ok, "perf2bolt", tool_line(t)),
+                None => {
+                    o.line(
+                        Mark::Warn,
+                        "perf2bolt",
+                        "not found (only BOLT's perf mode needs it)",
+                    );
+                    o.fix(&bolt_fix(major.unwrap_or(0)));
+                }
+            }
+            let mode = if facts.bolt_perf_mode_usable() {
+                "perf + LBR sampling available (instrumentation is the default)"
+            } else {
+                "instrumentation (perf + LBR not usable here)"
+            };
+            o.line(Mark::Info, "mode", mode);
+        }
+        Err(e) => o.error("llvm-bolt", e),
+    }
+
+    o.section("perf");
+    let p = &facts.perf;
+    match (&p.perf_path, p.perf.available) {
+        (Some(path), true) => o.line(
+            Mark::Ok,
+            "perf",
+            format!("{}  ({})", path.display(), p.perf.detail),
+        ),
+        (Some(_), false) => {
+            o.line(Mark::Warn, "perf", &p.perf.detail);
+            o.fix(PerfFacts::install_fix());
+        }
+        (None, _) => {
+            o.line(
+                Mark::Warn,
+                "perf",
+                "not found (optional: flamegraphs, BOLT perf mode)",
+            );
+            o.fix(PerfFacts::install_fix());
+        }
+    }
+    match p.paranoid {
+        Some(v) if p.root => o.line(
+            Mark::Ok,
+            "perf_event_paranoid",
+            format!("{v} (running as root: not limited)"),
+        ),
+        Some(v) if v <= 2 => o.line(
+            Mark::Ok,
+            "perf_event_paranoid",
+            format!("{v} (user-space profiling allowed)"),
+        ),
+        Some(v) => {
+            o.line(
+                Mark::Warn,
+                "perf_event_paranoid",
+                format!("{v} (unprivileged profiling not allowed)"),
+            );
+            o.fix("sysctl -w kernel.perf_event_paranoid=2   # as root");
+        }
+        None => o.line(
+            Mark::Warn,
+            "perf_event_paranoid",
+            "unknown (no /proc/sys/kernel/perf_event_paranoid)",
+        ),
+    }
+    let yes_no =
+        |c: &super::Capability| format!("{}: {}", if c.available { "yes" } else { "no" }, c.detail);
+    let hw_mark = if p.hw_counters.available {
+        Mark::Ok
+    } else {
+        Mark::Warn
+    };
+    o.line(hw_mark, "hardware counters", yes_no(&p.hw_counters));
+    if !p.hw_counters.available {
+        if p.hw_counters.detail.starts_with("not permitted") {
+            o.fix("sysctl -w kernel.perf_event_paranoid=2   # as root");
+        } else {
+            o.note("no command fixes a machine/VM without a usable PMU; benchmarks use time only");
+        }
+    }
+    let lbr_mark = if p.lbr.available {
+        Mark::Ok
+    } else {
+        Mark::Warn
+    };
+    o.line(lbr_mark, "LBR", yes_no(&p.lbr));
+    if !p.lbr.available {
+        o.note("not needed: BOLT uses instrumentation mode");
+    }
+
+    o.section("CPU");
+    let c = &facts.cpu;
+    o.line(
+        if c.model.is_some() {
+            Mark::Ok
+        } else {
+            Mark::Warn
+        },
+        "model",
+        c.model
+            .as_deref()
+            .unwrap_or("unknown (no /proc/cpuinfo model name)"),
+    );
+    match c.x86_64_level {
+        Some(l) => {
+            let next = match &c.next_level {
+                Some(n) => format!("; {} needs {}", n.level, n.missing.join(" ")),
+                None => String::new(),
+            };
+            o.line(
+                Mark::Ok,
+                "level",
+                format!("{l}  (-Ctarget-cpu={}{next})", l.target_cpu()),
+            );
+        }
+        None => o.line(Mark::Info, "level", format!("no x86-64 level ({})", c.arch)),
+    }
+    let features: Vec<String> = c
+        .features
+        .iter()
+        .map(|f| format!("{}{}", if f.present { '+' } else { '-' }, f.name))
+        .collect();
+    o.line(Mark::Info, "features", features.join(" "));
+    if let Some(n) = &c.native_cpu {
+        o.line(
+            Mark::Info,
+            "native",
+            format!("{n}  (what -Ctarget-cpu=native selects)"),
+        );
+    }
+
+    o.text.push('\n');
+    let problems = facts.problems();
+    if problems.is_empty() {
+        o.text.push_str(
+            "ready: everything the default pipeline (profile, cpu, pgo, bolt) needs is here\n",
+        );
+    } else {
+        o.text.push_str(&format!(
+            "NOT ready: {} missing piece(s) — run the fix commands above, or `cargo optimize doctor --fix`\n",
+            problems.len()
+        ));
+    }
+    o.text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gathers_and_renders_without_panicking() {
+        let facts = Facts::gather();
+        let text = render(&facts, false);
+        for section in ["Rust toolchain", "PGO", "BOLT", "perf", "CPU"] {
+            assert!(text.contains(section), "{text}");
+        }
+        let json = serde_json::to_value(DoctorJson {
+            ready: facts.ready(),
+            problems: facts.problems(),
+            facts: &facts,
+        })
+        .unwrap();
+        assert_eq!(json["rustc"]["ok"], true, "{json}");
+        assert!(json["llvm_profdata"]["ok"].is_boolean());
+        let summary = facts.summary();
+        assert!(summary.rustc.starts_with("rustc "));
+    }
+
+    #[test]
+    fn errors_serialize_with_problem_and_fix() {
+        let r: Result<Tool, ToolError> = Err(ToolError {
+            problem: "p".into(),
+            fix: "f".into(),
+        });
+        let mut buf = Vec::new();
+        ser_result(&r, &mut serde_json::Serializer::new(&mut buf)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"ok": false, "problem": "p", "fix": "f"})
+        );
+    }
+}
