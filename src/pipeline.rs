@@ -177,18 +177,23 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
 
     for name in stages {
         let prepared = match name {
+            StageName::Baseline => continue,
+            StageName::Profile => stage::profile::prepare(&ctx, &best),
+            StageName::Cpu => stage::cpu::prepare(&ctx, &best),
             StageName::Pgo => stage::pgo::prepare(&ctx, &best),
-            other => {
-                reports.push(StageReport::without_candidate(
-                    other.as_str(),
-                    Status::Skipped,
-                    format!("the {other} stage is not available in this version"),
-                ));
-                continue;
-            }
+            StageName::Bolt => stage::bolt::prepare(&ctx, &best),
         };
         let cand = match prepared {
             Ok(c) => c,
+            Err(stage::StageError::NotAvailable(why)) => {
+                ui.info(&format!("{name}: skipped: {why}"));
+                reports.push(StageReport::without_candidate(
+                    name.as_str(),
+                    Status::Skipped,
+                    why,
+                ));
+                continue;
+            }
             Err(e) => {
                 ui.warn(&format!("{name} stage failed: {e}"));
                 reports.push(StageReport::without_candidate(

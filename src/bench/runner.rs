@@ -854,6 +854,28 @@ mod tests {
         );
     }
 
+    /// Error rates over many trials (slow; run with `--release --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn calibration_error_rates() {
+        for (ratio, margin) in [(1.0, 0.0), (1.0, 0.01), (1.05, 0.01), (1.01, 0.0)] {
+            let cs = verdicts(4000, ratio, 0.03, margin);
+            let n = cs.len() as f64;
+            let cov = cs
+                .iter()
+                .filter(|c| c.ci_low <= ratio && ratio <= c.ci_high)
+                .count() as f64
+                / n;
+            eprintln!(
+                "ratio {ratio} margin {margin}: faster {:.4} slower {:.4} equivalent {:.4} coverage {cov:.4} mean n {:.1}",
+                count(&cs, &[Verdict::Faster]) as f64 / n,
+                count(&cs, &[Verdict::Slower]) as f64 / n,
+                count(&cs, &[Verdict::Equivalent]) as f64 / n,
+                cs.iter().map(|c| f64::from(c.n)).sum::<f64>() / n
+            );
+        }
+    }
+
     #[test]
     fn runs_are_interleaved_in_mirrored_blocks() {
         let mut sim = Sim::new(1, 1.0, 0.03);

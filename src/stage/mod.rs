@@ -7,7 +7,10 @@
 //! (process.rs).
 
 pub mod baseline;
+pub mod bolt;
+pub mod cpu;
 pub mod pgo;
+pub mod profile;
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -44,6 +47,9 @@ pub enum StageError {
     Process(#[from] process::ProcessError),
     #[error("{0}")]
     Failed(String),
+    /// The stage cannot run here (tool missing, not implemented): reported as skipped.
+    #[error("{0}")]
+    NotAvailable(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }

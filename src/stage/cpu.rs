@@ -1,0 +1,9 @@
+//! The cpu stage (not implemented yet).
+
+use super::{Candidate, Context, StageError};
+
+pub fn prepare(_ctx: &Context, _best: &Candidate) -> Result<Candidate, StageError> {
+    Err(StageError::NotAvailable(
+        "the cpu stage is not available in this version".into(),
+    ))
+}
