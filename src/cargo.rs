@@ -335,19 +335,42 @@ impl BuildSettings {
 
     /// The cargo command line (without `cargo`) that reproduces this build.
     pub fn cargo_args(&self, project: &Project, target_dir: &Path) -> Vec<String> {
-        let mut args = vec![
-            "build".to_string(),
+        self.command_args(
+            &["build"],
+            Some(&project.bin),
+            "--profile",
+            project,
+            target_dir,
+        )
+    }
+
+    /// `cargo_args` for any cargo subcommand (`["test"]`, `["nextest", "run"]`): the same
+    /// package, profile, target, features and profile overrides; `bin` limits it to one
+    /// binary; `profile_flag` is how the subcommand spells cargo's `--profile`.
+    fn command_args(
+        &self,
+        subcommand: &[&str],
+        bin: Option<&str>,
+        profile_flag: &str,
+        project: &Project,
+        target_dir: &Path,
+    ) -> Vec<String> {
+        let mut args: Vec<String> = subcommand.iter().map(|s| s.to_string()).collect();
+        args.extend([
             "--manifest-path".into(),
             project.manifest_path.display().to_string(),
             "--package".into(),
             project.package.clone(),
-            "--bin".into(),
-            project.bin.clone(),
-            "--profile".into(),
+        ]);
+        if let Some(b) = bin {
+            args.extend(["--bin".to_string(), b.to_string()]);
+        }
+        args.extend([
+            profile_flag.to_string(),
             self.profile.clone(),
             "--target-dir".into(),
             target_dir.display().to_string(),
-        ];
+        ]);
         if let Some(t) = &self.target {
             args.push("--target".into());
             args.push(t.clone());
@@ -442,6 +465,136 @@ pub fn build(
         stderr,
         command,
     })
+}
+
+/// Which runner [`test`] uses for the package's own tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TestRunner {
+    /// `cargo test`: the harness prints `test name ... FAILED`.
+    Cargo,
+    /// `cargo nextest run`: prints `FAIL [time] binary name`.
+    Nextest,
+}
+
+impl TestRunner {
+    /// `cargo nextest` when it is installed, else `cargo test`;
+    /// `CARGO_OPTIMIZE_TEST_RUNNER=cargo|nextest` decides instead.
+    pub fn detect() -> Self {
+        match std::env::var("CARGO_OPTIMIZE_TEST_RUNNER").as_deref() {
+            Ok("cargo") => return TestRunner::Cargo,
+            Ok("nextest") => return TestRunner::Nextest,
+            _ => {}
+        }
+        let nextest = Command::new(cargo_program())
+            .args(["nextest", "--version"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if nextest {
+            TestRunner::Nextest
+        } else {
+            TestRunner::Cargo
+        }
+    }
+}
+
+/// What running the package's tests printed (a failing test is not an error here).
+#[derive(Debug, Clone)]
+pub struct TestRun {
+    pub runner: TestRunner,
+    pub success: bool,
+    pub status: String,
+    pub stdout: String,
+    pub stderr: String,
+    pub seconds: f64,
+    /// The command, for messages.
+    pub command: String,
+}
+
+/// Build and run the package's own tests with exactly `settings` (profile, profile
+/// overrides, rustflags, target, features) into `target_dir`, every test even after a
+/// failure; `on_line` sees each line cargo prints on stderr (progress).
+pub fn test(
+    project: &Project,
+    settings: &BuildSettings,
+    target_dir: &Path,
+    runner: TestRunner,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<TestRun, CargoError> {
+    let mut args = match runner {
+        TestRunner::Cargo => {
+            settings.command_args(&["test"], None, "--profile", project, target_dir)
+        }
+        TestRunner::Nextest => {
+            let mut a = settings.command_args(
+                &["nextest", "run"],
+                None,
+                "--cargo-profile",
+                project,
+                target_dir,
+            );
+            a.extend(["--no-tests=pass", "--color", "never"].map(String::from));
+            a
+        }
+    };
+    args.push("--no-fail-fast".into());
+    let flags = settings.all_rustflags();
+    let command = format!(
+        "CARGO_ENCODED_RUSTFLAGS='{}' cargo {}",
+        flags.join(" "),
+        args.join(" ")
+    );
+    let start = Instant::now();
+    let mut child = Command::new(cargo_program())
+        .args(&args)
+        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
+        .env_remove("RUSTFLAGS")
+        .env("CARGO_TERM_COLOR", "never")
+        .env("CARGO_TERM_PROGRESS_WHEN", "never")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(CargoError::Spawn)?;
+    let stdout = child.stdout.take();
+    let out_thread = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut out) = stdout {
+            let mut bytes = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut out, &mut bytes);
+            text = String::from_utf8_lossy(&bytes).into_owned();
+        }
+        text
+    });
+    let mut stderr = String::new();
+    if let Some(err) = child.stderr.take() {
+        let mut reader = BufReader::new(err);
+        let mut buf = Vec::new();
+        while reader.read_until(b'\n', &mut buf).unwrap_or(0) > 0 {
+            let line = String::from_utf8_lossy(&buf);
+            on_line(line.trim_end());
+            stderr.push_str(&line);
+            buf.clear();
+        }
+    }
+    let status = child.wait().map_err(CargoError::Spawn)?;
+    let stdout = out_thread.join().unwrap_or_default();
+    Ok(TestRun {
+        runner,
+        success: status.success(),
+        status: status.to_string(),
+        stdout,
+        stderr,
+        seconds: start.elapsed().as_secs_f64(),
+        command,
+    })
+}
+
+fn cargo_program() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
 /// The executable path of a `compiler-artifact` message, if the line is one.

@@ -33,6 +33,10 @@ pub enum Command {
     /// Compare two binaries (over optimize.toml's workloads) or two commands, interleaved,
     /// with a confidence interval and a verdict.
     Bench(BenchArgs),
+    /// Write a run's winning settings into the project: a named cargo profile in
+    /// Cargo.toml, the PGO profile under pgo/, and (with --cpu) the target-cpu in
+    /// .cargo/config.toml. Shows a diff first; keeps a .bak of every file it changes.
+    Apply(ApplyArgs),
     /// Remove target/optimize.
     Clean,
 }
@@ -109,10 +113,32 @@ pub struct RunArgs {
     /// Upper bound of benchmarking time per workload per comparison (e.g. 20s).
     #[arg(long, value_name = "DURATION")]
     pub max_time: Option<String>,
+    /// Also measure each profile setting alone against the baseline (one build and
+    /// measurement per setting) and report what each is worth.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct InitArgs {}
+
+#[derive(Debug, Clone, Args)]
+pub struct ApplyArgs {
+    /// The run: an id under target/optimize/runs, a run folder or a report.json
+    /// (default: the latest run).
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// The cargo profile to write (it inherits the profile the run was based on).
+    #[arg(long, value_name = "NAME", default_value = "optimized")]
+    pub profile_name: String,
+    /// Also write the winner's -Ctarget-cpu into .cargo/config.toml (binaries then need
+    /// that CPU's features).
+    #[arg(long)]
+    pub cpu: bool,
+    /// Show what would change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
 
 #[derive(Debug, Clone, Args)]
 pub struct DoctorArgs {

@@ -1,6 +1,7 @@
 //! cargo-optimize: baseline → profile → cpu → PGO → BOLT, each candidate verified and
 //! measured against the best so far; only what measurably helps is kept.
 
+pub mod apply;
 pub mod bench;
 pub mod cargo;
 pub mod cli;
@@ -22,6 +23,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Init(_)) => pipeline::init_command(&cli.global),
         Some(Command::Doctor(args)) => toolchain::doctor_command(&args),
         Some(Command::Bench(args)) => bench::bench_command(&cli.global, &args),
+        Some(Command::Apply(args)) => apply::apply_command(&cli.global, &args),
         Some(Command::Clean) => pipeline::clean_command(&cli.global),
     }
 }

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use crate::bench;
 use crate::cargo::{self, BuildSettings, Project, Workspace};
 use crate::cli::{GlobalArgs, RunArgs};
-use crate::process::{self, Outcome};
+use crate::process;
 use crate::report::terminal::Ui;
 use crate::report::{
     self, FinalChoice, Report, StageReport, Status, ToolchainInfo, WorkloadReport,
@@ -119,6 +119,9 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
+    let bolt_tools = stages
+        .contains(&StageName::Bolt)
+        .then(|| toolchain::bolt_tools(&rustc));
     let triple = g
         .selection
         .target
@@ -155,6 +158,7 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
         optimize_dir: optimize_dir.clone(),
         host: rustc.host.clone(),
         llvm_profdata: llvm_profdata.clone(),
+        bolt_tools: bolt_tools.clone(),
         steps: RefCell::new(Vec::new()),
     };
 
@@ -174,88 +178,96 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
     let mut per_workload: BTreeMap<String, BTreeMap<String, serde_json::Value>> = BTreeMap::new();
     let mut best = baseline.clone();
     let mut best_vs_baseline: Option<bench::Estimate> = None;
+    // The best candidate without a stage -Ctarget-cpu: always reported next to the final
+    // one, so a CPU-specific binary is never the only artifact.
+    let mut portable = (baseline.clone(), None::<bench::Estimate>);
 
     for name in stages {
-        let prepared = match name {
+        // Most stages offer one candidate; the cpu stage offers one per target-cpu.
+        let offers: Vec<stage::cpu::Offer> = match name {
             StageName::Baseline => continue,
-            StageName::Profile => stage::profile::prepare(&ctx, &best),
-            StageName::Cpu => stage::cpu::prepare(&ctx, &best),
-            StageName::Pgo => stage::pgo::prepare(&ctx, &best),
-            StageName::Bolt => stage::bolt::prepare(&ctx, &best),
+            StageName::Profile => vec![(None, stage::profile::prepare(&ctx, &best))],
+            StageName::Cpu => stage::cpu::prepare_all(&ctx, &best),
+            StageName::Pgo => vec![(None, stage::pgo::prepare(&ctx, &best))],
+            StageName::Bolt => vec![(None, stage::bolt::prepare(&ctx, &best))],
         };
-        let cand = match prepared {
-            Ok(c) => c,
-            Err(stage::StageError::NotAvailable(why)) => {
-                ui.info(&format!("{name}: skipped: {why}"));
-                reports.push(StageReport::without_candidate(
-                    name.as_str(),
-                    Status::Skipped,
-                    why,
-                ));
-                continue;
-            }
-            Err(e) => {
-                ui.warn(&format!("{name} stage failed: {e}"));
-                reports.push(StageReport::without_candidate(
-                    name.as_str(),
-                    Status::Failed,
-                    e.to_string(),
-                ));
-                continue;
-            }
-        };
-        if let Err(m) = verify_candidate(&ctx, &cand, &reference)? {
-            ui.warn(&format!(
-                "{name} rejected: its outputs differ from the baseline's\n  {m}"
-            ));
-            let mut r = candidate_report(&cand, Status::Rejected, &m.to_string());
-            r.verified = Some(false);
-            reports.push(r);
-            continue;
-        }
-        let measured = measure(&ctx, &best, &cand, &baseline);
-        let (vs_best, vs_baseline, per) = match measured {
-            Ok(m) => m,
-            Err(e) => {
-                ui.warn(&format!("{name}: measuring failed: {e:#}"));
-                let mut r =
-                    candidate_report(&cand, Status::Failed, &format!("measuring failed: {e:#}"));
-                r.verified = Some(true);
+        for (variant, prepared) in offers {
+            let row = match &variant {
+                Some(v) => format!("{name} ({v})"),
+                None => name.to_string(),
+            };
+            let cand = match prepared {
+                Ok(c) => c,
+                Err(stage::StageError::NotAvailable(why)) => {
+                    ui.info(&format!("{row}: skipped: {why}"));
+                    let mut r = StageReport::without_candidate(name.as_str(), Status::Skipped, why);
+                    with_variant(&mut r, variant.as_deref());
+                    reports.push(r);
+                    continue;
+                }
+                Err(e) => {
+                    ui.warn(&format!("{row} stage failed: {e}"));
+                    let mut r = StageReport::without_candidate(
+                        name.as_str(),
+                        Status::Failed,
+                        e.to_string(),
+                    );
+                    with_variant(&mut r, variant.as_deref());
+                    reports.push(r);
+                    continue;
+                }
+            };
+            if let Err(m) = verify_candidate(&ctx, &cand, &reference)? {
+                ui.warn(&format!("{row} rejected: {}\n  {m}", m.headline()));
+                let mut r = candidate_report(&cand, Status::Rejected, &m.to_string());
+                r.verified = Some(false);
                 reports.push(r);
                 continue;
             }
-        };
-        for (w, c) in per {
-            per_workload
-                .entry(w)
-                .or_default()
-                .insert(name.as_str().to_string(), c);
+            let measured = measure(&ctx, &best, &cand, &baseline);
+            let (vs_best, vs_baseline, per) = match measured {
+                Ok(m) => m,
+                Err(e) => {
+                    ui.warn(&format!("{row}: measuring failed: {e:#}"));
+                    let mut r = candidate_report(
+                        &cand,
+                        Status::Failed,
+                        &format!("measuring failed: {e:#}"),
+                    );
+                    r.verified = Some(true);
+                    reports.push(r);
+                    continue;
+                }
+            };
+            for (w, c) in per {
+                per_workload.entry(w).or_default().insert(cand.tag(), c);
+            }
+            let keep = vs_best.verdict == bench::Verdict::Faster;
+            let reason = format!("{} vs {}: {}", row, best.label(), describe(&vs_best));
+            let mut r = candidate_report(
+                &cand,
+                if keep { Status::Kept } else { Status::Dropped },
+                &reason,
+            );
+            r.verified = Some(true);
+            r.vs_best = serde_json::to_value(vs_best).ok();
+            r.vs_baseline = serde_json::to_value(vs_baseline).ok();
+            reports.push(r);
+            if keep {
+                if !cand.targets_cpu() {
+                    portable = (cand.clone(), Some(vs_baseline));
+                }
+                best = cand;
+                best_vs_baseline = Some(vs_baseline);
+            }
         }
-        let keep = vs_best.verdict == bench::Verdict::Faster;
-        let reason = format!("{} vs {}: {}", name, best.stage, describe(&vs_best));
-        let mut r = candidate_report(
-            &cand,
-            if keep { Status::Kept } else { Status::Dropped },
-            &reason,
-        );
-        r.verified = Some(true);
-        r.vs_best = serde_json::to_value(vs_best).ok();
-        r.vs_baseline = serde_json::to_value(vs_baseline).ok();
-        reports.push(r);
-        if keep {
-            best = cand;
-            best_vs_baseline = Some(vs_baseline);
+        if name == StageName::Profile && args.explain {
+            explain_profile(&ctx, &baseline, &mut reports);
         }
     }
 
-    let final_ = FinalChoice {
-        stage: best.stage.to_string(),
-        binary: best.binary.display().to_string(),
-        speedup_vs_baseline: best_vs_baseline.as_ref().map(|e| 1.0 / e.ratio),
-        speedup_ci: best_vs_baseline
-            .as_ref()
-            .map(|e| (1.0 / e.ci_high, 1.0 / e.ci_low)),
-    };
+    let mut final_ = final_choice(&best, best_vs_baseline.as_ref());
+    final_.portable = Some(Box::new(final_choice(&portable.0, portable.1.as_ref())));
     ctx.record("total", started.elapsed().as_secs_f64(), None);
     let report = Report {
         schema: report::SCHEMA,
@@ -267,7 +279,10 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
             rustc: rustc.version.clone(),
             llvm: rustc.llvm_version.clone(),
             llvm_profdata: llvm_profdata.map(|t| t.path.display().to_string()),
-            llvm_bolt: None,
+            llvm_bolt: bolt_tools
+                .as_ref()
+                .and_then(|b| b.as_ref().ok())
+                .map(|b| b.llvm_bolt.path.display().to_string()),
             host: rustc.host.clone(),
         },
         stages: reports,
@@ -278,6 +293,11 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
                 name: w.name.clone(),
                 uses: uses(w),
                 per_stage: per_workload.remove(&w.name).unwrap_or_default(),
+                deterministic: reference.is_deterministic(&w.name),
+                nondeterminism: reference
+                    .nondeterministic
+                    .get(&w.name)
+                    .and_then(|n| serde_json::to_value(n).ok()),
             })
             .collect(),
         final_: Some(final_),
@@ -352,21 +372,26 @@ fn point_latest(optimize_dir: &Path, run: &RunDir) -> std::io::Result<()> {
     std::fs::rename(tmp, link)
 }
 
-/// The baseline's outcome on every workload: the reference every candidate must match.
-/// A workload that fails or times out on the baseline is a spec problem, reported as such.
-fn record_baseline(
-    ctx: &Context,
-    baseline: &Candidate,
-) -> anyhow::Result<BTreeMap<String, Outcome>> {
+/// The baseline's outputs on every workload (the reference every candidate must match),
+/// then the determinism check: a second run of each, so a workload whose baseline
+/// disagrees with itself is named instead of rejecting every candidate. A workload that
+/// fails, times out or does not write a declared file on the baseline is a spec problem,
+/// reported as such.
+fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<verify::Reference> {
     let n = ctx.spec.workloads.len();
     let start = Instant::now();
     let mut peak = 0;
-    let mut reference = BTreeMap::new();
+    let mut reference = verify::Reference::new(baseline);
     for (i, w) in ctx.spec.workloads.iter().enumerate() {
         ctx.ui
             .step(&format!("baseline: running [{}/{n}] {}", i + 1, w.name));
-        let out = ctx.run_workload(&baseline.binary, w, &[])?;
-        save_outputs(&ctx.run.outputs(StageName::Baseline), w, &out)?;
+        let obs = verify::observe(
+            ctx,
+            &baseline.binary,
+            w,
+            &ctx.run.outputs(StageName::Baseline),
+        )?;
+        let out = &obs.outcome;
         if out.timed_out {
             anyhow::bail!(
                 "{}:{}: workload `{}` exceeded its timeout of {} on the baseline and was killed (with its children)\n  fix: raise `timeout` for this workload, or give it a smaller input",
@@ -386,60 +411,65 @@ fn record_baseline(
                 indent(&out.stderr_tail(15))
             );
         }
+        if let Some(f) = obs.files.iter().find(|f| f.contents.is_none()) {
+            if out.status.success() {
+                anyhow::bail!(
+                    "{}:{}: workload `{}` declares the output file {} but the baseline did not write it (it ran in a fresh copy of its cwd {})\n  fix: correct `files` (paths are relative to the workload's `cwd`)",
+                    ctx.spec.path.display(),
+                    w.line,
+                    w.name,
+                    f.declared.display(),
+                    w.cwd.display()
+                );
+            }
+        }
         peak = peak.max(out.max_rss_bytes);
-        reference.insert(w.name.clone(), out);
+        reference.observed.insert(w.name.clone(), obs);
     }
     ctx.record(
         "baseline: workloads",
         start.elapsed().as_secs_f64(),
         Some(peak),
     );
+    verify::check_determinism(ctx, baseline, &mut reference)?;
     Ok(reference)
 }
 
-/// Run every workload on the candidate and compare with the baseline.
+/// Run every workload on the candidate and compare with the baseline; then, with
+/// `[verify] tests = true`, run the crate's own tests with the candidate's settings.
 fn verify_candidate(
     ctx: &Context,
     cand: &Candidate,
-    reference: &BTreeMap<String, Outcome>,
-) -> anyhow::Result<Result<(), verify::Mismatch>> {
+    reference: &verify::Reference,
+) -> anyhow::Result<Result<(), verify::Rejection>> {
     let start = Instant::now();
     let n = ctx.spec.workloads.len();
+    let outputs = ctx.run.root.join("outputs").join(cand.tag());
     let mut result = Ok(());
     for (i, w) in ctx.spec.workloads.iter().enumerate() {
         ctx.ui.step(&format!(
             "{}: verifying [{}/{n}] {}",
-            cand.stage,
+            cand.label(),
             i + 1,
             w.name
         ));
-        let out = ctx.run_workload(&cand.binary, w, &[])?;
-        save_outputs(&ctx.run.outputs(cand.stage), w, &out)?;
-        let Some(base) = reference.get(&w.name) else {
-            continue;
-        };
-        if let Err(m) = verify::check(w, base, &out) {
-            result = Err(m);
+        let obs = verify::observe(ctx, &cand.binary, w, &outputs)?;
+        if let Err(m) = reference.check(w, &cand.label(), &obs) {
+            result = Err(verify::Rejection::Outputs(m));
             break;
         }
     }
     ctx.record(
-        &format!("{}: verify", cand.stage),
+        &format!("{}: verify", cand.label()),
         start.elapsed().as_secs_f64(),
         None,
     );
+    if result.is_ok() {
+        if let Err(t) = verify::crate_tests::check(ctx, cand, reference)? {
+            result = Err(verify::Rejection::Tests(t));
+        }
+    }
     Ok(result)
-}
-
-fn save_outputs(dir: &Path, w: &Workload, out: &Outcome) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let stem = w.file_stem();
-    std::fs::write(dir.join(format!("{stem}.stdout")), &out.stdout)?;
-    std::fs::write(dir.join(format!("{stem}.stderr")), &out.stderr)?;
-    std::fs::write(
-        dir.join(format!("{stem}.status")),
-        format!("{}\n", out.status),
-    )
 }
 
 type Measured = (
@@ -488,8 +518,8 @@ fn compare_over_workloads(
     for (i, w) in eval.iter().enumerate() {
         let label = format!(
             "{} vs {}: measuring [{}/{}] {}",
-            b.stage,
-            a.stage,
+            b.label(),
+            a.label(),
             i + 1,
             eval.len(),
             w.name
@@ -508,7 +538,7 @@ fn compare_over_workloads(
         comps.push((w.name.clone(), c));
     }
     ctx.record(
-        &format!("{} vs {}: measure", b.stage, a.stage),
+        &format!("{} vs {}: measure", b.label(), a.label()),
         start.elapsed().as_secs_f64(),
         None,
     );
@@ -531,18 +561,61 @@ fn candidate_report(c: &Candidate, status: Status, reason: &str) -> StageReport 
         binary: Some(c.binary.display().to_string()),
         size_bytes: Some(c.size_bytes),
         build_seconds: Some(c.build_seconds),
-        settings: Some(serde_json::json!({
-            "profile": c.settings.profile,
-            "profile_overrides": c.settings.profile_overrides,
-            "rustflags": c.settings.all_rustflags(),
-            "target": c.settings.target,
-            "features": c.settings.features,
-        })),
+        settings: Some(settings_json(&c.settings)),
         verified: None,
         vs_best: None,
         vs_baseline: None,
         notes: c.notes.clone(),
         facts: c.facts.clone(),
+    }
+}
+
+/// A candidate's settings in report.json: `rustflags` is everything rustc sees,
+/// `stage_rustflags` what the stages added (what `apply` writes), `user_rustflags` the
+/// user's own.
+fn settings_json(s: &BuildSettings) -> serde_json::Value {
+    serde_json::json!({
+        "profile": s.profile,
+        "profile_overrides": s.profile_overrides,
+        "rustflags": s.all_rustflags(),
+        "stage_rustflags": s.rustflags,
+        "user_rustflags": s.user_rustflags,
+        "target": s.target,
+        "features": s.features,
+    })
+}
+
+/// Name the variant (e.g. the target-cpu) of a row that has no candidate.
+fn with_variant(r: &mut StageReport, variant: Option<&str>) {
+    if let Some(v) = variant {
+        r.facts.insert("variant".into(), v.into());
+    }
+}
+
+fn final_choice(c: &Candidate, vs_baseline: Option<&bench::Estimate>) -> FinalChoice {
+    FinalChoice {
+        stage: c.stage.to_string(),
+        binary: c.binary.display().to_string(),
+        speedup_vs_baseline: vs_baseline.map(|e| 1.0 / e.ratio),
+        speedup_ci: vs_baseline.map(|e| (1.0 / e.ci_high, 1.0 / e.ci_low)),
+        variant: c.variant().map(str::to_string),
+        settings: Some(settings_json(&c.settings)),
+        portable: None,
+    }
+}
+
+/// `--explain`: each profile setting alone against the baseline, into the profile row's
+/// facts (`explain`).
+fn explain_profile(ctx: &Context, baseline: &Candidate, reports: &mut [StageReport]) {
+    let opts = bench::BenchOptions::from_config(&ctx.spec.bench);
+    let explained = stage::profile::explain(ctx, baseline, &mut |c| {
+        Ok(compare_over_workloads(ctx, baseline, c, &opts)?.0)
+    });
+    if let Some(r) = reports.iter_mut().rev().find(|r| r.name == "profile") {
+        r.facts.insert(
+            "explain".into(),
+            serde_json::to_value(explained).unwrap_or_default(),
+        );
     }
 }
 

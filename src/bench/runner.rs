@@ -242,6 +242,11 @@ pub struct Comparison {
     pub log: stats::LogEstimate,
     pub t_interval: [f64; 2],
     pub bootstrap_interval: Option<[f64; 2]>,
+    /// `exp(median ln(t_B/t_A))` and its distribution-free interval (the robustness check).
+    pub median_ratio: f64,
+    pub median_interval: [f64; 2],
+    /// The median contradicted the mean's verdict, so the verdict was withheld.
+    pub median_disagrees: bool,
     pub cv_a: f64,
     pub cv_b: f64,
     pub outliers: Outliers,
@@ -603,7 +608,7 @@ fn assemble(
         outlier_fraction: f64::from(outliers.pairs) / f64::from(n.max(1)),
         warning: None,
     };
-    noise.warning = noise_warning(&noise, analysis.estimate.verdict);
+    noise.warning = noise_warning(&noise, stats::median(wall_a), &analysis);
     let counts_of = |side: Side| -> Vec<Option<Counts>> {
         runs.iter()
             .filter(|r| r.side == side)
@@ -626,6 +631,9 @@ fn assemble(
         log: analysis.log,
         t_interval: analysis.t_interval,
         bootstrap_interval: analysis.bootstrap_interval,
+        median_ratio: analysis.median_ratio,
+        median_interval: analysis.median_interval,
+        median_disagrees: analysis.median_disagrees,
         cv_a: cv.a,
         cv_b: cv.b,
         outliers,
@@ -646,8 +654,19 @@ fn assemble(
 }
 
 /// A warning when the measurements look too noisy to trust, or `None`.
-fn noise_warning(noise: &Noise, verdict: Verdict) -> Option<String> {
+///
+/// The CPU/wall check only applies to runs of 10 ms or more: below that, process start-up
+/// and the parent's bookkeeping are a visible share of the wall time on any machine.
+fn noise_warning(noise: &Noise, median_wall_secs: f64, analysis: &PairedAnalysis) -> Option<String> {
+    let verdict = analysis.estimate.verdict;
     let mut why = Vec::new();
+    if analysis.median_disagrees {
+        why.push(format!(
+            "the typical pair (median B/A {:.3} [{:.3}, {:.3}]) contradicts the mean, so a few \
+             disturbed runs drive it; verdict withheld",
+            analysis.median_ratio, analysis.median_interval[0], analysis.median_interval[1]
+        ));
+    }
     let worst_cv = noise.cv.a.max(noise.cv.b);
     if worst_cv > NOISY_CV {
         why.push(format!(
@@ -663,7 +682,7 @@ fn noise_warning(noise: &Noise, verdict: Verdict) -> Option<String> {
         ));
     }
     let cpu = noise.cpu_wall.a.min(noise.cpu_wall.b);
-    if (0.5..0.9).contains(&cpu) {
+    if median_wall_secs >= 0.010 && cpu < 0.9 {
         why.push(format!(
             "the program had a CPU for only {:.0} % of its wall time (if it is CPU-bound, \
              other processes are competing for the CPU)",
@@ -824,7 +843,9 @@ mod tests {
     fn repeated_looks_are_corrected() {
         let cs = verdicts(200, 1.0, 0.03, 0.0);
         let wrong = count(&cs, &[Verdict::Faster, Verdict::Slower]);
-        assert!(wrong <= 10, "wrong in {wrong}/200");
+        // The bound is 5 %; over 4000 trials (`calibration_error_rates`) the rate is 4.2 %,
+        // so 200 trials may land a little above 10 by chance: allow 15 (7.5 %).
+        assert!(wrong <= 15, "wrong in {wrong}/200");
         assert!(
             cs.iter().any(|c| c.looks > 3),
             "the test must exercise several looks"

@@ -163,12 +163,28 @@ pub struct PairedAnalysis {
     pub bootstrap_interval: Option<[f64; 2]>,
     /// Sample skewness of `d`.
     pub skewness: f64,
+    /// `exp(median d)`: the typical pair's ratio.
+    pub median_ratio: f64,
+    /// Distribution-free interval for `exp(median d)` (sign test, same confidence; ratio
+    /// scale; infinite bounds when there are too few pairs for one).
+    pub median_interval: [f64; 2],
+    /// The median interval contradicts the mean's verdict, which was therefore withheld
+    /// (reported as inconclusive): a few disturbed pairs drive the mean.
+    pub median_disagrees: bool,
 }
 
 /// Analyse paired wall times at a confidence level; `seed` drives the bootstrap.
 ///
 /// The bootstrap check runs when `n < 30` or `|skewness(d)| > 1`: there the t interval's
 /// normality assumption is weakest. The reported interval is the union of both.
+///
+/// A robustness check guards the verdict: the median of `d` has a distribution-free
+/// interval (sign test) at the same confidence; when that interval does not reach the
+/// region the verdict claims (e.g. *faster* while the median interval lies wholly at or
+/// above `1 − margin`), the mean is being driven by a few disturbed pairs — typical of a
+/// machine with bursts of background load — and the verdict is withheld as
+/// *inconclusive*. This only ever turns a verdict into *inconclusive*, so it cannot raise
+/// the error rates; on undisturbed data the two agree and it costs nothing.
 pub fn analyze_pairs(
     a: &[f64],
     b: &[f64],
@@ -193,18 +209,62 @@ pub fn analyze_pairs(
         let half = (log.mean - lo).max(hi - log.mean);
         log.se = log.se.max(half / t);
     }
+    let (m_lo, m_hi) = median_interval(&d, confidence);
+    let mean_verdict = verdict(lo.exp(), hi.exp(), margin);
+    let (low_edge, high_edge) = ((1.0 - margin.max(0.0)).ln(), (1.0 + margin.max(0.0)).ln());
+    let median_supports = match mean_verdict {
+        Verdict::Faster => m_lo < low_edge,
+        Verdict::Slower => m_hi > high_edge,
+        Verdict::Equivalent => m_lo <= high_edge && m_hi >= low_edge,
+        Verdict::Inconclusive => true,
+    };
     PairedAnalysis {
         estimate: Estimate {
             ratio: log.mean.exp(),
             ci_low: lo.exp(),
             ci_high: hi.exp(),
-            verdict: verdict(lo.exp(), hi.exp(), margin),
+            verdict: if median_supports {
+                mean_verdict
+            } else {
+                Verdict::Inconclusive
+            },
             confidence,
         },
         log,
         t_interval: [t_lo.exp(), t_hi.exp()],
         bootstrap_interval: boot,
         skewness: skew,
+        median_ratio: median(&d).exp(),
+        median_interval: [m_lo.exp(), m_hi.exp()],
+        median_disagrees: !median_supports,
+    }
+}
+
+/// Distribution-free interval for the median of `d` at (at least) `confidence`, from
+/// order statistics: `[d_(k), d_(n+1−k)]` covers the median with probability
+/// `1 − 2·P(X ≤ k−1)`, `X ~ Binomial(n, ½)` (the sign test). Infinite bounds when `n` is
+/// too small for the level.
+pub fn median_interval(d: &[f64], confidence: f64) -> (f64, f64) {
+    let n = d.len();
+    let tail = (1.0 - confidence) / 2.0;
+    let mut sorted = d.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    // Largest 0-based l with P(X ≤ l) ≤ tail.
+    let ln_n_fact = ln_gamma(n as f64 + 1.0);
+    let ln_half_n = n as f64 * 0.5f64.ln();
+    let mut cdf = 0.0;
+    let mut best = None;
+    for l in 0..n.div_ceil(2) {
+        let ln_pmf = ln_n_fact - ln_gamma(l as f64 + 1.0) - ln_gamma((n - l) as f64 + 1.0) + ln_half_n;
+        cdf += ln_pmf.exp();
+        if cdf > tail {
+            break;
+        }
+        best = Some(l);
+    }
+    match best {
+        Some(l) => (sorted[l], sorted[n - 1 - l]),
+        None => (f64::NEG_INFINITY, f64::INFINITY),
     }
 }
 
@@ -833,6 +893,47 @@ pub(crate) mod tests {
         assert!(r.bootstrap_interval.is_some());
         let r = analyze_pairs(&a[..35], &b[..35], 0.95, 0.01, 9);
         assert!(r.bootstrap_interval.is_none(), "not skewed, n ≥ 30");
+    }
+
+    #[test]
+    fn median_interval_by_the_sign_test() {
+        // n = 10: P(X ≤ 1) = 11/1024 ≈ 0.0107 ≤ 0.025 < P(X ≤ 2) = 56/1024, so the 95 %
+        // interval is [x_(2), x_(9)].
+        let x: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(median_interval(&x, 0.95), (2.0, 9.0));
+        // n = 5 cannot reach 95 % (2·2⁻⁵ = 0.0625): unbounded.
+        let (lo, hi) = median_interval(&x[..5], 0.95);
+        assert!(lo.is_infinite() && hi.is_infinite());
+        // Coverage over many samples is at least the level.
+        let mut rng = fastrand::Rng::with_seed(11);
+        let covered = (0..400)
+            .filter(|_| {
+                let d: Vec<f64> = (0..25).map(|_| normal(&mut rng)).collect();
+                let (lo, hi) = median_interval(&d, 0.95);
+                lo <= 0.0 && 0.0 <= hi
+            })
+            .count();
+        assert!(covered >= 372, "covered {covered}/400");
+    }
+
+    #[test]
+    fn a_few_disturbed_pairs_cannot_make_a_verdict() {
+        // Undisturbed, B is 3 % slower. Seventeen pairs out of 100 had A hit by a burst of
+        // background load (A took 2–3× as long): the mean of d says "faster", the typical
+        // pair says "slower" — no verdict.
+        let mut rng = fastrand::Rng::with_seed(5);
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for i in 0..100 {
+            let hit = if i % 6 == 0 { 2.0 + rng.f64() } else { 1.0 };
+            a.push(0.040 * hit * (0.005 * normal(&mut rng)).exp());
+            b.push(0.040 * 1.03 * (0.005 * normal(&mut rng)).exp());
+        }
+        let r = analyze_pairs(&a, &b, 0.99, 0.01, 1);
+        assert!(r.estimate.ci_high < 0.99, "the mean alone would say faster: {:?}", r.estimate);
+        assert!(r.median_ratio > 1.02);
+        assert!(r.median_disagrees);
+        assert_eq!(r.estimate.verdict, Verdict::Inconclusive);
     }
 
     #[test]

@@ -91,6 +91,13 @@ pub struct WorkloadReport {
     pub uses: Vec<&'static str>,
     /// Per stage: the comparison against the best candidate before it.
     pub per_stage: BTreeMap<String, serde_json::Value>,
+    /// Two runs of the baseline agreed. When false, candidates are held to the workload's
+    /// exit status only, never rejected on its outputs.
+    pub deterministic: bool,
+    /// When not deterministic: the first difference between the two runs and the fix
+    /// (`{mismatch, suggestion, status_stable}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nondeterminism: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -100,6 +107,14 @@ pub struct FinalChoice {
     /// baseline time / final time (above 1 is faster); `None` when not measured.
     pub speedup_vs_baseline: Option<f64>,
     pub speedup_ci: Option<(f64, f64)>,
+    /// The stage's variant, e.g. the cpu stage's target-cpu.
+    pub variant: Option<String>,
+    /// The candidate's build settings (same shape as a stage's `settings`).
+    pub settings: Option<serde_json::Value>,
+    /// The best candidate without a stage `-Ctarget-cpu`: runs on any machine of the target
+    /// (the same as the final choice when that one is portable; absent inside itself).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub portable: Option<Box<FinalChoice>>,
 }
 
 #[derive(Debug, Clone, Serialize)]

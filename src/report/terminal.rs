@@ -92,13 +92,22 @@ pub fn print_ladder(report: &super::Report, ui: &Ui) {
     print!("{}", ladder(report, ui));
 }
 
-/// The ladder as text (see [`print_ladder`]).
+/// The ladder as text (see [`print_ladder`]): one row per stage (per candidate for the cpu
+/// stage), why each non-kept row was not kept, each profile setting's own effect when
+/// `--explain` measured it, then what to ship and the portable alternative.
 pub fn ladder(report: &super::Report, ui: &Ui) -> String {
     use std::fmt::Write;
     let mut s = String::new();
+    let names: Vec<String> = report.stages.iter().map(row_name).collect();
+    let w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
     let _ = writeln!(
         s,
-        "\n{:<9} {:<9} {:<34} {:<34} {:>8} {:>10}",
+        "\n{:<w$} {:<9} {:<36} {:<36} {:>8} {:>10}",
         "stage",
         "status",
         "time vs previous best [95% CI]",
@@ -106,7 +115,7 @@ pub fn ladder(report: &super::Report, ui: &Ui) -> String {
         "build s",
         "size"
     );
-    for st in &report.stages {
+    for (st, name) in report.stages.iter().zip(&names) {
         let status = format!("{:?}", st.status).to_lowercase();
         let painted = match st.status {
             super::Status::Kept => ui.paint(&format!("{status:<9}"), "32"),
@@ -117,8 +126,8 @@ pub fn ladder(report: &super::Report, ui: &Ui) -> String {
         };
         let _ = writeln!(
             s,
-            "{:<9} {} {:<34} {:<34} {:>8} {:>10}",
-            st.name,
+            "{:<w$} {} {:<36} {:<36} {:>8} {:>10}",
+            name,
             painted,
             estimate_cell(st.vs_best.as_ref()),
             estimate_cell(st.vs_baseline.as_ref()),
@@ -127,38 +136,150 @@ pub fn ladder(report: &super::Report, ui: &Ui) -> String {
                 .unwrap_or_else(|| "-".into()),
             st.size_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
         );
-        if matches!(
-            st.status,
-            super::Status::Rejected | super::Status::Failed | super::Status::Skipped
-        ) {
+        if st.status != super::Status::Kept {
             let first = st.reason.lines().next().unwrap_or("");
-            let _ = writeln!(s, "{:<9} └ {first}", "");
+            let _ = writeln!(s, "{:<w$} └ {first}", "");
+        }
+    }
+    for st in &report.stages {
+        if let Some(items) = st.facts.get("explain").and_then(|e| e.as_array()) {
+            explain_block(&mut s, items);
         }
     }
     if let Some(f) = &report.final_ {
         let _ = writeln!(s);
-        match (f.speedup_vs_baseline, f.speedup_ci) {
-            (Some(x), Some((lo, hi))) => {
+        let _ = writeln!(s, "ship: {} ({})", f.binary, final_name(f));
+        let _ = writeln!(s, "  {}", speedup_line(f));
+        if let Some(settings) = &f.settings {
+            let _ = writeln!(s, "  settings: {}", settings_line(settings));
+        }
+        if let Some(p) = f.portable.as_ref().filter(|_| f.stage != "baseline") {
+            if p.binary == f.binary {
                 let _ = writeln!(
                     s,
-                    "ship: {} ({}) — measured {x:.2}× the baseline's speed [95% CI {lo:.2}–{hi:.2}×]",
-                    f.binary, f.stage
+                    "portable: the same binary (it does not pick a CPU: runs on any {} machine)",
+                    report.toolchain.host
                 );
-            }
-            _ => {
+            } else {
                 let _ = writeln!(
                     s,
-                    "ship: {} ({}) — no stage was measurably faster than the baseline",
-                    f.binary, f.stage
+                    "portable alternative (no target-cpu, runs on any {} machine): {} ({})",
+                    report.toolchain.host,
+                    p.binary,
+                    final_name(p)
                 );
+                let _ = writeln!(s, "  {}", speedup_line(p));
+                if let Some(settings) = &p.settings {
+                    let _ = writeln!(s, "  settings: {}", settings_line(settings));
+                }
             }
+        }
+        if f.stage != "baseline" {
+            let cpu = f
+                .settings
+                .as_ref()
+                .map(|v| string_list(v, "stage_rustflags"))
+                .is_some_and(|flags| crate::stage::target_cpu_of(&flags).is_some());
+            let _ = writeln!(
+                s,
+                "write it into the project: cargo optimize apply{}",
+                if cpu {
+                    "   (add --cpu to also write its target-cpu, for this machine's CPU only)"
+                } else {
+                    ""
+                }
+            );
         }
     }
     s
 }
 
+/// `cpu (x86-64-v3)` for a stage row with a variant, else the stage name.
+fn row_name(st: &super::StageReport) -> String {
+    match st.facts.get("variant").and_then(|v| v.as_str()) {
+        Some(v) => format!("{} ({v})", st.name),
+        None => st.name.clone(),
+    }
+}
+
+fn final_name(f: &super::FinalChoice) -> String {
+    match &f.variant {
+        Some(v) => format!("{} ({v})", f.stage),
+        None => f.stage.clone(),
+    }
+}
+
+fn speedup_line(f: &super::FinalChoice) -> String {
+    match (f.speedup_vs_baseline, f.speedup_ci) {
+        (Some(x), Some((lo, hi))) => {
+            format!("measured {x:.2}× the baseline's speed [95% CI {lo:.2}–{hi:.2}×]")
+        }
+        _ if f.stage == "baseline" => {
+            "no stage was measurably faster than the baseline: keep building as you do".into()
+        }
+        _ => "not measured against the baseline".into(),
+    }
+}
+
+/// `--profile release + lto = "fat", codegen-units = 1; rustflags: -Ctarget-cpu=native`.
+fn settings_line(v: &serde_json::Value) -> String {
+    let profile = v.get("profile").and_then(|p| p.as_str()).unwrap_or("?");
+    let mut out = format!("--profile {profile}");
+    if let Some(o) = v.get("profile_overrides").and_then(|o| o.as_object()) {
+        if !o.is_empty() {
+            let list: Vec<String> = o
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", v.as_str().unwrap_or("?")))
+                .collect();
+            out.push_str(&format!(" + {}", list.join(", ")));
+        }
+    }
+    let flags = string_list(v, "stage_rustflags");
+    if !flags.is_empty() {
+        out.push_str(&format!("; rustflags: {}", flags.join(" ")));
+    }
+    out
+}
+
+fn string_list(v: &serde_json::Value, key: &str) -> Vec<String> {
+    v.get(key)
+        .and_then(|f| f.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Each profile setting alone against the baseline (`--explain`).
+fn explain_block(s: &mut String, items: &[serde_json::Value]) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        s,
+        "\nprofile settings, each alone vs the baseline (--explain):"
+    );
+    for it in items {
+        let text = |k: &str| it.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        let setting = format!("{} = {}", text("setting"), text("value"));
+        let effect = if let Some(e) = it.get("error").and_then(|v| v.as_str()) {
+            format!("not measured: {}", e.lines().next().unwrap_or(""))
+        } else if it.get("same_code_as_baseline") == Some(&serde_json::Value::Bool(true)) {
+            "same machine code as the baseline (its profile already has it)".into()
+        } else {
+            estimate_cell(it.get("vs_baseline"))
+        };
+        let size = it
+            .get("size_bytes")
+            .and_then(|v| v.as_u64())
+            .map(human_bytes)
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(s, "  {setting:<24} {size:>10}  {effect}");
+    }
+}
+
 fn estimate_cell(v: Option<&serde_json::Value>) -> String {
-    let Some(v) = v else {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
         return "-".into();
     };
     let num = |k: &str| v.get(k).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);

@@ -1,9 +1,227 @@
-//! The cpu stage (not implemented yet).
+//! The cpu stage: the best candidate's build with `-Ctarget-cpu=X`, one candidate per CPU
+//! the spec lists (default: the highest x86-64 level this CPU supports, then `native`).
+//!
+//! A candidate this machine cannot run is skipped with the features it lacks: rustc says
+//! which target features a `target-cpu` enables (`rustc --print cfg -Ctarget-cpu=X`), and
+//! `native` says which ones this CPU has. A name rustc does not know is a failure (a typo
+//! in the spec must not pass silently).
+//!
+//! Unlike the other stages this one offers several candidates ([`prepare_all`]); the
+//! pipeline verifies and measures them in order, each against the best so far, so a later
+//! (less portable) CPU must beat an earlier one measurably to replace it. Must not: measure
+//! or decide (the pipeline does).
+
+use std::collections::BTreeSet;
 
 use super::{Candidate, Context, StageError};
+use crate::process;
+use crate::spec::StageName;
+use crate::toolchain::{CpuFacts, X86Level};
 
-pub fn prepare(_ctx: &Context, _best: &Candidate) -> Result<Candidate, StageError> {
-    Err(StageError::NotAvailable(
-        "the cpu stage is not available in this version".into(),
-    ))
+/// One candidate the stage offers: the target-cpu name and the built candidate, or why not.
+pub type Offer = (Option<String>, Result<Candidate, StageError>);
+
+/// Build one candidate per target-cpu the spec lists (or the default ones).
+pub fn prepare_all(ctx: &Context, best: &Candidate) -> Vec<Offer> {
+    let triple = best
+        .settings
+        .target
+        .clone()
+        .unwrap_or_else(|| ctx.host.clone());
+    if triple != ctx.host {
+        return vec![(
+            None,
+            Err(StageError::NotAvailable(format!(
+                "building for {triple}, not this machine ({}): its binaries cannot run here",
+                ctx.host
+            ))),
+        )];
+    }
+    let facts = CpuFacts::gather();
+    let names = match &ctx.spec.stages.cpu {
+        Some(list) => list.clone(),
+        None => default_candidates(facts.arch, facts.x86_64_level),
+    };
+    let native = match features(&triple, "native") {
+        Ok(f) => f,
+        Err(e) => {
+            return vec![(
+                None,
+                Err(StageError::Failed(format!(
+                    "cannot tell which features this CPU has: {e}"
+                ))),
+            )]
+        }
+    };
+    ctx.ui.info(&format!(
+        "cpu: candidates {} (this CPU: {}{})",
+        names.join(", "),
+        facts.model.as_deref().unwrap_or("unknown model"),
+        facts
+            .native_cpu
+            .as_deref()
+            .map(|n| format!(", LLVM calls it {n}"))
+            .unwrap_or_default()
+    ));
+    names
+        .into_iter()
+        .map(|name| {
+            let built = check(&triple, &name, &native)
+                .and_then(|()| build(ctx, best, &name, facts.native_cpu.as_deref()));
+            if let Err(StageError::NotAvailable(why)) = &built {
+                ctx.ui.info(&format!("cpu ({name}): skipped: {why}"));
+            }
+            (Some(name), built)
+        })
+        .collect()
+}
+
+/// The highest x86-64 level this CPU reaches (when above the v1 baseline every x86-64
+/// binary already targets), then `native`.
+pub fn default_candidates(arch: &str, level: Option<X86Level>) -> Vec<String> {
+    let mut v = Vec::new();
+    if arch == "x86_64" {
+        if let Some(l) = level.filter(|l| *l > X86Level::V1) {
+            v.push(l.target_cpu().to_string());
+        }
+    }
+    v.push("native".to_string());
+    v
+}
+
+/// Whether this CPU can run code built for `name`.
+fn check(triple: &str, name: &str, native: &BTreeSet<String>) -> Result<(), StageError> {
+    if name == "native" {
+        return Ok(());
+    }
+    let wanted = features(triple, name).map_err(StageError::Failed)?;
+    let missing = missing_features(&wanted, native);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(StageError::NotAvailable(format!(
+            "this CPU cannot run code built for target-cpu {name}: it lacks {}",
+            missing.join(", ")
+        )))
+    }
+}
+
+/// What `wanted` needs that `have` lacks.
+pub fn missing_features(wanted: &BTreeSet<String>, have: &BTreeSet<String>) -> Vec<String> {
+    wanted.difference(have).cloned().collect()
+}
+
+/// The target features rustc enables for `-Ctarget-cpu=<cpu>` on `triple`.
+fn features(triple: &str, cpu: &str) -> Result<BTreeSet<String>, String> {
+    let flag = format!("-Ctarget-cpu={cpu}");
+    let out = process::run_tool(
+        crate::toolchain::rustc_program(),
+        ["--print", "cfg", "--target", triple, &flag],
+    )
+    .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("is not a recognized processor") {
+        return Err(format!(
+            "rustc does not know target-cpu `{cpu}` for {triple}\n  fix: pick a name from `rustc --print target-cpus` (or an x86-64 level such as x86-64-v3)"
+        ));
+    }
+    if !out.status.success() {
+        return Err(format!(
+            "`rustc --print cfg {flag}` failed ({}): {}",
+            out.status,
+            out.stderr_tail(5)
+        ));
+    }
+    Ok(parse_features(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// `target_feature="avx2"` lines of `rustc --print cfg`.
+pub fn parse_features(cfg: &str) -> BTreeSet<String> {
+    cfg.lines()
+        .filter_map(|l| l.trim().strip_prefix("target_feature="))
+        .map(|v| v.trim_matches('"').to_string())
+        .collect()
+}
+
+fn build(
+    ctx: &Context,
+    best: &Candidate,
+    name: &str,
+    native_cpu: Option<&str>,
+) -> Result<Candidate, StageError> {
+    // The stage's flag replaces an earlier stage flag of the same kind; the user's own
+    // flags stay first (a user `-Ctarget-cpu` is overridden because ours comes later).
+    let mut settings = best.settings.clone();
+    settings
+        .rustflags
+        .retain(|f| super::target_cpu_of(std::slice::from_ref(f)).is_none());
+    let settings = settings.with_rustflags([format!("-Ctarget-cpu={name}")]);
+    let label = format!("cpu ({name})");
+    let built = ctx.build(&label, &settings)?;
+    let tag = format!("cpu-{name}");
+    let (binary, size_bytes) = ctx.install_as(&tag, &built.binary)?;
+    let mut facts = serde_json::Map::new();
+    facts.insert("variant".into(), name.into());
+    facts.insert("target_cpu".into(), name.into());
+    if name == "native" {
+        if let Some(n) = native_cpu {
+            facts.insert("native_cpu".into(), n.into());
+        }
+    }
+    let mut notes = Vec::new();
+    if name == "native" {
+        notes.push(format!(
+            "built for this machine's CPU{}: it may crash (illegal instruction) on other CPUs",
+            native_cpu.map(|n| format!(" ({n})")).unwrap_or_default()
+        ));
+    }
+    Ok(Candidate {
+        stage: StageName::Cpu,
+        binary,
+        settings,
+        size_bytes,
+        build_seconds: built.seconds,
+        notes,
+        facts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_level_then_native() {
+        assert_eq!(
+            default_candidates("x86_64", Some(X86Level::V4)),
+            ["x86-64-v4", "native"]
+        );
+        assert_eq!(default_candidates("x86_64", Some(X86Level::V1)), ["native"]);
+        assert_eq!(default_candidates("x86_64", None), ["native"]);
+        assert_eq!(default_candidates("aarch64", None), ["native"]);
+    }
+
+    #[test]
+    fn features_from_cfg_and_what_is_missing() {
+        let cfg = "debug_assertions\ntarget_feature=\"avx2\"\ntarget_feature=\"sse2\"\nunix\n";
+        let f = parse_features(cfg);
+        assert_eq!(f.iter().collect::<Vec<_>>(), ["avx2", "sse2"]);
+        let have = parse_features("target_feature=\"sse2\"\n");
+        assert_eq!(missing_features(&f, &have), ["avx2"]);
+        assert!(missing_features(&have, &f).is_empty());
+    }
+
+    #[test]
+    fn native_has_what_x86_64_baseline_needs() {
+        let triple = crate::toolchain::rustc()
+            .map(|r| r.host)
+            .unwrap_or_default();
+        if !triple.starts_with("x86_64") {
+            return;
+        }
+        let native = features(&triple, "native").unwrap();
+        assert!(check(&triple, "x86-64", &native).is_ok());
+        let unknown = features(&triple, "no-such-cpu").unwrap_err();
+        assert!(unknown.contains("does not know"), "{unknown}");
+    }
 }

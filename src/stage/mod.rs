@@ -38,6 +38,66 @@ pub struct Candidate {
     pub facts: serde_json::Map<String, serde_json::Value>,
 }
 
+impl Candidate {
+    /// The stage's variant (`facts.variant`, e.g. the cpu stage's `x86-64-v3`), if any.
+    pub fn variant(&self) -> Option<&str> {
+        self.facts.get("variant").and_then(|v| v.as_str())
+    }
+
+    /// For messages: `cpu (x86-64-v3)`, or the stage name.
+    pub fn label(&self) -> String {
+        match self.variant() {
+            Some(v) => format!("{} ({v})", self.stage),
+            None => self.stage.to_string(),
+        }
+    }
+
+    /// For file names: `cpu-x86-64-v3`, or the stage name.
+    pub fn tag(&self) -> String {
+        match self.variant() {
+            Some(v) => format!("{}-{}", self.stage, file_safe(v)),
+            None => self.stage.to_string(),
+        }
+    }
+
+    /// Whether the stage flags pick a CPU (`-Ctarget-cpu=…`): such a binary may not run on
+    /// other machines.
+    pub fn targets_cpu(&self) -> bool {
+        target_cpu_of(&self.settings.rustflags).is_some()
+    }
+}
+
+/// The last `-Ctarget-cpu=X` (or `-C target-cpu=X`) in `flags`.
+pub fn target_cpu_of(flags: &[String]) -> Option<String> {
+    let mut found = None;
+    let mut prev_c = false;
+    for f in flags {
+        let f = f.as_str();
+        let opt = if prev_c {
+            Some(f)
+        } else {
+            f.strip_prefix("-C")
+        };
+        prev_c = f == "-C";
+        if let Some(v) = opt.and_then(|o| o.strip_prefix("target-cpu=")) {
+            found = Some(v.to_string());
+        }
+    }
+    found
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// A stage could not produce a candidate.
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
@@ -87,6 +147,9 @@ pub struct Context<'a> {
     pub host: String,
     /// llvm-profdata of rustc's LLVM major, when found.
     pub llvm_profdata: Option<crate::toolchain::Tool>,
+    /// llvm-bolt + merge-fdata of rustc's LLVM major (looked for only when the bolt stage
+    /// is tried; `None` otherwise, the error when they are missing or mismatched).
+    pub bolt_tools: Option<Result<crate::toolchain::BoltTools, crate::toolchain::ToolError>>,
     /// Time and memory of every step, for the report's `pipeline` section.
     pub steps: RefCell<Vec<PipelineStep>>,
 }
@@ -116,7 +179,13 @@ impl Context<'_> {
 
     /// Copy a built binary into the run folder as the stage's binary.
     pub fn install(&self, stage: StageName, built: &Path) -> std::io::Result<(PathBuf, u64)> {
-        let dest = self.run.bin(stage);
+        self.install_as(stage.as_str(), built)
+    }
+
+    /// Copy a built binary into the run folder as `bin/<name>` (a stage's variant, e.g.
+    /// `cpu-x86-64-v3`).
+    pub fn install_as(&self, name: &str, built: &Path) -> std::io::Result<(PathBuf, u64)> {
+        let dest = self.run.root.join("bin").join(name);
         std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))?;
         let tmp = dest.with_extension("tmp");
         std::fs::copy(built, &tmp)?;

@@ -1,0 +1,432 @@
+//! Running workloads for verification (through `stage::Context`, so through
+//! `process.rs`), keeping what they produced under `runs/<id>/outputs/`, the reference the
+//! baseline sets, and the determinism check of the baseline against itself.
+
+use std::cell::{OnceCell, RefCell};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::crate_tests::BaselineTests;
+use super::numeric::{self, Tolerance};
+use super::sandbox::{self, Sandbox};
+use super::{check_observed, text, Mismatch, Observed, OutputFile, VerifyError};
+use crate::cargo::{BuildSettings, TestRunner};
+use crate::process::Outcome;
+use crate::spec::{Expect, Workload};
+use crate::stage::{Candidate, Context};
+
+/// Above this many bytes copied for one sandbox, say that `cwd` could be smaller.
+const LARGE_SANDBOX: u64 = 64 << 20;
+
+/// Run `workload` on `binary` and save what it produced under `outputs`
+/// (`runs/<id>/outputs/<stage>/`). A workload that declares `files` runs in a fresh copy
+/// of its cwd (under `runs/<id>/sandbox/`, removed afterwards) and its files are read
+/// from there.
+pub fn observe(
+    ctx: &Context,
+    binary: &Path,
+    workload: &Workload,
+    outputs: &Path,
+) -> Result<Observed, VerifyError> {
+    let (outcome, mut files) = if workload.files.is_empty() {
+        (ctx.run_workload(binary, workload, &[])?, Vec::new())
+    } else {
+        let tag = outputs
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dest = ctx
+            .run
+            .root
+            .join("sandbox")
+            .join(format!("{tag}-{}", workload.file_stem()));
+        let exclude = [ctx.project.target_dir.clone(), ctx.optimize_dir.clone()];
+        let sb = Sandbox::create(&workload.cwd, &dest, &exclude)
+            .map_err(|e| VerifyError::io("copy the working directory to", &dest, e))?;
+        if sb.bytes > LARGE_SANDBOX {
+            ctx.ui.warn(&format!(
+                "workload `{}` declares output files, so each run gets a fresh copy of its cwd {} ({} MiB in {} files)\n  fix: point `cwd` at a smaller folder holding only what the workload reads",
+                workload.name,
+                workload.cwd.display(),
+                sb.bytes >> 20,
+                sb.files
+            ));
+        }
+        let mut w = workload.clone();
+        w.cwd = sb.cwd().to_path_buf();
+        let outcome = ctx.run_workload(binary, &w, &[])?;
+        let files = workload
+            .files
+            .iter()
+            .map(|f| OutputFile {
+                declared: f.clone(),
+                contents: std::fs::read(sb.locate(&workload.cwd, f)).ok(),
+                saved: None,
+            })
+            .collect();
+        (outcome, files)
+    };
+    save_outputs(outputs, workload, &outcome, &mut files)?;
+    Ok(Observed {
+        outcome,
+        files,
+        saved: Some((outputs.to_path_buf(), workload.file_stem())),
+    })
+}
+
+/// Write `<stem>.stdout`, `.stderr`, `.status` and the produced files under
+/// `<stem>.files/` into `dir`; records where each file went.
+pub fn save_outputs(
+    dir: &Path,
+    w: &Workload,
+    out: &Outcome,
+    files: &mut [OutputFile],
+) -> Result<(), VerifyError> {
+    let write = |path: PathBuf, bytes: &[u8]| {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| VerifyError::io("create", parent, e))?;
+        }
+        std::fs::write(&path, bytes).map_err(|e| VerifyError::io("write", &path, e))
+    };
+    let stem = w.file_stem();
+    write(dir.join(format!("{stem}.stdout")), &out.stdout)?;
+    write(dir.join(format!("{stem}.stderr")), &out.stderr)?;
+    write(
+        dir.join(format!("{stem}.status")),
+        format!("{}\n", out.status).as_bytes(),
+    )?;
+    for f in files {
+        if let Some(c) = &f.contents {
+            let path = dir
+                .join(format!("{stem}.files"))
+                .join(sandbox::saved_name(&w.cwd, &f.declared));
+            write(path.clone(), c)?;
+            f.saved = Some(path);
+        }
+    }
+    Ok(())
+}
+
+/// A workload whose baseline disagrees with itself.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Nondeterminism {
+    /// The first difference between the two runs.
+    pub mismatch: Mismatch,
+    /// What to write in optimize.toml.
+    pub suggestion: String,
+    /// Both runs exited alike: candidates are still held to the exit status.
+    pub status_stable: bool,
+}
+
+/// What every candidate is compared with: the baseline's observations, the workloads
+/// that cannot be verified, and what the crate-tests verifier needs.
+pub struct Reference {
+    pub observed: BTreeMap<String, Observed>,
+    pub nondeterministic: BTreeMap<String, Nondeterminism>,
+    pub(super) baseline_settings: BuildSettings,
+    pub(super) baseline_tests: RefCell<Option<BaselineTests>>,
+    pub(super) test_runner: OnceCell<TestRunner>,
+}
+
+impl Reference {
+    pub fn new(baseline: &Candidate) -> Self {
+        Reference {
+            observed: BTreeMap::new(),
+            nondeterministic: BTreeMap::new(),
+            baseline_settings: baseline.settings.clone(),
+            baseline_tests: RefCell::new(None),
+            test_runner: OnceCell::new(),
+        }
+    }
+
+    /// Whether the baseline agreed with itself on `workload` (true when not checked).
+    pub fn is_deterministic(&self, workload: &str) -> bool {
+        !self.nondeterministic.contains_key(workload)
+    }
+
+    /// Compare a candidate's observation with the baseline's. A nondeterministic
+    /// workload is held to its exit status only (when that was stable), never to its
+    /// outputs.
+    #[allow(clippy::result_large_err)] // built once per rejection: boxing buys nothing
+    pub fn check(&self, w: &Workload, candidate: &str, obs: &Observed) -> Result<(), Mismatch> {
+        let Some(base) = self.observed.get(&w.name) else {
+            return Ok(());
+        };
+        let result = match self.nondeterministic.get(&w.name) {
+            None => check_observed(w, base, obs),
+            Some(n) if n.status_stable => {
+                let mut status_only = w.clone();
+                status_only.expect = Expect::ExitCode;
+                check_observed(&status_only, base, obs)
+            }
+            Some(_) => Ok(()),
+        };
+        result.map_err(|m| m.in_stage(candidate))
+    }
+}
+
+/// Run every workload a second time on the baseline (outputs under
+/// `outputs/baseline-rerun/`); a workload whose two runs disagree is named with a fix and
+/// marked nondeterministic, so candidates are not rejected on it.
+pub fn check_determinism(
+    ctx: &Context,
+    baseline: &Candidate,
+    reference: &mut Reference,
+) -> Result<(), VerifyError> {
+    let start = Instant::now();
+    let outputs = ctx.run.root.join("outputs").join("baseline-rerun");
+    let n = ctx.spec.workloads.len();
+    let mut peak = 0;
+    for (i, w) in ctx.spec.workloads.iter().enumerate() {
+        ctx.ui.step(&format!(
+            "baseline: determinism check [{}/{n}] {}",
+            i + 1,
+            w.name
+        ));
+        let second = observe(ctx, &baseline.binary, w, &outputs)?;
+        peak = peak.max(second.outcome.max_rss_bytes);
+        let Some(first) = reference.observed.get(&w.name) else {
+            continue;
+        };
+        let Err(m) = check_observed(w, first, &second) else {
+            continue;
+        };
+        let status_stable = first.outcome.status == second.outcome.status;
+        let suggestion = suggest(w, first, &second, &m);
+        ctx.ui.warn(&format!(
+            "workload `{}` is not deterministic: two runs of the baseline differ\n{}\n  fix: {suggestion}\n  until then, candidates are checked on {}",
+            w.name,
+            describe_runs(&m),
+            if status_stable {
+                "its exit status only"
+            } else {
+                "nothing of it (even the exit status varies)"
+            }
+        ));
+        reference.nondeterministic.insert(
+            w.name.clone(),
+            Nondeterminism {
+                mismatch: m,
+                suggestion,
+                status_stable,
+            },
+        );
+    }
+    ctx.record(
+        "baseline: determinism check",
+        start.elapsed().as_secs_f64(),
+        Some(peak),
+    );
+    Ok(())
+}
+
+/// A mismatch between two baseline runs, worded as such.
+fn describe_runs(m: &Mismatch) -> String {
+    if m.stream == "status" || m.line == 0 {
+        return format!(
+            "  {}: first run {}, second run {}",
+            m.stream, m.expected, m.actual
+        );
+    }
+    format!(
+        "  {} at {}:\n    first run:  {}\n    second run: {}",
+        m.stream,
+        m.place(),
+        m.expected,
+        m.actual
+    )
+}
+
+/// The fix most likely to make a workload verifiable: `sort-lines` when only the order
+/// changes, `numeric` when only numbers move a little, else an `ignore` regex for the
+/// differing line.
+fn suggest(w: &Workload, a: &Observed, b: &Observed, m: &Mismatch) -> String {
+    if m.stream == "status" {
+        return "the exit status itself varies between runs: make the workload deterministic (fixed seeds, inputs), or drop it".into();
+    }
+    let (Some(x), Some(y)) = (stream_bytes(a, &m.stream), stream_bytes(b, &m.stream)) else {
+        return "make the workload deterministic, or stop declaring the output that varies".into();
+    };
+    fn sorted(t: &[u8]) -> Vec<&[u8]> {
+        let mut l = text::split_lines(t).0;
+        l.sort();
+        l
+    }
+    if !w.sort_lines && sorted(x) == sorted(y) {
+        return "only the order of lines changes: set `sort-lines = true`".into();
+    }
+    let (lx, ly) = (text::split_lines(x).0, text::split_lines(y).0);
+    if let Some(e) = numeric::max_error(&lx, &ly, Tolerance::Relative(0.0)) {
+        if e > 0.0 && e <= 1e-3 {
+            let tol = 10f64.powf(e.log10().ceil() + 1.0);
+            return format!(
+                "only numbers differ, by at most {e:.1e} (relative): set `expect = {{ numeric = {tol:e} }}`"
+            );
+        }
+    }
+    let (Some(lx_line), Some(ly_line)) = (
+        lx.get(m.line.wrapping_sub(1)),
+        ly.get(m.line.wrapping_sub(1)),
+    ) else {
+        return "mask the lines that vary with `expect = { ignore = \"regex\" }`, or use `sort-lines = true` / `expect = { numeric = 0.01 }`".into();
+    };
+    let (lx_line, ly_line) = (
+        String::from_utf8_lossy(lx_line),
+        String::from_utf8_lossy(ly_line),
+    );
+    let re = line_regex(&lx_line);
+    let matches_both = regex::Regex::new(&re)
+        .map(|r| r.is_match(&lx_line) && r.is_match(&ly_line))
+        .unwrap_or(false);
+    if m.sorted || !matches_both {
+        return "mask the lines that vary with `expect = { ignore = \"regex\" }`, or use `sort-lines = true` / `expect = { numeric = 0.01 }`".into();
+    }
+    format!(
+        "mask the line that varies: `expect = {{ ignore = {} }}`",
+        toml_string(&re)
+    )
+}
+
+fn stream_bytes<'a>(o: &'a Observed, stream: &str) -> Option<&'a [u8]> {
+    match stream {
+        "stdout" => Some(&o.outcome.stdout),
+        "stderr" => Some(&o.outcome.stderr),
+        _ => {
+            let path = stream.strip_prefix("file ")?;
+            o.files
+                .iter()
+                .find(|f| f.declared.display().to_string() == path)?
+                .contents
+                .as_deref()
+        }
+    }
+}
+
+/// An anchored regex matching `line` with every run of digits generalized: the line
+/// `pid 4242 at 17.5s` gives `^pid \d+ at \d+\.\d+s$`.
+fn line_regex(line: &str) -> String {
+    let escaped = regex::escape(line);
+    let mut out = String::from("^");
+    let mut in_digits = false;
+    for c in escaped.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push_str(r"\d+");
+            }
+            in_digits = true;
+        } else {
+            in_digits = false;
+            out.push(c);
+        }
+    }
+    out.push('$');
+    out
+}
+
+/// A TOML string for `s`: a literal string when it can be one (no escaping of `\`).
+fn toml_string(s: &str) -> String {
+    if !s.contains('\'') && !s.contains('\n') {
+        format!("'{s}'")
+    } else {
+        toml::Value::String(s.to_string()).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::workload;
+    use super::*;
+    use crate::process::Status;
+    use std::time::Duration;
+
+    fn obs(stdout: &str) -> Observed {
+        Observed::of(Outcome {
+            status: Status {
+                code: Some(0),
+                signal: None,
+            },
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: Vec::new(),
+            wall: Duration::ZERO,
+            user: Duration::ZERO,
+            sys: Duration::ZERO,
+            max_rss_bytes: 0,
+            timed_out: false,
+        })
+    }
+
+    fn suggestion(a: &str, b: &str) -> String {
+        let w = workload(Expect::Exact);
+        let (a, b) = (obs(a), obs(b));
+        let m = check_observed(&w, &a, &b).unwrap_err();
+        suggest(&w, &a, &b, &m)
+    }
+
+    #[test]
+    fn suggestions_fit_the_difference() {
+        assert!(suggestion("a\nb\n", "b\na\n").contains("sort-lines = true"));
+        let s = suggestion("x 1.00000001\n", "x 1.00000002\n");
+        assert!(s.contains("numeric = 1e-7"), "{s}");
+        // Close integers (pids, clocks) get a mask, not a tolerance.
+        let s = suggestion("pid 24000\n", "pid 24001\n");
+        assert!(s.contains(r"ignore = '^pid \d+$'"), "{s}");
+        let s = suggestion(
+            "result 42\npid 4242 at 17.5s\n",
+            "result 42\npid 977 at 3.25s\n",
+        );
+        assert!(s.contains(r"ignore = '^pid \d+ at \d+\.\d+s$'"), "{s}");
+        // The suggested regex masks exactly that line.
+        let re = regex::Regex::new(r"^pid \d+ at \d+\.\d+s$").unwrap();
+        assert!(re.is_match("pid 1 at 0.5s") && !re.is_match("result 42"));
+    }
+
+    #[test]
+    fn nondeterministic_workloads_are_held_to_their_status_only() {
+        let base = Candidate {
+            stage: crate::spec::StageName::Baseline,
+            binary: "/b".into(),
+            settings: BuildSettings {
+                profile: "release".into(),
+                profile_overrides: Default::default(),
+                user_rustflags: vec![],
+                rustflags: vec![],
+                target: None,
+                features: Default::default(),
+            },
+            size_bytes: 0,
+            build_seconds: 0.0,
+            notes: vec![],
+            facts: Default::default(),
+        };
+        let w = workload(Expect::Exact);
+        let mut r = Reference::new(&base);
+        r.observed.insert("w".into(), obs("t=1\n"));
+        let m = r.check(&w, "pgo", &obs("t=2\n")).unwrap_err();
+        assert_eq!(m.stage, "pgo");
+        let first = check_observed(&w, &obs("t=1\n"), &obs("t=3\n")).unwrap_err();
+        let nd = |status_stable| Nondeterminism {
+            mismatch: first.clone(),
+            suggestion: String::new(),
+            status_stable,
+        };
+        r.nondeterministic.insert("w".into(), nd(true));
+        assert!(!r.is_deterministic("w"));
+        assert!(r.check(&w, "pgo", &obs("t=2\n")).is_ok());
+        let mut failed = obs("t=2\n");
+        failed.outcome.status.code = Some(1);
+        assert_eq!(r.check(&w, "pgo", &failed).unwrap_err().stream, "status");
+        r.nondeterministic.insert("w".into(), nd(false));
+        assert!(r.check(&w, "pgo", &failed).is_ok());
+    }
+
+    #[test]
+    fn regex_and_toml_quoting() {
+        assert_eq!(line_regex("t=3.5 (ms)"), r"^t=\d+\.\d+ \(ms\)$");
+        assert_eq!(toml_string(r"^a\d$"), r"'^a\d$'");
+        for s in [r"it's\d", r"^a\d$", "tab\there"] {
+            let t: toml::Table = format!("x = {}", toml_string(s)).parse().unwrap();
+            assert_eq!(t["x"].as_str(), Some(s));
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! A fresh copy of a workload's working directory, for workloads that declare output
+//! `files`: each run writes into its own copy, so a file left over from an earlier run (or
+//! from the other binary) can never make two runs look alike, and the user's tree is not
+//! written to by verification.
+//!
+//! Filesystem only: runs nothing. Skips what must not be copied: cargo target dirs (they
+//! hold `CACHEDIR.TAG`), `.git`, the given excluded folders, and any folder that contains
+//! the copy itself (the run folder usually lives inside the project).
+
+use std::path::{Component, Path, PathBuf};
+
+/// A copy of a working directory; removed when dropped.
+#[derive(Debug)]
+pub struct Sandbox {
+    root: PathBuf,
+    /// What was copied, for the record.
+    pub bytes: u64,
+    pub files: u64,
+}
+
+impl Sandbox {
+    /// Copy `source` (a directory) to `dest` (which must not exist yet), skipping
+    /// `exclude` and the folders described in the module doc.
+    pub fn create(source: &Path, dest: &Path, exclude: &[PathBuf]) -> std::io::Result<Sandbox> {
+        if dest.exists() {
+            std::fs::remove_dir_all(dest)?;
+        }
+        std::fs::create_dir_all(dest)?;
+        let mut sb = Sandbox {
+            root: dest.to_path_buf(),
+            bytes: 0,
+            files: 0,
+        };
+        let dest_canon = dest.canonicalize()?;
+        let exclude: Vec<PathBuf> = exclude
+            .iter()
+            .filter_map(|p| p.canonicalize().ok())
+            .collect();
+        copy_tree(source, dest, &dest_canon, &exclude, &mut sb)?;
+        Ok(sb)
+    }
+
+    /// The copy of the working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where a declared output file lands in this copy: relative paths and absolute paths
+    /// inside `source` map into the copy; other absolute paths are left as they are.
+    pub fn locate(&self, source: &Path, declared: &Path) -> PathBuf {
+        if declared.is_absolute() {
+            match declared.strip_prefix(source) {
+                Ok(rel) => self.root.join(rel),
+                Err(_) => declared.to_path_buf(),
+            }
+        } else {
+            self.root.join(declared)
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    dest_canon: &Path,
+    exclude: &[PathBuf],
+    sb: &mut Sandbox,
+) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let path = entry.path();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&path)?, &target)?;
+        } else if kind.is_dir() {
+            if skip_dir(&path, dest_canon, exclude) {
+                continue;
+            }
+            std::fs::create_dir(&target)?;
+            copy_tree(&path, &target, dest_canon, exclude, sb)?;
+        } else if kind.is_file() {
+            sb.bytes += std::fs::copy(&path, &target)?;
+            sb.files += 1;
+        }
+    }
+    Ok(())
+}
+
+fn skip_dir(dir: &Path, dest_canon: &Path, exclude: &[PathBuf]) -> bool {
+    if dir.file_name().is_some_and(|n| n == ".git") || dir.join("CACHEDIR.TAG").exists() {
+        return true;
+    }
+    let Ok(canon) = dir.canonicalize() else {
+        return true;
+    };
+    dest_canon.starts_with(&canon) || exclude.iter().any(|e| canon.starts_with(e))
+}
+
+/// A declared output path as a safe relative path under `outputs/<stage>/<w>.files/`:
+/// relative to `cwd` when it is inside it, without its root otherwise, `..` spelled `__`.
+pub fn saved_name(cwd: &Path, declared: &Path) -> PathBuf {
+    let rel = if declared.is_absolute() {
+        declared.strip_prefix(cwd).unwrap_or(declared)
+    } else {
+        declared
+    };
+    rel.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(PathBuf::from(n)),
+            Component::ParentDir => Some(PathBuf::from("__")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_the_tree_but_not_targets_git_or_itself() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("proj");
+        std::fs::create_dir_all(src.join("data/deep")).unwrap();
+        std::fs::write(src.join("data/deep/in.txt"), "input").unwrap();
+        std::fs::write(src.join("top.txt"), "top").unwrap();
+        std::fs::create_dir_all(src.join("target/debug")).unwrap();
+        std::fs::write(src.join("target/CACHEDIR.TAG"), "").unwrap();
+        std::fs::create_dir_all(src.join(".git")).unwrap();
+        std::fs::create_dir_all(src.join("big")).unwrap();
+        std::fs::write(src.join("big/blob"), "x").unwrap();
+        std::os::unix::fs::symlink("top.txt", src.join("link")).unwrap();
+        // The copy goes inside the source (as the run folder does), in a non-target dir.
+        let dest = src.join("work/runs/1/sandbox/w");
+        let sb = Sandbox::create(&src, &dest, &[src.join("big")]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dest.join("data/deep/in.txt")).unwrap(),
+            "input"
+        );
+        assert_eq!(std::fs::read_to_string(dest.join("link")).unwrap(), "top");
+        assert!(!dest.join("target").exists());
+        assert!(!dest.join(".git").exists());
+        assert!(!dest.join("big").exists());
+        assert!(!dest.join("work").exists(), "copied itself");
+        assert_eq!((sb.files, sb.bytes), (2, 8));
+        assert_eq!(
+            sb.locate(&src, Path::new("out/r.txt")),
+            dest.join("out/r.txt")
+        );
+        assert_eq!(
+            sb.locate(&src, &src.join("out/r.txt")),
+            dest.join("out/r.txt")
+        );
+        assert_eq!(
+            sb.locate(&src, Path::new("/elsewhere/r")),
+            Path::new("/elsewhere/r")
+        );
+        drop(sb);
+        assert!(!dest.exists(), "removed on drop");
+    }
+
+    #[test]
+    fn saved_names_are_relative_and_safe() {
+        let cwd = Path::new("/p");
+        assert_eq!(
+            saved_name(cwd, Path::new("out/r.txt")),
+            Path::new("out/r.txt")
+        );
+        assert_eq!(
+            saved_name(cwd, Path::new("/p/out/r.txt")),
+            Path::new("out/r.txt")
+        );
+        assert_eq!(saved_name(cwd, Path::new("/tmp/x")), Path::new("tmp/x"));
+        assert_eq!(saved_name(cwd, Path::new("../x")), Path::new("__/x"));
+        assert_eq!(saved_name(cwd, Path::new("./a/./b")), Path::new("a/b"));
+    }
+}

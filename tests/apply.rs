@@ -1,0 +1,295 @@
+//! `cargo optimize apply` on a copy of a fixture crate, after a real run: the diff, the
+//! formatting and comments that must survive, idempotence, and a plain cargo build with the
+//! written profile getting the settings (seen in `cargo build -v`'s rustc flags).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// Whether the lines of `old` appear in `new` in the same order (nothing removed).
+fn keeps_all_lines(old: &str, new: &str) -> bool {
+    let mut rest = new.lines();
+    old.lines().all(|l| rest.any(|n| n == l))
+}
+
+fn cargo_build_v(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "-v"])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .env("CARGO_TERM_COLOR", "never")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err
+}
+
+/// The rustc line cargo prints for the fixture's own binary crate.
+fn rustc_line<'a>(log: &'a str, crate_name: &str) -> &'a str {
+    log.lines()
+        .find(|l| l.contains("Running") && l.contains(&format!("--crate-name {crate_name} ")))
+        .unwrap_or_else(|| panic!("no rustc line for {crate_name}:\n{log}"))
+}
+
+#[test]
+fn apply_writes_a_named_profile_keeps_the_file_and_is_idempotent() {
+    let tmp = copy_fixture("lto-helps");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let td_s = td.to_str().unwrap();
+    let r = run(
+        dir,
+        &["optimize", "--target-dir", td_s, "--stages", "profile,pgo"],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    assert_eq!(stage(&report, "profile")["status"], "kept", "{report:#}");
+    // PGO built on the best settings so far: the profile stage's overrides.
+    let pgo = stage(&report, "pgo");
+    assert_eq!(
+        pgo["settings"]["profile_overrides"],
+        stage(&report, "profile")["settings"]["profile_overrides"],
+        "{pgo:#}"
+    );
+
+    let manifest = dir.join("Cargo.toml");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+
+    // --dry-run: the diff, nothing written.
+    let dry = run(
+        dir,
+        &["optimize", "apply", "--target-dir", td_s, "--dry-run"],
+        &[],
+    );
+    assert_eq!(dry.code, Some(0), "{}", dry.all());
+    for line in [
+        "--- a/Cargo.toml",
+        "+++ b/Cargo.toml",
+        "+[profile.optimized]",
+        "+inherits = \"release\"",
+        "+lto = \"fat\"",
+        "+codegen-units = 1",
+        "dry run: nothing written",
+    ] {
+        assert!(dry.stdout.contains(line), "no `{line}` in:\n{}", dry.stdout);
+    }
+    assert!(
+        !dry.stdout.contains("\n-"),
+        "a line would be removed:\n{}",
+        dry.stdout
+    );
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), original);
+    assert!(!dir.join("Cargo.toml.bak").exists());
+    assert!(!dir.join("pgo").exists());
+
+    // apply: written, with a backup, comments and odd spacing intact.
+    let a = run(dir, &["optimize", "apply", "--target-dir", td_s], &[]);
+    assert_eq!(a.code, Some(0), "{}", a.all());
+    let applied = std::fs::read_to_string(&manifest).unwrap();
+    assert_ne!(applied, original);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("Cargo.toml.bak")).unwrap(),
+        original
+    );
+    assert!(keeps_all_lines(&original, &applied), "{applied}");
+    assert!(
+        applied.contains("name    =   \"lto-helps\"        # odd spacing on purpose"),
+        "{applied}"
+    );
+    assert!(
+        applied.contains("  # The user's own release profile"),
+        "{applied}"
+    );
+    let parsed: toml::Table = applied.parse().unwrap();
+    let p = &parsed["profile"]["optimized"];
+    assert_eq!(p["inherits"].as_str(), Some("release"));
+    assert_eq!(p["lto"].as_str(), Some("fat"));
+    assert_eq!(p["codegen-units"].as_integer(), Some(1));
+    assert_eq!(parsed["profile"]["release"]["debug"].as_bool(), Some(false));
+
+    // The PGO profile, when PGO won, is copied into the package and the command printed.
+    let fin = &report["final"];
+    if fin["stage"] == "pgo" {
+        let copied = dir.join("pgo/lto-helps.profdata");
+        assert!(copied.exists(), "{}", a.all());
+        let host = report["toolchain"]["host"].as_str().unwrap();
+        for part in [
+            "RUSTFLAGS=",
+            &format!("-Cprofile-use={}", copied.display()),
+            "-Cllvm-args=-pgo-warn-missing-function",
+            "--profile optimized",
+            &format!("--target {host}"),
+        ] {
+            assert!(a.stdout.contains(part), "no `{part}` in:\n{}", a.stdout);
+        }
+    } else {
+        assert!(!dir.join("pgo").exists());
+        assert!(a.stdout.contains("--profile optimized"), "{}", a.stdout);
+    }
+
+    // A second apply changes nothing and says so.
+    let before = snapshot(dir);
+    let again = run(dir, &["optimize", "apply", "--target-dir", td_s], &[]);
+    assert_eq!(again.code, Some(0), "{}", again.all());
+    assert!(
+        again.stdout.contains("already applied: nothing to change"),
+        "{}",
+        again.all()
+    );
+    assert_eq!(before, snapshot(dir), "the second apply changed files");
+
+    // A plain cargo build with the written profile gets the settings.
+    let log = cargo_build_v(
+        dir,
+        &[
+            "--profile",
+            "optimized",
+            "--target-dir",
+            dir.join("plain-build").to_str().unwrap(),
+        ],
+    );
+    let line = rustc_line(&log, "lto_helps");
+    assert!(line.contains("-C lto"), "{line}");
+    assert!(line.contains("-C codegen-units=1"), "{line}");
+    assert!(line.contains("-C opt-level=3"), "{line}");
+}
+
+#[test]
+fn apply_with_another_profile_name_and_a_run_without_a_winner() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let manifest =
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n";
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let report = |stage: &str, overrides: serde_json::Value| {
+        serde_json::json!({
+            "schema": 1, "run_id": "r1", "crate": "tiny", "bin": "tiny",
+            "toolchain": { "host": "x86_64-unknown-linux-gnu" },
+            "stages": [],
+            "final": {
+                "stage": stage, "binary": "/nowhere", "speedup_vs_baseline": 1.2,
+                "settings": {
+                    "profile": "release", "profile_overrides": overrides,
+                    "stage_rustflags": [], "user_rustflags": [], "target": null,
+                    "features": { "features": [], "all_features": false, "no_default_features": false }
+                }
+            }
+        })
+    };
+    let path = dir.join("report.json");
+    std::fs::write(&path, report("baseline", serde_json::json!({})).to_string()).unwrap();
+    let r = run(dir, &["optimize", "apply", path.to_str().unwrap()], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(r.stdout.contains("nothing to apply"), "{}", r.all());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("Cargo.toml")).unwrap(),
+        manifest
+    );
+
+    std::fs::write(
+        &path,
+        report(
+            "profile",
+            serde_json::json!({ "opt-level": "\"s\"", "strip": "true" }),
+        )
+        .to_string(),
+    )
+    .unwrap();
+    let r = run(
+        dir,
+        &[
+            "optimize",
+            "apply",
+            path.to_str().unwrap(),
+            "--profile-name",
+            "small",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let applied = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(applied.starts_with(manifest), "{applied}");
+    assert!(
+        applied
+            .contains("[profile.small]\ninherits = \"release\"\nopt-level = \"s\"\nstrip = true\n"),
+        "{applied}"
+    );
+    let log = cargo_build_v(
+        dir,
+        &[
+            "--profile",
+            "small",
+            "--target-dir",
+            dir.join("t").to_str().unwrap(),
+        ],
+    );
+    let line = rustc_line(&log, "tiny");
+    assert!(line.contains("-C opt-level=s"), "{line}");
+    assert!(line.contains("-C strip=symbols"), "{line}");
+
+    // A winner built for a CPU: the target-cpu is written only with --cpu.
+    let mut cpu_report = report(
+        "cpu",
+        serde_json::json!({ "opt-level": "\"s\"", "strip": "true" }),
+    );
+    cpu_report["final"]["settings"]["stage_rustflags"] =
+        serde_json::json!(["-Ctarget-cpu=x86-64-v2"]);
+    cpu_report["final"]["variant"] = "x86-64-v2".into();
+    std::fs::write(&path, cpu_report.to_string()).unwrap();
+    let args = [
+        "optimize",
+        "apply",
+        path.to_str().unwrap(),
+        "--profile-name",
+        "small",
+    ];
+    let r = run(dir, &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(r.stdout.contains("already applied"), "{}", r.all());
+    assert!(r.stderr.contains("Pass --cpu"), "{}", r.all());
+    assert!(!dir.join(".cargo").exists());
+    let r = run(dir, &[&args[..], &["--cpu"]].concat(), &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let config = std::fs::read_to_string(dir.join(".cargo/config.toml")).unwrap();
+    let parsed: toml::Table = config.parse().unwrap();
+    assert_eq!(
+        parsed["build"]["rustflags"].as_array().unwrap()[0].as_str(),
+        Some("-Ctarget-cpu=x86-64-v2"),
+        "{config}"
+    );
+    assert!(r.stderr.contains("illegal instruction"), "{}", r.all());
+    let r = run(dir, &[&args[..], &["--cpu"]].concat(), &[]);
+    assert!(r.stdout.contains("already applied"), "{}", r.all());
+    if std::env::consts::ARCH == "x86_64" {
+        let log = cargo_build_v(
+            dir,
+            &[
+                "--profile",
+                "small",
+                "--target-dir",
+                dir.join("t").to_str().unwrap(),
+            ],
+        );
+        let line = rustc_line(&log, "tiny");
+        assert!(line.contains("-Ctarget-cpu=x86-64-v2"), "{line}");
+    }
+
+    // A name cargo reserves is refused before anything is read.
+    let r = run(dir, &["optimize", "apply", "--profile-name", "doc"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("not a usable cargo profile name"),
+        "{}",
+        r.stderr
+    );
+}

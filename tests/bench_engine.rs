@@ -1,0 +1,223 @@
+//! The measurement engine against a real program: tests/fixtures/spin, built with cargo.
+//!
+//! Each test keeps its benchmarking to a few seconds, and a lock runs them one at a time
+//! so they do not disturb each other's timings (CI has 2 cores).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use cargo_optimize::bench::{self, BenchError, BenchOptions, Side, Verdict};
+use cargo_optimize::process::{self, Command};
+
+/// The fixture binary, built once per test run.
+fn spin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("spin-target");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = process::run(
+            &Command::new(PathBuf::from(cargo))
+                .args(["build", "--release", "--quiet", "--manifest-path"])
+                .arg(root.join("tests/fixtures/spin/Cargo.toml"))
+                .arg("--target-dir")
+                .arg(&target),
+        )
+        .expect("cargo runs");
+        assert!(
+            out.status.success(),
+            "building the fixture failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        target.join("release/spin")
+    })
+}
+
+/// One benchmark at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn opts(max_secs: u64) -> BenchOptions {
+    BenchOptions {
+        warmup: 2,
+        min_pairs: 10,
+        max_pairs: 400,
+        max_time: Duration::from_secs(max_secs),
+        margin: 0.01,
+        seed: 42,
+    }
+}
+
+fn work(units: &str) -> Command {
+    Command::new(spin()).args(["work", units])
+}
+
+#[test]
+fn a_vs_a_is_never_faster_or_slower() {
+    let cmd = work("25");
+    let _guard = serial();
+    let c = bench::compare(&cmd, &cmd, &opts(4), &mut |_| {}).unwrap();
+    eprintln!("A vs A: {} ({:.1} s)", c.headline(), c.elapsed_secs);
+    assert!(
+        matches!(c.verdict, Verdict::Equivalent | Verdict::Inconclusive),
+        "{}",
+        c.headline()
+    );
+    assert!(c.n >= 10);
+    assert!(
+        c.ci_low <= 1.0 + 0.05 && c.ci_high >= 1.0 - 0.05,
+        "{}",
+        c.headline()
+    );
+}
+
+#[test]
+fn twice_the_work_is_slower() {
+    let a = work("20");
+    let b = work("40");
+    let _guard = serial();
+    let mut updates = 0;
+    let c = bench::compare(&a, &b, &opts(4), &mut |_| updates += 1).unwrap();
+    eprintln!("2x work: {} ({:.1} s)", c.headline(), c.elapsed_secs);
+    assert_eq!(c.verdict, Verdict::Slower, "{}", c.headline());
+    assert!((1.6..2.4).contains(&c.ratio), "{}", c.headline());
+    assert!(c.ci_low > 1.0 && c.ci_high < 3.0);
+    assert!(updates > 0);
+    assert_eq!(c.samples.len() as u32, 2 * c.n);
+    assert!(c
+        .samples
+        .iter()
+        .all(|r| r.status.success() && r.wall_secs > 0.0));
+}
+
+#[test]
+fn doubling_through_the_environment_is_slower() {
+    // Same binary, same args: only SPIN_FACTOR differs.
+    let a = work("15");
+    let b = work("15").env("SPIN_FACTOR", "2");
+    let _guard = serial();
+    let c = bench::compare(&a, &b, &opts(3), &mut |_| {}).unwrap();
+    assert_eq!(c.verdict, Verdict::Slower, "{}", c.headline());
+}
+
+#[test]
+fn peak_rss_is_reported() {
+    let cmd = Command::new(spin()).args(["alloc", "64"]);
+    let _guard = serial();
+    let o = BenchOptions {
+        warmup: 1,
+        min_pairs: 4,
+        max_pairs: 4,
+        ..opts(2)
+    };
+    let c = bench::compare(&cmd, &cmd, &o, &mut |_| {}).unwrap();
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    for s in [c.rss.a, c.rss.b] {
+        assert!(
+            (mib(s.median) / 64.0 - 1.0).abs() < 0.10,
+            "peak RSS {:.1} MiB",
+            mib(s.median)
+        );
+    }
+    assert!(c.samples.iter().all(|r| r.max_rss_bytes > 60 << 20));
+}
+
+#[test]
+fn a_failing_side_is_named_with_its_stderr() {
+    let ok = work("1");
+    let bad = Command::new(spin()).arg("fail");
+    let _guard = serial();
+    let e = bench::compare(&ok, &bad, &opts(2), &mut |_| {}).unwrap_err();
+    match &e {
+        BenchError::RunFailed {
+            side,
+            status,
+            stderr_tail,
+            ..
+        } => {
+            assert_eq!(*side, Side::B);
+            assert_eq!(status.code, Some(3));
+            assert!(stderr_tail.contains("failing on purpose"));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(e.to_string().contains("exit code 3"), "{e}");
+}
+
+#[test]
+fn bench_command_compares_two_commands_and_exports() {
+    let spin = spin().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv, md) = (
+        dir.path().join("r.json"),
+        dir.path().join("r.csv"),
+        dir.path().join("r.md"),
+    );
+    let _guard = serial();
+    let out = process::run(
+        &Command::new(env!("CARGO_BIN_EXE_cargo-optimize"))
+            .args(["bench", "--max-time", "3s", "--warmup", "1", "--runs", "6"])
+            .arg("--cmd")
+            .arg(format!("'{spin}' work 10"))
+            .arg("--cmd")
+            .arg(format!("{spin} work \"20\""))
+            .arg("--export-json")
+            .arg(&json)
+            .arg("--export-csv")
+            .arg(&csv)
+            .arg("--export-markdown")
+            .arg(&md),
+    )
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("B/A = ") && stdout.contains("slower (n="),
+        "{stdout}"
+    );
+
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let w = &report["workloads"][0];
+    assert_eq!(w["verdict"], "slower");
+    let n = w["n"].as_u64().unwrap();
+    assert!(n >= 6);
+    assert_eq!(report["geomean"]["verdict"], "slower");
+
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("workload,side,pair,"));
+    assert_eq!(lines.len() as u64, 1 + 2 * n);
+    assert!(lines[1].starts_with("command,"));
+
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("| command |") && md.contains("slower"), "{md}");
+}
+
+#[test]
+fn bench_command_fails_with_the_stderr_tail() {
+    let spin = spin().display().to_string();
+    let _guard = serial();
+    let out = process::run(
+        &Command::new(env!("CARGO_BIN_EXE_cargo-optimize"))
+            .args(["bench", "-q", "--max-time", "2s"])
+            .arg("--cmd")
+            .arg(format!("{spin} fail"))
+            .arg("--cmd")
+            .arg(format!("{spin} work 1")),
+    )
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("A failed (exit code 3)") && stderr.contains("failing on purpose"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,345 @@
+//! The bolt stage end to end with the real llvm-bolt, merge-fdata and rustc: profile
+//! collection (instrumentation on machines without LBR), the optimized binary, dyno-stats
+//! in report.json, the stripped-profile override, the reuse of a binary that already has
+//! relocations, and a failing llvm-bolt that must not lose the PGO result.
+//!
+//! Runs that share a fixture's target dir (and so its cargo builds) may run concurrently,
+//! so each test reads the report of its own run folder (printed by the tool), never
+//! `latest`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// The run folder the tool announced: `→ optimizing `x` (package …) → <folder>`.
+fn run_dir(r: &Run) -> PathBuf {
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("optimizing `"))
+        .unwrap_or_else(|| panic!("no run folder announced:\n{}", r.all()));
+    PathBuf::from(line.rsplit("→ ").next().unwrap().trim())
+}
+
+fn report_of(r: &Run) -> serde_json::Value {
+    let path = run_dir(r).join("report.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}\n{}", path.display(), r.all()));
+    serde_json::from_str(&text).expect("report.json is JSON")
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The section names of an ELF file are in its .shstrtab. BOLT keeps the original code as
+/// `.bolt.org.text` (and adds `.note.bolt_info`, which stripping removes).
+fn has_section(binary: &Path, name: &str) -> bool {
+    contains(&std::fs::read(binary).unwrap(), name.as_bytes())
+}
+
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    serde_json::from_value(v.clone()).unwrap_or_default()
+}
+
+/// The stage the bolt stage started from: pgo when it was kept, else the baseline.
+fn best_before_bolt(report: &serde_json::Value) -> &serde_json::Value {
+    let pgo = report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "pgo");
+    match pgo {
+        Some(p) if p["status"] == "kept" => p,
+        _ => stage(report, "baseline"),
+    }
+}
+
+#[test]
+fn bolt_after_pgo_profiles_optimizes_verifies_and_reports_dyno_stats() {
+    let r = optimize("bolt-basic", &["--stages", "pgo,bolt"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr.contains("bolt: training [1/1] train"),
+        "{}",
+        r.stderr
+    );
+    let dir = run_dir(&r);
+    let report = report_of(&r);
+    assert!(
+        report["toolchain"]["llvm_bolt"]
+            .as_str()
+            .is_some_and(|p| p.contains("llvm-bolt")),
+        "{:#}",
+        report["toolchain"]
+    );
+
+    let bolt = stage(&report, "bolt");
+    assert_eq!(bolt["verified"], true, "{bolt:#}");
+    assert!(
+        ["kept", "dropped"].contains(&bolt["status"].as_str().unwrap()),
+        "{bolt:#}"
+    );
+    // Measured against the best candidate before it, with an interval.
+    let vs = &bolt["vs_best"];
+    assert!(vs["ci_low"].as_f64().unwrap() <= vs["ratio"].as_f64().unwrap());
+    let from = best_before_bolt(&report);
+    assert!(
+        bolt["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("bolt vs {}", from["name"].as_str().unwrap())),
+        "{bolt:#}"
+    );
+
+    // The instrumented binary wrote profiles into the run folder.
+    let facts = &bolt["facts"]["bolt"];
+    let profiles = dir.join("profiles/bolt");
+    if facts["mode"] == "instrument" {
+        let fdata: Vec<PathBuf> = std::fs::read_dir(&profiles)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                name.starts_with("prof.") && name.ends_with(".fdata")
+            })
+            .collect();
+        assert!(
+            !fdata.is_empty(),
+            "no prof.*.fdata in {}",
+            profiles.display()
+        );
+        for f in &fdata {
+            assert!(std::fs::metadata(f).unwrap().len() > 0, "{}", f.display());
+        }
+    }
+    assert!(
+        std::fs::metadata(profiles.join("merged.fdata"))
+            .unwrap()
+            .len()
+            > 0
+    );
+    assert!(facts["fdata_files"].as_u64().unwrap() >= 1, "{facts:#}");
+    assert!(
+        facts["functions_with_profile"].as_u64().unwrap() > 0,
+        "{facts:#}"
+    );
+
+    // BOLT's dyno-stats, before and after.
+    let dyno = bolt["facts"]["dyno_stats"].as_object().expect("dyno_stats");
+    assert!(!dyno.is_empty(), "{bolt:#}");
+    let taken = &dyno["taken branches"];
+    assert!(taken["before"].as_u64().unwrap() > 0, "{taken:#}");
+    assert!(taken["after"].as_u64().is_some(), "{taken:#}");
+
+    // Sizes before (the best so far) and after, and the time BOLT took.
+    assert_eq!(facts["size_before_bytes"], from["size_bytes"], "{facts:#}");
+    assert_eq!(facts["output_size_bytes"], bolt["size_bytes"], "{facts:#}");
+    assert!(facts["seconds"].as_f64().unwrap() > 0.0);
+
+    // The BOLT input has the best candidate's exact settings plus -Wl,-q.
+    let mut want = strings(&from["settings"]["rustflags"]);
+    want.push("-Clink-args=-Wl,-q".into());
+    assert_eq!(strings(&bolt["settings"]["rustflags"]), want, "{bolt:#}");
+    assert_eq!(bolt["settings"]["target"], from["settings"]["target"]);
+    assert_eq!(facts["input_rebuilt"], true);
+
+    // The optimized binary is BOLT's, a new file, and its outputs equal the baseline's.
+    let binary = PathBuf::from(bolt["binary"].as_str().unwrap());
+    assert_eq!(binary, dir.join("bin/bolt"));
+    assert!(has_section(&binary, ".bolt.org.text"));
+    assert!(!has_section(&dir.join("bin/bolt-input"), ".bolt.org.text"));
+    for w in ["train", "eval"] {
+        let a = std::fs::read(dir.join(format!("outputs/baseline/{w}.stdout"))).unwrap();
+        let b = std::fs::read(dir.join(format!("outputs/bolt/{w}.stdout"))).unwrap();
+        assert_eq!(a, b, "workload {w}");
+    }
+    // The final choice is consistent with the verdicts.
+    let final_stage = report["final"]["stage"].as_str().unwrap();
+    if bolt["status"] == "kept" {
+        assert_eq!(final_stage, "bolt");
+    } else {
+        assert_eq!(final_stage, from["name"].as_str().unwrap());
+    }
+}
+
+#[test]
+fn stripped_profile_is_overridden_for_the_bolt_input_and_explained() {
+    let r = optimize("bolt-stripped", &["--stages", "bolt"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let dir = run_dir(&r);
+    let report = report_of(&r);
+    let base = stage(&report, "baseline");
+    assert!(!has_section(
+        Path::new(base["binary"].as_str().unwrap()),
+        ".symtab"
+    ));
+
+    let bolt = stage(&report, "bolt");
+    assert_eq!(bolt["verified"], true, "{bolt:#}");
+    let notes = strings(&bolt["notes"]).join("\n");
+    assert!(notes.contains("no symbol table"), "{notes}");
+    assert!(notes.contains("strips symbols"), "{notes}");
+    assert!(notes.contains("strip = \"debuginfo\""), "{notes}");
+    assert!(r.stderr.contains("strips symbols"), "{}", r.stderr);
+    assert_eq!(
+        bolt["settings"]["profile_overrides"]["strip"], "\"debuginfo\"",
+        "{bolt:#}"
+    );
+    // The input kept its symbols; the shipped result is stripped again, like the baseline.
+    assert!(has_section(&dir.join("bin/bolt-input"), ".symtab"));
+    let binary = Path::new(bolt["binary"].as_str().unwrap());
+    assert!(has_section(binary, ".bolt.org.text"));
+    assert_eq!(bolt["facts"]["bolt"]["stripped_after"], true, "{bolt:#}");
+    assert!(!has_section(binary, ".symtab"));
+    assert!(!bolt["facts"]["dyno_stats"].as_object().unwrap().is_empty());
+}
+
+#[test]
+fn a_binary_already_linked_with_relocations_is_reused_not_rebuilt() {
+    let td = target_dir("bolt-basic-relocs");
+    let r = run(
+        &fixture("bolt-basic"),
+        &[
+            "optimize",
+            "--target-dir",
+            td.to_str().unwrap(),
+            "--stages",
+            "bolt",
+        ],
+        &[("RUSTFLAGS", "-Clink-args=-Wl,-q")],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = report_of(&r);
+    let bolt = stage(&report, "bolt");
+    assert_eq!(bolt["facts"]["bolt"]["input_rebuilt"], false, "{bolt:#}");
+    assert!(
+        strings(&bolt["notes"])
+            .join("\n")
+            .contains("already has relocations and symbols"),
+        "{bolt:#}"
+    );
+    // The user's flag is kept, once: nothing was added.
+    assert_eq!(
+        strings(&bolt["settings"]["rustflags"]),
+        vec!["-Clink-args=-Wl,-q"]
+    );
+    assert!(
+        !r.stderr.contains("bolt: input (-Wl,-q) built"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(bolt["verified"], true, "{bolt:#}");
+}
+
+#[test]
+fn a_failing_llvm_bolt_is_reported_and_keeps_the_pgo_result() {
+    // The fixture's spec with invalid BOLT flags, next to it in a temp dir (its workloads
+    // use no relative paths, so they run the same from there).
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("optimize.toml");
+    let text = std::fs::read_to_string(fixture("bolt-basic").join("optimize.toml")).unwrap();
+    std::fs::write(
+        &spec,
+        format!("[stages]\nbolt-args = [\"--definitely-not-an-option\"]\n\n{text}"),
+    )
+    .unwrap();
+    let td = target_dir("bolt-basic");
+    let r = run(
+        &fixture("bolt-basic"),
+        &[
+            "optimize",
+            "--target-dir",
+            td.to_str().unwrap(),
+            "--spec",
+            spec.to_str().unwrap(),
+            "--stages",
+            "pgo,bolt",
+        ],
+        &[],
+    );
+    // A failed stage makes the run fail, but the run completes with a report.
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    let report = report_of(&r);
+    let bolt = stage(&report, "bolt");
+    assert_eq!(bolt["status"], "failed", "{bolt:#}");
+    let reason = bolt["reason"].as_str().unwrap();
+    assert!(reason.contains("llvm-bolt"), "{reason}");
+    // BOLT's own message, and the fix.
+    assert!(reason.contains("--definitely-not-an-option"), "{reason}");
+    assert!(reason.contains("bolt-args"), "{reason}");
+
+    let pgo = stage(&report, "pgo");
+    assert_eq!(pgo["verified"], true, "{pgo:#}");
+    assert!(
+        ["kept", "dropped"].contains(&pgo["status"].as_str().unwrap()),
+        "{pgo:#}"
+    );
+    let want = if pgo["status"] == "kept" {
+        "pgo"
+    } else {
+        "baseline"
+    };
+    assert_eq!(report["final"]["stage"], want, "{:#}", report["final"]);
+    let final_bin = report["final"]["binary"].as_str().unwrap();
+    assert!(Path::new(final_bin).exists(), "{final_bin}");
+    assert!(!run_dir(&r).join("bin/bolt").exists());
+}
+
+#[test]
+fn a_crashing_llvm_bolt_is_a_failed_stage_with_the_signal_and_the_log() {
+    // A stand-in llvm-bolt of rustc's LLVM major that crashes on real work.
+    let vv = std::process::Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .unwrap();
+    let vv = String::from_utf8(vv.stdout).unwrap();
+    let llvm = vv
+        .lines()
+        .find_map(|l| l.strip_prefix("LLVM version: "))
+        .expect("rustc -vV names its LLVM")
+        .trim()
+        .to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = tmp.path().join("llvm-bolt");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'LLVM version {llvm}'; exit 0; fi\necho 'BOLT-INFO: working' \nkill -SEGV $$\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // merge-fdata is then found as merge-fdata-N on PATH (the real one).
+    let td = target_dir("bolt-basic");
+    let r = run(
+        &fixture("bolt-basic"),
+        &[
+            "optimize",
+            "--target-dir",
+            td.to_str().unwrap(),
+            "--stages",
+            "bolt",
+        ],
+        &[("CARGO_OPTIMIZE_LLVM_BOLT", fake.to_str().unwrap())],
+    );
+    let report = report_of(&r);
+    let bolt = stage(&report, "bolt");
+    // Without a merge-fdata next to the fake, the stage is skipped with the fix instead.
+    if bolt["status"] == "skipped" {
+        assert!(
+            bolt["reason"].as_str().unwrap().contains("merge-fdata"),
+            "{bolt:#}"
+        );
+        return;
+    }
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    assert_eq!(bolt["status"], "failed", "{bolt:#}");
+    let reason = bolt["reason"].as_str().unwrap();
+    assert!(reason.contains("crashed (killed by signal 11)"), "{reason}");
+    assert!(reason.contains("instrument.log"), "{reason}");
+    assert_eq!(report["final"]["stage"], "baseline");
+}

@@ -1,0 +1,239 @@
+//! Verification end to end on real fixture crates: each fixture's build.rs sets
+//! `--cfg pgo_use` when it is built with `-Cprofile-use`, so the PGO candidate differs from
+//! the baseline in a known place (a stdout line, a float's last digits, an output file, a
+//! crate test), and verification must catch exactly that.
+//!
+//! One test per fixture: tests sharing a target dir would race on `optimize/latest`.
+
+mod common;
+
+use common::*;
+
+fn reason(report: &serde_json::Value, stage_name: &str) -> String {
+    stage(report, stage_name)["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn steps(report: &serde_json::Value) -> Vec<String> {
+    report["pipeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn assert_rejected(report: &serde_json::Value) {
+    let pgo = stage(report, "pgo");
+    assert_eq!(pgo["status"], "rejected", "{pgo:#}");
+    assert_eq!(pgo["verified"], false, "{pgo:#}");
+    assert_eq!(report["final"]["stage"], "baseline");
+}
+
+#[test]
+fn a_changed_stdout_line_is_rejected_with_its_line_number() {
+    let r = optimize("verify-exact", &["--stages", "pgo"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("pgo rejected: its outputs differ from the baseline's"),
+        "{}",
+        r.stderr
+    );
+    let td = target_dir("verify-exact");
+    let report = latest_report(&td);
+    assert_rejected(&report);
+    let why = reason(&report, "pgo");
+    assert!(
+        why.starts_with(
+            "workload `report` on the pgo candidate: stdout differs at line 3, column 8:\n    \
+             baseline:  mode: plain\n    candidate: mode: pgo\n    full outputs: "
+        ),
+        "{why}"
+    );
+    // The full outputs named in the reason exist.
+    let run = td.join("optimize/latest");
+    for s in ["baseline", "pgo", "baseline-rerun"] {
+        let out = std::fs::read_to_string(run.join(format!("outputs/{s}/report.stdout"))).unwrap();
+        assert!(out.starts_with("verify-exact\n"), "{s}: {out}");
+    }
+    // Verification costs are in the pipeline section.
+    let st = steps(&report);
+    for step in ["baseline: determinism check", "pgo: verify"] {
+        assert!(st.iter().any(|s| s == step), "no `{step}` in {st:?}");
+    }
+    assert_eq!(report["workloads"][0]["deterministic"], true);
+}
+
+#[test]
+fn float_noise_passes_numeric_and_fails_exact() {
+    // optimize.toml: { numeric = 1e-6 } accepts the PGO build's 3e-12 relative noise.
+    let r = optimize("verify-float", &["--stages", "pgo"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let td = target_dir("verify-float");
+    let report = latest_report(&td);
+    let pgo = stage(&report, "pgo");
+    assert_eq!(pgo["verified"], true, "{pgo:#}");
+    assert!(["kept", "dropped"].contains(&pgo["status"].as_str().unwrap()));
+    let run = td.join("optimize/latest/outputs");
+    let (a, b) = (
+        std::fs::read_to_string(run.join("baseline/zeta.stdout")).unwrap(),
+        std::fs::read_to_string(run.join("pgo/zeta.stdout")).unwrap(),
+    );
+    assert_ne!(
+        a, b,
+        "the fixture's PGO build should print other last digits"
+    );
+
+    // The same outputs verified exactly: rejected at the float's line.
+    let r = optimize(
+        "verify-float",
+        &["--stages", "pgo", "--spec", "exact.toml"],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    assert_rejected(&report);
+    let why = reason(&report, "pgo");
+    assert!(
+        why.starts_with("workload `zeta` on the pgo candidate: stdout differs at line 2, column "),
+        "{why}"
+    );
+    assert!(why.contains("baseline:  zeta2: 1.64"), "{why}");
+
+    // A tolerance tighter than the noise: rejected, with the relative error.
+    let r = optimize(
+        "verify-float",
+        &["--stages", "pgo", "--spec", "tight.toml"],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    assert_rejected(&report);
+    let why = reason(&report, "pgo");
+    assert!(why.contains("stdout differs at line 2, column 8:"), "{why}");
+    assert!(why.contains(": relative error "), "{why}");
+    assert!(why.contains(" > tolerance 1e-15"), "{why}");
+}
+
+#[test]
+fn a_difference_in_an_output_file_is_reported_by_file() {
+    // The program writes out/result.txt into its cwd: run it on a copy of the fixture.
+    let tmp = copy_fixture("verify-files");
+    let td = target_dir("verify-files");
+    let r = run(
+        tmp.path(),
+        &[
+            "optimize",
+            "--target-dir",
+            td.to_str().unwrap(),
+            "--stages",
+            "pgo",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    assert_rejected(&report);
+    let why = reason(&report, "pgo");
+    assert!(
+        why.starts_with(
+            "workload `write` on the pgo candidate: file out/result.txt differs at line 2, column 8:\n    \
+             baseline:  mode: plain\n    candidate: mode: pgo"
+        ),
+        "{why}"
+    );
+    // Both files are kept, and the reason names them.
+    let run_dir = td.join("optimize/latest");
+    for (s, mode) in [
+        ("baseline", "plain"),
+        ("pgo", "pgo"),
+        ("baseline-rerun", "plain"),
+    ] {
+        let rel = format!("outputs/{s}/write.files/out/result.txt");
+        let text = std::fs::read_to_string(run_dir.join(&rel)).unwrap();
+        assert!(text.ends_with(&format!("mode: {mode}\n")), "{s}: {text}");
+        if s != "baseline-rerun" {
+            assert!(why.contains(&rel), "{why}");
+        }
+    }
+    // Each run had its own copy of the cwd, removed afterwards.
+    let sandboxes = run_dir.join("sandbox");
+    let left: Vec<_> = std::fs::read_dir(&sandboxes)
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "sandboxes left behind: {left:?}");
+}
+
+#[test]
+fn a_failing_crate_test_rejects_the_candidate_by_name() {
+    // Whichever runner is installed (nextest when it is), then libtest's output.
+    for runner in [None, Some("cargo")] {
+        let env: Vec<(&str, &str)> = runner
+            .map(|r| vec![("CARGO_OPTIMIZE_TEST_RUNNER", r)])
+            .unwrap_or_default();
+        let r = optimize("verify-tests", &["--stages", "pgo"], &env);
+        assert_eq!(r.code, Some(0), "{}", r.all());
+        assert!(
+            r.stderr
+                .contains("pgo rejected: the crate's own tests fail with its settings"),
+            "{}",
+            r.stderr
+        );
+        let td = target_dir("verify-tests");
+        let report = latest_report(&td);
+        assert_rejected(&report);
+        let why = reason(&report, "pgo");
+        assert!(
+            why.starts_with(
+                "1 of the crate's tests fail with the pgo candidate's settings: tests::parity_holds\n"
+            ),
+            "{runner:?}: {why}"
+        );
+        assert!(why.contains("the parity check changed"), "{why}");
+        // With the candidate's exact settings: its profile-use flag and host target.
+        assert!(why.contains("-Cprofile-use="), "{why}");
+        assert!(why.contains("--target "), "{why}");
+        let log = td.join("optimize/latest/tests/pgo.log");
+        assert!(std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("parity_holds"));
+        // The baseline's tests were run too (they pass, so the failure is the candidate's).
+        let st = steps(&report);
+        for step in ["pgo: crate tests", "baseline: crate tests"] {
+            assert!(st.iter().any(|s| s == step), "no `{step}` in {st:?}");
+        }
+    }
+}
+
+#[test]
+fn a_nondeterministic_baseline_is_named_not_held_against_candidates() {
+    let r = optimize("verify-nondet", &["--stages", "pgo"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("workload `clock` is not deterministic: two runs of the baseline differ"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(r"ignore = '^pid \d+ at \d+$'"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("workload `steady` is not deterministic"));
+    let report = latest_report(&target_dir("verify-nondet"));
+    let pgo = stage(&report, "pgo");
+    assert_eq!(pgo["verified"], true, "{pgo:#}");
+    assert_ne!(pgo["status"], "rejected", "{pgo:#}");
+    let workloads = report["workloads"].as_array().unwrap();
+    let by_name = |n: &str| workloads.iter().find(|w| w["name"] == n).unwrap();
+    assert_eq!(by_name("clock")["deterministic"], false);
+    assert_eq!(by_name("steady")["deterministic"], true);
+    let nd = &by_name("clock")["nondeterminism"];
+    assert_eq!(nd["mismatch"]["line"], 2, "{nd:#}");
+    assert_eq!(nd["status_stable"], true, "{nd:#}");
+    assert!(by_name("steady").get("nondeterminism").is_none());
+}
