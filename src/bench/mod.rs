@@ -92,13 +92,22 @@ pub fn bench_command(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
     }
     if !g.quiet {
         if let Some(w) = report.workloads.first() {
-            let c = &w.comparison;
+            let levels: Vec<f64> = report
+                .workloads
+                .iter()
+                .map(|w| w.comparison.confidence * 100.0)
+                .collect();
+            let lo = levels.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = levels.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let level = if hi - lo < 0.05 {
+                format!("{hi:.1} %")
+            } else {
+                format!("{lo:.1}–{hi:.1} %")
+            };
             println!(
-                "intervals are {:.1} % (95 % corrected for {} planned looks); margin {:.1} %; hardware counters: {}",
-                c.confidence * 100.0,
-                c.planned_looks,
+                "intervals are {level} (95 % corrected for repeated looks); margin {:.1} %; hardware counters: {}",
                 report.options.margin * 100.0,
-                c.counters_status
+                w.comparison.counters_status
             );
         }
     }
@@ -311,16 +320,18 @@ fn progress_line(name: &str, p: &Progress) -> String {
         Phase::Warmup { done, total } => format!("{name}: warm-up {}/{total}", done + 1),
         Phase::Measuring => {
             let mut s = format!(
-                "{name}: {} pairs{}, {:.1} s of ≤ {:.0} s",
+                "{name}: {}{} pairs · {:.1}/{:.0} s",
                 p.pairs,
-                p.planned_pairs
-                    .map(|c| format!(" (≤ {c})"))
-                    .unwrap_or_default(),
+                p.planned_pairs.map(|c| format!("/{c}")).unwrap_or_default(),
                 p.elapsed.as_secs_f64(),
                 p.max_time.as_secs_f64()
             );
+            // The running interval, not a verdict: verdicts are only taken at the looks.
             if let Some(e) = &p.estimate {
-                s.push_str(&format!(", now {e}"));
+                s.push_str(&format!(
+                    " · B/A {:.3} [{:.3}, {:.3}]",
+                    e.ratio, e.ci_low, e.ci_high
+                ));
             }
             s
         }

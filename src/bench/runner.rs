@@ -657,7 +657,11 @@ fn assemble(
 ///
 /// The CPU/wall check only applies to runs of 10 ms or more: below that, process start-up
 /// and the parent's bookkeeping are a visible share of the wall time on any machine.
-fn noise_warning(noise: &Noise, median_wall_secs: f64, analysis: &PairedAnalysis) -> Option<String> {
+fn noise_warning(
+    noise: &Noise,
+    median_wall_secs: f64,
+    analysis: &PairedAnalysis,
+) -> Option<String> {
     let verdict = analysis.estimate.verdict;
     let mut why = Vec::new();
     if analysis.median_disagrees {

@@ -255,7 +255,8 @@ pub fn median_interval(d: &[f64], confidence: f64) -> (f64, f64) {
     let mut cdf = 0.0;
     let mut best = None;
     for l in 0..n.div_ceil(2) {
-        let ln_pmf = ln_n_fact - ln_gamma(l as f64 + 1.0) - ln_gamma((n - l) as f64 + 1.0) + ln_half_n;
+        let ln_pmf =
+            ln_n_fact - ln_gamma(l as f64 + 1.0) - ln_gamma((n - l) as f64 + 1.0) + ln_half_n;
         cdf += ln_pmf.exp();
         if cdf > tail {
             break;
@@ -930,7 +931,11 @@ pub(crate) mod tests {
             b.push(0.040 * 1.03 * (0.005 * normal(&mut rng)).exp());
         }
         let r = analyze_pairs(&a, &b, 0.99, 0.01, 1);
-        assert!(r.estimate.ci_high < 0.99, "the mean alone would say faster: {:?}", r.estimate);
+        assert!(
+            r.estimate.ci_high < 0.99,
+            "the mean alone would say faster: {:?}",
+            r.estimate
+        );
         assert!(r.median_ratio > 1.02);
         assert!(r.median_disagrees);
         assert_eq!(r.estimate.verdict, Verdict::Inconclusive);
