@@ -698,7 +698,7 @@ fn build_instructions(
             flags.push(PGO_WARN.to_string());
             let target = win.target.clone().unwrap_or_else(|| win.host.clone());
             s.push_str(&format!(
-                "build it with the PGO profile (RUSTFLAGS replaces your cargo config's rustflags, so yours are repeated; --target keeps build scripts uninstrumented):\n  RUSTFLAGS={} cargo build --manifest-path {manifest} --profile {profile} --target {target}{features}\n  → target/{target}/{profile}/{}\n",
+                "build it with the PGO profile (RUSTFLAGS replaces your cargo config's rustflags, so yours are repeated; --target keeps build scripts uninstrumented):\n  RUSTFLAGS={} cargo build --manifest-path {manifest} --profile {profile} --target {target}{features}\n  → the binary: target/{target}/{profile}/{} (in cargo's target directory)\n(the profile matches this source code: after larger changes, rerun `cargo optimize` and `cargo optimize apply` to refresh it)\n",
                 shell_quote(&flags.join(" ")),
                 win.bin
             ));

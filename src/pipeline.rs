@@ -50,8 +50,12 @@ pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
 }
 
 /// The spec for the selected package (used by `bench`).
+/// With `--spec` no cargo project is needed: comparing two binaries needs only the workloads.
 pub fn load_spec(g: &GlobalArgs) -> anyhow::Result<Spec> {
-    Ok(locate(g)?.spec)
+    match &g.spec {
+        Some(path) => Ok(spec::load(path)?),
+        None => Ok(locate(g)?.spec),
+    }
 }
 
 /// `cargo optimize init`.

@@ -160,6 +160,42 @@ fn apply_writes_a_named_profile_keeps_the_file_and_is_idempotent() {
     assert!(line.contains("-C lto"), "{line}");
     assert!(line.contains("-C codegen-units=1"), "{line}");
     assert!(line.contains("-C opt-level=3"), "{line}");
+
+    // And it reproduces the shipped binary, byte for byte: with the printed command when
+    // PGO won, with the profile alone otherwise.
+    eprintln!("the run shipped the {} stage", fin["stage"]);
+    let shipped = std::fs::read(fin["binary"].as_str().unwrap()).unwrap();
+    let rebuilt = if fin["stage"] == "pgo" {
+        let cmd = a
+            .stdout
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("RUSTFLAGS="))
+            .unwrap();
+        let td2 = dir.join("plain-pgo");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{cmd} --target-dir {}", td2.display()))
+            .current_dir(dir)
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let host = report["toolchain"]["host"].as_str().unwrap();
+        td2.join(host).join("optimized/lto-helps")
+    } else {
+        dir.join("plain-build/optimized/lto-helps")
+    };
+    assert!(
+        std::fs::read(&rebuilt).unwrap() == shipped,
+        "{} differs from the shipped {}",
+        rebuilt.display(),
+        fin["binary"]
+    );
 }
 
 #[test]

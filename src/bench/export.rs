@@ -163,6 +163,9 @@ pub fn format_secs(s: f64) -> String {
     if !s.is_finite() {
         return "–".into();
     }
+    if s == 0.0 {
+        return "0 s".into();
+    }
     let (v, unit) = if s >= 1.0 {
         (s, "s")
     } else if s >= 1e-3 {
@@ -197,5 +200,6 @@ mod tests {
         assert_eq!(format_secs(1.534), "1.53 s");
         assert_eq!(format_secs(0.000_812), "812 µs");
         assert_eq!(format_secs(0.005), "5.00 ms");
+        assert_eq!(format_secs(0.0), "0 s");
     }
 }

@@ -1,7 +1,7 @@
 //! `demo`: the bundled workload for cargo-optimize.
 //!
 //! ```text
-//! demo tokenize <file> [--repeat N]         tokenize a text file (N copies)
+//! demo tokenize <file> [--repeat N]         tokenize a text file (N passes)
 //! demo tokenize --seed S --size BYTES       tokenize generated text
 //! demo infer <file> [--repeat N]            tokenize + run the toy int8 model
 //! demo infer --seed S --size BYTES
@@ -50,6 +50,8 @@ fn num(s: Option<&String>, what: &str) -> Result<u64, String> {
 struct TextOpts {
     desc: String,
     data: Vec<u8>,
+    /// Number of passes over `data`.
+    repeat: u64,
     pipeline: tokenize::Pipeline,
     acts: String,
 }
@@ -79,25 +81,22 @@ fn text_opts(args: &[String]) -> Result<TextOpts, String> {
     let pipeline = tokenize::Pipeline::parse(&pipeline)?;
     let (desc, data) = match (file, seed, size) {
         (Some(f), None, None) => {
-            let one = std::fs::read(&f).map_err(|e| format!("cannot read {f}: {e}"))?;
-            let mut all = Vec::with_capacity(one.len() * repeat as usize);
-            for _ in 0..repeat {
-                all.extend_from_slice(&one);
-            }
+            let data = std::fs::read(&f).map_err(|e| format!("cannot read {f}: {e}"))?;
             let name = std::path::Path::new(&f)
                 .file_name()
                 .map_or(f.clone(), |n| n.to_string_lossy().into_owned());
-            (format!("file {name} x{repeat}"), all)
+            (format!("file {name} x{repeat}"), data)
         }
-        (None, Some(s), Some(n)) => (
+        (None, Some(s), Some(n)) if repeat == 1 => (
             format!("generated seed={s} size={n}"),
             text::generate(s, n as usize).into_bytes(),
         ),
-        _ => return Err("need <file> or --seed S --size BYTES".into()),
+        _ => return Err("need <file> [--repeat N] or --seed S --size BYTES".into()),
     };
     Ok(TextOpts {
         desc,
         data,
+        repeat,
         pipeline,
         acts,
     })
@@ -125,21 +124,23 @@ fn cmd_tokenize(args: &[String]) -> Result<(), String> {
     let TextOpts {
         desc,
         data,
+        repeat,
         pipeline,
         ..
     } = text_opts(args)?;
     let tok = tokenize::Tokenizer::new();
     let mut stats = tokenize::Stats::default();
-    let mut counts = vec![0u64; tok.vocab_size()];
-    let mut total = 0u64;
-    let mut checksum = 0xcbf2_9ce4_8422_2325u64;
-    tok.encode(&pipeline, &data, &mut stats, |id| {
-        counts[id as usize] += 1;
-        total += 1;
-        checksum = fnv64(checksum, id as u64);
-    });
+    let mut hist = tokenize::Histogram::new(tok.vocab_size());
+    for _ in 0..repeat {
+        tok.encode(&pipeline, &data, &mut stats, &mut hist);
+    }
+    let tokenize::Histogram {
+        counts,
+        total,
+        checksum,
+    } = hist;
     let unique = counts.iter().filter(|&&c| c > 0).count();
-    println!("input: {desc} ({} bytes)", data.len());
+    println!("input: {desc} ({} bytes)", data.len() as u64 * repeat);
     println!("pipeline: {}", pipeline.describe());
     println!("vocab: {} tokens", tok.vocab_size());
     println!(
@@ -160,16 +161,19 @@ fn cmd_infer(args: &[String]) -> Result<(), String> {
     let TextOpts {
         desc,
         data,
+        repeat,
         pipeline,
         acts,
     } = text_opts(args)?;
     let tok = tokenize::Tokenizer::new();
     let mut stats = tokenize::Stats::default();
-    let mut ids = Vec::with_capacity(data.len() / 3);
-    tok.encode(&pipeline, &data, &mut stats, |id| ids.push(id));
+    let mut ids = Vec::with_capacity(data.len() / 3 * repeat as usize);
+    for _ in 0..repeat {
+        tok.encode(&pipeline, &data, &mut stats, &mut ids);
+    }
     let model = infer::Model::new(tok.vocab_size(), 0x5EED, &acts)?;
     let out = model.run(&ids, 7);
-    println!("input: {desc} ({} bytes)", data.len());
+    println!("input: {desc} ({} bytes)", data.len() as u64 * repeat);
     println!("model: {}", model.describe());
     println!("tokens: {}", out.tokens);
     let per = |v: u64| {

@@ -171,6 +171,45 @@ impl Pipeline {
     }
 }
 
+/// Receives the token stream (a histogram, a buffer for the model, ...).
+pub trait TokenSink {
+    fn token(&mut self, id: u32);
+}
+
+/// Collects token ids.
+impl TokenSink for Vec<u32> {
+    fn token(&mut self, id: u32) {
+        self.push(id);
+    }
+}
+
+/// Counts tokens and checksums the stream.
+pub struct Histogram {
+    pub counts: Vec<u64>,
+    pub total: u64,
+    pub checksum: u64,
+}
+
+impl Histogram {
+    pub fn new(vocab: usize) -> Histogram {
+        Histogram {
+            counts: vec![0; vocab],
+            total: 0,
+            checksum: 0xcbf2_9ce4_8422_2325,
+        }
+    }
+}
+
+impl TokenSink for Histogram {
+    fn token(&mut self, id: u32) {
+        if let Some(c) = self.counts.get_mut(id as usize) {
+            *c += 1;
+        }
+        self.total += 1;
+        self.checksum = (self.checksum ^ id as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+}
+
 pub struct Tokenizer {
     /// token bytes -> id
     vocab: HashMap<Box<[u8]>, u32, FnvBuild>,
@@ -269,13 +308,13 @@ impl Tokenizer {
         self.pieces.len()
     }
 
-    /// Normalizes and encodes `text`, calling `emit` for every token id.
+    /// Normalizes and encodes `text`, handing every token id to `sink`.
     pub fn encode(
         &self,
         pipeline: &Pipeline,
         text: &[u8],
         stats: &mut Stats,
-        mut emit: impl FnMut(u32),
+        sink: &mut dyn TokenSink,
     ) {
         let text = &pipeline.normalize(text)[..];
         let mut i = 0;
@@ -287,12 +326,12 @@ impl Tokenizer {
             stats.pieces += 1;
             if let Some(&id) = self.vocab.get(piece) {
                 stats.vocab_hits += 1;
-                emit(id);
+                sink.token(id);
             } else {
                 stats.bpe_words += 1;
                 self.bpe(piece, &mut scratch, stats);
                 for &id in &scratch {
-                    emit(id);
+                    sink.token(id);
                 }
             }
             i = end;
