@@ -530,8 +530,11 @@ fn compare_over_workloads(
         );
         ctx.ui.step(&label);
         let spinner = ctx.ui.spinner(label.clone());
-        let ca = process::Command::for_workload(&a.binary, w);
-        let cb = process::Command::for_workload(&b.binary, w);
+        // Each side writes its declared files into its own copy of the cwd.
+        let (wa, _sa) = ctx.sandboxed(w, "bench-a")?;
+        let (wb, _sb) = ctx.sandboxed(w, "bench-b")?;
+        let ca = process::Command::for_workload(&a.binary, &wa);
+        let cb = process::Command::for_workload(&b.binary, &wb);
         let c = bench::compare(&ca, &cb, opts, &mut |p| {
             let est = p.estimate.map(|e| format!(", {e}")).unwrap_or_default();
             spinner.set_message(format!("{label}: {} pairs{est}", p.pairs));

@@ -94,6 +94,11 @@ fn float_noise_passes_numeric_and_fails_exact() {
         &[],
     );
     assert_eq!(r.code, Some(0), "{}", r.all());
+    // Baseline runs, PGO training and verification all wrote into private copies.
+    assert!(
+        !tmp.path().join("out").exists(),
+        "a run wrote into the user's tree"
+    );
     let report = latest_report(&td);
     assert_rejected(&report);
     let why = reason(&report, "pgo");

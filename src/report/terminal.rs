@@ -168,9 +168,19 @@ pub fn ladder(report: &super::Report, ui: &Ui) -> String {
                     p.binary,
                     final_name(p)
                 );
-                let _ = writeln!(s, "  {}", speedup_line(p));
-                if let Some(settings) = &p.settings {
-                    let _ = writeln!(s, "  settings: {}", settings_line(settings));
+                if p.stage == "baseline" {
+                    let _ = writeln!(
+                        s,
+                        "  your current build: no stage without a target-cpu was kept"
+                    );
+                } else {
+                    let _ = writeln!(s, "  {}", speedup_line(p));
+                    if let Some(settings) = &p.settings {
+                        let _ = writeln!(s, "  settings: {}", settings_line(settings));
+                    }
+                }
+                if let Some(hint) = portable_hint(report) {
+                    let _ = writeln!(s, "  {hint}");
                 }
             }
         }
@@ -192,6 +202,38 @@ pub fn ladder(report: &super::Report, ui: &Ui) -> String {
         }
     }
     s
+}
+
+/// Stages kept on top of a cpu candidate are missing from the portable alternative: say
+/// which, and how to get a portable build with them.
+fn portable_hint(report: &super::Report) -> Option<String> {
+    let on_cpu: Vec<&str> = report
+        .stages
+        .iter()
+        .filter(|st| st.status == super::Status::Kept && st.name != "cpu")
+        .filter(|st| {
+            st.settings.as_ref().is_some_and(|v| {
+                crate::stage::target_cpu_of(&string_list(v, "stage_rustflags")).is_some()
+            })
+        })
+        .map(|st| st.name.as_str())
+        .collect();
+    if on_cpu.is_empty() {
+        return None;
+    }
+    let mut without_cpu: Vec<&str> = Vec::new();
+    for st in &report.stages {
+        let n = st.name.as_str();
+        if n != "baseline" && n != "cpu" && !without_cpu.contains(&n) {
+            without_cpu.push(n);
+        }
+    }
+    Some(format!(
+        "({} built on the cpu candidate; for a portable build with {}: cargo optimize --stages {})",
+        on_cpu.join(" and "),
+        if on_cpu.len() == 1 { "it" } else { "them" },
+        without_cpu.join(",")
+    ))
 }
 
 /// `cpu (x86-64-v3)` for a stage row with a variant, else the stage name.
@@ -305,5 +347,115 @@ pub fn human_bytes(b: u64) -> String {
         format!("{b} B")
     } else {
         format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{FinalChoice, Report, StageReport, Status, ToolchainInfo};
+    use super::*;
+
+    fn ui() -> Ui {
+        Ui {
+            quiet: true,
+            verbose: 0,
+            animate: false,
+            color: false,
+        }
+    }
+
+    fn row(name: &str, status: Status, variant: Option<&str>, flags: &[&str]) -> StageReport {
+        let mut r = StageReport::without_candidate(name, status, format!("{name} reason"));
+        r.settings = Some(serde_json::json!({
+            "profile": "release",
+            "profile_overrides": { "lto": "\"fat\"" },
+            "stage_rustflags": flags,
+        }));
+        r.binary = Some(format!("/run/bin/{name}"));
+        r.vs_best = Some(serde_json::json!({
+            "ratio": 0.9, "ci_low": 0.85, "ci_high": 0.95, "verdict": "faster"
+        }));
+        if let Some(v) = variant {
+            r.facts.insert("variant".into(), v.into());
+        }
+        r
+    }
+
+    fn choice(stage: &str, flags: &[&str], speedup: Option<f64>) -> FinalChoice {
+        FinalChoice {
+            stage: stage.into(),
+            binary: format!("/run/bin/{stage}"),
+            speedup_vs_baseline: speedup,
+            speedup_ci: speedup.map(|x| (x - 0.1, x + 0.1)),
+            variant: None,
+            settings: Some(serde_json::json!({
+                "profile": "release",
+                "profile_overrides": {},
+                "stage_rustflags": flags,
+            })),
+            portable: None,
+        }
+    }
+
+    #[test]
+    fn ladder_rows_ship_and_portable_alternative() {
+        let v4 = ["-Ctarget-cpu=x86-64-v4"];
+        let pgo = ["-Ctarget-cpu=x86-64-v4", "-Cprofile-use=/p.profdata"];
+        let mut fin = choice("pgo", &pgo, Some(1.14));
+        fin.portable = Some(Box::new(choice("baseline", &[], None)));
+        let report = Report {
+            schema: 1,
+            tool_version: "0".into(),
+            run_id: "r".into(),
+            crate_name: "c".into(),
+            bin: "c".into(),
+            toolchain: ToolchainInfo {
+                rustc: "1".into(),
+                llvm: "22.1.2".into(),
+                llvm_profdata: None,
+                llvm_bolt: None,
+                host: "x86_64-unknown-linux-gnu".into(),
+            },
+            stages: vec![
+                row("baseline", Status::Kept, None, &[]),
+                row("profile", Status::Dropped, None, &[]),
+                row("cpu", Status::Kept, Some("x86-64-v4"), &v4),
+                row("cpu", Status::Skipped, Some("sapphirerapids"), &[]),
+                row("pgo", Status::Kept, None, &pgo),
+            ],
+            workloads: vec![],
+            final_: Some(fin),
+            pipeline: vec![],
+        };
+        let text = ladder(&report, &ui());
+        let line = |start: &str| {
+            text.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no `{start}` line in\n{text}"))
+                .to_string()
+        };
+        assert!(line("cpu (x86-64-v4) ").contains("kept"), "{text}");
+        assert!(line("cpu (sapphirerapids) ").contains("skipped"), "{text}");
+        assert!(text.contains("└ sapphirerapids reason") || text.contains("└ cpu reason"));
+        assert!(
+            line("pgo ").contains("0.900 [0.850, 0.950] faster"),
+            "{text}"
+        );
+        assert!(line("ship: /run/bin/pgo (pgo)").ends_with("(pgo)"));
+        assert!(
+            text.contains("measured 1.14× the baseline's speed"),
+            "{text}"
+        );
+        assert!(
+            text.contains("settings: --profile release; rustflags: -Ctarget-cpu=x86-64-v4"),
+            "{text}"
+        );
+        assert!(line("portable alternative").contains("/run/bin/baseline"));
+        assert!(text.contains("your current build"), "{text}");
+        assert!(
+            text.contains("pgo built on the cpu candidate; for a portable build with it: cargo optimize --stages profile,pgo"),
+            "{text}"
+        );
+        assert!(text.contains("cargo optimize apply   (add --cpu"), "{text}");
     }
 }

@@ -470,7 +470,8 @@ fn perf_record(
             w.name
         ));
         let data = dir.join(format!("perf.{i}.data"));
-        let out = process::run(&perf_wrapped(&perf, &data, input, w))?;
+        let (w_iso, _sandbox) = ctx.sandboxed(w, "perf")?;
+        let out = process::run(&perf_wrapped(&perf, &data, input, &w_iso))?;
         check_training_run(w, &out, "the program under `perf record`")?;
         let fdata = dir.join(format!("perf.{i}.fdata"));
         let cmd = process::Command::new(&perf2bolt.path)

@@ -14,7 +14,13 @@ pub mod profile;
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
+
+use crate::verify::sandbox::Sandbox;
+
+/// Above this many bytes copied for one sandbox, say that `cwd` could be smaller.
+const LARGE_SANDBOX: u64 = 64 << 20;
 
 use crate::cargo::{self, BuildSettings, Project};
 use crate::process::{self, Outcome};
@@ -200,12 +206,57 @@ impl Context<'_> {
         binary: &Path,
         workload: &Workload,
         extra_env: &[(&str, &Path)],
+    ) -> Result<Outcome, StageError> {
+        let (w, _sandbox) = self.sandboxed(workload, "run")?;
+        Ok(self.run_in_place(binary, &w, extra_env)?)
+    }
+
+    /// Run `workload` on `binary` in its own cwd, as given (the caller isolated it).
+    pub fn run_in_place(
+        &self,
+        binary: &Path,
+        workload: &Workload,
+        extra_env: &[(&str, &Path)],
     ) -> Result<Outcome, process::ProcessError> {
         let mut cmd = process::Command::for_workload(binary, workload);
         for (k, v) in extra_env {
             cmd = cmd.env(k, v);
         }
         process::run(&cmd)
+    }
+
+    /// A workload that declares output `files` gets a fresh private copy of its cwd
+    /// (under `runs/<id>/sandbox/`, removed when the returned guard drops), so no run —
+    /// training, verifying or timing — ever writes into the user's tree, and no run sees
+    /// files an earlier one left. Other workloads are returned as they are.
+    pub fn sandboxed(
+        &self,
+        workload: &Workload,
+        tag: &str,
+    ) -> std::io::Result<(Workload, Option<Sandbox>)> {
+        if workload.files.is_empty() {
+            return Ok((workload.clone(), None));
+        }
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let dest = self.run.root.join("sandbox").join(format!(
+            "{tag}-{}-{}",
+            workload.file_stem(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
+        let sb = Sandbox::create(&workload.cwd, &dest, &exclude)?;
+        if sb.bytes > LARGE_SANDBOX {
+            self.ui.warn(&format!(
+                "workload `{}` declares output files, so each run gets a fresh copy of its cwd {} ({} MiB in {} files)\n  fix: point `cwd` at a smaller folder holding only what the workload reads",
+                workload.name,
+                workload.cwd.display(),
+                sb.bytes >> 20,
+                sb.files
+            ));
+        }
+        let mut w = workload.clone();
+        w.cwd = sb.cwd().to_path_buf();
+        Ok((w, Some(sb)))
     }
 
     /// Remember how long a step took (and its peak RSS when known).

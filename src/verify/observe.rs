@@ -9,15 +9,12 @@ use std::time::Instant;
 
 use super::crate_tests::BaselineTests;
 use super::numeric::{self, Tolerance};
-use super::sandbox::{self, Sandbox};
+use super::sandbox;
 use super::{check_observed, text, Mismatch, Observed, OutputFile, VerifyError};
 use crate::cargo::{BuildSettings, TestRunner};
 use crate::process::Outcome;
 use crate::spec::{Expect, Workload};
 use crate::stage::{Candidate, Context};
-
-/// Above this many bytes copied for one sandbox, say that `cwd` could be smaller.
-const LARGE_SANDBOX: u64 = 64 << 20;
 
 /// Run `workload` on `binary` and save what it produced under `outputs`
 /// (`runs/<id>/outputs/<stage>/`). A workload that declares `files` runs in a fresh copy
@@ -30,38 +27,24 @@ pub fn observe(
     outputs: &Path,
 ) -> Result<Observed, VerifyError> {
     let (outcome, mut files) = if workload.files.is_empty() {
-        (ctx.run_workload(binary, workload, &[])?, Vec::new())
+        (ctx.run_in_place(binary, workload, &[])?, Vec::new())
     } else {
         let tag = outputs
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let dest = ctx
-            .run
-            .root
-            .join("sandbox")
-            .join(format!("{tag}-{}", workload.file_stem()));
-        let exclude = [ctx.project.target_dir.clone(), ctx.optimize_dir.clone()];
-        let sb = Sandbox::create(&workload.cwd, &dest, &exclude)
-            .map_err(|e| VerifyError::io("copy the working directory to", &dest, e))?;
-        if sb.bytes > LARGE_SANDBOX {
-            ctx.ui.warn(&format!(
-                "workload `{}` declares output files, so each run gets a fresh copy of its cwd {} ({} MiB in {} files)\n  fix: point `cwd` at a smaller folder holding only what the workload reads",
-                workload.name,
-                workload.cwd.display(),
-                sb.bytes >> 20,
-                sb.files
-            ));
-        }
-        let mut w = workload.clone();
-        w.cwd = sb.cwd().to_path_buf();
-        let outcome = ctx.run_workload(binary, &w, &[])?;
+        let (w, sb) = ctx
+            .sandboxed(workload, &tag)
+            .map_err(|e| VerifyError::io("copy the working directory of", &workload.cwd, e))?;
+        let outcome = ctx.run_in_place(binary, &w, &[])?;
         let files = workload
             .files
             .iter()
             .map(|f| OutputFile {
                 declared: f.clone(),
-                contents: std::fs::read(sb.locate(&workload.cwd, f)).ok(),
+                contents: sb
+                    .as_ref()
+                    .and_then(|sb| std::fs::read(sb.locate(&workload.cwd, f)).ok()),
                 saved: None,
             })
             .collect();

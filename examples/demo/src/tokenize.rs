@@ -213,6 +213,9 @@ impl TokenSink for Histogram {
 pub struct Tokenizer {
     /// token bytes -> id
     vocab: HashMap<Box<[u8]>, u32, FnvBuild>,
+    /// The same entries for pieces of at most 7 bytes, keyed by the packed bytes: most words
+    /// are short, and an integer key avoids a `memcmp` per lookup.
+    short: HashMap<u64, u32, FnvBuild>,
     /// id -> token bytes
     pub pieces: Vec<Box<[u8]>>,
     /// (left, right) -> (rank, merged id)
@@ -231,6 +234,7 @@ impl Tokenizer {
     pub fn new() -> Tokenizer {
         let mut t = Tokenizer {
             vocab: HashMap::default(),
+            short: HashMap::default(),
             pieces: Vec::new(),
             merges: HashMap::default(),
         };
@@ -284,6 +288,9 @@ impl Tokenizer {
     fn add_piece(&mut self, bytes: Vec<u8>) -> u32 {
         let id = self.pieces.len() as u32;
         let bytes: Box<[u8]> = bytes.into_boxed_slice();
+        if let Some(k) = pack(&bytes) {
+            self.short.insert(k, id);
+        }
         self.vocab.insert(bytes.clone(), id);
         self.pieces.push(bytes);
         id
@@ -324,7 +331,11 @@ impl Tokenizer {
             let end = pipeline.pre.next_piece(text, i).max(i + 1).min(n);
             let piece = &text[i..end];
             stats.pieces += 1;
-            if let Some(&id) = self.vocab.get(piece) {
+            let hit = match pack(piece) {
+                Some(k) => self.short.get(&k),
+                None => self.vocab.get(piece),
+            };
+            if let Some(&id) = hit {
                 stats.vocab_hits += 1;
                 sink.token(id);
             } else {
@@ -362,6 +373,19 @@ impl Tokenizer {
             }
         }
     }
+}
+
+/// Packs up to 7 bytes and the length into one integer key.
+#[inline]
+fn pack(p: &[u8]) -> Option<u64> {
+    if p.len() > 7 {
+        return None;
+    }
+    let mut k = (p.len() as u64) << 56;
+    for (i, &b) in p.iter().enumerate() {
+        k |= (b as u64) << (8 * i);
+    }
+    Some(k)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
