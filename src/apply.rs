@@ -26,17 +26,7 @@ use crate::cli::{ApplyArgs, GlobalArgs};
 
 /// Profile keys the profile stage can set: `apply` owns them inside its named profile and
 /// removes those a newer run no longer chooses.
-const MANAGED_KEYS: &[&str] = &[
-    "opt-level",
-    "lto",
-    "codegen-units",
-    "panic",
-    "debug",
-    "strip",
-    "incremental",
-    "overflow-checks",
-    "debug-assertions",
-];
+const MANAGED_KEYS: &[&str] = crate::spec::PROFILE_KEYS;
 
 /// Profiles cargo defines itself: they take keys directly, never `inherits`.
 const BUILTIN_PROFILES: &[&str] = &["dev", "release", "test", "bench"];

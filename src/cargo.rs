@@ -408,7 +408,6 @@ pub fn build(
     target_dir: &Path,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<Built, CargoError> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut args = settings.cargo_args(project, target_dir);
     args.insert(1, "--message-format=json-render-diagnostics".into());
     let flags = settings.all_rustflags();
@@ -418,17 +417,7 @@ pub fn build(
         settings.cargo_args(project, target_dir).join(" ")
     );
     let start = Instant::now();
-    let mut child = Command::new(&cargo)
-        .args(&args)
-        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
-        .env_remove("RUSTFLAGS")
-        .env("CARGO_TERM_COLOR", "never")
-        .env("CARGO_TERM_PROGRESS_WHEN", "never")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(CargoError::Spawn)?;
+    let mut child = spawn(&args, &flags)?;
     let stdout = child.stdout.take();
     let out_thread = std::thread::spawn(move || {
         let mut exe = None;
@@ -548,17 +537,7 @@ pub fn test(
         args.join(" ")
     );
     let start = Instant::now();
-    let mut child = Command::new(cargo_program())
-        .args(&args)
-        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
-        .env_remove("RUSTFLAGS")
-        .env("CARGO_TERM_COLOR", "never")
-        .env("CARGO_TERM_PROGRESS_WHEN", "never")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(CargoError::Spawn)?;
+    let mut child = spawn(&args, &flags)?;
     let stdout = child.stdout.take();
     let out_thread = std::thread::spawn(move || {
         let mut text = String::new();
@@ -595,6 +574,22 @@ pub fn test(
 
 fn cargo_program() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// Start cargo with `args` and exactly `flags` as rustflags (user flags included, see
+/// the module doc), stdout and stderr piped, no terminal decoration.
+fn spawn(args: &[String], flags: &[String]) -> Result<std::process::Child, CargoError> {
+    Command::new(cargo_program())
+        .args(args)
+        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
+        .env_remove("RUSTFLAGS")
+        .env("CARGO_TERM_COLOR", "never")
+        .env("CARGO_TERM_PROGRESS_WHEN", "never")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(CargoError::Spawn)
 }
 
 /// The executable path of a `compiler-artifact` message, if the line is one.

@@ -391,7 +391,8 @@ const WORKLOAD_KEYS: &[&str] = &[
     "stderr",
     "matrix",
 ];
-const PROFILE_KEYS: &[&str] = &[
+/// Cargo profile keys a spec may override (and `apply` manages).
+pub const PROFILE_KEYS: &[&str] = &[
     "opt-level",
     "lto",
     "codegen-units",
