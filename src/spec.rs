@@ -989,15 +989,22 @@ impl Cx<'_> {
                 root: &root_str,
                 vars: &vars,
             };
-            let name = if matrix.is_empty() {
-                name.clone()
+            // `{key}` in the name takes the value; keys the name does not mention are
+            // appended as `[k=v,…]` so every expanded name stays unique and readable.
+            let mut expanded = name.clone();
+            let mut parts: Vec<String> = Vec::new();
+            for (k, &j) in matrix.iter().zip(combo) {
+                let placeholder = format!("{{{}}}", k.key.get_ref());
+                if expanded.contains(&placeholder) {
+                    expanded = expanded.replace(&placeholder, &k.values[j].0);
+                } else {
+                    parts.push(format!("{}={}", k.key.get_ref(), k.values[j].0));
+                }
+            }
+            let name = if parts.is_empty() {
+                expanded
             } else {
-                let parts: Vec<String> = matrix
-                    .iter()
-                    .zip(combo)
-                    .map(|(k, &j)| format!("{}={}", k.key.get_ref(), k.values[j].0))
-                    .collect();
-                format!("{name}[{}]", parts.join(","))
+                format!("{expanded}[{}]", parts.join(","))
             };
             if let Some(first) = seen.get(&name) {
                 return Err(self.at(
@@ -2046,6 +2053,12 @@ use = ["train"]
         let names: Vec<&str> = spec.workloads.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(names, ["w[z=1,a=x]", "w[z=2,a=x]"]);
         assert_eq!(spec.workloads[1].args, ["2x"]);
+        // A name that mentions a key takes its value; the other keys are appended.
+        let spec = f.ok(
+            "[[workload]]\nname = \"eval-{script}\"\nargs = [\"{script}.rhai\", \"{n}\"]\nmatrix = { script = [\"primes\", \"fib\"], n = [\"3\"] }\n",
+        );
+        let names: Vec<&str> = spec.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["eval-primes[n=3]", "eval-fib[n=3]"]);
         // A matrix name can clash with a plain workload.
         let (line, col, msg, _) = f.err(&format!(
             "{ONE}[[workload]]\nname = \"w\"\nargs = [\"{{n}}\"]\nmatrix = {{ n = [\"1\"] }}\n[[workload]]\nname = \"w[n=1]\"\n"
