@@ -169,6 +169,10 @@ impl Context<'_> {
         settings: &BuildSettings,
     ) -> Result<cargo::Built, cargo::CargoError> {
         let target_dir = self.optimize_dir.join("build").join(settings.hash());
+        if !self.ui.animate {
+            // Logs get a line per build; a terminal gets the spinner below.
+            self.ui.step(&format!("{label}: building"));
+        }
         let spinner = self.ui.spinner(format!("{label}: cargo build"));
         let built = cargo::build(self.project, settings, &target_dir, &mut |line| {
             let line = line.trim();
