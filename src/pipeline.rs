@@ -221,6 +221,19 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
                     continue;
                 }
             };
+            // The same bytes as the best so far: the settings change nothing for this
+            // program (e.g. the preset equals the user's profile). Nothing to verify or time.
+            if same_file(&cand.binary, &best.binary) {
+                let why = format!(
+                    "byte-identical to the {} binary: these settings change nothing here",
+                    best.label()
+                );
+                ui.info(&format!("{row}: dropped: {why}"));
+                let mut r = candidate_report(&cand, Status::Dropped, &why);
+                r.verified = Some(true);
+                reports.push(r);
+                continue;
+            }
             if let Err(m) = verify_candidate(&ctx, &cand, &reference)? {
                 ui.warn(&format!("{row} rejected: {}\n  {m}", m.headline()));
                 let mut r = candidate_report(&cand, Status::Rejected, &m.to_string());
@@ -502,6 +515,14 @@ fn measure(
         .map(|(w, c)| (w, serde_json::to_value(&c).unwrap_or_default()))
         .collect();
     Ok((vs_best, vs_baseline, per))
+}
+
+/// Whether two files have the same contents (a read error counts as different).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::read(a), std::fs::read(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
 }
 
 fn compare_over_workloads(

@@ -224,3 +224,49 @@ fn a_cpu_the_machine_lacks_is_skipped_and_the_portable_binary_is_kept() {
         );
     }
 }
+
+#[test]
+fn settings_that_change_nothing_are_dropped_without_measuring() {
+    // `opt-level = 3` is already what `release` uses: the candidate is the baseline's bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("optimize.toml");
+    let text = r#"bin = "pgo-basic"
+[stages]
+try = ["profile"]
+profile = { opt-level = 3 }
+[bench]
+max-time = "3s"
+[[workload]]
+name = "eval"
+args = ["120000"]
+"#;
+    std::fs::write(&spec, text).unwrap();
+    let td = target_dir("pgo-basic");
+    let r = run(
+        &fixture("pgo-basic"),
+        &[
+            "--spec",
+            spec.to_str().unwrap(),
+            "--target-dir",
+            td.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let profile = stage(&report, "profile");
+    assert_eq!(profile["status"], "dropped", "{profile:#}");
+    assert!(
+        profile["reason"]
+            .as_str()
+            .unwrap()
+            .contains("byte-identical"),
+        "{profile:#}"
+    );
+    assert!(profile["vs_best"].is_null(), "it was measured: {profile:#}");
+    assert!(
+        !r.stderr.contains("profile vs baseline: measuring"),
+        "{}",
+        r.stderr
+    );
+}

@@ -98,7 +98,7 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
     let missing = count_missing_functions(&built.stderr);
     if missing > 0 {
         ctx.ui.info(&format!(
-            "{missing} function(s) of the package had no profile data (not run by any train workload)"
+            "{missing} function(s) of the package had no profile data: the profile does not match this code (built from other sources or settings), so they are optimized without it"
         ));
     }
     let (binary, size_bytes) = ctx.install(StageName::Pgo, &built.binary)?;
