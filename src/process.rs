@@ -157,23 +157,20 @@ pub fn tail_lines(bytes: &[u8], n: usize) -> String {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
-    #[error("cannot start `{program}`: {source}")]
+    #[error("cannot start `{program}`: {error}")]
     Spawn {
         program: String,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("cannot open stdin file {path}: {source}")]
+    #[error("cannot open stdin file {path}: {error}")]
     Stdin {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("waiting for `{program}` failed: {source}")]
+    #[error("waiting for `{program}` failed: {error}")]
     Wait {
         program: String,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -197,9 +194,9 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
     }
     match &cmd.stdin {
         Some(path) => {
-            let f = std::fs::File::open(path).map_err(|source| ProcessError::Stdin {
+            let f = std::fs::File::open(path).map_err(|error| ProcessError::Stdin {
                 path: path.clone(),
-                source,
+                error,
             })?;
             std_cmd.stdin(Stdio::from(f));
         }
@@ -211,9 +208,9 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
     std_cmd.process_group(0);
 
     let start = Instant::now();
-    let mut child = std_cmd.spawn().map_err(|source| ProcessError::Spawn {
+    let mut child = std_cmd.spawn().map_err(|error| ProcessError::Spawn {
         program: program.clone(),
-        source,
+        error,
     })?;
     let pid = child.id() as libc::pid_t;
     let out_reader = drain(child.stdout.take());
@@ -245,9 +242,9 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         // Descendants that escaped the first kill (or were spawned in between) go too.
         kill_group(pid);
     }
-    let (raw_status, usage) = waited.map_err(|source| ProcessError::Wait {
+    let (raw_status, usage) = waited.map_err(|error| ProcessError::Wait {
         program: program.clone(),
-        source,
+        error,
     })?;
     // The pipes close when every holder of them exits. A grandchild that keeps them open
     // after a timeout was killed with the group above.

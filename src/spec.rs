@@ -143,11 +143,10 @@ pub struct Workload {
 pub enum SpecError {
     #[error("no {SPEC_FILE} at {path}\n  fix: run `cargo optimize init` to write a commented one, or pass --spec PATH")]
     Missing { path: PathBuf },
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {error}")]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}:{line}:{col}: {message}{}", fix.as_ref().map(|f| format!("\n  fix: {f}")).unwrap_or_default())]
     Invalid {
@@ -171,7 +170,7 @@ pub fn load(path: &Path) -> Result<Spec, SpecError> {
         Err(source) => {
             return Err(SpecError::Read {
                 path: path.to_path_buf(),
-                source,
+                error: source,
             })
         }
     };

@@ -614,8 +614,8 @@ BOLT revision <unknown>
         // with ETXTBSY until that child execs; wait until it runs.
         for _ in 0..100 {
             match process::run(&process::Command::new(&p)) {
-                Err(process::ProcessError::Spawn { source, .. })
-                    if source.raw_os_error() == Some(libc::ETXTBSY) =>
+                Err(process::ProcessError::Spawn { error, .. })
+                    if error.raw_os_error() == Some(libc::ETXTBSY) =>
                 {
                     std::thread::sleep(Duration::from_millis(10))
                 }

@@ -210,12 +210,11 @@ pub enum VerifyError {
     Process(#[from] ProcessError),
     #[error(transparent)]
     Cargo(#[from] crate::cargo::CargoError),
-    #[error("cannot {action} {path}: {source}")]
+    #[error("cannot {action} {path}: {error}")]
     Io {
         action: &'static str,
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -224,7 +223,7 @@ impl VerifyError {
         VerifyError::Io {
             action,
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
     }
 }

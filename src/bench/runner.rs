@@ -111,11 +111,10 @@ pub enum BenchError {
         what: String,
         stderr_tail: String,
     },
-    #[error("cannot run {side}: {source}")]
+    #[error("cannot run {side}: {error}")]
     Process {
         side: Side,
-        #[source]
-        source: process::ProcessError,
+        error: process::ProcessError,
     },
 }
 
@@ -366,7 +365,7 @@ impl Source for ProcessSource<'_> {
             (Some(set), true) => Some(set.stop()),
             _ => None,
         };
-        let out = result.map_err(|source| BenchError::Process { side, source })?;
+        let out = result.map_err(|error| BenchError::Process { side, error })?;
         if out.timed_out || !out.status.success() {
             let what = if out.timed_out {
                 match cmd.timeout {
