@@ -192,7 +192,18 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
             StageName::Baseline => continue,
             StageName::Profile => vec![(None, stage::profile::prepare(&ctx, &best))],
             StageName::Cpu => stage::cpu::prepare_all(&ctx, &best),
-            StageName::Pgo => vec![(None, stage::pgo::prepare(&ctx, &best))],
+            StageName::Pgo => {
+                let mut offers = vec![(None, stage::pgo::prepare(&ctx, &best))];
+                // The best so far picks a CPU: also profile the portable best, so the
+                // binary that runs anywhere gets PGO too.
+                if best.targets_cpu() && !portable.0.targets_cpu() {
+                    offers.push((
+                        Some(stage::pgo::PORTABLE.to_string()),
+                        stage::pgo::prepare_variant(&ctx, &portable.0, Some(stage::pgo::PORTABLE)),
+                    ));
+                }
+                offers
+            }
             StageName::Bolt => vec![(None, stage::bolt::prepare(&ctx, &best))],
         };
         for (variant, prepared) in offers {
@@ -221,12 +232,20 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
                     continue;
                 }
             };
+            // A portable variant (offered while the best so far picks a CPU) competes with
+            // the portable best; every other candidate with the best so far.
+            let portable_track = !cand.targets_cpu() && best.targets_cpu();
+            let against = if portable_track {
+                portable.0.clone()
+            } else {
+                best.clone()
+            };
             // The same bytes as the best so far: the settings change nothing for this
             // program (e.g. the preset equals the user's profile). Nothing to verify or time.
-            if same_file(&cand.binary, &best.binary) {
+            if same_file(&cand.binary, &against.binary) {
                 let why = format!(
                     "byte-identical to the {} binary: these settings change nothing here",
-                    best.label()
+                    against.label()
                 );
                 ui.info(&format!("{row}: dropped: {why}"));
                 let mut r = candidate_report(&cand, Status::Dropped, &why);
@@ -241,7 +260,7 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
                 reports.push(r);
                 continue;
             }
-            let measured = measure(&ctx, &best, &cand, &baseline);
+            let measured = measure(&ctx, &against, &cand, &baseline);
             let (vs_best, vs_baseline, per) = match measured {
                 Ok(m) => m,
                 Err(e) => {
@@ -260,7 +279,7 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
                 per_workload.entry(w).or_default().insert(cand.tag(), c);
             }
             let keep = vs_best.verdict == bench::Verdict::Faster;
-            let reason = format!("{} vs {}: {}", row, best.label(), describe(&vs_best));
+            let reason = format!("{} vs {}: {}", row, against.label(), describe(&vs_best));
             let mut r = candidate_report(
                 &cand,
                 if keep { Status::Kept } else { Status::Dropped },
@@ -270,7 +289,9 @@ pub fn run_command(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
             r.vs_best = serde_json::to_value(vs_best).ok();
             r.vs_baseline = serde_json::to_value(vs_baseline).ok();
             reports.push(r);
-            if keep {
+            if keep && portable_track {
+                portable = (cand, Some(vs_baseline));
+            } else if keep {
                 if !cand.targets_cpu() {
                     portable = (cand.clone(), Some(vs_baseline));
                 }

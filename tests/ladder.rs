@@ -270,3 +270,49 @@ args = ["120000"]
         r.stderr
     );
 }
+
+#[test]
+fn a_cpu_specific_best_also_gets_a_portable_pgo_build() {
+    // popcnt from x86-64-v2 on makes the cpu candidate faster by construction; PGO then
+    // builds on it, and must also profile the portable best so a binary that runs on any
+    // x86-64 machine gets PGO too.
+    let r = optimize("cpu-popcnt", &[], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let td = target_dir("cpu-popcnt");
+    let report = latest_report(&td);
+    let rows = report["stages"].as_array().unwrap();
+    let cpu = rows.iter().find(|s| s["name"] == "cpu").unwrap();
+    assert_eq!(cpu["status"], "kept", "the premise failed: {}", r.stdout);
+
+    let pgo: Vec<&serde_json::Value> = rows.iter().filter(|s| s["name"] == "pgo").collect();
+    assert_eq!(pgo.len(), 2, "{report:#}");
+    let (main, portable) = (pgo[0], pgo[1]);
+    assert!(main["facts"]["variant"].is_null(), "{main:#}");
+    assert!(strings(&main["settings"]["stage_rustflags"])
+        .contains(&"-Ctarget-cpu=x86-64-v2".to_string()));
+    assert_eq!(portable["facts"]["variant"], "portable", "{portable:#}");
+    let flags = strings(&portable["settings"]["stage_rustflags"]);
+    assert!(!flags.iter().any(|f| f.contains("target-cpu")), "{flags:?}");
+    assert!(
+        flags.iter().any(|f| f.starts_with("-Cprofile-use=")),
+        "{flags:?}"
+    );
+    // Its instrumented build had the same (portable) settings as its optimized one.
+    let inst = strings(&portable["facts"]["instrumented_rustflags"]);
+    assert!(!inst.iter().any(|f| f.contains("target-cpu")), "{inst:?}");
+    // Measured against the portable best (the baseline), verified, with its own binary.
+    assert_eq!(portable["verified"], true, "{portable:#}");
+    assert!(
+        portable["reason"].as_str().unwrap().contains("vs baseline"),
+        "{portable:#}"
+    );
+    assert!(td.join("optimize/latest/bin/pgo-portable").exists());
+    // The portable alternative never targets a CPU; it is the PGO build when that won.
+    let p = &report["final"]["portable"];
+    let expected = if portable["status"] == "kept" {
+        "pgo"
+    } else {
+        "baseline"
+    };
+    assert_eq!(p["stage"], expected, "{p:#}");
+}

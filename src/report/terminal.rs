@@ -217,6 +217,14 @@ fn portable_hint(report: &super::Report) -> Option<String> {
             })
         })
         .map(|st| st.name.as_str())
+        // A stage whose own portable variant was kept needs no hint (pgo (portable)).
+        .filter(|n| {
+            report
+                .final_
+                .as_ref()
+                .and_then(|f| f.portable.as_ref())
+                .is_none_or(|p| p.stage != *n)
+        })
         .collect();
     if on_cpu.is_empty() {
         return None;

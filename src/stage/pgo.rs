@@ -13,7 +13,28 @@ const VP_WARNING: &str = "Running out of static counters";
 /// Raised once, when the first training run prints [`VP_WARNING`].
 const VP_COUNTERS_RETRY: u32 = 64;
 
+/// The variant name of the PGO build of the portable best (see the pipeline).
+pub const PORTABLE: &str = "portable";
+
 pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
+    prepare_variant(ctx, best, None)
+}
+
+/// PGO on top of `best`; a `variant` gets its own profiles, binary name and label
+/// (`pgo (portable)`, `bin/pgo-portable`).
+pub fn prepare_variant(
+    ctx: &Context,
+    best: &Candidate,
+    variant: Option<&str>,
+) -> Result<Candidate, StageError> {
+    let name = match variant {
+        Some(v) => format!("pgo-{v}"),
+        None => "pgo".to_string(),
+    };
+    let label = match variant {
+        Some(v) => format!("pgo ({v})"),
+        None => "pgo".to_string(),
+    };
     let profdata_tool = ctx.llvm_profdata.as_ref().ok_or_else(|| {
         StageError::Failed(
             "llvm-profdata of rustc's LLVM is not available (run `cargo optimize doctor`)".into(),
@@ -29,7 +50,7 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
     // LLVM_PROFILE_FILE, so concurrent runs never mix profiles.
     let gen_dir = ctx.optimize_dir.join("pgo-default");
     let gen_flag = format!("-Cprofile-generate={}", gen_dir.display());
-    let raw_dir = ctx.run.profiles("pgo").join("raw");
+    let raw_dir = ctx.run.profiles(&name).join("raw");
 
     let mut vp_counters: Option<u32> = None;
     let (instrumented, warnings) = loop {
@@ -38,9 +59,9 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
             flags.push(format!("-Cllvm-args=-vp-counters-per-site={n}"));
         }
         let settings = target.with_rustflags(flags);
-        let built = ctx.build("pgo: instrumented", &settings)?;
+        let built = ctx.build(&format!("{label}: instrumented"), &settings)?;
         reset_dir(&raw_dir)?;
-        let warnings = train(ctx, &built.binary, &raw_dir)?;
+        let warnings = train(ctx, &label, &built.binary, &raw_dir)?;
         let vp_hit = warnings.keys().any(|w| w.contains(VP_WARNING));
         if vp_hit && vp_counters.is_none() {
             let msg = format!(
@@ -59,10 +80,10 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
         notes.push(msg);
     }
 
-    let profiles = ctx.run.profiles("pgo");
+    let profiles = ctx.run.profiles(&name);
     std::fs::create_dir_all(&profiles)?;
     let merged = profiles.join("merged.profdata");
-    let stats = ctx.timed("pgo: llvm-profdata merge", || {
+    let stats = ctx.timed(&format!("{label}: llvm-profdata merge"), || {
         merge(&profdata_tool.path, &raw_dir, &merged)
     })?;
     ctx.ui.info(&format!(
@@ -94,16 +115,19 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
         format!("-Cprofile-use={}", stable.display()),
         "-Cllvm-args=-pgo-warn-missing-function".to_string(),
     ]);
-    let built = ctx.build("pgo: optimized", &use_settings)?;
+    let built = ctx.build(&format!("{label}: optimized"), &use_settings)?;
     let missing = count_missing_functions(&built.stderr);
     if missing > 0 {
         ctx.ui.info(&format!(
             "{missing} function(s) of the package had no profile data: the profile does not match this code (built from other sources or settings), so they are optimized without it"
         ));
     }
-    let (binary, size_bytes) = ctx.install(StageName::Pgo, &built.binary)?;
+    let (binary, size_bytes) = ctx.install_as(&name, &built.binary)?;
 
     let mut facts = serde_json::Map::new();
+    if let Some(v) = variant {
+        facts.insert("variant".into(), v.into());
+    }
     facts.insert(
         "profile".into(),
         serde_json::to_value(&stats).unwrap_or_default(),
@@ -132,6 +156,7 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
 /// LLVM profile warnings, collapsed to one entry per distinct message with a count.
 fn train(
     ctx: &Context,
+    label: &str,
     binary: &Path,
     raw_dir: &Path,
 ) -> Result<BTreeMap<String, usize>, StageError> {
@@ -141,7 +166,7 @@ fn train(
     let start = std::time::Instant::now();
     for (i, w) in train.iter().enumerate() {
         ctx.ui.step(&format!(
-            "pgo: training [{}/{}] {}",
+            "{label}: training [{}/{}] {}",
             i + 1,
             train.len(),
             w.name
@@ -155,7 +180,11 @@ fn train(
         }
         collapse_profile_warnings(&out.stderr, &mut warnings);
     }
-    ctx.record("pgo: training", start.elapsed().as_secs_f64(), None);
+    ctx.record(
+        &format!("{label}: training"),
+        start.elapsed().as_secs_f64(),
+        None,
+    );
     Ok(warnings)
 }
 
