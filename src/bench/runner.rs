@@ -537,7 +537,7 @@ pub(crate) fn drive(
 fn pair_index(k: usize, complete_pairs: usize) -> u32 {
     // Runs 0,1 form one pair and runs 2,3 the next; after run 0 or 2 the pair is not yet
     // complete, so its index is `complete_pairs`; after run 1 or 3 it is `complete − 1`.
-    if k % 2 == 0 {
+    if k.is_multiple_of(2) {
         complete_pairs as u32
     } else {
         complete_pairs as u32 - 1
