@@ -191,3 +191,26 @@ fn init_needs_a_bin_choice_when_there_are_several() {
         .unwrap()
         .contains("bin = \"beta\""));
 }
+
+#[test]
+fn a_package_without_a_binary_is_refused_with_the_fix() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("src")).unwrap();
+    std::fs::write(
+        tmp.path().join("Cargo.toml"),
+        "[package]\nname = \"only-lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    std::fs::write(
+        tmp.path().join("optimize.toml"),
+        "[[workload]]\nname = \"w\"\n",
+    )
+    .unwrap();
+    let before = snapshot(tmp.path());
+    let r = run(tmp.path(), &["optimize"], &[]);
+    assert_failed_with(&r, &["only-lib", "no binary target", "fix:"]);
+    let r = run(tmp.path(), &["init"], &[]);
+    assert_failed_with(&r, &["no binary target"]);
+    assert_eq!(before, snapshot(tmp.path()));
+}
