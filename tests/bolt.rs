@@ -314,16 +314,9 @@ fn a_crashing_llvm_bolt_is_a_failed_stage_with_the_signal_and_the_log() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     // merge-fdata is then found as merge-fdata-N on PATH (the real one).
-    let td = target_dir("bolt-basic");
-    let r = run(
-        &fixture("bolt-basic"),
-        &[
-            "optimize",
-            "--target-dir",
-            td.to_str().unwrap(),
-            "--stages",
-            "bolt",
-        ],
+    let r = optimize(
+        "bolt-basic",
+        &["--stages", "bolt"],
         &[("CARGO_OPTIMIZE_LLVM_BOLT", fake.to_str().unwrap())],
     );
     let report = report_of(&r);
