@@ -11,6 +11,7 @@ pub mod report;
 pub mod spec;
 pub mod stage;
 pub mod toolchain;
+pub mod util;
 pub mod verify;
 
 use cli::{Cli, Command};
