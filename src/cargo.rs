@@ -68,7 +68,7 @@ pub struct Project {
     pub features: Features,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Features {
     pub features: Vec<String>,
     pub all_features: bool,
@@ -388,6 +388,25 @@ impl BuildSettings {
 /// overrides the user's, but nothing of the user's is dropped.
 pub fn compose_rustflags(user: &[String], ours: &[String]) -> Vec<String> {
     user.iter().chain(ours).cloned().collect()
+}
+
+/// The last `-Ctarget-cpu=X` (or `-C target-cpu=X`) in `flags`.
+pub fn target_cpu_of(flags: &[String]) -> Option<String> {
+    let mut found = None;
+    let mut prev_c = false;
+    for f in flags {
+        let f = f.as_str();
+        let opt = if prev_c {
+            Some(f)
+        } else {
+            f.strip_prefix("-C")
+        };
+        prev_c = f == "-C";
+        if let Some(v) = opt.and_then(|o| o.strip_prefix("target-cpu=")) {
+            found = Some(v.to_string());
+        }
+    }
+    found
 }
 
 /// What one build produced.

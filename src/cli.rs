@@ -1,4 +1,5 @@
-//! Command-line types (clap) only: no behaviour lives here.
+//! Command-line types (clap) only: no behaviour lives here. The commands (`commands/`)
+//! and the run plan (`pipeline::plan`) read them; lower layers take their own types.
 
 use std::path::PathBuf;
 
@@ -103,6 +104,17 @@ pub enum Color {
     Auto,
     Always,
     Never,
+}
+
+impl Color {
+    /// `Some(on)` when forced, `None` for auto (see `ui::Ui::new`).
+    pub fn forced(self) -> Option<bool> {
+        match self {
+            Color::Auto => None,
+            Color::Always => Some(true),
+            Color::Never => Some(false),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args, Default)]

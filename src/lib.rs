@@ -1,16 +1,24 @@
 //! cargo-optimize: baseline → profile → cpu → PGO → BOLT, each candidate verified and
 //! measured against the best so far; only what measurably helps is kept.
+//!
+//! The modules form layers (ARCHITECTURE.md, "Layers"): a module imports only from layers
+//! below its own; `layers.rs` checks it.
 
 pub mod apply;
 pub mod bench;
 pub mod cargo;
 pub mod cli;
+pub mod commands;
+pub mod context;
+#[cfg(test)]
+mod layers;
 pub mod pipeline;
 pub mod process;
 pub mod report;
 pub mod spec;
 pub mod stage;
 pub mod toolchain;
+pub mod ui;
 pub mod util;
 pub mod verify;
 
@@ -19,12 +27,12 @@ use cli::{Cli, Command};
 /// Run a parsed command line; returns the process exit code.
 pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        None => pipeline::run_command(&cli.global, &cli.run),
-        Some(Command::Run(args)) => pipeline::run_command(&cli.global, &args),
-        Some(Command::Init(_)) => pipeline::init_command(&cli.global),
-        Some(Command::Doctor(args)) => toolchain::doctor_command(&args),
+        None => commands::run::run(&cli.global, &cli.run),
+        Some(Command::Run(args)) => commands::run::run(&cli.global, &args),
+        Some(Command::Init(_)) => commands::init::run(&cli.global),
+        Some(Command::Doctor(args)) => commands::doctor::run(&args),
         Some(Command::Bench(args)) => bench::bench_command(&cli.global, &args),
-        Some(Command::Apply(args)) => apply::apply_command(&cli.global, &args),
-        Some(Command::Clean) => pipeline::clean_command(&cli.global),
+        Some(Command::Apply(args)) => commands::apply::run(&cli.global, &args),
+        Some(Command::Clean) => commands::clean::run(&cli.global),
     }
 }

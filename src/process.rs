@@ -95,7 +95,7 @@ impl Command {
 }
 
 /// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Status {
     /// Exit code when it exited normally.
     pub code: Option<i32>,

@@ -49,7 +49,7 @@ pub fn toml_string(s: &str) -> String {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        return if secs.is_finite() && secs >= 0.0 && secs < 1e12 {
+        return if (0.0..1e12).contains(&secs) {
             Ok(Duration::from_secs_f64(secs))
         } else {
             Err(format!("`{s}` is not a number of seconds"))
@@ -68,9 +68,75 @@ pub fn reset_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
+/// `1234567` → `1.2 MiB`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// serde for floats that may be NaN or infinite: JSON has no such numbers and serde_json
+/// writes them as `null`, so a reader takes `null` back as NaN (the JSON then round-trips).
+pub mod lenient_f64 {
+    use serde::{Deserialize, Deserializer};
+
+    fn value(v: Option<f64>) -> f64 {
+        v.unwrap_or(f64::NAN)
+    }
+
+    pub fn one<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Option::<f64>::deserialize(d).map(value)
+    }
+
+    pub fn pair<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 2], D::Error> {
+        let [a, b] = <[Option<f64>; 2]>::deserialize(d)?;
+        Ok([value(a), value(b)])
+    }
+
+    pub fn opt_pair<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[f64; 2]>, D::Error> {
+        let p = Option::<[Option<f64>; 2]>::deserialize(d)?;
+        Ok(p.map(|[a, b]| [value(a), value(b)]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_in_binary_units() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1_234_567), "1.2 MiB");
+    }
+
+    #[test]
+    fn non_finite_floats_come_back_as_nan() {
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct T {
+            #[serde(deserialize_with = "lenient_f64::one")]
+            x: f64,
+            #[serde(deserialize_with = "lenient_f64::pair")]
+            p: [f64; 2],
+        }
+        let json = serde_json::to_string(&T {
+            x: f64::INFINITY,
+            p: [0.0, f64::NAN],
+        })
+        .unwrap();
+        assert_eq!(json, r#"{"x":null,"p":[0.0,null]}"#);
+        let back: T = serde_json::from_str(&json).unwrap();
+        assert!(back.x.is_nan() && back.p[0] == 0.0 && back.p[1].is_nan());
+        assert_eq!(serde_json::to_string(&back).unwrap(), json);
+    }
 
     #[test]
     fn indent_skips_empty_lines() {

@@ -6,18 +6,20 @@
 //! values, and for numbers the error against the tolerance), the determinism check of the
 //! baseline, and the crate's own tests as a verifier.
 //!
-//! Submodules: [`text`] and [`numeric`] compare bytes and never run anything; [`sandbox`]
-//! copies a working directory; `observe` runs workloads through `stage::Context` (so
-//! through `process.rs`); [`crate_tests`] runs the tests through `cargo.rs`.
+//! Submodules: [`text`] and [`numeric`] compare bytes and never run anything; `observe`
+//! runs workloads through `context::Context` (so through `process.rs`); [`crate_tests`]
+//! runs the tests through `cargo.rs`; [`candidate`] records the baseline's outputs and
+//! checks a candidate against them (what the pipeline calls).
 
+pub mod candidate;
 pub mod crate_tests;
 pub mod numeric;
 mod observe;
-pub mod sandbox;
 pub mod text;
 
 use std::path::{Path, PathBuf};
 
+pub use candidate::{check_candidate, record_baseline};
 pub use crate_tests::TestFailure;
 pub use observe::{check_determinism, observe, save_outputs, Nondeterminism, Reference};
 
@@ -70,7 +72,7 @@ pub struct OutputFile {
 }
 
 /// How a candidate's outputs differ from the baseline's on one workload.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Mismatch {
     pub workload: String,
     /// The candidate (`pgo`, `cpu (x86-64-v3)`); empty when not known.

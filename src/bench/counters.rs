@@ -13,10 +13,10 @@
 //! drain threads); that part is the same for A and B. Counters open on *this* thread, so
 //! a `CounterSet` must be used on the thread that opened it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Counts observed over one run; `None` where that counter is not available.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     pub cycles: Option<u64>,
     pub instructions: Option<u64>,
@@ -180,17 +180,20 @@ mod imp {
 pub use imp::CounterSet;
 
 /// Medians of each counter for A and B over a comparison, and B/A of the medians.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CounterSummary {
     pub counters: Vec<CounterComparison>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CounterComparison {
-    pub name: &'static str,
+    pub name: String,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub median_a: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub median_b: f64,
     /// `median_b / median_a`.
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub ratio: f64,
 }
 
@@ -211,7 +214,7 @@ pub fn summarize(a: &[Option<Counts>], b: &[Option<Counts>]) -> Option<CounterSu
             }
             let (ma, mb) = (super::stats::median(&ca), super::stats::median(&cb));
             Some(CounterComparison {
-                name: k.name(),
+                name: k.name().to_string(),
                 median_a: ma,
                 median_b: mb,
                 ratio: if ma > 0.0 { mb / ma } else { f64::NAN },

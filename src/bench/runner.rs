@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::counters::{self, CounterSet, CounterSummary, Counts};
 use super::stats::{self, Estimate, LookSchedule, PairedAnalysis, Summary, Verdict};
@@ -26,7 +26,7 @@ pub const PAD_VAR: &str = "CARGO_OPTIMIZE_PAD";
 const PAD_MAX: usize = 4096;
 
 /// How to compare.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchOptions {
     /// Warm-up runs of each side before measuring.
     pub warmup: u32,
@@ -39,6 +39,7 @@ pub struct BenchOptions {
     #[serde(with = "secs")]
     pub max_time: Duration,
     /// Equivalence margin (0.01 = 1 %).
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub margin: f64,
     /// Seeds the run order, the padding and the bootstrap.
     pub seed: u64,
@@ -50,6 +51,13 @@ mod secs {
         s: S,
     ) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<std::time::Duration, D::Error> {
+        let secs = <f64 as serde::Deserialize>::deserialize(d)?;
+        std::time::Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
     }
 }
 
@@ -83,7 +91,7 @@ impl BenchOptions {
 }
 
 /// Which side of a comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Side {
     A,
     B,
@@ -154,7 +162,7 @@ pub enum Phase {
 }
 
 /// Why the measurement stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StopReason {
     /// A look reached a verdict other than inconclusive.
@@ -166,15 +174,18 @@ pub enum StopReason {
 }
 
 /// One measured run (warm-up runs are not recorded).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Pair index (0-based); each pair holds one A run and one B run.
     pub pair: u32,
     pub side: Side,
     /// Position in execution order among measured runs.
     pub seq: u32,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub wall_secs: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub user_secs: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub sys_secs: f64,
     pub max_rss_bytes: u64,
     pub status: Status,
@@ -185,14 +196,23 @@ pub struct RunRecord {
 }
 
 /// Both sides of something.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sides<T> {
     pub a: T,
     pub b: T,
 }
 
+/// `Sides<f64>` whose sides may be NaN or infinite (written as `null`).
+fn lenient_sides<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Sides<f64>, D::Error> {
+    let s = Sides::<Option<f64>>::deserialize(d)?;
+    Ok(Sides {
+        a: s.a.unwrap_or(f64::NAN),
+        b: s.b.unwrap_or(f64::NAN),
+    })
+}
+
 /// Outliers by the MAD rule, flagged and kept.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outliers {
     /// Pairs whose log-ratio is an outlier.
     pub pairs: u32,
@@ -204,15 +224,19 @@ pub struct Outliers {
 }
 
 /// How trustworthy the machine looked during the comparison.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Noise {
     /// Median (user + sys) / wall of each side: about 1 for a single-threaded CPU-bound
     /// program on a quiet machine; well below when it waits (I/O, or for a busy CPU).
+    #[serde(deserialize_with = "lenient_sides")]
     pub cpu_wall: Sides<f64>,
     /// Coefficient of variation of the wall time of each side.
+    #[serde(deserialize_with = "lenient_sides")]
     pub cv: Sides<f64>,
     /// Standard deviation of the per-pair log-ratios (≈ relative spread of B/A).
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub spread: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub outlier_fraction: f64,
     pub warning: Option<String>,
 }
@@ -221,15 +245,20 @@ pub struct Noise {
 pub const NOISY_CV: f64 = 0.10;
 
 /// The result of comparing B against A.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Comparison {
     /// B/A of wall time, `exp(mean ln(t_B/t_A))`: below 1 is faster.
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub ratio: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub ci_low: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub ci_high: f64,
     pub verdict: Verdict,
     /// Confidence level of `[ci_low, ci_high]`: `1 − 0.05/K` for `K` planned looks.
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub confidence: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub margin: f64,
     /// Measured pairs.
     pub n: u32,
@@ -239,17 +268,25 @@ pub struct Comparison {
     pub stop: StopReason,
     /// The paired-t statistics of `ln(t_B/t_A)` (se widened to the reported interval).
     pub log: stats::LogEstimate,
+    #[serde(deserialize_with = "crate::util::lenient_f64::pair")]
     pub t_interval: [f64; 2],
+    #[serde(deserialize_with = "crate::util::lenient_f64::opt_pair")]
     pub bootstrap_interval: Option<[f64; 2]>,
     /// `exp(median ln(t_B/t_A))` and its distribution-free interval (the robustness check).
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub median_ratio: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::pair")]
     pub median_interval: [f64; 2],
     /// The median contradicted the mean's verdict, so the verdict was withheld.
     pub median_disagrees: bool,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub cv_a: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub cv_b: f64,
     pub outliers: Outliers,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub median_a_secs: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub median_b_secs: f64,
     pub wall: Sides<Summary>,
     pub user: Sides<Summary>,
@@ -263,6 +300,7 @@ pub struct Comparison {
     /// "supported", or why counters are not available.
     pub counters_status: String,
     /// Wall time of the whole comparison, warm-up included.
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub elapsed_secs: f64,
     pub seed: u64,
     /// Every measured run, in execution order.

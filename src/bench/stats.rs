@@ -9,10 +9,10 @@
 //! seeded percentile bootstrap over the pairs is computed as a check, and the reported
 //! interval is the union of both (never narrower than either).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a comparison says about B relative to A.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// The whole interval is below `1 − margin`.
@@ -60,13 +60,17 @@ pub fn verdict(ci_low: f64, ci_high: f64, margin: f64) -> Verdict {
 }
 
 /// A ratio B/A with its interval and verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub ratio: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub ci_low: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub ci_high: f64,
     pub verdict: Verdict,
     /// Confidence level of the interval (e.g. 0.95, or stricter after repeated looks).
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub confidence: f64,
 }
 
@@ -97,10 +101,13 @@ impl std::fmt::Display for Estimate {
 
 /// An estimate of a mean on the log scale: the mean, its standard error and the degrees
 /// of freedom of its t distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LogEstimate {
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub mean: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub se: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub df: f64,
     pub n: usize,
 }
@@ -150,7 +157,7 @@ pub fn log_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
 pub const BOOTSTRAP_RESAMPLES: usize = 4000;
 
 /// The paired analysis of one look at the data.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairedAnalysis {
     /// The reported estimate: interval = union of the t and (when computed) bootstrap ones.
     pub estimate: Estimate,
@@ -158,15 +165,20 @@ pub struct PairedAnalysis {
     /// `mean ± t·se` reproduces the reported interval (used to combine workloads).
     pub log: LogEstimate,
     /// The paired-t interval alone (ratio scale).
+    #[serde(deserialize_with = "crate::util::lenient_f64::pair")]
     pub t_interval: [f64; 2],
     /// The bootstrap interval (ratio scale) when it was computed.
+    #[serde(deserialize_with = "crate::util::lenient_f64::opt_pair")]
     pub bootstrap_interval: Option<[f64; 2]>,
     /// Sample skewness of `d`.
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub skewness: f64,
     /// `exp(median d)`: the typical pair's ratio.
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub median_ratio: f64,
     /// Distribution-free interval for `exp(median d)` (sign test, same confidence; ratio
     /// scale; infinite bounds when there are too few pairs for one).
+    #[serde(deserialize_with = "crate::util::lenient_f64::pair")]
     pub median_interval: [f64; 2],
     /// The median interval contradicts the mean's verdict, which was therefore withheld
     /// (reported as inconclusive): a few disturbed pairs drive the mean.
@@ -348,11 +360,12 @@ pub fn geomean_of(logs: &[LogEstimate], confidence: f64, margin: f64) -> Estimat
 /// at most `α`; a wrong *faster*/*slower*/*equivalent* verdict needs such a miss, so the
 /// error rate of the verdict is at most `α` however many looks were taken. The reported
 /// interval is the one of the stopping look, at the corrected level `1 − α/K`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LookSchedule {
     /// Pair counts at which the data is analysed (increasing, even: pairs come in ABBA blocks).
     pub looks: Vec<u32>,
     /// Overall error budget (0.05 for 95 %).
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub alpha: f64,
 }
 
@@ -394,12 +407,17 @@ fn round_even(n: u32) -> u32 {
 // Descriptive statistics.
 
 /// Mean, median, spread of one series.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct Summary {
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub mean: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub median: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub min: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub max: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub std_dev: f64,
 }
 

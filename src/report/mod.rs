@@ -1,43 +1,63 @@
-//! The run report: the `report.json` schema (ARCHITECTURE §5) and its renderings.
+//! The run record: `report.json`'s schema (ARCHITECTURE.md, "Report schema"), its one reader
+//! ([`load`], [`locate`]) and its renderings ([`terminal`]).
 //!
-//! `report.json` is a contract (the CI gate and other tools read it): add fields freely,
-//! never rename or drop one without bumping [`SCHEMA`].
+//! `report.json` is a contract (`apply`, the CI gate and other tools read it): add fields
+//! freely, never rename or drop one without bumping [`SCHEMA`]. Every type here derives
+//! both `Serialize` and `Deserialize`, and a test checks that each report the integration
+//! tests write reads back and re-serialises to the same JSON.
+//!
+//! Must not: build, run or measure anything.
 
 pub mod terminal;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::bench::{Comparison, Estimate};
+use crate::cargo::{BuildSettings, Features};
+pub use crate::context::facts::StageFacts;
+pub use crate::context::PipelineStep;
+use crate::verify::Nondeterminism;
 
 pub const SCHEMA: u32 = 1;
 
-#[derive(Debug, Clone, Serialize)]
+/// The file every run writes into its folder.
+pub const FILE: &str = "report.json";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub schema: u32,
+    #[serde(default)]
     pub tool_version: String,
     pub run_id: String,
     #[serde(rename = "crate")]
     pub crate_name: String,
     pub bin: String,
     pub toolchain: ToolchainInfo,
+    #[serde(default)]
     pub stages: Vec<StageReport>,
+    #[serde(default)]
     pub workloads: Vec<WorkloadReport>,
     #[serde(rename = "final")]
     pub final_: Option<FinalChoice>,
+    #[serde(default)]
     pub pipeline: Vec<PipelineStep>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolchainInfo {
+    #[serde(default)]
     pub rustc: String,
+    #[serde(default)]
     pub llvm: String,
     pub llvm_profdata: Option<String>,
     pub llvm_bolt: Option<String>,
     pub host: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Kept,
@@ -47,7 +67,62 @@ pub enum Status {
     Failed,
 }
 
-#[derive(Debug, Clone, Serialize)]
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Kept => "kept",
+            Status::Dropped => "dropped",
+            Status::Rejected => "rejected",
+            Status::Skipped => "skipped",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// A candidate's build settings as the report stores them: `rustflags` is everything
+/// rustc sees, `stage_rustflags` what the stages added (what `apply` writes),
+/// `user_rustflags` the user's own.
+/// Lists default to empty when absent (older and hand-written reports).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub profile: String,
+    /// Profile key → TOML literal (`"\"fat\""`, `"1"`).
+    #[serde(default)]
+    pub profile_overrides: BTreeMap<String, String>,
+    #[serde(default)]
+    pub rustflags: Vec<String>,
+    #[serde(default)]
+    pub stage_rustflags: Vec<String>,
+    #[serde(default)]
+    pub user_rustflags: Vec<String>,
+    pub target: Option<String>,
+    #[serde(default)]
+    pub features: Features,
+}
+
+impl From<&BuildSettings> for Settings {
+    fn from(s: &BuildSettings) -> Self {
+        Settings {
+            profile: s.profile.clone(),
+            profile_overrides: s.profile_overrides.clone(),
+            rustflags: s.all_rustflags(),
+            stage_rustflags: s.rustflags.clone(),
+            user_rustflags: s.user_rustflags.clone(),
+            target: s.target.clone(),
+            features: s.features.clone(),
+        }
+    }
+}
+
+impl Settings {
+    /// The `-Ctarget-cpu` the stages chose, if any.
+    pub fn target_cpu(&self) -> Option<String> {
+        crate::cargo::target_cpu_of(&self.stage_rustflags)
+    }
+}
+
+/// One row of the ladder: a candidate (or a stage that produced none) and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageReport {
     pub name: String,
     pub status: Status,
@@ -55,13 +130,13 @@ pub struct StageReport {
     pub binary: Option<String>,
     pub size_bytes: Option<u64>,
     pub build_seconds: Option<f64>,
-    pub settings: Option<serde_json::Value>,
+    pub settings: Option<Settings>,
     pub verified: Option<bool>,
-    /// `{ratio, ci_low, ci_high, verdict, …}` of the bench engine's estimate.
-    pub vs_best: Option<serde_json::Value>,
-    pub vs_baseline: Option<serde_json::Value>,
+    /// Against the candidate it had to beat (the best so far, or the portable best).
+    pub vs_best: Option<Estimate>,
+    pub vs_baseline: Option<Estimate>,
     pub notes: Vec<String>,
-    pub facts: serde_json::Map<String, serde_json::Value>,
+    pub facts: StageFacts,
 }
 
 impl StageReport {
@@ -82,25 +157,30 @@ impl StageReport {
             facts: Default::default(),
         }
     }
+
+    /// `cpu (x86-64-v3)` for a row with a variant, else the stage name.
+    pub fn label(&self) -> String {
+        crate::context::label(&self.name, self.facts.variant.as_deref())
+    }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkloadReport {
     pub name: String,
+    /// `train`, `eval`.
     #[serde(rename = "use")]
-    pub uses: Vec<&'static str>,
-    /// Per stage: the comparison against the best candidate before it.
-    pub per_stage: BTreeMap<String, serde_json::Value>,
+    pub uses: Vec<String>,
+    /// Per candidate tag: the comparison against the candidate it had to beat.
+    pub per_stage: BTreeMap<String, Comparison>,
     /// Two runs of the baseline agreed. When false, candidates are held to the workload's
     /// exit status only, never rejected on its outputs.
     pub deterministic: bool,
-    /// When not deterministic: the first difference between the two runs and the fix
-    /// (`{mismatch, suggestion, status_stable}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nondeterminism: Option<serde_json::Value>,
+    /// When not deterministic: the first difference between the two runs and the fix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nondeterminism: Option<Nondeterminism>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FinalChoice {
     pub stage: String,
     pub binary: String,
@@ -109,27 +189,99 @@ pub struct FinalChoice {
     pub speedup_ci: Option<(f64, f64)>,
     /// The stage's variant, e.g. the cpu stage's target-cpu.
     pub variant: Option<String>,
-    /// The candidate's build settings (same shape as a stage's `settings`).
-    pub settings: Option<serde_json::Value>,
+    /// The candidate's build settings.
+    pub settings: Option<Settings>,
     /// The best candidate without a stage `-Ctarget-cpu`: runs on any machine of the target
     /// (the same as the final choice when that one is portable; absent inside itself).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub portable: Option<Box<FinalChoice>>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct PipelineStep {
-    pub step: String,
-    pub seconds: f64,
-    pub peak_rss_bytes: Option<u64>,
+impl FinalChoice {
+    /// `pgo (portable)`, or the stage name.
+    pub fn label(&self) -> String {
+        crate::context::label(&self.stage, self.variant.as_deref())
+    }
+}
+
+/// The report could not be found or read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("no run `{given}`: {tried} does not exist\n  fix: give a run id from {runs}, a run folder, or a report.json (or run `cargo optimize` first)")]
+    NotFound {
+        given: String,
+        tried: PathBuf,
+        runs: PathBuf,
+    },
+    #[error("cannot read {path}: {error}")]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{path} is not a report this version can read: {error}\n  fix: re-run `cargo optimize` to write a fresh report")]
+    Parse {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
+}
+
+/// The report.json of a run: `None` → the latest run; else a run id (under
+/// `<optimize_dir>/runs`), a run folder, or a report.json path.
+pub fn locate(optimize_dir: &Path, run: Option<&str>) -> Result<PathBuf, LoadError> {
+    let runs = optimize_dir.join("runs");
+    let (given, path) = match run {
+        None => ("latest".to_string(), optimize_dir.join("latest").join(FILE)),
+        Some(r) => {
+            let as_path = PathBuf::from(r);
+            let path = if as_path.is_file() {
+                as_path
+            } else if as_path.join(FILE).is_file() {
+                as_path.join(FILE)
+            } else {
+                runs.join(r).join(FILE)
+            };
+            (r.to_string(), path)
+        }
+    };
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(LoadError::NotFound {
+            given,
+            tried: path,
+            runs,
+        })
+    }
+}
+
+/// Read a report.json.
+pub fn load(path: &Path) -> Result<Report, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|error| LoadError::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    serde_json::from_str(&text).map_err(|error| LoadError::Parse {
+        path: path.to_path_buf(),
+        error,
+    })
 }
 
 impl Report {
-    /// Write `report.json` atomically.
+    /// Write `report.json` into `dir` atomically.
     pub fn write_json(&self, dir: &Path) -> std::io::Result<()> {
         let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        let tmp = dir.join("report.json.tmp");
+        let tmp = dir.join(format!("{FILE}.tmp"));
         std::fs::write(&tmp, json + "\n")?;
-        std::fs::rename(tmp, dir.join("report.json"))
+        std::fs::rename(tmp, dir.join(FILE))
+    }
+
+    /// The last row of stage `name`.
+    pub fn stage(&self, name: &str) -> Option<&StageReport> {
+        self.stages.iter().rev().find(|s| s.name == name)
+    }
+
+    /// Whether a row failed (the run's exit code is then 1).
+    pub fn any_failed(&self) -> bool {
+        self.stages.iter().any(|s| s.status == Status::Failed)
     }
 }

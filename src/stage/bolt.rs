@@ -24,11 +24,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::{Candidate, Context, StageError};
+use super::{Candidate, Context, Offer, StageError, Standing};
 use crate::cargo::CargoError;
+use crate::context::facts::{BoltFacts, DynoStat, StageFacts};
 use crate::process::{self, Outcome};
 use crate::spec::{BoltMode, Expect, StageName, Workload};
 use crate::toolchain::{self, BoltTools};
+use crate::util::{indent, reset_dir};
 
 /// The linker flag that keeps relocations in the output (`--emit-relocs`).
 const EMIT_RELOCS_FLAG: &str = "-Clink-args=-Wl,-q";
@@ -71,7 +73,12 @@ impl Mode {
     }
 }
 
-pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
+/// BOLT on the best so far.
+pub fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer> {
+    vec![Offer::against_best(prepare(ctx, standing.best))]
+}
+
+fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
     let tools = find_tools(ctx)?;
     let mut notes = Vec::new();
     let (mode, mode_reason) = choose_mode(ctx, &tools)?;
@@ -105,7 +112,7 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
     if input.strip_after {
         final_path = strip_symbols(ctx, &out_path, &mut notes)?;
     }
-    let (binary, size_bytes) = ctx.install(StageName::Bolt, &final_path)?;
+    let (binary, size_bytes) = ctx.install_as(StageName::Bolt.as_str(), &final_path)?;
     let _ = std::fs::remove_file(&out_path);
     if final_path != out_path {
         let _ = std::fs::remove_file(&final_path);
@@ -117,36 +124,32 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
             notes.push(format!("llvm-bolt said: {w}"));
         }
     }
-    let mut facts = serde_json::Map::new();
-    facts.insert(
-        "dyno_stats".into(),
-        serde_json::to_value(&optimized.dyno_stats).unwrap_or_default(),
-    );
-    facts.insert(
-        "bolt".into(),
-        serde_json::json!({
-            "mode": mode.as_str(),
-            "mode_reason": mode_reason,
-            "llvm_bolt": tools.llvm_bolt.path.display().to_string(),
-            "llvm_bolt_version": tools.llvm_bolt.version,
-            "args": args,
-            "seconds": optimized.seconds,
-            "instrument_seconds": instrument_seconds,
-            "train_seconds": train_seconds,
-            "input": input.path.display().to_string(),
-            "input_rebuilt": input.rebuilt,
-            "size_before_bytes": best.size_bytes,
-            "input_size_bytes": input.size_bytes,
-            "output_size_bytes": size_bytes,
-            "stripped_after": input.strip_after,
-            "fdata_files": fdata_files.len(),
-            "profile": merged.display().to_string(),
-            "functions_with_profile": optimized.functions_with_profile,
-            "functions_total": optimized.functions_total,
-            "warnings": optimized.warnings,
-            "log": optimized.log.display().to_string(),
+    let facts = StageFacts {
+        dyno_stats: Some(optimized.dyno_stats.clone()),
+        bolt: Some(BoltFacts {
+            mode: mode.as_str().to_string(),
+            mode_reason,
+            llvm_bolt: tools.llvm_bolt.path.display().to_string(),
+            llvm_bolt_version: tools.llvm_bolt.version.clone(),
+            args,
+            seconds: optimized.seconds,
+            instrument_seconds,
+            train_seconds,
+            input: input.path.display().to_string(),
+            input_rebuilt: input.rebuilt,
+            size_before_bytes: best.size_bytes,
+            input_size_bytes: input.size_bytes,
+            output_size_bytes: size_bytes,
+            stripped_after: input.strip_after,
+            fdata_files: fdata_files.len(),
+            profile: merged.display().to_string(),
+            functions_with_profile: optimized.functions_with_profile,
+            functions_total: optimized.functions_total,
+            warnings: optimized.warnings.clone(),
+            log: optimized.log.display().to_string(),
         }),
-    );
+        ..Default::default()
+    };
     Ok(Candidate {
         stage: StageName::Bolt,
         binary,
@@ -533,7 +536,7 @@ fn check_training_run(w: &Workload, out: &Outcome, what: &str) -> Result<(), Sta
             "train workload `{}` failed on {what} ({}) although it succeeds on the baseline; its stderr ends with:\n{}\n  fix: this is a BOLT problem with this binary: try `bolt-mode = \"perf\"` where LBR is available, or leave bolt out of [stages] try",
             w.name,
             out.status,
-            indent(&out.stderr_tail(15))
+            indent(&out.stderr_tail(15), "    ")
         )));
     }
     Ok(())
@@ -563,7 +566,7 @@ fn merge_fdata(merge: &Path, files: &[PathBuf], out: &Path) -> Result<(), StageE
             "`{}` failed ({}):\n{}",
             cmd.display(),
             res.status,
-            indent(&res.stderr_tail(15))
+            indent(&res.stderr_tail(15), "    ")
         )));
     }
     if std::fs::metadata(out).map(|m| m.len()).unwrap_or(0) == 0 {
@@ -716,7 +719,7 @@ fn bolt_failure(
         .unwrap_or_default();
     StageError::Failed(format!(
         "{tool} {how} {doing} {input}:\n{}\n  command: {}\n  fix: {fix}",
-        indent(&said.join("\n")),
+        indent(&said.join("\n"), "    "),
         cmd.display(),
     ))
 }
@@ -780,8 +783,8 @@ fn report_headline(ctx: &Context, o: &Optimized, size_before: u64, size_after: u
     }
     parts.push(format!(
         "size {} → {}",
-        crate::report::terminal::human_bytes(size_before),
-        crate::report::terminal::human_bytes(size_after)
+        crate::util::human_bytes(size_before),
+        crate::util::human_bytes(size_after)
     ));
     ctx.ui.info(&format!("bolt: {}", parts.join(", ")));
 }
@@ -804,29 +807,8 @@ fn save_log(path: &Path, cmd: &process::Command, out: &Outcome) -> std::io::Resu
     std::fs::write(path, text)
 }
 
-fn reset_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir)?;
-    }
-    std::fs::create_dir_all(dir)
-}
-
-fn indent(s: &str) -> String {
-    s.lines()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 // ---------------------------------------------------------------------------------------
 // BOLT's output
-
-/// One dyno-stats metric before and after BOLT (profile-weighted counts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct DynoStat {
-    pub before: u64,
-    pub after: u64,
-}
 
 /// Parse BOLT's `-dyno-stats` tables. BOLT prints a header line
 /// (`BOLT-INFO: program-wide dynostats …:`), the table before its optimizations, and — when

@@ -6,36 +6,35 @@
 //! `native` says which ones this CPU has. A name rustc does not know is a failure (a typo
 //! in the spec must not pass silently).
 //!
-//! Unlike the other stages this one offers several candidates ([`prepare_all`]); the
+//! Unlike most stages this one offers several candidates ([`offers`]); the
 //! pipeline verifies and measures them in order, each against the best so far, so a later
 //! (less portable) CPU must beat an earlier one measurably to replace it. Must not: measure
 //! or decide (the pipeline does).
 
 use std::collections::BTreeSet;
 
-use super::{Candidate, Context, StageError};
+use super::{Candidate, Context, Offer, Rival, StageError, Standing};
+use crate::cargo::target_cpu_of;
+use crate::context::facts::StageFacts;
 use crate::process;
 use crate::spec::StageName;
 use crate::toolchain::{CpuFacts, X86Level};
 
-/// One candidate the stage offers: the target-cpu name and the built candidate, or why not.
-pub type Offer = (Option<String>, Result<Candidate, StageError>);
-
-/// Build one candidate per target-cpu the spec lists (or the default ones).
-pub fn prepare_all(ctx: &Context, best: &Candidate) -> Vec<Offer> {
+/// One candidate per target-cpu the spec lists (or the default ones), each against the
+/// best so far.
+pub fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer> {
+    let best = standing.best;
+    let fail = |e: StageError| vec![Offer::against_best(Err(e))];
     let triple = best
         .settings
         .target
         .clone()
         .unwrap_or_else(|| ctx.host.clone());
     if triple != ctx.host {
-        return vec![(
-            None,
-            Err(StageError::NotAvailable(format!(
-                "building for {triple}, not this machine ({}): its binaries cannot run here",
-                ctx.host
-            ))),
-        )];
+        return fail(StageError::NotAvailable(format!(
+            "building for {triple}, not this machine ({}): its binaries cannot run here",
+            ctx.host
+        )));
     }
     let facts = CpuFacts::gather();
     let names = match &ctx.spec.stages.cpu {
@@ -45,12 +44,9 @@ pub fn prepare_all(ctx: &Context, best: &Candidate) -> Vec<Offer> {
     let native = match features(&triple, "native") {
         Ok(f) => f,
         Err(e) => {
-            return vec![(
-                None,
-                Err(StageError::Failed(format!(
-                    "cannot tell which features this CPU has: {e}"
-                ))),
-            )]
+            return fail(StageError::Failed(format!(
+                "cannot tell which features this CPU has: {e}"
+            )))
         }
     };
     ctx.ui.info(&format!(
@@ -71,7 +67,11 @@ pub fn prepare_all(ctx: &Context, best: &Candidate) -> Vec<Offer> {
             if let Err(StageError::NotAvailable(why)) = &built {
                 ctx.ui.info(&format!("cpu ({name}): skipped: {why}"));
             }
-            (Some(name), built)
+            Offer {
+                variant: Some(name),
+                rival: Rival::Best,
+                candidate: built,
+            }
         })
         .collect()
 }
@@ -154,36 +154,23 @@ fn build(
     let mut settings = best.settings.clone();
     settings
         .rustflags
-        .retain(|f| super::target_cpu_of(std::slice::from_ref(f)).is_none());
+        .retain(|f| target_cpu_of(std::slice::from_ref(f)).is_none());
     let settings = settings.with_rustflags([format!("-Ctarget-cpu={name}")]);
-    let label = format!("cpu ({name})");
-    let built = ctx.build(&label, &settings)?;
-    let tag = format!("cpu-{name}");
-    let (binary, size_bytes) = ctx.install_as(&tag, &built.binary)?;
-    let mut facts = serde_json::Map::new();
-    facts.insert("variant".into(), name.into());
-    facts.insert("target_cpu".into(), name.into());
-    if name == "native" {
-        if let Some(n) = native_cpu {
-            facts.insert("native_cpu".into(), n.into());
-        }
-    }
-    let mut notes = Vec::new();
-    if name == "native" {
-        notes.push(format!(
+    let native = name == "native";
+    let facts = StageFacts {
+        variant: Some(name.to_string()),
+        target_cpu: Some(name.to_string()),
+        native_cpu: native_cpu.filter(|_| native).map(str::to_string),
+        ..Default::default()
+    };
+    let (mut cand, _) = super::build_candidate(ctx, StageName::Cpu, settings, facts)?;
+    if native {
+        cand.notes.push(format!(
             "built for this machine's CPU{}: it may crash (illegal instruction) on other CPUs",
             native_cpu.map(|n| format!(" ({n})")).unwrap_or_default()
         ));
     }
-    Ok(Candidate {
-        stage: StageName::Cpu,
-        binary,
-        settings,
-        size_bytes,
-        build_seconds: built.seconds,
-        notes,
-        facts,
-    })
+    Ok(cand)
 }
 
 #[cfg(test)]

@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{Candidate, Context, StageError};
+use super::{Candidate, Context, Offer, Rival, StageError, Standing};
+use crate::context::facts::{ProfileStats, StageFacts};
 use crate::process;
 use crate::spec::StageName;
+use crate::util::reset_dir;
 
 /// The instrumented program's value-profiling warning, and the flag that cures it.
 const VP_WARNING: &str = "Running out of static counters";
@@ -16,13 +18,28 @@ const VP_COUNTERS_RETRY: u32 = 64;
 /// The variant name of the PGO build of the portable best (see the pipeline).
 pub const PORTABLE: &str = "portable";
 
-pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
-    prepare_variant(ctx, best, None)
+/// PGO on top of the best so far; when the best picks a CPU, also on the portable best
+/// (`pgo (portable)`, against the portable best), so the binary that runs anywhere gets
+/// PGO too.
+pub fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer> {
+    let mut offers = vec![Offer::against_best(prepare_variant(
+        ctx,
+        standing.best,
+        None,
+    ))];
+    if standing.best.targets_cpu() && !standing.portable.targets_cpu() {
+        offers.push(Offer {
+            variant: Some(PORTABLE.to_string()),
+            rival: Rival::Portable,
+            candidate: prepare_variant(ctx, standing.portable, Some(PORTABLE)),
+        });
+    }
+    offers
 }
 
 /// PGO on top of `best`; a `variant` gets its own profiles, binary name and label
 /// (`pgo (portable)`, `bin/pgo-portable`).
-pub fn prepare_variant(
+fn prepare_variant(
     ctx: &Context,
     best: &Candidate,
     variant: Option<&str>,
@@ -124,23 +141,14 @@ pub fn prepare_variant(
     }
     let (binary, size_bytes) = ctx.install_as(&name, &built.binary)?;
 
-    let mut facts = serde_json::Map::new();
-    if let Some(v) = variant {
-        facts.insert("variant".into(), v.into());
-    }
-    facts.insert(
-        "profile".into(),
-        serde_json::to_value(&stats).unwrap_or_default(),
-    );
-    facts.insert("functions_without_profile".into(), missing.into());
-    facts.insert(
-        "instrumented_rustflags".into(),
-        serde_json::to_value(instrumented.all_rustflags()).unwrap_or_default(),
-    );
-    facts.insert(
-        "vp_counters_per_site".into(),
-        vp_counters.map(serde_json::Value::from).unwrap_or_default(),
-    );
+    let facts = StageFacts {
+        variant: variant.map(str::to_string),
+        profile: Some(stats),
+        functions_without_profile: Some(missing),
+        instrumented_rustflags: Some(instrumented.all_rustflags()),
+        vp_counters_per_site: Some(vp_counters),
+        ..Default::default()
+    };
     Ok(Candidate {
         stage: StageName::Pgo,
         binary,
@@ -196,15 +204,6 @@ pub fn collapse_profile_warnings(stderr: &[u8], into: &mut BTreeMap<String, usiz
             *into.entry(line.to_string()).or_insert(0) += 1;
         }
     }
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ProfileStats {
-    pub raw_files: usize,
-    pub functions: u64,
-    pub max_count: u64,
-    pub dropped: Vec<String>,
-    pub path: PathBuf,
 }
 
 /// Merge every `.profraw` in `raw_dir` into `out`; an empty profile is an error that
@@ -274,13 +273,6 @@ pub fn count_missing_functions(stderr: &str) -> usize {
         .lines()
         .filter(|l| l.contains("no profile data available for function"))
         .count()
-}
-
-fn reset_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir)?;
-    }
-    std::fs::create_dir_all(dir)
 }
 
 fn file_hash(path: &Path) -> std::io::Result<String> {

@@ -14,10 +14,9 @@
 //!   (parallel codegen, cheaper builds than `max`);
 //! - `size`: `opt-level = "s"`, `lto = "thin"`, `codegen-units = 1`, `strip = true`.
 
-use std::collections::BTreeMap;
-
-use super::{Candidate, Context, StageError};
+use super::{Candidate, Context, Offer, StageError, Standing};
 use crate::bench::Estimate;
+use crate::context::facts::{Explained, StageFacts};
 use crate::spec::{ProfileChoice, StageName};
 
 /// The overrides of a preset, as `(cargo profile key, TOML value)`.
@@ -74,7 +73,12 @@ fn choice_name(choice: &ProfileChoice) -> String {
     }
 }
 
-pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
+/// The best so far with the preset's (or the inline table's) profile keys on top.
+pub fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer> {
+    vec![Offer::against_best(prepare(ctx, standing.best))]
+}
+
+fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
     let stages = &ctx.spec.stages;
     let list = overrides(&stages.profile, stages.allow_panic_abort);
     if list.is_empty() {
@@ -91,37 +95,24 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
         settings.profile,
         describe(&list)
     ));
-    let built = ctx.build("profile", &settings)?;
-    let (binary, size_bytes) = ctx.install(StageName::Profile, &built.binary)?;
-    let mut facts = serde_json::Map::new();
-    facts.insert(
-        "choice".into(),
-        match &stages.profile {
-            ProfileChoice::Preset(name) => name.clone().into(),
+    let abort = settings.profile_overrides.get("panic").map(String::as_str) == Some("\"abort\"");
+    let facts = StageFacts {
+        choice: Some(match &stages.profile {
+            ProfileChoice::Preset(name) => name.clone(),
             ProfileChoice::Overrides(_) => "inline".into(),
-        },
-    );
-    facts.insert(
-        "overrides".into(),
-        serde_json::to_value(list.iter().cloned().collect::<BTreeMap<_, _>>()).unwrap_or_default(),
-    );
-    facts.insert("cargo_command".into(), built.command.clone().into());
-    let mut notes = Vec::new();
-    if settings.profile_overrides.get("panic").map(String::as_str) == Some("\"abort\"") {
-        notes.push(
+        }),
+        overrides: Some(list.iter().cloned().collect()),
+        ..Default::default()
+    };
+    let (mut cand, built) = super::build_candidate(ctx, StageName::Profile, settings, facts)?;
+    cand.facts.cargo_command = Some(built.command.clone());
+    if abort {
+        cand.notes.push(
             "panic = \"abort\" (allowed by allow-panic-abort): a panic ends the process without unwinding"
                 .into(),
         );
     }
-    Ok(Candidate {
-        stage: StageName::Profile,
-        binary,
-        settings,
-        size_bytes,
-        build_seconds: built.seconds,
-        notes,
-        facts,
-    })
+    Ok(cand)
 }
 
 /// `lto = "fat", codegen-units = 1`.
@@ -130,24 +121,6 @@ pub fn describe(list: &[(String, String)]) -> String {
         .map(|(k, v)| format!("{k} = {v}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// One setting's own effect, measured alone on top of the baseline.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Explained {
-    pub setting: String,
-    /// TOML literal, e.g. `"fat"` or `1`.
-    pub value: String,
-    pub binary: Option<String>,
-    pub size_bytes: Option<u64>,
-    pub build_seconds: Option<f64>,
-    /// The binary's code is byte-identical to the baseline's: the base profile already has
-    /// this setting, so it is not measured.
-    pub same_code_as_baseline: bool,
-    /// Time ratio against the baseline (below 1 is faster).
-    pub vs_baseline: Option<Estimate>,
-    /// Why it could not be built or measured.
-    pub error: Option<String>,
 }
 
 /// `--explain`: build the baseline with each of the profile stage's settings alone and
@@ -191,7 +164,7 @@ pub fn explain(
                 continue;
             }
         };
-        let name = format!("profile-explain-{}", sanitize(key));
+        let name = format!("profile-explain-{}", crate::util::file_safe(key, "-"));
         let (binary, size) = match ctx.install_as(&name, &built.binary) {
             Ok(x) => x,
             Err(e) => {
@@ -218,9 +191,10 @@ pub fn explain(
             size_bytes: size,
             build_seconds: built.seconds,
             notes: Vec::new(),
-            facts: [("variant".to_string(), format!("{key} alone").into())]
-                .into_iter()
-                .collect(),
+            facts: StageFacts {
+                variant: Some(format!("{key} alone")),
+                ..Default::default()
+            },
         };
         match measure(&cand) {
             Ok(e) => {
@@ -240,12 +214,6 @@ pub fn explain(
     out
 }
 
-fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect()
-}
-
 /// Whether two executables have the same code (their `.text` sections are equal). The whole
 /// files differ even for identical code: symbol hashes depend on the profile settings.
 fn same_code(a: &std::path::Path, b: &std::path::Path) -> bool {
@@ -258,38 +226,17 @@ fn same_code(a: &std::path::Path, b: &std::path::Path) -> bool {
     }
 }
 
-/// The bytes of the named section of a 64-bit little-endian ELF file.
+/// The bytes of the named section of an object file (ELF, Mach-O, PE), if it has one.
 fn elf_section<'a>(file: &'a [u8], name: &str) -> Option<&'a [u8]> {
-    let u16_at = |o: usize| Some(u16::from_le_bytes(file.get(o..o + 2)?.try_into().ok()?));
-    let u32_at = |o: usize| Some(u32::from_le_bytes(file.get(o..o + 4)?.try_into().ok()?));
-    let u64_at = |o: usize| Some(u64::from_le_bytes(file.get(o..o + 8)?.try_into().ok()?));
-    if file.get(0..4)? != b"\x7fELF" || *file.get(4)? != 2 || *file.get(5)? != 1 {
-        return None;
-    }
-    let shoff = usize::try_from(u64_at(0x28)?).ok()?;
-    let shentsize = usize::from(u16_at(0x3a)?);
-    let shnum = usize::from(u16_at(0x3c)?);
-    let shstrndx = usize::from(u16_at(0x3e)?);
-    let header = |i: usize| shoff.checked_add(i.checked_mul(shentsize)?);
-    let strtab = header(shstrndx)?;
-    let str_off = usize::try_from(u64_at(strtab + 0x18)?).ok()?;
-    for i in 0..shnum {
-        let h = header(i)?;
-        let name_off = str_off.checked_add(usize::try_from(u32_at(h)?).ok()?)?;
-        let rest = file.get(name_off..)?;
-        let end = rest.iter().position(|&c| c == 0)?;
-        if &rest[..end] == name.as_bytes() {
-            let off = usize::try_from(u64_at(h + 0x18)?).ok()?;
-            let size = usize::try_from(u64_at(h + 0x20)?).ok()?;
-            return file.get(off..off.checked_add(size)?);
-        }
-    }
-    None
+    use object::{Object, ObjectSection};
+    let obj = object::File::parse(file).ok()?;
+    obj.section_by_name(name)?.data().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn presets_are_exact() {

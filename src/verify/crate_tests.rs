@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use super::{Reference, VerifyError};
 use crate::cargo::{self, BuildSettings, TestRun, TestRunner};
+use crate::context::{Candidate, Context};
 use crate::spec::StageName;
-use crate::stage::{Candidate, Context};
 
 /// The crate's tests fail with a candidate's settings.
 #[derive(Debug, Clone, serde::Serialize)]

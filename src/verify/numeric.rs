@@ -173,7 +173,7 @@ fn parse(text: &[u8]) -> Option<f64> {
 }
 
 /// How two numbers that do not agree differ.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NumericDiff {
     pub expected: String,
     pub actual: String,
@@ -182,7 +182,7 @@ pub struct NumericDiff {
     pub error: f64,
     pub tolerance: f64,
     /// "relative" or "absolute".
-    pub kind: &'static str,
+    pub kind: String,
 }
 
 impl std::fmt::Display for NumericDiff {
@@ -268,7 +268,7 @@ pub fn compare_line(a: &[u8], b: &[u8], tol: Tolerance) -> Option<LineDiff> {
                         actual: String::from_utf8_lossy(sb).into_owned(),
                         error: e,
                         tolerance: tol.value(),
-                        kind: tol.kind(),
+                        kind: tol.kind().to_string(),
                     }));
                 }
             }

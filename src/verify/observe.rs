@@ -1,4 +1,4 @@
-//! Running workloads for verification (through `stage::Context`, so through
+//! Running workloads for verification (through `context::Context`, so through
 //! `process.rs`), keeping what they produced under `runs/<id>/outputs/`, the reference the
 //! baseline sets, and the determinism check of the baseline against itself.
 
@@ -9,12 +9,13 @@ use std::time::Instant;
 
 use super::crate_tests::BaselineTests;
 use super::numeric::{self, Tolerance};
-use super::sandbox;
 use super::{check_observed, text, Mismatch, Observed, OutputFile, VerifyError};
 use crate::cargo::{BuildSettings, TestRunner};
+use crate::context::sandbox;
+use crate::context::{Candidate, Context};
 use crate::process::Outcome;
 use crate::spec::{Expect, Workload};
-use crate::stage::{Candidate, Context};
+use crate::util::toml_string;
 
 /// Run `workload` on `binary` and save what it produced under `outputs`
 /// (`runs/<id>/outputs/<stage>/`). A workload that declares `files` runs in a fresh copy
@@ -92,7 +93,7 @@ pub fn save_outputs(
 }
 
 /// A workload whose baseline disagrees with itself.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Nondeterminism {
     /// The first difference between the two runs.
     pub mismatch: Mismatch,
@@ -305,15 +306,6 @@ fn line_regex(line: &str) -> String {
     }
     out.push('$');
     out
-}
-
-/// A TOML string for `s`: a literal string when it can be one (no escaping of `\`).
-fn toml_string(s: &str) -> String {
-    if !s.contains('\'') && !s.contains('\n') {
-        format!("'{s}'")
-    } else {
-        toml::Value::String(s.to_string()).to_string()
-    }
 }
 
 #[cfg(test)]

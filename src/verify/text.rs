@@ -296,7 +296,7 @@ mod tests {
         let d = compare(a, b"x 1.1\nelapsed 9s\ny 2\n", &rules).unwrap();
         let n = d.numeric.unwrap();
         assert_eq!(
-            (n.expected.as_str(), n.actual.as_str(), n.kind),
+            (n.expected.as_str(), n.actual.as_str(), n.kind.as_str()),
             ("1.0", "1.1", "absolute")
         );
         assert_eq!(d.column, 3);

@@ -66,12 +66,34 @@ pub fn optimize(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
     run(&fixture(name), &args, env)
 }
 
-/// The report.json of the newest run under a target dir.
+/// The report.json of the newest run under a target dir. Every report a test reads is
+/// also checked to parse into the typed `Report` and to re-serialise to the same JSON.
 pub fn latest_report(target_dir: &Path) -> serde_json::Value {
     let path = target_dir.join("optimize/latest/report.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).expect("report.json is JSON")
+    let json: serde_json::Value = serde_json::from_str(&text).expect("report.json is JSON");
+    let typed = typed_report(&path, &text);
+    let again = serde_json::to_value(&typed).expect("Report serialises");
+    assert!(
+        json == again,
+        "{} does not round-trip through Report",
+        path.display()
+    );
+    json
+}
+
+/// `text` (the report at `path`) as the typed `Report`, or a panic naming the line.
+pub fn typed_report(path: &Path, text: &str) -> cargo_optimize::report::Report {
+    serde_json::from_str(text).unwrap_or_else(|e| {
+        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+        let before: Vec<&str> = text.lines().take(e.line()).collect();
+        let context = before[before.len().saturating_sub(12)..].join("\n");
+        panic!(
+            "{} is not a Report: {e}\n{context}\n>>> {line}",
+            path.display()
+        )
+    })
 }
 
 /// The report of a specific run, by the run folder printed in the output.

@@ -23,6 +23,7 @@ use toml_edit::{DocumentMut, Item, Table, Value};
 
 use crate::cargo::Workspace;
 use crate::cli::{ApplyArgs, GlobalArgs};
+use crate::report::{self, Report, Status};
 
 /// Profile keys the profile stage can set: `apply` owns them inside its named profile and
 /// removes those a newer run no longer chooses.
@@ -58,100 +59,59 @@ pub struct Winner {
 }
 
 impl Winner {
-    /// Read it from a report.json value.
-    pub fn from_report(report: &serde_json::Value) -> anyhow::Result<Winner> {
-        let str_at = |v: &serde_json::Value, k: &str| {
-            v.get(k)
-                .and_then(|x| x.as_str())
-                .map(str::to_string)
-                .unwrap_or_default()
-        };
+    /// What the report says to ship.
+    pub fn from_report(report: &Report) -> anyhow::Result<Winner> {
         let fin = report
-            .get("final")
-            .filter(|f| !f.is_null())
+            .final_
+            .as_ref()
             .ok_or_else(|| anyhow::anyhow!("the report has no `final` choice"))?;
-        let stage = str_at(fin, "stage");
         // Newer reports carry the settings in `final`; older ones only in the stage row.
         let settings = fin
-            .get("settings")
-            .filter(|s| !s.is_null())
+            .settings
+            .as_ref()
             .or_else(|| {
                 report
-                    .get("stages")?
-                    .as_array()?
+                    .stages
                     .iter()
                     .rev()
-                    .find(|s| s.get("name") == fin.get("stage") && s["status"] == "kept")?
-                    .get("settings")
+                    .find(|s| s.name == fin.stage && s.status == Status::Kept)?
+                    .settings
+                    .as_ref()
             })
-            .ok_or_else(|| anyhow::anyhow!("the report has no settings for `{stage}`"))?;
-        let list = |k: &str| -> Vec<String> {
-            settings
-                .get(k)
-                .and_then(|a| a.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
+            .ok_or_else(|| anyhow::anyhow!("the report has no settings for `{}`", fin.stage))?;
+        let (stage_rustflags, user_rustflags) =
+            if settings.stage_rustflags.is_empty() && settings.user_rustflags.is_empty() {
+                // Older reports: all flags in one list; keep the ones stages add.
+                settings.rustflags.iter().cloned().partition(|f| {
+                    f.starts_with("-Ctarget-cpu=")
+                        || f.starts_with("-Cprofile-use=")
+                        || f.as_str() == PGO_WARN
                 })
-                .unwrap_or_default()
-        };
-        let overrides = settings
-            .get("profile_overrides")
-            .and_then(|o| o.as_object())
-            .map(|o| {
-                o.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let (stage_rustflags, user_rustflags) = if settings.get("stage_rustflags").is_some() {
-            (list("stage_rustflags"), list("user_rustflags"))
-        } else {
-            // Older reports: all flags in one list; keep the ones stages add.
-            let all = list("rustflags");
-            let ours = |f: &String| {
-                f.starts_with("-Ctarget-cpu=")
-                    || f.starts_with("-Cprofile-use=")
-                    || f.as_str() == PGO_WARN
+            } else {
+                (
+                    settings.stage_rustflags.clone(),
+                    settings.user_rustflags.clone(),
+                )
             };
-            (
-                all.iter().filter(|f| ours(f)).cloned().collect(),
-                all.iter().filter(|f| !ours(f)).cloned().collect(),
-            )
-        };
         Ok(Winner {
-            crate_name: str_at(report, "crate"),
-            bin: str_at(report, "bin"),
-            host: report
-                .get("toolchain")
-                .map(|t| str_at(t, "host"))
-                .unwrap_or_default(),
-            stage,
-            variant: fin
-                .get("variant")
-                .and_then(|v| v.as_str())
-                .map(str::to_string),
-            binary: str_at(fin, "binary"),
-            base_profile: settings
-                .get("profile")
-                .and_then(|p| p.as_str())
-                .unwrap_or("release")
-                .to_string(),
-            overrides,
+            crate_name: report.crate_name.clone(),
+            bin: report.bin.clone(),
+            host: report.toolchain.host.clone(),
+            stage: fin.stage.clone(),
+            variant: fin.variant.clone(),
+            binary: fin.binary.clone(),
+            base_profile: settings.profile.clone(),
+            overrides: settings.profile_overrides.clone(),
             stage_rustflags,
             user_rustflags,
-            target: settings
-                .get("target")
-                .and_then(|t| t.as_str())
-                .map(str::to_string),
-            features: features_of(settings.get("features")),
-            speedup: fin.get("speedup_vs_baseline").and_then(|x| x.as_f64()),
+            target: settings.target.clone(),
+            features: settings.features.clone(),
+            speedup: fin.speedup_vs_baseline,
         })
     }
 
     pub fn target_cpu(&self) -> Option<String> {
-        crate::stage::target_cpu_of(&self.stage_rustflags)
+        crate::cargo::target_cpu_of(&self.stage_rustflags)
     }
 
     pub fn profile_use(&self) -> Option<PathBuf> {
@@ -176,28 +136,6 @@ impl Winner {
     }
 }
 
-/// The `features` object of a report's settings.
-fn features_of(v: Option<&serde_json::Value>) -> crate::cargo::Features {
-    let flag = |k: &str| {
-        v.and_then(|v| v.get(k))
-            .and_then(|x| x.as_bool())
-            .unwrap_or(false)
-    };
-    crate::cargo::Features {
-        features: v
-            .and_then(|v| v.get("features"))
-            .and_then(|f| f.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        all_features: flag("all_features"),
-        no_default_features: flag("no_default_features"),
-    }
-}
-
 /// One file `apply` would write.
 #[derive(Debug)]
 struct Change {
@@ -216,20 +154,13 @@ impl Change {
 }
 
 /// `cargo optimize apply`.
-pub fn apply_command(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
+pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
     validate_profile_name(&args.profile_name)?;
     let report_path = find_report(g, args.run.as_deref())?;
-    let text = std::fs::read_to_string(&report_path)
-        .with_context(|| format!("cannot read {}", report_path.display()))?;
-    let report: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", report_path.display()))?;
+    let report = report::load(&report_path)?;
     let win =
         Winner::from_report(&report).with_context(|| format!("in {}", report_path.display()))?;
-    eprintln!(
-        "applying run {} ({})",
-        report.get("run_id").and_then(|v| v.as_str()).unwrap_or("?"),
-        report_path.display()
-    );
+    eprintln!("applying run {} ({})", report.run_id, report_path.display());
     if win.stage == "baseline" {
         println!(
             "nothing to apply: no stage of this run was measurably faster than the baseline, so your current build is already the one to ship"
@@ -424,7 +355,7 @@ fn cpu_flag_not_in_effect(root: &Path, host: &str, cpu: &str) -> Option<String> 
     )
     .ok()?;
     let want = format!("-Ctarget-cpu={cpu}");
-    (crate::stage::target_cpu_of(&flags).as_deref() != Some(cpu)).then(|| {
+    (crate::cargo::target_cpu_of(&flags).as_deref() != Some(cpu)).then(|| {
         format!(
             "cargo will not use the {want} just written from {}: rustflags come from one place only (RUSTFLAGS or CARGO_ENCODED_RUSTFLAGS, else [target] tables, else [build]); the effective flags here are: {}",
             root.display(),
@@ -451,28 +382,10 @@ fn validate_profile_name(name: &str) -> anyhow::Result<()> {
 /// RUN: a report.json, a run folder, a run id under target/optimize/runs, or (default) the
 /// latest run.
 fn find_report(g: &GlobalArgs, run: Option<&str>) -> anyhow::Result<PathBuf> {
-    if let Some(r) = run {
-        let p = Path::new(r);
-        if p.is_file() {
-            return Ok(p.to_path_buf());
-        }
-        if p.join("report.json").is_file() {
-            return Ok(p.join("report.json"));
-        }
+    if let Some(r) = run.filter(|r| Path::new(r).exists()) {
+        return Ok(report::locate(Path::new("."), Some(r))?);
     }
-    let optimize_dir = optimize_dir(g)?;
-    let path = match run {
-        Some(id) => optimize_dir.join("runs").join(id).join("report.json"),
-        None => optimize_dir.join("latest").join("report.json"),
-    };
-    if !path.is_file() {
-        anyhow::bail!(
-            "no report at {}\n  fix: run `cargo optimize` first, or name a run (an id under {}, a run folder or a report.json)",
-            path.display(),
-            optimize_dir.join("runs").display()
-        );
-    }
-    Ok(path)
+    Ok(report::locate(&optimize_dir(g)?, run)?)
 }
 
 fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<PathBuf> {
@@ -744,104 +657,11 @@ fn shell_quote(s: &str) -> String {
 
 /// A unified diff (3 lines of context) of two texts, `--- a/PATH` / `+++ b/PATH`.
 pub fn unified_diff(old: &str, new: &str, path: &str) -> String {
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
-    let ops = diff_lines(&a, &b);
-    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
-    const CTX: usize = 3;
-    // Indices into `ops` of changes, grouped into hunks with context.
-    let changed: Vec<usize> = ops
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| !matches!(o, Op::Same(..)))
-        .map(|(i, _)| i)
-        .collect();
-    let mut i = 0;
-    while i < changed.len() {
-        let start = changed[i].saturating_sub(CTX);
-        let mut end = changed[i];
-        while i < changed.len() && changed[i] <= end + 2 * CTX + 1 {
-            end = changed[i];
-            i += 1;
-        }
-        let end = (end + CTX + 1).min(ops.len());
-        let (mut a0, mut b0) = (None, None);
-        let (mut na, mut nb) = (0, 0);
-        let mut body = String::new();
-        for op in &ops[start..end] {
-            match *op {
-                Op::Same(x, y) => {
-                    a0.get_or_insert(x);
-                    b0.get_or_insert(y);
-                    na += 1;
-                    nb += 1;
-                    body.push_str(&format!(" {}\n", a[x]));
-                }
-                Op::Del(x, y) => {
-                    a0.get_or_insert(x);
-                    b0.get_or_insert(y);
-                    na += 1;
-                    body.push_str(&format!("-{}\n", a[x]));
-                }
-                Op::Ins(x, y) => {
-                    a0.get_or_insert(x);
-                    b0.get_or_insert(y);
-                    nb += 1;
-                    body.push_str(&format!("+{}\n", b[y]));
-                }
-            }
-        }
-        let start_of = |first: Option<usize>, n: usize| match (first, n) {
-            (_, 0) => first.unwrap_or(0),
-            (f, _) => f.unwrap_or(0) + 1,
-        };
-        out.push_str(&format!(
-            "@@ -{},{na} +{},{nb} @@\n{body}",
-            start_of(a0, na),
-            start_of(b0, nb)
-        ));
-    }
-    out
-}
-
-/// One line of an edit script; the indices are the line's position in `a` and `b` (for
-/// inserted/deleted lines, the position in the other text where it happens).
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Op {
-    Same(usize, usize),
-    Del(usize, usize),
-    Ins(usize, usize),
-}
-
-/// A shortest edit script by longest common subsequence (manifests are small).
-fn diff_lines(a: &[&str], b: &[&str]) -> Vec<Op> {
-    let (n, m) = (a.len(), b.len());
-    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
-    let mut ops = Vec::new();
-    while i < n || j < m {
-        if i < n && j < m && a[i] == b[j] {
-            ops.push(Op::Same(i, j));
-            i += 1;
-            j += 1;
-        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            ops.push(Op::Del(i, j));
-            i += 1;
-        } else {
-            ops.push(Op::Ins(i, j));
-            j += 1;
-        }
-    }
-    ops
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
 }
 
 #[cfg(test)]
@@ -877,14 +697,18 @@ debug = false   # keep me
         let out = edit_manifest(ODD, "optimized", "release", &max()).unwrap();
         // Every line of the original survives, in order: the edit only inserts.
         let (a, b): (Vec<&str>, Vec<&str>) = (ODD.lines().collect(), out.lines().collect());
-        let ops = diff_lines(&a, &b);
-        assert!(!ops.iter().any(|o| matches!(o, Op::Del(..))), "{out}");
-        let added: String = ops
+        let diff = similar::TextDiff::from_slices(&a, &b);
+        let changes: Vec<_> = diff.iter_all_changes().collect();
+        assert!(
+            !changes
+                .iter()
+                .any(|c| c.tag() == similar::ChangeTag::Delete),
+            "{out}"
+        );
+        let added: String = changes
             .iter()
-            .filter_map(|o| match o {
-                Op::Ins(_, j) => Some(format!("{}\n", b[*j])),
-                _ => None,
-            })
+            .filter(|c| c.tag() == similar::ChangeTag::Insert)
+            .map(|c| format!("{}\n", c.value()))
             .collect();
         assert!(added.contains("[profile.optimized]"), "{out}");
         assert!(added.contains("inherits = \"release\""), "{out}");
@@ -971,20 +795,24 @@ debug = false   # keep me
             "--- a/Cargo.toml\n+++ b/Cargo.toml\n@@ -2,7 +2,8 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n+i\n"
         );
         let d = unified_diff("", "x\n", "new.toml");
-        assert!(d.ends_with("@@ -0,0 +1,1 @@\n+x\n"), "{d}");
-        assert_eq!(unified_diff("same\n", "same\n", "p"), "--- a/p\n+++ b/p\n");
+        // GNU diff style: a count of 1 is left out.
+        assert!(d.ends_with("@@ -0,0 +1 @@\n+x\n"), "{d}");
+        assert_eq!(unified_diff("same\n", "same\n", "p"), "");
     }
 
     #[test]
     fn winner_from_a_report() {
         let report = serde_json::json!({
+            "schema": 1, "tool_version": "0", "run_id": "r",
             "crate": "demo", "bin": "demo",
-            "toolchain": {"host": "x86_64-unknown-linux-gnu"},
+            "toolchain": {"rustc": "1", "llvm": "22", "host": "x86_64-unknown-linux-gnu"},
+            "stages": [], "workloads": [], "pipeline": [],
             "final": {
                 "stage": "pgo", "binary": "/r/bin/pgo", "speedup_vs_baseline": 1.5,
                 "settings": {
                     "profile": "release",
                     "profile_overrides": {"lto": "\"fat\""},
+                    "rustflags": [],
                     "stage_rustflags": ["-Ctarget-cpu=x86-64-v3", "-Cprofile-use=/c/x.profdata", PGO_WARN],
                     "user_rustflags": ["--cfg", "user_flag"],
                     "target": "x86_64-unknown-linux-gnu",
@@ -992,6 +820,7 @@ debug = false   # keep me
                 }
             }
         });
+        let report: Report = serde_json::from_value(report).unwrap();
         let w = Winner::from_report(&report).unwrap();
         assert_eq!(w.target_cpu().as_deref(), Some("x86-64-v3"));
         assert_eq!(w.profile_use(), Some(PathBuf::from("/c/x.profdata")));

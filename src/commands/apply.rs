@@ -1,0 +1,7 @@
+//! `cargo optimize apply [RUN]`: write a run's winner into the project (see `apply`).
+
+use crate::cli::{ApplyArgs, GlobalArgs};
+
+pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
+    crate::apply::run(g, args)
+}

@@ -1,0 +1,24 @@
+//! `cargo optimize clean`: remove `target/optimize`.
+
+use anyhow::Context as _;
+
+use crate::cargo::Workspace;
+use crate::cli::GlobalArgs;
+
+pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
+    let ws = Workspace::load(&g.selection)?;
+    let project = ws.project(&g.selection, None, None).ok();
+    let dir = match (&g.selection.target_dir, project) {
+        (Some(d), _) => d.join("optimize"),
+        (None, Some(p)) => p.target_dir.join("optimize"),
+        (None, None) => ws.root().join("target").join("optimize"),
+    };
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot remove {}", dir.display()))?;
+        eprintln!("removed {}", dir.display());
+    } else {
+        eprintln!("nothing to remove ({} does not exist)", dir.display());
+    }
+    Ok(0)
+}

@@ -1,0 +1,8 @@
+//! One file per subcommand, dispatched one-to-one from `lib.rs`. A command turns its flags
+//! into the lower layers' own types, calls them, and returns the exit code.
+
+pub mod apply;
+pub mod clean;
+pub mod doctor;
+pub mod init;
+pub mod run;

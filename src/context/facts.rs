@@ -1,0 +1,152 @@
+//! The typed facts a stage records about its candidate (`facts` of a stage row in
+//! report.json). Every field is optional: each stage fills what it knows. Field names are
+//! the report's keys, so they follow its schema rule: add freely, never rename or drop one
+//! without bumping the report's schema.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::Estimate;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageFacts {
+    /// The candidate's variant within its stage: the cpu stage's target-cpu, `portable`
+    /// for the PGO build of the portable best, `lto alone` for `--explain` builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+
+    // cpu
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu: Option<String>,
+    /// What LLVM calls this machine's CPU, for `native`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_cpu: Option<String>,
+
+    // profile
+    /// The preset's name, or `inline`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
+    /// Profile key → TOML literal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overrides: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cargo_command: Option<String>,
+    /// `--explain`: each profile setting alone against the baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Vec<Explained>>,
+
+    // pgo
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub functions_without_profile: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instrumented_rustflags: Option<Vec<String>>,
+    /// `null` when the default counters sufficed (present for every PGO row).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub vp_counters_per_site: Option<Option<u32>>,
+
+    // bolt
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dyno_stats: Option<BTreeMap<String, DynoStat>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt: Option<BoltFacts>,
+}
+
+/// A field that is present (even as `null`) is `Some`: keeps `null` apart from absent.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// The merged PGO profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileStats {
+    pub raw_files: usize,
+    pub functions: u64,
+    pub max_count: u64,
+    /// llvm-profdata's warnings about raw files it dropped.
+    pub dropped: Vec<String>,
+    pub path: PathBuf,
+}
+
+/// One profile setting's own effect, measured alone on top of the baseline (`--explain`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explained {
+    pub setting: String,
+    /// TOML literal, e.g. `"fat"` or `1`.
+    pub value: String,
+    pub binary: Option<String>,
+    pub size_bytes: Option<u64>,
+    pub build_seconds: Option<f64>,
+    /// The binary's code is byte-identical to the baseline's: the base profile already has
+    /// this setting, so it is not measured.
+    pub same_code_as_baseline: bool,
+    /// Time ratio against the baseline (below 1 is faster).
+    pub vs_baseline: Option<Estimate>,
+    /// Why it could not be built or measured.
+    pub error: Option<String>,
+}
+
+/// One dyno-stats metric before and after BOLT (profile-weighted counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DynoStat {
+    pub before: u64,
+    pub after: u64,
+}
+
+/// How the BOLT candidate was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoltFacts {
+    /// `instrument` or `perf`, and why.
+    pub mode: String,
+    pub mode_reason: String,
+    pub llvm_bolt: String,
+    pub llvm_bolt_version: String,
+    pub args: Vec<String>,
+    /// llvm-bolt's own time.
+    pub seconds: f64,
+    pub instrument_seconds: f64,
+    pub train_seconds: f64,
+    pub input: String,
+    /// The input was built anew with `-Wl,-q` (else the best binary was used as is).
+    pub input_rebuilt: bool,
+    pub size_before_bytes: u64,
+    pub input_size_bytes: u64,
+    pub output_size_bytes: u64,
+    pub stripped_after: bool,
+    pub fdata_files: usize,
+    pub profile: String,
+    pub functions_with_profile: Option<u64>,
+    pub functions_total: Option<u64>,
+    pub warnings: Vec<String>,
+    pub log: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_and_absent_stay_apart() {
+        let with_null = StageFacts {
+            vp_counters_per_site: Some(None),
+            ..Default::default()
+        };
+        let json = serde_json::to_string(&with_null).unwrap();
+        assert_eq!(json, r#"{"vp_counters_per_site":null}"#);
+        let back: StageFacts = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, with_null);
+        let empty: StageFacts = serde_json::from_str("{}").unwrap();
+        assert_eq!(serde_json::to_string(&empty).unwrap(), "{}");
+    }
+}

@@ -1,0 +1,276 @@
+//! The run context: what every stage and every check of one pipeline run shares — the
+//! project, the spec, the toolchain, the run folder, the UI and the step timings — and the
+//! [`Candidate`] a stage produces. Builds go through [`Context::build`] (cargo.rs), workload
+//! runs through [`Context::run_workload`] (process.rs), each workload that writes files in
+//! a private copy of its cwd ([`sandbox`]).
+//!
+//! Must not: decide, verify or measure (the pipeline, verify and bench do).
+
+pub mod facts;
+pub mod sandbox;
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cargo::{self, BuildSettings, Project};
+use crate::process::{self, Outcome};
+use crate::spec::{Spec, StageName, Workload};
+use crate::toolchain::{BoltTools, Rustc, Tool, ToolError};
+use crate::ui::Ui;
+use facts::StageFacts;
+use sandbox::Sandbox;
+
+/// Above this many bytes copied for one sandbox, say that `cwd` could be smaller.
+const LARGE_SANDBOX: u64 = 64 << 20;
+
+/// A built binary and how it was made.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub stage: StageName,
+    /// The binary, copied into the run folder (`runs/<id>/bin/<tag>`).
+    pub binary: PathBuf,
+    pub settings: BuildSettings,
+    pub size_bytes: u64,
+    pub build_seconds: f64,
+    /// Things the user should know (retries, overrides, counts).
+    pub notes: Vec<String>,
+    /// Stage-specific facts for report.json.
+    pub facts: StageFacts,
+}
+
+impl Candidate {
+    /// The stage's variant (e.g. the cpu stage's `x86-64-v3`), if any.
+    pub fn variant(&self) -> Option<&str> {
+        self.facts.variant.as_deref()
+    }
+
+    /// For messages: `cpu (x86-64-v3)`, or the stage name.
+    pub fn label(&self) -> String {
+        label(self.stage.as_str(), self.variant())
+    }
+
+    /// For file names: `cpu-x86-64-v3`, or the stage name.
+    pub fn tag(&self) -> String {
+        match self.variant() {
+            Some(v) => format!("{}-{}", self.stage, crate::util::file_safe(v, "-_.")),
+            None => self.stage.to_string(),
+        }
+    }
+
+    /// Whether the stage flags pick a CPU (`-Ctarget-cpu=…`): such a binary may not run on
+    /// other machines.
+    pub fn targets_cpu(&self) -> bool {
+        cargo::target_cpu_of(&self.settings.rustflags).is_some()
+    }
+}
+
+/// `cpu (x86-64-v3)` for a stage with a variant, else the stage's name.
+pub fn label(stage: &str, variant: Option<&str>) -> String {
+    match variant {
+        Some(v) => format!("{stage} ({v})"),
+        None => stage.to_string(),
+    }
+}
+
+/// The folder of one pipeline run: `target/optimize/runs/<id>/`.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub id: String,
+    pub root: PathBuf,
+}
+
+impl RunDir {
+    /// A new run folder under `<optimize_dir>/runs/`, named `<timestamp>-<pid>`: sortable
+    /// and unique on this machine.
+    pub fn create(optimize_dir: &Path) -> std::io::Result<RunDir> {
+        let ts = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .replace([':', '-'], "")
+            .replace('T', "-")
+            .trim_end_matches('Z')
+            .to_string();
+        let id = format!("{ts}-{}", std::process::id());
+        let root = optimize_dir.join("runs").join(&id);
+        std::fs::create_dir_all(&root).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot create {}: {e}", root.display()))
+        })?;
+        Ok(RunDir { id, root })
+    }
+
+    /// Point `<optimize_dir>/latest` at this run (atomically: a new link renamed over it).
+    pub fn point_latest(&self, optimize_dir: &Path) -> std::io::Result<()> {
+        let link = optimize_dir.join("latest");
+        let tmp = optimize_dir.join(format!(".latest-{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(Path::new("runs").join(&self.id), &tmp)?;
+        std::fs::rename(tmp, link)
+    }
+
+    pub fn bin(&self, stage: StageName) -> PathBuf {
+        self.root.join("bin").join(stage.as_str())
+    }
+    pub fn profiles(&self, kind: &str) -> PathBuf {
+        self.root.join("profiles").join(kind)
+    }
+    pub fn outputs(&self, tag: &str) -> PathBuf {
+        self.root.join("outputs").join(tag)
+    }
+}
+
+/// How long one step of the pipeline took (report.json's `pipeline`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineStep {
+    pub step: String,
+    pub seconds: f64,
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// A workload could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Process(#[from] process::ProcessError),
+    #[error("cannot prepare the workload's private working directory: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What every stage may use.
+pub struct Context<'a> {
+    pub project: &'a Project,
+    pub spec: &'a Spec,
+    pub rustc: &'a Rustc,
+    pub run: &'a RunDir,
+    pub ui: &'a Ui,
+    /// `target/optimize`.
+    pub optimize_dir: PathBuf,
+    /// The host triple: instrumented builds pass `--target <host>` so build scripts and
+    /// proc-macros are not instrumented.
+    pub host: String,
+    /// llvm-profdata of rustc's LLVM major, when found.
+    pub llvm_profdata: Option<Tool>,
+    /// llvm-bolt + merge-fdata of rustc's LLVM major (looked for only when the bolt stage
+    /// is tried; `None` otherwise, the error when they are missing or mismatched).
+    pub bolt_tools: Option<Result<BoltTools, ToolError>>,
+    /// Time and memory of every step, for the report's `pipeline` section.
+    pub steps: RefCell<Vec<PipelineStep>>,
+}
+
+impl Context<'_> {
+    /// Build `settings` into its own target dir (`target/optimize/build/<hash>`), showing
+    /// cargo's progress, and record the step.
+    pub fn build(
+        &self,
+        label: &str,
+        settings: &BuildSettings,
+    ) -> Result<cargo::Built, cargo::CargoError> {
+        let target_dir = self.optimize_dir.join("build").join(settings.hash());
+        if !self.ui.animate {
+            // Logs get a line per build; a terminal gets the spinner below.
+            self.ui.step(&format!("{label}: building"));
+        }
+        let spinner = self.ui.spinner(format!("{label}: cargo build"));
+        let built = cargo::build(self.project, settings, &target_dir, &mut |line| {
+            let line = line.trim();
+            if line.starts_with("Compiling") || line.starts_with("Finished") {
+                spinner.set_message(format!("{label}: {line}"));
+            }
+        });
+        spinner.finish_and_clear();
+        let built = built?;
+        self.ui.done(&format!("{label} built"), built.seconds);
+        self.record(&format!("{label} build"), built.seconds, None);
+        Ok(built)
+    }
+
+    /// Copy a built binary into the run folder as `bin/<name>` (the candidate's tag).
+    pub fn install_as(&self, name: &str, built: &Path) -> std::io::Result<(PathBuf, u64)> {
+        let dest = self.run.root.join("bin").join(name);
+        std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))?;
+        let tmp = dest.with_extension("tmp");
+        std::fs::copy(built, &tmp)?;
+        std::fs::rename(&tmp, &dest)?;
+        let size = std::fs::metadata(&dest)?.len();
+        Ok((dest, size))
+    }
+
+    /// Run `workload` on `binary` with extra environment variables, in a private copy of
+    /// its cwd when it writes files.
+    pub fn run_workload(
+        &self,
+        binary: &Path,
+        workload: &Workload,
+        extra_env: &[(&str, &Path)],
+    ) -> Result<Outcome, RunError> {
+        let (w, _sandbox) = self.sandboxed(workload, "run")?;
+        Ok(self.run_in_place(binary, &w, extra_env)?)
+    }
+
+    /// Run `workload` on `binary` in its own cwd, as given (the caller isolated it).
+    pub fn run_in_place(
+        &self,
+        binary: &Path,
+        workload: &Workload,
+        extra_env: &[(&str, &Path)],
+    ) -> Result<Outcome, process::ProcessError> {
+        let mut cmd = process::Command::for_workload(binary, workload);
+        for (k, v) in extra_env {
+            cmd = cmd.env(k, v);
+        }
+        process::run(&cmd)
+    }
+
+    /// A workload that declares output `files` gets a fresh private copy of its cwd
+    /// (under `runs/<id>/sandbox/`, removed when the returned guard drops), so no run —
+    /// training, verifying or timing — ever writes into the user's tree, and no run sees
+    /// files an earlier one left. Other workloads are returned as they are.
+    pub fn sandboxed(
+        &self,
+        workload: &Workload,
+        tag: &str,
+    ) -> std::io::Result<(Workload, Option<Sandbox>)> {
+        if workload.files.is_empty() {
+            return Ok((workload.clone(), None));
+        }
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let dest = self.run.root.join("sandbox").join(format!(
+            "{tag}-{}-{}",
+            workload.file_stem(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
+        let sb = Sandbox::create(&workload.cwd, &dest, &exclude)?;
+        if sb.bytes > LARGE_SANDBOX {
+            self.ui.warn(&format!(
+                "workload `{}` declares output files, so each run gets a fresh copy of its cwd {} ({} MiB in {} files)\n  fix: point `cwd` at a smaller folder holding only what the workload reads",
+                workload.name,
+                workload.cwd.display(),
+                sb.bytes >> 20,
+                sb.files
+            ));
+        }
+        let mut w = workload.clone();
+        w.cwd = sb.cwd().to_path_buf();
+        Ok((w, Some(sb)))
+    }
+
+    /// Remember how long a step took (and its peak RSS when known).
+    pub fn record(&self, step: &str, seconds: f64, peak_rss_bytes: Option<u64>) {
+        self.steps.borrow_mut().push(PipelineStep {
+            step: step.to_string(),
+            seconds,
+            peak_rss_bytes,
+        });
+    }
+
+    /// Time a closure as a named step.
+    pub fn timed<T>(&self, step: &str, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        self.record(step, start.elapsed().as_secs_f64(), None);
+        out
+    }
+}

@@ -1,0 +1,247 @@
+//! The ladder: the best candidate so far, the best portable one, and a row per offer. Each
+//! stage's offers are checked in order — identical to their rival? verified? measured? —
+//! and [`Ladder::decide`] keeps or drops each one by one rule: kept when measurably faster
+//! than the candidate it had to beat.
+
+use std::collections::BTreeMap;
+
+use super::measure::{self, Measured};
+use crate::bench::{BenchOptions, Comparison, Estimate, Verdict};
+use crate::context::{Candidate, Context};
+use crate::report::{FinalChoice, Settings, StageReport, Status};
+use crate::spec::StageName;
+use crate::stage::{self, Offer, Rival, StageError, Standing};
+use crate::verify::{self, Reference};
+
+/// A candidate that holds a place on the ladder, with its verdict against the baseline
+/// (`None` for the baseline itself).
+#[derive(Clone)]
+struct Holder {
+    candidate: Candidate,
+    vs_baseline: Option<Estimate>,
+}
+
+pub struct Ladder<'a> {
+    ctx: &'a Context<'a>,
+    reference: Reference,
+    baseline: Candidate,
+    best: Holder,
+    /// The best candidate without a stage `-Ctarget-cpu`: always reported next to the
+    /// final one, so a CPU-specific binary is never the only artifact.
+    portable: Holder,
+    pub rows: Vec<StageReport>,
+    /// Workload → candidate tag → comparison against its rival.
+    pub per_workload: BTreeMap<String, BTreeMap<String, Comparison>>,
+}
+
+impl<'a> Ladder<'a> {
+    /// A ladder standing on the baseline, whose outputs every candidate must match.
+    pub fn new(ctx: &'a Context<'a>, baseline: Candidate, reference: Reference) -> Self {
+        let mut row = candidate_row(&baseline, Status::Kept, "the reference");
+        row.verified = Some(true);
+        let holder = Holder {
+            candidate: baseline.clone(),
+            vs_baseline: None,
+        };
+        Ladder {
+            ctx,
+            reference,
+            baseline,
+            best: holder.clone(),
+            portable: holder,
+            rows: vec![row],
+            per_workload: BTreeMap::new(),
+        }
+    }
+
+    /// Try every offer of one stage; after the profile stage, `--explain` when asked.
+    pub fn climb(&mut self, name: StageName, explain: bool) -> anyhow::Result<()> {
+        let standing = Standing {
+            best: &self.best.candidate,
+            portable: &self.portable.candidate,
+            baseline: &self.baseline,
+        };
+        for offer in stage::offers(name, self.ctx, &standing) {
+            self.try_offer(name, offer)?;
+        }
+        if name == StageName::Profile && explain {
+            self.explain_profile();
+        }
+        Ok(())
+    }
+
+    /// Skipped, failed, identical, rejected, or measured and decided. An error is one of
+    /// the tool's own (a workload cannot be started at all), not the candidate's.
+    fn try_offer(&mut self, name: StageName, offer: Offer) -> anyhow::Result<()> {
+        let ui = self.ctx.ui;
+        let row = crate::context::label(name.as_str(), offer.variant.as_deref());
+        let cand = match offer.candidate {
+            Ok(c) => c,
+            Err(e) => {
+                let status = match e {
+                    StageError::NotAvailable(_) => Status::Skipped,
+                    _ => Status::Failed,
+                };
+                if status == Status::Skipped {
+                    ui.info(&format!("{row}: skipped: {e}"));
+                } else {
+                    ui.warn(&format!("{row} stage failed: {e}"));
+                }
+                let mut r = StageReport::without_candidate(name.as_str(), status, e.to_string());
+                r.facts.variant = offer.variant;
+                self.rows.push(r);
+                return Ok(());
+            }
+        };
+        let rival = match offer.rival {
+            Rival::Best => &self.best.candidate,
+            Rival::Portable => &self.portable.candidate,
+        };
+        // The same bytes as its rival: the settings change nothing for this program (e.g.
+        // the preset equals the user's profile). Nothing to verify or time.
+        if same_file(&cand.binary, &rival.binary) {
+            let why = format!(
+                "byte-identical to the {} binary: these settings change nothing here",
+                rival.label()
+            );
+            ui.info(&format!("{row}: dropped: {why}"));
+            self.push_verified(&cand, Status::Dropped, &why);
+            return Ok(());
+        }
+        if let Err(m) = verify::check_candidate(self.ctx, &cand, &self.reference)? {
+            ui.warn(&format!("{row} rejected: {}\n  {m}", m.headline()));
+            let mut r = candidate_row(&cand, Status::Rejected, &m.to_string());
+            r.verified = Some(false);
+            self.rows.push(r);
+            return Ok(());
+        }
+        match measure::measure(self.ctx, rival, &cand, &self.baseline) {
+            Ok(m) => self.decide(cand, offer.rival, m),
+            Err(e) => {
+                ui.warn(&format!("{row}: measuring failed: {e:#}"));
+                self.push_verified(&cand, Status::Failed, &format!("measuring failed: {e:#}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The one keep-or-drop rule: kept when measurably faster than its rival. A kept
+    /// portable-track offer replaces the portable best; any other kept one the best (and
+    /// the portable best too, when it picks no CPU).
+    fn decide(&mut self, cand: Candidate, rival: Rival, m: Measured) {
+        for (w, c) in m.per_workload {
+            self.per_workload
+                .entry(w)
+                .or_default()
+                .insert(cand.tag(), c);
+        }
+        let keep = m.vs_rival.verdict == Verdict::Faster;
+        let rival_label = match rival {
+            Rival::Best => self.best.candidate.label(),
+            Rival::Portable => self.portable.candidate.label(),
+        };
+        let reason = format!(
+            "{} vs {rival_label}: {}",
+            cand.label(),
+            describe(&m.vs_rival)
+        );
+        let status = if keep { Status::Kept } else { Status::Dropped };
+        let mut r = candidate_row(&cand, status, &reason);
+        r.verified = Some(true);
+        r.vs_best = Some(m.vs_rival);
+        r.vs_baseline = Some(m.vs_baseline);
+        self.rows.push(r);
+        if !keep {
+            return;
+        }
+        let holder = Holder {
+            candidate: cand,
+            vs_baseline: Some(m.vs_baseline),
+        };
+        if rival == Rival::Portable {
+            self.portable = holder;
+        } else {
+            if !holder.candidate.targets_cpu() {
+                self.portable = holder.clone();
+            }
+            self.best = holder;
+        }
+    }
+
+    fn push_verified(&mut self, cand: &Candidate, status: Status, reason: &str) {
+        let mut r = candidate_row(cand, status, reason);
+        r.verified = Some(true);
+        self.rows.push(r);
+    }
+
+    /// `--explain`: each profile setting alone against the baseline, into the profile
+    /// row's facts.
+    fn explain_profile(&mut self) {
+        let ctx = self.ctx;
+        let opts = BenchOptions::from_config(&ctx.spec.bench);
+        let baseline = &self.baseline;
+        let explained = stage::profile::explain(ctx, baseline, &mut |c| {
+            Ok(measure::compare_over_workloads(ctx, baseline, c, &opts)?.0)
+        });
+        if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
+            r.facts.explain = Some(explained);
+        }
+    }
+
+    /// The baseline's recorded outputs and which workloads are deterministic.
+    pub fn reference(&self) -> &Reference {
+        &self.reference
+    }
+
+    /// What to ship, with the portable alternative beside it.
+    pub fn final_choice(&self) -> FinalChoice {
+        let mut f = choice(&self.best);
+        f.portable = Some(Box::new(choice(&self.portable)));
+        f
+    }
+}
+
+fn choice(h: &Holder) -> FinalChoice {
+    let c = &h.candidate;
+    FinalChoice {
+        stage: c.stage.to_string(),
+        binary: c.binary.display().to_string(),
+        speedup_vs_baseline: h.vs_baseline.map(|e| 1.0 / e.ratio),
+        speedup_ci: h.vs_baseline.map(|e| (1.0 / e.ci_high, 1.0 / e.ci_low)),
+        variant: c.variant().map(str::to_string),
+        settings: Some(Settings::from(&c.settings)),
+        portable: None,
+    }
+}
+
+fn candidate_row(c: &Candidate, status: Status, reason: &str) -> StageReport {
+    StageReport {
+        name: c.stage.to_string(),
+        status,
+        reason: reason.to_string(),
+        binary: Some(c.binary.display().to_string()),
+        size_bytes: Some(c.size_bytes),
+        build_seconds: Some(c.build_seconds),
+        settings: Some(Settings::from(&c.settings)),
+        verified: None,
+        vs_best: None,
+        vs_baseline: None,
+        notes: c.notes.clone(),
+        facts: c.facts.clone(),
+    }
+}
+
+fn describe(e: &Estimate) -> String {
+    format!(
+        "time ratio {:.3} [{:.3}, {:.3}] → {}",
+        e.ratio, e.ci_low, e.ci_high, e.verdict
+    )
+}
+
+/// Whether two files have the same contents (a read error counts as different).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::read(a), std::fs::read(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}

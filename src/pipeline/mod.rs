@@ -1,0 +1,132 @@
+//! The pipeline: resolve the [`Plan`], build the baseline and record its outputs, climb the
+//! [`Ladder`] stage by stage (each candidate built from the best so far, verified against
+//! the baseline, measured against its rival, kept only when measurably faster), then write
+//! the run folder (`target/optimize/runs/<id>/`, `report.json`), point `latest` at it and
+//! print the ladder.
+//!
+//! Must not: parse flags or files after the plan is made; build, run or time anything
+//! except through the stages, verify and bench.
+
+mod ladder;
+mod measure;
+pub mod plan;
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+pub use ladder::Ladder;
+pub use plan::{load_spec, locate, Located, Plan};
+
+use crate::context::{Context, RunDir};
+use crate::report::{self, Report, ToolchainInfo, WorkloadReport};
+use crate::spec::Workload;
+use crate::{stage, verify};
+
+/// Run the whole pipeline; the exit code is 1 when a stage failed, else 0.
+pub fn run(plan: &Plan) -> anyhow::Result<i32> {
+    let started = Instant::now();
+    let run = RunDir::create(&plan.optimize_dir)?;
+    announce(plan, &run);
+    let ctx = context(plan, &run);
+    let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
+    let reference = verify::record_baseline(&ctx, &baseline)?;
+    let mut ladder = Ladder::new(&ctx, baseline, reference);
+    for &name in &plan.spec.stages.try_ {
+        ladder.climb(name, plan.explain)?;
+    }
+    ctx.record("total", started.elapsed().as_secs_f64(), None);
+    let report = assemble(plan, &ctx, ladder);
+    report.write_json(&run.root)?;
+    run.point_latest(&plan.optimize_dir)?;
+    report::terminal::print_ladder(&report, &plan.ui);
+    // A stage that could not run is a failure the user must see, even though the run
+    // completed and the best candidate so far is reported.
+    Ok(if report.any_failed() { 1 } else { 0 })
+}
+
+fn announce(plan: &Plan, run: &RunDir) {
+    let p = &plan.project;
+    plan.ui.step(&format!(
+        "optimizing `{}` (package {} {}) → {}",
+        p.bin,
+        p.package,
+        p.version,
+        run.root.display()
+    ));
+    if !plan.baseline.user_rustflags.is_empty() {
+        plan.ui.info(&format!(
+            "your rustflags are kept in every build: {}",
+            plan.baseline.user_rustflags.join(" ")
+        ));
+    }
+}
+
+fn context<'a>(plan: &'a Plan, run: &'a RunDir) -> Context<'a> {
+    Context {
+        project: &plan.project,
+        spec: &plan.spec,
+        rustc: &plan.rustc,
+        run,
+        ui: &plan.ui,
+        optimize_dir: plan.optimize_dir.clone(),
+        host: plan.rustc.host.clone(),
+        llvm_profdata: plan.llvm_profdata.clone(),
+        bolt_tools: plan.bolt_tools.clone(),
+        steps: RefCell::new(Vec::new()),
+    }
+}
+
+/// The run record from the ladder's rows and verdicts.
+fn assemble(plan: &Plan, ctx: &Context, mut ladder: Ladder) -> Report {
+    let final_ = ladder.final_choice();
+    let mut per_workload = std::mem::take(&mut ladder.per_workload);
+    let reference = ladder.reference();
+    let workloads = plan
+        .spec
+        .workloads
+        .iter()
+        .map(|w| WorkloadReport {
+            name: w.name.clone(),
+            uses: uses(w),
+            per_stage: per_workload.remove(&w.name).unwrap_or_default(),
+            deterministic: reference.is_deterministic(&w.name),
+            nondeterminism: reference.nondeterministic.get(&w.name).cloned(),
+        })
+        .collect();
+    Report {
+        schema: report::SCHEMA,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: ctx.run.id.clone(),
+        crate_name: plan.project.package.clone(),
+        bin: plan.project.bin.clone(),
+        toolchain: ToolchainInfo {
+            rustc: plan.rustc.version.clone(),
+            llvm: plan.rustc.llvm_version.clone(),
+            llvm_profdata: plan
+                .llvm_profdata
+                .as_ref()
+                .map(|t| t.path.display().to_string()),
+            llvm_bolt: plan
+                .bolt_tools
+                .as_ref()
+                .and_then(|b| b.as_ref().ok())
+                .map(|b| b.llvm_bolt.path.display().to_string()),
+            host: plan.rustc.host.clone(),
+        },
+        stages: std::mem::take(&mut ladder.rows),
+        workloads,
+        final_: Some(final_),
+        pipeline: ctx.steps.borrow().clone(),
+    }
+}
+
+fn uses(w: &Workload) -> Vec<String> {
+    let mut v = Vec::new();
+    if w.train {
+        v.push("train".to_string());
+    }
+    if w.eval {
+        v.push("eval".to_string());
+    }
+    v
+}

@@ -1,0 +1,142 @@
+//! Everything a run needs, resolved once from the command line, the spec and the toolchain
+//! before anything is built (ripgrep's lowargs → hiargs split, on a small scale): later
+//! code reads the [`Plan`] and never goes back to flags, files or the environment.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::cargo::{self, BuildSettings, Project, Workspace};
+use crate::cli::{GlobalArgs, RunArgs};
+use crate::process;
+use crate::spec::{self, Spec, StageName};
+use crate::toolchain::{self, BoltTools, Rustc, Tool, ToolError};
+use crate::ui::Ui;
+
+/// The workspace, the spec and the project they designate.
+pub struct Located {
+    pub workspace: Workspace,
+    pub spec: Spec,
+    pub project: Project,
+}
+
+/// Find the spec (`--spec`, else optimize.toml next to the package's Cargo.toml), read it,
+/// and resolve the package and binary (flags first, then the spec).
+pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
+    let workspace = Workspace::load(&g.selection)?;
+    let spec_path = match &g.spec {
+        Some(p) => p.clone(),
+        None => workspace
+            .spec_dir(g.selection.package.as_deref())?
+            .join(spec::SPEC_FILE),
+    };
+    let spec = spec::load(&spec_path)?;
+    let project = workspace.project(&g.selection, spec.package.as_deref(), spec.bin.as_deref())?;
+    Ok(Located {
+        workspace,
+        spec,
+        project,
+    })
+}
+
+/// The spec for the selected package (used by `bench`).
+/// With `--spec` no cargo project is needed: comparing two binaries needs only the workloads.
+pub fn load_spec(g: &GlobalArgs) -> anyhow::Result<Spec> {
+    match &g.spec {
+        Some(path) => Ok(spec::load(path)?),
+        None => Ok(locate(g)?.spec),
+    }
+}
+
+/// One run, resolved.
+pub struct Plan {
+    pub project: Project,
+    /// The spec with the command line's overrides (`--stages`, `--max-time`) applied.
+    pub spec: Spec,
+    pub rustc: Rustc,
+    /// Looked for only when the pgo stage is tried.
+    pub llvm_profdata: Option<Tool>,
+    /// Looked for only when the bolt stage is tried.
+    pub bolt_tools: Option<Result<BoltTools, ToolError>>,
+    /// The baseline's settings: the user's profile, features, target and rustflags.
+    pub baseline: BuildSettings,
+    /// `target/optimize`.
+    pub optimize_dir: PathBuf,
+    /// `--explain`: measure each profile setting alone.
+    pub explain: bool,
+    pub ui: Ui,
+}
+
+impl Plan {
+    pub fn resolve(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<Plan> {
+        let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
+        let Located {
+            mut spec, project, ..
+        } = locate(g)?;
+        apply_overrides(&mut spec, args)?;
+        let rustc = toolchain::rustc()?;
+        let stages = &spec.stages.try_;
+        let llvm_profdata = if stages.contains(&StageName::Pgo) {
+            Some(toolchain::llvm_profdata(&rustc)?)
+        } else {
+            None
+        };
+        let bolt_tools = stages
+            .contains(&StageName::Bolt)
+            .then(|| toolchain::bolt_tools(&rustc));
+        let triple = g
+            .selection
+            .target
+            .clone()
+            .unwrap_or_else(|| rustc.host.clone());
+        let cfg: Vec<String> =
+            process::tool_stdout("rustc", ["--print", "cfg", "--target", &triple])
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect();
+        let baseline = BuildSettings {
+            profile: g.selection.profile.clone(),
+            profile_overrides: BTreeMap::new(),
+            user_rustflags: cargo::user_rustflags_here(&triple, &cfg)?,
+            rustflags: Vec::new(),
+            target: g.selection.target.clone(),
+            features: project.features.clone(),
+        };
+        Ok(Plan {
+            optimize_dir: project.target_dir.join("optimize"),
+            project,
+            spec,
+            rustc,
+            llvm_profdata,
+            bolt_tools,
+            baseline,
+            explain: args.explain,
+            ui,
+        })
+    }
+}
+
+/// `--stages` and `--max-time` replace the spec's `[stages] try` and `[bench] max-time`.
+fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
+    if let Some(list) = &args.stages {
+        let mut stages = Vec::new();
+        for s in list.iter().filter(|s| !s.trim().is_empty()) {
+            stages.push(match s.trim() {
+                "profile" => StageName::Profile,
+                "cpu" => StageName::Cpu,
+                "pgo" => StageName::Pgo,
+                "bolt" => StageName::Bolt,
+                other => anyhow::bail!(
+                    "--stages: unknown stage `{other}`\n  fix: use a comma-separated list of profile, cpu, pgo, bolt"
+                ),
+            });
+        }
+        spec.stages.try_ = stages;
+    }
+    if let Some(t) = &args.max_time {
+        spec.bench.max_time = crate::util::parse_duration(t).map_err(|e| {
+            anyhow::anyhow!("--max-time: {e}\n  fix: a duration such as 20s, 2m or 500ms")
+        })?;
+    }
+    Ok(())
+}

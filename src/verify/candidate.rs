@@ -1,0 +1,108 @@
+//! What the pipeline calls: [`record_baseline`] runs every workload on the baseline (the
+//! reference every candidate must match) and checks the baseline agrees with itself;
+//! [`check_candidate`] runs every workload on a candidate, compares, then runs the crate's
+//! own tests with its settings when the spec asks for it.
+
+use std::time::Instant;
+
+use super::{Expect, Reference, Rejection};
+use crate::context::{Candidate, Context};
+use crate::spec::StageName;
+use crate::util::indent;
+
+/// The baseline's outputs on every workload, then the determinism check: a second run of
+/// each, so a workload whose baseline disagrees with itself is named instead of rejecting
+/// every candidate. A workload that fails, times out or does not write a declared file on
+/// the baseline is a spec problem, reported as such.
+pub fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<Reference> {
+    let n = ctx.spec.workloads.len();
+    let start = Instant::now();
+    let mut peak = 0;
+    let mut reference = Reference::new(baseline);
+    let at = |line: usize| format!("{}:{line}", ctx.spec.path.display());
+    for (i, w) in ctx.spec.workloads.iter().enumerate() {
+        ctx.ui
+            .step(&format!("baseline: running [{}/{n}] {}", i + 1, w.name));
+        let obs = super::observe(
+            ctx,
+            &baseline.binary,
+            w,
+            &ctx.run.outputs(StageName::Baseline.as_str()),
+        )?;
+        let out = &obs.outcome;
+        if out.timed_out {
+            anyhow::bail!(
+                "{}: workload `{}` exceeded its timeout of {} on the baseline and was killed (with its children)\n  fix: raise `timeout` for this workload, or give it a smaller input",
+                at(w.line),
+                w.name,
+                humantime::format_duration(w.timeout)
+            );
+        }
+        if !out.status.success() && w.expect != Expect::ExitCode {
+            anyhow::bail!(
+                "{}: workload `{}` failed on the baseline ({}); its stderr ends with:\n{}\n  fix: correct its args/stdin/cwd, or set `expect = \"exit-code\"` if a non-zero exit is what it should do",
+                at(w.line),
+                w.name,
+                out.status,
+                indent(&out.stderr_tail(15), "    ")
+            );
+        }
+        if let Some(f) = obs.files.iter().find(|f| f.contents.is_none()) {
+            if out.status.success() {
+                anyhow::bail!(
+                    "{}: workload `{}` declares the output file {} but the baseline did not write it (it ran in a fresh copy of its cwd {})\n  fix: correct `files` (paths are relative to the workload's `cwd`)",
+                    at(w.line),
+                    w.name,
+                    f.declared.display(),
+                    w.cwd.display()
+                );
+            }
+        }
+        peak = peak.max(out.max_rss_bytes);
+        reference.observed.insert(w.name.clone(), obs);
+    }
+    ctx.record(
+        "baseline: workloads",
+        start.elapsed().as_secs_f64(),
+        Some(peak),
+    );
+    super::check_determinism(ctx, baseline, &mut reference)?;
+    Ok(reference)
+}
+
+/// Run every workload on the candidate and compare with the baseline; then, with
+/// `[verify] tests = true`, run the crate's own tests with the candidate's settings.
+pub fn check_candidate(
+    ctx: &Context,
+    cand: &Candidate,
+    reference: &Reference,
+) -> anyhow::Result<Result<(), Rejection>> {
+    let start = Instant::now();
+    let n = ctx.spec.workloads.len();
+    let outputs = ctx.run.outputs(&cand.tag());
+    let mut result = Ok(());
+    for (i, w) in ctx.spec.workloads.iter().enumerate() {
+        ctx.ui.step(&format!(
+            "{}: verifying [{}/{n}] {}",
+            cand.label(),
+            i + 1,
+            w.name
+        ));
+        let obs = super::observe(ctx, &cand.binary, w, &outputs)?;
+        if let Err(m) = reference.check(w, &cand.label(), &obs) {
+            result = Err(Rejection::Outputs(m));
+            break;
+        }
+    }
+    ctx.record(
+        &format!("{}: verify", cand.label()),
+        start.elapsed().as_secs_f64(),
+        None,
+    );
+    if result.is_ok() {
+        if let Err(t) = super::crate_tests::check(ctx, cand, reference)? {
+            result = Err(Rejection::Tests(t));
+        }
+    }
+    Ok(result)
+}
