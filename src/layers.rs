@@ -1,1 +1,120 @@
+//! Keeps the module layers honest: every `crate::<module>` path in `src/` must name a
+//! module in a lower layer than the file's own (or its own module). The layer list is the
+//! fenced `layers` block of ARCHITECTURE.md, so the document and the check cannot drift.
+//! Strict layering also means there is no import cycle.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Module name → layer number, from ARCHITECTURE.md.
+fn layers(doc: &str) -> BTreeMap<String, usize> {
+    let block = doc
+        .split("```layers\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("ARCHITECTURE.md has a ```layers block");
+    let mut out = BTreeMap::new();
+    for line in block.lines().filter(|l| !l.trim().is_empty()) {
+        let mut words = line.split_whitespace();
+        let n: usize = words.next().unwrap().parse().expect("a layer number");
+        for m in words {
+            out.insert(m.to_string(), n);
+        }
+    }
+    out
+}
+
+/// The top-level module a source file belongs to (`src/stage/pgo.rs` → `stage`).
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    let name = first.strip_suffix(".rs").unwrap_or(first);
+    (name != "lib" && name != "main").then(|| name.to_string())
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every `crate::name` outside comments, with its line number.
+fn crate_refs(text: &str) -> Vec<(usize, String)> {
+    let re = regex::Regex::new(r"\bcrate::([a-z_]+)").unwrap();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        for c in re.captures_iter(code) {
+            out.push((i + 1, c[1].to_string()));
+        }
+    }
+    out
+}
+
+/// `use crate::{a, b::c}` groups name several modules at once.
+fn grouped_refs(text: &str) -> Vec<(usize, String)> {
+    let re = regex::Regex::new(r"use crate::\{([^}]*)\}").unwrap();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if let Some(c) = re.captures(line) {
+            for item in c[1].split(',') {
+                let m = item.trim().split("::").next().unwrap_or("").to_string();
+                if !m.is_empty() && m != "self" {
+                    out.push((i + 1, m));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_module_imports_only_from_lower_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let layer = layers(&doc);
+    let src = root.join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for file in files {
+        let Some(me) = module_of(&src, &file) else {
+            continue;
+        };
+        let Some(&mine) = layer.get(&me) else {
+            problems.push(format!("{}: module `{me}` is in no layer", file.display()));
+            continue;
+        };
+        let text = std::fs::read_to_string(&file).unwrap();
+        let refs = crate_refs(&text).into_iter().chain(grouped_refs(&text));
+        for (line, other) in refs {
+            if other == me {
+                continue;
+            }
+            match layer.get(&other) {
+                Some(&theirs) if theirs < mine => {}
+                Some(&theirs) => problems.push(format!(
+                    "{}:{line}: `{me}` (layer {mine}) uses `{other}` (layer {theirs})",
+                    file.display()
+                )),
+                None => problems.push(format!(
+                    "{}:{line}: `{other}` is in no layer",
+                    file.display()
+                )),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_layer_list_parses() {
+    let l = layers("x\n```layers\n0 util\n1 process ui\n```\n");
+    assert_eq!(l["ui"], 1);
+    assert_eq!(l["util"], 0);
+}
