@@ -5,6 +5,7 @@ pub mod apply;
 pub mod bench;
 pub mod cargo;
 pub mod cli;
+pub mod commands;
 pub mod pipeline;
 pub mod process;
 pub mod report;
@@ -23,7 +24,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Run(args)) => pipeline::run_command(&cli.global, &args),
         Some(Command::Init(_)) => pipeline::init_command(&cli.global),
         Some(Command::Doctor(args)) => toolchain::doctor_command(&args),
-        Some(Command::Bench(args)) => bench::bench_command(&cli.global, &args),
+        Some(Command::Bench(args)) => commands::bench::run(&cli.global, &args),
         Some(Command::Apply(args)) => apply::apply_command(&cli.global, &args),
         Some(Command::Clean) => pipeline::clean_command(&cli.global),
     }

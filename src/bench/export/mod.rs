@@ -1,13 +1,19 @@
-//! Writing `cargo optimize bench` results: JSON (everything), Markdown (a table), CSV (one
-//! row per measured run).
+//! Writing `cargo optimize bench` results to files, one format per submodule behind the
+//! [`Exporter`] trait: JSON (everything), Markdown (a table), CSV (one row per measured run).
 //!
-//! Owns: the file formats. Must not: measure or print to the terminal.
+//! Owns: the exported report types, the file formats, writing the files. Must not: measure
+//! or print to the terminal.
 
-use std::fmt::Write as _;
+mod csv;
+mod json;
+mod markdown;
 
+use std::path::Path;
+
+use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::runner::{BenchOptions, Comparison, Side};
+use super::runner::{BenchOptions, Comparison};
 use super::stats::Estimate;
 
 /// One workload's comparison, as exported.
@@ -48,114 +54,38 @@ impl BenchReport {
     }
 }
 
-pub fn to_json(r: &BenchReport) -> String {
-    // Serializing plain data with string keys cannot fail.
-    serde_json::to_string_pretty(r).unwrap_or_default() + "\n"
+/// One export format, serialized to bytes.
+pub trait Exporter {
+    fn serialize(&self, report: &BenchReport) -> Result<Vec<u8>>;
 }
 
-/// A Markdown table: one row per workload, then the geometric mean.
-pub fn to_markdown(r: &BenchReport) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "| workload | B/A | interval | verdict | n | A median | B median | CV A | CV B | outlier pairs |"
-    );
-    let _ = writeln!(s, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|");
-    for w in &r.workloads {
-        let c = &w.comparison;
-        let _ = writeln!(
-            s,
-            "| {} | {:.3} | [{:.3}, {:.3}] ({:.1} %) | {} | {} | {} | {} | {:.1} % | {:.1} % | {} |",
-            md_escape(&w.name),
-            c.ratio,
-            c.ci_low,
-            c.ci_high,
-            c.confidence * 100.0,
-            c.verdict,
-            c.n,
-            format_secs(c.median_a_secs),
-            format_secs(c.median_b_secs),
-            c.cv_a * 100.0,
-            c.cv_b * 100.0,
-            c.outliers.pairs
-        );
-    }
-    let g = &r.geomean;
-    let _ = writeln!(
-        s,
-        "| **geometric mean** | {:.3} | [{:.3}, {:.3}] ({:.1} %) | {} | | | | | | |",
-        g.ratio,
-        g.ci_low,
-        g.ci_high,
-        g.confidence * 100.0,
-        g.verdict
-    );
-    let warnings: Vec<String> = r
-        .workloads
-        .iter()
-        .filter_map(|w| {
-            w.comparison
-                .noise_warning
-                .as_ref()
-                .map(|n| format!("- {}: {}", md_escape(&w.name), n))
-        })
-        .collect();
-    let _ = writeln!(
-        s,
-        "\nB/A is B's wall time over A's (below 1: B is faster); verdicts use a {:.1} % margin.",
-        r.options.margin * 100.0
-    );
-    if !warnings.is_empty() {
-        let _ = writeln!(s, "\nWarnings:\n{}", warnings.join("\n"));
-    }
-    s
+/// The formats `bench` can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Markdown,
+    Csv,
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
-/// One row per measured run.
-pub fn to_csv(r: &BenchReport) -> String {
-    let mut s = String::from(
-        "workload,side,pair,seq,wall_secs,user_secs,sys_secs,max_rss_bytes,status,pad_bytes,outlier\n",
-    );
-    for w in &r.workloads {
-        for run in &w.comparison.samples {
-            let status = match (run.status.code, run.status.signal) {
-                (Some(c), _) => c.to_string(),
-                (None, Some(sig)) => format!("signal {sig}"),
-                _ => String::new(),
-            };
-            let _ = writeln!(
-                s,
-                "{},{},{},{},{:.9},{:.6},{:.6},{},{},{},{}",
-                csv_field(&w.name),
-                match run.side {
-                    Side::A => "A",
-                    Side::B => "B",
-                },
-                run.pair,
-                run.seq,
-                run.wall_secs,
-                run.user_secs,
-                run.sys_secs,
-                run.max_rss_bytes,
-                csv_field(&status),
-                run.pad_bytes,
-                run.outlier
-            );
+impl Format {
+    pub fn exporter(self) -> Box<dyn Exporter> {
+        match self {
+            Format::Json => Box::new(json::JsonExporter),
+            Format::Markdown => Box::new(markdown::MarkdownExporter),
+            Format::Csv => Box::new(csv::CsvExporter),
         }
     }
-    s
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+/// Write `report` in each format that has a path, in the order given.
+pub fn write_files(report: &BenchReport, targets: &[(Format, Option<&Path>)]) -> Result<()> {
+    for (format, path) in targets {
+        if let Some(p) = path {
+            let bytes = format.exporter().serialize(report)?;
+            std::fs::write(p, bytes).with_context(|| format!("cannot write {}", p.display()))?;
+        }
     }
+    Ok(())
 }
 
 /// Seconds as a short human string: `41.2 ms`, `1.53 s`, `812 µs`.
@@ -188,18 +118,154 @@ mod tests {
     use super::*;
 
     #[test]
-    fn csv_quotes_fields() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-    }
-
-    #[test]
     fn seconds_are_readable() {
         assert_eq!(format_secs(0.0412), "41.2 ms");
         assert_eq!(format_secs(1.534), "1.53 s");
         assert_eq!(format_secs(0.000_812), "812 µs");
         assert_eq!(format_secs(0.005), "5.00 ms");
         assert_eq!(format_secs(0.0), "0 s");
+    }
+
+    #[test]
+    fn writes_each_requested_format_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, c) = (dir.path().join("r.json"), dir.path().join("r.csv"));
+        let r = fixture::report();
+        write_files(
+            &r,
+            &[
+                (Format::Json, Some(&j)),
+                (Format::Markdown, None),
+                (Format::Csv, Some(&c)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read(&j).unwrap(),
+            Format::Json.exporter().serialize(&r).unwrap()
+        );
+        assert_eq!(
+            std::fs::read(&c).unwrap(),
+            Format::Csv.exporter().serialize(&r).unwrap()
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        let missing = dir.path().join("no/such/dir/r.md");
+        let err = write_files(&r, &[(Format::Markdown, Some(&missing))]).unwrap_err();
+        assert!(format!("{err:#}").starts_with("cannot write "), "{err:#}");
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod fixture {
+    use super::*;
+    use crate::bench::runner::{Noise, Outliers, RunRecord, Side, Sides, StopReason};
+    use crate::bench::stats::{LogEstimate, Summary, Verdict};
+    use crate::process::Status;
+    use std::time::Duration;
+
+    fn summary(median: f64) -> Sides<Summary> {
+        let s = Summary {
+            mean: median,
+            median,
+            min: median,
+            max: median,
+            std_dev: 0.0,
+        };
+        Sides { a: s, b: s }
+    }
+
+    fn run(pair: u32, side: Side, seq: u32, wall: f64, code: Option<i32>) -> RunRecord {
+        RunRecord {
+            pair,
+            side,
+            seq,
+            wall_secs: wall,
+            user_secs: wall * 0.9,
+            sys_secs: 0.001,
+            max_rss_bytes: 2 << 20,
+            status: Status {
+                code,
+                signal: if code.is_none() { Some(9) } else { None },
+            },
+            pad_bytes: 64,
+            outlier: pair == 1,
+            counters: None,
+        }
+    }
+
+    /// A small, fixed report: one workload with a `|` and a `,` in its name, two pairs.
+    pub(crate) fn report() -> BenchReport {
+        let comparison = Comparison {
+            ratio: 0.9,
+            ci_low: 0.85,
+            ci_high: 0.95,
+            verdict: Verdict::Faster,
+            confidence: 0.975,
+            margin: 0.01,
+            n: 2,
+            looks: 1,
+            planned_looks: 2,
+            stop: StopReason::Decided,
+            log: LogEstimate {
+                mean: -0.1,
+                se: 0.01,
+                df: 1.0,
+                n: 2,
+            },
+            t_interval: [0.85, 0.95],
+            bootstrap_interval: None,
+            median_ratio: 0.9,
+            median_interval: [0.8, 1.0],
+            median_disagrees: false,
+            cv_a: 0.012,
+            cv_b: 0.034,
+            outliers: Outliers {
+                pairs: 1,
+                a: 0,
+                b: 1,
+                pair_indices: vec![1],
+            },
+            median_a_secs: 0.0412,
+            median_b_secs: 0.037,
+            wall: summary(0.04),
+            user: summary(0.036),
+            sys: summary(0.001),
+            rss: summary(2097152.0),
+            noise: Noise {
+                cpu_wall: Sides { a: 0.9, b: 0.9 },
+                cv: Sides { a: 0.012, b: 0.034 },
+                spread: 0.02,
+                outlier_fraction: 0.5,
+                warning: Some("noisy measurements: CV 3.4 %".into()),
+            },
+            noise_warning: Some("noisy measurements: CV 3.4 %".into()),
+            counters: None,
+            counters_status: "not supported".into(),
+            elapsed_secs: 1.5,
+            seed: 7,
+            samples: vec![
+                run(0, Side::A, 0, 0.0412, Some(0)),
+                run(0, Side::B, 1, 0.037, Some(0)),
+                run(1, Side::B, 2, 0.05, None),
+                run(1, Side::A, 3, 0.04, Some(0)),
+            ],
+        };
+        let options = BenchOptions {
+            warmup: 1,
+            min_pairs: 2,
+            max_pairs: 10,
+            max_time: Duration::from_secs(3),
+            margin: 0.01,
+            seed: 7,
+        };
+        BenchReport::new(
+            options,
+            vec![WorkloadResult {
+                name: "big|input,x".into(),
+                command_a: "/bin/a 'big input'".into(),
+                command_b: "/bin/b 'big input'".into(),
+                comparison,
+            }],
+        )
     }
 }
