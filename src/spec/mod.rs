@@ -1,9 +1,10 @@
 //! `optimize.toml` (spec v1): the public types, loading and parsing, defaults, and the
 //! commented skeleton `init` writes.
 //!
-//! Owns: what a spec *is* once read. The file as written lives in [`raw`], turning it into a
-//! [`Spec`] with file:line:col errors and fixes in [`validate`], `matrix` and placeholder
-//! expansion in [`matrix`]. Must not: run anything or touch cargo.
+//! Owns: what a spec *is* once read. The file as written lives in `raw`; turning it into
+//! a [`Spec`], with file:line:col errors and fixes, is `validate`'s job (the `Validator`);
+//! `matrix` and placeholder expansion live in `matrix`. Must not: run anything or touch
+//! cargo.
 
 mod matrix;
 mod raw;

@@ -1,7 +1,7 @@
-//! Validation: the raw file ([`super::raw`]) becomes a [`Spec`]'s parts, with every problem
-//! reported as `file:line:col: what` plus a fix. The [`Validator`] holds the text so byte
-//! offsets can become positions; toml's own messages are reworded into spec terms, and typos
-//! get a "did you mean" (optimal-string-alignment distance from `strsim`).
+//! Validation: the raw file (`super::raw`) becomes a [`super::Spec`]'s parts, with every
+//! problem reported as `file:line:col: what` plus a fix. The [`Validator`] holds the text so
+//! byte offsets can become positions; toml's own messages are reworded into spec terms, and
+//! typos get a "did you mean" (optimal-string-alignment distance from `strsim`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
