@@ -395,7 +395,8 @@ pub fn compose_rustflags(user: &[String], ours: &[String]) -> Vec<String> {
 pub struct Built {
     pub binary: PathBuf,
     pub seconds: f64,
-    /// Everything cargo and rustc printed on stderr (warnings included).
+    /// The build log as a terminal would show it: cargo's stderr lines merged with rustc's
+    /// rendered diagnostics (warnings included), in arrival order.
     pub stderr: String,
     /// The command, for messages and the report.
     pub command: String,
