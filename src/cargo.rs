@@ -414,7 +414,8 @@ pub fn target_cpu_of(flags: &[String]) -> Option<String> {
 pub struct Built {
     pub binary: PathBuf,
     pub seconds: f64,
-    /// Everything cargo and rustc printed on stderr (warnings included).
+    /// The build log as a terminal would show it: cargo's stderr lines merged with rustc's
+    /// rendered diagnostics (warnings included), in arrival order.
     pub stderr: String,
     /// The command, for messages and the report.
     pub command: String,
@@ -428,7 +429,7 @@ pub fn build(
     on_line: &mut dyn FnMut(&str),
 ) -> Result<Built, CargoError> {
     let mut args = settings.cargo_args(project, target_dir);
-    args.insert(1, "--message-format=json-render-diagnostics".into());
+    args.insert(1, "--message-format=json".into());
     let flags = settings.all_rustflags();
     let command = format!(
         "CARGO_ENCODED_RUSTFLAGS='{}' cargo {}",
@@ -437,28 +438,50 @@ pub fn build(
     );
     let start = Instant::now();
     let mut child = spawn(&args, &flags)?;
-    let stdout = child.stdout.take();
-    let out_thread = std::thread::spawn(move || {
-        let mut exe = None;
-        if let Some(out) = stdout {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(path) = executable_of(&line) {
-                    exe = Some(path);
+    // cargo's JSON messages on stdout (artifacts, rustc's diagnostics) and its own lines on
+    // stderr are read side by side and merged in arrival order, so `stderr` reads as a
+    // terminal would have shown it.
+    let (tx, rx) = std::sync::mpsc::channel::<BuildEvent>();
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        let tx = tx.clone();
+        readers.push(std::thread::spawn(move || {
+            for event in build_events(BufReader::new(out)) {
+                if tx.send(event).is_err() {
+                    break;
                 }
             }
-        }
-        exe
-    });
-    let mut stderr = String::new();
+        }));
+    }
     if let Some(err) = child.stderr.take() {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            on_line(&line);
-            stderr.push_str(&line);
-            stderr.push('\n');
+        let tx = tx.clone();
+        readers.push(std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(BuildEvent::Text(line)).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let mut stderr = String::new();
+    let mut exe = None;
+    for event in rx {
+        match event {
+            BuildEvent::Text(text) => {
+                for line in text.lines() {
+                    on_line(line);
+                    stderr.push_str(line);
+                    stderr.push('\n');
+                }
+            }
+            BuildEvent::Executable(path) => exe = Some(path),
         }
     }
+    for r in readers {
+        let _ = r.join();
+    }
     let status = child.wait().map_err(CargoError::Spawn)?;
-    let exe = out_thread.join().unwrap_or(None);
     if !status.success() {
         return Err(CargoError::Build {
             command,
@@ -611,13 +634,27 @@ fn spawn(args: &[String], flags: &[String]) -> Result<std::process::Child, Cargo
         .map_err(CargoError::Spawn)
 }
 
-/// The executable path of a `compiler-artifact` message, if the line is one.
-fn executable_of(line: &str) -> Option<PathBuf> {
-    let v: serde_json::Value = serde_json::from_str(line).ok()?;
-    if v.get("reason")?.as_str()? != "compiler-artifact" {
-        return None;
-    }
-    v.get("executable")?.as_str().map(PathBuf::from)
+/// What a build reports, in the order it happens.
+#[derive(Debug, PartialEq)]
+enum BuildEvent {
+    /// Text for the build log: a line cargo printed on stderr, or one rendered rustc
+    /// diagnostic (possibly several lines).
+    Text(String),
+    /// A `compiler-artifact` message with an executable.
+    Executable(PathBuf),
+}
+
+/// The events in cargo's `--message-format=json` stdout: executables of compiled
+/// artifacts and rustc's diagnostics as rustc renders them; anything else is skipped.
+fn build_events<R: BufRead>(stdout: R) -> impl Iterator<Item = BuildEvent> {
+    use cargo_metadata::Message;
+    Message::parse_stream(stdout).filter_map(|m| match m.ok()? {
+        Message::CompilerArtifact(a) => a
+            .executable
+            .map(|e| BuildEvent::Executable(e.into_std_path_buf())),
+        Message::CompilerMessage(m) => m.message.rendered.map(BuildEvent::Text),
+        _ => None,
+    })
 }
 
 /// The user's effective rustflags for `target` (the host when `None`), exactly as cargo
@@ -651,13 +688,11 @@ pub fn user_rustflags(
     // The triple's own table first, then the cfg tables (cargo's order).
     let mut tables = config.target_rustflags();
     tables.sort_by_key(|(k, _)| k.starts_with("cfg("));
+    let cfg = parse_cfg(cfg);
     for (key, flags) in tables {
-        let applies = if let Some(expr) = key.strip_prefix("cfg(").and_then(|k| k.strip_suffix(')'))
-        {
-            cfg_matches(expr, cfg)
-        } else {
-            key == triple
-        };
+        let applies = key
+            .parse::<cargo_platform::Platform>()
+            .is_ok_and(|p| p.matches(triple, &cfg));
         if applies {
             target_flags.get_or_insert_with(Vec::new).extend(flags);
         }
@@ -766,53 +801,18 @@ fn flags_value(v: &toml::Value) -> Vec<String> {
     }
 }
 
-/// Evaluate a cfg expression (`unix`, `target_os = "linux"`, `all(..)`, `any(..)`,
-/// `not(..)`) against `rustc --print cfg` lines (`unix`, `target_os="linux"`).
-pub fn cfg_matches(expr: &str, cfg: &[String]) -> bool {
-    let expr = expr.trim();
-    for (name, combine) in [("all(", true), ("any(", false)] {
-        if let Some(inner) = expr.strip_prefix(name).and_then(|e| e.strip_suffix(')')) {
-            let parts = split_top_level(inner);
-            return if combine {
-                parts.iter().all(|p| cfg_matches(p, cfg))
-            } else {
-                parts.iter().any(|p| cfg_matches(p, cfg))
-            };
-        }
-    }
-    if let Some(inner) = expr.strip_prefix("not(").and_then(|e| e.strip_suffix(')')) {
-        return !cfg_matches(inner, cfg);
-    }
-    let normalized: String = match expr.split_once('=') {
-        Some((k, v)) => format!("{}={}", k.trim(), v.trim()),
-        None => expr.to_string(),
-    };
-    cfg.iter().any(|c| c.trim() == normalized)
+/// `rustc --print cfg` lines (`unix`, `target_os="linux"`) as cargo's cfg values; lines
+/// that are not one are skipped.
+fn parse_cfg(lines: &[String]) -> Vec<cargo_platform::Cfg> {
+    lines.iter().filter_map(|l| l.trim().parse().ok()).collect()
 }
 
-fn split_top_level(s: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let (mut depth, mut in_str, mut cur) = (0i32, false, String::new());
-    for c in s.chars() {
-        match c {
-            '"' => in_str = !in_str,
-            '(' if !in_str => depth += 1,
-            ')' if !in_str => depth -= 1,
-            ',' if !in_str && depth == 0 => {
-                if !cur.trim().is_empty() {
-                    parts.push(cur.trim().to_string());
-                }
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    if !cur.trim().is_empty() {
-        parts.push(cur.trim().to_string());
-    }
-    parts
+/// Whether a cfg expression (`unix`, `target_os = "linux"`, `all(..)`, `any(..)`,
+/// `not(..)`) holds for `rustc --print cfg` lines, as cargo decides it for
+/// `[target.'cfg(…)']` tables. An expression cargo cannot parse matches nothing.
+pub fn cfg_matches(expr: &str, cfg: &[String]) -> bool {
+    expr.parse::<cargo_platform::CfgExpr>()
+        .is_ok_and(|e| e.matches(&parse_cfg(cfg)))
 }
 
 #[cfg(test)]
@@ -977,10 +977,58 @@ rustflags = ["-Cwindows"]
     }
 
     #[test]
-    fn artifact_line_parsing() {
-        let line = r#"{"reason":"compiler-artifact","executable":"/t/release/demo","target":{}}"#;
-        assert_eq!(executable_of(line), Some(PathBuf::from("/t/release/demo")));
-        assert_eq!(executable_of(r#"{"reason":"build-finished"}"#), None);
-        assert_eq!(executable_of("not json"), None);
+    fn build_messages_give_executables_and_rendered_diagnostics() {
+        let artifact = |exe: &str| {
+            serde_json::json!({
+                "reason": "compiler-artifact",
+                "package_id": "path+file:///p#demo@0.1.0",
+                "manifest_path": "/p/Cargo.toml",
+                "target": {
+                    "kind": ["bin"], "crate_types": ["bin"], "name": "demo",
+                    "src_path": "/p/src/main.rs", "edition": "2021",
+                    "doc": true, "doctest": false, "test": true
+                },
+                "profile": {
+                    "opt_level": "3", "debuginfo": 0, "debug_assertions": false,
+                    "overflow_checks": false, "test": false
+                },
+                "features": [],
+                "filenames": [exe],
+                "executable": exe,
+                "fresh": false
+            })
+            .to_string()
+        };
+        let warning = serde_json::json!({
+            "reason": "compiler-message",
+            "package_id": "path+file:///p#demo@0.1.0",
+            "manifest_path": "/p/Cargo.toml",
+            "target": {
+                "kind": ["bin"], "crate_types": ["bin"], "name": "demo",
+                "src_path": "/p/src/main.rs", "edition": "2021",
+                "doc": true, "doctest": false, "test": true
+            },
+            "message": {
+                "message": "no profile data available for function f",
+                "code": null, "level": "warning", "spans": [], "children": [],
+                "rendered": "warning: no profile data available for function f\n\n"
+            }
+        })
+        .to_string();
+        let stdout = [
+            warning,
+            "not json".to_string(),
+            artifact("/t/release/demo"),
+            r#"{"reason":"build-finished","success":true}"#.to_string(),
+        ]
+        .join("\n");
+        let events: Vec<BuildEvent> = build_events(stdout.as_bytes()).collect();
+        assert_eq!(
+            events,
+            [
+                BuildEvent::Text("warning: no profile data available for function f\n\n".into()),
+                BuildEvent::Executable(PathBuf::from("/t/release/demo")),
+            ]
+        );
     }
 }

@@ -31,7 +31,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Run(args)) => commands::run::run(&cli.global, &args),
         Some(Command::Init(_)) => commands::init::run(&cli.global),
         Some(Command::Doctor(args)) => commands::doctor::run(&args),
-        Some(Command::Bench(args)) => bench::bench_command(&cli.global, &args),
+        Some(Command::Bench(args)) => commands::bench::run(&cli.global, &args),
         Some(Command::Apply(args)) => commands::apply::run(&cli.global, &args),
         Some(Command::Clean) => commands::clean::run(&cli.global),
     }

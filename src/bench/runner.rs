@@ -130,15 +130,11 @@ fn tail_block(tail: &str) -> String {
     if tail.trim().is_empty() {
         String::new()
     } else {
-        format!("\n  stderr (last lines):\n{}", indent(tail, "    "))
+        format!(
+            "\n  stderr (last lines):\n{}",
+            crate::util::indent(tail, "    ")
+        )
     }
-}
-
-fn indent(text: &str, prefix: &str) -> String {
-    text.lines()
-        .map(|l| format!("{prefix}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Where a comparison is.

@@ -2,6 +2,7 @@
 //! into the lower layers' own types, calls them, and returns the exit code.
 
 pub mod apply;
+pub mod bench;
 pub mod clean;
 pub mod doctor;
 pub mod init;

@@ -1,0 +1,89 @@
+//! CSV export: one row per measured run (warm-up runs are not recorded), written with the
+//! `csv` crate (fields quoted only when they need it).
+
+use anyhow::Result;
+
+use super::{BenchReport, Exporter};
+use crate::bench::runner::Side;
+
+pub struct CsvExporter;
+
+const HEADER: [&str; 11] = [
+    "workload",
+    "side",
+    "pair",
+    "seq",
+    "wall_secs",
+    "user_secs",
+    "sys_secs",
+    "max_rss_bytes",
+    "status",
+    "pad_bytes",
+    "outlier",
+];
+
+impl Exporter for CsvExporter {
+    fn serialize(&self, report: &BenchReport) -> Result<Vec<u8>> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(HEADER)?;
+        for wl in &report.workloads {
+            for run in &wl.comparison.samples {
+                let status = match (run.status.code, run.status.signal) {
+                    (Some(c), _) => c.to_string(),
+                    (None, Some(sig)) => format!("signal {sig}"),
+                    _ => String::new(),
+                };
+                w.write_record([
+                    wl.name.clone(),
+                    match run.side {
+                        Side::A => "A",
+                        Side::B => "B",
+                    }
+                    .to_string(),
+                    run.pair.to_string(),
+                    run.seq.to_string(),
+                    format!("{:.9}", run.wall_secs),
+                    format!("{:.6}", run.user_secs),
+                    format!("{:.6}", run.sys_secs),
+                    run.max_rss_bytes.to_string(),
+                    status,
+                    run.pad_bytes.to_string(),
+                    run.outlier.to_string(),
+                ])?;
+            }
+        }
+        Ok(w.into_inner()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_rows() {
+        let r = super::super::fixture::report();
+        let text = String::from_utf8(CsvExporter.serialize(&r).unwrap()).unwrap();
+        assert_eq!(
+            text,
+            "\
+workload,side,pair,seq,wall_secs,user_secs,sys_secs,max_rss_bytes,status,pad_bytes,outlier
+\"big|input,x\",A,0,0,0.041200000,0.037080,0.001000,2097152,0,64,false
+\"big|input,x\",B,0,1,0.037000000,0.033300,0.001000,2097152,0,64,false
+\"big|input,x\",B,1,2,0.050000000,0.045000,0.001000,2097152,signal 9,64,true
+\"big|input,x\",A,1,3,0.040000000,0.036000,0.001000,2097152,0,64,true
+"
+        );
+    }
+
+    #[test]
+    fn quotes_only_what_needs_it() {
+        let mut r = super::super::fixture::report();
+        r.workloads[0].name = "say \"hi\"\nplain".into();
+        let text = String::from_utf8(CsvExporter.serialize(&r).unwrap()).unwrap();
+        assert!(
+            text.contains("\n\"say \"\"hi\"\"\nplain\",A,0,0,"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! Markdown export: one table row per workload, then the geometric mean, the margin and
+//! any noise warnings.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::{format_secs, BenchReport, Exporter};
+
+pub struct MarkdownExporter;
+
+impl Exporter for MarkdownExporter {
+    fn serialize(&self, report: &BenchReport) -> Result<Vec<u8>> {
+        Ok(table(report).into_bytes())
+    }
+}
+
+fn table(r: &BenchReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "| workload | B/A | interval | verdict | n | A median | B median | CV A | CV B | outlier pairs |"
+    );
+    let _ = writeln!(s, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|");
+    for w in &r.workloads {
+        let c = &w.comparison;
+        let _ = writeln!(
+            s,
+            "| {} | {:.3} | [{:.3}, {:.3}] ({:.1} %) | {} | {} | {} | {} | {:.1} % | {:.1} % | {} |",
+            md_escape(&w.name),
+            c.ratio,
+            c.ci_low,
+            c.ci_high,
+            c.confidence * 100.0,
+            c.verdict,
+            c.n,
+            format_secs(c.median_a_secs),
+            format_secs(c.median_b_secs),
+            c.cv_a * 100.0,
+            c.cv_b * 100.0,
+            c.outliers.pairs
+        );
+    }
+    let g = &r.geomean;
+    let _ = writeln!(
+        s,
+        "| **geometric mean** | {:.3} | [{:.3}, {:.3}] ({:.1} %) | {} | | | | | | |",
+        g.ratio,
+        g.ci_low,
+        g.ci_high,
+        g.confidence * 100.0,
+        g.verdict
+    );
+    let warnings: Vec<String> = r
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            w.comparison
+                .noise_warning
+                .as_ref()
+                .map(|n| format!("- {}: {}", md_escape(&w.name), n))
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "\nB/A is B's wall time over A's (below 1: B is faster); verdicts use a {:.1} % margin.",
+        r.options.margin * 100.0
+    );
+    if !warnings.is_empty() {
+        let _ = writeln!(s, "\nWarnings:\n{}", warnings.join("\n"));
+    }
+    s
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_table() {
+        let r = super::super::fixture::report();
+        let text = String::from_utf8(MarkdownExporter.serialize(&r).unwrap()).unwrap();
+        assert_eq!(
+            text,
+            "\
+| workload | B/A | interval | verdict | n | A median | B median | CV A | CV B | outlier pairs |
+|---|---:|---|---|---:|---:|---:|---:|---:|---:|
+| big\\|input,x | 0.900 | [0.850, 0.950] (97.5 %) | faster | 2 | 41.2 ms | 37.0 ms | 1.2 % | 3.4 % | 1 |
+| **geometric mean** | 0.905 | [0.702, 1.167] (97.5 %) | inconclusive | | | | | | |
+
+B/A is B's wall time over A's (below 1: B is faster); verdicts use a 1.0 % margin.
+
+Warnings:
+- big\\|input,x: noisy measurements: CV 3.4 %
+"
+        );
+    }
+}

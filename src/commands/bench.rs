@@ -1,0 +1,431 @@
+//! `cargo optimize bench`: choose what to compare (two binaries over the spec's eval
+//! workloads, or two command lines), run the engine in `crate::bench` with a progress
+//! spinner, print one line per workload and the geometric mean, write the exports.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+
+use crate::bench::{compare, export, BenchOptions, Comparison, Phase, Progress};
+use crate::cli::{BenchArgs, GlobalArgs};
+use crate::process::Command;
+use crate::util::parse_duration;
+
+/// One thing to compare: A and B over the same workload.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub name: String,
+    pub a: Command,
+    pub b: Command,
+}
+
+/// `cargo optimize bench`: compare two binaries over the spec's eval workloads, or two
+/// commands, and print per workload `B/A = r [lo, hi] verdict (n=…)` and the geometric mean.
+pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
+    let (jobs, config) = select_jobs(g, args)?;
+    let mut opts = match &config {
+        Some(cfg) => BenchOptions::from_config(cfg),
+        None => BenchOptions::default(),
+    };
+    apply_overrides(&mut opts, args)?;
+
+    let progress = !g.quiet && std::io::stderr().is_terminal();
+    if !g.quiet {
+        if let Some(first) = jobs.first() {
+            if jobs.len() == 1 || args.commands.len() == 2 {
+                println!("A: {}", first.a.display());
+                println!("B: {}", first.b.display());
+            } else {
+                println!("A: {}", first.a.program.display());
+                println!("B: {}", first.b.program.display());
+            }
+        }
+    }
+    let width = jobs
+        .iter()
+        .map(|j| j.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut results = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        let job_opts = BenchOptions {
+            seed: opts.seed.wrapping_add(i as u64),
+            ..opts.clone()
+        };
+        let bar = spinner(progress);
+        let c = compare(&job.a, &job.b, &job_opts, &mut |p| {
+            bar.set_message(progress_line(&job.name, p));
+        });
+        bar.finish_and_clear();
+        let c = c.with_context(|| format!("benchmarking workload `{}`", job.name))?;
+        print_result(&job.name, width, &c, g.verbose);
+        results.push(export::WorkloadResult {
+            name: job.name.clone(),
+            command_a: job.a.display(),
+            command_b: job.b.display(),
+            comparison: c,
+        });
+    }
+    let report = export::BenchReport::new(opts, results);
+    if report.workloads.len() > 1 {
+        println!(
+            "{:width$}  {} ({} workloads)",
+            "geometric mean",
+            report.geomean,
+            report.workloads.len(),
+            width = width.max(14)
+        );
+    }
+    if !g.quiet {
+        if let Some(w) = report.workloads.first() {
+            let levels: Vec<f64> = report
+                .workloads
+                .iter()
+                .map(|w| w.comparison.confidence * 100.0)
+                .collect();
+            let lo = levels.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = levels.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let level = if hi - lo < 0.05 {
+                format!("{hi:.1} %")
+            } else {
+                format!("{lo:.1}–{hi:.1} %")
+            };
+            println!(
+                "intervals are {level} (95 % corrected for repeated looks); margin {:.1} %; hardware counters: {}",
+                report.options.margin * 100.0,
+                w.comparison.counters_status
+            );
+        }
+    }
+    write_exports(args, &report)?;
+    Ok(0)
+}
+
+/// The comparisons `bench` will run, and the spec's `[bench]` settings when a spec was read.
+fn select_jobs(
+    g: &GlobalArgs,
+    args: &BenchArgs,
+) -> anyhow::Result<(Vec<Job>, Option<crate::spec::BenchConfig>)> {
+    if !args.commands.is_empty() {
+        if args.commands.len() != 2 {
+            bail!(
+                "give --cmd exactly twice (A, then B); got {}",
+                args.commands.len()
+            );
+        }
+        let a = command_from_line(&args.commands[0]).context("in the first --cmd (A)")?;
+        let b = command_from_line(&args.commands[1]).context("in the second --cmd (B)")?;
+        return Ok((
+            vec![Job {
+                name: "command".into(),
+                a,
+                b,
+            }],
+            None,
+        ));
+    }
+    if args.binaries.len() != 2 {
+        bail!("give two binaries (A, the reference, then B), or two commands with --cmd 'A …' --cmd 'B …'");
+    }
+    let a = absolute_binary(&args.binaries[0])?;
+    let b = absolute_binary(&args.binaries[1])?;
+    let spec = crate::pipeline::load_spec(g)?;
+    let jobs = spec_jobs(&spec, &a, &b, args.workloads.as_deref())?;
+    Ok((jobs, Some(spec.bench.clone())))
+}
+
+fn absolute_binary(p: &Path) -> anyhow::Result<PathBuf> {
+    p.canonicalize()
+        .with_context(|| format!("binary {} not found", p.display()))
+}
+
+/// A and B over the spec's eval workloads, or over the named ones.
+pub fn spec_jobs(
+    spec: &crate::spec::Spec,
+    a: &Path,
+    b: &Path,
+    names: Option<&[String]>,
+) -> anyhow::Result<Vec<Job>> {
+    let chosen: Vec<&crate::spec::Workload> = match names {
+        Some(names) => {
+            let mut out = Vec::new();
+            for n in names {
+                match spec.workloads.iter().find(|w| &w.name == n) {
+                    Some(w) => out.push(w),
+                    None => bail!(
+                        "no workload named `{n}` in {}; there are: {}",
+                        spec.path.display(),
+                        spec.workloads
+                            .iter()
+                            .map(|w| w.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }
+            }
+            out
+        }
+        None => spec.workloads.iter().filter(|w| w.eval).collect(),
+    };
+    if chosen.is_empty() {
+        bail!(
+            "{} has no eval workload to measure; add \"eval\" to a workload's `use`",
+            spec.path.display()
+        );
+    }
+    Ok(chosen
+        .into_iter()
+        .map(|w| Job {
+            name: w.name.clone(),
+            a: Command::for_workload(a, w),
+            b: Command::for_workload(b, w),
+        })
+        .collect())
+}
+
+/// A command line split like a POSIX shell splits words (quotes and backslashes), without
+/// running a shell: no variables, globs, pipes or redirections.
+pub fn command_from_line(line: &str) -> anyhow::Result<Command> {
+    let words = shell_words::split(line).map_err(anyhow::Error::msg)?;
+    let Some((program, args)) = words.split_first() else {
+        bail!("the command is empty");
+    };
+    Ok(Command::new(program).args(args))
+}
+
+fn apply_overrides(opts: &mut BenchOptions, args: &BenchArgs) -> anyhow::Result<()> {
+    if let Some(n) = args.runs {
+        opts.min_pairs = n.max(2);
+        opts.max_pairs = opts.max_pairs.max(opts.min_pairs);
+    }
+    if let Some(w) = args.warmup {
+        opts.warmup = w;
+    }
+    if let Some(t) = &args.max_time {
+        opts.max_time = parse_duration(t).map_err(|e| anyhow!("{e}; examples: 30s, 2m, 1m30s"))?;
+    }
+    if let Some(m) = args.margin {
+        if !(0.0..1.0).contains(&m) {
+            bail!("--margin must be a fraction in [0, 1) such as 0.01 (1 %); got {m}");
+        }
+        opts.margin = m;
+    }
+    Ok(())
+}
+
+fn spinner(visible: bool) -> indicatif::ProgressBar {
+    if !visible {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg}") {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+fn progress_line(name: &str, p: &Progress) -> String {
+    match p.phase {
+        Phase::Warmup { done, total } => format!("{name}: warm-up {}/{total}", done + 1),
+        Phase::Measuring => {
+            let mut s = format!(
+                "{name}: {}{} pairs · {:.1}/{:.0} s",
+                p.pairs,
+                p.planned_pairs.map(|c| format!("/{c}")).unwrap_or_default(),
+                p.elapsed.as_secs_f64(),
+                p.max_time.as_secs_f64()
+            );
+            // The running interval, not a verdict: verdicts are only taken at the looks.
+            if let Some(e) = &p.estimate {
+                s.push_str(&format!(
+                    " · B/A {:.3} [{:.3}, {:.3}]",
+                    e.ratio, e.ci_low, e.ci_high
+                ));
+            }
+            s
+        }
+    }
+}
+
+fn print_result(name: &str, width: usize, c: &Comparison, verbose: u8) {
+    println!(
+        "{name:width$}  {}   A {} · B {} · CV {:.1} % / {:.1} % · {} outlier pair{}",
+        c.headline(),
+        export::format_secs(c.median_a_secs),
+        export::format_secs(c.median_b_secs),
+        c.cv_a * 100.0,
+        c.cv_b * 100.0,
+        c.outliers.pairs,
+        if c.outliers.pairs == 1 { "" } else { "s" },
+    );
+    if let Some(w) = &c.noise_warning {
+        println!("{:width$}  warning: {w}", "");
+    }
+    if verbose > 0 {
+        let mib = |b: f64| b / (1024.0 * 1024.0);
+        println!(
+            "{:width$}  t interval [{:.3}, {:.3}]{}; median {:.3} [{:.3}, {:.3}]; stopped: {:?} after {} of {} looks, {:.1} s",
+            "",
+            c.t_interval[0],
+            c.t_interval[1],
+            c.bootstrap_interval
+                .map(|b| format!(", bootstrap [{:.3}, {:.3}]", b[0], b[1]))
+                .unwrap_or_default(),
+            c.median_ratio,
+            c.median_interval[0],
+            c.median_interval[1],
+            c.stop,
+            c.looks,
+            c.planned_looks,
+            c.elapsed_secs
+        );
+        println!(
+            "{:width$}  user {} / {} · sys {} / {} · peak RSS {:.1} / {:.1} MiB · CPU/wall {:.2} / {:.2}",
+            "",
+            export::format_secs(c.user.a.median),
+            export::format_secs(c.user.b.median),
+            export::format_secs(c.sys.a.median),
+            export::format_secs(c.sys.b.median),
+            mib(c.rss.a.median),
+            mib(c.rss.b.median),
+            c.noise.cpu_wall.a,
+            c.noise.cpu_wall.b
+        );
+        if let Some(counters) = &c.counters {
+            for k in &counters.counters {
+                println!(
+                    "{:width$}  {}: {:.0} / {:.0} (B/A {:.3})",
+                    "", k.name, k.median_a, k.median_b, k.ratio
+                );
+            }
+        }
+    }
+}
+
+fn write_exports(args: &BenchArgs, report: &export::BenchReport) -> anyhow::Result<()> {
+    export::write_files(
+        report,
+        &[
+            (export::Format::Json, args.export_json.as_deref()),
+            (export::Format::Markdown, args.export_markdown.as_deref()),
+            (export::Format::Csv, args.export_csv.as_deref()),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_a_shell() {
+        let words = |l: &str| {
+            let c = command_from_line(l).unwrap();
+            let mut w = vec![c.program.display().to_string()];
+            w.extend(c.args.iter().map(|a| a.to_string_lossy().into_owned()));
+            w
+        };
+        assert_eq!(words("a b  c"), ["a", "b", "c"]);
+        assert_eq!(
+            words("  prog 'one two' three "),
+            ["prog", "one two", "three"]
+        );
+        assert_eq!(
+            words(r#"p "a \"q\" \$x \n" b"#),
+            ["p", r#"a "q" $x \n"#, "b"]
+        );
+        assert_eq!(words(r"p a\ b \'c"), ["p", "a b", "'c"]);
+        assert_eq!(words("p '' \"\""), ["p", "", ""]);
+        assert_eq!(words("p x'y'\"z\""), ["p", "xyz"]);
+        assert_eq!(words("p a\\\nb"), ["p", "ab"]);
+        assert_eq!(words("p $HOME *.rs | x"), ["p", "$HOME", "*.rs", "|", "x"]);
+        assert!(command_from_line("p 'open").is_err());
+        assert!(command_from_line("p \"open").is_err());
+        // As `sh -c` does: a trailing backslash is literal, `#` at a word's start comments.
+        assert_eq!(words("p \\"), ["p", "\\"]);
+        assert_eq!(words("p a#b #c d"), ["p", "a#b"]);
+        assert!(command_from_line("   ").is_err());
+        let c = command_from_line("sleep '0.1'").unwrap();
+        assert_eq!(c.program, PathBuf::from("sleep"));
+        assert_eq!(c.args, ["0.1"]);
+    }
+
+    fn workload(name: &str, eval: bool) -> crate::spec::Workload {
+        crate::spec::Workload {
+            name: name.into(),
+            args: vec!["--n".into(), "3".into()],
+            stdin: None,
+            env: [("K".to_string(), "V".to_string())].into_iter().collect(),
+            cwd: PathBuf::from("/tmp"),
+            timeout: Duration::from_secs(5),
+            train: true,
+            eval,
+            expect: crate::spec::Expect::Exact,
+            files: vec![],
+            sort_lines: false,
+            stderr: false,
+            line: 1,
+        }
+    }
+
+    fn spec(ws: Vec<crate::spec::Workload>) -> crate::spec::Spec {
+        crate::spec::Spec {
+            path: PathBuf::from("/x/optimize.toml"),
+            root: PathBuf::from("/x"),
+            bin: None,
+            package: None,
+            stages: crate::spec::Stages {
+                try_: vec![],
+                profile: crate::spec::ProfileChoice::Preset("max".into()),
+                cpu: None,
+                allow_panic_abort: false,
+                bolt_mode: crate::spec::BoltMode::Auto,
+                bolt_args: None,
+            },
+            bench: crate::spec::BenchConfig {
+                max_time: Duration::from_secs(5),
+                margin: 0.01,
+                warmup: 1,
+                min_runs: 10,
+            },
+            verify: Default::default(),
+            workloads: ws,
+        }
+    }
+
+    #[test]
+    fn jobs_from_the_spec() {
+        let s = spec(vec![
+            workload("w1", true),
+            workload("train-only", false),
+            workload("w2", true),
+        ]);
+        let (a, b) = (Path::new("/bin/a"), Path::new("/bin/b"));
+        let jobs = spec_jobs(&s, a, b, None).unwrap();
+        assert_eq!(
+            jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>(),
+            ["w1", "w2"]
+        );
+        assert_eq!(jobs[0].a.program, PathBuf::from("/bin/a"));
+        assert_eq!(jobs[0].b.program, PathBuf::from("/bin/b"));
+        // Same argv, env, cwd, timeout on both sides.
+        assert_eq!(jobs[0].a.args, jobs[0].b.args);
+        assert_eq!(jobs[0].a.env, jobs[0].b.env);
+        assert_eq!(jobs[0].a.cwd, jobs[0].b.cwd);
+        assert_eq!(jobs[0].a.timeout, jobs[0].b.timeout);
+
+        let named = spec_jobs(&s, a, b, Some(&["train-only".to_string()])).unwrap();
+        assert_eq!(named.len(), 1);
+        let err = spec_jobs(&s, a, b, Some(&["nope".to_string()]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("nope") && err.contains("w1, train-only, w2"),
+            "{err}"
+        );
+        assert!(spec_jobs(&spec(vec![workload("t", false)]), a, b, None).is_err());
+    }
+}

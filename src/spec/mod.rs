@@ -1,0 +1,564 @@
+//! `optimize.toml` (spec v1): the public types, loading and parsing, defaults, and the
+//! commented skeleton `init` writes.
+//!
+//! Owns: what a spec *is* once read. The file as written lives in `raw`; turning it into
+//! a [`Spec`], with file:line:col errors and fixes, is `validate`'s job (the `Validator`);
+//! `matrix` and placeholder expansion live in `matrix`. Must not: run anything or touch
+//! cargo.
+
+mod matrix;
+mod raw;
+mod validate;
+
+#[cfg(test)]
+mod fixture;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use raw::PROFILE_KEYS;
+use validate::Validator;
+/// File name looked up next to the package's Cargo.toml.
+pub const SPEC_FILE: &str = "optimize.toml";
+
+/// A validated spec with every workload expanded (matrix) and every path made absolute.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// The folder holding it: relative paths and `{root}` resolve against this.
+    pub root: PathBuf,
+    pub bin: Option<String>,
+    pub package: Option<String>,
+    pub stages: Stages,
+    pub bench: BenchConfig,
+    pub verify: VerifyConfig,
+    pub workloads: Vec<Workload>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageName {
+    Baseline,
+    Profile,
+    Cpu,
+    Pgo,
+    Bolt,
+}
+
+impl StageName {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StageName::Baseline => "baseline",
+            StageName::Profile => "profile",
+            StageName::Cpu => "cpu",
+            StageName::Pgo => "pgo",
+            StageName::Bolt => "bolt",
+        }
+    }
+}
+
+impl std::fmt::Display for StageName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProfileChoice {
+    /// A named preset: "max", "balanced", "size".
+    Preset(String),
+    /// Inline overrides, key (cargo profile key such as "lto") to TOML value.
+    Overrides(BTreeMap<String, toml::Value>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoltMode {
+    Auto,
+    Instrument,
+    Perf,
+}
+
+#[derive(Debug, Clone)]
+pub struct Stages {
+    /// Stages to try, in order (baseline is implicit and always first).
+    pub try_: Vec<StageName>,
+    pub profile: ProfileChoice,
+    /// `None`: choose automatically (highest x86-64 level, then native).
+    pub cpu: Option<Vec<String>>,
+    pub allow_panic_abort: bool,
+    pub bolt_mode: BoltMode,
+    /// `None`: the built-in BOLT optimization flags.
+    pub bolt_args: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Per workload per comparison.
+    pub max_time: Duration,
+    /// Equivalence margin for verdicts (0.01 = 1 %).
+    pub margin: f64,
+    pub warmup: u32,
+    /// Minimum number of pairs before a verdict is considered.
+    pub min_runs: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct VerifyConfig {
+    /// Run the crate's own tests with each candidate's settings.
+    pub tests: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expect {
+    /// stdout and exit status equal.
+    Exact,
+    /// exit status only.
+    ExitCode,
+    /// numbers agree within this relative tolerance; other tokens equal.
+    Numeric(f64),
+    /// numbers agree within this absolute tolerance; other tokens equal.
+    NumericAbs(f64),
+    /// lines matching the regex are masked, the rest compared exactly.
+    Ignore(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Unique; for matrix workloads the expanded name, e.g. `parse[size=10]`.
+    pub name: String,
+    /// Arguments with `{root}` and matrix variables expanded.
+    pub args: Vec<String>,
+    /// Absolute path of the stdin file.
+    pub stdin: Option<PathBuf>,
+    pub env: BTreeMap<String, String>,
+    /// Absolute working directory (default: the spec's folder).
+    pub cwd: PathBuf,
+    pub timeout: Duration,
+    pub train: bool,
+    pub eval: bool,
+    pub expect: Expect,
+    /// Output files the workload writes, relative to `cwd`.
+    pub files: Vec<PathBuf>,
+    pub sort_lines: bool,
+    /// Compare stderr too.
+    pub stderr: bool,
+    /// 1-based line of the `[[workload]]` header in the spec, for messages.
+    pub line: usize,
+}
+
+/// Everything that can be wrong with a spec. Display gives `file:line:col: what — fix`.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("no {SPEC_FILE} at {path}\n  fix: run `cargo optimize init` to write a commented one, or pass --spec PATH")]
+    Missing { path: PathBuf },
+    #[error("cannot read {path}: {error}")]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{path}:{line}:{col}: {message}{}", fix.as_ref().map(|f| format!("\n  fix: {f}")).unwrap_or_default())]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        col: usize,
+        message: String,
+        fix: Option<String>,
+    },
+}
+
+/// Read, validate and expand a spec file.
+pub fn load(path: &Path) -> Result<Spec, SpecError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(SpecError::Missing {
+                path: path.to_path_buf(),
+            })
+        }
+        Err(source) => {
+            return Err(SpecError::Read {
+                path: path.to_path_buf(),
+                error: source,
+            })
+        }
+    };
+    parse(&text, path)
+}
+
+/// Parse spec text; `path` is used for messages and to resolve relative paths.
+///
+/// Checks everything that can be checked without running anything: unknown keys, types,
+/// values, placeholders, that `stdin` files exist and `cwd`s are folders. Matrix workloads are
+/// expanded and every path is made absolute against [`spec_root`]`(path)`.
+pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
+    let cx = Validator::new(text, path);
+    let raw: raw::RawSpec = toml::from_str(text).map_err(|e| cx.toml_error(&e))?;
+    let root = spec_root(path);
+    let stages = cx.stages(raw.stages.unwrap_or_default())?;
+    let bench = cx.bench(raw.bench.unwrap_or_default())?;
+    let verify = VerifyConfig {
+        tests: raw.verify.and_then(|v| v.tests).unwrap_or(false),
+    };
+    let bin = raw.bin.map(|b| cx.non_empty(b, "bin")).transpose()?;
+    let package = raw
+        .package
+        .map(|p| cx.non_empty(p, "package"))
+        .transpose()?;
+    let workloads = cx.workloads(raw.workload.unwrap_or_default(), &root, &stages)?;
+    Ok(Spec {
+        path: path.to_path_buf(),
+        root,
+        bin,
+        package,
+        stages,
+        bench,
+        verify,
+        workloads,
+    })
+}
+
+/// The folder a spec at `path` resolves relative paths and `{root}` against: its parent,
+/// absolute (canonical when it exists, else joined with the current directory).
+pub fn spec_root(path: &Path) -> PathBuf {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if let Ok(canonical) = parent.canonicalize() {
+        return canonical;
+    }
+    let joined = if parent.is_absolute() {
+        parent
+    } else {
+        match std::env::current_dir() {
+            Ok(cwd) => cwd.join(parent),
+            Err(_) => parent,
+        }
+    };
+    clean_path(&joined)
+}
+
+impl Workload {
+    /// The workload's name made safe as a file name (for `outputs/<stage>/<name>.stdout`):
+    /// characters other than ASCII letters, digits and `-_.,=[]+` become `_`.
+    pub fn file_stem(&self) -> String {
+        let stem = crate::util::file_safe(&self.name, "-_.,=[]+");
+        if stem.starts_with('.') {
+            format!("_{stem}")
+        } else {
+            stem
+        }
+    }
+}
+
+impl Stages {
+    /// Whether `stage` is to be tried (baseline always is).
+    pub fn tries(&self, stage: StageName) -> bool {
+        stage == StageName::Baseline || self.try_.contains(&stage)
+    }
+}
+
+impl Default for Stages {
+    fn default() -> Self {
+        Stages {
+            try_: DEFAULT_TRY.to_vec(),
+            profile: ProfileChoice::Preset("max".to_owned()),
+            cpu: None,
+            allow_panic_abort: false,
+            bolt_mode: BoltMode::Auto,
+            bolt_args: None,
+        }
+    }
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig {
+            max_time: Duration::from_secs(30),
+            margin: 0.01,
+            warmup: 1,
+            min_runs: 5,
+        }
+    }
+}
+
+/// Default `[[workload]] timeout`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Default `[stages] try`, in pipeline order.
+pub const DEFAULT_TRY: [StageName; 4] = [
+    StageName::Profile,
+    StageName::Cpu,
+    StageName::Pgo,
+    StageName::Bolt,
+];
+
+/// Names accepted by `[stages] profile = "…"`.
+pub const PROFILE_PRESETS: [&str; 3] = ["max", "balanced", "size"];
+
+/// A commented skeleton for `cargo optimize init`.
+pub fn skeleton(bin: &str) -> String {
+    // Always a basic ("…") string, as `init` has always written it.
+    let bin_line = format!("bin = {}", toml::Value::String(bin.to_owned()));
+    let bin_line = format!("{bin_line:<33} # the binary to optimize");
+    format!(
+        r#"# optimize.toml: what `cargo optimize` builds, runs and measures (spec v1).
+# Relative paths are relative to this file's folder, and "{{root}}" expands to that folder.
+# Unknown keys are errors, so a typo is reported instead of silently ignored.
+
+{bin_line}
+# package = "my-package"          # needed in a workspace with several packages
+
+# Stages tried after the baseline (your binary built as you build it today). A stage's
+# candidate is kept only when its outputs match the baseline's and it is measurably faster.
+# [stages]
+# try = ["profile", "cpu", "pgo", "bolt"]   # default: all four, in this order
+# profile = "max"                 # max | balanced | size, or a table of cargo profile overrides:
+#                                 #   profile = {{ lto = "fat", codegen-units = 1, opt-level = 3 }}
+# cpu = ["x86-64-v3", "native"]   # -Ctarget-cpu candidates (default: chosen for this machine)
+# allow-panic-abort = false       # may the profile stage try panic = "abort"?
+# bolt-mode = "auto"              # auto | instrument | perf
+
+# How two binaries are compared.
+# [bench]
+# max-time = "30s"                # time budget per workload per comparison ("500ms", "30s", "2m")
+# margin = 0.01                   # differences within 1 % count as "equivalent"
+
+# [verify]
+# tests = false                   # also run the crate's own tests with each candidate's settings
+
+# Workloads are runs of your binary. "train" workloads are run to collect PGO and BOLT profiles;
+# "eval" workloads are timed to decide what to keep. Make both look like real use: the
+# optimizations only help what the training runs exercise.
+# REPLACE the "--help" placeholders below with real arguments and inputs.
+
+[[workload]]
+name = "train-example"            # unique; used in reports
+args = ["--help"]                 # e.g. ["--input", "{{root}}/data/large.json"]
+use = ["train"]                   # train = profiling only (default: ["train", "eval"])
+# stdin = "data/input.txt"        # file fed to stdin (must exist)
+# env = {{ RUST_LOG = "off" }}      # extra environment variables
+# cwd = "."                       # working directory (default: this folder)
+# timeout = "10m"                 # a run taking longer fails
+# matrix = {{ size = ["1", "100"] }}  # one workload per value: "{{size}}" in args, stdin, env, cwd
+#                                 # and files is replaced; the name becomes train-example[size=1]
+
+[[workload]]
+name = "eval-example"
+args = ["--help"]
+use = ["eval"]                    # eval = timed against the best candidate so far
+expect = "exact"                  # how outputs are compared with the baseline's:
+#   "exact"                       stdout and exit status equal (the default)
+#   "exit-code"                   exit status only
+#   {{ numeric = 0.01 }}            numbers within 1 % (relative), other text equal
+#   {{ numeric-abs = 1e-9 }}        numbers within an absolute tolerance, other text equal
+#   {{ ignore = "^took [0-9.]+s$" }}  lines matching the regex are masked, the rest equal
+# files = ["out.json"]            # output files compared too (relative to cwd)
+# sort-lines = false              # sort stdout lines before comparing (unordered output)
+# stderr = false                  # compare stderr too
+"#
+    )
+}
+
+/// Drops `.` components (lexically; `..` is kept).
+pub(crate) fn clean_path(p: &Path) -> PathBuf {
+    let cleaned: PathBuf = p
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect();
+    if cleaned.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        cleaned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixture::{Fixture, ONE};
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let f = Fixture::new();
+        let spec = f.ok(ONE);
+        assert_eq!(spec.root, f.root());
+        assert_eq!(spec.path, f.dir.path().join(SPEC_FILE));
+        assert_eq!(spec.bin, None);
+        assert_eq!(spec.package, None);
+        assert_eq!(spec.stages.try_, DEFAULT_TRY.to_vec());
+        assert_eq!(spec.stages.profile, ProfileChoice::Preset("max".into()));
+        assert_eq!(spec.stages.cpu, None);
+        assert!(!spec.stages.allow_panic_abort);
+        assert_eq!(spec.stages.bolt_mode, BoltMode::Auto);
+        assert_eq!(spec.stages.bolt_args, None);
+        assert_eq!(spec.bench.max_time, Duration::from_secs(30));
+        assert_eq!(spec.bench.margin, 0.01);
+        assert_eq!(spec.bench.warmup, 1);
+        assert_eq!(spec.bench.min_runs, 5);
+        assert!(!spec.verify.tests);
+        assert_eq!(spec.workloads.len(), 1);
+        let w = &spec.workloads[0];
+        assert_eq!(w.name, "w");
+        assert!(w.args.is_empty());
+        assert_eq!(w.stdin, None);
+        assert!(w.env.is_empty());
+        assert_eq!(w.cwd, f.root());
+        assert_eq!(w.timeout, Duration::from_secs(600));
+        assert!(w.train && w.eval);
+        assert_eq!(w.expect, Expect::Exact);
+        assert!(w.files.is_empty());
+        assert!(!w.sort_lines && !w.stderr);
+        assert_eq!(w.line, 1);
+    }
+
+    #[test]
+    fn every_key_set() {
+        let f = Fixture::new();
+        f.file("data/in.txt");
+        std::fs::create_dir(f.dir.path().join("work")).expect("mkdir");
+        let spec = f.ok(r#"
+bin = "tool"
+package = "pkg"
+
+[stages]
+try = ["profile", "pgo"]
+profile = { lto = "fat", codegen-units = 1, opt-level = 3, panic = "abort" }
+cpu = ["x86-64-v3", "native"]
+allow-panic-abort = true
+bolt-mode = "instrument"
+bolt-args = ["-reorder-blocks=ext-tsp"]
+
+[bench]
+max-time = "2m"
+margin = 0.02
+warmup = 3
+min-runs = 10
+
+[verify]
+tests = true
+
+[[workload]]
+name = "big"
+args = ["--in", "data/in.txt"]
+stdin = "data/in.txt"
+env = { RUST_LOG = "off" }
+cwd = "work"
+timeout = "500ms"
+use = ["eval"]
+expect = "exit-code"
+files = ["out.json"]
+sort-lines = true
+stderr = true
+
+[[workload]]
+name = "train"
+use = ["train"]
+"#);
+        let root = f.root();
+        assert_eq!(spec.bin.as_deref(), Some("tool"));
+        assert_eq!(spec.package.as_deref(), Some("pkg"));
+        assert_eq!(spec.stages.try_, vec![StageName::Profile, StageName::Pgo]);
+        assert!(spec.stages.tries(StageName::Baseline) && !spec.stages.tries(StageName::Cpu));
+        let ProfileChoice::Overrides(o) = &spec.stages.profile else {
+            panic!("expected overrides, got {:?}", spec.stages.profile)
+        };
+        assert_eq!(
+            o.keys().collect::<Vec<_>>(),
+            ["codegen-units", "lto", "opt-level", "panic"]
+        );
+        assert_eq!(o["lto"], toml::Value::String("fat".into()));
+        assert_eq!(o["codegen-units"], toml::Value::Integer(1));
+        assert_eq!(
+            spec.stages.cpu,
+            Some(vec!["x86-64-v3".to_owned(), "native".to_owned()])
+        );
+        assert!(spec.stages.allow_panic_abort);
+        assert_eq!(spec.stages.bolt_mode, BoltMode::Instrument);
+        assert_eq!(
+            spec.stages.bolt_args,
+            Some(vec!["-reorder-blocks=ext-tsp".to_owned()])
+        );
+        assert_eq!(spec.bench.max_time, Duration::from_secs(120));
+        assert_eq!(spec.bench.margin, 0.02);
+        assert_eq!((spec.bench.warmup, spec.bench.min_runs), (3, 10));
+        assert!(spec.verify.tests);
+        let w = &spec.workloads[0];
+        assert_eq!(w.args, ["--in", "data/in.txt"]);
+        assert_eq!(w.stdin, Some(root.join("data/in.txt")));
+        assert_eq!(w.env.get("RUST_LOG").map(String::as_str), Some("off"));
+        assert_eq!(w.cwd, root.join("work"));
+        assert_eq!(w.timeout, Duration::from_millis(500));
+        assert!(!w.train && w.eval);
+        assert_eq!(w.expect, Expect::ExitCode);
+        assert_eq!(w.files, [PathBuf::from("out.json")]);
+        assert!(w.sort_lines && w.stderr);
+        assert_eq!(w.line, 22);
+        assert!(spec.workloads[1].train && !spec.workloads[1].eval);
+        assert_eq!(spec.workloads[1].line, 35);
+    }
+
+    #[test]
+    fn skeleton_parses() {
+        let f = Fixture::new();
+        let text = skeleton("my-tool");
+        let spec = f.ok(&text);
+        assert_eq!(spec.bin.as_deref(), Some("my-tool"));
+        assert_eq!(spec.workloads.len(), 2);
+        let (train, eval) = (&spec.workloads[0], &spec.workloads[1]);
+        assert!(train.train && !train.eval);
+        assert!(!eval.train && eval.eval);
+        assert_eq!(train.args, ["--help"]);
+        for key in [
+            "try",
+            "profile",
+            "cpu",
+            "allow-panic-abort",
+            "bolt-mode",
+            "max-time",
+            "margin",
+        ] {
+            assert!(
+                text.contains(&format!("# {key} = ")),
+                "skeleton does not show `{key}`"
+            );
+        }
+        // Uncommenting the commented tables must still parse.
+        let uncommented = text
+            .replace("# [stages]", "[stages]")
+            .replace("# try = ", "try = ")
+            .replace("# profile = \"max\"", "profile = \"max\"")
+            .replace("# bolt-mode = ", "bolt-mode = ")
+            .replace("# [bench]", "[bench]")
+            .replace("# max-time = ", "max-time = ")
+            .replace("# margin = ", "margin = ");
+        f.ok(&uncommented);
+        // Names that need escaping stay valid TOML.
+        assert_eq!(f.ok(&skeleton("a\"b")).bin.as_deref(), Some("a\"b"));
+    }
+
+    #[test]
+    fn spec_root_of_relative_path() {
+        let cwd = std::env::current_dir()
+            .expect("cwd")
+            .canonicalize()
+            .expect("canonical");
+        assert_eq!(spec_root(Path::new("optimize.toml")), cwd);
+        assert_eq!(
+            spec_root(Path::new("no/such/dir/optimize.toml")),
+            cwd.join("no/such/dir")
+        );
+    }
+
+    #[test]
+    fn file_stem_is_safe() {
+        let f = Fixture::new();
+        let spec = f.ok(
+            "[[workload]]\nname = \"w\"\nargs = [\"{p}\"]\nmatrix = { p = [\"a/b c\", \"..\"] }\n",
+        );
+        assert_eq!(spec.workloads[0].file_stem(), "w[p=a_b_c]");
+        assert_eq!(spec.workloads[1].file_stem(), "w[p=..]");
+    }
+}

@@ -1,0 +1,1114 @@
+//! Validation: the raw file (`super::raw`) becomes a [`super::Spec`]'s parts, with every
+//! problem reported as `file:line:col: what` plus a fix. The [`Validator`] holds the text so
+//! byte offsets can become positions; toml's own messages are reworded into spec terms, and
+//! typos get a "did you mean" (optimal-string-alignment distance from `strsim`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::matrix::{combinations, Expander};
+use super::raw::{RawBench, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable, TABLES};
+use super::{
+    clean_path, BenchConfig, BoltMode, Expect, ProfileChoice, SpecError, StageName, Stages,
+    Workload, DEFAULT_TIMEOUT, PROFILE_PRESETS,
+};
+use crate::util::indent;
+
+const STAGE_NAMES: &[&str] = &["profile", "cpu", "pgo", "bolt"];
+const BOLT_MODES: &[&str] = &["auto", "instrument", "perf"];
+const USES: &[&str] = &["train", "eval"];
+const EXPECT_MODES: &[&str] = &["exact", "exit-code"];
+
+const EXAMPLE_WORKLOAD: &str =
+    "[[workload]]\nname = \"typical\"\nargs = [\"--input\", \"{root}/data/input.txt\"]";
+
+/// Turns the raw file into checked values. Holds the text being parsed, for turning byte
+/// offsets into `file:line:col` errors.
+pub(super) struct Validator<'a> {
+    pub(super) text: &'a str,
+    path: &'a Path,
+}
+
+impl<'a> Validator<'a> {
+    pub(super) fn new(text: &'a str, path: &'a Path) -> Self {
+        Validator { text, path }
+    }
+
+    pub(super) fn invalid(
+        &self,
+        offset: usize,
+        message: impl Into<String>,
+        fix: Option<String>,
+    ) -> SpecError {
+        let (line, col) = line_col(self.text, offset);
+        SpecError::Invalid {
+            path: self.path.to_path_buf(),
+            line,
+            col,
+            message: message.into(),
+            fix,
+        }
+    }
+
+    pub(super) fn at<T>(
+        &self,
+        v: &Spanned<T>,
+        message: impl Into<String>,
+        fix: Option<String>,
+    ) -> SpecError {
+        self.invalid(v.span().start, message, fix)
+    }
+
+    pub(super) fn line(&self, offset: usize) -> usize {
+        line_col(self.text, offset).0
+    }
+
+    /// A TOML syntax or type error, reworded where the library's wording is unfriendly.
+    pub(super) fn toml_error(&self, e: &toml::de::Error) -> SpecError {
+        let offset = e.span().map_or(0, |s| s.start);
+        let at_text = e.span().and_then(|s| self.text.get(s)).unwrap_or("");
+        let (message, fix) = friendly_toml_message(e.message().trim(), at_text);
+        self.invalid(offset, message, fix)
+    }
+
+    pub(super) fn non_empty(&self, v: Spanned<String>, key: &str) -> Result<String, SpecError> {
+        if v.get_ref().trim().is_empty() {
+            return Err(self.at(
+                &v,
+                format!("`{key}` is empty"),
+                Some(format!("write a name, or remove `{key}`")),
+            ));
+        }
+        Ok(v.into_inner())
+    }
+
+    pub(super) fn duration(&self, v: &Spanned<String>, key: &str) -> Result<Duration, SpecError> {
+        let fix = || {
+            Some(format!(
+                "write a duration such as {key} = \"500ms\", \"30s\" or \"2m\""
+            ))
+        };
+        match crate::util::parse_duration(v.get_ref()) {
+            Ok(d) if d.is_zero() => {
+                Err(self.at(v, format!("`{key}` must be longer than zero"), fix()))
+            }
+            Ok(d) => Ok(d),
+            Err(e) => Err(self.at(v, format!("`{key}`: {e}"), fix())),
+        }
+    }
+
+    /// One of `choices`, or an error with "did you mean".
+    pub(super) fn choice<'c>(
+        &self,
+        v: &Spanned<String>,
+        what: &str,
+        choices: &[&'c str],
+    ) -> Result<&'c str, SpecError> {
+        match choices.iter().find(|c| **c == v.get_ref()) {
+            Some(c) => Ok(c),
+            None => Err(self.at(
+                v,
+                format!("unknown {what} \"{}\"", v.get_ref()),
+                Some(choices_fix(v.get_ref(), choices, &format!("{what}s"))),
+            )),
+        }
+    }
+
+    pub(super) fn stages(&self, raw: RawStages) -> Result<Stages, SpecError> {
+        let mut stages = Stages::default();
+        if let Some(list) = raw.try_ {
+            stages.try_ = self.try_list(&list)?;
+        }
+        if let Some(profile) = raw.profile {
+            stages.profile = self.profile(profile, raw.allow_panic_abort.unwrap_or(false))?;
+        }
+        if let Some(cpu) = raw.cpu {
+            if cpu.get_ref().is_empty() {
+                return Err(self.at(
+                    &cpu,
+                    "`cpu` is an empty list",
+                    Some("list -Ctarget-cpu candidates such as [\"x86-64-v3\", \"native\"], or remove `cpu` to choose automatically".into()),
+                ));
+            }
+            let mut seen: Vec<&str> = Vec::new();
+            for c in cpu.get_ref() {
+                if c.get_ref().trim().is_empty() {
+                    return Err(self.at(
+                        c,
+                        "empty cpu name",
+                        Some("write a target-cpu name such as \"x86-64-v3\" or \"native\"".into()),
+                    ));
+                }
+                if seen.contains(&c.get_ref().as_str()) {
+                    return Err(self.at(
+                        c,
+                        format!("cpu \"{}\" is listed twice", c.get_ref()),
+                        Some("remove the second one".into()),
+                    ));
+                }
+                seen.push(c.get_ref());
+            }
+            stages.cpu = Some(
+                cpu.into_inner()
+                    .into_iter()
+                    .map(Spanned::into_inner)
+                    .collect(),
+            );
+        }
+        stages.allow_panic_abort = raw.allow_panic_abort.unwrap_or(false);
+        if let Some(mode) = raw.bolt_mode {
+            stages.bolt_mode = match self.choice(&mode, "bolt mode", BOLT_MODES)? {
+                "instrument" => BoltMode::Instrument,
+                "perf" => BoltMode::Perf,
+                _ => BoltMode::Auto,
+            };
+        }
+        stages.bolt_args = raw.bolt_args;
+        Ok(stages)
+    }
+
+    pub(super) fn try_list(&self, list: &[Spanned<String>]) -> Result<Vec<StageName>, SpecError> {
+        let mut out: Vec<StageName> = Vec::new();
+        for item in list {
+            if item.get_ref() == "baseline" {
+                return Err(self.at(
+                    item,
+                    "`baseline` cannot be listed in `try`: it always runs first",
+                    Some("remove \"baseline\" from the list".into()),
+                ));
+            }
+            let stage = match self.choice(item, "stage", STAGE_NAMES)? {
+                "profile" => StageName::Profile,
+                "cpu" => StageName::Cpu,
+                "pgo" => StageName::Pgo,
+                _ => StageName::Bolt,
+            };
+            if out.contains(&stage) {
+                return Err(self.at(
+                    item,
+                    format!("stage \"{stage}\" is listed twice"),
+                    Some("remove the second one".into()),
+                ));
+            }
+            if let Some(later) = out.iter().find(|s| **s > stage) {
+                return Err(self.at(
+                    item,
+                    format!("stage \"{stage}\" must come before \"{later}\": stages run in the order profile, cpu, pgo, bolt"),
+                    Some(format!("write them in that order, e.g. try = [{}]", {
+                        let mut sorted = out.clone();
+                        sorted.push(stage);
+                        sorted.sort();
+                        sorted.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
+                    })),
+                ));
+            }
+            out.push(stage);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn profile(
+        &self,
+        raw: Spanned<StrOrTable<RawProfile>>,
+        allow_panic_abort: bool,
+    ) -> Result<ProfileChoice, SpecError> {
+        let start = raw.span().start;
+        match raw.into_inner() {
+            StrOrTable::Str(name) => {
+                let name = Spanned::new(start..start, name);
+                Ok(ProfileChoice::Preset(
+                    self.choice(&name, "profile preset", &PROFILE_PRESETS)?
+                        .to_owned(),
+                ))
+            }
+            StrOrTable::Table(t) => {
+                let entries = [
+                    ("opt-level", t.opt_level),
+                    ("lto", t.lto),
+                    ("codegen-units", t.codegen_units),
+                    ("panic", t.panic),
+                    ("debug", t.debug),
+                    ("strip", t.strip),
+                    ("incremental", t.incremental),
+                    ("overflow-checks", t.overflow_checks),
+                    ("debug-assertions", t.debug_assertions),
+                ];
+                let mut out = BTreeMap::new();
+                for (key, value) in entries {
+                    let Some(value) = value else { continue };
+                    self.profile_value(key, &value, allow_panic_abort)?;
+                    out.insert(key.to_owned(), value.into_inner());
+                }
+                Ok(ProfileChoice::Overrides(out))
+            }
+        }
+    }
+
+    /// Checks an override's type and value the way cargo would, so mistakes surface here.
+    pub(super) fn profile_value(
+        &self,
+        key: &str,
+        v: &Spanned<toml::Value>,
+        allow_panic_abort: bool,
+    ) -> Result<(), SpecError> {
+        use toml::Value as V;
+        let ok = match (key, v.get_ref()) {
+            ("opt-level", V::Integer(n)) => (0..=3).contains(n),
+            ("opt-level", V::String(s)) => matches!(s.as_str(), "s" | "z"),
+            ("lto", V::Boolean(_)) => true,
+            ("lto", V::String(s)) => matches!(s.as_str(), "fat" | "thin" | "off"),
+            ("codegen-units", V::Integer(n)) => *n >= 1,
+            ("panic", V::String(s)) => matches!(s.as_str(), "unwind" | "abort"),
+            ("debug", V::Boolean(_)) => true,
+            ("debug", V::Integer(n)) => (0..=2).contains(n),
+            ("debug", V::String(s)) => {
+                matches!(
+                    s.as_str(),
+                    "none" | "line-directives-only" | "line-tables-only" | "limited" | "full"
+                )
+            }
+            ("strip", V::Boolean(_)) => true,
+            ("strip", V::String(s)) => matches!(s.as_str(), "none" | "debuginfo" | "symbols"),
+            ("incremental" | "overflow-checks" | "debug-assertions", V::Boolean(_)) => true,
+            _ => false,
+        };
+        if !ok {
+            let allowed = match key {
+                "opt-level" => "0, 1, 2, 3, \"s\" or \"z\"",
+                "lto" => "true, false, \"fat\", \"thin\" or \"off\"",
+                "codegen-units" => "a whole number of at least 1",
+                "panic" => "\"unwind\" or \"abort\"",
+                "debug" => {
+                    "true, false, 0, 1, 2, \"none\", \"line-tables-only\", \"limited\" or \"full\""
+                }
+                "strip" => "true, false, \"none\", \"debuginfo\" or \"symbols\"",
+                _ => "true or false",
+            };
+            return Err(self.at(
+                v,
+                format!("invalid profile value {key} = {}", v.get_ref()),
+                Some(format!("{key} takes {allowed}")),
+            ));
+        }
+        if key == "panic" && v.get_ref().as_str() == Some("abort") && !allow_panic_abort {
+            return Err(self.at(
+                v,
+                "panic = \"abort\" changes behaviour (no unwinding, Drop does not run on panic) and is off unless allowed",
+                Some("add allow-panic-abort = true to [stages] if your program does not rely on unwinding".into()),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn bench(&self, raw: RawBench) -> Result<BenchConfig, SpecError> {
+        let mut bench = BenchConfig::default();
+        if let Some(t) = &raw.max_time {
+            bench.max_time = self.duration(t, "max-time")?;
+        }
+        if let Some(m) = &raw.margin {
+            let v = *m.get_ref();
+            if !(v > 0.0 && v < 0.5) {
+                return Err(self.at(
+                    m,
+                    format!("`margin` must be between 0 and 0.5 (exclusive), not {v}"),
+                    Some("margin = 0.01 means differences within 1 % count as equivalent".into()),
+                ));
+            }
+            bench.margin = v;
+        }
+        if let Some(w) = raw.warmup {
+            bench.warmup = w;
+        }
+        if let Some(n) = &raw.min_runs {
+            if *n.get_ref() < 2 {
+                return Err(self.at(
+                    n,
+                    "`min-runs` must be at least 2",
+                    Some(
+                        "a confidence interval needs at least 2 pairs of runs; the default is 5"
+                            .into(),
+                    ),
+                ));
+            }
+            bench.min_runs = *n.get_ref();
+        }
+        Ok(bench)
+    }
+
+    pub(super) fn workloads(
+        &self,
+        raws: Vec<Spanned<RawWorkload>>,
+        root: &Path,
+        stages: &Stages,
+    ) -> Result<Vec<Workload>, SpecError> {
+        if raws.is_empty() {
+            return Err(self.invalid(
+                0,
+                "no workloads: cargo-optimize needs at least one [[workload]] to train and measure",
+                Some(format!(
+                    "add one that runs your binary the way it is really used, e.g.\n\n{}",
+                    indent(EXAMPLE_WORKLOAD, "      ")
+                )),
+            ));
+        }
+        let mut out = Vec::new();
+        // name → line where first defined
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        for raw in raws {
+            let header = raw.span().start;
+            self.workload(raw.into_inner(), header, root, &mut seen, &mut out)?;
+        }
+        let first = line_start_offset(self.text, out[0].line);
+        if !out.iter().any(|w| w.eval) {
+            return Err(self.invalid(
+                first,
+                "no workload is used for \"eval\", so nothing would be measured",
+                Some("add \"eval\" to `use` in at least one workload (the default is [\"train\", \"eval\"])".into()),
+            ));
+        }
+        if !out.iter().any(|w| w.train)
+            && (stages.tries(StageName::Pgo) || stages.tries(StageName::Bolt))
+        {
+            return Err(self.invalid(
+                first,
+                "no workload is used for \"train\", which the pgo and bolt stages need",
+                Some("add \"train\" to `use` in at least one workload, or leave pgo and bolt out of [stages] try".into()),
+            ));
+        }
+        Ok(out)
+    }
+
+    pub(super) fn workload(
+        &self,
+        w: RawWorkload,
+        header: usize,
+        root: &Path,
+        seen: &mut BTreeMap<String, usize>,
+        out: &mut Vec<Workload>,
+    ) -> Result<(), SpecError> {
+        let line = self.line(header);
+        let name = w.name.get_ref();
+        if name.trim().is_empty() {
+            return Err(self.at(
+                &w.name,
+                "workload `name` is empty",
+                Some("give the workload a short unique name such as \"parse-large\"".into()),
+            ));
+        }
+        if let Some(c) = name
+            .chars()
+            .find(|c| matches!(c, '/' | '\\') || c.is_control())
+        {
+            return Err(self.at(
+                &w.name,
+                format!("workload name \"{}\" contains {c:?}", name.escape_debug()),
+                Some("names are used in file names: use letters, digits, '-' and '_'".into()),
+            ));
+        }
+        let timeout = match &w.timeout {
+            Some(t) => self.duration(t, "timeout")?,
+            None => DEFAULT_TIMEOUT,
+        };
+        let (train, eval) = match &w.use_ {
+            Some(u) => self.uses(u)?,
+            None => (true, true),
+        };
+        let expect = match w.expect {
+            Some(e) => self.expect(e)?,
+            None => Expect::Exact,
+        };
+        let root_str = root.to_string_lossy().into_owned();
+        let matrix = match &w.matrix {
+            Some(m) => self.matrix(m, &root_str)?,
+            None => Vec::new(),
+        };
+        let combos = combinations(&matrix);
+        let mut used = vec![false; matrix.len()];
+        for (i, combo) in combos.iter().enumerate() {
+            let vars: Vec<(&str, &str)> = matrix
+                .iter()
+                .zip(combo)
+                .map(|(k, &j)| (k.key.get_ref().as_str(), k.values[j].1.as_str()))
+                .collect();
+            let ex = Expander {
+                cx: self,
+                root: &root_str,
+                vars: &vars,
+            };
+            // `{key}` in the name takes the value; keys the name does not mention are
+            // appended as `[k=v,…]` so every expanded name stays unique and readable.
+            let mut expanded = name.clone();
+            let mut parts: Vec<String> = Vec::new();
+            for (k, &j) in matrix.iter().zip(combo) {
+                let placeholder = format!("{{{}}}", k.key.get_ref());
+                if expanded.contains(&placeholder) {
+                    expanded = expanded.replace(&placeholder, &k.values[j].0);
+                } else {
+                    parts.push(format!("{}={}", k.key.get_ref(), k.values[j].0));
+                }
+            }
+            let name = if parts.is_empty() {
+                expanded
+            } else {
+                format!("{expanded}[{}]", parts.join(","))
+            };
+            if let Some(first) = seen.get(&name) {
+                return Err(self.at(
+                    &w.name,
+                    format!("duplicate workload name \"{name}\" (first defined on line {first})"),
+                    Some("workload names must be unique: rename one of them".into()),
+                ));
+            }
+            seen.insert(name.clone(), line);
+            let mut args = Vec::new();
+            for a in w.args.iter().flatten() {
+                args.push(ex.expand(a, &mut used)?);
+            }
+            let stdin = match &w.stdin {
+                Some(s) => {
+                    let p = clean_path(&root.join(ex.expand(s, &mut used)?));
+                    if !p.is_file() {
+                        let what = if p.exists() {
+                            "is not a file"
+                        } else {
+                            "does not exist"
+                        };
+                        return Err(self.at(
+                            s,
+                            format!("stdin file {} {what}", p.display()),
+                            Some(format!(
+                                "create it or correct the path (relative paths are relative to {})",
+                                root.display()
+                            )),
+                        ));
+                    }
+                    Some(p)
+                }
+                None => None,
+            };
+            let mut env = BTreeMap::new();
+            for (k, v) in w.env.iter().flatten() {
+                if i == 0 && (k.get_ref().is_empty() || k.get_ref().contains(['=', '\0'])) {
+                    return Err(self.at(
+                        k,
+                        format!(
+                            "invalid environment variable name \"{}\"",
+                            k.get_ref().escape_debug()
+                        ),
+                        Some("names must be non-empty and contain no '=' or NUL".into()),
+                    ));
+                }
+                env.insert(k.get_ref().clone(), ex.expand(v, &mut used)?);
+            }
+            let cwd = match &w.cwd {
+                Some(c) => {
+                    let p = clean_path(&root.join(ex.expand(c, &mut used)?));
+                    if !p.is_dir() {
+                        let what = if p.exists() {
+                            "is not a directory"
+                        } else {
+                            "does not exist"
+                        };
+                        return Err(self.at(
+                            c,
+                            format!("cwd {} {what}", p.display()),
+                            Some(format!("create the directory or correct the path (relative paths are relative to {})", root.display())),
+                        ));
+                    }
+                    p
+                }
+                None => root.to_path_buf(),
+            };
+            let mut files = Vec::new();
+            for f in w.files.iter().flatten() {
+                files.push(PathBuf::from(ex.expand(f, &mut used)?));
+            }
+            // Checked once: every combination expands the same templates.
+            let unused = matrix.iter().zip(&used).find(|(_, u)| i == 0 && !**u);
+            if let Some((k, _)) = unused {
+                let key = k.key.get_ref();
+                return Err(self.at(
+                    &k.key,
+                    format!("matrix key `{key}` is not used, so every expanded workload would be the same"),
+                    Some(format!("use \"{{{key}}}\" in args, stdin, env, cwd or files, or remove `{key}` from the matrix")),
+                ));
+            }
+            out.push(Workload {
+                name,
+                args,
+                stdin,
+                env,
+                cwd,
+                timeout,
+                train,
+                eval,
+                expect: expect.clone(),
+                files,
+                sort_lines: w.sort_lines.unwrap_or(false),
+                stderr: w.stderr.unwrap_or(false),
+                line,
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn uses(
+        &self,
+        u: &Spanned<Vec<Spanned<String>>>,
+    ) -> Result<(bool, bool), SpecError> {
+        if u.get_ref().is_empty() {
+            return Err(self.at(
+                u,
+                "`use` is empty, so the workload would never run",
+                Some(
+                    "write use = [\"train\"], [\"eval\"] or [\"train\", \"eval\"] (the default)"
+                        .into(),
+                ),
+            ));
+        }
+        let (mut train, mut eval) = (false, false);
+        for item in u.get_ref() {
+            let flag = match self.choice(item, "`use` value", USES)? {
+                "train" => &mut train,
+                _ => &mut eval,
+            };
+            if *flag {
+                return Err(self.at(
+                    item,
+                    format!("\"{}\" is listed twice", item.get_ref()),
+                    Some("remove the second one".into()),
+                ));
+            }
+            *flag = true;
+        }
+        Ok((train, eval))
+    }
+
+    pub(super) fn expect(&self, e: Spanned<StrOrTable<RawExpect>>) -> Result<Expect, SpecError> {
+        let start = e.span().start;
+        let forms = "expect takes \"exact\", \"exit-code\", { numeric = 0.01 }, { numeric-abs = 1e-9 } or { ignore = \"regex\" }";
+        match e.into_inner() {
+            StrOrTable::Str(s) => match s.as_str() {
+                "exact" => Ok(Expect::Exact),
+                "exit-code" => Ok(Expect::ExitCode),
+                "numeric" | "numeric-abs" => Err(self.invalid(
+                    start,
+                    format!("expect = \"{s}\" needs a tolerance"),
+                    Some(format!(
+                        "write expect = {{ {s} = {} }}",
+                        if s == "numeric" { "0.01" } else { "1e-9" }
+                    )),
+                )),
+                "ignore" => Err(self.invalid(
+                    start,
+                    "expect = \"ignore\" needs a regex",
+                    Some("write expect = { ignore = \"regex\" }".into()),
+                )),
+                _ => {
+                    let fix = match did_you_mean(&s, EXPECT_MODES) {
+                        Some(m) => format!("did you mean \"{m}\"? {forms}"),
+                        None => forms.to_owned(),
+                    };
+                    Err(self.invalid(start, format!("unknown expect mode \"{s}\""), Some(fix)))
+                }
+            },
+            StrOrTable::Table(t) => {
+                let given = [
+                    t.numeric.is_some(),
+                    t.numeric_abs.is_some(),
+                    t.ignore.is_some(),
+                ];
+                if given.iter().filter(|g| **g).count() != 1 {
+                    let message = if given.contains(&true) {
+                        "expect takes exactly one mode, found several"
+                    } else {
+                        "expect table is empty"
+                    };
+                    return Err(self.invalid(start, message, Some(forms.to_owned())));
+                }
+                if let Some(tol) = t.numeric.as_ref().or(t.numeric_abs.as_ref()) {
+                    let v = *tol.get_ref();
+                    if !(v.is_finite() && v >= 0.0) {
+                        return Err(self.at(
+                            tol,
+                            format!("tolerance must be a finite number of at least 0, not {v}"),
+                            Some("e.g. { numeric = 0.01 } for 1 %".into()),
+                        ));
+                    }
+                }
+                Ok(match (t.numeric, t.numeric_abs, t.ignore) {
+                    (Some(n), _, _) => Expect::Numeric(n.into_inner()),
+                    (_, Some(n), _) => Expect::NumericAbs(n.into_inner()),
+                    (_, _, Some(re)) => {
+                        if let Err(err) = regex::Regex::new(re.get_ref()) {
+                            return Err(self.at(
+                                &re,
+                                format!("`ignore` is not a valid regular expression:\n{}", indent(&err.to_string(), "    ")),
+                                Some("see https://docs.rs/regex/#syntax; in TOML, '…' strings need no backslash escaping".into()),
+                            ));
+                        }
+                        Expect::Ignore(re.into_inner())
+                    }
+                    (None, None, None) => unreachable!("exactly one mode was checked above"),
+                })
+            }
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
+}
+
+/// Byte offset of the start of a 1-based line.
+fn line_start_offset(text: &str, line: usize) -> usize {
+    if line <= 1 {
+        return 0;
+    }
+    text.match_indices('\n')
+        .nth(line - 2)
+        .map_or(text.len(), |(i, _)| i + 1)
+}
+
+/// Rewords the toml/serde messages users see most into spec terms, with a fix.
+fn friendly_toml_message(msg: &str, at_text: &str) -> (String, Option<String>) {
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let (key, tail) = rest.split_once('`').unwrap_or((rest, ""));
+        // serde lists the valid keys between backticks after the unknown one.
+        let listed: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
+        let table = TABLES.iter().find(|(_, keys)| {
+            let mut a = keys.to_vec();
+            let mut b = listed.clone();
+            a.sort_unstable();
+            b.sort_unstable();
+            a == b
+        });
+        let (place, valid): (&str, Vec<&str>) = match table {
+            Some((place, keys)) => (place, keys.to_vec()),
+            None => ("here", listed),
+        };
+        let mut fix = match did_you_mean(key, &valid) {
+            Some(k) => format!("did you mean `{k}`? "),
+            None => String::new(),
+        };
+        if let Some((home, _)) = TABLES
+            .iter()
+            .find(|(p, keys)| *p != place && keys.contains(&key))
+        {
+            fix.push_str(&format!("`{key}` belongs {home}; "));
+        }
+        fix.push_str(&format!("valid keys {place}: {}", valid.join(", ")));
+        return (format!("unknown key `{key}` {place}"), Some(fix));
+    }
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        let key = rest.split('`').next().unwrap_or(rest);
+        let example = if key == "name" {
+            "name = \"my-workload\""
+        } else {
+            key
+        };
+        return (
+            format!("missing required key `{key}`"),
+            Some(format!("add {example} to this table")),
+        );
+    }
+    if msg == "invalid type: map, expected a sequence"
+        && at_text.starts_with('[')
+        && !at_text.starts_with("[[")
+    {
+        let name = at_text.trim_matches(['[', ']', ' ']);
+        return (
+            format!("`{name}` must be an array of tables"),
+            Some(format!(
+                "write [[{name}]] (double brackets) before each entry"
+            )),
+        );
+    }
+    if msg.starts_with("invalid type: string") && msg.ends_with("expected a sequence") {
+        return (
+            msg.replace("a sequence", "an array"),
+            Some(format!("write a list: [{at_text}]")),
+        );
+    }
+    let mut message = msg
+        .replace("a sequence", "an array")
+        .replace("a map", "a table")
+        .replace("expected u32", "expected a whole number of at least 0")
+        .replace("expected f64", "expected a number");
+    if let Some(i) = message.find("expected struct ") {
+        message.replace_range(i + "expected ".len().., "a table");
+    }
+    (message, None)
+}
+
+/// The closest of `candidates` to `word`, when close enough to be a likely typo.
+pub(super) fn did_you_mean<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
+    let word = word.to_ascii_lowercase().replace('_', "-");
+    candidates
+        .iter()
+        .map(|c| (strsim::osa_distance(&word, c), *c))
+        .filter(|(d, c)| *d <= (c.chars().count() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn choices_fix(word: &str, choices: &[&str], what: &str) -> String {
+    let listed = choices
+        .iter()
+        .map(|c| format!("\"{c}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match did_you_mean(word, choices) {
+        Some(c) => format!("did you mean \"{c}\"? {what}: {listed}"),
+        None => format!("{what}: {listed}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{Fixture, ONE};
+    use super::*;
+
+    #[test]
+    fn every_expect_form() {
+        let f = Fixture::new();
+        let cases: [(&str, Expect); 6] = [
+            (r#""exact""#, Expect::Exact),
+            (r#""exit-code""#, Expect::ExitCode),
+            ("{ numeric = 0.01 }", Expect::Numeric(0.01)),
+            ("{ numeric = 0 }", Expect::Numeric(0.0)),
+            ("{ numeric-abs = 1e-9 }", Expect::NumericAbs(1e-9)),
+            (
+                r#"{ ignore = '^took \d+ms$' }"#,
+                Expect::Ignore(r"^took \d+ms$".into()),
+            ),
+        ];
+        for (text, want) in cases {
+            let spec = f.ok(&format!("{ONE}expect = {text}\n"));
+            assert_eq!(spec.workloads[0].expect, want, "expect = {text}");
+        }
+        // A table header works as well as an inline table.
+        let spec = f.ok(&format!("{ONE}[workload.expect]\nnumeric = 0.5\n"));
+        assert_eq!(spec.workloads[0].expect, Expect::Numeric(0.5));
+    }
+
+    #[test]
+    fn bad_expect_forms() {
+        let f = Fixture::new();
+        let (line, col, msg, fix) = f.err(&format!("{ONE}expect = \"exakt\"\n"));
+        assert_eq!((line, col), (3, 10));
+        assert_eq!(msg, "unknown expect mode \"exakt\"");
+        assert!(fix.starts_with("did you mean \"exact\"?"), "{fix}");
+        let (line, col, msg, fix) = f.err(&format!("{ONE}expect = \"numeric\"\n"));
+        assert_eq!((line, col), (3, 10));
+        assert!(msg.contains("needs a tolerance"), "{msg}");
+        assert_eq!(fix, "write expect = { numeric = 0.01 }");
+        let (line, col, msg, _) = f.err(&format!(
+            "{ONE}expect = {{ numeric = 0.1, ignore = \"x\" }}\n"
+        ));
+        assert_eq!((line, col), (3, 10));
+        assert_eq!(msg, "expect takes exactly one mode, found several");
+        let (line, col, msg, fix) = f.err(&format!("{ONE}expect = {{ numerik = 0.1 }}\n"));
+        assert_eq!((line, col), (3, 12));
+        assert_eq!(msg, "unknown key `numerik` in the expect table");
+        assert!(fix.starts_with("did you mean `numeric`?"), "{fix}");
+        let (line, col, msg, _) = f.err(&format!("{ONE}expect = {{ numeric = -1 }}\n"));
+        assert_eq!((line, col), (3, 22));
+        assert!(msg.starts_with("tolerance must be"), "{msg}");
+        let (line, col, msg, _) = f.err(&format!("{ONE}expect = 3\n"));
+        assert_eq!((line, col), (3, 10));
+        assert!(
+            msg.starts_with("invalid type: integer `3`, expected \"exact\""),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn unknown_top_level_key() {
+        let f = Fixture::new();
+        let (line, col, msg, fix) = f.err(&format!("bin = \"x\"\nbni = \"y\"\n{ONE}"));
+        assert_eq!((line, col), (2, 1));
+        assert_eq!(msg, "unknown key `bni` at the top level");
+        assert_eq!(
+            fix,
+            "did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, workload"
+        );
+        let e = f
+            .parse(&format!("bin = \"x\"\nbni = \"y\"\n{ONE}"))
+            .unwrap_err();
+        let shown = e.to_string();
+        assert!(shown.ends_with("optimize.toml:2:1: unknown key `bni` at the top level\n  fix: did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, workload"), "{shown}");
+        // A key from another table says where it belongs.
+        let (line, col, _, fix) = f.err(&format!("margin = 0.1\n{ONE}"));
+        assert_eq!((line, col), (1, 1));
+        assert!(fix.starts_with("`margin` belongs in [bench];"), "{fix}");
+    }
+
+    #[test]
+    fn unknown_key_in_workload() {
+        let f = Fixture::new();
+        let (line, col, msg, fix) =
+            f.err("bin = \"x\"\n\n[[workload]]\nname = \"a\"\n  argz = [\"1\"]\n");
+        assert_eq!((line, col), (5, 3));
+        assert_eq!(msg, "unknown key `argz` in [[workload]]");
+        assert!(
+            fix.starts_with("did you mean `args`? valid keys in [[workload]]: name, args, stdin,"),
+            "{fix}"
+        );
+        // snake_case instead of kebab-case
+        let (line, col, _, fix) = f.err(&format!("{ONE}sort_lines = true\n"));
+        assert_eq!((line, col), (3, 1));
+        assert!(fix.starts_with("did you mean `sort-lines`?"), "{fix}");
+        // Unknown keys in other tables.
+        let (line, col, msg, fix) = f.err(&format!("[bench]\nmax_time = \"1s\"\n{ONE}"));
+        assert_eq!((line, col), (2, 1));
+        assert_eq!(msg, "unknown key `max_time` in [bench]");
+        assert!(fix.starts_with("did you mean `max-time`?"), "{fix}");
+        let (line, col, msg, _) = f.err(&format!(
+            "[stages]\nprofile = {{ lto = true, opt = 3 }}\n{ONE}"
+        ));
+        assert_eq!((line, col), (2, 25));
+        assert_eq!(msg, "unknown key `opt` in the [stages] profile table");
+    }
+
+    #[test]
+    fn malformed_toml() {
+        let f = Fixture::new();
+        let (line, col, msg, _) = f.err("bin = \"x\"\n[[workload]]\nname = \"a\nargs = []\n");
+        assert_eq!((line, col), (3, 10), "{msg}");
+        let (line, col, msg, _) = f.err("bin = \"x\"\nbin = \"y\"\n");
+        assert_eq!((line, col), (2, 1));
+        assert!(msg.contains("duplicate key"), "{msg}");
+        let (line, col, msg, _) = f.err("bin = 3\n[[workload]]\nname = \"a\"\n");
+        assert_eq!((line, col), (1, 7));
+        assert_eq!(msg, "invalid type: integer `3`, expected a string");
+        let (line, col, msg, fix) = f.err(&format!("{ONE}args = \"--help\"\n"));
+        assert_eq!((line, col), (3, 8));
+        assert_eq!(msg, "invalid type: string \"--help\", expected an array");
+        assert_eq!(fix, "write a list: [\"--help\"]");
+        // [workload] instead of [[workload]]
+        let (line, col, msg, fix) = f.err("bin = \"x\"\n[workload]\nname = \"a\"\n");
+        assert_eq!((line, col), (2, 1));
+        assert_eq!(msg, "`workload` must be an array of tables");
+        assert_eq!(
+            fix,
+            "write [[workload]] (double brackets) before each entry"
+        );
+        let (line, col, msg, fix) = f.err("[[workload]]\nargs = []\n");
+        assert_eq!((line, col), (1, 1));
+        assert_eq!(msg, "missing required key `name`");
+        assert_eq!(fix, "add name = \"my-workload\" to this table");
+    }
+
+    #[test]
+    fn no_workloads() {
+        let f = Fixture::new();
+        let (line, col, msg, fix) = f.err("bin = \"x\"\n");
+        assert_eq!((line, col), (1, 1));
+        assert!(msg.starts_with("no workloads"), "{msg}");
+        assert!(
+            fix.contains("[[workload]]\n      name = \"typical\""),
+            "{fix}"
+        );
+    }
+
+    #[test]
+    fn duplicate_workload_name() {
+        let f = Fixture::new();
+        let (line, col, msg, _) =
+            f.err("[[workload]]\nname = \"a\"\n\n[[workload]]\nname = \"a\"\n");
+        assert_eq!((line, col), (5, 8));
+        assert_eq!(
+            msg,
+            "duplicate workload name \"a\" (first defined on line 1)"
+        );
+        let (line, col, msg, _) = f.err(&format!("{ONE}[[workload]]\nname = \"  \"\n"));
+        assert_eq!((line, col), (4, 8));
+        assert_eq!(msg, "workload `name` is empty");
+    }
+
+    #[test]
+    fn bad_duration() {
+        let f = Fixture::new();
+        let (line, col, msg, fix) = f.err(&format!("{ONE}timeout = \"10 parsecs\"\n"));
+        assert_eq!((line, col), (3, 11));
+        assert!(
+            msg.starts_with("`timeout`: `10 parsecs` is not a duration ("),
+            "{msg}"
+        );
+        assert!(fix.contains("\"30s\""), "{fix}");
+        let (line, col, msg, _) = f.err(&format!("[bench]\nmax-time = \"0s\"\n{ONE}"));
+        assert_eq!((line, col), (2, 12));
+        assert_eq!(msg, "`max-time` must be longer than zero");
+        let (line, col, _, _) = f.err(&format!("[bench]\nmax-time = 30\n{ONE}"));
+        assert_eq!((line, col), (2, 12));
+        // Plain seconds, as on the command line.
+        let spec = f.ok(&format!(
+            "[bench]\nmax-time = \"20\"\n{ONE}timeout = \"2.5\"\n"
+        ));
+        assert_eq!(spec.bench.max_time, Duration::from_secs(20));
+        assert_eq!(spec.workloads[0].timeout, Duration::from_millis(2500));
+        let (line, col, msg, _) = f.err(&format!("{ONE}timeout = \"0\"\n"));
+        assert_eq!((line, col), (3, 11));
+        assert_eq!(msg, "`timeout` must be longer than zero");
+    }
+
+    #[test]
+    fn bad_regex() {
+        let f = Fixture::new();
+        let (line, col, msg, _) = f.err(&format!("{ONE}expect = {{ ignore = \"a(b\" }}\n"));
+        assert_eq!((line, col), (3, 21));
+        assert!(
+            msg.starts_with("`ignore` is not a valid regular expression"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn bench_and_stage_values() {
+        let f = Fixture::new();
+        let (line, col, msg, _) = f.err(&format!("[bench]\nmargin = 0.5\n{ONE}"));
+        assert_eq!((line, col), (2, 10));
+        assert!(
+            msg.starts_with("`margin` must be between 0 and 0.5"),
+            "{msg}"
+        );
+        let (line, col, _, _) = f.err(&format!("[bench]\nmargin = 0\n{ONE}"));
+        assert_eq!((line, col), (2, 10));
+        let (line, col, msg, _) = f.err(&format!("[bench]\nwarmup = -1\n{ONE}"));
+        assert_eq!((line, col), (2, 10));
+        assert!(msg.contains("expected a whole number"), "{msg}");
+        let (line, col, msg, _) = f.err(&format!(
+            "[stages]\ntry = [\"profile\", \"baseline\"]\n{ONE}"
+        ));
+        assert_eq!((line, col), (2, 19));
+        assert!(msg.starts_with("`baseline` cannot be listed"), "{msg}");
+        let (line, col, msg, _) = f.err(&format!("[stages]\ntry = [\"pgo\", \"pgo\"]\n{ONE}"));
+        assert_eq!((line, col), (2, 15));
+        assert_eq!(msg, "stage \"pgo\" is listed twice");
+        let (line, col, msg, fix) = f.err(&format!("[stages]\ntry = [\"pgo\", \"cpus\"]\n{ONE}"));
+        assert_eq!((line, col), (2, 15));
+        assert_eq!(msg, "unknown stage \"cpus\"");
+        assert_eq!(
+            fix,
+            "did you mean \"cpu\"? stages: \"profile\", \"cpu\", \"pgo\", \"bolt\""
+        );
+        let (_, _, msg, fix) = f.err(&format!("[stages]\ntry = [\"bolt\", \"pgo\"]\n{ONE}"));
+        assert!(
+            msg.starts_with("stage \"pgo\" must come before \"bolt\""),
+            "{msg}"
+        );
+        assert!(fix.ends_with("try = [\"pgo\", \"bolt\"]"), "{fix}");
+        let spec = f.ok(&format!("[stages]\ntry = []\n{ONE}"));
+        assert!(spec.stages.try_.is_empty());
+        let (line, col, msg, _) = f.err(&format!("[stages]\nprofile = \"fast\"\n{ONE}"));
+        assert_eq!((line, col), (2, 11));
+        assert_eq!(msg, "unknown profile preset \"fast\"");
+        for p in PROFILE_PRESETS {
+            let spec = f.ok(&format!("[stages]\nprofile = \"{p}\"\n{ONE}"));
+            assert_eq!(spec.stages.profile, ProfileChoice::Preset(p.into()));
+        }
+        let (line, col, msg, _) = f.err(&format!("[stages]\nprofile = {{ opt-level = 4 }}\n{ONE}"));
+        assert_eq!((line, col), (2, 25));
+        assert_eq!(msg, "invalid profile value opt-level = 4");
+        let (line, col, _, fix) = f.err(&format!(
+            "[stages]\nprofile = {{ panic = \"abort\" }}\n{ONE}"
+        ));
+        assert_eq!((line, col), (2, 21));
+        assert!(fix.contains("allow-panic-abort = true"), "{fix}");
+        let (line, col, msg, _) = f.err(&format!("[stages]\nbolt-mode = \"lbr\"\n{ONE}"));
+        assert_eq!((line, col), (2, 13));
+        assert_eq!(msg, "unknown bolt mode \"lbr\"");
+        let (line, col, _, _) = f.err(&format!("[stages]\ncpu = []\n{ONE}"));
+        assert_eq!((line, col), (2, 7));
+    }
+
+    #[test]
+    fn use_values() {
+        let f = Fixture::new();
+        let (line, col, msg, _) = f.err(&format!("{ONE}use = []\n"));
+        assert_eq!((line, col), (3, 7));
+        assert!(msg.starts_with("`use` is empty"), "{msg}");
+        let (line, col, msg, fix) = f.err(&format!("{ONE}use = [\"eval\", \"trian\"]\n"));
+        assert_eq!((line, col), (3, 16));
+        assert_eq!(msg, "unknown `use` value \"trian\"");
+        assert!(fix.starts_with("did you mean \"train\"?"), "{fix}");
+        // Nothing to measure.
+        let (line, col, msg, _) = f.err(&format!("{ONE}use = [\"train\"]\n"));
+        assert_eq!((line, col), (1, 1));
+        assert!(msg.starts_with("no workload is used for \"eval\""), "{msg}");
+        // Nothing to train pgo/bolt on, unless they are not tried.
+        let (_, _, msg, _) = f.err(&format!("{ONE}use = [\"eval\"]\n"));
+        assert!(
+            msg.starts_with("no workload is used for \"train\""),
+            "{msg}"
+        );
+        f.ok(&format!(
+            "[stages]\ntry = [\"profile\", \"cpu\"]\n{ONE}use = [\"eval\"]\n"
+        ));
+    }
+
+    #[test]
+    fn missing_stdin_and_cwd() {
+        let f = Fixture::new();
+        let root = f.root();
+        let (line, col, msg, fix) = f.err(&format!("{ONE}stdin = \"data/missing.txt\"\n"));
+        assert_eq!((line, col), (3, 9));
+        assert_eq!(
+            msg,
+            format!(
+                "stdin file {} does not exist",
+                root.join("data/missing.txt").display()
+            )
+        );
+        assert!(fix.contains(&root.display().to_string()), "{fix}");
+        let (line, col, msg, _) = f.err(&format!("{ONE}cwd = \"nowhere\"\n"));
+        assert_eq!((line, col), (3, 7));
+        assert_eq!(
+            msg,
+            format!("cwd {} does not exist", root.join("nowhere").display())
+        );
+        f.file("plain");
+        let (_, _, msg, _) = f.err(&format!("{ONE}cwd = \"plain\"\n"));
+        assert!(msg.ends_with("plain is not a directory"), "{msg}");
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("ab\ncd", 0), (1, 1));
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+        assert_eq!(line_col("é = 1\nx", 3), (1, 3));
+        assert_eq!(line_col("ab", 99), (1, 3));
+    }
+
+    #[test]
+    fn did_you_mean_allows_about_one_typo_in_three_characters() {
+        assert_eq!(did_you_mean("bni", &["bin", "package"]), Some("bin"));
+        assert_eq!(
+            did_you_mean("max_time", &["max-time", "margin"]),
+            Some("max-time")
+        );
+        assert_eq!(
+            did_you_mean("Margn", &["max-time", "margin"]),
+            Some("margin")
+        );
+        assert_eq!(did_you_mean("zzz", &["bin", "package"]), None);
+        assert_eq!(
+            choices_fix("instrumnt", BOLT_MODES, "bolt modes"),
+            "did you mean \"instrument\"? bolt modes: \"auto\", \"instrument\", \"perf\""
+        );
+    }
+}
