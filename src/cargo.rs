@@ -16,8 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::cli::Selection;
-
 #[derive(Debug, thiserror::Error)]
 pub enum CargoError {
     #[error("cargo metadata failed for {manifest}:\n{message}")]
@@ -66,6 +64,21 @@ pub struct Project {
     pub target_dir: PathBuf,
     /// The features flags the user chose; every build uses them.
     pub features: Features,
+}
+
+/// Which package, binary, features, target, profile and target dir to use: cargo's own
+/// selection flags as plain data (the command line fills it in).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub manifest_path: Option<PathBuf>,
+    pub package: Option<String>,
+    pub bin: Option<String>,
+    pub features: Vec<String>,
+    pub all_features: bool,
+    pub no_default_features: bool,
+    pub target: Option<String>,
+    pub profile: String,
+    pub target_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

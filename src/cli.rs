@@ -98,6 +98,23 @@ pub struct Selection {
     pub target_dir: Option<PathBuf>,
 }
 
+impl Selection {
+    /// The same flags as cargo.rs's own type.
+    pub fn cargo(&self) -> crate::cargo::Selection {
+        crate::cargo::Selection {
+            manifest_path: self.manifest_path.clone(),
+            package: self.package.clone(),
+            bin: self.bin.clone(),
+            features: self.features.clone(),
+            all_features: self.all_features,
+            no_default_features: self.no_default_features,
+            target: self.target.clone(),
+            profile: self.profile.clone(),
+            target_dir: self.target_dir.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
 pub enum Color {
     #[default]

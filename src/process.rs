@@ -64,18 +64,10 @@ impl Command {
         self.timeout = Some(t);
         self
     }
-    /// The command that runs `binary` as `workload` describes: its args, stdin, env, cwd
-    /// and timeout. Every run of a workload (training, verifying, timing) goes through here.
-    pub fn for_workload(binary: &Path, workload: &crate::spec::Workload) -> Self {
-        let mut cmd = Command::new(binary)
-            .args(&workload.args)
-            .cwd(&workload.cwd)
-            .timeout(workload.timeout);
-        cmd.stdin = workload.stdin.clone();
-        for (k, v) in &workload.env {
-            cmd = cmd.env(k, v);
-        }
-        cmd
+    /// Feed this file to the program's stdin (default: no stdin).
+    pub fn stdin_file(mut self, path: Option<PathBuf>) -> Self {
+        self.stdin = path;
+        self
     }
 
     /// The command as a shell-like line, for messages.

@@ -179,8 +179,8 @@ pub fn spec_jobs(
         .into_iter()
         .map(|w| Job {
             name: w.name.clone(),
-            a: Command::for_workload(a, w),
-            b: Command::for_workload(b, w),
+            a: w.command(a),
+            b: w.command(b),
         })
         .collect())
 }

@@ -6,8 +6,8 @@ use crate::cargo::Workspace;
 use crate::cli::GlobalArgs;
 
 pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::load(&g.selection)?;
-    let project = ws.project(&g.selection, None, None).ok();
+    let ws = Workspace::load(&g.selection.cargo())?;
+    let project = ws.project(&g.selection.cargo(), None, None).ok();
     let dir = match (&g.selection.target_dir, project) {
         (Some(d), _) => d.join("optimize"),
         (None, Some(p)) => p.target_dir.join("optimize"),

@@ -3,5 +3,5 @@
 use crate::cli::DoctorArgs;
 
 pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
-    crate::toolchain::doctor_command(args)
+    crate::toolchain::doctor_command(args.fix, args.json)
 }

@@ -10,8 +10,8 @@ use crate::cli::GlobalArgs;
 use crate::spec;
 
 pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::load(&g.selection)?;
-    let project = ws.project(&g.selection, None, None)?;
+    let ws = Workspace::load(&g.selection.cargo())?;
+    let project = ws.project(&g.selection.cargo(), None, None)?;
     let path = match &g.spec {
         Some(p) => p.clone(),
         None => project.package_dir.join(spec::SPEC_FILE),

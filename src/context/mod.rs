@@ -216,7 +216,7 @@ impl Context<'_> {
         workload: &Workload,
         extra_env: &[(&str, &Path)],
     ) -> Result<Outcome, process::ProcessError> {
-        let mut cmd = process::Command::for_workload(binary, workload);
+        let mut cmd = workload.command(binary);
         for (k, v) in extra_env {
             cmd = cmd.env(k, v);
         }

@@ -7,7 +7,6 @@ use anyhow::Context as _;
 
 use crate::bench::{self, BenchOptions, Comparison, Estimate};
 use crate::context::{Candidate, Context};
-use crate::process;
 use crate::spec::{StageName, Workload};
 
 /// A candidate's verdicts: against its rival, against the baseline, and per workload
@@ -70,8 +69,8 @@ pub fn compare_over_workloads(
         // Each side writes its declared files into its own copy of the cwd.
         let (wa, _sa) = ctx.sandboxed(w, "bench-a")?;
         let (wb, _sb) = ctx.sandboxed(w, "bench-b")?;
-        let ca = process::Command::for_workload(&a.binary, &wa);
-        let cb = process::Command::for_workload(&b.binary, &wb);
+        let ca = wa.command(&a.binary);
+        let cb = wb.command(&b.binary);
         let c = bench::compare(&ca, &cb, opts, &mut |p| {
             let est = p.estimate.map(|e| format!(", {e}")).unwrap_or_default();
             spinner.set_message(format!("{label}: {} pairs{est}", p.pairs));

@@ -22,7 +22,7 @@ pub struct Located {
 /// Find the spec (`--spec`, else optimize.toml next to the package's Cargo.toml), read it,
 /// and resolve the package and binary (flags first, then the spec).
 pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
-    let workspace = Workspace::load(&g.selection)?;
+    let workspace = Workspace::load(&g.selection.cargo())?;
     let spec_path = match &g.spec {
         Some(p) => p.clone(),
         None => workspace
@@ -30,7 +30,11 @@ pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
             .join(spec::SPEC_FILE),
     };
     let spec = spec::load(&spec_path)?;
-    let project = workspace.project(&g.selection, spec.package.as_deref(), spec.bin.as_deref())?;
+    let project = workspace.project(
+        &g.selection.cargo(),
+        spec.package.as_deref(),
+        spec.bin.as_deref(),
+    )?;
     Ok(Located {
         workspace,
         spec,

@@ -241,6 +241,21 @@ pub fn spec_root(path: &Path) -> PathBuf {
 }
 
 impl Workload {
+    /// The command that runs `binary` as this workload describes: its args, stdin, env,
+    /// cwd and timeout. Every run of a workload (training, verifying, timing) goes through
+    /// here.
+    pub fn command(&self, binary: &Path) -> crate::process::Command {
+        let mut cmd = crate::process::Command::new(binary)
+            .args(&self.args)
+            .cwd(&self.cwd)
+            .timeout(self.timeout)
+            .stdin_file(self.stdin.clone());
+        for (k, v) in &self.env {
+            cmd = cmd.env(k, v);
+        }
+        cmd
+    }
+
     /// The workload's name made safe as a file name (for `outputs/<stage>/<name>.stdout`):
     /// characters other than ASCII letters, digits and `-_.,=[]+` become `_`.
     pub fn file_stem(&self) -> String {

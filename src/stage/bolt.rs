@@ -504,7 +504,7 @@ fn perf_record(
 
 /// The workload's own command (args, stdin, env, cwd, timeout) run under `perf record`.
 fn perf_wrapped(perf: &Path, data: &Path, binary: &Path, w: &Workload) -> process::Command {
-    let mut cmd = process::Command::for_workload(binary, w);
+    let mut cmd = w.command(binary);
     let inner = std::mem::take(&mut cmd.args);
     cmd.program = perf.to_path_buf();
     cmd.args = ["record", "-q", "-e", "cycles:u", "-j", "any,u", "-o"]

@@ -156,14 +156,14 @@ struct DoctorJson<'a> {
 /// (bolt, which is in the default stage list) — otherwise 1. perf, hardware counters, LBR
 /// and perf2bolt are reported (with fixes where there are any) but never fail it: without
 /// them benchmarks report time only and BOLT uses instrumentation mode.
-pub fn doctor_command(args: &crate::cli::DoctorArgs) -> anyhow::Result<i32> {
+pub fn doctor_command(fix_it: bool, json: bool) -> anyhow::Result<i32> {
     let mut facts = Facts::gather();
-    if args.fix && !facts.ready() {
+    if fix_it && !facts.ready() {
         fix(&facts);
         eprintln!("re-checking …");
         facts = Facts::gather();
     }
-    if args.json {
+    if json {
         let out = DoctorJson {
             ready: facts.ready(),
             problems: facts.problems(),
