@@ -125,15 +125,13 @@ fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
     if let Some(list) = &args.stages {
         let mut stages = Vec::new();
         for s in list.iter().filter(|s| !s.trim().is_empty()) {
-            stages.push(match s.trim() {
-                "profile" => StageName::Profile,
-                "cpu" => StageName::Cpu,
-                "pgo" => StageName::Pgo,
-                "bolt" => StageName::Bolt,
-                other => anyhow::bail!(
-                    "--stages: unknown stage `{other}`\n  fix: use a comma-separated list of profile, cpu, pgo, bolt"
-                ),
-            });
+            let Some(stage) = StageName::tried(s.trim()) else {
+                anyhow::bail!(
+                    "--stages: unknown stage `{}`\n  fix: use a comma-separated list of profile, cpu, pgo, bolt",
+                    s.trim()
+                )
+            };
+            stages.push(stage);
         }
         spec.stages.try_ = stages;
     }

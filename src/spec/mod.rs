@@ -48,7 +48,20 @@ pub enum StageName {
 }
 
 impl StageName {
-    pub fn as_str(&self) -> &'static str {
+    /// The stages a run can try, in the order they run (the baseline always runs first).
+    pub const TRIED: [StageName; 4] = [
+        StageName::Profile,
+        StageName::Cpu,
+        StageName::Pgo,
+        StageName::Bolt,
+    ];
+
+    /// The stage named `name` among [`StageName::TRIED`].
+    pub fn tried(name: &str) -> Option<StageName> {
+        Self::TRIED.into_iter().find(|s| s.as_str() == name)
+    }
+
+    pub const fn as_str(&self) -> &'static str {
         match self {
             StageName::Baseline => "baseline",
             StageName::Profile => "profile",
@@ -303,12 +316,7 @@ impl Default for BenchConfig {
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Default `[stages] try`, in pipeline order.
-pub const DEFAULT_TRY: [StageName; 4] = [
-    StageName::Profile,
-    StageName::Cpu,
-    StageName::Pgo,
-    StageName::Bolt,
-];
+pub const DEFAULT_TRY: [StageName; 4] = StageName::TRIED;
 
 /// Names accepted by `[stages] profile = "…"`.
 pub const PROFILE_PRESETS: [&str; 3] = ["max", "balanced", "size"];

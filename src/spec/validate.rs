@@ -17,7 +17,12 @@ use super::{
 };
 use crate::util::indent;
 
-const STAGE_NAMES: &[&str] = &["profile", "cpu", "pgo", "bolt"];
+const STAGE_NAMES: [&str; 4] = [
+    StageName::TRIED[0].as_str(),
+    StageName::TRIED[1].as_str(),
+    StageName::TRIED[2].as_str(),
+    StageName::TRIED[3].as_str(),
+];
 const BOLT_MODES: &[&str] = &["auto", "instrument", "perf"];
 const USES: &[&str] = &["train", "eval"];
 const EXPECT_MODES: &[&str] = &["exact", "exit-code"];
@@ -180,12 +185,8 @@ impl<'a> Validator<'a> {
                     Some("remove \"baseline\" from the list".into()),
                 ));
             }
-            let stage = match self.choice(item, "stage", STAGE_NAMES)? {
-                "profile" => StageName::Profile,
-                "cpu" => StageName::Cpu,
-                "pgo" => StageName::Pgo,
-                _ => StageName::Bolt,
-            };
+            let name = self.choice(item, "stage", &STAGE_NAMES)?;
+            let stage = StageName::tried(name).unwrap_or(StageName::Bolt);
             if out.contains(&stage) {
                 return Err(self.at(
                     item,
