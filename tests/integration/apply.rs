@@ -2,12 +2,12 @@
 //! formatting and comments that must survive, idempotence, and a plain cargo build with the
 //! written profile getting the settings (seen in `cargo build -v`'s rustc flags).
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use cargo_optimize::report::Status;
+
+use crate::common::*;
 
 /// Whether the lines of `old` appear in `new` in the same order (nothing removed).
 fn keeps_all_lines(old: &str, new: &str) -> bool {
@@ -40,6 +40,7 @@ fn rustc_line<'a>(log: &'a str, crate_name: &str) -> &'a str {
 
 #[test]
 fn apply_writes_a_named_profile_keeps_the_file_and_is_idempotent() {
+    let _guard = shared();
     let tmp = copy_fixture("lto-helps");
     let dir = tmp.path();
     let td = dir.join("target");
@@ -51,13 +52,17 @@ fn apply_writes_a_named_profile_keeps_the_file_and_is_idempotent() {
     );
     assert_eq!(r.code, Some(0), "{}", r.all());
     let report = latest_report(&td);
-    assert_eq!(stage(&report, "profile")["status"], "kept", "{report:#}");
+    assert_eq!(
+        stage(&report, "profile").status,
+        Status::Kept,
+        "{report:#?}"
+    );
     // PGO built on the best settings so far: the profile stage's overrides.
     let pgo = stage(&report, "pgo");
     assert_eq!(
-        pgo["settings"]["profile_overrides"],
-        stage(&report, "profile")["settings"]["profile_overrides"],
-        "{pgo:#}"
+        settings(pgo).profile_overrides,
+        settings(stage(&report, "profile")).profile_overrides,
+        "{pgo:#?}"
     );
 
     let manifest = dir.join("Cargo.toml");
@@ -116,11 +121,11 @@ fn apply_writes_a_named_profile_keeps_the_file_and_is_idempotent() {
     assert_eq!(parsed["profile"]["release"]["debug"].as_bool(), Some(false));
 
     // The PGO profile, when PGO won, is copied into the package and the command printed.
-    let fin = &report["final"];
-    if fin["stage"] == "pgo" {
+    let fin = final_choice(&report);
+    if fin.stage == "pgo" {
         let copied = dir.join("pgo/lto-helps.profdata");
         assert!(copied.exists(), "{}", a.all());
-        let host = report["toolchain"]["host"].as_str().unwrap();
+        let host = &report.toolchain.host;
         for part in [
             "RUSTFLAGS=",
             &format!("-Cprofile-use={}", copied.display()),
@@ -163,9 +168,9 @@ fn apply_writes_a_named_profile_keeps_the_file_and_is_idempotent() {
 
     // And it reproduces the shipped binary, byte for byte: with the printed command when
     // PGO won, with the profile alone otherwise.
-    eprintln!("the run shipped the {} stage", fin["stage"]);
-    let shipped = std::fs::read(fin["binary"].as_str().unwrap()).unwrap();
-    let rebuilt = if fin["stage"] == "pgo" {
+    eprintln!("the run shipped the {} stage", fin.stage);
+    let shipped = std::fs::read(&fin.binary).unwrap();
+    let rebuilt = if fin.stage == "pgo" {
         let cmd = a
             .stdout
             .lines()
@@ -185,8 +190,7 @@ fn apply_writes_a_named_profile_keeps_the_file_and_is_idempotent() {
             "{cmd}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let host = report["toolchain"]["host"].as_str().unwrap();
-        td2.join(host).join("optimized/lto-helps")
+        td2.join(&report.toolchain.host).join("optimized/lto-helps")
     } else {
         dir.join("plain-build/optimized/lto-helps")
     };
@@ -194,12 +198,13 @@ fn apply_writes_a_named_profile_keeps_the_file_and_is_idempotent() {
         std::fs::read(&rebuilt).unwrap() == shipped,
         "{} differs from the shipped {}",
         rebuilt.display(),
-        fin["binary"]
+        fin.binary
     );
 }
 
 #[test]
 fn apply_with_another_profile_name_and_a_run_without_a_winner() {
+    let _guard = shared();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::create_dir_all(dir.join("src")).unwrap();

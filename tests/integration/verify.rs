@@ -5,35 +5,29 @@
 //!
 //! One test per fixture: tests sharing a target dir would race on `optimize/latest`.
 
-mod common;
+use cargo_optimize::report::{Report, Status};
 
-use common::*;
+use crate::common::*;
 
-fn reason(report: &serde_json::Value, stage_name: &str) -> String {
-    stage(report, stage_name)["reason"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+fn reason(report: &Report, stage_name: &str) -> String {
+    stage(report, stage_name).reason.clone()
 }
 
-fn steps(report: &serde_json::Value) -> Vec<String> {
-    report["pipeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap().to_string())
-        .collect()
+fn steps(report: &Report) -> Vec<String> {
+    report.pipeline.iter().map(|s| s.step.clone()).collect()
 }
 
-fn assert_rejected(report: &serde_json::Value) {
+fn assert_rejected(report: &Report) {
     let pgo = stage(report, "pgo");
-    assert_eq!(pgo["status"], "rejected", "{pgo:#}");
-    assert_eq!(pgo["verified"], false, "{pgo:#}");
-    assert_eq!(report["final"]["stage"], "baseline");
+    assert_eq!(pgo.status, Status::Rejected, "{pgo:#?}");
+    assert_eq!(pgo.verified, Some(false), "{pgo:#?}");
+    let fin = final_choice(report);
+    assert_eq!(fin.stage, "baseline", "{fin:#?}");
 }
 
 #[test]
 fn a_changed_stdout_line_is_rejected_with_its_line_number() {
+    let _guard = shared();
     let r = optimize("verify-exact", &["--stages", "pgo"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(
@@ -64,19 +58,24 @@ fn a_changed_stdout_line_is_rejected_with_its_line_number() {
     for step in ["baseline: determinism check", "pgo: verify"] {
         assert!(st.iter().any(|s| s == step), "no `{step}` in {st:?}");
     }
-    assert_eq!(report["workloads"][0]["deterministic"], true);
+    let first = report.workloads.first().expect("a workload");
+    assert!(first.deterministic, "{first:#?}");
 }
 
 #[test]
 fn float_noise_passes_numeric_and_fails_exact() {
+    let _guard = shared();
     // optimize.toml: { numeric = 1e-6 } accepts the PGO build's 3e-12 relative noise.
     let r = optimize("verify-float", &["--stages", "pgo"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     let td = target_dir("verify-float");
     let report = latest_report(&td);
     let pgo = stage(&report, "pgo");
-    assert_eq!(pgo["verified"], true, "{pgo:#}");
-    assert!(["kept", "dropped"].contains(&pgo["status"].as_str().unwrap()));
+    assert_eq!(pgo.verified, Some(true), "{pgo:#?}");
+    assert!(
+        matches!(pgo.status, Status::Kept | Status::Dropped),
+        "{pgo:#?}"
+    );
     let run = td.join("optimize/latest/outputs");
     let (a, b) = (
         std::fs::read_to_string(run.join("baseline/zeta.stdout")).unwrap(),
@@ -120,6 +119,7 @@ fn float_noise_passes_numeric_and_fails_exact() {
 
 #[test]
 fn a_difference_in_an_output_file_is_reported_by_file() {
+    let _guard = shared();
     // The program writes out/result.txt into its cwd: run it on a copy of the fixture.
     let tmp = copy_fixture("verify-files");
     let td = target_dir("verify-files");
@@ -174,6 +174,7 @@ fn a_difference_in_an_output_file_is_reported_by_file() {
 
 #[test]
 fn a_failing_crate_test_rejects_the_candidate_by_name() {
+    let _guard = shared();
     // Whichever runner is installed (nextest when it is), then libtest's output.
     for runner in [None, Some("cargo")] {
         let env: Vec<(&str, &str)> = runner
@@ -215,6 +216,7 @@ fn a_failing_crate_test_rejects_the_candidate_by_name() {
 
 #[test]
 fn a_nondeterministic_baseline_is_named_not_held_against_candidates() {
+    let _guard = shared();
     let r = optimize("verify-nondet", &["--stages", "pgo"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(
@@ -231,14 +233,23 @@ fn a_nondeterministic_baseline_is_named_not_held_against_candidates() {
     assert!(!r.stderr.contains("workload `steady` is not deterministic"));
     let report = latest_report(&target_dir("verify-nondet"));
     let pgo = stage(&report, "pgo");
-    assert_eq!(pgo["verified"], true, "{pgo:#}");
-    assert_ne!(pgo["status"], "rejected", "{pgo:#}");
-    let workloads = report["workloads"].as_array().unwrap();
-    let by_name = |n: &str| workloads.iter().find(|w| w["name"] == n).unwrap();
-    assert_eq!(by_name("clock")["deterministic"], false);
-    assert_eq!(by_name("steady")["deterministic"], true);
-    let nd = &by_name("clock")["nondeterminism"];
-    assert_eq!(nd["mismatch"]["line"], 2, "{nd:#}");
-    assert_eq!(nd["status_stable"], true, "{nd:#}");
-    assert!(by_name("steady").get("nondeterminism").is_none());
+    assert_eq!(pgo.verified, Some(true), "{pgo:#?}");
+    assert_ne!(pgo.status, Status::Rejected, "{pgo:#?}");
+    let by_name = |n: &str| {
+        report
+            .workloads
+            .iter()
+            .find(|w| w.name == n)
+            .unwrap_or_else(|| panic!("no workload {n}: {:#?}", report.workloads))
+    };
+    let (clock, steady) = (by_name("clock"), by_name("steady"));
+    assert!(!clock.deterministic, "{clock:#?}");
+    assert!(steady.deterministic, "{steady:#?}");
+    let nd = clock
+        .nondeterminism
+        .as_ref()
+        .unwrap_or_else(|| panic!("no nondeterminism: {clock:#?}"));
+    assert_eq!(nd.mismatch.line, 2, "{nd:#?}");
+    assert!(nd.status_stable, "{nd:#?}");
+    assert!(steady.nondeterminism.is_none(), "{steady:#?}");
 }

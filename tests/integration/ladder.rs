@@ -2,23 +2,25 @@
 //! No assertion depends on timings except where the effect is large by construction
 //! (fat LTO inlining a hot cross-crate call: several times faster).
 
-mod common;
+use std::collections::BTreeMap;
 
-use common::*;
+use cargo_optimize::bench::Verdict;
+use cargo_optimize::report::{StageReport, Status};
 
-fn overrides(st: &serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
-    st["settings"]["profile_overrides"]
-        .as_object()
-        .cloned()
-        .unwrap_or_else(|| panic!("no profile_overrides in {st:#}"))
+use crate::common::*;
+
+fn overrides(st: &StageReport) -> &BTreeMap<String, String> {
+    &settings(st).profile_overrides
 }
 
-fn strings(v: &serde_json::Value) -> Vec<String> {
-    serde_json::from_value(v.clone()).unwrap_or_else(|_| panic!("not a string list: {v}"))
+/// The value of `key` in a map of profile overrides (a TOML literal).
+fn value<'a>(o: &'a BTreeMap<String, String>, key: &str) -> Option<&'a str> {
+    o.get(key).map(String::as_str)
 }
 
 #[test]
 fn fat_lto_that_inlines_across_crates_is_measured_and_kept() {
+    let _guard = shared();
     let before = snapshot(&fixture("lto-helps"));
     let r = optimize("lto-helps", &[], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
@@ -27,16 +29,20 @@ fn fat_lto_that_inlines_across_crates_is_measured_and_kept() {
 
     // The preset's exact settings reached cargo as overrides of the user's profile…
     let o = overrides(profile);
-    assert_eq!(o["lto"], "\"fat\"", "{profile:#}");
-    assert_eq!(o["codegen-units"], "1", "{profile:#}");
-    assert_eq!(o["opt-level"], "3", "{profile:#}");
-    assert_eq!(o["incremental"], "false", "{profile:#}");
+    assert_eq!(value(o, "lto"), Some("\"fat\""), "{profile:#?}");
+    assert_eq!(value(o, "codegen-units"), Some("1"), "{profile:#?}");
+    assert_eq!(value(o, "opt-level"), Some("3"), "{profile:#?}");
+    assert_eq!(value(o, "incremental"), Some("false"), "{profile:#?}");
     assert!(
         o.get("panic").is_none(),
         "panic=abort without allow-panic-abort"
     );
-    assert_eq!(profile["settings"]["profile"], "release");
-    let command = profile["facts"]["cargo_command"].as_str().unwrap();
+    assert_eq!(settings(profile).profile, "release");
+    let command = profile
+        .facts
+        .cargo_command
+        .as_deref()
+        .unwrap_or_else(|| panic!("no cargo_command: {profile:#?}"));
     assert!(
         command.contains("--config profile.release.lto=\"fat\"")
             && command.contains("--config profile.release.codegen-units=1"),
@@ -44,24 +50,39 @@ fn fat_lto_that_inlines_across_crates_is_measured_and_kept() {
     );
     // …and made a different binary, verified like the baseline and measurably faster:
     // without LTO every iteration calls into the dependency crate.
-    assert_eq!(profile["verified"], true, "{profile:#}");
-    assert_eq!(profile["status"], "kept", "{profile:#}");
-    assert_eq!(profile["vs_best"]["verdict"], "faster", "{profile:#}");
+    assert_eq!(profile.verified, Some(true), "{profile:#?}");
+    assert_eq!(profile.status, Status::Kept, "{profile:#?}");
+    assert_eq!(
+        profile.vs_best.as_ref().map(|e| e.verdict),
+        Some(Verdict::Faster),
+        "{profile:#?}"
+    );
     assert_ne!(
-        std::fs::read(profile["binary"].as_str().unwrap()).unwrap(),
-        std::fs::read(stage(&report, "baseline")["binary"].as_str().unwrap()).unwrap()
+        std::fs::read(profile.binary.as_deref().expect("a profile binary")).unwrap(),
+        std::fs::read(
+            stage(&report, "baseline")
+                .binary
+                .as_deref()
+                .expect("a baseline binary")
+        )
+        .unwrap()
     );
 
     // What to ship: the profile build, with its settings and speedup; it picks no CPU, so
     // it is its own portable alternative.
-    let fin = &report["final"];
-    assert_eq!(fin["stage"], "profile", "{fin:#}");
-    assert!(
-        fin["speedup_vs_baseline"].as_f64().unwrap() > 1.0,
-        "{fin:#}"
+    let fin = final_choice(&report);
+    assert_eq!(fin.stage, "profile", "{fin:#?}");
+    assert!(fin.speedup_vs_baseline.is_some_and(|s| s > 1.0), "{fin:#?}");
+    assert_eq!(
+        value(&settings(fin).profile_overrides, "lto"),
+        Some("\"fat\""),
+        "{fin:#?}"
     );
-    assert_eq!(fin["settings"]["profile_overrides"]["lto"], "\"fat\"");
-    assert_eq!(fin["portable"]["binary"], fin["binary"], "{fin:#}");
+    assert_eq!(
+        fin.portable.as_ref().map(|p| &p.binary),
+        Some(&fin.binary),
+        "{fin:#?}"
+    );
 
     // The ladder: a row per stage with ratios, then what to ship.
     let row = r
@@ -83,6 +104,7 @@ fn fat_lto_that_inlines_across_crates_is_measured_and_kept() {
 
 #[test]
 fn profile_settings_are_reported_and_explained_one_at_a_time() {
+    let _guard = shared();
     // A hot loop inside one crate that calls nothing: LTO has nothing to inline. Whether
     // the stage is kept is up to the measurement; the settings and the report shape are not.
     let r = optimize("lto-neutral", &["--explain"], &[]);
@@ -91,47 +113,49 @@ fn profile_settings_are_reported_and_explained_one_at_a_time() {
     let profile = stage(&report, "profile");
     let o = overrides(profile);
     assert_eq!(o.len(), 2, "{o:?}");
-    assert_eq!(o["lto"], "\"fat\"");
-    assert_eq!(o["codegen-units"], "1");
-    assert_eq!(profile["facts"]["choice"], "inline");
-    assert_eq!(profile["verified"], true);
-    let status = profile["status"].as_str().unwrap();
-    assert!(["kept", "dropped"].contains(&status), "{profile:#}");
-    for key in ["vs_best", "vs_baseline"] {
-        let e = &profile[key];
-        let (lo, ratio, hi) = (
-            e["ci_low"].as_f64().unwrap(),
-            e["ratio"].as_f64().unwrap(),
-            e["ci_high"].as_f64().unwrap(),
-        );
-        assert!(0.0 < lo && lo <= ratio && ratio <= hi, "{e:#}");
+    assert_eq!(value(o, "lto"), Some("\"fat\""), "{o:?}");
+    assert_eq!(value(o, "codegen-units"), Some("1"), "{o:?}");
+    assert_eq!(
+        profile.facts.choice.as_deref(),
+        Some("inline"),
+        "{profile:#?}"
+    );
+    assert_eq!(profile.verified, Some(true), "{profile:#?}");
+    let status = profile.status;
+    assert!(
+        matches!(status, Status::Kept | Status::Dropped),
+        "{profile:#?}"
+    );
+    for (key, e) in [
+        ("vs_best", &profile.vs_best),
+        ("vs_baseline", &profile.vs_baseline),
+    ] {
+        let e = e
+            .as_ref()
+            .unwrap_or_else(|| panic!("no {key}: {profile:#?}"));
+        let (lo, ratio, hi) = (e.ci_low, e.ratio, e.ci_high);
+        assert!(0.0 < lo && lo <= ratio && ratio <= hi, "{key}: {e:#?}");
     }
-    if status == "dropped" {
-        assert_eq!(report["final"]["stage"], "baseline");
+    if status == Status::Dropped {
+        assert_eq!(final_choice(&report).stage, "baseline");
         assert!(
-            profile["reason"]
-                .as_str()
-                .unwrap()
-                .starts_with("profile vs baseline:"),
-            "{profile:#}"
+            profile.reason.starts_with("profile vs baseline:"),
+            "{profile:#?}"
         );
     }
 
     // --explain: one entry per setting, in the spec's order, each built alone on top of
     // the baseline and either measured or recognised as the baseline's own code.
-    let explained = profile["facts"]["explain"].as_array().expect("explain");
-    let names: Vec<&str> = explained
-        .iter()
-        .map(|e| e["setting"].as_str().unwrap())
-        .collect();
+    let explained = profile.facts.explain.as_ref().expect("explain");
+    let names: Vec<&str> = explained.iter().map(|e| e.setting.as_str()).collect();
     assert_eq!(names, ["codegen-units", "lto"], "{explained:#?}");
     for e in explained {
-        assert!(e["error"].is_null(), "{e:#}");
-        assert!(e["size_bytes"].as_u64().unwrap() > 0, "{e:#}");
-        let same = e["same_code_as_baseline"].as_bool().unwrap();
+        assert!(e.error.is_none(), "{e:#?}");
+        assert!(e.size_bytes.is_some_and(|s| s > 0), "{e:#?}");
+        let same = e.same_code_as_baseline;
         assert!(
-            same || e["vs_baseline"]["verdict"].is_string(),
-            "neither measured nor identical: {e:#}"
+            same || e.vs_baseline.is_some(),
+            "neither measured nor identical: {e:#?}"
         );
     }
     assert!(
@@ -153,6 +177,7 @@ fn cpu_has(flag: &str) -> bool {
 
 #[test]
 fn a_cpu_the_machine_lacks_is_skipped_and_the_portable_binary_is_kept() {
+    let _guard = shared();
     // The spec lists x86-64-v2 (any x86-64 of the last 15 years) and sapphirerapids
     // (AVX-512 FP16, AVX-VNNI).
     if std::env::consts::ARCH != "x86_64" || cpu_has("avx512_fp16") {
@@ -168,24 +193,20 @@ fn a_cpu_the_machine_lacks_is_skipped_and_the_portable_binary_is_kept() {
     );
     let td = target_dir("cpu-levels");
     let report = latest_report(&td);
-    let cpu_rows: Vec<&serde_json::Value> = report["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["name"] == "cpu")
-        .collect();
-    assert_eq!(cpu_rows.len(), 2, "{report:#}");
+    let cpu_rows = rows(&report, "cpu");
+    assert_eq!(cpu_rows.len(), 2, "{report:#?}");
 
     let v2 = cpu_rows[0];
-    assert_eq!(v2["facts"]["variant"], "x86-64-v2", "{v2:#}");
+    assert_eq!(v2.facts.variant.as_deref(), Some("x86-64-v2"), "{v2:#?}");
     assert_eq!(
-        strings(&v2["settings"]["stage_rustflags"]),
-        ["-Ctarget-cpu=x86-64-v2"]
+        settings(v2).stage_rustflags,
+        ["-Ctarget-cpu=x86-64-v2"],
+        "{v2:#?}"
     );
-    assert_eq!(v2["verified"], true, "{v2:#}");
+    assert_eq!(v2.verified, Some(true), "{v2:#?}");
     assert!(
-        ["kept", "dropped"].contains(&v2["status"].as_str().unwrap()),
-        "{v2:#}"
+        matches!(v2.status, Status::Kept | Status::Dropped),
+        "{v2:#?}"
     );
     assert!(td.join("optimize/latest/bin/cpu-x86-64-v2").exists());
     assert!(td
@@ -193,27 +214,35 @@ fn a_cpu_the_machine_lacks_is_skipped_and_the_portable_binary_is_kept() {
         .exists());
 
     let spr = cpu_rows[1];
-    assert_eq!(spr["facts"]["variant"], "sapphirerapids", "{spr:#}");
-    assert_eq!(spr["status"], "skipped", "{spr:#}");
-    let reason = spr["reason"].as_str().unwrap();
+    assert_eq!(
+        spr.facts.variant.as_deref(),
+        Some("sapphirerapids"),
+        "{spr:#?}"
+    );
+    assert_eq!(spr.status, Status::Skipped, "{spr:#?}");
+    let reason = &spr.reason;
     assert!(
         reason.contains("cannot run") && reason.contains("lacks"),
         "{reason}"
     );
-    assert!(spr["binary"].is_null());
+    assert!(spr.binary.is_none(), "{spr:#?}");
 
     // The portable alternative is always reported and never picks a CPU.
-    let fin = &report["final"];
-    let portable = &fin["portable"];
+    let fin = final_choice(&report);
+    let portable = fin
+        .portable
+        .as_deref()
+        .unwrap_or_else(|| panic!("no portable alternative: {fin:#?}"));
     assert!(
-        !strings(&portable["settings"]["stage_rustflags"])
+        !settings(portable)
+            .stage_rustflags
             .iter()
             .any(|f| f.contains("target-cpu")),
-        "{fin:#}"
+        "{fin:#?}"
     );
-    if fin["stage"] == "cpu" {
-        assert_eq!(portable["stage"], "baseline");
-        assert_ne!(portable["binary"], fin["binary"]);
+    if fin.stage == "cpu" {
+        assert_eq!(portable.stage, "baseline", "{fin:#?}");
+        assert_ne!(portable.binary, fin.binary, "{fin:#?}");
         assert!(r.stdout.contains("portable alternative"), "{}", r.stdout);
     }
     for row in ["cpu (x86-64-v2)", "cpu (sapphirerapids)"] {
@@ -227,6 +256,7 @@ fn a_cpu_the_machine_lacks_is_skipped_and_the_portable_binary_is_kept() {
 
 #[test]
 fn settings_that_change_nothing_are_dropped_without_measuring() {
+    let _guard = lock_target_dir("pgo-basic");
     // `opt-level = 3` is already what `release` uses: the candidate is the baseline's bytes.
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("optimize.toml");
@@ -255,15 +285,9 @@ args = ["120000"]
     assert_eq!(r.code, Some(0), "{}", r.all());
     let report = latest_report(&td);
     let profile = stage(&report, "profile");
-    assert_eq!(profile["status"], "dropped", "{profile:#}");
-    assert!(
-        profile["reason"]
-            .as_str()
-            .unwrap()
-            .contains("byte-identical"),
-        "{profile:#}"
-    );
-    assert!(profile["vs_best"].is_null(), "it was measured: {profile:#}");
+    assert_eq!(profile.status, Status::Dropped, "{profile:#?}");
+    assert!(profile.reason.contains("byte-identical"), "{profile:#?}");
+    assert!(profile.vs_best.is_none(), "it was measured: {profile:#?}");
     assert!(
         !r.stderr.contains("profile vs baseline: measuring"),
         "{}",
@@ -273,6 +297,7 @@ args = ["120000"]
 
 #[test]
 fn a_cpu_specific_best_also_gets_a_portable_pgo_build() {
+    let _guard = shared();
     // popcnt from x86-64-v2 on makes the cpu candidate faster by construction; PGO then
     // builds on it, and must also profile the portable best so a binary that runs on any
     // x86-64 machine gets PGO too.
@@ -280,39 +305,51 @@ fn a_cpu_specific_best_also_gets_a_portable_pgo_build() {
     assert_eq!(r.code, Some(0), "{}", r.all());
     let td = target_dir("cpu-popcnt");
     let report = latest_report(&td);
-    let rows = report["stages"].as_array().unwrap();
-    let cpu = rows.iter().find(|s| s["name"] == "cpu").unwrap();
-    assert_eq!(cpu["status"], "kept", "the premise failed: {}", r.stdout);
+    let cpu = stage(&report, "cpu");
+    assert_eq!(cpu.status, Status::Kept, "the premise failed: {}", r.stdout);
 
-    let pgo: Vec<&serde_json::Value> = rows.iter().filter(|s| s["name"] == "pgo").collect();
-    assert_eq!(pgo.len(), 2, "{report:#}");
+    let pgo = rows(&report, "pgo");
+    assert_eq!(pgo.len(), 2, "{report:#?}");
     let (main, portable) = (pgo[0], pgo[1]);
-    assert!(main["facts"]["variant"].is_null(), "{main:#}");
-    assert!(strings(&main["settings"]["stage_rustflags"])
-        .contains(&"-Ctarget-cpu=x86-64-v2".to_string()));
-    assert_eq!(portable["facts"]["variant"], "portable", "{portable:#}");
-    let flags = strings(&portable["settings"]["stage_rustflags"]);
+    assert!(main.facts.variant.is_none(), "{main:#?}");
+    assert!(
+        settings(main)
+            .stage_rustflags
+            .contains(&"-Ctarget-cpu=x86-64-v2".to_string()),
+        "{main:#?}"
+    );
+    assert_eq!(
+        portable.facts.variant.as_deref(),
+        Some("portable"),
+        "{portable:#?}"
+    );
+    let flags = &settings(portable).stage_rustflags;
     assert!(!flags.iter().any(|f| f.contains("target-cpu")), "{flags:?}");
     assert!(
         flags.iter().any(|f| f.starts_with("-Cprofile-use=")),
         "{flags:?}"
     );
     // Its instrumented build had the same (portable) settings as its optimized one.
-    let inst = strings(&portable["facts"]["instrumented_rustflags"]);
+    let inst = portable
+        .facts
+        .instrumented_rustflags
+        .as_ref()
+        .unwrap_or_else(|| panic!("no instrumented_rustflags: {portable:#?}"));
     assert!(!inst.iter().any(|f| f.contains("target-cpu")), "{inst:?}");
     // Measured against the portable best (the baseline), verified, with its own binary.
-    assert_eq!(portable["verified"], true, "{portable:#}");
-    assert!(
-        portable["reason"].as_str().unwrap().contains("vs baseline"),
-        "{portable:#}"
-    );
+    assert_eq!(portable.verified, Some(true), "{portable:#?}");
+    assert!(portable.reason.contains("vs baseline"), "{portable:#?}");
     assert!(td.join("optimize/latest/bin/pgo-portable").exists());
     // The portable alternative never targets a CPU; it is the PGO build when that won.
-    let p = &report["final"]["portable"];
-    let expected = if portable["status"] == "kept" {
+    let fin = final_choice(&report);
+    let p = fin
+        .portable
+        .as_deref()
+        .unwrap_or_else(|| panic!("no portable alternative: {fin:#?}"));
+    let expected = if portable.status == Status::Kept {
         "pgo"
     } else {
         "baseline"
     };
-    assert_eq!(p["stage"], expected, "{p:#}");
+    assert_eq!(p.stage, expected, "{p:#?}");
 }

@@ -1,11 +1,13 @@
 //! The pipeline end to end on real fixture crates, with the real rustc and llvm-profdata.
 
-mod common;
+use cargo_optimize::bench::Verdict;
+use cargo_optimize::report::{Report, Status};
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn pgo_pipeline_builds_verifies_measures_and_reports() {
+    let _guard = lock_target_dir("pgo-basic");
     let before = snapshot(&fixture("pgo-basic"));
     let r = optimize("pgo-basic", &["--stages", "pgo"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
@@ -14,63 +16,70 @@ fn pgo_pipeline_builds_verifies_measures_and_reports() {
 
     let td = target_dir("pgo-basic");
     let report = latest_report(&td);
-    assert_eq!(report["schema"], 1);
-    assert_eq!(report["bin"], "pgo-basic");
-    for key in [
-        "tool_version",
-        "run_id",
-        "crate",
-        "toolchain",
-        "stages",
-        "workloads",
-        "final",
-        "pipeline",
-    ] {
-        assert!(
-            report.get(key).is_some(),
-            "report.json lacks `{key}`: {report:#}"
-        );
-    }
-    assert!(report["toolchain"]["llvm"].as_str().unwrap().contains('.'));
+    assert_eq!(report.schema, 1);
+    assert_eq!(report.bin, "pgo-basic");
+    // Every field of the Report is in the file (`latest_report` checks that the file is the
+    // typed Report re-serialised), and filled in.
+    assert!(!report.tool_version.is_empty(), "{report:#?}");
+    assert!(!report.run_id.is_empty(), "{report:#?}");
+    assert_eq!(report.crate_name, "pgo-basic", "{report:#?}");
+    assert!(!report.toolchain.rustc.is_empty(), "{report:#?}");
+    assert!(!report.stages.is_empty(), "{report:#?}");
+    assert!(!report.workloads.is_empty(), "{report:#?}");
+    assert!(report.final_.is_some(), "{report:#?}");
+    assert!(!report.pipeline.is_empty(), "{report:#?}");
+    assert!(
+        report.toolchain.llvm.contains('.'),
+        "{:#?}",
+        report.toolchain
+    );
 
     let base = stage(&report, "baseline");
     let pgo = stage(&report, "pgo");
-    assert_eq!(pgo["verified"], true, "{pgo:#}");
+    assert_eq!(pgo.verified, Some(true), "{pgo:#?}");
     assert!(
-        ["kept", "dropped"].contains(&pgo["status"].as_str().unwrap()),
-        "{pgo:#}"
+        matches!(pgo.status, Status::Kept | Status::Dropped),
+        "{pgo:#?}"
     );
     // The profile was real and non-empty.
-    let prof = &pgo["facts"]["profile"];
-    assert!(prof["functions"].as_u64().unwrap() > 0, "{prof:#}");
-    assert!(prof["max_count"].as_u64().unwrap() > 0, "{prof:#}");
-    let merged = std::path::PathBuf::from(prof["path"].as_str().unwrap());
-    assert!(std::fs::metadata(&merged).unwrap().len() > 0);
+    let prof = pgo
+        .facts
+        .profile
+        .as_ref()
+        .unwrap_or_else(|| panic!("no profile: {pgo:#?}"));
+    assert!(prof.functions > 0, "{prof:#?}");
+    assert!(prof.max_count > 0, "{prof:#?}");
+    let merged = &prof.path;
+    assert!(std::fs::metadata(merged).unwrap().len() > 0);
     // The PGO binary was built with that profile and differs from the baseline.
-    let flags: Vec<String> = serde_json::from_value(pgo["settings"]["rustflags"].clone()).unwrap();
+    let flags = &settings(pgo).rustflags;
     assert!(
         flags.iter().any(|f| f.starts_with("-Cprofile-use=")),
         "{flags:?}"
     );
     let (b, p) = (
-        std::fs::read(base["binary"].as_str().unwrap()).unwrap(),
-        std::fs::read(pgo["binary"].as_str().unwrap()).unwrap(),
+        std::fs::read(base.binary.as_deref().expect("a baseline binary")).unwrap(),
+        std::fs::read(pgo.binary.as_deref().expect("a pgo binary")).unwrap(),
     );
     assert_ne!(b, p, "the PGO binary is byte-identical to the baseline");
     // Measured with an interval around the ratio.
-    let vs = &pgo["vs_best"];
-    let (lo, ratio, hi) = (
-        vs["ci_low"].as_f64().unwrap(),
-        vs["ratio"].as_f64().unwrap(),
-        vs["ci_high"].as_f64().unwrap(),
+    let vs = pgo
+        .vs_best
+        .as_ref()
+        .unwrap_or_else(|| panic!("not measured: {pgo:#?}"));
+    let (lo, ratio, hi) = (vs.ci_low, vs.ratio, vs.ci_high);
+    assert!(lo <= ratio && ratio <= hi && lo > 0.0, "{vs:#?}");
+    assert!(
+        matches!(
+            vs.verdict,
+            Verdict::Faster | Verdict::Slower | Verdict::Equivalent | Verdict::Inconclusive
+        ),
+        "{vs:#?}"
     );
-    assert!(lo <= ratio && ratio <= hi && lo > 0.0, "{vs:#}");
-    assert!(["faster", "slower", "equivalent", "inconclusive"]
-        .contains(&vs["verdict"].as_str().unwrap()));
     // Outputs were kept for both binaries and are equal.
     let run_dir = td.join("optimize/latest");
-    for w in report["workloads"].as_array().unwrap() {
-        let name = w["name"].as_str().unwrap();
+    for w in &report.workloads {
+        let name = &w.name;
         let a = std::fs::read(run_dir.join(format!("outputs/baseline/{name}.stdout"))).unwrap();
         let c = std::fs::read(run_dir.join(format!("outputs/pgo/{name}.stdout"))).unwrap();
         assert_eq!(a, c, "workload {name}");
@@ -91,6 +100,7 @@ fn pgo_pipeline_builds_verifies_measures_and_reports() {
 
 #[test]
 fn a_pgo_build_that_changes_output_is_rejected() {
+    let _guard = shared();
     let r = optimize("cfg-changes", &["--stages", "pgo"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(r.stderr.contains("pgo rejected"), "{}", r.stderr);
@@ -101,17 +111,15 @@ fn a_pgo_build_that_changes_output_is_rejected() {
     );
     let report = latest_report(&target_dir("cfg-changes"));
     let pgo = stage(&report, "pgo");
-    assert_eq!(pgo["status"], "rejected");
-    assert_eq!(pgo["verified"], false);
-    assert!(
-        pgo["reason"].as_str().unwrap().contains("line 1"),
-        "{pgo:#}"
-    );
-    assert_eq!(report["final"]["stage"], "baseline");
+    assert_eq!(pgo.status, Status::Rejected, "{pgo:#?}");
+    assert_eq!(pgo.verified, Some(false), "{pgo:#?}");
+    assert!(pgo.reason.contains("line 1"), "{pgo:#?}");
+    assert_eq!(final_choice(&report).stage, "baseline");
 }
 
 #[test]
 fn user_rustflags_from_cargo_config_reach_every_build() {
+    let _guard = shared();
     // The fixture's .cargo/config.toml sets `--cfg user_flag`; cargo reads it from the
     // current directory, and so must we.
     let r = optimize("rustflags", &["--stages", "pgo"], &[]);
@@ -119,9 +127,7 @@ fn user_rustflags_from_cargo_config_reach_every_build() {
     let td = target_dir("rustflags");
     let report = latest_report(&td);
     for s in ["baseline", "pgo"] {
-        let st = stage(&report, s);
-        let flags: Vec<String> =
-            serde_json::from_value(st["settings"]["rustflags"].clone()).unwrap();
+        let flags = &settings(stage(&report, s)).rustflags;
         assert!(
             flags.windows(2).any(|w| w == ["--cfg", "user_flag"]),
             "{s}: {flags:?}"
@@ -134,9 +140,12 @@ fn user_rustflags_from_cargo_config_reach_every_build() {
         assert!(out.contains("user_flag: on"), "{s}: {out}");
     }
     // The instrumented build kept them too.
-    let inst: Vec<String> =
-        serde_json::from_value(stage(&report, "pgo")["facts"]["instrumented_rustflags"].clone())
-            .unwrap();
+    let pgo = stage(&report, "pgo");
+    let inst = pgo
+        .facts
+        .instrumented_rustflags
+        .as_ref()
+        .unwrap_or_else(|| panic!("no instrumented_rustflags: {pgo:#?}"));
     assert!(
         inst.windows(2).any(|w| w == ["--cfg", "user_flag"]),
         "{inst:?}"
@@ -145,6 +154,7 @@ fn user_rustflags_from_cargo_config_reach_every_build() {
 
 #[test]
 fn user_rustflags_from_the_environment_are_kept_and_absent_ones_are_not_invented() {
+    let _guard = shared();
     let elsewhere = tempfile::tempdir().unwrap();
     let manifest = fixture("rustflags").join("Cargo.toml");
     let td = target_dir("rustflags-env");
@@ -174,21 +184,27 @@ fn user_rustflags_from_the_environment_are_kept_and_absent_ones_are_not_invented
     assert!(out.contains("user_flag: on"), "{out}");
 }
 
-fn first_workload(report: &serde_json::Value) -> String {
-    report["workloads"][0]["name"].as_str().unwrap().to_string()
+fn first_workload(report: &Report) -> String {
+    report
+        .workloads
+        .first()
+        .unwrap_or_else(|| panic!("no workloads: {report:#?}"))
+        .name
+        .clone()
 }
 
 #[test]
 fn value_profile_counter_exhaustion_is_collapsed_and_cured() {
+    let _guard = shared();
     let r = optimize("vp-counters", &["--stages", "pgo"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     let report = latest_report(&target_dir("vp-counters"));
     let pgo = stage(&report, "pgo");
-    let notes = pgo["notes"].to_string();
-    assert!(notes.contains("vp-counters-per-site"), "{pgo:#}");
+    let notes = pgo.notes.join("\n");
+    assert!(notes.contains("vp-counters-per-site"), "{pgo:#?}");
     assert!(
-        pgo["facts"]["vp_counters_per_site"].as_u64().is_some(),
-        "{pgo:#}"
+        matches!(pgo.facts.vp_counters_per_site, Some(Some(_))),
+        "{pgo:#?}"
     );
     // One line per distinct warning, never thousands.
     let warning_lines = r
@@ -201,17 +217,20 @@ fn value_profile_counter_exhaustion_is_collapsed_and_cured() {
 
 #[test]
 fn a_program_that_aborts_produces_no_profile_and_the_stage_fails_explained() {
+    let _guard = shared();
     let r = optimize("abort-exit", &["--stages", "pgo"], &[]);
     assert_eq!(r.code, Some(1), "{}", r.all());
     assert!(r.stderr.contains("no profile"), "{}", r.stderr);
     assert!(r.stderr.contains("abort"), "{}", r.stderr);
     let report = latest_report(&target_dir("abort-exit"));
-    assert_eq!(stage(&report, "pgo")["status"], "failed");
-    assert_eq!(report["final"]["stage"], "baseline");
+    let pgo = stage(&report, "pgo");
+    assert_eq!(pgo.status, Status::Failed, "{pgo:#?}");
+    assert_eq!(final_choice(&report).stage, "baseline");
 }
 
 #[test]
 fn works_as_a_cargo_subcommand() {
+    let _guard = shared();
     let dir = tool().parent().unwrap().to_path_buf();
     let path = format!(
         "{}:{}",

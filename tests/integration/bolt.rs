@@ -7,11 +7,11 @@
 //! so each test reads the report of its own run folder (printed by the tool), never
 //! `latest`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use cargo_optimize::report::{Report, StageReport, Status};
+
+use crate::common::*;
 
 /// The run folder the tool announced: `→ optimizing `x` (package …) → <folder>`.
 fn run_dir(r: &Run) -> PathBuf {
@@ -23,11 +23,12 @@ fn run_dir(r: &Run) -> PathBuf {
     PathBuf::from(line.rsplit("→ ").next().unwrap().trim())
 }
 
-fn report_of(r: &Run) -> serde_json::Value {
+/// The report of the run `r` (checked like every report: see `common::read_report`).
+fn report_of(r: &Run) -> Report {
     let path = run_dir(r).join("report.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}\n{}", path.display(), r.all()));
-    serde_json::from_str(&text).expect("report.json is JSON")
+    parse_report(&path, &text)
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -40,25 +41,18 @@ fn has_section(binary: &Path, name: &str) -> bool {
     contains(&std::fs::read(binary).unwrap(), name.as_bytes())
 }
 
-fn strings(v: &serde_json::Value) -> Vec<String> {
-    serde_json::from_value(v.clone()).unwrap_or_default()
-}
-
 /// The stage the bolt stage started from: pgo when it was kept, else the baseline.
-fn best_before_bolt(report: &serde_json::Value) -> &serde_json::Value {
-    let pgo = report["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "pgo");
+fn best_before_bolt(report: &Report) -> &StageReport {
+    let pgo = report.stages.iter().find(|s| s.name == "pgo");
     match pgo {
-        Some(p) if p["status"] == "kept" => p,
+        Some(p) if p.status == Status::Kept => p,
         _ => stage(report, "baseline"),
     }
 }
 
 #[test]
 fn bolt_after_pgo_profiles_optimizes_verifies_and_reports_dyno_stats() {
+    let _guard = shared();
     let r = optimize("bolt-basic", &["--stages", "pgo,bolt"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(
@@ -69,35 +63,41 @@ fn bolt_after_pgo_profiles_optimizes_verifies_and_reports_dyno_stats() {
     let dir = run_dir(&r);
     let report = report_of(&r);
     assert!(
-        report["toolchain"]["llvm_bolt"]
-            .as_str()
+        report
+            .toolchain
+            .llvm_bolt
+            .as_deref()
             .is_some_and(|p| p.contains("llvm-bolt")),
-        "{:#}",
-        report["toolchain"]
+        "{:#?}",
+        report.toolchain
     );
 
     let bolt = stage(&report, "bolt");
-    assert_eq!(bolt["verified"], true, "{bolt:#}");
+    assert_eq!(bolt.verified, Some(true), "{bolt:#?}");
     assert!(
-        ["kept", "dropped"].contains(&bolt["status"].as_str().unwrap()),
-        "{bolt:#}"
+        matches!(bolt.status, Status::Kept | Status::Dropped),
+        "{bolt:#?}"
     );
     // Measured against the best candidate before it, with an interval.
-    let vs = &bolt["vs_best"];
-    assert!(vs["ci_low"].as_f64().unwrap() <= vs["ratio"].as_f64().unwrap());
+    let vs = bolt
+        .vs_best
+        .as_ref()
+        .unwrap_or_else(|| panic!("not measured: {bolt:#?}"));
+    assert!(vs.ci_low <= vs.ratio, "{vs:#?}");
     let from = best_before_bolt(&report);
     assert!(
-        bolt["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("bolt vs {}", from["name"].as_str().unwrap())),
-        "{bolt:#}"
+        bolt.reason.starts_with(&format!("bolt vs {}", from.name)),
+        "{bolt:#?}"
     );
 
     // The instrumented binary wrote profiles into the run folder.
-    let facts = &bolt["facts"]["bolt"];
+    let facts = bolt
+        .facts
+        .bolt
+        .as_ref()
+        .unwrap_or_else(|| panic!("no bolt facts: {bolt:#?}"));
     let profiles = dir.join("profiles/bolt");
-    if facts["mode"] == "instrument" {
+    if facts.mode == "instrument" {
         let fdata: Vec<PathBuf> = std::fs::read_dir(&profiles)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -121,33 +121,36 @@ fn bolt_after_pgo_profiles_optimizes_verifies_and_reports_dyno_stats() {
             .len()
             > 0
     );
-    assert!(facts["fdata_files"].as_u64().unwrap() >= 1, "{facts:#}");
+    assert!(facts.fdata_files >= 1, "{facts:#?}");
     assert!(
-        facts["functions_with_profile"].as_u64().unwrap() > 0,
-        "{facts:#}"
+        facts.functions_with_profile.is_some_and(|n| n > 0),
+        "{facts:#?}"
     );
 
     // BOLT's dyno-stats, before and after.
-    let dyno = bolt["facts"]["dyno_stats"].as_object().expect("dyno_stats");
-    assert!(!dyno.is_empty(), "{bolt:#}");
-    let taken = &dyno["taken branches"];
-    assert!(taken["before"].as_u64().unwrap() > 0, "{taken:#}");
-    assert!(taken["after"].as_u64().is_some(), "{taken:#}");
+    let dyno = bolt.facts.dyno_stats.as_ref().expect("dyno_stats");
+    assert!(!dyno.is_empty(), "{bolt:#?}");
+    let taken = dyno
+        .get("taken branches")
+        .unwrap_or_else(|| panic!("no `taken branches` in {dyno:#?}"));
+    assert!(taken.before > 0, "{taken:#?}");
+    // `after` is a count by type: the report would not parse without it.
+    let _after: u64 = taken.after;
 
     // Sizes before (the best so far) and after, and the time BOLT took.
-    assert_eq!(facts["size_before_bytes"], from["size_bytes"], "{facts:#}");
-    assert_eq!(facts["output_size_bytes"], bolt["size_bytes"], "{facts:#}");
-    assert!(facts["seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(Some(facts.size_before_bytes), from.size_bytes, "{facts:#?}");
+    assert_eq!(Some(facts.output_size_bytes), bolt.size_bytes, "{facts:#?}");
+    assert!(facts.seconds > 0.0, "{facts:#?}");
 
     // The BOLT input has the best candidate's exact settings plus -Wl,-q.
-    let mut want = strings(&from["settings"]["rustflags"]);
+    let mut want = settings(from).rustflags.clone();
     want.push("-Clink-args=-Wl,-q".into());
-    assert_eq!(strings(&bolt["settings"]["rustflags"]), want, "{bolt:#}");
-    assert_eq!(bolt["settings"]["target"], from["settings"]["target"]);
-    assert_eq!(facts["input_rebuilt"], true);
+    assert_eq!(settings(bolt).rustflags, want, "{bolt:#?}");
+    assert_eq!(settings(bolt).target, settings(from).target);
+    assert!(facts.input_rebuilt, "{facts:#?}");
 
     // The optimized binary is BOLT's, a new file, and its outputs equal the baseline's.
-    let binary = PathBuf::from(bolt["binary"].as_str().unwrap());
+    let binary = PathBuf::from(bolt.binary.as_deref().expect("a bolt binary"));
     assert_eq!(binary, dir.join("bin/bolt"));
     assert!(has_section(&binary, ".bolt.org.text"));
     assert!(!has_section(&dir.join("bin/bolt-input"), ".bolt.org.text"));
@@ -157,48 +160,65 @@ fn bolt_after_pgo_profiles_optimizes_verifies_and_reports_dyno_stats() {
         assert_eq!(a, b, "workload {w}");
     }
     // The final choice is consistent with the verdicts.
-    let final_stage = report["final"]["stage"].as_str().unwrap();
-    if bolt["status"] == "kept" {
+    let final_stage = &final_choice(&report).stage;
+    if bolt.status == Status::Kept {
         assert_eq!(final_stage, "bolt");
     } else {
-        assert_eq!(final_stage, from["name"].as_str().unwrap());
+        assert_eq!(final_stage, &from.name);
     }
 }
 
 #[test]
 fn stripped_profile_is_overridden_for_the_bolt_input_and_explained() {
+    let _guard = shared();
     let r = optimize("bolt-stripped", &["--stages", "bolt"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     let dir = run_dir(&r);
     let report = report_of(&r);
     let base = stage(&report, "baseline");
     assert!(!has_section(
-        Path::new(base["binary"].as_str().unwrap()),
+        Path::new(base.binary.as_deref().expect("a baseline binary")),
         ".symtab"
     ));
 
     let bolt = stage(&report, "bolt");
-    assert_eq!(bolt["verified"], true, "{bolt:#}");
-    let notes = strings(&bolt["notes"]).join("\n");
+    assert_eq!(bolt.verified, Some(true), "{bolt:#?}");
+    let notes = bolt.notes.join("\n");
     assert!(notes.contains("no symbol table"), "{notes}");
     assert!(notes.contains("strips symbols"), "{notes}");
     assert!(notes.contains("strip = \"debuginfo\""), "{notes}");
     assert!(r.stderr.contains("strips symbols"), "{}", r.stderr);
     assert_eq!(
-        bolt["settings"]["profile_overrides"]["strip"], "\"debuginfo\"",
-        "{bolt:#}"
+        settings(bolt)
+            .profile_overrides
+            .get("strip")
+            .map(String::as_str),
+        Some("\"debuginfo\""),
+        "{bolt:#?}"
     );
     // The input kept its symbols; the shipped result is stripped again, like the baseline.
     assert!(has_section(&dir.join("bin/bolt-input"), ".symtab"));
-    let binary = Path::new(bolt["binary"].as_str().unwrap());
+    let binary = Path::new(bolt.binary.as_deref().expect("a bolt binary"));
     assert!(has_section(binary, ".bolt.org.text"));
-    assert_eq!(bolt["facts"]["bolt"]["stripped_after"], true, "{bolt:#}");
+    assert!(
+        bolt.facts.bolt.as_ref().is_some_and(|b| b.stripped_after),
+        "{bolt:#?}"
+    );
     assert!(!has_section(binary, ".symtab"));
-    assert!(!bolt["facts"]["dyno_stats"].as_object().unwrap().is_empty());
+    assert!(
+        !bolt
+            .facts
+            .dyno_stats
+            .as_ref()
+            .expect("dyno_stats")
+            .is_empty(),
+        "{bolt:#?}"
+    );
 }
 
 #[test]
 fn a_binary_already_linked_with_relocations_is_reused_not_rebuilt() {
+    let _guard = shared();
     let td = target_dir("bolt-basic-relocs");
     let r = run(
         &fixture("bolt-basic"),
@@ -214,28 +234,30 @@ fn a_binary_already_linked_with_relocations_is_reused_not_rebuilt() {
     assert_eq!(r.code, Some(0), "{}", r.all());
     let report = report_of(&r);
     let bolt = stage(&report, "bolt");
-    assert_eq!(bolt["facts"]["bolt"]["input_rebuilt"], false, "{bolt:#}");
+    assert_eq!(
+        bolt.facts.bolt.as_ref().map(|b| b.input_rebuilt),
+        Some(false),
+        "{bolt:#?}"
+    );
     assert!(
-        strings(&bolt["notes"])
+        bolt.notes
             .join("\n")
             .contains("already has relocations and symbols"),
-        "{bolt:#}"
+        "{bolt:#?}"
     );
     // The user's flag is kept, once: nothing was added.
-    assert_eq!(
-        strings(&bolt["settings"]["rustflags"]),
-        vec!["-Clink-args=-Wl,-q"]
-    );
+    assert_eq!(settings(bolt).rustflags, vec!["-Clink-args=-Wl,-q"]);
     assert!(
         !r.stderr.contains("bolt: input (-Wl,-q) built"),
         "{}",
         r.stderr
     );
-    assert_eq!(bolt["verified"], true, "{bolt:#}");
+    assert_eq!(bolt.verified, Some(true), "{bolt:#?}");
 }
 
 #[test]
 fn a_failing_llvm_bolt_is_reported_and_keeps_the_pgo_result() {
+    let _guard = shared();
     // The fixture's spec with invalid BOLT flags, next to it in a temp dir (its workloads
     // use no relative paths, so they run the same from there).
     let tmp = tempfile::tempdir().unwrap();
@@ -264,32 +286,34 @@ fn a_failing_llvm_bolt_is_reported_and_keeps_the_pgo_result() {
     assert_eq!(r.code, Some(1), "{}", r.all());
     let report = report_of(&r);
     let bolt = stage(&report, "bolt");
-    assert_eq!(bolt["status"], "failed", "{bolt:#}");
-    let reason = bolt["reason"].as_str().unwrap();
+    assert_eq!(bolt.status, Status::Failed, "{bolt:#?}");
+    let reason = &bolt.reason;
     assert!(reason.contains("llvm-bolt"), "{reason}");
     // BOLT's own message, and the fix.
     assert!(reason.contains("--definitely-not-an-option"), "{reason}");
     assert!(reason.contains("bolt-args"), "{reason}");
 
     let pgo = stage(&report, "pgo");
-    assert_eq!(pgo["verified"], true, "{pgo:#}");
+    assert_eq!(pgo.verified, Some(true), "{pgo:#?}");
     assert!(
-        ["kept", "dropped"].contains(&pgo["status"].as_str().unwrap()),
-        "{pgo:#}"
+        matches!(pgo.status, Status::Kept | Status::Dropped),
+        "{pgo:#?}"
     );
-    let want = if pgo["status"] == "kept" {
+    let want = if pgo.status == Status::Kept {
         "pgo"
     } else {
         "baseline"
     };
-    assert_eq!(report["final"]["stage"], want, "{:#}", report["final"]);
-    let final_bin = report["final"]["binary"].as_str().unwrap();
+    let fin = final_choice(&report);
+    assert_eq!(fin.stage, want, "{fin:#?}");
+    let final_bin = &fin.binary;
     assert!(Path::new(final_bin).exists(), "{final_bin}");
     assert!(!run_dir(&r).join("bin/bolt").exists());
 }
 
 #[test]
 fn a_crashing_llvm_bolt_is_a_failed_stage_with_the_signal_and_the_log() {
+    let _guard = shared();
     // A stand-in llvm-bolt of rustc's LLVM major that crashes on real work.
     let vv = std::process::Command::new("rustc")
         .arg("-vV")
@@ -322,17 +346,14 @@ fn a_crashing_llvm_bolt_is_a_failed_stage_with_the_signal_and_the_log() {
     let report = report_of(&r);
     let bolt = stage(&report, "bolt");
     // Without a merge-fdata next to the fake, the stage is skipped with the fix instead.
-    if bolt["status"] == "skipped" {
-        assert!(
-            bolt["reason"].as_str().unwrap().contains("merge-fdata"),
-            "{bolt:#}"
-        );
+    if bolt.status == Status::Skipped {
+        assert!(bolt.reason.contains("merge-fdata"), "{bolt:#?}");
         return;
     }
     assert_eq!(r.code, Some(1), "{}", r.all());
-    assert_eq!(bolt["status"], "failed", "{bolt:#}");
-    let reason = bolt["reason"].as_str().unwrap();
+    assert_eq!(bolt.status, Status::Failed, "{bolt:#?}");
+    let reason = &bolt.reason;
     assert!(reason.contains("crashed (killed by signal 11)"), "{reason}");
     assert!(reason.contains("instrument.log"), "{reason}");
-    assert_eq!(report["final"]["stage"], "baseline");
+    assert_eq!(final_choice(&report).stage, "baseline");
 }

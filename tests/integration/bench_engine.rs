@@ -1,14 +1,17 @@
 //! The measurement engine against a real program: tests/fixtures/spin, built with cargo.
 //!
-//! Each test keeps its benchmarking to a few seconds, and a lock runs them one at a time
-//! so they do not disturb each other's timings (CI has 2 cores).
+//! Each test keeps its benchmarking to a few seconds, and takes `common::exclusive()`: it
+//! runs alone, with no other test of the binary (builds, pipeline runs, other benchmarks)
+//! disturbing its timings (CI has 2 cores).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use cargo_optimize::bench::{self, BenchError, BenchOptions, Side, Verdict};
+use cargo_optimize::bench::{self, BenchError, BenchOptions, Comparison, Estimate, Side, Verdict};
 use cargo_optimize::process::{self, Command};
+
+use crate::common::exclusive;
 
 /// The fixture binary, built once per test run.
 fn spin() -> &'static Path {
@@ -34,12 +37,6 @@ fn spin() -> &'static Path {
     })
 }
 
-/// One benchmark at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn opts(max_secs: u64) -> BenchOptions {
     BenchOptions {
         warmup: 2,
@@ -58,7 +55,7 @@ fn work(units: &str) -> Command {
 #[test]
 fn a_vs_a_is_never_faster_or_slower() {
     let cmd = work("25");
-    let _guard = serial();
+    let _guard = exclusive();
     let c = bench::compare(&cmd, &cmd, &opts(4), &mut |_| {}).unwrap();
     eprintln!("A vs A: {} ({:.1} s)", c.headline(), c.elapsed_secs);
     assert!(
@@ -78,7 +75,7 @@ fn a_vs_a_is_never_faster_or_slower() {
 fn twice_the_work_is_slower() {
     let a = work("20");
     let b = work("40");
-    let _guard = serial();
+    let _guard = exclusive();
     let mut updates = 0;
     let c = bench::compare(&a, &b, &opts(4), &mut |_| updates += 1).unwrap();
     eprintln!("2x work: {} ({:.1} s)", c.headline(), c.elapsed_secs);
@@ -98,7 +95,7 @@ fn doubling_through_the_environment_is_slower() {
     // Same binary, same args: only SPIN_FACTOR differs.
     let a = work("15");
     let b = work("15").env("SPIN_FACTOR", "2");
-    let _guard = serial();
+    let _guard = exclusive();
     let c = bench::compare(&a, &b, &opts(3), &mut |_| {}).unwrap();
     assert_eq!(c.verdict, Verdict::Slower, "{}", c.headline());
 }
@@ -106,7 +103,7 @@ fn doubling_through_the_environment_is_slower() {
 #[test]
 fn peak_rss_is_reported() {
     let cmd = Command::new(spin()).args(["alloc", "64"]);
-    let _guard = serial();
+    let _guard = exclusive();
     let o = BenchOptions {
         warmup: 1,
         min_pairs: 4,
@@ -129,7 +126,7 @@ fn peak_rss_is_reported() {
 fn a_failing_side_is_named_with_its_stderr() {
     let ok = work("1");
     let bad = Command::new(spin()).arg("fail");
-    let _guard = serial();
+    let _guard = exclusive();
     let e = bench::compare(&ok, &bad, &opts(2), &mut |_| {}).unwrap_err();
     match &e {
         BenchError::RunFailed {
@@ -156,7 +153,7 @@ fn bench_command_compares_two_commands_and_exports() {
         dir.path().join("r.csv"),
         dir.path().join("r.md"),
     );
-    let _guard = serial();
+    let _guard = exclusive();
     let out = process::run(
         &Command::new(env!("CARGO_BIN_EXE_cargo-optimize"))
             .args(["bench", "--max-time", "3s", "--warmup", "1", "--runs", "6"])
@@ -183,13 +180,18 @@ fn bench_command_compares_two_commands_and_exports() {
         "{stdout}"
     );
 
+    // The export is not a run's `Report`: its workloads and geomean are read as the typed
+    // `Comparison` and `Estimate` they were written from.
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let w = &report["workloads"][0];
-    assert_eq!(w["verdict"], "slower");
-    let n = w["n"].as_u64().unwrap();
+    let w: Comparison = serde_json::from_value(report["workloads"][0].clone())
+        .unwrap_or_else(|e| panic!("workloads[0] is not a Comparison: {e}\n{report:#}"));
+    assert_eq!(w.verdict, Verdict::Slower, "{}", w.headline());
+    let n = u64::from(w.n);
     assert!(n >= 6);
-    assert_eq!(report["geomean"]["verdict"], "slower");
+    let geomean: Estimate = serde_json::from_value(report["geomean"].clone())
+        .unwrap_or_else(|e| panic!("geomean is not an Estimate: {e}\n{report:#}"));
+    assert_eq!(geomean.verdict, Verdict::Slower, "{geomean:#?}");
 
     let csv = std::fs::read_to_string(&csv).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
@@ -204,7 +206,7 @@ fn bench_command_compares_two_commands_and_exports() {
 #[test]
 fn bench_command_fails_with_the_stderr_tail() {
     let spin = spin().display().to_string();
-    let _guard = serial();
+    let _guard = exclusive();
     let out = process::run(
         &Command::new(env!("CARGO_BIN_EXE_cargo-optimize"))
             .args(["bench", "-q", "--max-time", "2s"])

@@ -1,11 +1,12 @@
 //! Bad input: each gets a message naming the file/line/cause and the fix, a non-zero
 //! exit, and leaves the user's files as they were.
-
-mod common;
+//!
+//! The runs with `target_dir("pgo-basic")` take its lock: those that get as far as the
+//! pipeline repoint its `optimize/latest`, which the pipeline and ladder tests read.
 
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 /// Run with a spec text written to a temp file (`--spec`), from the fixture's folder.
 fn with_spec(fixture_name: &str, spec: &str, extra: &[&str]) -> (Run, std::path::PathBuf) {
@@ -49,6 +50,7 @@ fn assert_failed_with(r: &Run, needles: &[&str]) {
 
 #[test]
 fn malformed_toml_names_file_line_and_column() {
+    let _guard = lock_target_dir("pgo-basic");
     let (r, path) = with_spec(
         "pgo-basic",
         "bin = \"pgo-basic\"\n[[workload]]\nname = \"x\nargs = []\n",
@@ -59,6 +61,7 @@ fn malformed_toml_names_file_line_and_column() {
 
 #[test]
 fn unknown_key_names_its_position_and_the_valid_keys() {
+    let _guard = lock_target_dir("pgo-basic");
     let spec = "bin = \"pgo-basic\"\n\n[[workload]]\nname = \"x\"\nargz = [\"1\"]\n";
     let (r, path) = with_spec("pgo-basic", spec, &[]);
     assert_failed_with(&r, &[&format!("{}:5:1", path.display()), "argz", "fix:"]);
@@ -66,6 +69,7 @@ fn unknown_key_names_its_position_and_the_valid_keys() {
 
 #[test]
 fn missing_spec_suggests_init() {
+    let _guard = shared();
     let tmp = copy_fixture("pgo-basic");
     std::fs::remove_file(tmp.path().join("optimize.toml")).unwrap();
     let before = snapshot(tmp.path());
@@ -76,6 +80,7 @@ fn missing_spec_suggests_init() {
 
 #[test]
 fn several_binaries_without_a_choice_is_an_error_listing_them() {
+    let _guard = shared();
     let before = snapshot(&fixture("multi-bin"));
     let td = target_dir("multi-bin");
     let r = run(
@@ -89,6 +94,7 @@ fn several_binaries_without_a_choice_is_an_error_listing_them() {
 
 #[test]
 fn unknown_bin_and_unknown_package_list_what_exists() {
+    let _guard = shared();
     let td = target_dir("multi-bin");
     let r = run(
         &fixture("multi-bin"),
@@ -106,6 +112,7 @@ fn unknown_bin_and_unknown_package_list_what_exists() {
 
 #[test]
 fn workload_failing_on_the_baseline_shows_exit_code_and_stderr_tail() {
+    let _guard = lock_target_dir("pgo-basic");
     let spec = r#"bin = "pgo-basic"
 [stages]
 try = ["pgo"]
@@ -128,6 +135,7 @@ args = ["definitely-not-a-number"]
 
 #[test]
 fn workload_exceeding_its_timeout_is_killed_and_reported() {
+    let _guard = lock_target_dir("pgo-basic");
     let spec = r#"bin = "pgo-basic"
 [[workload]]
 name = "forever"
@@ -142,6 +150,7 @@ timeout = "300ms"
 
 #[test]
 fn llvm_profdata_of_another_llvm_major_is_refused() {
+    let _guard = lock_target_dir("pgo-basic");
     let other = Path::new("/usr/lib/llvm-14/bin/llvm-profdata");
     if !other.exists() {
         eprintln!("skipped: no second LLVM's llvm-profdata on this machine");
@@ -163,6 +172,7 @@ fn llvm_profdata_of_another_llvm_major_is_refused() {
 
 #[test]
 fn init_writes_a_parseable_skeleton_and_never_overwrites() {
+    let _guard = shared();
     let tmp = copy_fixture("pgo-basic");
     let spec = tmp.path().join("optimize.toml");
     std::fs::remove_file(&spec).unwrap();
@@ -180,6 +190,7 @@ fn init_writes_a_parseable_skeleton_and_never_overwrites() {
 
 #[test]
 fn init_needs_a_bin_choice_when_there_are_several() {
+    let _guard = shared();
     let tmp = copy_fixture("multi-bin");
     let _ = std::fs::remove_file(tmp.path().join("optimize.toml"));
     let r = run(tmp.path(), &["init"], &[]);
@@ -194,6 +205,7 @@ fn init_needs_a_bin_choice_when_there_are_several() {
 
 #[test]
 fn a_package_without_a_binary_is_refused_with_the_fix() {
+    let _guard = shared();
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tmp.path().join("src")).unwrap();
     std::fs::write(

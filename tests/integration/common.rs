@@ -1,0 +1,253 @@
+//! Shared helpers for the integration tests: run the real `cargo-optimize` binary on the
+//! fixture crates under `tests/fixtures/`, with one target dir per fixture under cargo's
+//! test tmpdir so builds are shared between tests and runs.
+//!
+//! All the tests are in one binary, so they run in parallel threads. Two locks keep apart
+//! what must not overlap, and every test takes exactly one of these guards first:
+//! - [`exclusive`]: the measurement-engine tests (`bench_engine`) time a program and assert
+//!   on the ratios, so they run alone, never next to a build or another benchmark;
+//! - [`shared`]: every other test (any number at once, but never with an exclusive one);
+//! - [`lock_target_dir`]: [`shared`] plus the fixture target dir's own lock, for the tests
+//!   that run the pipeline with a target dir another test also runs it with (each run
+//!   repoints `optimize/latest`, which these tests read).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use cargo_optimize::report::{FinalChoice, Report, Settings, StageReport};
+
+/// Held for writing by the tests that must run alone, for reading by all the others.
+static ALONE: RwLock<()> = RwLock::new(());
+
+/// For a test that must run alone (timings): waits for the running tests to finish.
+pub fn exclusive() -> RwLockWriteGuard<'static, ()> {
+    ALONE.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// For any other test: runs alongside the others, never alongside an [`exclusive`] one.
+/// Take it once per test (a second read lock on the same thread can deadlock).
+pub fn shared() -> RwLockReadGuard<'static, ()> {
+    ALONE.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// [`shared`], and the lock of one fixture's target dir ([`target_dir`]).
+pub struct TargetDirLock {
+    // Dropped in declaration order: the target dir's lock first.
+    _dir: MutexGuard<'static, ()>,
+    _shared: RwLockReadGuard<'static, ()>,
+}
+
+/// For a test that runs the pipeline with `target_dir(name)` (or reads its
+/// `optimize/latest`) when another test does too: one such test at a time per target dir.
+pub fn lock_target_dir(name: &str) -> TargetDirLock {
+    static LOCKS: OnceLock<Mutex<HashMap<String, &'static Mutex<()>>>> = OnceLock::new();
+    let shared = shared();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let lock = match locks.get(name).copied() {
+        Some(lock) => lock,
+        None => {
+            let lock: &'static Mutex<()> = Box::leak(Box::new(Mutex::new(())));
+            locks.insert(name.to_string(), lock);
+            lock
+        }
+    };
+    drop(locks);
+    TargetDirLock {
+        _dir: lock.lock().unwrap_or_else(|e| e.into_inner()),
+        _shared: shared,
+    }
+}
+
+pub fn tool() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_cargo-optimize"))
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The target dir a fixture's builds share across tests.
+pub fn target_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("fixtures")
+        .join(name)
+}
+
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn all(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// Run `cargo-optimize ARGS` in `cwd` with extra env; the user's rustflags variables are
+/// cleared unless the test sets them.
+pub fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(tool());
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run cargo-optimize");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Run the pipeline on a fixture from inside its folder, with its shared target dir.
+pub fn optimize(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
+    let td = target_dir(name);
+    let mut args = vec!["optimize", "--target-dir", td.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run(&fixture(name), &args, env)
+}
+
+/// The report.json of the newest run under a target dir (see [`read_report`]).
+pub fn latest_report(target_dir: &Path) -> Report {
+    read_report(&target_dir.join("optimize/latest/report.json"))
+}
+
+/// The report.json at `path` as the typed `Report`. Every report a test reads is also
+/// checked to re-serialise to the same JSON: so every key the file has, the `Report` has,
+/// and every field of the `Report` (e.g. `final`, `pipeline`) is in the file.
+pub fn read_report(path: &Path) -> Report {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    parse_report(path, &text)
+}
+
+/// [`read_report`] of a text already read from `path`.
+pub fn parse_report(path: &Path, text: &str) -> Report {
+    let json: serde_json::Value = serde_json::from_str(text).expect("report.json is JSON");
+    let typed = typed_report(path, text);
+    let again = serde_json::to_value(&typed).expect("Report serialises");
+    assert!(
+        json == again,
+        "{} does not round-trip through Report",
+        path.display()
+    );
+    typed
+}
+
+/// `text` (the report at `path`) as the typed `Report`, or a panic naming the line.
+pub fn typed_report(path: &Path, text: &str) -> Report {
+    serde_json::from_str(text).unwrap_or_else(|e| {
+        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+        let before: Vec<&str> = text.lines().take(e.line()).collect();
+        let context = before[before.len().saturating_sub(12)..].join("\n");
+        panic!(
+            "{} is not a Report: {e}\n{context}\n>>> {line}",
+            path.display()
+        )
+    })
+}
+
+/// The first row of stage `name` (`Report::stage` is the last one).
+pub fn stage<'a>(report: &'a Report, name: &str) -> &'a StageReport {
+    report
+        .stages
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no stage {name} in {report:#?}"))
+}
+
+/// Every row of stage `name`, in the report's order (cpu variants, the portable PGO).
+pub fn rows<'a>(report: &'a Report, name: &str) -> Vec<&'a StageReport> {
+    report.stages.iter().filter(|s| s.name == name).collect()
+}
+
+/// The final choice of a run, which every completed run has.
+pub fn final_choice(report: &Report) -> &FinalChoice {
+    report
+        .final_
+        .as_ref()
+        .unwrap_or_else(|| panic!("no final choice in {report:#?}"))
+}
+
+/// What has build settings: a stage row, a final choice.
+pub trait HasSettings: Debug {
+    fn settings_opt(&self) -> Option<&Settings>;
+}
+
+impl HasSettings for StageReport {
+    fn settings_opt(&self) -> Option<&Settings> {
+        self.settings.as_ref()
+    }
+}
+
+impl HasSettings for FinalChoice {
+    fn settings_opt(&self) -> Option<&Settings> {
+        self.settings.as_ref()
+    }
+}
+
+/// The settings of a row or choice that must have some.
+pub fn settings<T: HasSettings>(x: &T) -> &Settings {
+    x.settings_opt()
+        .unwrap_or_else(|| panic!("no settings in {x:#?}"))
+}
+
+/// Every file of a tree (but `target/`) with its bytes: compare before/after to prove
+/// that a command changed nothing of the user's.
+pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n == "target") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Copy a fixture into a fresh temp dir (for tests that write into the crate).
+pub fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&fixture(name), tmp.path());
+    tmp
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap();
+        if name == "target" {
+            continue;
+        }
+        if p.is_dir() {
+            copy_dir(&p, &to.join(name));
+        } else {
+            std::fs::copy(&p, to.join(name)).unwrap();
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! The integration tests, in one test binary (`cargo test --test integration`): each module
+//! was a test binary of its own. Tests run in parallel threads; see `common` for the locks
+//! that keep apart the ones that must not overlap.
+
+mod common;
+
+mod apply;
+mod bad_input;
+mod bench_engine;
+mod bolt;
+mod ladder;
+mod pipeline;
+mod verify;
