@@ -184,15 +184,17 @@ impl Workspace {
         self.meta.workspace_packages().into_iter()
     }
 
-    /// The package of `--manifest-path` (or the current dir's manifest) when it is one.
+    /// The package of `--manifest-path`, else of the nearest Cargo.toml at or above the
+    /// current directory (cargo's own rule: run inside a workspace member, it selects that
+    /// member), when it is a member.
     fn default_package(&self) -> Option<&cargo_metadata::Package> {
-        if let Some(m) = &self.manifest_arg {
-            let m = m.canonicalize().ok()?;
-            return self
-                .members()
-                .find(|p| p.manifest_path.as_std_path().canonicalize().ok() == Some(m.clone()));
-        }
-        self.meta.root_package()
+        let manifest = match &self.manifest_arg {
+            Some(m) => m.clone(),
+            None => nearest_manifest(&std::env::current_dir().ok()?)?,
+        };
+        let m = manifest.canonicalize().ok()?;
+        self.members()
+            .find(|p| p.manifest_path.as_std_path().canonicalize().ok() == Some(m.clone()))
     }
 
     /// Resolve the package and binary: flags first, then the spec's `package`/`bin`,
@@ -395,6 +397,13 @@ impl BuildSettings {
         }
         args
     }
+}
+
+/// The first `Cargo.toml` in `dir` or its ancestors (how cargo finds the manifest).
+fn nearest_manifest(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join("Cargo.toml"))
+        .find(|m| m.is_file())
 }
 
 /// User flags first, then ours: later flags win in rustc, so a stage's `-Ctarget-cpu`

@@ -136,7 +136,8 @@ impl Color {
 
 #[derive(Debug, Clone, Args, Default)]
 pub struct RunArgs {
-    /// Stages to try, overriding the spec's `[stages] try` (comma separated).
+    /// Stages to try, overriding the spec's `[stages] try`: comma separated, in the order
+    /// profile, cpu, pgo, bolt; `none` for the baseline only.
     #[arg(long, value_delimiter = ',', value_name = "STAGES")]
     pub stages: Option<Vec<String>>,
     /// Upper bound of benchmarking time per workload per comparison (e.g. 20s).

@@ -1,4 +1,4 @@
-//! `cargo optimize clean`: remove `target/optimize`.
+//! `cargo optimize clean`: remove `target/optimize` — refused while a run uses it.
 
 use anyhow::Context as _;
 
@@ -13,6 +13,7 @@ pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
         (None, Some(p)) => p.target_dir.join("optimize"),
         (None, None) => ws.root().join("target").join("optimize"),
     };
+    let _lock = crate::context::DirLock::for_clean(&dir)?;
     if dir.exists() {
         std::fs::remove_dir_all(&dir)
             .with_context(|| format!("cannot remove {}", dir.display()))?;

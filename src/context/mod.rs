@@ -121,6 +121,87 @@ impl RunDir {
     }
 }
 
+/// Who may use `target/optimize` at once: any number of runs (each has its own run folder)
+/// or one `clean`. Held through an OS file lock on `target/optimize.lock` (outside the
+/// folder `clean` removes), released when dropped or when the process dies.
+pub struct DirLock {
+    _file: std::fs::File,
+}
+
+/// The tool's folder is in use by the other kind of holder.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("{dir} is in use by a running `cargo optimize`; `clean` would delete the files it is working on\n  fix: wait for that run to finish (or stop it), then clean again")]
+    RunInProgress { dir: PathBuf },
+    #[error("{dir} is being removed by `cargo optimize clean` (waited {waited_secs} s)\n  fix: run again when it has finished")]
+    CleanInProgress { dir: PathBuf, waited_secs: u64 },
+    #[error("cannot lock {path}: {error}")]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+impl DirLock {
+    /// How long a run waits for a `clean` to finish.
+    const WAIT_FOR_CLEAN: std::time::Duration = std::time::Duration::from_secs(60);
+
+    fn open(optimize_dir: &Path) -> Result<(std::fs::File, PathBuf), LockError> {
+        let path = optimize_dir.with_extension("lock");
+        let io = |error| LockError::Io {
+            path: path.clone(),
+            error,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        Ok((file, path))
+    }
+
+    /// A run's share of the folder; waits (bounded) while a `clean` holds it.
+    pub fn for_run(optimize_dir: &Path) -> Result<DirLock, LockError> {
+        let (file, path) = Self::open(optimize_dir)?;
+        let start = Instant::now();
+        loop {
+            match file.try_lock_shared() {
+                Ok(()) => return Ok(DirLock { _file: file }),
+                Err(std::fs::TryLockError::WouldBlock)
+                    if start.elapsed() < Self::WAIT_FOR_CLEAN =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(LockError::CleanInProgress {
+                        dir: optimize_dir.to_path_buf(),
+                        waited_secs: Self::WAIT_FOR_CLEAN.as_secs(),
+                    })
+                }
+                Err(std::fs::TryLockError::Error(error)) => {
+                    return Err(LockError::Io { path, error })
+                }
+            }
+        }
+    }
+
+    /// The whole folder, for `clean`; refused at once while a run holds it.
+    pub fn for_clean(optimize_dir: &Path) -> Result<DirLock, LockError> {
+        let (file, path) = Self::open(optimize_dir)?;
+        match file.try_lock() {
+            Ok(()) => Ok(DirLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(LockError::RunInProgress {
+                dir: optimize_dir.to_path_buf(),
+            }),
+            Err(std::fs::TryLockError::Error(error)) => Err(LockError::Io { path, error }),
+        }
+    }
+}
+
 /// How long one step of the pipeline took (report.json's `pipeline`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineStep {
@@ -255,6 +336,23 @@ impl Context<'_> {
         let mut w = workload.clone();
         w.cwd = sb.cwd().to_path_buf();
         Ok((w, Some(sb)))
+    }
+
+    /// A private copy of the workload's cwd whatever it declares (to see what a run
+    /// writes there); removed when the returned guard drops.
+    pub fn private_copy(
+        &self,
+        workload: &Workload,
+        tag: &str,
+    ) -> std::io::Result<(Workload, Sandbox)> {
+        let mut declared = workload.clone();
+        if declared.files.is_empty() {
+            // `sandboxed` copies only for workloads that declare files.
+            declared.files.push(PathBuf::from("."));
+        }
+        let (mut w, sb) = self.sandboxed(&declared, tag)?;
+        w.files = workload.files.clone();
+        Ok((w, sb.expect("a workload with files gets a copy")))
     }
 
     /// Remember how long a step took (and its peak RSS when known).

@@ -40,6 +40,40 @@ impl Sandbox {
         Ok(sb)
     }
 
+    /// Files of the copy that are new or differ from their original in `source` (what a
+    /// run wrote into its working directory), relative to it; at most `limit`.
+    pub fn changes(&self, source: &Path, limit: usize) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![PathBuf::new()];
+        while let Some(rel) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(self.root.join(&rel)) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let rel = rel.join(e.file_name());
+                match e.file_type() {
+                    Ok(t) if t.is_dir() => stack.push(rel),
+                    Ok(t) if t.is_file() => {
+                        let same = match (std::fs::read(e.path()), std::fs::read(source.join(&rel)))
+                        {
+                            (Ok(a), Ok(b)) => a == b,
+                            _ => false,
+                        };
+                        if !same {
+                            out.push(rel);
+                        }
+                    }
+                    _ => {}
+                }
+                if out.len() >= limit {
+                    return out;
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
     /// The copy of the working directory.
     pub fn cwd(&self) -> &Path {
         &self.root
@@ -164,6 +198,24 @@ mod tests {
         );
         drop(sb);
         assert!(!dest.exists(), "removed on drop");
+    }
+
+    #[test]
+    fn changes_are_new_or_different_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("proj");
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        std::fs::write(src.join("d/keep.txt"), "same").unwrap();
+        std::fs::write(src.join("edit.txt"), "before").unwrap();
+        let sb = Sandbox::create(&src, &tmp.path().join("copy"), &[]).unwrap();
+        assert!(sb.changes(&src, 10).is_empty());
+        std::fs::write(sb.cwd().join("edit.txt"), "after").unwrap();
+        std::fs::write(sb.cwd().join("d/new.txt"), "x").unwrap();
+        assert_eq!(
+            sb.changes(&src, 10),
+            [Path::new("d/new.txt"), Path::new("edit.txt")]
+        );
+        assert_eq!(sb.changes(&src, 1).len(), 1);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::time::Instant;
 pub use ladder::Ladder;
 pub use plan::{load_spec, locate, Located, Plan};
 
-use crate::context::{Context, RunDir};
+use crate::context::{Context, DirLock, RunDir};
 use crate::report::{self, Report, ToolchainInfo, WorkloadReport};
 use crate::spec::Workload;
 use crate::{stage, verify};
@@ -25,6 +25,7 @@ use crate::{stage, verify};
 /// Run the whole pipeline; the exit code is 1 when a stage failed, else 0.
 pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let started = Instant::now();
+    let _lock = DirLock::for_run(&plan.optimize_dir)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
     let ctx = context(plan, &run);

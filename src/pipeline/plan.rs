@@ -123,17 +123,23 @@ impl Plan {
 /// `--stages` and `--max-time` replace the spec's `[stages] try` and `[bench] max-time`.
 fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
     if let Some(list) = &args.stages {
-        let mut stages = Vec::new();
-        for s in list.iter().filter(|s| !s.trim().is_empty()) {
-            let Some(stage) = StageName::tried(s.trim()) else {
-                anyhow::bail!(
-                    "--stages: unknown stage `{}`\n  fix: use a comma-separated list of profile, cpu, pgo, bolt",
-                    s.trim()
-                )
-            };
-            stages.push(stage);
-        }
-        spec.stages.try_ = stages;
+        let names: Vec<&str> = list
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .collect();
+        spec.stages.try_ = spec::parse_try(&names).map_err(|e| {
+            let item = names
+                .get(e.index)
+                .map(|n| format!(" (`{n}`)"))
+                .unwrap_or_default();
+            anyhow::anyhow!(
+                "--stages {}{item}: {}\n  fix: {}",
+                list.join(","),
+                e.message,
+                e.fix
+            )
+        })?;
     }
     if let Some(t) = &args.max_time {
         spec.bench.max_time = crate::util::parse_duration(t).map_err(|e| {

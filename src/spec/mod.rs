@@ -318,6 +318,76 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// Default `[stages] try`, in pipeline order.
 pub const DEFAULT_TRY: [StageName; 4] = StageName::TRIED;
 
+/// The stage list that asks for no stage: the baseline only.
+pub const NO_STAGES: &str = "none";
+
+/// A stage list (`[stages] try` or `--stages`) that cannot be used: the offending item's
+/// index (`len` when the list as a whole is wrong), what is wrong, and the fix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TryListError {
+    pub index: usize,
+    pub message: String,
+    pub fix: String,
+}
+
+/// The one parser of stage lists, for the spec's `[stages] try` and `--stages` alike:
+/// known names, each once, in the order the stages run, at least one — or `none` alone,
+/// which asks for the baseline only (built, verified for determinism, nothing measured).
+pub fn parse_try(names: &[&str]) -> Result<Vec<StageName>, TryListError> {
+    if names == [NO_STAGES] {
+        return Ok(Vec::new());
+    }
+    let err = |index, message: String, fix: String| TryListError {
+        index,
+        message,
+        fix,
+    };
+    let mut out: Vec<StageName> = Vec::new();
+    for (i, &name) in names.iter().enumerate() {
+        if name == "baseline" {
+            return Err(err(
+                i,
+                "`baseline` cannot be listed: it always runs first".into(),
+                "remove \"baseline\" from the list".into(),
+            ));
+        }
+        let Some(stage) = StageName::tried(name) else {
+            return Err(err(
+                i,
+                format!("unknown stage \"{name}\""),
+                validate::choices_fix(name, &validate::STAGE_NAMES, "stages"),
+            ));
+        };
+        if out.contains(&stage) {
+            return Err(err(
+                i,
+                format!("stage \"{stage}\" is listed twice"),
+                "remove the second one".into(),
+            ));
+        }
+        if let Some(later) = out.iter().find(|s| **s > stage) {
+            let mut sorted = out.clone();
+            sorted.push(stage);
+            sorted.sort();
+            let list: Vec<&str> = sorted.iter().map(|s| s.as_str()).collect();
+            return Err(err(
+                i,
+                format!("stage \"{stage}\" must come before \"{later}\": stages run in the order profile, cpu, pgo, bolt"),
+                format!("write them in that order: {}", list.join(", ")),
+            ));
+        }
+        out.push(stage);
+    }
+    if out.is_empty() {
+        return Err(err(
+            names.len(),
+            "no stage to try: the run would only build and measure the baseline".into(),
+            format!("name at least one of \"profile\", \"cpu\", \"pgo\", \"bolt\" (the baseline always runs first), or \"{NO_STAGES}\" alone for the baseline only"),
+        ));
+    }
+    Ok(out)
+}
+
 /// Names accepted by `[stages] profile = "…"`.
 pub const PROFILE_PRESETS: [&str; 3] = ["max", "balanced", "size"];
 
@@ -337,7 +407,7 @@ pub fn skeleton(bin: &str) -> String {
 # Stages tried after the baseline (your binary built as you build it today). A stage's
 # candidate is kept only when its outputs match the baseline's and it is measurably faster.
 # [stages]
-# try = ["profile", "cpu", "pgo", "bolt"]   # default: all four, in this order
+# try = ["profile", "cpu", "pgo", "bolt"]   # default: all four, in this order ("none": baseline only)
 # profile = "max"                 # max | balanced | size, or a table of cargo profile overrides:
 #                                 #   profile = {{ lto = "fat", codegen-units = 1, opt-level = 3 }}
 # cpu = ["x86-64-v3", "native"]   # -Ctarget-cpu candidates (default: chosen for this machine)

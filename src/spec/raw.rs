@@ -71,7 +71,7 @@ pub(super) struct RawSpec {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawStages {
     #[serde(rename = "try")]
-    pub(super) try_: Option<Vec<Spanned<String>>>,
+    pub(super) try_: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) profile: Option<Spanned<StrOrTable<RawProfile>>>,
     pub(super) cpu: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) allow_panic_abort: Option<bool>,

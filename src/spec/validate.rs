@@ -17,7 +17,7 @@ use super::{
 };
 use crate::util::indent;
 
-const STAGE_NAMES: [&str; 4] = [
+pub(super) const STAGE_NAMES: [&str; 4] = [
     StageName::TRIED[0].as_str(),
     StageName::TRIED[1].as_str(),
     StageName::TRIED[2].as_str(),
@@ -175,40 +175,17 @@ impl<'a> Validator<'a> {
         Ok(stages)
     }
 
-    pub(super) fn try_list(&self, list: &[Spanned<String>]) -> Result<Vec<StageName>, SpecError> {
-        let mut out: Vec<StageName> = Vec::new();
-        for item in list {
-            if item.get_ref() == "baseline" {
-                return Err(self.at(
-                    item,
-                    "`baseline` cannot be listed in `try`: it always runs first",
-                    Some("remove \"baseline\" from the list".into()),
-                ));
-            }
-            let name = self.choice(item, "stage", &STAGE_NAMES)?;
-            let stage = StageName::tried(name).unwrap_or(StageName::Bolt);
-            if out.contains(&stage) {
-                return Err(self.at(
-                    item,
-                    format!("stage \"{stage}\" is listed twice"),
-                    Some("remove the second one".into()),
-                ));
-            }
-            if let Some(later) = out.iter().find(|s| **s > stage) {
-                return Err(self.at(
-                    item,
-                    format!("stage \"{stage}\" must come before \"{later}\": stages run in the order profile, cpu, pgo, bolt"),
-                    Some(format!("write them in that order, e.g. try = [{}]", {
-                        let mut sorted = out.clone();
-                        sorted.push(stage);
-                        sorted.sort();
-                        sorted.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
-                    })),
-                ));
-            }
-            out.push(stage);
-        }
-        Ok(out)
+    /// `[stages] try`, through the one parser `--stages` uses too.
+    pub(super) fn try_list(
+        &self,
+        list: &Spanned<Vec<Spanned<String>>>,
+    ) -> Result<Vec<StageName>, SpecError> {
+        let items = list.get_ref();
+        let names: Vec<&str> = items.iter().map(|s| s.get_ref().as_str()).collect();
+        super::parse_try(&names).map_err(|e| match items.get(e.index) {
+            Some(item) => self.at(item, e.message, Some(e.fix)),
+            None => self.at(list, e.message, Some(e.fix)),
+        })
     }
 
     pub(super) fn profile(
@@ -766,7 +743,7 @@ pub(super) fn did_you_mean<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c
         .map(|(_, c)| c)
 }
 
-fn choices_fix(word: &str, choices: &[&str], what: &str) -> String {
+pub(super) fn choices_fix(word: &str, choices: &[&str], what: &str) -> String {
     let listed = choices
         .iter()
         .map(|c| format!("\"{c}\""))
@@ -1012,9 +989,12 @@ mod tests {
             msg.starts_with("stage \"pgo\" must come before \"bolt\""),
             "{msg}"
         );
-        assert!(fix.ends_with("try = [\"pgo\", \"bolt\"]"), "{fix}");
-        let spec = f.ok(&format!("[stages]\ntry = []\n{ONE}"));
-        assert!(spec.stages.try_.is_empty());
+        assert!(fix.ends_with("in that order: pgo, bolt"), "{fix}");
+        // A list that tries nothing is a mistake here as on the command line.
+        let (line, _, msg, fix) = f.err(&format!("[stages]\ntry = []\n{ONE}"));
+        assert_eq!(line, 2);
+        assert!(msg.starts_with("no stage to try"), "{msg}");
+        assert!(fix.contains("the baseline always runs first"), "{fix}");
         let (line, col, msg, _) = f.err(&format!("[stages]\nprofile = \"fast\"\n{ONE}"));
         assert_eq!((line, col), (2, 11));
         assert_eq!(msg, "unknown profile preset \"fast\"");

@@ -120,19 +120,27 @@ fn prepare_variant(
 
     // Content-addressed copy: the PGO build's flags name it, so an unchanged profile
     // reuses the cached optimized build.
-    let stable = ctx
-        .optimize_dir
-        .join("cache")
-        .join(format!("{}.profdata", file_hash(&merged)?));
-    std::fs::create_dir_all(stable.parent().unwrap_or(Path::new(".")))?;
-    if !stable.exists() {
-        std::fs::copy(&merged, &stable)?;
-    }
+    let (stable, repaired) = cache_profile(&merged, &ctx.optimize_dir.join("cache"))?;
     let use_settings = target.with_rustflags([
         format!("-Cprofile-use={}", stable.display()),
         "-Cllvm-args=-pgo-warn-missing-function".to_string(),
     ]);
+    if repaired {
+        let msg = format!(
+            "the cached profile {} did not match its content (a run was interrupted while writing it?): it was written again, and the build that used it is redone",
+            stable.display()
+        );
+        ctx.ui.warn(&msg);
+        notes.push(msg);
+        let _ = std::fs::remove_dir_all(ctx.optimize_dir.join("build").join(use_settings.hash()));
+    }
     let built = ctx.build(&format!("{label}: optimized"), &use_settings)?;
+    if let Some(problem) = profile_problems(&built.stderr, &stable).first() {
+        return Err(StageError::Failed(format!(
+            "rustc could not use the PGO profile: {problem}\n  the binary was built without the profile, so it is not reported as a PGO build\n  fix: run `cargo optimize clean` and run again; if it persists, the profile is from another LLVM version than rustc's ({})",
+            ctx.rustc.llvm_version
+        )));
+    }
     let missing = count_missing_functions(&built.stderr);
     if missing > 0 {
         ctx.ui.info(&format!(
@@ -275,6 +283,38 @@ pub fn count_missing_functions(stderr: &str) -> usize {
         .count()
 }
 
+/// Store `merged` in the content-addressed `cache` (`<hash>.profdata`, written to a
+/// temporary file and renamed, so no reader ever sees a partial file). An existing entry is
+/// checked against its name before it is trusted; one that does not match (a partial
+/// write, a corruption) is replaced, and `true` says so.
+fn cache_profile(merged: &Path, cache: &Path) -> std::io::Result<(PathBuf, bool)> {
+    let hash = file_hash(merged)?;
+    let entry = cache.join(format!("{hash}.profdata"));
+    let repaired = match file_hash(&entry) {
+        Ok(h) if h == hash => return Ok((entry, false)),
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(e),
+    };
+    std::fs::create_dir_all(cache)?;
+    let tmp = cache.join(format!(".{hash}.{}.tmp", std::process::id()));
+    std::fs::copy(merged, &tmp)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, &entry)?;
+    Ok((entry, repaired))
+}
+
+/// rustc's warnings about the profile file itself (`malformed instrumentation profile
+/// data`, unreadable file): with them the binary is built without the profile.
+pub fn profile_problems(stderr: &str, profile: &Path) -> Vec<String> {
+    let path = profile.display().to_string();
+    stderr
+        .lines()
+        .filter(|l| l.contains(&path) && !l.contains("no profile data available for function"))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
 fn file_hash(path: &Path) -> std::io::Result<String> {
     use sha2::Digest;
     let bytes = std::fs::read(path)?;
@@ -302,6 +342,37 @@ mod tests {
         assert_eq!(field(text, "Total functions:"), 42);
         assert_eq!(field(text, "Maximum function count:"), 1000);
         assert_eq!(field(text, "Nope:"), 0);
+    }
+
+    #[test]
+    fn a_cache_entry_is_checked_before_it_is_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let merged = dir.path().join("merged.profdata");
+        std::fs::write(&merged, b"profile bytes").unwrap();
+        let cache = dir.path().join("cache");
+        let (entry, repaired) = cache_profile(&merged, &cache).unwrap();
+        assert!(!repaired);
+        assert_eq!(std::fs::read(&entry).unwrap(), b"profile bytes");
+        // A partial write left behind: detected, replaced.
+        std::fs::write(&entry, b"profile").unwrap();
+        let (again, repaired) = cache_profile(&merged, &cache).unwrap();
+        assert_eq!(again, entry);
+        assert!(repaired);
+        assert_eq!(std::fs::read(&entry).unwrap(), b"profile bytes");
+        // Intact: reused as is; no temporary file is left.
+        assert!(!cache_profile(&merged, &cache).unwrap().1);
+        assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn rustc_profile_warnings_are_found() {
+        let p = Path::new("/t/cache/ab.profdata");
+        let stderr = "warning: /t/cache/ab.profdata: malformed instrumentation profile data: corrupted binary ids\nwarning: x.rs: no profile data available for function f in /t/cache/ab.profdata\n";
+        assert_eq!(
+            profile_problems(stderr, p),
+            ["warning: /t/cache/ab.profdata: malformed instrumentation profile data: corrupted binary ids"]
+        );
+        assert!(profile_problems("warning: unrelated\n", p).is_empty());
     }
 
     #[test]

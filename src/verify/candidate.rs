@@ -23,6 +23,9 @@ pub fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<Re
     for (i, w) in ctx.spec.workloads.iter().enumerate() {
         ctx.ui
             .step(&format!("baseline: running [{}/{n}] {}", i + 1, w.name));
+        if w.files.is_empty() {
+            check_writes_nothing(ctx, baseline, w)?;
+        }
         let obs = super::observe(
             ctx,
             &baseline.binary,
@@ -68,6 +71,36 @@ pub fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<Re
     );
     super::check_determinism(ctx, baseline, &mut reference)?;
     Ok(reference)
+}
+
+/// A workload that declares no output `files` runs in the user's tree, so it must not write
+/// there: one extra run in a private copy of its cwd shows what it writes, and such a
+/// workload is refused with the fix — before it ever runs in the tree itself.
+fn check_writes_nothing(
+    ctx: &Context,
+    baseline: &Candidate,
+    w: &crate::spec::Workload,
+) -> anyhow::Result<()> {
+    let (copy, sandbox) = ctx.private_copy(w, "writes")?;
+    ctx.run_in_place(&baseline.binary, &copy, &[])?;
+    let written = sandbox.changes(&w.cwd, 5);
+    if written.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    anyhow::bail!(
+        "{}:{}: workload `{}` writes into its working directory {} ({}), which would change your files on every run\n  fix: declare what it writes with `files = [{}]` (it then runs in a private copy of its cwd, and the files are compared), or point its output outside the project",
+        ctx.spec.path.display(),
+        w.line,
+        w.name,
+        w.cwd.display(),
+        names.join(", "),
+        names
+            .iter()
+            .map(|n| crate::util::toml_string(n))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// Run every workload on the candidate and compare with the baseline; then, with

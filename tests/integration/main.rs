@@ -3,6 +3,7 @@
 //! that keep apart the ones that must not overlap.
 
 mod common;
+mod faults;
 
 mod apply;
 mod bad_input;

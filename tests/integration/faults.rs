@@ -1,0 +1,234 @@
+//! Faults and misuse (issue 10): each case asserts the exit code, the message (what, where,
+//! how to fix it) and that the user's files are byte for byte as they were. FAULTS.md lists
+//! the promise each test checks.
+
+use std::path::Path;
+
+use crate::common::*;
+
+/// `cargo-optimize ARGS` in `dir`, with the tree snapshotted around it.
+fn run_unchanged(dir: &Path, args: &[&str]) -> Run {
+    let before = snapshot(dir);
+    let r = run(dir, args, &[]);
+    assert_eq!(
+        before,
+        snapshot(dir),
+        "the user's files changed\n{}",
+        r.all()
+    );
+    r
+}
+
+#[test]
+fn a_workload_writing_undeclared_files_is_refused_before_it_touches_the_tree() {
+    let _g = shared();
+    let tmp = copy_fixture("verify-files");
+    let dir = tmp.path();
+    // The same program, without declaring what it writes.
+    std::fs::write(
+        dir.join("optimize.toml"),
+        "bin = \"verify-files\"\n\n[[workload]]\nname = \"write\"\nargs = [\"2000\"]\n",
+    )
+    .unwrap();
+    let td = target_dir("faults-undeclared");
+    let r = run_unchanged(
+        dir,
+        &[
+            "optimize",
+            "--target-dir",
+            td.to_str().unwrap(),
+            "--stages",
+            "pgo",
+        ],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    for needle in [
+        "optimize.toml:3: workload `write` writes into its working directory",
+        "out/result.txt",
+        "fix: declare what it writes with `files = ['out/result.txt']`",
+    ] {
+        assert!(r.stderr.contains(needle), "no `{needle}` in\n{}", r.stderr);
+    }
+    assert!(!dir.join("out").exists());
+}
+
+#[test]
+fn stage_lists_on_the_command_line_are_checked_like_the_spec() {
+    let _g = shared();
+    let td = target_dir("faults-stages");
+    let _ = std::fs::remove_dir_all(&td);
+    for (stages, says) in [
+        ("pgo,pgo", "stage \"pgo\" is listed twice"),
+        ("pgo,profile", "stage \"profile\" must come before \"pgo\""),
+        (",", "no stage to try"),
+        ("pgp", "unknown stage \"pgp\""),
+    ] {
+        let r = run_unchanged(
+            &fixture("pgo-basic"),
+            &[
+                "optimize",
+                "--target-dir",
+                td.to_str().unwrap(),
+                "--stages",
+                stages,
+            ],
+        );
+        assert_eq!(r.code, Some(2), "--stages {stages}: {}", r.all());
+        assert!(
+            r.stderr.contains(&format!("--stages {stages}")) && r.stderr.contains(says),
+            "--stages {stages}: {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("\n  fix: "), "{}", r.stderr);
+        assert!(
+            !td.join("optimize/runs").exists(),
+            "--stages {stages} started a run"
+        );
+    }
+    // The spec's own list goes through the same parser.
+    let spec = tempfile::tempdir().unwrap();
+    let path = spec.path().join("optimize.toml");
+    std::fs::write(
+        &path,
+        "bin = \"pgo-basic\"\n[stages]\ntry = []\n[[workload]]\nname = \"w\"\n",
+    )
+    .unwrap();
+    let r = run_unchanged(
+        &fixture("pgo-basic"),
+        &[
+            "optimize",
+            "--spec",
+            path.to_str().unwrap(),
+            "--target-dir",
+            td.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("optimize.toml:3:") && r.stderr.contains("no stage to try"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn inside_a_workspace_member_that_member_is_selected() {
+    let _g = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"a\", \"b\"]\nresolver = \"2\"\n",
+    )
+    .unwrap();
+    for m in ["a", "b"] {
+        std::fs::create_dir_all(root.join(m).join("src")).unwrap();
+        std::fs::write(
+            root.join(m).join("Cargo.toml"),
+            format!("[package]\nname = \"{m}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+        )
+        .unwrap();
+        std::fs::write(root.join(m).join("src/main.rs"), "fn main() {}\n").unwrap();
+    }
+    // From b/src, as cargo does: the nearest manifest's package.
+    let r = run(&root.join("b/src"), &["optimize", "init"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(r.stderr.contains("for binary `b`"), "{}", r.stderr);
+    assert!(root.join("b/optimize.toml").is_file());
+    assert!(!root.join("a/optimize.toml").exists() && !root.join("optimize.toml").exists());
+    // From the virtual root, the choice is still the user's to make.
+    let r = run_unchanged(root, &["optimize", "init"]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(r.stderr.contains("several packages"), "{}", r.stderr);
+}
+
+#[test]
+fn clean_is_refused_while_a_run_uses_the_folder() {
+    let _g = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let td = tmp.path().join("target");
+    std::fs::create_dir_all(td.join("optimize/runs/r1")).unwrap();
+    std::fs::write(td.join("optimize/runs/r1/report.json"), "{}").unwrap();
+    // A run holds its share of the folder for as long as it works.
+    let lock = std::fs::File::create(td.join("optimize.lock")).unwrap();
+    lock.lock_shared().unwrap();
+    let r = run(
+        &fixture("pgo-basic"),
+        &["optimize", "clean", "--target-dir", td.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("in use by a running `cargo optimize`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("fix: wait for that run to finish"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        td.join("optimize/runs/r1/report.json").is_file(),
+        "clean removed a running run's files"
+    );
+    // Once the run is over, clean works.
+    drop(lock);
+    let r = run(
+        &fixture("pgo-basic"),
+        &["optimize", "clean", "--target-dir", td.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(!td.join("optimize").exists());
+}
+
+#[test]
+fn a_corrupt_cached_profile_is_detected_and_rewritten_never_used() {
+    let _g = shared();
+    let td = target_dir("faults-profile-cache");
+    let args = [
+        "optimize",
+        "--target-dir",
+        td.to_str().unwrap(),
+        "--stages",
+        "pgo",
+    ];
+    let r = run_unchanged(&fixture("pgo-basic"), &args);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let cache = td.join("optimize/cache");
+    let entries: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "profdata"))
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let good = std::fs::read(&entries[0]).unwrap();
+    // A run killed while writing it would have left a partial file.
+    std::fs::write(&entries[0], &good[..good.len() / 3]).unwrap();
+    let r = run_unchanged(&fixture("pgo-basic"), &args);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr.contains("did not match its content"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read(&entries[0]).unwrap(),
+        good,
+        "the entry was not rewritten"
+    );
+    let report = latest_report(&td);
+    let pgo = stage(&report, "pgo");
+    assert!(
+        pgo.notes
+            .iter()
+            .any(|n| n.contains("did not match its content")),
+        "{pgo:#?}"
+    );
+    assert!(
+        !r.stderr.contains("malformed"),
+        "rustc saw the corrupt profile:\n{}",
+        r.stderr
+    );
+}
