@@ -381,6 +381,7 @@ mod tests {
                 try_: vec![],
                 profile: crate::spec::ProfileChoice::Preset("max".into()),
                 cpu: None,
+                cpu_lines: vec![],
                 allow_panic_abort: false,
                 bolt_mode: crate::spec::BoltMode::Auto,
                 bolt_args: None,

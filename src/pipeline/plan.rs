@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::cargo::{self, BuildSettings, Project, Workspace};
+use crate::cargo::{self, BuildSettings, CargoError, Project, Workspace};
 use crate::cli::{GlobalArgs, RunArgs};
 use crate::process;
 use crate::spec::{self, Spec, StageName};
@@ -30,16 +30,39 @@ pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
             .join(spec::SPEC_FILE),
     };
     let spec = spec::load(&spec_path)?;
-    let project = workspace.project(
-        &g.selection.cargo(),
-        spec.package.as_deref(),
-        spec.bin.as_deref(),
-    )?;
+    let sel = g.selection.cargo();
+    let project = workspace
+        .project(&sel, spec.package.as_deref(), spec.bin.as_deref())
+        .map_err(|e| {
+            // A name that came from the spec is the spec's mistake: say where it is.
+            let key = match e {
+                CargoError::UnknownPackage(..) if sel.package.is_none() => "package",
+                CargoError::UnknownBin { .. } if sel.bin.is_none() => "bin",
+                _ => return anyhow::Error::from(e),
+            };
+            let line = std::fs::read_to_string(&spec.path)
+                .ok()
+                .and_then(|text| top_level_key_line(&text, key))
+                .unwrap_or(1);
+            anyhow::anyhow!("{}:{line}: `{key}`: {e}", spec.path.display())
+        })?;
     Ok(Located {
         workspace,
         spec,
         project,
     })
+}
+
+/// The line of a top-level `key = …` in a TOML text (before the first table).
+fn top_level_key_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .take_while(|l| !l.trim_start().starts_with('['))
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
 }
 
 /// The spec for the selected package (used by `bench`).
@@ -98,6 +121,12 @@ impl Plan {
                 .lines()
                 .map(str::to_string)
                 .collect();
+        if let (true, Some(names)) = (stages.contains(&StageName::Cpu), &spec.stages.cpu) {
+            if let Some((i, why)) = crate::stage::cpu::unknown_name(&triple, names) {
+                let line = spec.stages.cpu_lines.get(i).copied().unwrap_or(0);
+                anyhow::bail!("{}:{line}: [stages] cpu: {why}", spec.path.display());
+            }
+        }
         let baseline = BuildSettings {
             profile: g.selection.profile.clone(),
             profile_overrides: BTreeMap::new(),

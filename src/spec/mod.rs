@@ -100,6 +100,8 @@ pub struct Stages {
     pub profile: ProfileChoice,
     /// `None`: choose automatically (highest x86-64 level, then native).
     pub cpu: Option<Vec<String>>,
+    /// The spec line of each `cpu` entry (for messages about a name rustc does not know).
+    pub cpu_lines: Vec<usize>,
     pub allow_panic_abort: bool,
     pub bolt_mode: BoltMode,
     /// `None`: the built-in BOLT optimization flags.
@@ -294,6 +296,7 @@ impl Default for Stages {
             try_: DEFAULT_TRY.to_vec(),
             profile: ProfileChoice::Preset("max".to_owned()),
             cpu: None,
+            cpu_lines: Vec::new(),
             allow_panic_abort: false,
             bolt_mode: BoltMode::Auto,
             bolt_args: None,

@@ -156,6 +156,11 @@ impl<'a> Validator<'a> {
                 }
                 seen.push(c.get_ref());
             }
+            stages.cpu_lines = cpu
+                .get_ref()
+                .iter()
+                .map(|c| self.line(c.span().start))
+                .collect();
             stages.cpu = Some(
                 cpu.into_inner()
                     .into_iter()

@@ -111,6 +111,19 @@ pub fn missing_features(wanted: &BTreeSet<String>, have: &BTreeSet<String>) -> V
     wanted.difference(have).cloned().collect()
 }
 
+/// The first of `names` rustc does not know as a target-cpu for `triple` (its index and
+/// rustc's word with the fix), checked before anything is built.
+pub fn unknown_name(triple: &str, names: &[String]) -> Option<(usize, String)> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.as_str() != "native")
+        .find_map(|(i, n)| match features(triple, n) {
+            Err(e) if e.contains("does not know") => Some((i, e)),
+            _ => None,
+        })
+}
+
 /// The target features rustc enables for `-Ctarget-cpu=<cpu>` on `triple`.
 fn features(triple: &str, cpu: &str) -> Result<BTreeSet<String>, String> {
     let flag = format!("-Ctarget-cpu={cpu}");

@@ -232,3 +232,83 @@ fn a_corrupt_cached_profile_is_detected_and_rewritten_never_used() {
         r.stderr
     );
 }
+
+#[test]
+fn a_cpu_name_rustc_does_not_know_is_bad_input_with_its_line() {
+    let _g = shared();
+    let spec = tempfile::tempdir().unwrap();
+    let path = spec.path().join("optimize.toml");
+    std::fs::write(
+        &path,
+        "bin = \"pgo-basic\"\n[stages]\ntry = [\"cpu\"]\ncpu = [\"x86-64-v2\",\n       \"skylakee\"]\n[[workload]]\nname = \"w\"\n",
+    )
+    .unwrap();
+    let td = target_dir("faults-cpu-name");
+    let _ = std::fs::remove_dir_all(&td);
+    let r = run_unchanged(
+        &fixture("pgo-basic"),
+        &[
+            "optimize",
+            "--spec",
+            path.to_str().unwrap(),
+            "--target-dir",
+            td.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("optimize.toml:5: [stages] cpu: rustc does not know target-cpu `skylakee`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("fix: pick a name from `rustc --print target-cpus`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !td.join("optimize/runs").exists(),
+        "it built before checking"
+    );
+}
+
+#[test]
+fn a_bin_or_package_named_in_the_spec_that_does_not_exist_points_at_its_line() {
+    let _g = shared();
+    let td = target_dir("faults-spec-names");
+    let spec = tempfile::tempdir().unwrap();
+    let path = spec.path().join("optimize.toml");
+    for (key, text, says) in [
+        (
+            "bin",
+            "# mine\nbin = \"pgo-basik\"\n[[workload]]\nname = \"w\"\n",
+            "no binary named `pgo-basik`",
+        ),
+        (
+            "package",
+            "\npackage = \"nope\"\n[[workload]]\nname = \"w\"\n",
+            "nope",
+        ),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let r = run_unchanged(
+            &fixture("pgo-basic"),
+            &[
+                "optimize",
+                "--spec",
+                path.to_str().unwrap(),
+                "--target-dir",
+                td.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(r.code, Some(2), "{}", r.all());
+        assert!(
+            r.stderr.contains(&format!("optimize.toml:2: `{key}`: ")) && r.stderr.contains(says),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("fix: "), "{}", r.stderr);
+    }
+}
