@@ -58,6 +58,26 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(t).map_err(|e| format!("`{s}` is not a duration ({e})"))
 }
 
+/// `error` with what was being done and where, and for a full disk (or quota) how to
+/// make room: the bare OS message ("No space left on device (os error 28)") says neither.
+pub fn io_error(error: std::io::Error, doing: &str, path: &Path) -> std::io::Error {
+    let full = matches!(error.raw_os_error(), Some(28) | Some(122)); // ENOSPC, EDQUOT
+    let hint = if full {
+        let dir = path.parent().unwrap_or(path);
+        format!(
+            "\n  fix: free space on the disk that holds {} (`df -h {}`; `cargo optimize clean` removes old runs and builds), or point --target-dir at a disk with room",
+            dir.display(),
+            dir.display()
+        )
+    } else {
+        String::new()
+    };
+    std::io::Error::new(
+        error.kind(),
+        format!("{doing} {}: {error}{hint}", path.display()),
+    )
+}
+
 /// Remove `dir` if it exists, then create it empty.
 pub fn reset_dir(dir: &Path) -> std::io::Result<()> {
     match std::fs::remove_dir_all(dir) {
@@ -136,6 +156,31 @@ mod tests {
         let back: T = serde_json::from_str(&json).unwrap();
         assert!(back.x.is_nan() && back.p[0] == 0.0 && back.p[1].is_nan());
         assert_eq!(serde_json::to_string(&back).unwrap(), json);
+    }
+
+    #[test]
+    fn a_full_disk_says_where_and_what_to_do() {
+        let e = io_error(
+            std::io::Error::from_raw_os_error(28),
+            "cannot copy the baseline binary to",
+            Path::new("/t/runs/1/bin/baseline"),
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("cannot copy the baseline binary to /t/runs/1/bin/baseline: "),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("os error 28")
+                && msg.contains("fix: free space on the disk that holds /t/runs/1/bin"),
+            "{msg}"
+        );
+        let other = io_error(
+            std::io::Error::from_raw_os_error(2),
+            "cannot read",
+            Path::new("/x"),
+        );
+        assert!(!other.to_string().contains("fix:"));
     }
 
     #[test]

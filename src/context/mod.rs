@@ -95,9 +95,8 @@ impl RunDir {
             .to_string();
         let id = format!("{ts}-{}", std::process::id());
         let root = optimize_dir.join("runs").join(&id);
-        std::fs::create_dir_all(&root).map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot create {}: {e}", root.display()))
-        })?;
+        std::fs::create_dir_all(&root)
+            .map_err(|e| crate::util::io_error(e, "cannot create the run folder", &root))?;
         Ok(RunDir { id, root })
     }
 
@@ -270,12 +269,21 @@ impl Context<'_> {
     /// Copy a built binary into the run folder as `bin/<name>` (the candidate's tag).
     pub fn install_as(&self, name: &str, built: &Path) -> std::io::Result<(PathBuf, u64)> {
         let dest = self.run.root.join("bin").join(name);
-        std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))?;
         let tmp = dest.with_extension("tmp");
-        std::fs::copy(built, &tmp)?;
-        std::fs::rename(&tmp, &dest)?;
-        let size = std::fs::metadata(&dest)?.len();
-        Ok((dest, size))
+        let copy = || -> std::io::Result<u64> {
+            std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))?;
+            std::fs::copy(built, &tmp)?;
+            std::fs::rename(&tmp, &dest)?;
+            Ok(std::fs::metadata(&dest)?.len())
+        };
+        match copy() {
+            Ok(size) => Ok((dest, size)),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                let doing = format!("cannot copy the {name} binary into the run folder at");
+                Err(crate::util::io_error(e, &doing, &dest))
+            }
+        }
     }
 
     /// Run `workload` on `binary` with extra environment variables, in a private copy of

@@ -271,8 +271,12 @@ impl Report {
     pub fn write_json(&self, dir: &Path) -> std::io::Result<()> {
         let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         let tmp = dir.join(format!("{FILE}.tmp"));
-        std::fs::write(&tmp, json + "\n")?;
-        std::fs::rename(tmp, dir.join(FILE))
+        std::fs::write(&tmp, json + "\n")
+            .and_then(|()| std::fs::rename(&tmp, dir.join(FILE)))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                crate::util::io_error(e, "cannot write the run's report", &dir.join(FILE))
+            })
     }
 
     /// The last row of stage `name`.

@@ -312,3 +312,78 @@ fn a_bin_or_package_named_in_the_spec_that_does_not_exist_points_at_its_line() {
         assert!(r.stderr.contains("fix: "), "{}", r.stderr);
     }
 }
+
+/// A tmpfs of `kib` KiB mounted at a fresh folder (root only), unmounted when dropped.
+struct TinyDisk {
+    dir: tempfile::TempDir,
+}
+
+impl TinyDisk {
+    fn mount(kib: u32) -> Option<TinyDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .is_ok_and(|o| o.status.success());
+        ok.then_some(TinyDisk { dir })
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_full_disk_names_the_file_the_step_and_the_fix() {
+    let _g = shared();
+    let Some(disk) = TinyDisk::mount(64) else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    // Builds have room; the run folder, where binaries are copied, does not.
+    let td = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(td.path().join("optimize")).unwrap();
+    std::os::unix::fs::symlink(disk.dir.path(), td.path().join("optimize/runs")).unwrap();
+    let r = run_unchanged(
+        &fixture("pgo-basic"),
+        &[
+            "optimize",
+            "--target-dir",
+            td.path().to_str().unwrap(),
+            "--stages",
+            "pgo",
+        ],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    for needle in [
+        "cannot copy the baseline binary into the run folder at",
+        "bin/baseline: No space left on device",
+        "fix: free space on the disk that holds",
+    ] {
+        assert!(r.stderr.contains(needle), "no `{needle}` in\n{}", r.stderr);
+    }
+    let left: Vec<_> = walk(disk.dir.path());
+    assert!(
+        left.iter()
+            .all(|p| p.extension().is_none_or(|x| x != "tmp")),
+        "a partial copy was left: {left:?}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
