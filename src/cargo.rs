@@ -557,7 +557,6 @@ impl TestRunner {
 /// What running the package's tests printed (a failing test is not an error here).
 #[derive(Debug, Clone)]
 pub struct TestRun {
-    pub runner: TestRunner,
     pub success: bool,
     pub status: String,
     pub stdout: String,
@@ -626,7 +625,6 @@ pub fn test(
     let status = child.wait().map_err(CargoError::Spawn)?;
     let stdout = out_thread.join().unwrap_or_default();
     Ok(TestRun {
-        runner,
         success: status.success(),
         status: status.to_string(),
         stdout,
@@ -832,6 +830,7 @@ fn parse_cfg(lines: &[String]) -> Vec<cargo_platform::Cfg> {
 /// Whether a cfg expression (`unix`, `target_os = "linux"`, `all(..)`, `any(..)`,
 /// `not(..)`) holds for `rustc --print cfg` lines, as cargo decides it for
 /// `[target.'cfg(…)']` tables. An expression cargo cannot parse matches nothing.
+#[cfg(test)]
 pub fn cfg_matches(expr: &str, cfg: &[String]) -> bool {
     expr.parse::<cargo_platform::CfgExpr>()
         .is_ok_and(|e| e.matches(&parse_cfg(cfg)))

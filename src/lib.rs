@@ -4,23 +4,23 @@
 //! The modules form layers (ARCHITECTURE.md, "Layers"): a module imports only from layers
 //! below its own; `layers.rs` checks it.
 
-pub mod apply;
+pub(crate) mod apply;
 pub mod bench;
-pub mod cargo;
+pub(crate) mod cargo;
 pub mod cli;
-pub mod commands;
-pub mod context;
+pub(crate) mod commands;
+pub(crate) mod context;
 #[cfg(test)]
 mod layers;
-pub mod pipeline;
+pub(crate) mod pipeline;
 pub mod process;
 pub mod report;
-pub mod spec;
-pub mod stage;
-pub mod toolchain;
-pub mod ui;
-pub mod util;
-pub mod verify;
+pub(crate) mod spec;
+pub(crate) mod stage;
+pub(crate) mod toolchain;
+pub(crate) mod ui;
+pub(crate) mod util;
+pub(crate) mod verify;
 
 use cli::{Cli, Command};
 

@@ -17,12 +17,9 @@ mod cpu;
 mod doctor;
 mod perf;
 
-pub use cpu::{
-    missing_for_next_level, parse_cpuinfo, x86_64_level, CpuFacts, CpuFeature, NextLevel, X86Level,
-    KEY_FEATURES, X86_64_V1_FLAGS, X86_64_V2_FLAGS, X86_64_V3_FLAGS, X86_64_V4_FLAGS,
-};
-pub use doctor::{doctor_command, Facts, ToolchainSummary};
-pub use perf::{hw_counters, lbr_usable, Capability, PerfFacts};
+pub use cpu::{CpuFacts, X86Level};
+pub use doctor::doctor_command;
+pub use perf::{lbr_usable, Capability, PerfFacts};
 
 use crate::process;
 use anyhow::Context as _;

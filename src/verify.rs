@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use candidate::{check_candidate, record_baseline};
 pub use crate_tests::TestFailure;
-pub use observe::{check_determinism, observe, save_outputs, Nondeterminism, Reference};
+pub use observe::{check_determinism, observe, Nondeterminism, Reference};
 
 use crate::process::{Outcome, ProcessError, Status};
 use crate::spec::{Expect, Workload};
@@ -40,6 +40,7 @@ pub struct Observed {
 
 impl Observed {
     /// An observation without files (nothing saved).
+    #[cfg(test)]
     pub fn of(outcome: Outcome) -> Self {
         Observed {
             outcome,
@@ -240,6 +241,7 @@ enum Stream {
 
 /// Compare a candidate's outcome with the baseline's according to the workload's
 /// `expect`: the exit status, then stdout, then stderr when `stderr = true`.
+#[cfg(test)]
 #[allow(clippy::result_large_err)] // built once per rejection: boxing buys nothing
 pub fn check(workload: &Workload, baseline: &Outcome, candidate: &Outcome) -> Result<(), Mismatch> {
     check_observed(

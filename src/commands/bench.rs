@@ -374,7 +374,6 @@ mod tests {
     fn spec(ws: Vec<crate::spec::Workload>) -> crate::spec::Spec {
         crate::spec::Spec {
             path: PathBuf::from("/x/optimize.toml"),
-            root: PathBuf::from("/x"),
             bin: None,
             package: None,
             stages: crate::spec::Stages {

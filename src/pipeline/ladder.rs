@@ -59,7 +59,6 @@ impl<'a> Ladder<'a> {
         let standing = Standing {
             best: &self.best.candidate,
             portable: &self.portable.candidate,
-            baseline: &self.baseline,
         };
         for offer in stage::offers(name, self.ctx, &standing) {
             self.try_offer(name, offer)?;

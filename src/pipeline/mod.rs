@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use std::time::Instant;
 
 pub use ladder::Ladder;
-pub use plan::{load_spec, locate, Located, Plan};
+pub use plan::{load_spec, locate, Plan};
 
 use crate::context::{Context, DirLock, RunDir};
 use crate::report::{self, Report, ToolchainInfo, WorkloadReport};

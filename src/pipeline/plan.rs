@@ -12,9 +12,8 @@ use crate::spec::{self, Spec, StageName};
 use crate::toolchain::{self, BoltTools, Rustc, Tool, ToolError};
 use crate::ui::Ui;
 
-/// The workspace, the spec and the project they designate.
+/// The spec and the project it designates.
 pub struct Located {
-    pub workspace: Workspace,
     pub spec: Spec,
     pub project: Project,
 }
@@ -46,11 +45,7 @@ pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
                 .unwrap_or(1);
             anyhow::anyhow!("{}:{line}: `{key}`: {e}", spec.path.display())
         })?;
-    Ok(Located {
-        workspace,
-        spec,
-        project,
-    })
+    Ok(Located { spec, project })
 }
 
 /// The line of a top-level `key = …` in a TOML text (before the first table).

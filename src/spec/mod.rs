@@ -27,8 +27,6 @@ pub const SPEC_FILE: &str = "optimize.toml";
 pub struct Spec {
     /// The file it was read from.
     pub path: PathBuf,
-    /// The folder holding it: relative paths and `{root}` resolve against this.
-    pub root: PathBuf,
     pub bin: Option<String>,
     pub package: Option<String>,
     pub stages: Stages,
@@ -224,7 +222,6 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
     let workloads = cx.workloads(raw.workload.unwrap_or_default(), &root, &stages)?;
     Ok(Spec {
         path: path.to_path_buf(),
-        root,
         bin,
         package,
         stages,
@@ -480,7 +477,7 @@ mod tests {
     fn defaults() {
         let f = Fixture::new();
         let spec = f.ok(ONE);
-        assert_eq!(spec.root, f.root());
+        assert_eq!(spec_root(&spec.path), f.root());
         assert_eq!(spec.path, f.dir.path().join(SPEC_FILE));
         assert_eq!(spec.bin, None);
         assert_eq!(spec.package, None);

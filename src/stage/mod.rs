@@ -4,8 +4,8 @@
 //! pub(crate) fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer>
 //! ```
 //!
-//! It builds one or more candidates on top of the ladder's standing (the best so far, the
-//! best portable one, the baseline) and returns them as [`Offer`]s, each with the candidate
+//! It builds one or more candidates on top of the ladder's standing (the best so far and
+//! the best portable one) and returns them as [`Offer`]s, each with the candidate
 //! it must beat; the pipeline then verifies and measures each offer in order. [`offers`]
 //! dispatches by stage name with one `match`.
 //!
@@ -28,7 +28,6 @@ pub struct Standing<'a> {
     pub best: &'a Candidate,
     /// The best candidate without a stage `-Ctarget-cpu` (the baseline at least).
     pub portable: &'a Candidate,
-    pub baseline: &'a Candidate,
 }
 
 /// Which candidate of the standing an offer must beat.

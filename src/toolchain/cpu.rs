@@ -166,9 +166,6 @@ pub struct CpuFacts {
     pub features: Vec<CpuFeature>,
     /// What LLVM (rustc) takes `-Ctarget-cpu=native` to be, e.g. "znver4".
     pub native_cpu: Option<String>,
-    /// All /proc/cpuinfo flags (not in JSON: long and rarely useful).
-    #[serde(skip)]
-    pub flags: Vec<String>,
 }
 
 impl CpuFacts {
@@ -194,7 +191,6 @@ impl CpuFacts {
                 })
                 .collect(),
             native_cpu: native_cpu(),
-            flags,
         }
     }
 }
