@@ -36,7 +36,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Write a run's winning settings into the project: a named cargo profile in
     /// Cargo.toml, the PGO profile under pgo/, and (with --cpu) the target-cpu in
-    /// .cargo/config.toml. Shows a diff first; keeps a .bak of every file it changes.
+    /// .cargo/config.toml. Shows a diff first; keeps a backup of every file it changes
+    /// (<file>.bak, or .bak.1, .bak.2, … when that name is taken); all or nothing.
     Apply(ApplyArgs),
     /// Remove target/optimize.
     Clean,

@@ -9,6 +9,7 @@ mod apply;
 mod bad_input;
 mod bench_engine;
 mod bolt;
+mod faults_apply;
 mod ladder;
 mod pipeline;
 mod verify;
