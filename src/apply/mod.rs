@@ -32,7 +32,7 @@ mod manifest;
 mod text;
 mod write;
 
-pub use manifest::{edit_config, edit_manifest, Edited, MANAGED_KEYS};
+pub use manifest::{edit_config, edit_manifest, Edited};
 pub use text::unified_diff;
 
 /// Names cargo reserves and rejects as custom profiles.
