@@ -526,7 +526,7 @@ pub(crate) fn drive(
             let a = stats::analyze_pairs(&wall_a, &wall_b, confidence, opts.margin, seed);
             look += 1;
             let last = look >= sched.looks.len();
-            let stop = if a.estimate.verdict != Verdict::Inconclusive {
+            let stop = if a.estimate.verdict.is_decided() {
                 Some(StopReason::Decided)
             } else if last || n >= sched.cap() {
                 Some(StopReason::MaxPairs)
@@ -729,7 +729,7 @@ fn noise_warning(
     if why.is_empty() {
         return None;
     }
-    let head = if verdict == Verdict::Inconclusive {
+    let head = if !verdict.is_decided() {
         "the machine is too noisy to decide: "
     } else {
         "noisy measurements: "

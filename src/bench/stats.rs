@@ -22,7 +22,14 @@ pub enum Verdict {
     Slower,
     /// The whole interval is inside `[1 − margin, 1 + margin]`.
     Equivalent,
-    /// None of the above: the interval straddles a margin boundary.
+    /// The whole interval is below 1 but not below `1 − margin`: faster, by less than the
+    /// margin as far as the data tell (never kept; measuring goes on while time allows).
+    #[serde(rename = "slightly-faster")]
+    SlightlyFaster,
+    /// The whole interval is above 1 but not above `1 + margin`.
+    #[serde(rename = "slightly-slower")]
+    SlightlySlower,
+    /// None of the above: the interval straddles 1 and a margin boundary.
     Inconclusive,
 }
 
@@ -32,8 +39,19 @@ impl Verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
             Verdict::Equivalent => "equivalent",
+            Verdict::SlightlyFaster => "slightly faster",
+            Verdict::SlightlySlower => "slightly slower",
             Verdict::Inconclusive => "inconclusive",
         }
+    }
+
+    /// A verdict that ends the measuring: one of faster, slower or equivalent. A slight
+    /// difference is not: more pairs may still show it beyond the margin, or inside it.
+    pub fn is_decided(self) -> bool {
+        matches!(
+            self,
+            Verdict::Faster | Verdict::Slower | Verdict::Equivalent
+        )
     }
 }
 
@@ -55,6 +73,10 @@ pub fn verdict(ci_low: f64, ci_high: f64, margin: f64) -> Verdict {
         Verdict::Slower
     } else if ci_low >= 1.0 - margin && ci_high <= 1.0 + margin {
         Verdict::Equivalent
+    } else if ci_high < 1.0 {
+        Verdict::SlightlyFaster
+    } else if ci_low > 1.0 {
+        Verdict::SlightlySlower
     } else {
         Verdict::Inconclusive
     }
@@ -229,6 +251,8 @@ pub fn analyze_pairs(
         Verdict::Faster => m_lo < low_edge,
         Verdict::Slower => m_hi > high_edge,
         Verdict::Equivalent => m_lo <= high_edge && m_hi >= low_edge,
+        Verdict::SlightlyFaster => m_lo < 0.0,
+        Verdict::SlightlySlower => m_hi > 0.0,
         Verdict::Inconclusive => true,
     };
     PairedAnalysis {
@@ -661,6 +685,14 @@ pub(crate) mod tests {
         assert_eq!(verdict(0.995, 1.005, 0.01), Verdict::Equivalent);
         assert_eq!(verdict(0.98, 1.00, 0.01), Verdict::Inconclusive);
         assert_eq!(verdict(1.00, 1.02, 0.01), Verdict::Inconclusive);
+        // Wholly below (above) 1, but across the margin: a slight difference, not a tie.
+        assert_eq!(verdict(0.98, 0.999, 0.01), Verdict::SlightlyFaster);
+        assert_eq!(verdict(1.001, 1.02, 0.01), Verdict::SlightlySlower);
+        assert!(!Verdict::SlightlyFaster.is_decided() && Verdict::Faster.is_decided());
+        assert_eq!(
+            serde_json::to_string(&Verdict::SlightlyFaster).unwrap(),
+            "\"slightly-faster\""
+        );
         assert_eq!(verdict(0.5, 2.0, 0.01), Verdict::Inconclusive);
         assert_eq!(verdict(f64::NAN, 1.0, 0.01), Verdict::Inconclusive);
         assert_eq!(
