@@ -40,6 +40,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     report.write_json(&run.root)?;
     run.point_latest(&plan.optimize_dir)?;
     report::terminal::print_ladder(&report, &plan.ui);
+    plan.ui.info(&time_line(&report));
     // A stage that could not run is a failure the user must see, even though the run
     // completed and the best candidate so far is reported.
     Ok(if report.any_failed() { 1 } else { 0 })
@@ -119,6 +120,16 @@ fn assemble(plan: &Plan, ctx: &Context, mut ladder: Ladder) -> Report {
         final_: Some(final_),
         pipeline: ctx.steps.borrow().clone(),
     }
+}
+
+/// `time: 224 s in all — measuring 190 s (85 %), building 18 s (8 %), …`
+fn time_line(report: &Report) -> String {
+    let (total, kinds) = report.time_spent();
+    let parts: Vec<String> = kinds
+        .iter()
+        .map(|(k, s)| format!("{k} {s:.0} s ({:.0} %)", 100.0 * s / total.max(1e-9)))
+        .collect();
+    format!("time: {total:.0} s in all — {}", parts.join(", "))
 }
 
 fn uses(w: &Workload) -> Vec<String> {

@@ -284,8 +284,98 @@ impl Report {
         self.stages.iter().rev().find(|s| s.name == name)
     }
 
+    /// Where the run's time went, by kind of step (from `pipeline[]`), largest first, with
+    /// the whole run's seconds.
+    pub fn time_spent(&self) -> (f64, Vec<(&'static str, f64)>) {
+        let mut kinds: Vec<(&'static str, f64)> =
+            ["measuring", "building", "verifying", "training", "other"]
+                .iter()
+                .map(|k| (*k, 0.0))
+                .collect();
+        let mut total = 0.0;
+        for step in &self.pipeline {
+            let name = step.step.as_str();
+            let kind = if name == "total" {
+                total = step.seconds;
+                continue;
+            } else if name.ends_with(": measure") {
+                "measuring"
+            } else if name.ends_with(" build") {
+                "building"
+            } else if name.ends_with(": verify")
+                || name.ends_with(": crate tests")
+                || name.starts_with("baseline: ")
+            {
+                "verifying"
+            } else if name.ends_with(": training") {
+                "training"
+            } else {
+                "other"
+            };
+            if let Some(k) = kinds.iter_mut().find(|(k, _)| *k == kind) {
+                k.1 += step.seconds;
+            }
+        }
+        kinds.retain(|(_, s)| *s > 0.0);
+        kinds.sort_by(|a, b| b.1.total_cmp(&a.1));
+        (total, kinds)
+    }
+
     /// Whether a row failed (the run's exit code is then 1).
     pub fn any_failed(&self) -> bool {
         self.stages.iter().any(|s| s.status == Status::Failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_is_summed_by_kind_of_step() {
+        let step = |s: &str, secs: f64| PipelineStep {
+            step: s.into(),
+            seconds: secs,
+            peak_rss_bytes: None,
+        };
+        let report = Report {
+            schema: SCHEMA,
+            tool_version: "0".into(),
+            run_id: "r".into(),
+            crate_name: "c".into(),
+            bin: "c".into(),
+            toolchain: ToolchainInfo {
+                rustc: "1".into(),
+                llvm: "22".into(),
+                llvm_profdata: None,
+                llvm_bolt: None,
+                host: "h".into(),
+            },
+            stages: vec![],
+            workloads: vec![],
+            final_: None,
+            pipeline: vec![
+                step("baseline build", 2.0),
+                step("baseline: workloads", 1.0),
+                step("pgo: instrumented build", 3.0),
+                step("pgo: training", 0.5),
+                step("pgo: llvm-profdata merge", 0.25),
+                step("pgo: verify", 1.0),
+                step("pgo vs baseline: measure", 10.0),
+                step("total", 20.0),
+            ],
+        };
+        let (total, kinds) = report.time_spent();
+        assert_eq!(total, 20.0);
+        assert_eq!(
+            kinds,
+            [
+                ("measuring", 10.0),
+                ("building", 5.0),
+                ("verifying", 2.0),
+                ("training", 0.5),
+                ("other", 0.25)
+            ]
+        );
     }
 }
