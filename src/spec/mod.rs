@@ -6,6 +6,7 @@
 //! `matrix` and placeholder expansion live in `matrix`. Must not: run anything or touch
 //! cargo.
 
+pub mod bounds;
 mod matrix;
 mod raw;
 mod validate;
@@ -262,7 +263,8 @@ impl Workload {
             .args(&self.args)
             .cwd(&self.cwd)
             .timeout(self.timeout)
-            .stdin_file(self.stdin.clone());
+            .stdin_file(self.stdin.clone())
+            .label(format!("workload `{}`", self.name));
         for (k, v) in &self.env {
             cmd = cmd.env(k, v);
         }

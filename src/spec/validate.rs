@@ -10,7 +10,10 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::matrix::{combinations, Expander};
-use super::raw::{RawBench, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable, TABLES};
+use super::bounds::{self, Key};
+use super::raw::{
+    RawBench, RawDuration, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable, TABLES,
+};
 use super::{
     clean_path, BenchConfig, BoltMode, Expect, ProfileChoice, SpecError, StageName, Stages,
     Workload, DEFAULT_TIMEOUT, PROFILE_PRESETS,
@@ -90,19 +93,27 @@ impl<'a> Validator<'a> {
         Ok(v.into_inner())
     }
 
-    pub(super) fn duration(&self, v: &Spanned<String>, key: &str) -> Result<Duration, SpecError> {
-        let fix = || {
-            Some(format!(
-                "write a duration such as {key} = \"500ms\", \"30s\" or \"2m\""
-            ))
-        };
-        match crate::util::parse_duration(v.get_ref()) {
-            Ok(d) if d.is_zero() => {
-                Err(self.at(v, format!("`{key}` must be longer than zero"), fix()))
+    pub(super) fn duration(
+        &self,
+        v: &Spanned<RawDuration>,
+        key: &'static str,
+    ) -> Result<Duration, SpecError> {
+        let k = Key::Spec(key);
+        let text = match v.get_ref() {
+            RawDuration::Text(t) => t,
+            RawDuration::Number(n) => {
+                return Err(self.at(
+                    v,
+                    format!("`{key}` must be a string with a unit, not the number {n}"),
+                    Some(format!(
+                        "write {key} = \"{n}s\" (or \"{n}ms\", \"{n}m\": durations are quoted)"
+                    )),
+                ))
             }
-            Ok(d) => Ok(d),
-            Err(e) => Err(self.at(v, format!("`{key}`: {e}"), fix())),
-        }
+        };
+        let d = crate::util::parse_duration(text)
+            .map_err(|e| self.at(v, format!("`{key}`: {e}"), Some(bounds::duration_fix(k))))?;
+        bounds::duration(d, k).map_err(|p| self.at(v, p.message, Some(p.fix)))
     }
 
     /// One of `choices`, or an error with "did you mean".
@@ -310,15 +321,8 @@ impl<'a> Validator<'a> {
             bench.max_time = self.duration(t, "max-time")?;
         }
         if let Some(m) = &raw.margin {
-            let v = *m.get_ref();
-            if !(v > 0.0 && v < 0.5) {
-                return Err(self.at(
-                    m,
-                    format!("`margin` must be between 0 and 0.5 (exclusive), not {v}"),
-                    Some("margin = 0.01 means differences within 1 % count as equivalent".into()),
-                ));
-            }
-            bench.margin = v;
+            bench.margin = bounds::margin(*m.get_ref(), Key::Spec("margin"))
+                .map_err(|p| self.at(m, p.message, Some(p.fix)))?;
         }
         if let Some(w) = raw.warmup {
             bench.warmup = w;
