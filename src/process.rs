@@ -217,7 +217,10 @@ pub enum ProcessError {
 }
 
 fn for_label(label: &Option<String>) -> String {
-    label.as_ref().map(|l| format!(" for {l}")).unwrap_or_default()
+    label
+        .as_ref()
+        .map(|l| format!(" for {l}"))
+        .unwrap_or_default()
 }
 
 fn spawn_hint(error: &std::io::Error, args: usize, arg_bytes: usize) -> String {
@@ -454,7 +457,10 @@ fn arg_bytes(cmd: &Command) -> usize {
     for (k, v) in &cmd.env {
         env.insert(k.clone(), v.clone());
     }
-    n += env.iter().map(|(k, v)| k.len() + v.len() + 2 + ptr).sum::<usize>();
+    n += env
+        .iter()
+        .map(|(k, v)| k.len() + v.len() + 2 + ptr)
+        .sum::<usize>();
     n
 }
 
@@ -647,15 +653,18 @@ mod tests {
         assert!(out.status.success() && !out.timed_out);
         assert_eq!(out.lingering, Lingering::Killed);
         assert!(out.lingering.warning().unwrap().contains("were killed"));
-        assert!(took >= PIPE_GRACE && took < Duration::from_secs(5), "{took:?}");
+        assert!(
+            took >= PIPE_GRACE && took < Duration::from_secs(5),
+            "{took:?}"
+        );
         // The wall time is the child's, not the grace's.
         assert!(out.wall < PIPE_GRACE, "{:?}", out.wall);
     }
 
     #[test]
     fn output_written_during_the_grace_is_kept() {
-        let out = run(&Command::new("sh").args(["-c", "(sleep 0.05; echo late) & echo early"]))
-            .unwrap();
+        let out =
+            run(&Command::new("sh").args(["-c", "(sleep 0.05; echo late) & echo early"])).unwrap();
         assert_eq!(out.stdout, b"early\nlate\n");
         assert_eq!(out.lingering, Lingering::None);
     }
@@ -670,7 +679,11 @@ mod tests {
         }
         let start = Instant::now();
         let out = run(&Command::new("sh").args(["-c", "setsid sleep 30 & echo hi"])).unwrap();
-        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
         assert_eq!(out.stdout, b"hi\n");
         assert_eq!(out.lingering, Lingering::Escaped);
         assert!(out.lingering.warning().unwrap().contains("escaped"));

@@ -596,10 +596,12 @@ pub(crate) fn drive(
             let last = look >= sched.looks.len();
             let stop = if a.estimate.verdict != Verdict::Inconclusive {
                 Some(StopReason::Decided)
-            } else if last || n >= sched.cap() {
+            } else if n >= sched.cap() {
                 Some(StopReason::MaxPairs)
             } else if time_up {
                 Some(StopReason::MaxTime)
+            } else if last {
+                Some(StopReason::MaxPairs)
             } else {
                 None
             };
@@ -1087,7 +1089,10 @@ mod tests {
         let c = drive(&mut sim, &o, &mut |_| {}).unwrap();
         assert_eq!(c.n, 2);
         assert!(
-            c.stop_note.as_deref().unwrap_or("").contains("fewer than the 6 asked for"),
+            c.stop_note
+                .as_deref()
+                .unwrap_or("")
+                .contains("fewer than the 6 asked for"),
             "{:?}",
             c.stop_note
         );
@@ -1100,7 +1105,12 @@ mod tests {
             ..opts(6, 0.01)
         };
         let c = drive(&mut sim, &o, &mut |_| {}).unwrap();
-        assert!(c.elapsed_secs < 1.5 && c.n < 20, "n={} t={}", c.n, c.elapsed_secs);
+        assert!(
+            c.elapsed_secs < 1.5 && c.n < 20,
+            "n={} t={}",
+            c.n,
+            c.elapsed_secs
+        );
         assert_eq!(c.stop, StopReason::MaxTime);
         assert!(c.stop_note.is_some());
     }
@@ -1176,8 +1186,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.n, 2);
-        compare_expecting(&exits3, &exits3, &o, ExpectedStatus::SameAsFirstRun, &mut |_| {})
-            .unwrap();
+        compare_expecting(
+            &exits3,
+            &exits3,
+            &o,
+            ExpectedStatus::SameAsFirstRun,
+            &mut |_| {},
+        )
+        .unwrap();
         let e = compare(&exits3, &exits3, &o, &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("failed (exit code 3)"), "{e}");
         let exits0 = Command::new("true");
