@@ -84,10 +84,9 @@ pub fn duration(d: Duration, key: Key) -> Result<Duration, Problem> {
     if d > MAX_DURATION {
         return Err(Problem {
             message: format!(
-                "`{}` is {}, more than the limit of {}",
+                "`{}` is {}, more than the limit of 24h",
                 key.name(),
-                humantime::format_duration(d),
-                humantime::format_duration(MAX_DURATION)
+                hours(d)
             ),
             fix: format!(
                 "write at most {} (a comparison stops as soon as it is decided; a run longer than a day cannot be measured)",
@@ -96,6 +95,16 @@ pub fn duration(d: Duration, key: Key) -> Result<Duration, Problem> {
         });
     }
     Ok(d)
+}
+
+/// A long duration in hours, as users write it: `1000000h`, `25.5h`.
+fn hours(d: Duration) -> String {
+    let h = d.as_secs_f64() / 3600.0;
+    if h.fract() == 0.0 {
+        format!("{h:.0}h")
+    } else {
+        format!("{h:.1}h")
+    }
 }
 
 /// "write a duration such as max-time = "500ms", "30s" or "2m"".
@@ -139,7 +148,11 @@ mod tests {
         assert!(margin(0.5, Key::Spec("margin")).is_err());
         assert_eq!(margin(0.01, Key::Flag("--margin")), Ok(0.01));
         let e = parse_flag_duration("1000000h", "--max-time").unwrap_err();
-        assert!(e.message.contains("more than the limit of 1day"), "{e}");
+        assert!(
+            e.message
+                .contains("is 1000000h, more than the limit of 24h"),
+            "{e}"
+        );
         assert!(e.fix.starts_with("write at most --max-time 24h"), "{e}");
         assert_eq!(parse_flag_duration("24h", "--max-time"), Ok(MAX_DURATION));
         assert!(parse_flag_duration("0", "--max-time").is_err());

@@ -8,6 +8,7 @@ mod apply;
 mod bad_input;
 mod bench_engine;
 mod bolt;
+mod faults_proc;
 mod ladder;
 mod pipeline;
 mod verify;
