@@ -314,10 +314,12 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let r = wait_exit(pid);
-        let _ = tx.send((Instant::now(), r));
-        // SAFETY: one byte from a valid buffer to our own pipe; dropping closes it.
+        let at = Instant::now();
+        // The byte first: the loop cannot finish before it has the message, so the read
+        // end is still open when the byte is written (no EPIPE).
+        // SAFETY: one byte from a valid buffer to our own pipe.
         unsafe { libc::write(wake_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
-        drop(wake_w);
+        let _ = tx.send((at, r));
     });
     let deadline = cmd.timeout.map(|t| start + t);
     let mut timed_out = false;
@@ -408,14 +410,20 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         for p in &mut pipes {
             p.read_available();
         }
-        if exited.is_none() {
-            if let Ok((at, r)) = rx.try_recv() {
-                if let Err(e) = r {
-                    kill_group(pid);
-                    return Err(wait_error(e));
-                }
-                exited = Some(at);
+        let woken = exited.is_none() && n > 0 && fds.last().is_some_and(|f| f.revents != 0);
+        if woken {
+            // The wait thread sends right after the byte.
+            let (at, r) = rx.recv().unwrap_or_else(|_| {
+                (
+                    Instant::now(),
+                    Err(std::io::Error::other("wait thread died")),
+                )
+            });
+            if let Err(e) = r {
+                kill_group(pid);
+                return Err(wait_error(e));
             }
+            exited = Some(at);
         }
     }
     let exited_at = exited.unwrap_or_else(Instant::now);
@@ -659,6 +667,18 @@ mod tests {
         );
         // The wall time is the child's, not the grace's.
         assert!(out.wall < PIPE_GRACE, "{:?}", out.wall);
+    }
+
+    #[test]
+    fn outputs_larger_than_a_pipe_are_read_whole() {
+        let out = run(&Command::new("sh").args([
+            "-c",
+            "head -c 1000000 /dev/zero; head -c 300000 /dev/zero >&2; exit 4",
+        ]))
+        .unwrap();
+        assert_eq!((out.stdout.len(), out.stderr.len()), (1_000_000, 300_000));
+        assert_eq!(out.status.code, Some(4));
+        assert_eq!(out.lingering, Lingering::None);
     }
 
     #[test]
