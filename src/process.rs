@@ -6,7 +6,7 @@
 //! exactly what happened (status, outputs, wall/user/sys time, peak RSS).
 
 use std::ffi::OsString;
-use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, ExitStatus, Stdio};
@@ -24,8 +24,11 @@ pub struct Command {
     pub cwd: Option<PathBuf>,
     /// File fed to stdin; `None` gives the child an empty stdin (never the terminal).
     pub stdin: Option<PathBuf>,
-    /// Kill the child and all its descendants (its process group) after this long.
+    /// Kill the child and all its descendants (its process group) after this long. It also
+    /// bounds the wait for the output pipes to close.
     pub timeout: Option<Duration>,
+    /// What the command is for ("workload `parse`"), named in error messages.
+    pub label: Option<String>,
 }
 
 impl Command {
@@ -38,6 +41,7 @@ impl Command {
             cwd: None,
             stdin: None,
             timeout: None,
+            label: None,
         }
     }
     pub fn arg(mut self, a: impl Into<OsString>) -> Self {
@@ -62,6 +66,11 @@ impl Command {
     }
     pub fn timeout(mut self, t: Duration) -> Self {
         self.timeout = Some(t);
+        self
+    }
+    /// Name what the command is for in error messages ("workload `parse`").
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
         self
     }
     /// Feed this file to the program's stdin (default: no stdin).
@@ -130,6 +139,40 @@ pub struct Outcome {
     /// Peak resident set size in bytes (ru_maxrss of this child).
     pub max_rss_bytes: u64,
     pub timed_out: bool,
+    /// Processes the child left behind that kept its stdout/stderr open after it exited.
+    pub lingering: Lingering,
+}
+
+/// What became of processes that outlived the child while holding its output pipes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lingering {
+    /// None did (the pipes closed when the child exited, or within [`PIPE_GRACE`]).
+    #[default]
+    None,
+    /// Some were still holding the pipes [`PIPE_GRACE`] after the child exited; they were
+    /// in the child's process group and were killed with it, and the output read to its end.
+    Killed,
+    /// Some escaped the process group (`setsid`, a daemon) and still held the pipes after
+    /// the group was killed: they are still running, and reading stopped, so the output
+    /// may lack what they write later.
+    Escaped,
+}
+
+impl Lingering {
+    /// "left processes behind that kept its output open; they were killed", for a
+    /// warning the caller prefixes with what ran ("workload `x` …"); `None` for none.
+    pub fn warning(&self) -> Option<&'static str> {
+        match self {
+            Lingering::None => None,
+            Lingering::Killed => Some(
+                "left processes behind that kept its output open; they were killed (a program measured or verified must wait for its children)",
+            ),
+            Lingering::Escaped => Some(
+                "left processes behind that kept its output open and escaped its process group (setsid or a daemon); they are still running and their later output was not read",
+            ),
+        }
+    }
 }
 
 impl Outcome {
@@ -149,28 +192,69 @@ pub fn tail_lines(bytes: &[u8], n: usize) -> String {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
-    #[error("cannot start `{program}`: {error}")]
+    #[error("cannot start `{program}`{}: {error}{}", for_label(.label), spawn_hint(.error, *.args, *.arg_bytes))]
     Spawn {
         program: String,
+        /// What the command was for ("workload `parse`").
+        label: Option<String>,
         error: std::io::Error,
+        /// Number of arguments, and bytes of arguments and environment (for E2BIG).
+        args: usize,
+        arg_bytes: usize,
     },
-    #[error("cannot open stdin file {path}: {error}")]
+    #[error("cannot open stdin file {path}{}: {error}", for_label(.label))]
     Stdin {
         path: PathBuf,
+        label: Option<String>,
         error: std::io::Error,
     },
-    #[error("waiting for `{program}` failed: {error}")]
+    #[error("waiting for `{program}`{} failed: {error}", for_label(.label))]
     Wait {
         program: String,
+        label: Option<String>,
         error: std::io::Error,
     },
 }
 
-/// Run a command to completion, capturing stdout and stderr through pipes that are
-/// drained concurrently (never /dev/null: some programs shortcut writes to it).
+fn for_label(label: &Option<String>) -> String {
+    label
+        .as_ref()
+        .map(|l| format!(" for {l}"))
+        .unwrap_or_default()
+}
+
+fn spawn_hint(error: &std::io::Error, args: usize, arg_bytes: usize) -> String {
+    if error.raw_os_error() == Some(libc::E2BIG) {
+        format!(
+            "; {args} argument{}, {} of arguments and environment (one argument may hold at most 128 KiB, all of them together about a quarter of the stack limit)\n  fix: pass large inputs in a file (read through stdin or a path argument) instead of on the command line",
+            if args == 1 { "" } else { "s" },
+            crate::util::human_bytes(arg_bytes as u64)
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// How long the output pipes may stay open after the child has exited before the
+/// processes holding them (the child's own descendants) are killed. Everything the child
+/// itself wrote is already in the pipe when it exits, so this only waits for descendants
+/// that are finishing up (a background job writing its last lines); a quarter second is
+/// ample for that and short enough not to matter when a workload runs a hundred times.
+pub const PIPE_GRACE: Duration = Duration::from_millis(250);
+
+/// After the group kill, how long to wait for the pipes to close before giving up on
+/// reading them (a holder that escaped the group keeps them open indefinitely).
+const KILL_GRACE: Duration = Duration::from_millis(250);
+
+/// Run a command to completion, capturing stdout and stderr through pipes (never
+/// /dev/null: some programs shortcut writes to it).
 ///
 /// The child runs in its own process group so that a timeout kills it *and* its children.
-/// Resource usage comes from `wait4` on exactly this child.
+/// Resource usage comes from `wait4` on exactly this child. The wait never hangs on the
+/// pipes: once the child has exited, descendants that keep them open get [`PIPE_GRACE`],
+/// then the group is killed, and after a short wait for the pipes to close (a holder
+/// outside the group keeps them open) reading stops; [`Outcome::lingering`] says which.
+/// The `timeout` bounds the drain too.
 pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
     let program = cmd.program.display().to_string();
     let mut std_cmd = StdCommand::new(&cmd.program);
@@ -188,6 +272,7 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         Some(path) => {
             let f = std::fs::File::open(path).map_err(|error| ProcessError::Stdin {
                 path: path.clone(),
+                label: cmd.label.clone(),
                 error,
             })?;
             std_cmd.stdin(Stdio::from(f));
@@ -202,46 +287,156 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
     let start = Instant::now();
     let mut child = std_cmd.spawn().map_err(|error| ProcessError::Spawn {
         program: program.clone(),
+        label: cmd.label.clone(),
+        args: cmd.args.len(),
+        arg_bytes: arg_bytes(cmd),
         error,
     })?;
     let pid = child.id() as libc::pid_t;
-    let out_reader = drain(child.stdout.take());
-    let err_reader = drain(child.stderr.take());
+    let wait_error = |error| ProcessError::Wait {
+        program: program.clone(),
+        label: cmd.label.clone(),
+        error,
+    };
+    let mut pipes: Vec<Pipe> = [
+        child.stdout.take().map(OwnedFd::from),
+        child.stderr.take().map(OwnedFd::from),
+    ]
+    .into_iter()
+    .map(Pipe::new)
+    .collect();
 
-    // A thread blocks in wait4 on exactly this pid; the caller waits on the channel with
-    // the timeout. `child` is never waited on by std, so there is no double reap.
+    // A thread blocks in waitid(WNOWAIT) on exactly this pid: it learns of the exit
+    // without reaping, so the zombie keeps the pid (and with it the process group id)
+    // reserved until every group kill below is done. It wakes the poll loop through a
+    // pipe. `child` is never waited on by std, so there is no double reap.
+    let (wake_r, wake_w) = wake_pipe().map_err(wait_error)?;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let _ = tx.send(wait4(pid));
+        let r = wait_exit(pid);
+        let at = Instant::now();
+        // The byte first: the loop cannot finish before it has the message, so the read
+        // end is still open when the byte is written (no EPIPE).
+        // SAFETY: one byte from a valid buffer to our own pipe.
+        unsafe { libc::write(wake_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        let _ = tx.send((at, r));
     });
+    let deadline = cmd.timeout.map(|t| start + t);
     let mut timed_out = false;
-    let waited = match cmd.timeout {
-        Some(t) => match rx.recv_timeout(t) {
-            Ok(r) => r,
-            Err(_) => {
-                timed_out = true;
-                kill_group(pid);
-                rx.recv()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("wait thread died")))
+    let mut exited: Option<Instant> = None;
+    let mut group_killed_at: Option<Instant> = None;
+    let mut lingering = Lingering::None;
+    loop {
+        let now = Instant::now();
+        let open = pipes.iter().any(Pipe::is_open);
+        match exited {
+            None => {
+                if let Some(d) = deadline {
+                    if now >= d && !timed_out {
+                        timed_out = true;
+                        kill_group(pid);
+                    }
+                }
             }
-        },
-        None => rx
-            .recv()
-            .unwrap_or_else(|_| Err(std::io::Error::other("wait thread died"))),
-    };
-    let wall = start.elapsed();
-    if timed_out {
-        // Descendants that escaped the first kill (or were spawned in between) go too.
-        kill_group(pid);
+            Some(_) if !open => break,
+            Some(at) => {
+                // The grace after the exit, never past the timeout.
+                let grace_end = match deadline {
+                    Some(d) => (at + PIPE_GRACE).min(d.max(at)),
+                    None => at + PIPE_GRACE,
+                };
+                match group_killed_at {
+                    None if now >= grace_end => {
+                        kill_group(pid);
+                        group_killed_at = Some(now);
+                        if !timed_out {
+                            lingering = Lingering::Killed;
+                        }
+                    }
+                    Some(k) if now >= k + KILL_GRACE => {
+                        lingering = Lingering::Escaped;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Sleep until a pipe has data, the child exits, or the next deadline.
+        let next = match exited {
+            None => deadline.filter(|_| !timed_out),
+            Some(at) => Some(match group_killed_at {
+                Some(k) => k + KILL_GRACE,
+                None => match deadline {
+                    Some(d) => (at + PIPE_GRACE).min(d.max(at)),
+                    None => at + PIPE_GRACE,
+                },
+            }),
+        };
+        let timeout_ms = match next {
+            Some(t) => {
+                let left = t.saturating_duration_since(Instant::now());
+                // Round up so the loop does not spin just before a deadline.
+                (left.as_micros().div_ceil(1000)).min(i32::MAX as u128) as i32
+            }
+            None => -1,
+        };
+        let mut fds: Vec<libc::pollfd> = pipes
+            .iter()
+            .filter_map(|p| p.fd.as_ref())
+            .map(|fd| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if exited.is_none() {
+            fds.push(libc::pollfd {
+                fd: wake_r.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        // SAFETY: fds is a valid array of pollfd of the given length.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        if n < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() != std::io::ErrorKind::Interrupted {
+                kill_group(pid);
+                let _ = rx.recv();
+                let _ = wait4(pid);
+                return Err(wait_error(err));
+            }
+        }
+        for p in &mut pipes {
+            p.read_available();
+        }
+        let woken = exited.is_none() && n > 0 && fds.last().is_some_and(|f| f.revents != 0);
+        if woken {
+            // The wait thread sends right after the byte.
+            let (at, r) = rx.recv().unwrap_or_else(|_| {
+                (
+                    Instant::now(),
+                    Err(std::io::Error::other("wait thread died")),
+                )
+            });
+            if let Err(e) = r {
+                kill_group(pid);
+                return Err(wait_error(e));
+            }
+            exited = Some(at);
+        }
     }
-    let (raw_status, usage) = waited.map_err(|error| ProcessError::Wait {
-        program: program.clone(),
-        error,
-    })?;
-    // The pipes close when every holder of them exits. A grandchild that keeps them open
-    // after a timeout was killed with the group above.
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
+    let exited_at = exited.unwrap_or_else(Instant::now);
+    let wall = exited_at.saturating_duration_since(start);
+    // Reap (the child has exited, so this returns at once) for the status and rusage.
+    let (raw_status, usage) = wait4(pid).map_err(wait_error)?;
+    // Reading stops here; a holder that escaped the group gets EPIPE from now on.
+    for p in &mut pipes {
+        p.read_available();
+    }
+    let mut bufs = pipes.into_iter().map(|p| p.buf);
+    let stdout = bufs.next().unwrap_or_default();
+    let stderr = bufs.next().unwrap_or_default();
     drop(child);
     Ok(Outcome {
         status: Status::from_std(ExitStatus::from_raw(raw_status)),
@@ -253,7 +448,113 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         // Linux reports ru_maxrss in KiB.
         max_rss_bytes: (usage.ru_maxrss.max(0) as u64) * 1024,
         timed_out,
+        lingering,
     })
+}
+
+/// Bytes the kernel counts against the argument limit: every argument and environment
+/// string with its NUL and pointer (the program's environment, as the child gets it).
+fn arg_bytes(cmd: &Command) -> usize {
+    let ptr = std::mem::size_of::<usize>();
+    let word = |s: &std::ffi::OsStr| s.len() + 1 + ptr;
+    let mut n = word(cmd.program.as_os_str()) + cmd.args.iter().map(|a| word(a)).sum::<usize>();
+    let mut env: std::collections::BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    for k in &cmd.env_remove {
+        env.remove(k);
+    }
+    for (k, v) in &cmd.env {
+        env.insert(k.clone(), v.clone());
+    }
+    n += env
+        .iter()
+        .map(|(k, v)| k.len() + v.len() + 2 + ptr)
+        .sum::<usize>();
+    n
+}
+
+/// One output pipe, read without blocking into `buf` until it closes.
+struct Pipe {
+    fd: Option<OwnedFd>,
+    buf: Vec<u8>,
+}
+
+impl Pipe {
+    fn new(fd: Option<OwnedFd>) -> Self {
+        if let Some(fd) = &fd {
+            // SAFETY: fcntl on an fd we own.
+            unsafe {
+                let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+                libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+            }
+        }
+        Pipe {
+            fd,
+            buf: Vec::new(),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        self.fd.is_some()
+    }
+
+    /// Read what is there; at end of file (or on an error) close the pipe.
+    fn read_available(&mut self) {
+        let Some(fd) = &self.fd else { return };
+        let mut chunk = [0u8; 64 * 1024];
+        loop {
+            // SAFETY: reading into a valid buffer of the given length from our own fd.
+            let n = unsafe { libc::read(fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+            if n > 0 {
+                self.buf.extend_from_slice(&chunk[..n as usize]);
+                continue;
+            }
+            if n < 0 {
+                let err = std::io::Error::last_os_error();
+                match err.kind() {
+                    std::io::ErrorKind::Interrupted => continue,
+                    std::io::ErrorKind::WouldBlock => return,
+                    _ => {}
+                }
+            }
+            self.fd = None;
+            return;
+        }
+    }
+}
+
+/// A close-on-exec pipe (read end, write end) for waking the poll loop.
+fn wake_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds is a valid array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two fresh fds that nothing else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Block until `pid` (our child) has exited, leaving it unreaped.
+fn wait_exit(pid: libc::pid_t) -> std::io::Result<()> {
+    loop {
+        // SAFETY: siginfo_t is plain old data; zeroed is a valid value for it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: pid is our own child; info is valid for writes.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
 }
 
 /// Run a tool and return its outcome; a spawn failure (tool missing) is an error, a
@@ -276,16 +577,6 @@ where
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-fn drain<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut r) = r {
-            let _ = r.read_to_end(&mut buf);
-        }
-        buf
-    })
 }
 
 fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, libc::rusage)> {
@@ -357,6 +648,101 @@ mod tests {
         assert!(out.timed_out);
         assert_eq!(out.status.signal, Some(libc::SIGKILL));
         assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_child_holding_the_pipes_after_exit_is_killed_after_the_grace() {
+        // `sleep` inherits stdout and stderr and outlives `sh`: reading to EOF would
+        // wait 30 s; the grace ends it, the group kill takes the sleep with it.
+        let start = Instant::now();
+        let out = run(&Command::new("sh").args(["-c", "sleep 30 & echo hi"])).unwrap();
+        let took = start.elapsed();
+        assert_eq!(out.stdout, b"hi\n");
+        assert!(out.status.success() && !out.timed_out);
+        assert_eq!(out.lingering, Lingering::Killed);
+        assert!(out.lingering.warning().unwrap().contains("were killed"));
+        assert!(
+            took >= PIPE_GRACE && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        // The wall time is the child's, not the grace's.
+        assert!(out.wall < PIPE_GRACE, "{:?}", out.wall);
+    }
+
+    #[test]
+    fn outputs_larger_than_a_pipe_are_read_whole() {
+        let out = run(&Command::new("sh").args([
+            "-c",
+            "head -c 1000000 /dev/zero; head -c 300000 /dev/zero >&2; exit 4",
+        ]))
+        .unwrap();
+        assert_eq!((out.stdout.len(), out.stderr.len()), (1_000_000, 300_000));
+        assert_eq!(out.status.code, Some(4));
+        assert_eq!(out.lingering, Lingering::None);
+    }
+
+    #[test]
+    fn output_written_during_the_grace_is_kept() {
+        let out =
+            run(&Command::new("sh").args(["-c", "(sleep 0.05; echo late) & echo early"])).unwrap();
+        assert_eq!(out.stdout, b"early\nlate\n");
+        assert_eq!(out.lingering, Lingering::None);
+    }
+
+    #[test]
+    fn a_holder_that_escaped_the_group_is_given_up_on() {
+        // setsid puts the sleep in a session of its own: the group kill misses it, so
+        // reading stops after the grace and the kill grace instead of waiting for it.
+        if process_exists("setsid").is_none() {
+            eprintln!("skipped: no setsid");
+            return;
+        }
+        let start = Instant::now();
+        let out = run(&Command::new("sh").args(["-c", "setsid sleep 30 & echo hi"])).unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(out.stdout, b"hi\n");
+        assert_eq!(out.lingering, Lingering::Escaped);
+        assert!(out.lingering.warning().unwrap().contains("escaped"));
+    }
+
+    #[test]
+    fn the_timeout_bounds_the_drain() {
+        // Exits at once, but a grandchild holds the pipe; the timeout is shorter than the
+        // grace, so it cuts the grace.
+        let start = Instant::now();
+        let out = run(&Command::new("sh")
+            .args(["-c", "sleep 30 & echo hi"])
+            .timeout(Duration::from_millis(50)))
+        .unwrap();
+        assert_eq!(out.stdout, b"hi\n");
+        assert!(start.elapsed() < PIPE_GRACE + Duration::from_secs(2));
+    }
+
+    fn process_exists(name: &str) -> Option<PathBuf> {
+        std::env::var_os("PATH")?
+            .to_str()?
+            .split(':')
+            .map(|d| Path::new(d).join(name))
+            .find(|p| p.is_file())
+    }
+
+    #[test]
+    fn e2big_names_the_label_and_the_size() {
+        let e = run(&Command::new("true")
+            .arg("x".repeat(200 * 1024))
+            .label("workload `big`"))
+        .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("cannot start `true` for workload `big`: ")
+                && msg.contains("; 1 argument, 20")
+                && msg.contains("fix: pass large inputs in a file"),
+            "{msg}"
+        );
     }
 
     #[test]

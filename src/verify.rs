@@ -392,6 +392,7 @@ mod tests {
             sys: Duration::ZERO,
             max_rss_bytes: 0,
             timed_out: false,
+            lingering: Default::default(),
         }
     }
 

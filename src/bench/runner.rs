@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::counters::{self, CounterSet, CounterSummary, Counts};
 use super::stats::{self, Estimate, LookSchedule, PairedAnalysis, Summary, Verdict};
-use crate::process::{self, Command, Status};
+use crate::process::{self, Command, Lingering, Status};
 
 /// Name of the environment variable whose random length (0–4095 bytes) shifts the
 /// process's stack and environment layout from run to run (Mytkowicz et al., "Producing
@@ -34,8 +34,9 @@ pub struct BenchOptions {
     pub min_pairs: u32,
     /// Upper bound on pairs.
     pub max_pairs: u32,
-    /// Upper bound on the time of one comparison, warm-up included. `min_pairs` are
-    /// collected even if that takes longer.
+    /// Upper bound on the time of one comparison, warm-up included, checked between runs:
+    /// a comparison stops at the end of the first ABBA block (two pairs) that ends after
+    /// it, even short of `min_pairs` (then [`Comparison::stop_note`] says so).
     #[serde(with = "secs")]
     pub max_time: Duration,
     /// Equivalence margin (0.01 = 1 %).
@@ -103,6 +104,34 @@ impl std::fmt::Display for Side {
             Side::A => "A",
             Side::B => "B",
         })
+    }
+}
+
+/// Which exit status makes a run count as a success (a timed-out run never does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExpectedStatus {
+    /// Exit code 0.
+    #[default]
+    Success,
+    /// Exactly this status: a workload whose exit status is its result (`expect =
+    /// "exit-code"`) is held to the baseline's.
+    Exactly(Status),
+    /// Whatever the first run gives; every later run of either side must match it.
+    SameAsFirstRun,
+    /// Any status (a workload whose baseline exits differently from run to run).
+    Any,
+}
+
+impl ExpectedStatus {
+    /// Why `status` is not the expected one, or `None` when it is.
+    fn mismatch(&self, status: Status) -> Option<String> {
+        match self {
+            ExpectedStatus::Success if !status.success() => Some(status.to_string()),
+            ExpectedStatus::Exactly(want) if *want != status => {
+                Some(format!("{status}, expected {want}"))
+            }
+            _ => None,
+        }
     }
 }
 
@@ -301,6 +330,12 @@ pub struct Comparison {
     pub seed: u64,
     /// Every measured run, in execution order.
     pub samples: Vec<RunRecord>,
+    /// Runs left processes behind that kept their output open (the worst case seen).
+    #[serde(default)]
+    pub lingering: Lingering,
+    /// Why the comparison has fewer pairs than asked for (`max_time` came first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_note: Option<String>,
 }
 
 impl Comparison {
@@ -336,11 +371,23 @@ pub fn geomean(comparisons: &[Comparison], margin: f64) -> Estimate {
 /// Compare B against A: warm up both, then run randomized ABBA blocks until a look
 /// reaches a verdict, the pair cap or `max_time` (see `stats::LookSchedule` for why the
 /// repeated looks keep the error rate at 5 %). Both commands get identical treatment;
-/// each run gets a random `CARGO_OPTIMIZE_PAD`. Any failed run is an error naming its side.
+/// each run gets a random `CARGO_OPTIMIZE_PAD`. Any failed run (not exit code 0, or timed
+/// out) is an error naming its side.
 pub fn compare(
     a: &Command,
     b: &Command,
     opts: &BenchOptions,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<Comparison, BenchError> {
+    compare_expecting(a, b, opts, ExpectedStatus::Success, on_progress)
+}
+
+/// [`compare`], where a run fails when its status is not `expected` (or it timed out).
+pub fn compare_expecting(
+    a: &Command,
+    b: &Command,
+    opts: &BenchOptions,
+    expected: ExpectedStatus,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<Comparison, BenchError> {
     let (counters, counters_status) = match CounterSet::open_inherited() {
@@ -352,9 +399,12 @@ pub fn compare(
         b,
         start: Instant::now(),
         counters,
+        expected,
+        lingering: Lingering::None,
     };
     let mut c = drive(&mut src, opts, on_progress)?;
     c.counters_status = counters_status;
+    c.lingering = src.lingering;
     Ok(c)
 }
 
@@ -381,6 +431,9 @@ struct ProcessSource<'c> {
     b: &'c Command,
     start: Instant,
     counters: Option<CounterSet>,
+    expected: ExpectedStatus,
+    /// The worst seen.
+    lingering: Lingering,
 }
 
 impl Source for ProcessSource<'_> {
@@ -400,14 +453,21 @@ impl Source for ProcessSource<'_> {
             _ => None,
         };
         let out = result.map_err(|error| BenchError::Process { side, error })?;
-        if out.timed_out || !out.status.success() {
+        if out.lingering != Lingering::None && self.lingering != Lingering::Escaped {
+            self.lingering = out.lingering;
+        }
+        if self.expected == ExpectedStatus::SameAsFirstRun && !out.timed_out {
+            self.expected = ExpectedStatus::Exactly(out.status);
+        }
+        let mismatch = self.expected.mismatch(out.status);
+        if out.timed_out || mismatch.is_some() {
             let what = if out.timed_out {
                 match cmd.timeout {
                     Some(t) => format!("timed out after {}", humantime::format_duration(t)),
                     None => "timed out".into(),
                 }
             } else {
-                out.status.to_string()
+                mismatch.unwrap_or_default()
             };
             return Err(BenchError::RunFailed {
                 side,
@@ -450,7 +510,13 @@ pub(crate) fn drive(
     let min_pairs = opts.min_pairs.max(2);
     let max_pairs = opts.max_pairs.max(min_pairs);
 
+    let mut warmed = 0;
     for i in 0..opts.warmup {
+        // max-time bounds everything, the warm-up included.
+        if src.elapsed() >= opts.max_time {
+            break;
+        }
+        warmed += 1;
         on_progress(&Progress {
             phase: Phase::Warmup {
                 done: i,
@@ -477,14 +543,14 @@ pub(crate) fn drive(
         } else {
             max_pairs
         };
-        let already = if opts.warmup > 0 { 0 } else { pairs_done };
+        let already = if warmed > 0 { 0 } else { pairs_done };
         LookSchedule::plan(
             min_pairs,
             max_pairs.min(already.saturating_add(by_time)),
             ALPHA,
         )
     };
-    let mut schedule = (opts.warmup > 0).then(|| plan(opts.warmup, src.elapsed(), src.elapsed()));
+    let mut schedule = (warmed > 0).then(|| plan(warmed, src.elapsed(), src.elapsed()));
 
     let mut runs: Vec<RunRecord> = Vec::new();
     let (mut wall_a, mut wall_b) = (Vec::new(), Vec::new());
@@ -521,17 +587,21 @@ pub(crate) fn drive(
         let confidence = sched.confidence();
         let time_up = now >= opts.max_time;
         let due = n >= sched.looks[look.min(sched.looks.len() - 1)];
-        if due || (time_up && n >= min_pairs) {
+        // When time is up, stop at this look even short of `min_pairs`: max-time is the
+        // bound a user can rely on (`stop_note` says what it cost).
+        if due || time_up {
             let seed = opts.seed ^ (u64::from(n) << 32) ^ 0x9e37_79b9_7f4a_7c15;
             let a = stats::analyze_pairs(&wall_a, &wall_b, confidence, opts.margin, seed);
             look += 1;
             let last = look >= sched.looks.len();
             let stop = if a.estimate.verdict.is_decided() {
                 Some(StopReason::Decided)
-            } else if last || n >= sched.cap() {
+            } else if n >= sched.cap() {
                 Some(StopReason::MaxPairs)
             } else if time_up {
                 Some(StopReason::MaxTime)
+            } else if last {
+                Some(StopReason::MaxPairs)
             } else {
                 None
             };
@@ -554,7 +624,14 @@ pub(crate) fn drive(
         });
     };
     let sched = schedule.expect("planned before the first look");
-    Ok(assemble(
+    let n = wall_a.len() as u32;
+    let stop_note = (n < min_pairs).then(|| {
+        format!(
+            "max-time ({}) was reached after {n} pairs, fewer than the {min_pairs} asked for: the interval is wider than it would be; raise max-time or ask for fewer runs",
+            humantime::format_duration(opts.max_time)
+        )
+    });
+    let mut c = assemble(
         runs,
         &wall_a,
         &wall_b,
@@ -564,7 +641,9 @@ pub(crate) fn drive(
         &sched,
         opts,
         src.elapsed(),
-    ))
+    );
+    c.stop_note = stop_note;
+    Ok(c)
 }
 
 /// Pair index of the k-th run of a block, given how many complete pairs exist after it.
@@ -683,6 +762,8 @@ fn assemble(
         elapsed_secs: elapsed.as_secs_f64(),
         seed: opts.seed,
         samples: runs,
+        lingering: Lingering::None,
+        stop_note: None,
     }
 }
 
@@ -997,7 +1078,8 @@ mod tests {
             .iter()
             .any(|p| p.phase == Phase::Measuring && p.estimate.is_some()));
 
-        // Min pairs are collected even when the time is already spent.
+        // max-time bounds the comparison even short of min pairs: it stops after the
+        // first block (two pairs), and says so.
         let mut sim = Sim::new(3, 1.0, 0.3);
         let o = BenchOptions {
             max_time: Duration::ZERO,
@@ -1005,7 +1087,32 @@ mod tests {
             ..opts(5, 0.01)
         };
         let c = drive(&mut sim, &o, &mut |_| {}).unwrap();
-        assert_eq!(c.n, 6);
+        assert_eq!(c.n, 2);
+        assert!(
+            c.stop_note
+                .as_deref()
+                .unwrap_or("")
+                .contains("fewer than the 6 asked for"),
+            "{:?}",
+            c.stop_note
+        );
+        // 100000 pairs asked for, 1 s allowed: about 1 s of runs (50 ms each), not 100000 pairs.
+        let mut sim = Sim::new(4, 1.0, 0.3);
+        let o = BenchOptions {
+            max_time: Duration::from_secs(1),
+            min_pairs: 100_000,
+            max_pairs: 100_000,
+            ..opts(6, 0.01)
+        };
+        let c = drive(&mut sim, &o, &mut |_| {}).unwrap();
+        assert!(
+            c.elapsed_secs < 1.5 && c.n < 20,
+            "n={} t={}",
+            c.n,
+            c.elapsed_secs
+        );
+        assert_eq!(c.stop, StopReason::MaxTime);
+        assert!(c.stop_note.is_some());
     }
 
     #[test]
@@ -1056,6 +1163,56 @@ mod tests {
         assert!((g.ratio - c.ratio).abs() < 1e-12);
         assert!(g.ci_high - g.ci_low < c.ci_high - c.ci_low);
         assert_eq!(g.verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn a_run_fails_only_when_its_status_differs_from_the_expected_one() {
+        let exits3 = Command::new("sh").args(["-c", "exit 3"]);
+        let o = BenchOptions {
+            warmup: 0,
+            min_pairs: 2,
+            max_pairs: 2,
+            ..opts(1, 0.01)
+        };
+        let c = compare_expecting(
+            &exits3,
+            &exits3,
+            &o,
+            ExpectedStatus::Exactly(Status {
+                code: Some(3),
+                signal: None,
+            }),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(c.n, 2);
+        compare_expecting(
+            &exits3,
+            &exits3,
+            &o,
+            ExpectedStatus::SameAsFirstRun,
+            &mut |_| {},
+        )
+        .unwrap();
+        let e = compare(&exits3, &exits3, &o, &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("failed (exit code 3)"), "{e}");
+        let exits0 = Command::new("true");
+        let e = compare_expecting(
+            &exits3,
+            &exits0,
+            &o,
+            ExpectedStatus::Exactly(Status {
+                code: Some(3),
+                signal: None,
+            }),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("B failed (exit code 0, expected exit code 3)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -6,12 +6,14 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{bail, Context};
 
-use crate::bench::{compare, export, BenchOptions, Comparison, Phase, Progress};
+use crate::bench::{
+    compare_expecting, export, BenchOptions, Comparison, ExpectedStatus, Phase, Progress,
+};
 use crate::cli::{BenchArgs, GlobalArgs};
 use crate::process::Command;
-use crate::util::parse_duration;
+use crate::spec::bounds::{self, Key};
 
 /// One thing to compare: A and B over the same workload.
 #[derive(Debug, Clone)]
@@ -19,6 +21,9 @@ pub struct Job {
     pub name: String,
     pub a: Command,
     pub b: Command,
+    /// The status a run must exit with: 0, or for an `expect = "exit-code"` workload the
+    /// first run's (every run of A and B must agree with it).
+    pub expected: ExpectedStatus,
 }
 
 /// `cargo optimize bench`: compare two binaries over the spec's eval workloads, or two
@@ -55,12 +60,18 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
             ..opts.clone()
         };
         let bar = spinner(progress);
-        let c = compare(&job.a, &job.b, &job_opts, &mut |p| {
+        let c = compare_expecting(&job.a, &job.b, &job_opts, job.expected, &mut |p| {
             bar.set_message(progress_line(&job.name, p));
         });
         bar.finish_and_clear();
         let c = c.with_context(|| format!("benchmarking workload `{}`", job.name))?;
         print_result(&job.name, width, &c, g.verbose);
+        if let Some(w) = c.lingering.warning() {
+            eprintln!("warning: workload `{}` {w}", job.name);
+        }
+        if let Some(note) = &c.stop_note {
+            eprintln!("warning: workload `{}`: {note}", job.name);
+        }
         results.push(export::WorkloadResult {
             name: job.name.clone(),
             command_a: job.a.display(),
@@ -122,6 +133,7 @@ fn select_jobs(
                 name: "command".into(),
                 a,
                 b,
+                expected: ExpectedStatus::Success,
             }],
             None,
         ));
@@ -181,6 +193,12 @@ pub fn spec_jobs(
             name: w.name.clone(),
             a: w.command(a),
             b: w.command(b),
+            // There is no baseline here: A's status is the reference.
+            expected: if w.expect == crate::spec::Expect::ExitCode {
+                ExpectedStatus::SameAsFirstRun
+            } else {
+                ExpectedStatus::Success
+            },
         })
         .collect())
 }
@@ -204,13 +222,10 @@ fn apply_overrides(opts: &mut BenchOptions, args: &BenchArgs) -> anyhow::Result<
         opts.warmup = w;
     }
     if let Some(t) = &args.max_time {
-        opts.max_time = parse_duration(t).map_err(|e| anyhow!("{e}; examples: 30s, 2m, 1m30s"))?;
+        opts.max_time = bounds::parse_flag_duration(t, "--max-time")?;
     }
     if let Some(m) = args.margin {
-        if !(0.0..1.0).contains(&m) {
-            bail!("--margin must be a fraction in [0, 1) such as 0.01 (1 %); got {m}");
-        }
-        opts.margin = m;
+        opts.margin = bounds::margin(m, Key::Flag("--margin"))?;
     }
     Ok(())
 }

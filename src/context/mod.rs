@@ -237,6 +237,8 @@ pub struct Context<'a> {
     pub bolt_tools: Option<Result<BoltTools, ToolError>>,
     /// Time and memory of every step, for the report's `pipeline` section.
     pub steps: RefCell<Vec<PipelineStep>>,
+    /// Warnings already given (each is given once per run).
+    pub warned: RefCell<std::collections::BTreeSet<String>>,
 }
 
 impl Context<'_> {
@@ -309,7 +311,18 @@ impl Context<'_> {
         for (k, v) in extra_env {
             cmd = cmd.env(k, v);
         }
-        process::run(&cmd)
+        let out = process::run(&cmd)?;
+        if let Some(w) = out.lingering.warning() {
+            self.warn_once(&format!("workload `{}` {w}", workload.name));
+        }
+        Ok(out)
+    }
+
+    /// A warning, unless the same one was already given in this run.
+    pub fn warn_once(&self, msg: &str) {
+        if self.warned.borrow_mut().insert(msg.to_string()) {
+            self.ui.warn(msg);
+        }
     }
 
     /// A workload that declares output `files` gets a fresh private copy of its cwd

@@ -114,7 +114,7 @@ impl<'a> Ladder<'a> {
             self.rows.push(r);
             return Ok(());
         }
-        match measure::measure(self.ctx, rival, &cand, &self.baseline) {
+        match measure::measure(self.ctx, rival, &cand, &self.baseline, &self.reference) {
             Ok(m) => self.decide(cand, offer.rival, m),
             Err(e) => {
                 ui.warn(&format!("{row}: measuring failed: {e:#}"));
@@ -179,8 +179,9 @@ impl<'a> Ladder<'a> {
         let ctx = self.ctx;
         let opts = BenchOptions::from_config(&ctx.spec.bench);
         let baseline = &self.baseline;
+        let reference = &self.reference;
         let explained = stage::profile::explain(ctx, baseline, &mut |c| {
-            Ok(measure::compare_over_workloads(ctx, baseline, c, &opts)?.0)
+            Ok(measure::compare_over_workloads(ctx, baseline, c, &opts, reference)?.0)
         });
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);

@@ -5,9 +5,10 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 
-use crate::bench::{self, BenchOptions, Comparison, Estimate};
+use crate::bench::{self, BenchOptions, Comparison, Estimate, ExpectedStatus};
 use crate::context::{Candidate, Context};
-use crate::spec::{StageName, Workload};
+use crate::spec::{Expect, StageName, Workload};
+use crate::verify::Reference;
 
 /// A candidate's verdicts: against its rival, against the baseline, and per workload
 /// (against its rival).
@@ -24,13 +25,14 @@ pub fn measure(
     rival: &Candidate,
     cand: &Candidate,
     baseline: &Candidate,
+    reference: &Reference,
 ) -> anyhow::Result<Measured> {
     let opts = BenchOptions::from_config(&ctx.spec.bench);
-    let (vs_rival, per_workload) = compare_over_workloads(ctx, rival, cand, &opts)?;
+    let (vs_rival, per_workload) = compare_over_workloads(ctx, rival, cand, &opts, reference)?;
     let vs_baseline = if rival.stage == StageName::Baseline {
         vs_rival
     } else {
-        compare_over_workloads(ctx, baseline, cand, &opts)?.0
+        compare_over_workloads(ctx, baseline, cand, &opts, reference)?.0
     };
     Ok(Measured {
         vs_rival,
@@ -39,12 +41,30 @@ pub fn measure(
     })
 }
 
+/// The exit status a timed run of `w` must have: 0, or for `expect = "exit-code"` the
+/// baseline's (any, when the baseline's status varied from run to run).
+pub fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
+    if w.expect != Expect::ExitCode {
+        return ExpectedStatus::Success;
+    }
+    if let Some(n) = reference.nondeterministic.get(&w.name) {
+        if !n.status_stable {
+            return ExpectedStatus::Any;
+        }
+    }
+    match reference.observed.get(&w.name) {
+        Some(o) => ExpectedStatus::Exactly(o.outcome.status),
+        None => ExpectedStatus::SameAsFirstRun,
+    }
+}
+
 /// `b` against `a` on every eval workload; the geometric mean over them and each one.
 pub fn compare_over_workloads(
     ctx: &Context,
     a: &Candidate,
     b: &Candidate,
     opts: &BenchOptions,
+    reference: &Reference,
 ) -> anyhow::Result<(Estimate, Vec<(String, Comparison)>)> {
     let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
     if eval.is_empty() {
@@ -71,12 +91,19 @@ pub fn compare_over_workloads(
         let (wb, _sb) = ctx.sandboxed(w, "bench-b")?;
         let ca = wa.command(&a.binary);
         let cb = wb.command(&b.binary);
-        let c = bench::compare(&ca, &cb, opts, &mut |p| {
+        let expected = expected_status(w, reference);
+        let c = bench::compare_expecting(&ca, &cb, opts, expected, &mut |p| {
             let est = p.estimate.map(|e| format!(", {e}")).unwrap_or_default();
             spinner.set_message(format!("{label}: {} pairs{est}", p.pairs));
         });
         spinner.finish_and_clear();
         let c = c.with_context(|| format!("workload `{}`", w.name))?;
+        if let Some(warning) = c.lingering.warning() {
+            ctx.warn_once(&format!("workload `{}` {warning}", w.name));
+        }
+        if let Some(note) = &c.stop_note {
+            ctx.ui.warn(&format!("workload `{}`: {note}", w.name));
+        }
         ctx.ui.info(&format!("{}: {}", w.name, c.headline()));
         comps.push((w.name.clone(), c));
     }

@@ -75,6 +75,7 @@ fn context<'a>(plan: &'a Plan, run: &'a RunDir) -> Context<'a> {
         llvm_profdata: plan.llvm_profdata.clone(),
         bolt_tools: plan.bolt_tools.clone(),
         steps: RefCell::new(Vec::new()),
+        warned: Default::default(),
     }
 }
 

@@ -166,9 +166,7 @@ fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
         })?;
     }
     if let Some(t) = &args.max_time {
-        spec.bench.max_time = crate::util::parse_duration(t).map_err(|e| {
-            anyhow::anyhow!("--max-time: {e}\n  fix: a duration such as 20s, 2m or 500ms")
-        })?;
+        spec.bench.max_time = crate::spec::bounds::parse_flag_duration(t, "--max-time")?;
     }
     Ok(())
 }

@@ -141,6 +141,9 @@ impl Expander<'_> {
                 }
             }
             let n = ident_len(after);
+            if n > 0 && !after[n..].starts_with('}') && self.looks_like_placeholder(&after[..n]) {
+                return Err(self.unclosed(v, &after[..n]));
+            }
             if n == 0 || !after[n..].starts_with('}') {
                 out.push('{');
                 rest = after;
@@ -161,6 +164,42 @@ impl Expander<'_> {
         }
         out.push_str(rest);
         Ok(out)
+    }
+
+    /// Whether an unclosed `{name` was meant as a placeholder: `name` is, starts with, or
+    /// is a likely typo of a known one (other text, such as `{"k": 1}`, stays literal).
+    fn looks_like_placeholder(&self, name: &str) -> bool {
+        let mut known: Vec<&str> = vec!["root"];
+        known.extend(self.vars.iter().map(|(k, _)| *k));
+        known.iter().any(|k| name.starts_with(k)) || did_you_mean(name, &known).is_some()
+    }
+
+    fn unclosed(&self, v: &Spanned<String>, name: &str) -> SpecError {
+        let opened = format!("{{{name}");
+        let span = v.span();
+        let offset = self
+            .cx
+            .text
+            .get(span.clone())
+            .and_then(|t| t.find(&opened))
+            .map_or(span.start, |i| span.start + i);
+        let known = ["root"]
+            .into_iter()
+            .chain(self.vars.iter().map(|(k, _)| *k))
+            .find(|k| name.starts_with(k))
+            .or_else(|| {
+                let mut known: Vec<&str> = vec!["root"];
+                known.extend(self.vars.iter().map(|(k, _)| *k));
+                did_you_mean(name, &known)
+            })
+            .unwrap_or(name);
+        self.cx.invalid(
+            offset,
+            format!("unclosed placeholder {opened}: the closing `}}` is missing"),
+            Some(format!(
+                "write {{{known}}}, e.g. \"{{{known}}}/data/input.txt\" (write {{{{{known}}}}} for a literal {{{known}}})"
+            )),
+        )
     }
 
     fn unknown(&self, v: &Spanned<String>, name: &str) -> SpecError {
@@ -216,6 +255,7 @@ fn is_ident(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::super::fixture::{Fixture, ONE};
+    use std::path::PathBuf;
 
     #[test]
     fn matrix_expansion() {
@@ -300,14 +340,25 @@ mod tests {
         let spec = f.ok(
             "[[workload]]\nname = \"w\"\nargs = [\"{root}/data/in.txt\", \"x{root}y\"]\n\
              stdin = \"{root}/data/in.txt\"\nenv = { DATA = \"{root}/data\" }\ncwd = \"{root}/data\"\n\
-             files = [\"{root}/out.txt\"]\n",
+             files = [\"out.txt\"]\n",
         );
         let w = &spec.workloads[0];
         assert_eq!(w.args, [format!("{r}/data/in.txt"), format!("x{r}y")]);
         assert_eq!(w.stdin, Some(root.join("data/in.txt")));
         assert_eq!(w.env["DATA"], format!("{r}/data"));
         assert_eq!(w.cwd, root.join("data"));
-        assert_eq!(w.files, [root.join("out.txt")]);
+        assert_eq!(w.files, [PathBuf::from("out.txt")]);
+        // `files` are relative to the cwd: `{root}/…` makes an absolute path, refused with
+        // the relative form as the fix.
+        let (line, col, msg, fix) = f.err(&format!("{ONE}files = [\"{{root}}/out.txt\"]\n"));
+        assert_eq!((line, col), (3, 10));
+        assert_eq!(
+            msg,
+            format!(
+                "output file {r}/out.txt is an absolute path; `files` must be relative to the workload's cwd"
+            )
+        );
+        assert!(fix.starts_with("write files = ['out.txt']"), "{fix}");
         // In matrix values too, and relative paths resolve against the spec's folder.
         let spec = f.ok(
             "[[workload]]\nname = \"w\"\nstdin = \"{f}\"\ncwd = \"./data\"\nmatrix = { f = [\"{root}/data/in.txt\", \"data/in.txt\"] }\n",
@@ -328,6 +379,29 @@ mod tests {
             spec.workloads[0].args,
             ["a{3}", "{\"k\": 1}", "{}", "{size}", "x{"]
         );
+    }
+
+    #[test]
+    fn unclosed_placeholder() {
+        let f = Fixture::new();
+        let (line, col, msg, fix) =
+            f.err(&format!("{ONE}args = [\"--in\", \"{{root/data.txt\"]\n"));
+        assert_eq!((line, col), (3, 18));
+        assert_eq!(
+            msg,
+            "unclosed placeholder {root: the closing `}` is missing"
+        );
+        assert!(fix.starts_with("write {root}, e.g."), "{fix}");
+        let (_, _, msg, fix) = f.err(&format!(
+            "{ONE}args = [\"{{size\"]\nmatrix = {{ size = [\"1\"] }}\n"
+        ));
+        assert!(msg.starts_with("unclosed placeholder {size"), "{msg}");
+        assert!(fix.starts_with("write {size}"), "{fix}");
+        // A typo of a known name is caught too; other braces stay literal text.
+        let (_, _, msg, _) = f.err(&format!("{ONE}args = [\"{{rot\"]\n"));
+        assert!(msg.starts_with("unclosed placeholder {rot"), "{msg}");
+        let spec = f.ok(&format!("{ONE}args = ['{{a: 1', '{{x']\n"));
+        assert_eq!(spec.workloads[0].args, ["{a: 1", "{x"]);
     }
 
     #[test]

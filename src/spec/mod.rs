@@ -6,6 +6,7 @@
 //! `matrix` and placeholder expansion live in `matrix`. Must not: run anything or touch
 //! cargo.
 
+pub mod bounds;
 mod matrix;
 mod raw;
 mod validate;
@@ -183,8 +184,8 @@ pub enum SpecError {
 
 /// Read, validate and expand a spec file.
 pub fn load(path: &Path) -> Result<Spec, SpecError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let text = match std::fs::read(path) {
+        Ok(bytes) => utf8(bytes, path)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(SpecError::Missing {
                 path: path.to_path_buf(),
@@ -198,6 +199,29 @@ pub fn load(path: &Path) -> Result<Spec, SpecError> {
         }
     };
     parse(&text, path)
+}
+
+/// The file's text, or an error at the line and column of the first byte that is not UTF-8.
+fn utf8(bytes: Vec<u8>, path: &Path) -> Result<String, SpecError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        // The valid prefix holds every line break before the bad byte.
+        let prefix = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+        let (line, col) = validate::line_col(prefix, at);
+        SpecError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            col,
+            message: format!(
+                "the file is not UTF-8: byte 0x{:02x} (byte offset {at}) starts no UTF-8 character",
+                bytes[at]
+            ),
+            fix: Some(format!(
+                "save {SPEC_FILE} as UTF-8 (TOML files must be), e.g. `iconv -f latin1 -t utf-8`, or retype the character at {line}:{col}"
+            )),
+        }
+    })
 }
 
 /// Parse spec text; `path` is used for messages and to resolve relative paths.
@@ -261,7 +285,8 @@ impl Workload {
             .args(&self.args)
             .cwd(&self.cwd)
             .timeout(self.timeout)
-            .stdin_file(self.stdin.clone());
+            .stdin_file(self.stdin.clone())
+            .label(format!("workload `{}`", self.name));
         for (k, v) in &self.env {
             cmd = cmd.env(k, v);
         }
@@ -643,6 +668,30 @@ use = ["train"]
             spec_root(Path::new("no/such/dir/optimize.toml")),
             cwd.join("no/such/dir")
         );
+    }
+
+    #[test]
+    fn non_utf8_names_the_line_and_column() {
+        let f = Fixture::new();
+        let path = f.dir.path().join(SPEC_FILE);
+        std::fs::write(&path, b"bin = \"x\"\n[[workload]]\nname = \"caf\xe9\"\n").unwrap();
+        let e = load(&path).unwrap_err();
+        let SpecError::Invalid {
+            line,
+            col,
+            message,
+            fix,
+            ..
+        } = &e
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!((*line, *col), (3, 12));
+        assert!(message.contains("byte 0xe9 (byte offset 34)"), "{message}");
+        assert!(fix.as_deref().unwrap().contains("as UTF-8"));
+        assert!(e
+            .to_string()
+            .contains("optimize.toml:3:12: the file is not UTF-8"));
     }
 
     #[test]

@@ -103,7 +103,7 @@ impl Expecting for RawProfile {
 #[derive(serde::Deserialize, Default)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawBench {
-    pub(super) max_time: Option<Spanned<String>>,
+    pub(super) max_time: Option<Spanned<RawDuration>>,
     pub(super) margin: Option<Spanned<f64>>,
     pub(super) warmup: Option<u32>,
     pub(super) min_runs: Option<Spanned<u32>>,
@@ -125,7 +125,7 @@ pub(super) struct RawWorkload {
     pub(super) stdin: Option<Spanned<String>>,
     pub(super) env: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     pub(super) cwd: Option<Spanned<String>>,
-    pub(super) timeout: Option<Spanned<String>>,
+    pub(super) timeout: Option<Spanned<RawDuration>>,
     #[serde(rename = "use")]
     pub(super) use_: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) expect: Option<Spanned<StrOrTable<RawExpect>>>,
@@ -180,6 +180,38 @@ impl<'de, T: serde::Deserialize<'de> + Expecting> serde::Deserialize<'de> for St
             }
         }
         d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// A duration as written: a string such as "30s", or a bare number, which the validator
+/// refuses with the quoted form as the fix (a number has no unit to read).
+pub(super) enum RawDuration {
+    Text(String),
+    Number(String),
+}
+
+impl<'de> serde::Deserialize<'de> for RawDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = RawDuration;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a duration such as \"30s\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawDuration, E> {
+                Ok(RawDuration::Text(v.to_owned()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawDuration, E> {
+                Ok(RawDuration::Number(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawDuration, E> {
+                Ok(RawDuration::Number(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<RawDuration, E> {
+                Ok(RawDuration::Number(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 

@@ -9,8 +9,11 @@ use std::time::Duration;
 
 use toml::Spanned;
 
+use super::bounds::{self, Key};
 use super::matrix::{combinations, Expander};
-use super::raw::{RawBench, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable, TABLES};
+use super::raw::{
+    RawBench, RawDuration, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable, TABLES,
+};
 use super::{
     clean_path, BenchConfig, BoltMode, Expect, ProfileChoice, SpecError, StageName, Stages,
     Workload, DEFAULT_TIMEOUT, PROFILE_PRESETS,
@@ -90,19 +93,27 @@ impl<'a> Validator<'a> {
         Ok(v.into_inner())
     }
 
-    pub(super) fn duration(&self, v: &Spanned<String>, key: &str) -> Result<Duration, SpecError> {
-        let fix = || {
-            Some(format!(
-                "write a duration such as {key} = \"500ms\", \"30s\" or \"2m\""
-            ))
-        };
-        match crate::util::parse_duration(v.get_ref()) {
-            Ok(d) if d.is_zero() => {
-                Err(self.at(v, format!("`{key}` must be longer than zero"), fix()))
+    pub(super) fn duration(
+        &self,
+        v: &Spanned<RawDuration>,
+        key: &'static str,
+    ) -> Result<Duration, SpecError> {
+        let k = Key::Spec(key);
+        let text = match v.get_ref() {
+            RawDuration::Text(t) => t,
+            RawDuration::Number(n) => {
+                return Err(self.at(
+                    v,
+                    format!("`{key}` must be a string with a unit, not the number {n}"),
+                    Some(format!(
+                        "write {key} = \"{n}s\" (or \"{n}ms\", \"{n}m\": durations are quoted)"
+                    )),
+                ))
             }
-            Ok(d) => Ok(d),
-            Err(e) => Err(self.at(v, format!("`{key}`: {e}"), fix())),
-        }
+        };
+        let d = crate::util::parse_duration(text)
+            .map_err(|e| self.at(v, format!("`{key}`: {e}"), Some(bounds::duration_fix(k))))?;
+        bounds::duration(d, k).map_err(|p| self.at(v, p.message, Some(p.fix)))
     }
 
     /// One of `choices`, or an error with "did you mean".
@@ -292,15 +303,8 @@ impl<'a> Validator<'a> {
             bench.max_time = self.duration(t, "max-time")?;
         }
         if let Some(m) = &raw.margin {
-            let v = *m.get_ref();
-            if !(v > 0.0 && v < 0.5) {
-                return Err(self.at(
-                    m,
-                    format!("`margin` must be between 0 and 0.5 (exclusive), not {v}"),
-                    Some("margin = 0.01 means differences within 1 % count as equivalent".into()),
-                ));
-            }
-            bench.margin = v;
+            bench.margin = bounds::margin(*m.get_ref(), Key::Spec("margin"))
+                .map_err(|p| self.at(m, p.message, Some(p.fix)))?;
         }
         if let Some(w) = raw.warmup {
             bench.warmup = w;
@@ -507,7 +511,9 @@ impl<'a> Validator<'a> {
             };
             let mut files = Vec::new();
             for f in w.files.iter().flatten() {
-                files.push(PathBuf::from(ex.expand(f, &mut used)?));
+                let p = PathBuf::from(ex.expand(f, &mut used)?);
+                self.output_file(f, &p, &cwd)?;
+                files.push(p);
             }
             // Checked once: every combination expands the same templates.
             let unused = matrix.iter().zip(&used).find(|(_, u)| i == 0 && !**u);
@@ -534,6 +540,53 @@ impl<'a> Validator<'a> {
                 stderr: w.stderr.unwrap_or(false),
                 line,
             });
+        }
+        Ok(())
+    }
+
+    /// A declared output file must be a relative path inside the workload's cwd: each run
+    /// gets a private copy of the cwd, and a path outside it would be written in the
+    /// user's tree.
+    fn output_file(&self, f: &Spanned<String>, p: &Path, cwd: &Path) -> Result<(), SpecError> {
+        if p.is_absolute() {
+            let fix = match p.strip_prefix(cwd) {
+                Ok(rel) if !rel.as_os_str().is_empty() => format!(
+                    "write files = [{}] (paths in `files` are relative to the workload's cwd {})",
+                    crate::util::toml_string(&rel.to_string_lossy()),
+                    cwd.display()
+                ),
+                _ => format!(
+                    "write the path relative to the workload's cwd {}, or set `cwd` to a folder that holds the file",
+                    cwd.display()
+                ),
+            };
+            return Err(self.at(
+                f,
+                format!(
+                    "output file {} is an absolute path; `files` must be relative to the workload's cwd",
+                    p.display()
+                ),
+                Some(fix),
+            ));
+        }
+        let mut depth: i32 = 0;
+        for c in p.components() {
+            match c {
+                std::path::Component::ParentDir => depth -= 1,
+                std::path::Component::Normal(_) => depth += 1,
+                _ => {}
+            }
+            if depth < 0 {
+                return Err(self.at(
+                    f,
+                    format!(
+                        "output file {} is outside the workload's cwd {}",
+                        p.display(),
+                        cwd.display()
+                    ),
+                    Some("each run gets a private copy of the cwd, so `files` must stay inside it: set `cwd` to a folder that holds the file and write the path from there".into()),
+                ));
+            }
         }
         Ok(())
     }
@@ -643,7 +696,7 @@ impl<'a> Validator<'a> {
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(text.len());
     while !text.is_char_boundary(offset) {
         offset -= 1;
@@ -947,6 +1000,53 @@ mod tests {
         let (line, col, msg, _) = f.err(&format!("{ONE}timeout = \"0\"\n"));
         assert_eq!((line, col), (3, 11));
         assert_eq!(msg, "`timeout` must be longer than zero");
+    }
+
+    #[test]
+    fn durations_need_quotes_and_a_sane_size() {
+        let f = Fixture::new();
+        for (text, key, at) in [
+            (format!("[bench]\nmax-time = 2\n{ONE}"), "max-time", (2, 12)),
+            (format!("{ONE}timeout = 2.5\n"), "timeout", (3, 11)),
+        ] {
+            let (line, col, msg, fix) = f.err(&text);
+            assert_eq!((line, col), at);
+            assert!(
+                msg.starts_with(&format!(
+                    "`{key}` must be a string with a unit, not the number 2"
+                )),
+                "{msg}"
+            );
+            assert!(fix.starts_with(&format!("write {key} = \"2")), "{fix}");
+        }
+        let (line, col, msg, fix) = f.err(&format!("[bench]\nmax-time = \"1000000h\"\n{ONE}"));
+        assert_eq!((line, col), (2, 12));
+        assert_eq!(msg, "`max-time` is 1000000h, more than the limit of 24h");
+        assert!(fix.starts_with("write at most max-time = \"24h\""), "{fix}");
+        let (_, _, msg, _) = f.err(&format!("{ONE}timeout = \"25h\"\n"));
+        assert_eq!(msg, "`timeout` is 25h, more than the limit of 24h");
+        f.ok(&format!(
+            "[bench]\nmax-time = \"24h\"\n{ONE}timeout = \"24h\"\n"
+        ));
+    }
+
+    #[test]
+    fn output_files_stay_inside_the_cwd() {
+        let f = Fixture::new();
+        let (line, col, msg, fix) =
+            f.err(&format!("{ONE}files = [\"ok.txt\", \"/tmp/out.txt\"]\n"));
+        assert_eq!((line, col), (3, 20));
+        assert!(
+            msg.starts_with("output file /tmp/out.txt is an absolute path"),
+            "{msg}"
+        );
+        assert!(fix.contains("relative to the workload's cwd"), "{fix}");
+        let (line, col, msg, _) = f.err(&format!("{ONE}files = [\"a/../../out.txt\"]\n"));
+        assert_eq!((line, col), (3, 10));
+        assert!(msg.contains("is outside the workload's cwd"), "{msg}");
+        f.ok(&format!(
+            "{ONE}files = [\"a/../out.txt\", \"out/r.json\"]\n"
+        ));
     }
 
     #[test]

@@ -328,6 +328,7 @@ mod tests {
             sys: Duration::ZERO,
             max_rss_bytes: 0,
             timed_out: false,
+            lingering: Default::default(),
         })
     }
 

@@ -249,6 +249,8 @@ pub(crate) mod fixture {
                 run(1, Side::B, 2, 0.05, None),
                 run(1, Side::A, 3, 0.04, Some(0)),
             ],
+            lingering: Default::default(),
+            stop_note: None,
         };
         let options = BenchOptions {
             warmup: 1,
