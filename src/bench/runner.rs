@@ -360,12 +360,22 @@ impl Comparison {
 /// combined (`stats::geomean_of`). The interval is at the strictest confidence level of
 /// the inputs, so it is never less corrected than they are.
 pub fn geomean(comparisons: &[Comparison], margin: f64) -> Estimate {
+    let (log, confidence) = geomean_log(comparisons);
+    if comparisons.is_empty() {
+        return stats::geomean_of(&[], confidence, margin);
+    }
+    Estimate::from_log(&log, confidence, margin)
+}
+
+/// The log estimate of the geometric mean of several comparisons, and the confidence level
+/// its interval is reported at (the strictest of theirs).
+pub fn geomean_log(comparisons: &[Comparison]) -> (stats::LogEstimate, f64) {
     let logs: Vec<stats::LogEstimate> = comparisons.iter().map(|c| c.log).collect();
     let confidence = comparisons
         .iter()
         .map(|c| c.confidence)
         .fold(1.0 - ALPHA, f64::max);
-    stats::geomean_of(&logs, confidence, margin)
+    (stats::geomean_log(&logs), confidence)
 }
 
 /// Compare B against A: warm up both, then run randomized ABBA blocks until a look

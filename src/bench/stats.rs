@@ -336,8 +336,7 @@ pub fn bootstrap_mean_interval(
 /// `(Σ se_i²)² / Σ (se_i⁴ / df_i)`. The workloads are independent measurements, so their
 /// variances add.
 pub fn geomean_of(logs: &[LogEstimate], confidence: f64, margin: f64) -> Estimate {
-    let k = logs.len();
-    if k == 0 {
+    if logs.is_empty() {
         return Estimate {
             ratio: f64::NAN,
             ci_low: f64::NAN,
@@ -346,8 +345,23 @@ pub fn geomean_of(logs: &[LogEstimate], confidence: f64, margin: f64) -> Estimat
             confidence,
         };
     }
-    let kf = k as f64;
-    let m = logs.iter().map(|l| l.mean).sum::<f64>() / kf;
+    Estimate::from_log(&geomean_log(logs), confidence, margin)
+}
+
+/// The log estimate of the geometric mean of independent ratios: the mean of the means.
+pub fn geomean_log(logs: &[LogEstimate]) -> LogEstimate {
+    let kf = logs.len().max(1) as f64;
+    let sum = sum_log(logs);
+    LogEstimate {
+        mean: sum.mean / kf,
+        se: sum.se / kf,
+        ..sum
+    }
+}
+
+/// The log estimate of the product of independent ratios (a chain: C/A = C/B · B/A): the
+/// sum of the means, variances added, degrees of freedom by Welch–Satterthwaite.
+pub fn sum_log(logs: &[LogEstimate]) -> LogEstimate {
     let var_sum: f64 = logs.iter().map(|l| l.se * l.se).sum();
     let df = if var_sum > 0.0 {
         let denom: f64 = logs.iter().map(|l| l.se.powi(4) / l.df.max(1.0)).sum();
@@ -359,13 +373,12 @@ pub fn geomean_of(logs: &[LogEstimate], confidence: f64, margin: f64) -> Estimat
     } else {
         logs.iter().map(|l| l.df).fold(f64::INFINITY, f64::min)
     };
-    let combined = LogEstimate {
-        mean: m,
-        se: var_sum.sqrt() / kf,
+    LogEstimate {
+        mean: logs.iter().map(|l| l.mean).sum(),
+        se: var_sum.sqrt(),
         df,
         n: logs.iter().map(|l| l.n).sum(),
-    };
-    Estimate::from_log(&combined, confidence, margin)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -637,6 +650,30 @@ pub(crate) mod tests {
             t_quantile(0.975, 5.0),
         );
         assert!(a > b && b > c);
+    }
+
+    #[test]
+    fn a_chain_adds_means_and_variances() {
+        let a = LogEstimate {
+            mean: -0.1,
+            se: 0.03,
+            df: 10.0,
+            n: 11,
+        };
+        let b = LogEstimate {
+            mean: -0.05,
+            se: 0.04,
+            df: 20.0,
+            n: 21,
+        };
+        let c = sum_log(&[a, b]);
+        assert!(close(c.mean, -0.15, 1e-12));
+        assert!(close(c.se, 0.05, 1e-12));
+        // Welch–Satterthwaite: (0.0009 + 0.0016)² / (0.0009²/10 + 0.0016²/20).
+        let ws = 0.0025f64.powi(2) / (0.0009f64.powi(2) / 10.0 + 0.0016f64.powi(2) / 20.0);
+        assert!(close(c.df, ws, 1e-9));
+        let g = geomean_log(&[a, b]);
+        assert!(close(g.mean, -0.075, 1e-12) && close(g.se, 0.025, 1e-12));
     }
 
     #[test]

@@ -2,23 +2,44 @@
 //! stage's offers are checked in order — identical to their rival? verified? measured? —
 //! and [`Ladder::decide`] keeps or drops each one by one rule: kept when measurably faster
 //! than the candidate it had to beat.
+//!
+//! Each offer is measured against its rival only. A row's ratio to the baseline is derived
+//! by chaining (C/A = C/B · B/A on the log scale: means add, variances add, Welch–
+//! Satterthwaite degrees of freedom; the two comparisons are independent samples), and
+//! what ships is measured against the baseline directly, once, at the end
+//! ([`Ladder::measure_final`]): the headline speedup is never a derived one.
 
 use std::collections::BTreeMap;
 
 use super::measure::{self, Measured};
-use crate::bench::{BenchOptions, Comparison, Estimate, Verdict};
+use crate::bench::stats::{self, LogEstimate};
+use crate::bench::{Comparison, Estimate, Verdict};
 use crate::context::{Candidate, Context};
 use crate::report::{FinalChoice, Settings, StageReport, Status};
 use crate::spec::StageName;
 use crate::stage::{self, Offer, Rival, StageError, Standing};
 use crate::verify::{self, Reference};
 
-/// A candidate that holds a place on the ladder, with its verdict against the baseline
-/// (`None` for the baseline itself).
+/// A candidate that holds a place on the ladder, with its ratio to the baseline (`None`
+/// for the baseline itself).
 #[derive(Clone)]
 struct Holder {
     candidate: Candidate,
-    vs_baseline: Option<Estimate>,
+    vs_baseline: Option<ToBaseline>,
+}
+
+/// A ratio to the baseline on the log scale, measured directly or chained.
+#[derive(Clone, Copy)]
+struct ToBaseline {
+    log: LogEstimate,
+    confidence: f64,
+    measured: bool,
+}
+
+impl ToBaseline {
+    fn estimate(&self, margin: f64) -> Estimate {
+        Estimate::from_log(&self.log, self.confidence, margin)
+    }
 }
 
 pub struct Ladder<'a> {
@@ -114,7 +135,7 @@ impl<'a> Ladder<'a> {
             self.rows.push(r);
             return Ok(());
         }
-        match measure::measure(self.ctx, rival, &cand, &self.baseline, &self.reference) {
+        match measure::measure(self.ctx, rival, &cand, &self.reference) {
             Ok(m) => self.decide(cand, offer.rival, m),
             Err(e) => {
                 ui.warn(&format!("{row}: measuring failed: {e:#}"));
@@ -134,28 +155,41 @@ impl<'a> Ladder<'a> {
                 .or_default()
                 .insert(cand.tag(), c);
         }
-        let keep = m.vs_rival.verdict == Verdict::Faster;
-        let rival_label = match rival {
-            Rival::Best => self.best.candidate.label(),
-            Rival::Portable => self.portable.candidate.label(),
+        let keep = m.estimate.verdict == Verdict::Faster;
+        let holder = match rival {
+            Rival::Best => &self.best,
+            Rival::Portable => &self.portable,
+        };
+        let to_baseline = match holder.vs_baseline {
+            None => ToBaseline {
+                log: m.log,
+                confidence: m.confidence,
+                measured: true,
+            },
+            Some(r) => ToBaseline {
+                log: stats::sum_log(&[r.log, m.log]),
+                confidence: r.confidence.max(m.confidence),
+                measured: false,
+            },
         };
         let reason = format!(
-            "{} vs {rival_label}: {}",
+            "{} vs {}: {}",
             cand.label(),
-            describe(&m.vs_rival)
+            holder.candidate.label(),
+            describe(&m.estimate)
         );
         let status = if keep { Status::Kept } else { Status::Dropped };
         let mut r = candidate_row(&cand, status, &reason);
         r.verified = Some(true);
-        r.vs_best = Some(m.vs_rival);
-        r.vs_baseline = Some(m.vs_baseline);
+        r.vs_best = Some(m.estimate);
+        r.vs_baseline = Some(to_baseline.estimate(self.margin()));
         self.rows.push(r);
         if !keep {
             return;
         }
         let holder = Holder {
             candidate: cand,
-            vs_baseline: Some(m.vs_baseline),
+            vs_baseline: Some(to_baseline),
         };
         if rival == Rival::Portable {
             self.portable = holder;
@@ -177,11 +211,10 @@ impl<'a> Ladder<'a> {
     /// row's facts.
     fn explain_profile(&mut self) {
         let ctx = self.ctx;
-        let opts = BenchOptions::from_config(&ctx.spec.bench);
         let baseline = &self.baseline;
         let reference = &self.reference;
         let explained = stage::profile::explain(ctx, baseline, &mut |c| {
-            Ok(measure::compare_over_workloads(ctx, baseline, c, &opts, reference)?.0)
+            Ok(measure::measure(ctx, baseline, c, reference)?.estimate)
         });
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);
@@ -193,24 +226,61 @@ impl<'a> Ladder<'a> {
         &self.reference
     }
 
+    fn margin(&self) -> f64 {
+        self.ctx.spec.bench.margin
+    }
+
+    /// Measure what ships (and the portable alternative) against the baseline directly,
+    /// where its ratio so far was chained through other candidates. The comparisons are
+    /// kept per workload under `<tag> vs baseline`.
+    pub fn measure_final(&mut self) -> anyhow::Result<()> {
+        let portable_is_best = self.portable.candidate.binary == self.best.candidate.binary;
+        for which in [&mut self.best, &mut self.portable] {
+            if which.vs_baseline.is_none_or(|t| t.measured) {
+                continue;
+            }
+            let m = measure::measure(self.ctx, &self.baseline, &which.candidate, &self.reference)?;
+            which.vs_baseline = Some(ToBaseline {
+                log: m.log,
+                confidence: m.confidence,
+                measured: true,
+            });
+            let tag = format!("{} vs baseline", which.candidate.tag());
+            for (w, c) in m.per_workload {
+                self.per_workload
+                    .entry(w)
+                    .or_default()
+                    .insert(tag.clone(), c);
+            }
+            if portable_is_best {
+                break;
+            }
+        }
+        if portable_is_best {
+            self.portable = self.best.clone();
+        }
+        Ok(())
+    }
+
     /// What to ship, with the portable alternative beside it.
     pub fn final_choice(&self) -> FinalChoice {
-        let mut f = choice(&self.best);
-        f.portable = Some(Box::new(choice(&self.portable)));
+        let mut f = self.choice(&self.best);
+        f.portable = Some(Box::new(self.choice(&self.portable)));
         f
     }
-}
 
-fn choice(h: &Holder) -> FinalChoice {
-    let c = &h.candidate;
-    FinalChoice {
-        stage: c.stage.to_string(),
-        binary: c.binary.display().to_string(),
-        speedup_vs_baseline: h.vs_baseline.map(|e| 1.0 / e.ratio),
-        speedup_ci: h.vs_baseline.map(|e| (1.0 / e.ci_high, 1.0 / e.ci_low)),
-        variant: c.variant().map(str::to_string),
-        settings: Some(Settings::from(&c.settings)),
-        portable: None,
+    fn choice(&self, h: &Holder) -> FinalChoice {
+        let c = &h.candidate;
+        let e = h.vs_baseline.map(|t| t.estimate(self.margin()));
+        FinalChoice {
+            stage: c.stage.to_string(),
+            binary: c.binary.display().to_string(),
+            speedup_vs_baseline: e.map(|e| 1.0 / e.ratio),
+            speedup_ci: e.map(|e| (1.0 / e.ci_high, 1.0 / e.ci_low)),
+            variant: c.variant().map(str::to_string),
+            settings: Some(Settings::from(&c.settings)),
+            portable: None,
+        }
     }
 }
 

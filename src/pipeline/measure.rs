@@ -5,38 +5,37 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 
+use crate::bench::stats::LogEstimate;
 use crate::bench::{self, BenchOptions, Comparison, Estimate, ExpectedStatus};
 use crate::context::{Candidate, Context};
-use crate::spec::{Expect, StageName, Workload};
+use crate::spec::{Expect, Workload};
 use crate::verify::Reference;
 
-/// A candidate's verdicts: against its rival, against the baseline, and per workload
-/// (against its rival).
+/// A candidate against another over every eval workload: the geometric mean (its estimate,
+/// and on the log scale, to chain it with others), and each workload's comparison.
 pub struct Measured {
-    pub vs_rival: Estimate,
-    pub vs_baseline: Estimate,
+    pub estimate: Estimate,
+    pub log: LogEstimate,
+    /// The level `estimate`'s interval is at (the strictest of the workloads').
+    pub confidence: f64,
     pub per_workload: Vec<(String, Comparison)>,
 }
 
-/// Compare `cand` with `rival` (and with the baseline when the rival is not the baseline)
-/// on every eval workload.
+/// Compare `cand` with `rival` on every eval workload.
 pub fn measure(
     ctx: &Context,
     rival: &Candidate,
     cand: &Candidate,
-    baseline: &Candidate,
     reference: &Reference,
 ) -> anyhow::Result<Measured> {
     let opts = BenchOptions::from_config(&ctx.spec.bench);
-    let (vs_rival, per_workload) = compare_over_workloads(ctx, rival, cand, &opts, reference)?;
-    let vs_baseline = if rival.stage == StageName::Baseline {
-        vs_rival
-    } else {
-        compare_over_workloads(ctx, baseline, cand, &opts, reference)?.0
-    };
+    let per_workload = compare_over_workloads(ctx, rival, cand, &opts, reference)?;
+    let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
+    let (log, confidence) = bench::geomean_log(&all);
     Ok(Measured {
-        vs_rival,
-        vs_baseline,
+        estimate: bench::geomean(&all, opts.margin),
+        log,
+        confidence,
         per_workload,
     })
 }
@@ -58,14 +57,14 @@ pub fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
     }
 }
 
-/// `b` against `a` on every eval workload; the geometric mean over them and each one.
-pub fn compare_over_workloads(
+/// `b` against `a` on every eval workload.
+fn compare_over_workloads(
     ctx: &Context,
     a: &Candidate,
     b: &Candidate,
     opts: &BenchOptions,
     reference: &Reference,
-) -> anyhow::Result<(Estimate, Vec<(String, Comparison)>)> {
+) -> anyhow::Result<Vec<(String, Comparison)>> {
     let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
     if eval.is_empty() {
         anyhow::bail!(
@@ -112,6 +111,5 @@ pub fn compare_over_workloads(
         start.elapsed().as_secs_f64(),
         None,
     );
-    let all: Vec<Comparison> = comps.iter().map(|(_, c)| c.clone()).collect();
-    Ok((bench::geomean(&all, opts.margin), comps))
+    Ok(comps)
 }

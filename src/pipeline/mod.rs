@@ -35,6 +35,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     for &name in &plan.spec.stages.try_ {
         ladder.climb(name, plan.explain)?;
     }
+    ladder.measure_final()?;
     ctx.record("total", started.elapsed().as_secs_f64(), None);
     let report = assemble(plan, &ctx, ladder);
     report.write_json(&run.root)?;
