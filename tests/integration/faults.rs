@@ -6,6 +6,20 @@ use std::path::Path;
 
 use crate::common::*;
 
+/// The pipeline on the pgo-basic fixture with the spec at `spec`, the fixture unchanged.
+fn with_spec(spec: &Path, td: &Path) -> Run {
+    run_unchanged(
+        &fixture("pgo-basic"),
+        &[
+            "optimize",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--target-dir",
+            td.to_str().unwrap(),
+        ],
+    )
+}
+
 /// `cargo-optimize ARGS` in `dir`, with the tree snapshotted around it.
 fn run_unchanged(dir: &Path, args: &[&str]) -> Run {
     let before = snapshot(dir);
@@ -93,16 +107,7 @@ fn stage_lists_on_the_command_line_are_checked_like_the_spec() {
         "bin = \"pgo-basic\"\n[stages]\ntry = []\n[[workload]]\nname = \"w\"\n",
     )
     .unwrap();
-    let r = run_unchanged(
-        &fixture("pgo-basic"),
-        &[
-            "optimize",
-            "--spec",
-            path.to_str().unwrap(),
-            "--target-dir",
-            td.to_str().unwrap(),
-        ],
-    );
+    let r = with_spec(&path, &td);
     assert_eq!(r.code, Some(2), "{}", r.all());
     assert!(
         r.stderr.contains("optimize.toml:3:") && r.stderr.contains("no stage to try"),
@@ -245,16 +250,7 @@ fn a_cpu_name_rustc_does_not_know_is_bad_input_with_its_line() {
     .unwrap();
     let td = target_dir("faults-cpu-name");
     let _ = std::fs::remove_dir_all(&td);
-    let r = run_unchanged(
-        &fixture("pgo-basic"),
-        &[
-            "optimize",
-            "--spec",
-            path.to_str().unwrap(),
-            "--target-dir",
-            td.to_str().unwrap(),
-        ],
-    );
+    let r = with_spec(&path, &td);
     assert_eq!(r.code, Some(2), "{}", r.all());
     assert!(
         r.stderr
@@ -293,16 +289,7 @@ fn a_bin_or_package_named_in_the_spec_that_does_not_exist_points_at_its_line() {
         ),
     ] {
         std::fs::write(&path, text).unwrap();
-        let r = run_unchanged(
-            &fixture("pgo-basic"),
-            &[
-                "optimize",
-                "--spec",
-                path.to_str().unwrap(),
-                "--target-dir",
-                td.to_str().unwrap(),
-            ],
-        );
+        let r = with_spec(&path, &td);
         assert_eq!(r.code, Some(2), "{}", r.all());
         assert!(
             r.stderr.contains(&format!("optimize.toml:2: `{key}`: ")) && r.stderr.contains(says),
