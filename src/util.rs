@@ -49,7 +49,7 @@ pub fn toml_string(s: &str) -> String {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        return if secs.is_finite() && secs >= 0.0 && secs < 1e12 {
+        return if secs.is_finite() && (0.0..1e12).contains(&secs) {
             Ok(Duration::from_secs_f64(secs))
         } else {
             Err(format!("`{s}` is not a number of seconds"))
