@@ -104,6 +104,20 @@ pub struct DynoStat {
     pub after: u64,
 }
 
+/// What the BOLT stage did to symbol names too long for BOLT's instrumentation runtime.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shortened {
+    /// Distinct names rewritten.
+    pub names: usize,
+    /// The longest name before, in bytes.
+    pub longest_before: usize,
+    /// The longest name after, in bytes.
+    pub longest_after: usize,
+    /// Over-long names left as they were because another name shares their bytes (a
+    /// linker merged a shorter name into the tail of a longer one).
+    pub left_shared: usize,
+}
+
 /// How the BOLT candidate was made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BoltFacts {
@@ -124,6 +138,9 @@ pub struct BoltFacts {
     pub input_size_bytes: u64,
     pub output_size_bytes: u64,
     pub stripped_after: bool,
+    /// Symbol names too long for BOLT's instrumentation runtime, shortened in its input.
+    #[serde(default)]
+    pub long_names_shortened: Shortened,
     pub fdata_files: usize,
     pub profile: String,
     pub functions_with_profile: Option<u64>,

@@ -1,7 +1,8 @@
 //! The bolt stage end to end with the real llvm-bolt, merge-fdata and rustc: profile
 //! collection (instrumentation on machines without LBR), the optimized binary, dyno-stats
 //! in report.json, the stripped-profile override, the reuse of a binary that already has
-//! relocations, and a failing llvm-bolt that must not lose the PGO result.
+//! relocations, a failing llvm-bolt that must not lose the PGO result, and symbol names
+//! too long for BOLT's instrumentation runtime (skipped without shortening, optimized with).
 //!
 //! Runs that share a fixture's target dir (and so its cargo builds) may run concurrently,
 //! so each test reads the report of its own run folder (printed by the tool), never
@@ -356,4 +357,83 @@ fn a_crashing_llvm_bolt_is_a_failed_stage_with_the_signal_and_the_log() {
     assert!(reason.contains("crashed (killed by signal 11)"), "{reason}");
     assert!(reason.contains("instrument.log"), "{reason}");
     assert_eq!(final_choice(&report).stage, "baseline");
+}
+
+/// The length of the longest name in an ELF file's symbol table.
+fn longest_symbol_name(binary: &Path) -> usize {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(binary).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    file.symbols()
+        .filter_map(|s| s.name_bytes().ok().map(<[u8]>::len))
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn enormous_symbol_names_stop_the_instrumented_binary_unless_shortened() {
+    let _guard = shared();
+    // Without shortening (the knob keeps the names): BOLT's runtime stops the instrumented
+    // program with its assertion, and the stage is skipped with the reason and what would
+    // enable BOLT: a limitation of BOLT on this machine, not a failed run.
+    let r = optimize(
+        "bolt-long-names",
+        &["--stages", "bolt"],
+        &[("CARGO_OPTIMIZE_BOLT_KEEP_NAMES", "1")],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = report_of(&r);
+    let bolt = stage(&report, "bolt");
+    assert_eq!(bolt.status, Status::Skipped, "{bolt:#?}");
+    let reason = &bolt.reason;
+    assert!(
+        reason.contains("Assertion failed: buffer overflow, function name too large"),
+        "{reason}"
+    );
+    assert!(reason.contains("what would enable it"), "{reason}");
+    assert!(reason.contains("bolt-mode = \"perf\""), "{reason}");
+    let input = run_dir(&r).join("bin/bolt-input");
+    assert!(
+        longest_symbol_name(&input) > 10240,
+        "the fixture's longest name must not fit BOLT's 10 KiB line buffer"
+    );
+
+    // With shortening (the default): the instrumented binary writes its profile, and the
+    // BOLTed binary is verified and measured.
+    let r = optimize("bolt-long-names", &["--stages", "bolt"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(!r.all().contains("function name too large"), "{}", r.all());
+    let report = report_of(&r);
+    let bolt = stage(&report, "bolt");
+    assert!(
+        matches!(bolt.status, Status::Kept | Status::Dropped),
+        "{bolt:#?}"
+    );
+    assert_eq!(bolt.verified, Some(true), "{bolt:#?}");
+    let shortened = &bolt
+        .facts
+        .bolt
+        .as_ref()
+        .unwrap_or_else(|| panic!("no bolt facts: {bolt:#?}"))
+        .long_names_shortened;
+    assert!(shortened.names >= 1, "{shortened:#?}");
+    assert!(shortened.longest_before > 10240, "{shortened:#?}");
+    assert!(shortened.longest_after <= 4000, "{shortened:#?}");
+    assert!(
+        bolt.notes.join("\n").contains("were shortened"),
+        "{bolt:#?}"
+    );
+    let dir = run_dir(&r);
+    assert!(longest_symbol_name(&dir.join("bin/bolt-input")) <= 4000);
+    assert!(
+        longest_symbol_name(&dir.join("bin/bolt")) <= 4000,
+        "the BOLTed binary carries the short names"
+    );
+    // The profile names the shortened drop glue (it ran).
+    let merged =
+        std::fs::read_to_string(dir.join("profiles/bolt/merged.fdata")).unwrap_or_default();
+    assert!(
+        merged.contains("long_name_"),
+        "profile without the long-named functions"
+    );
 }
