@@ -393,6 +393,7 @@ mod tests {
             package: None,
             stages: crate::spec::Stages {
                 try_: vec![],
+                try_explicit: false,
                 profile: crate::spec::ProfileChoice::Preset("max".into()),
                 cpu: None,
                 cpu_lines: vec![],

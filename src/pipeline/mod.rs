@@ -43,8 +43,19 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     report::terminal::print_ladder(&report, &plan.ui);
     plan.ui.info(&time_line(&report));
     // A stage that could not run is a failure the user must see, even though the run
-    // completed and the best candidate so far is reported.
-    Ok(if report.any_failed() { 1 } else { 0 })
+    // completed and the best candidate so far is reported; so is a stage the user asked for
+    // by name (`--stages`, `[stages] try`) that could not run here at all.
+    let unmet = unmet_requests(plan, &report);
+    for name in &unmet {
+        plan.ui.warn(&format!(
+            "exit 1: stage `{name}` was asked for by name but was skipped (the reason is in its row)"
+        ));
+    }
+    Ok(if report.any_failed() || !unmet.is_empty() {
+        1
+    } else {
+        0
+    })
 }
 
 fn announce(plan: &Plan, run: &RunDir) {
@@ -122,6 +133,24 @@ fn assemble(plan: &Plan, ctx: &Context, mut ladder: Ladder) -> Report {
         final_: Some(final_),
         pipeline: ctx.steps.borrow().clone(),
     }
+}
+
+/// The stages named in `--stages`/`try` that produced no candidate at all (every row of
+/// theirs skipped). A default stage list asks for nothing by name.
+fn unmet_requests(plan: &Plan, report: &Report) -> Vec<&'static str> {
+    if !plan.spec.stages.try_explicit {
+        return Vec::new();
+    }
+    plan.spec
+        .stages
+        .try_
+        .iter()
+        .map(|s| s.as_str())
+        .filter(|name| {
+            let rows: Vec<_> = report.stages.iter().filter(|r| r.name == *name).collect();
+            !rows.is_empty() && rows.iter().all(|r| r.status == report::Status::Skipped)
+        })
+        .collect()
 }
 
 /// `time: 224 s in all — measuring 190 s (85 %), building 18 s (8 %), …`

@@ -152,6 +152,7 @@ fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
             .map(|s| s.trim())
             .filter(|s| !s.is_empty())
             .collect();
+        spec.stages.try_explicit = true;
         spec.stages.try_ = spec::parse_try(&names).map_err(|e| {
             let item = names
                 .get(e.index)

@@ -96,6 +96,8 @@ pub enum BoltMode {
 pub struct Stages {
     /// Stages to try, in order (baseline is implicit and always first).
     pub try_: Vec<StageName>,
+    /// `try` was written in the spec (not the default list): its stages were asked for.
+    pub try_explicit: bool,
     pub profile: ProfileChoice,
     /// `None`: choose automatically (highest x86-64 level, then native).
     pub cpu: Option<Vec<String>>,
@@ -316,6 +318,7 @@ impl Default for Stages {
     fn default() -> Self {
         Stages {
             try_: DEFAULT_TRY.to_vec(),
+            try_explicit: false,
             profile: ProfileChoice::Preset("max".to_owned()),
             cpu: None,
             cpu_lines: Vec::new(),

@@ -137,6 +137,7 @@ impl<'a> Validator<'a> {
         let mut stages = Stages::default();
         if let Some(list) = raw.try_ {
             stages.try_ = self.try_list(&list)?;
+            stages.try_explicit = true;
         }
         if let Some(profile) = raw.profile {
             stages.profile = self.profile(profile, raw.allow_panic_abort.unwrap_or(false))?;

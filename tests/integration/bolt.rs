@@ -381,7 +381,14 @@ fn enormous_symbol_names_stop_the_instrumented_binary_unless_shortened() {
         &["--stages", "bolt"],
         &[("CARGO_OPTIMIZE_BOLT_KEEP_NAMES", "1")],
     );
-    assert_eq!(r.code, Some(0), "{}", r.all());
+    // Asked for by name (`--stages bolt`) and not run: exit 1, with the skipped row.
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("stage `bolt` was asked for by name but was skipped"),
+        "{}",
+        r.stderr
+    );
     let report = report_of(&r);
     let bolt = stage(&report, "bolt");
     assert_eq!(bolt.status, Status::Skipped, "{bolt:#?}");
