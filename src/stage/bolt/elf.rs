@@ -26,8 +26,9 @@ use object::Endianness;
 
 type Header = elf::FileHeader64<Endianness>;
 
-/// The line buffer of BOLT's instrumentation runtime (`BufSize`, bolt/runtime/common.h,
-/// unchanged from LLVM 14 to 22).
+/// The line buffer of BOLT's instrumentation runtime (`BufSize`, bolt/runtime/common.h):
+/// llvm-22's libbolt_rt_instr.a reserves 0x2800 bytes of stack for each line and checks
+/// names against 0x27e7 (10240 − 25).
 pub const BOLT_RT_LINE_BUFFER: usize = 10240;
 
 /// Names longer than this are shortened. One profile line holds two names (the source and
