@@ -1,7 +1,7 @@
 //! The pipeline: resolve the [`Plan`], build the baseline and record its outputs, climb the
 //! [`Ladder`] stage by stage (each candidate built from the best so far, verified against
 //! the baseline, measured against its rival, kept only when measurably faster), then write
-//! the run folder (`target/optimize/runs/<id>/`, `report.json`), point `latest` at it and
+//! the run folder (`target/optimize/runs/<id>/`: `report.json`, `report.md`, `report.html`), point `latest` at it and
 //! print the ladder.
 //!
 //! Must not: parse flags or files after the plan is made; build, run or time anything
@@ -38,6 +38,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     ctx.record("total", started.elapsed().as_secs_f64(), None);
     let report = assemble(plan, &ctx, ladder);
     report.write_json(&run.root)?;
+    report.write_renderings(&run.root)?;
     run.point_latest(&plan.optimize_dir)?;
     report::terminal::print_ladder(&report, &plan.ui);
     // A stage that could not run is a failure the user must see, even though the run
