@@ -12,4 +12,5 @@ mod bolt;
 mod faults_apply;
 mod ladder;
 mod pipeline;
+mod report;
 mod verify;
