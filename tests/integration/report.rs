@@ -2,6 +2,10 @@
 //! (`tests/fixtures/reports/demo/`, a demo run trimmed to 6 pairs per comparison, with a
 //! kept, a dropped, a rejected and a failed row, and a cpu variant) against the expected
 //! text beside it; byte-identical re-rendering; and the HTML page in a real browser.
+//!
+//! After an intended change of a rendering, regenerate the expected files and review the diff:
+//! `cargo run -q -- optimize report tests/fixtures/reports/demo --format md > tests/fixtures/reports/demo/report.md`
+//! (and `--format term > …/ladder.txt`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
