@@ -18,7 +18,7 @@ pub use ladder::Ladder;
 pub use plan::{load_spec, locate, Plan};
 
 use crate::context::{Context, DirLock, RunDir};
-use crate::report::{self, Report, ToolchainInfo, WorkloadReport};
+use crate::report::{self, MachineInfo, Report, ToolchainInfo, WorkloadReport};
 use crate::spec::Workload;
 use crate::{stage, verify};
 
@@ -119,6 +119,20 @@ fn assemble(plan: &Plan, ctx: &Context, mut ladder: Ladder) -> Report {
         workloads,
         final_: Some(final_),
         pipeline: ctx.steps.borrow().clone(),
+        machine: Some(machine()),
+    }
+}
+
+/// The machine's facts for the record (cheap: /proc/cpuinfo and one counter probe).
+fn machine() -> MachineInfo {
+    let (cpu_model, level) = crate::toolchain::CpuFacts::model_and_level();
+    let counters = crate::toolchain::hw_counters();
+    MachineInfo {
+        cpu_model,
+        logical_cpus: std::thread::available_parallelism().ok().map(|n| n.get()),
+        x86_64_level: level.map(|l| l.name().to_string()),
+        hardware_counters: counters.available,
+        hardware_counters_detail: counters.detail,
     }
 }
 

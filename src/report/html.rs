@@ -496,6 +496,24 @@ fn facts(b: &mut String, r: &Report) {
     );
     row("llvm-bolt", t.llvm_bolt.as_deref().unwrap_or("not found"));
     row("host", &t.host);
+    if let Some(m) = &r.machine {
+        let mut cpu = m.cpu_model.clone().unwrap_or_else(|| "unknown CPU".into());
+        if let Some(n) = m.logical_cpus {
+            cpu.push_str(&format!(", {n} logical CPUs"));
+        }
+        if let Some(l) = &m.x86_64_level {
+            cpu.push_str(&format!(", {l}"));
+        }
+        row("machine", &cpu);
+        row(
+            "hardware counters (this machine)",
+            &format!(
+                "{}: {}",
+                if m.hardware_counters { "yes" } else { "no" },
+                m.hardware_counters_detail
+            ),
+        );
+    }
     if let Some(cpu) = r.stages.iter().find_map(|s| s.facts.native_cpu.clone()) {
         row("CPU (LLVM's name for it)", &cpu);
     }
@@ -512,7 +530,7 @@ fn facts(b: &mut String, r: &Report) {
         })
         .collect();
     if let Some((_, _, c)) = comps.first() {
-        row("hardware counters", &c.counters_status);
+        row("hardware counters (measuring)", &c.counters_status);
     }
     let mut cvs: Vec<f64> = comps
         .iter()

@@ -35,6 +35,21 @@ fn render(r: &Report) -> String {
         cell(&r.toolchain.llvm),
         code(&r.toolchain.host)
     );
+    if let Some(m) = &r.machine {
+        let _ = writeln!(
+            s,
+            "Machine: {}{}{}; hardware counters: {}.\n",
+            cell(m.cpu_model.as_deref().unwrap_or("unknown CPU")),
+            m.logical_cpus
+                .map(|n| format!(", {n} logical CPUs"))
+                .unwrap_or_default(),
+            m.x86_64_level
+                .as_deref()
+                .map(|l| format!(", {l}"))
+                .unwrap_or_default(),
+            if m.hardware_counters { "yes" } else { "no" }
+        );
+    }
     ship(&mut s, r);
     let _ = writeln!(
         s,

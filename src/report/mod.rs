@@ -112,6 +112,23 @@ pub struct Report {
     pub final_: Option<FinalChoice>,
     #[serde(default)]
     pub pipeline: Vec<PipelineStep>,
+    /// The machine the run measured on (absent in reports of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineInfo>,
+}
+
+/// The machine a run measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    /// "model name" from /proc/cpuinfo.
+    pub cpu_model: Option<String>,
+    pub logical_cpus: Option<usize>,
+    /// `x86-64-v3`, …; `None` off x86-64.
+    pub x86_64_level: Option<String>,
+    /// A hardware cycles counter can be opened and read (perf_event_open).
+    pub hardware_counters: bool,
+    /// Why or why not.
+    pub hardware_counters_detail: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -313,6 +313,7 @@ mod tests {
             workloads: vec![],
             final_: Some(fin),
             pipeline: vec![],
+            machine: None,
         };
         let text = ladder(&report, &ui());
         let line = |start: &str| {

@@ -149,6 +149,7 @@ fn html_escapes_every_string_and_loads_nothing() {
     let html = Format::Html.renderer().render(&r);
     assert!(html.contains("`tokens=41 &lt;eof&gt;`, got `tokens=40 &lt;eof&gt;` &amp; exit 0"));
     assert!(!html.contains("<eof>"));
+    assert!(html.contains("AMD EPYC 9R45 &amp; &lt;friends&gt;, 2 logical CPUs"));
     for banned in ["<script", "http://", "https://", "<link", "src=\""] {
         let allowed = banned == "http://"
             && html.matches(banned).count()
@@ -158,6 +159,30 @@ fn html_escapes_every_string_and_loads_nothing() {
             "the page contains `{banned}`"
         );
     }
+}
+
+#[test]
+fn a_report_of_an_older_version_without_machine_facts_renders() {
+    let _g = shared();
+    let dir = tempfile::tempdir().unwrap();
+    // The file as that version wrote it: the same, without the (last) `machine` key.
+    let text = expected("report.json");
+    let at = text
+        .find(",\n  \"machine\": {")
+        .expect("the fixture has machine facts");
+    let end = at + text[at..].find("\n  }").unwrap() + "\n  }".len();
+    let old = dir.path().join("report.json");
+    std::fs::write(&old, format!("{}{}", &text[..at], &text[end..])).unwrap();
+    let md = report_cli(&[old.to_str().unwrap(), "--format", "md"]);
+    assert_eq!(md.code, Some(0), "{}", md.all());
+    let without: String = expected("report.md")
+        .split_inclusive('\n')
+        .filter(|l| !l.starts_with("Machine: "))
+        .collect::<String>()
+        .replacen("\n\n\n", "\n\n", 1);
+    assert_eq!(md.stdout, without);
+    let json_again = report_cli(&[old.to_str().unwrap(), "--format", "json"]);
+    assert!(json_again.stdout == std::fs::read_to_string(&old).unwrap());
 }
 
 /// A child killed with its process group after `limit`.
