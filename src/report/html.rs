@@ -60,6 +60,11 @@ fn legend() -> &'static str {
     "<p class=\"legend caption\"><span><i style=\"background:var(--kept)\"></i>kept / faster</span><span><i style=\"background:var(--dropped)\"></i>dropped / inconclusive / equivalent</span><span><i style=\"background:var(--rejected)\"></i>rejected</span><span><i style=\"background:var(--failed)\"></i>failed / slower</span><span><i style=\"background:#ddf4ff;border:1px solid #9ccfe8\"></i>margin band (equivalent)</span></p>\n"
 }
 
+/// The legend of a chart coloured by verdict only (`bench`).
+fn verdict_legend() -> &'static str {
+    "<p class=\"legend caption\"><span><i style=\"background:var(--kept)\"></i>faster</span><span><i style=\"background:var(--dropped)\"></i>inconclusive / equivalent</span><span><i style=\"background:var(--failed)\"></i>slower</span><span><i style=\"background:#ddf4ff;border:1px solid #9ccfe8\"></i>margin band (equivalent)</span></p>\n"
+}
+
 /// The run's page.
 pub fn page(r: &Report) -> String {
     let mut b = String::new();
@@ -582,9 +587,10 @@ pub fn bench_page(r: &BenchReport) -> String {
     let g = &r.geomean;
     let _ = writeln!(
         b,
-        "<h1>cargo-optimize bench: B vs A</h1>\n<p class=\"meta\">cargo-optimize {} · {} workloads · margin ±{:.1} % · seed {}</p>",
+        "<h1>cargo-optimize bench: B vs A</h1>\n<p class=\"meta\">cargo-optimize {} · {} workload{} · margin ±{:.1} % · seed {}</p>",
         esc(r.tool_version),
         r.workloads.len(),
+        if r.workloads.len() == 1 { "" } else { "s" },
         margin * 100.0,
         r.options.seed
     );
@@ -598,7 +604,7 @@ pub fn bench_page(r: &BenchReport) -> String {
         esc(&g.verdict.to_string())
     );
     let _ = writeln!(b, "<h2 id=\"workloads\">Per workload</h2>");
-    b.push_str(legend());
+    b.push_str(verdict_legend());
     let items: Vec<Interval> = r
         .workloads
         .iter()
