@@ -1,5 +1,5 @@
 //! `cargo optimize report`: the renderings of a frozen report.json
-//! (`tests/fixtures/reports/demo/`, a demo run trimmed to 6 pairs per comparison, with a
+//! (`tests/fixtures/reports/demo/`, a demo run trimmed to 4 pairs per comparison, with a
 //! kept, a dropped, a rejected and a failed row, and a cpu variant) against the expected
 //! text beside it; byte-identical re-rendering; and the HTML page in a real browser.
 //!
