@@ -39,6 +39,9 @@ pub enum Command {
     /// .cargo/config.toml. Shows a diff first; keeps a backup of every file it changes
     /// (<file>.bak, or .bak.1, .bak.2, … when that name is taken); all or nothing.
     Apply(ApplyArgs),
+    /// Render a past run from its report.json: the terminal ladder, JSON, Markdown (for a
+    /// PR or $GITHUB_STEP_SUMMARY) or a self-contained HTML page with charts.
+    Report(ReportArgs),
     /// Remove target/optimize.
     Clean,
 }
@@ -172,6 +175,37 @@ pub struct ApplyArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// The run: an id under target/optimize/runs, a run folder or a report.json
+    /// (default: the latest run).
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// What to render.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Term)]
+    pub format: ReportFormat,
+    /// Write the rendering to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Open the HTML page with xdg-open (implies --format html; written to -o FILE, or to
+    /// report.html in the run folder).
+    #[arg(long)]
+    pub open: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// The ladder as the run printed it (without colour).
+    #[default]
+    Term,
+    /// report.json itself.
+    Json,
+    /// GitHub-flavoured Markdown.
+    Md,
+    /// One self-contained HTML page with charts.
+    Html,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct DoctorArgs {
     /// Install what can be installed (rustup components; as root, Debian's bolt-N).
     #[arg(long)]
@@ -214,6 +248,9 @@ pub struct BenchArgs {
     /// Write every run as CSV.
     #[arg(long, value_name = "FILE")]
     pub export_csv: Option<PathBuf>,
+    /// Write a self-contained HTML page with charts (per-workload intervals, every pair).
+    #[arg(long, value_name = "FILE")]
+    pub export_html: Option<PathBuf>,
 }
 
 /// Parse the process arguments, dropping the `optimize` that cargo inserts when the

@@ -33,6 +33,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Doctor(args)) => commands::doctor::run(&args),
         Some(Command::Bench(args)) => commands::bench::run(&cli.global, &args),
         Some(Command::Apply(args)) => commands::apply::run(&cli.global, &args),
+        Some(Command::Report(args)) => commands::report::run(&cli.global, &args),
         Some(Command::Clean) => commands::clean::run(&cli.global),
     }
 }

@@ -160,6 +160,13 @@ pub enum Lingering {
 }
 
 impl Lingering {
+    /// Nothing outlived the child (the usual case, left out of report.json).
+    pub fn is_none(&self) -> bool {
+        *self == Lingering::None
+    }
+}
+
+impl Lingering {
     /// "left processes behind that kept its output open; they were killed", for a
     /// warning the caller prefixes with what ran ("workload `x` …"); `None` for none.
     pub fn warning(&self) -> Option<&'static str> {

@@ -19,7 +19,7 @@ mod perf;
 
 pub use cpu::{CpuFacts, X86Level};
 pub use doctor::doctor_command;
-pub use perf::{lbr_usable, Capability, PerfFacts};
+pub use perf::{hw_counters, lbr_usable, Capability, PerfFacts};
 
 use crate::process;
 use anyhow::Context as _;

@@ -434,7 +434,7 @@ fn validate_profile_name(name: &str) -> anyhow::Result<()> {
 
 /// RUN: a report.json, a run folder, a run id under target/optimize/runs, or (default) the
 /// latest run.
-fn find_report(g: &GlobalArgs, run: Option<&str>) -> anyhow::Result<PathBuf> {
+pub(crate) fn find_report(g: &GlobalArgs, run: Option<&str>) -> anyhow::Result<PathBuf> {
     if let Some(r) = run.filter(|r| Path::new(r).exists()) {
         return Ok(report::locate(Path::new("."), Some(r))?);
     }

@@ -331,7 +331,7 @@ pub struct Comparison {
     /// Every measured run, in execution order.
     pub samples: Vec<RunRecord>,
     /// Runs left processes behind that kept their output open (the worst case seen).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Lingering::is_none")]
     pub lingering: Lingering,
     /// Why the comparison has fewer pairs than asked for (`max_time` came first).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -6,4 +6,5 @@ pub mod bench;
 pub mod clean;
 pub mod doctor;
 pub mod init;
+pub mod report;
 pub mod run;

@@ -118,6 +118,13 @@ pub struct Shortened {
     pub left_shared: usize,
 }
 
+impl Shortened {
+    /// No name was long enough to shorten (left out of report.json).
+    pub fn is_empty(&self) -> bool {
+        *self == Shortened::default()
+    }
+}
+
 /// How the BOLT candidate was made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BoltFacts {
@@ -139,7 +146,7 @@ pub struct BoltFacts {
     pub output_size_bytes: u64,
     pub stripped_after: bool,
     /// Symbol names too long for BOLT's instrumentation runtime, shortened in its input.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Shortened::is_empty")]
     pub long_names_shortened: Shortened,
     pub fdata_files: usize,
     pub profile: String,

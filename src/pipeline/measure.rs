@@ -1,14 +1,19 @@
 //! Timing a candidate against another on every eval workload with the bench engine, each
-//! side in its own private cwd when the workload writes files, with a spinner per workload.
+//! side in its own private cwd when the workload writes files, with a progress line per
+//! workload on a terminal (pairs, a bar and an upper bound of the time left, the running
+//! interval coloured by verdict).
 
 use std::time::Instant;
 
 use anyhow::Context as _;
 
 use crate::bench::stats::LogEstimate;
-use crate::bench::{self, BenchOptions, Comparison, Estimate, ExpectedStatus};
+use crate::bench::{
+    self, BenchOptions, Comparison, Estimate, ExpectedStatus, Phase, Progress, Verdict,
+};
 use crate::context::{Candidate, Context};
 use crate::spec::{Expect, Workload};
+use crate::ui::{Tone, Ui};
 use crate::verify::Reference;
 
 /// A candidate against another over every eval workload: the geometric mean (its estimate,
@@ -92,8 +97,7 @@ fn compare_over_workloads(
         let cb = wb.command(&b.binary);
         let expected = expected_status(w, reference);
         let c = bench::compare_expecting(&ca, &cb, opts, expected, &mut |p| {
-            let est = p.estimate.map(|e| format!(", {e}")).unwrap_or_default();
-            spinner.set_message(format!("{label}: {} pairs{est}", p.pairs));
+            spinner.set_message(progress_message(&label, p, ctx.ui));
         });
         spinner.finish_and_clear();
         let c = c.with_context(|| format!("workload `{}`", w.name))?;
@@ -112,4 +116,80 @@ fn compare_over_workloads(
         None,
     );
     Ok(comps)
+}
+
+/// `label: 12/40 pairs [#####···············] ≤ 14 s left, B/A = 0.93 [0.90, 0.96] faster`:
+/// the time left is an upper bound (the schedule's last pair, or max-time, whichever is
+/// sooner; a decided verdict stops earlier).
+fn progress_message(label: &str, p: &Progress, ui: &Ui) -> String {
+    if let Phase::Warmup { done, total } = p.phase {
+        return format!("{label}: warm-up {}/{total}", done + 1);
+    }
+    let elapsed = p.elapsed.as_secs_f64();
+    let by_time = (p.max_time.as_secs_f64() - elapsed).max(0.0);
+    let left = match p.planned_pairs {
+        Some(n) if p.pairs > 0 && n >= p.pairs => {
+            (elapsed / f64::from(p.pairs) * f64::from(n - p.pairs)).min(by_time)
+        }
+        _ => by_time,
+    };
+    let done = if elapsed + left > 0.0 {
+        elapsed / (elapsed + left)
+    } else {
+        0.0
+    };
+    const WIDTH: usize = 20;
+    let filled = ((done * WIDTH as f64).round() as usize).min(WIDTH);
+    let bar = format!("{}{}", "#".repeat(filled), "·".repeat(WIDTH - filled));
+    let pairs = match p.planned_pairs {
+        Some(n) => format!("{}/{n}", p.pairs),
+        None => p.pairs.to_string(),
+    };
+    let est = p
+        .estimate
+        .map(|e| {
+            let tone = match e.verdict {
+                Verdict::Faster => Tone::Good,
+                Verdict::Slower => Tone::Bad,
+                _ => Tone::Step,
+            };
+            format!(", {}", ui.paint(&e.to_string(), tone))
+        })
+        .unwrap_or_default();
+    format!("{label}: {pairs} pairs [{bar}] ≤ {left:.0} s left{est}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn progress_shows_pairs_bar_time_left_and_the_interval() {
+        let p = Progress {
+            phase: Phase::Measuring,
+            pairs: 10,
+            planned_pairs: Some(40),
+            elapsed: Duration::from_secs(5),
+            max_time: Duration::from_secs(10),
+            estimate: Some(Estimate {
+                ratio: 0.93,
+                ci_low: 0.9,
+                ci_high: 0.96,
+                verdict: Verdict::Faster,
+                confidence: 0.95,
+            }),
+        };
+        // 30 more pairs at 0.5 s would take 15 s; max-time leaves 5 s.
+        assert_eq!(
+            progress_message("pgo vs baseline", &p, &Ui::plain()),
+            "pgo vs baseline: 10/40 pairs [##########··········] ≤ 5 s left, B/A = 0.930 [0.900, 0.960] faster"
+        );
+        let warm = Progress {
+            phase: Phase::Warmup { done: 0, total: 2 },
+            estimate: None,
+            ..p
+        };
+        assert_eq!(progress_message("x", &warm, &Ui::plain()), "x: warm-up 1/2");
+    }
 }

@@ -1,7 +1,7 @@
 //! The pipeline: resolve the [`Plan`], build the baseline and record its outputs, climb the
 //! [`Ladder`] stage by stage (each candidate built from the best so far, verified against
 //! the baseline, measured against its rival, kept only when measurably faster), then write
-//! the run folder (`target/optimize/runs/<id>/`, `report.json`), point `latest` at it and
+//! the run folder (`target/optimize/runs/<id>/`: `report.json`, `report.md`, `report.html`), point `latest` at it and
 //! print the ladder.
 //!
 //! Must not: parse flags or files after the plan is made; build, run or time anything
@@ -18,7 +18,7 @@ pub use ladder::Ladder;
 pub use plan::{load_spec, locate, Plan};
 
 use crate::context::{Context, DirLock, RunDir};
-use crate::report::{self, Report, ToolchainInfo, WorkloadReport};
+use crate::report::{self, MachineInfo, Report, ToolchainInfo, WorkloadReport};
 use crate::spec::Workload;
 use crate::{stage, verify};
 
@@ -39,6 +39,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     ctx.record("total", started.elapsed().as_secs_f64(), None);
     let report = assemble(plan, &ctx, ladder);
     report.write_json(&run.root)?;
+    report.write_renderings(&run.root)?;
     run.point_latest(&plan.optimize_dir)?;
     report::terminal::print_ladder(&report, &plan.ui);
     plan.ui.info(&time_line(&report));
@@ -132,6 +133,20 @@ fn assemble(plan: &Plan, ctx: &Context, mut ladder: Ladder) -> Report {
         workloads,
         final_: Some(final_),
         pipeline: ctx.steps.borrow().clone(),
+        machine: Some(machine()),
+    }
+}
+
+/// The machine's facts for the record (cheap: /proc/cpuinfo and one counter probe).
+fn machine() -> MachineInfo {
+    let (cpu_model, level) = crate::toolchain::CpuFacts::model_and_level();
+    let counters = crate::toolchain::hw_counters();
+    MachineInfo {
+        cpu_model,
+        logical_cpus: std::thread::available_parallelism().ok().map(|n| n.get()),
+        x86_64_level: level.map(|l| l.name().to_string()),
+        hardware_counters: counters.available,
+        hardware_counters_detail: counters.detail,
     }
 }
 

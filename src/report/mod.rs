@@ -1,5 +1,9 @@
 //! The run record: `report.json`'s schema (ARCHITECTURE.md, "Report schema"), its one reader
-//! ([`load`], [`locate`]) and its renderings ([`terminal`]).
+//! ([`load`], [`locate`]) and its renderings, one module per format behind [`Renderer`]
+//! ([`Format`]): [`terminal`] (the ladder), [`markdown`] (GitHub-flavoured, for a PR or
+//! `$GITHUB_STEP_SUMMARY`), [`html`] (one self-contained page with hand-written SVG charts,
+//! drawn by `svg`) and JSON (the file itself). Renderings are deterministic: the same
+//! report gives the same bytes (no clock, no hash-map order).
 //!
 //! `report.json` is a contract (`apply`, the CI gate and other tools read it): add fields
 //! freely, never rename or drop one without bumping [`SCHEMA`]. Every type here derives
@@ -8,6 +12,9 @@
 //!
 //! Must not: build, run or measure anything.
 
+pub mod html;
+pub mod markdown;
+mod svg;
 pub mod terminal;
 
 use std::collections::BTreeMap;
@@ -25,6 +32,67 @@ pub const SCHEMA: u32 = 1;
 
 /// The file every run writes into its folder.
 pub const FILE: &str = "report.json";
+
+/// One rendering of a report, as text.
+pub trait Renderer {
+    fn render(&self, report: &Report) -> String;
+}
+
+/// The formats a report renders to (`cargo optimize report --format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The terminal ladder, without colour.
+    Term,
+    /// `report.json` itself (pretty, as the run wrote it).
+    Json,
+    Markdown,
+    Html,
+}
+
+impl Format {
+    pub fn renderer(self) -> Box<dyn Renderer> {
+        match self {
+            Format::Term => Box::new(terminal::TerminalRenderer),
+            Format::Json => Box::new(JsonRenderer),
+            Format::Markdown => Box::new(markdown::MarkdownRenderer),
+            Format::Html => Box::new(html::HtmlRenderer),
+        }
+    }
+
+    /// The file a run writes in this format next to report.json.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Format::Term => "report.txt",
+            Format::Json => FILE,
+            Format::Markdown => "report.md",
+            Format::Html => "report.html",
+        }
+    }
+}
+
+struct JsonRenderer;
+
+impl Renderer for JsonRenderer {
+    fn render(&self, report: &Report) -> String {
+        // A Report always serialises (plain data, string keys).
+        serde_json::to_string_pretty(report).unwrap_or_default() + "\n"
+    }
+}
+
+/// Write `bytes` to `path` atomically (a temporary file beside it, then rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            crate::util::io_error(e, "cannot write", path)
+        })
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
@@ -44,6 +112,23 @@ pub struct Report {
     pub final_: Option<FinalChoice>,
     #[serde(default)]
     pub pipeline: Vec<PipelineStep>,
+    /// The machine the run measured on (absent in reports of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineInfo>,
+}
+
+/// The machine a run measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    /// "model name" from /proc/cpuinfo.
+    pub cpu_model: Option<String>,
+    pub logical_cpus: Option<usize>,
+    /// `x86-64-v3`, …; `None` off x86-64.
+    pub x86_64_level: Option<String>,
+    /// A hardware cycles counter can be opened and read (perf_event_open).
+    pub hardware_counters: bool,
+    /// Why or why not.
+    pub hardware_counters_detail: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -279,6 +364,15 @@ impl Report {
             })
     }
 
+    /// Write `report.md` and `report.html` into `dir` (beside report.json), atomically.
+    pub fn write_renderings(&self, dir: &Path) -> std::io::Result<()> {
+        for format in [Format::Markdown, Format::Html] {
+            let text = format.renderer().render(self);
+            write_atomic(&dir.join(format.file_name()), text.as_bytes())?;
+        }
+        Ok(())
+    }
+
     /// The last row of stage `name`.
     pub fn stage(&self, name: &str) -> Option<&StageReport> {
         self.stages.iter().rev().find(|s| s.name == name)
@@ -327,6 +421,43 @@ impl Report {
     }
 }
 
+impl StageReport {
+    /// The candidate's tag (`cpu-x86-64-v4`): the key of its comparisons in
+    /// `workloads[].per_stage`, the file name of its binary.
+    pub fn tag(&self) -> Option<String> {
+        let b = self.binary.as_deref()?;
+        Path::new(b)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    }
+
+    /// What this row was measured against (`cpu (x86-64-v4)`), read from its reason
+    /// (`pgo vs cpu (x86-64-v4): …`); `None` when the reason does not say.
+    pub fn rival(&self) -> Option<String> {
+        let first = self.reason.lines().next()?;
+        let (head, _) = first.split_once(": ")?;
+        let (_, rival) = head.split_once(" vs ")?;
+        Some(rival.to_string())
+    }
+}
+
+/// The per-pair time ratios (B's wall time over A's, in pair order) of a comparison.
+pub fn pair_ratios(c: &Comparison) -> Vec<f64> {
+    let mut pairs: BTreeMap<u32, (Option<f64>, Option<f64>)> = BTreeMap::new();
+    for r in &c.samples {
+        let e = pairs.entry(r.pair).or_default();
+        match r.side {
+            crate::bench::Side::A => e.0 = Some(r.wall_secs),
+            crate::bench::Side::B => e.1 = Some(r.wall_secs),
+        }
+    }
+    pairs
+        .values()
+        .filter_map(|&(a, b)| Some(b? / a?))
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,6 +485,7 @@ mod tests {
             stages: vec![],
             workloads: vec![],
             final_: None,
+            machine: None,
             pipeline: vec![
                 step("baseline build", 2.0),
                 step("baseline: workloads", 1.0),

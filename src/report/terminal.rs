@@ -1,11 +1,20 @@
 //! The ladder as text: one row per stage, then what to ship. Printed to stdout by the
 //! pipeline and by any command that shows a past run.
 
-use super::{FinalChoice, Report, Settings, StageReport, Status};
+use super::{FinalChoice, Renderer, Report, Settings, StageReport, Status};
 use crate::bench::Estimate;
 use crate::context::facts::Explained;
 use crate::ui::{Tone, Ui};
 use crate::util::human_bytes;
+
+/// The ladder without colour (`cargo optimize report --format term`).
+pub struct TerminalRenderer;
+
+impl Renderer for TerminalRenderer {
+    fn render(&self, report: &Report) -> String {
+        ladder(report, &Ui::plain())
+    }
+}
 
 /// The ladder: one row per stage, then what to ship. Printed to stdout.
 pub fn print_ladder(report: &Report, ui: &Ui) {
@@ -123,7 +132,7 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
 
 /// Stages kept on top of a cpu candidate are missing from the portable alternative: say
 /// which, and how to get a portable build with them.
-fn portable_hint(report: &Report) -> Option<String> {
+pub(crate) fn portable_hint(report: &Report) -> Option<String> {
     let on_cpu: Vec<&str> = report
         .stages
         .iter()
@@ -161,7 +170,7 @@ fn portable_hint(report: &Report) -> Option<String> {
     ))
 }
 
-fn speedup_line(f: &FinalChoice) -> String {
+pub(crate) fn speedup_line(f: &FinalChoice) -> String {
     match (f.speedup_vs_baseline, f.speedup_ci) {
         (Some(x), Some((lo, hi))) => {
             format!("measured {x:.2}× the baseline's speed [95% CI {lo:.2}–{hi:.2}×]")
@@ -174,7 +183,7 @@ fn speedup_line(f: &FinalChoice) -> String {
 }
 
 /// `--profile release + lto = "fat", codegen-units = 1; rustflags: -Ctarget-cpu=native`.
-fn settings_line(v: &Settings) -> String {
+pub(crate) fn settings_line(v: &Settings) -> String {
     let mut out = format!("--profile {}", v.profile);
     if !v.profile_overrides.is_empty() {
         let list: Vec<String> = v
@@ -304,6 +313,7 @@ mod tests {
             workloads: vec![],
             final_: Some(fin),
             pipeline: vec![],
+            machine: None,
         };
         let text = ladder(&report, &ui());
         let line = |start: &str| {

@@ -148,10 +148,11 @@ fn a_failing_side_is_named_with_its_stderr() {
 fn bench_command_compares_two_commands_and_exports() {
     let spin = spin().display().to_string();
     let dir = tempfile::tempdir().unwrap();
-    let (json, csv, md) = (
+    let (json, csv, md, html) = (
         dir.path().join("r.json"),
         dir.path().join("r.csv"),
         dir.path().join("r.md"),
+        dir.path().join("r.html"),
     );
     let _guard = exclusive();
     let out = process::run(
@@ -166,7 +167,9 @@ fn bench_command_compares_two_commands_and_exports() {
             .arg("--export-csv")
             .arg(&csv)
             .arg("--export-markdown")
-            .arg(&md),
+            .arg(&md)
+            .arg("--export-html")
+            .arg(&html),
     )
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -201,6 +204,21 @@ fn bench_command_compares_two_commands_and_exports() {
 
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(md.contains("| command |") && md.contains("slower"), "{md}");
+
+    // The HTML page: the forest plot and the strip plot, one mark each for the workload, one
+    // dot per pair.
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(
+        html.matches(r#"data-chart="workloads" data-key="command""#)
+            .count(),
+        1
+    );
+    assert_eq!(
+        html.matches(r#"data-chart="pairs" data-key="command""#)
+            .count(),
+        1
+    );
+    assert_eq!(html.matches(r#"class="dot""#).count() as u64, n);
 }
 
 #[test]

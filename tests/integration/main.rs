@@ -13,4 +13,5 @@ mod faults_apply;
 mod faults_proc;
 mod ladder;
 mod pipeline;
+mod report;
 mod verify;

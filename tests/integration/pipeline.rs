@@ -91,6 +91,38 @@ fn pgo_pipeline_builds_verifies_measures_and_reports() {
         "{}",
         r.stdout
     );
+    // report.md and report.html beside report.json, and `report` re-renders them (and the
+    // ladder the run printed) byte for byte.
+    for (format, file) in [("md", "report.md"), ("html", "report.html")] {
+        let written = std::fs::read_to_string(run_dir.join(file)).unwrap();
+        let again = run(
+            &fixture("pgo-basic"),
+            &[
+                "optimize",
+                "report",
+                run_dir.to_str().unwrap(),
+                "--format",
+                format,
+            ],
+            &[],
+        );
+        assert_eq!(again.code, Some(0), "{}", again.all());
+        assert!(
+            again.stdout == written,
+            "{file} differs from `report --format {format}`"
+        );
+    }
+    let term = run(
+        &fixture("pgo-basic"),
+        &["optimize", "report", run_dir.to_str().unwrap()],
+        &[],
+    );
+    assert!(
+        r.stdout.contains(&term.stdout),
+        "{}\n---\n{}",
+        r.stdout,
+        term.stdout
+    );
     assert_eq!(
         before,
         snapshot(&fixture("pgo-basic")),

@@ -1,0 +1,88 @@
+//! `cargo optimize report [RUN]`: render a past run from its report.json (through the one
+//! reader, `report::locate` + `report::load`) as the terminal ladder, JSON, Markdown or
+//! HTML; to stdout, or atomically to `-o FILE`; `--open` shows the HTML page.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::cli::{GlobalArgs, ReportArgs, ReportFormat};
+use crate::report::{self, Format};
+
+pub fn run(g: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<i32> {
+    let path = crate::apply::find_report(g, args.run.as_deref())?;
+    let report = report::load(&path)?;
+    let format = if args.open {
+        Format::Html
+    } else {
+        match args.format {
+            ReportFormat::Term => Format::Term,
+            ReportFormat::Json => Format::Json,
+            ReportFormat::Md => Format::Markdown,
+            ReportFormat::Html => Format::Html,
+        }
+    };
+    let text = format.renderer().render(&report);
+    let out: Option<PathBuf> = match (&args.output, args.open) {
+        (Some(o), _) => Some(o.clone()),
+        // --open needs a file: the run's own report.html.
+        (None, true) => Some(
+            path.parent()
+                .unwrap_or(Path::new("."))
+                .join(Format::Html.file_name()),
+        ),
+        (None, false) => None,
+    };
+    match &out {
+        Some(o) => {
+            report::write_atomic(o, text.as_bytes())?;
+            if !g.quiet {
+                eprintln!("wrote {}", o.display());
+            }
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .context("cannot write to stdout")?;
+        }
+    }
+    if args.open {
+        if let Some(o) = &out {
+            open(o);
+        }
+    }
+    Ok(0)
+}
+
+/// Open `page` with xdg-open; say so when there is none or it fails (never an error).
+fn open(page: &Path) {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("xdg-open").is_file()));
+    if !found {
+        eprintln!(
+            "no xdg-open here: open {} in a browser yourself",
+            page.display()
+        );
+        return;
+    }
+    match std::process::Command::new("xdg-open")
+        .arg(page)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+    {
+        Ok(s) if s.success() => eprintln!("opened {}", page.display()),
+        Ok(s) => eprintln!(
+            "xdg-open {} exited with {s}: open it in a browser yourself",
+            page.display()
+        ),
+        Err(e) => eprintln!(
+            "cannot run xdg-open ({e}): open {} in a browser yourself",
+            page.display()
+        ),
+    }
+}

@@ -1,0 +1,243 @@
+//! The report in GitHub-flavoured Markdown, for a PR comment or `$GITHUB_STEP_SUMMARY`:
+//! the ladder table, what to ship (settings, portable alternative, the apply command), the
+//! rows that were not kept with their reasons, and the per-workload results in a
+//! `<details>` block.
+
+use std::fmt::Write as _;
+
+use super::terminal::{estimate_cell, portable_hint, settings_line, speedup_line};
+use super::{Renderer, Report, Status};
+use crate::bench::export::format_secs;
+use crate::util::human_bytes;
+
+pub struct MarkdownRenderer;
+
+impl Renderer for MarkdownRenderer {
+    fn render(&self, report: &Report) -> String {
+        render(report)
+    }
+}
+
+fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "## cargo-optimize: `{}` ({})\n",
+        code(&r.bin),
+        cell(&r.crate_name)
+    );
+    let _ = writeln!(
+        s,
+        "Run `{}`, cargo-optimize {}, {}, LLVM {}, host `{}`.\n",
+        code(&r.run_id),
+        cell(&r.tool_version),
+        cell(&r.toolchain.rustc),
+        cell(&r.toolchain.llvm),
+        code(&r.toolchain.host)
+    );
+    if let Some(m) = &r.machine {
+        let _ = writeln!(
+            s,
+            "Machine: {}{}{}; hardware counters: {}.\n",
+            cell(m.cpu_model.as_deref().unwrap_or("unknown CPU")),
+            m.logical_cpus
+                .map(|n| format!(", {n} logical CPUs"))
+                .unwrap_or_default(),
+            m.x86_64_level
+                .as_deref()
+                .map(|l| format!(", {l}"))
+                .unwrap_or_default(),
+            if m.hardware_counters { "yes" } else { "no" }
+        );
+    }
+    ship(&mut s, r);
+    let _ = writeln!(
+        s,
+        "| stage | status | time vs previous best [95% CI] | time vs baseline [95% CI] | build s | size |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---:|---:|");
+    for st in &r.stages {
+        let status = match st.status {
+            Status::Kept => "**kept**".to_string(),
+            other => other.as_str().to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            cell(&st.label()),
+            status,
+            estimate_cell(st.vs_best.as_ref()),
+            estimate_cell(st.vs_baseline.as_ref()),
+            st.build_seconds
+                .map(|b| format!("{b:.1}"))
+                .unwrap_or_else(|| "-".into()),
+            st.size_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nA ratio is the candidate's time over the reference's (below 1 is faster); a stage is kept only when it is *faster* than the best before it."
+    );
+    let not_kept: Vec<_> = r
+        .stages
+        .iter()
+        .filter(|st| st.status != Status::Kept)
+        .collect();
+    if !not_kept.is_empty() {
+        let _ = writeln!(s, "\n**Not kept**\n");
+        for st in not_kept {
+            let mut lines = st.reason.lines();
+            let first = lines.next().unwrap_or("");
+            let _ = writeln!(
+                s,
+                "- {} — {}: {}",
+                cell(&st.label()),
+                st.status.as_str(),
+                cell(first)
+            );
+            for more in lines.filter(|l| !l.trim().is_empty()) {
+                let _ = writeln!(s, "  {}", cell(more.trim()));
+            }
+            for note in &st.notes {
+                let _ = writeln!(s, "  (note: {})", cell(note));
+            }
+        }
+    }
+    workloads(&mut s, r);
+    s
+}
+
+fn ship(s: &mut String, r: &Report) {
+    let Some(f) = &r.final_ else {
+        return;
+    };
+    let _ = writeln!(s, "**Ship `{}`**: {}.\n", code(&f.label()), speedup_line(f));
+    let _ = writeln!(s, "- binary: `{}`", code(&f.binary));
+    if let Some(v) = &f.settings {
+        let _ = writeln!(s, "- settings: `{}`", code(&settings_line(v)));
+    }
+    if let Some(p) = f.portable.as_ref().filter(|_| f.stage != "baseline") {
+        if p.binary == f.binary {
+            let _ = writeln!(
+                s,
+                "- portable: the same binary (it picks no CPU: runs on any `{}` machine)",
+                code(&r.toolchain.host)
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "- portable alternative (no target-cpu, runs on any `{}` machine): `{}` — {}",
+                code(&r.toolchain.host),
+                code(&p.label()),
+                if p.stage == "baseline" {
+                    "your current build: no stage without a target-cpu was kept".to_string()
+                } else {
+                    speedup_line(p)
+                }
+            );
+            if let Some(hint) = portable_hint(r) {
+                let _ = writeln!(s, "  {}", cell(&hint));
+            }
+        }
+    }
+    if f.stage != "baseline" {
+        let cpu = f
+            .settings
+            .as_ref()
+            .is_some_and(|v| v.target_cpu().is_some());
+        let _ = writeln!(
+            s,
+            "- write it into the project: `cargo optimize apply`{}",
+            if cpu {
+                " (add `--cpu` to also write its target-cpu, for this machine's CPU only)"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = writeln!(s);
+}
+
+fn workloads(s: &mut String, r: &Report) {
+    let measured: Vec<_> = r
+        .workloads
+        .iter()
+        .filter(|w| !w.per_stage.is_empty())
+        .collect();
+    if measured.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n<details><summary>Per-workload results ({} workloads)</summary>\n",
+        measured.len()
+    );
+    let _ = writeln!(
+        s,
+        "| workload | candidate | vs | time ratio [CI] | verdict | pairs | median A | median B | CV A | CV B |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---:|---:|---:|---:|---:|");
+    for w in measured {
+        // In ladder order: the rows' tags, then any comparison no row names.
+        let mut tags: Vec<String> = r.stages.iter().filter_map(|st| st.tag()).collect();
+        tags.retain(|t| w.per_stage.contains_key(t));
+        tags.dedup();
+        for t in w.per_stage.keys() {
+            if !tags.contains(t) {
+                tags.push(t.clone());
+            }
+        }
+        for tag in tags {
+            let c = &w.per_stage[&tag];
+            let row = r.stages.iter().find(|st| st.tag().as_deref() == Some(&tag));
+            let label = row.map(|st| st.label()).unwrap_or_else(|| tag.clone());
+            let rival = row.and_then(|st| st.rival()).unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:.3} [{:.3}, {:.3}] ({:.1} %) | {} | {} | {} | {} | {:.1} % | {:.1} % |",
+                cell(&w.name),
+                cell(&label),
+                cell(&rival),
+                c.ratio,
+                c.ci_low,
+                c.ci_high,
+                c.confidence * 100.0,
+                c.verdict,
+                c.n,
+                format_secs(c.median_a_secs),
+                format_secs(c.median_b_secs),
+                c.cv_a * 100.0,
+                c.cv_b * 100.0
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nA is the reference (the best before the candidate), B the candidate.\n\n</details>"
+    );
+}
+
+/// Text for a table cell or list item: `|` escaped, no line breaks, and outside `code`
+/// spans `<`/`>`/`&` as entities (GitHub renders raw HTML in Markdown; inside a code span
+/// an entity would show as written).
+fn cell(s: &str) -> String {
+    let flat = s.replace('|', "\\|").replace(['\n', '\r'], " ");
+    flat.split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                part.to_string()
+            } else {
+                part.replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("`")
+}
+
+/// Text inside backticks: a backtick would end the span, `|` would split a table.
+fn code(s: &str) -> String {
+    s.replace('`', "'").replace('|', "\\|")
+}
