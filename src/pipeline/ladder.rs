@@ -100,12 +100,12 @@ impl<'a> Ladder<'a> {
             Err(e) => {
                 let status = match e {
                     StageError::NotAvailable(_) => Status::Skipped,
+                    StageError::Redundant(_) => Status::Dropped,
                     _ => Status::Failed,
                 };
-                if status == Status::Skipped {
-                    ui.info(&format!("{row}: skipped: {e}"));
-                } else {
-                    ui.warn(&format!("{row} stage failed: {e}"));
+                match status {
+                    Status::Failed => ui.warn(&format!("{row} stage failed: {e}")),
+                    _ => ui.info(&format!("{row}: {}: {e}", status.as_str())),
                 }
                 let mut r = StageReport::without_candidate(name.as_str(), status, e.to_string());
                 r.facts.variant = offer.variant;

@@ -81,6 +81,10 @@ pub enum StageError {
     /// The stage cannot run here (tool missing, not implemented): reported as skipped.
     #[error("{0}")]
     NotAvailable(String),
+    /// The candidate would be the best so far again (its settings are already in effect):
+    /// reported as dropped, without building it.
+    #[error("{0}")]
+    Redundant(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }

@@ -16,6 +16,7 @@
 
 use super::{Candidate, Context, Offer, StageError, Standing};
 use crate::bench::Estimate;
+use crate::cargo::profile::normalize;
 use crate::context::facts::{Explained, StageFacts};
 use crate::spec::{ProfileChoice, StageName};
 
@@ -87,6 +88,14 @@ fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
             choice_name(&stages.profile)
         )));
     }
+    if already_in_effect(ctx, best, &list) {
+        return Err(StageError::Redundant(format!(
+            "profile `{}` already has {} (read from Cargo.toml and cargo's defaults): the candidate would be the {} build again, so it was not built",
+            best.settings.profile,
+            describe(&list),
+            best.label()
+        )));
+    }
     let mut settings = best.settings.clone();
     settings.profile_overrides.extend(list.iter().cloned());
     ctx.ui.info(&format!(
@@ -113,6 +122,28 @@ fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
         );
     }
     Ok(cand)
+}
+
+/// Whether every override in `list` is what the best candidate's profile already uses:
+/// its own overrides, else what the manifest and cargo's defaults decide. Unknown (a config
+/// file or the environment can set profiles) counts as not in effect: then it is built.
+fn already_in_effect(ctx: &Context, best: &Candidate, list: &[(String, String)]) -> bool {
+    let s = &best.settings;
+    let keys: Vec<&str> = list
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| !s.profile_overrides.contains_key(*k))
+        .collect();
+    let Some(known) = crate::cargo::known_profile_values(ctx.project, &s.profile, &keys) else {
+        return false;
+    };
+    list.iter().all(|(k, v)| {
+        let current = match s.profile_overrides.get(k) {
+            Some(o) => normalize(k, o),
+            None => known.get(k).cloned().unwrap_or_default(),
+        };
+        current == normalize(k, v)
+    })
 }
 
 /// `lto = "fat", codegen-units = 1`.

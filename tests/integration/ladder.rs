@@ -257,13 +257,14 @@ fn a_cpu_the_machine_lacks_is_skipped_and_the_portable_binary_is_kept() {
 #[test]
 fn settings_that_change_nothing_are_dropped_without_measuring() {
     let _guard = lock_target_dir("pgo-basic");
-    // `opt-level = 3` is already what `release` uses: the candidate is the baseline's bytes.
+    // `debug-assertions = false` is already what `release` uses (a key whose default the
+    // tool does not assume, so it builds): the candidate is the baseline's bytes.
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("optimize.toml");
     let text = r#"bin = "pgo-basic"
 [stages]
 try = ["profile"]
-profile = { opt-level = 3 }
+profile = { debug-assertions = false }
 [bench]
 max-time = "3s"
 [[workload]]
@@ -293,6 +294,53 @@ args = ["120000"]
         "{}",
         r.stderr
     );
+}
+
+#[test]
+fn a_profile_already_in_effect_is_not_even_built() {
+    let _guard = lock_target_dir("pgo-basic");
+    // `opt-level = 3` and `lto = false` are release's defaults, and the manifest sets
+    // neither: known without building.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("optimize.toml");
+    let text = r#"bin = "pgo-basic"
+[stages]
+try = ["profile"]
+profile = { opt-level = 3, lto = false }
+[[workload]]
+name = "eval"
+args = ["1000"]
+"#;
+    std::fs::write(&spec, text).unwrap();
+    let td = target_dir("pgo-basic");
+    let r = run(
+        &fixture("pgo-basic"),
+        &[
+            "--spec",
+            spec.to_str().unwrap(),
+            "--target-dir",
+            td.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let profile = stage(&report, "profile");
+    assert_eq!(profile.status, Status::Dropped, "{profile:#?}");
+    assert!(
+        profile
+            .reason
+            .contains("already has lto = false, opt-level = 3")
+            && profile.reason.contains("not built"),
+        "{profile:#?}"
+    );
+    assert!(profile.binary.is_none(), "{profile:#?}");
+    assert!(
+        !report.pipeline.iter().any(|s| s.step == "profile build"),
+        "it was built: {:#?}",
+        report.pipeline
+    );
+    // Not a skipped stage: asked for by name, the run still exits 0.
 }
 
 #[test]

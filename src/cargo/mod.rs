@@ -10,6 +10,8 @@
 //! the user's, so [`user_rustflags`] reproduces cargo's choice and every build passes
 //! `user flags + stage flags` as `CARGO_ENCODED_RUSTFLAGS`.
 
+pub mod profile;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -397,6 +399,31 @@ impl BuildSettings {
         }
         args
     }
+}
+
+/// The values cargo will use for `keys` of profile `name` in this project, when its
+/// manifest and cargo's defaults alone decide them (see [`profile::known_values`]): the
+/// config files that could set profiles are those of the current directory's ancestors,
+/// the workspace's, and `$CARGO_HOME`'s.
+pub fn known_profile_values(
+    project: &Project,
+    name: &str,
+    keys: &[&str],
+) -> Option<BTreeMap<String, String>> {
+    let cwd = std::env::current_dir().ok()?;
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let mut dirs: Vec<PathBuf> = cwd
+        .ancestors()
+        .chain(project.workspace_root.ancestors())
+        .map(|d| d.join(".cargo"))
+        .collect();
+    dirs.extend(home);
+    let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    let env_has_profile = std::env::vars_os()
+        .any(|(k, _)| k.to_str().is_some_and(|k| k.starts_with("CARGO_PROFILE_")));
+    profile::known_values(&project.workspace_root, &dirs, env_has_profile, name, keys)
 }
 
 /// The first `Cargo.toml` in `dir` or its ancestors (how cargo finds the manifest).
