@@ -44,6 +44,12 @@ pub struct BenchOptions {
     pub margin: f64,
     /// Seeds the run order, the padding and the bootstrap.
     pub seed: u64,
+    /// The caller only needs to know whether B is *faster* (a ladder's keep rule): stop as
+    /// soon as the interval lies wholly above `1 − margin`, where "faster" cannot be reached
+    /// any more at the look's confidence (non-binding futility: it only ever ends a
+    /// comparison that would not have been called faster, so no error rate grows).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub only_faster: bool,
 }
 
 mod secs {
@@ -74,6 +80,7 @@ impl Default for BenchOptions {
             max_time: Duration::from_secs(30),
             margin: 0.01,
             seed: fastrand::u64(..),
+            only_faster: false,
         }
     }
 }
@@ -196,6 +203,8 @@ pub enum StopReason {
     MaxPairs,
     /// `max_time` was spent.
     MaxTime,
+    /// With `only_faster`: the interval showed that *faster* could not be reached.
+    Futile,
 }
 
 /// One measured run (warm-up runs are not recorded).
@@ -606,6 +615,8 @@ pub(crate) fn drive(
             let last = look >= sched.looks.len();
             let stop = if a.estimate.verdict.is_decided() {
                 Some(StopReason::Decided)
+            } else if opts.only_faster && a.estimate.ci_low > 1.0 - opts.margin {
+                Some(StopReason::Futile)
             } else if n >= sched.cap() {
                 Some(StopReason::MaxPairs)
             } else if time_up {
@@ -902,6 +913,7 @@ mod tests {
 
     fn opts(seed: u64, margin: f64) -> BenchOptions {
         BenchOptions {
+            only_faster: false,
             warmup: 1,
             min_pairs: 10,
             max_pairs: 1000,
@@ -949,6 +961,56 @@ mod tests {
         assert!(cs
             .iter()
             .all(|c| c.stop == StopReason::Decided && c.n <= 20));
+    }
+
+    /// Futility: a comparison that only needs "faster" stops once the interval sits above
+    /// `1 − margin`. Ties and slowdowns end much sooner; speedups are called exactly as
+    /// before, and no more often wrongly.
+    #[test]
+    fn futility_ends_ties_early_and_keeps_speedups() {
+        let run = |ratio: f64, only_faster: bool| -> Vec<Comparison> {
+            (0..200u64)
+                .map(|i| {
+                    let mut sim = Sim::new(7000 + i, ratio, 0.03);
+                    let o = BenchOptions {
+                        only_faster,
+                        ..opts(i, 0.01)
+                    };
+                    drive(&mut sim, &o, &mut |_| {}).unwrap()
+                })
+                .collect()
+        };
+        let mean_n = |cs: &[Comparison]| cs.iter().map(|c| f64::from(c.n)).sum::<f64>() / 200.0;
+        let (tie, tie_futile) = (run(1.0, false), run(1.0, true));
+        assert!(count(&tie_futile, &[Verdict::Faster]) <= count(&tie, &[Verdict::Faster]) + 2);
+        assert!(count(&tie_futile, &[Verdict::Faster]) <= 10);
+        // A tie has to narrow to the margin either way (equivalent needs both sides, futility
+        // the lower one), so it saves some; a slight slowdown is where it saves most.
+        assert!(
+            mean_n(&tie_futile) < 0.8 * mean_n(&tie),
+            "A vs A: mean n {:.1} with futility, {:.1} without",
+            mean_n(&tie_futile),
+            mean_n(&tie)
+        );
+        assert!(tie_futile.iter().any(|c| c.stop == StopReason::Futile));
+        let (slow, slow_futile) = (run(1.005, false), run(1.005, true));
+        eprintln!(
+            "0.5 % slower: mean n {:.1} → {:.1}",
+            mean_n(&slow),
+            mean_n(&slow_futile)
+        );
+        assert!(mean_n(&slow_futile) < 0.5 * mean_n(&slow));
+        assert_eq!(count(&slow_futile, &[Verdict::Faster]), 0);
+        let (fast, fast_futile) = (run(0.97, false), run(0.97, true));
+        eprintln!(
+            "3 % faster: called faster {} without futility, {} with; A vs A mean n {:.1} → {:.1}",
+            count(&fast, &[Verdict::Faster]),
+            count(&fast_futile, &[Verdict::Faster]),
+            mean_n(&tie),
+            mean_n(&tie_futile)
+        );
+        assert!(count(&fast_futile, &[Verdict::Faster]) + 4 >= count(&fast, &[Verdict::Faster]));
+        assert!(count(&fast_futile, &[Verdict::Faster]) >= 180);
     }
 
     #[test]

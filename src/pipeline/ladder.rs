@@ -135,7 +135,7 @@ impl<'a> Ladder<'a> {
             self.rows.push(r);
             return Ok(());
         }
-        match measure::measure(self.ctx, rival, &cand, &self.reference) {
+        match measure::measure(self.ctx, rival, &cand, &self.reference, true) {
             Ok(m) => self.decide(cand, offer.rival, m),
             Err(e) => {
                 ui.warn(&format!("{row}: measuring failed: {e:#}"));
@@ -214,7 +214,7 @@ impl<'a> Ladder<'a> {
         let baseline = &self.baseline;
         let reference = &self.reference;
         let explained = stage::profile::explain(ctx, baseline, &mut |c| {
-            Ok(measure::measure(ctx, baseline, c, reference)?.estimate)
+            Ok(measure::measure(ctx, baseline, c, reference, false)?.estimate)
         });
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);
@@ -239,7 +239,13 @@ impl<'a> Ladder<'a> {
             if which.vs_baseline.is_none_or(|t| t.measured) {
                 continue;
             }
-            let m = measure::measure(self.ctx, &self.baseline, &which.candidate, &self.reference)?;
+            let m = measure::measure(
+                self.ctx,
+                &self.baseline,
+                &which.candidate,
+                &self.reference,
+                false,
+            )?;
             which.vs_baseline = Some(ToBaseline {
                 log: m.log,
                 confidence: m.confidence,

@@ -26,14 +26,19 @@ pub struct Measured {
     pub per_workload: Vec<(String, Comparison)>,
 }
 
-/// Compare `cand` with `rival` on every eval workload.
+/// Compare `cand` with `rival` on every eval workload. With `only_faster` (a keep-or-drop
+/// decision) a workload's comparison stops as soon as *faster* is out of reach.
 pub fn measure(
     ctx: &Context,
     rival: &Candidate,
     cand: &Candidate,
     reference: &Reference,
+    only_faster: bool,
 ) -> anyhow::Result<Measured> {
-    let opts = BenchOptions::from_config(&ctx.spec.bench);
+    let opts = BenchOptions {
+        only_faster,
+        ..BenchOptions::from_config(&ctx.spec.bench)
+    };
     let per_workload = compare_over_workloads(ctx, rival, cand, &opts, reference)?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
     let (log, confidence) = bench::geomean_log(&all);

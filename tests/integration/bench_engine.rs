@@ -45,6 +45,7 @@ fn opts(max_secs: u64) -> BenchOptions {
         max_time: Duration::from_secs(max_secs),
         margin: 0.01,
         seed: 42,
+        only_faster: false,
     }
 }
 

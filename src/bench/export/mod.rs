@@ -259,6 +259,7 @@ pub(crate) mod fixture {
             max_time: Duration::from_secs(3),
             margin: 0.01,
             seed: 7,
+            only_faster: false,
         };
         BenchReport::new(
             options,
