@@ -42,7 +42,7 @@ pub enum Command {
     /// Render a past run from its report.json: the terminal ladder, JSON, Markdown (for a
     /// PR or $GITHUB_STEP_SUMMARY) or a self-contained HTML page with charts.
     Report(ReportArgs),
-    /// Remove target/optimize.
+    /// Remove target/optimize (refused while a run is using it).
     Clean,
 }
 
