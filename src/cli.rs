@@ -151,6 +151,10 @@ pub struct RunArgs {
     /// measurement per setting) and report what each is worth.
     #[arg(long)]
     pub explain: bool,
+    /// Measure every comparison again, ignoring the verdicts kept from earlier runs on the
+    /// same binaries, workloads, options and machine.
+    #[arg(long)]
+    pub fresh: bool,
 }
 
 #[derive(Debug, Clone, Args)]

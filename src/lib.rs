@@ -6,6 +6,7 @@
 
 pub(crate) mod apply;
 pub mod bench;
+pub(crate) mod cache;
 pub(crate) mod cargo;
 pub mod cli;
 pub(crate) mod commands;

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use super::measure::{self, Measured};
 use crate::bench::stats::{self, LogEstimate};
 use crate::bench::{Comparison, Estimate, Verdict};
+use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
 use crate::report::{FinalChoice, Settings, StageReport, Status};
 use crate::spec::StageName;
@@ -44,6 +45,7 @@ impl ToBaseline {
 
 pub struct Ladder<'a> {
     ctx: &'a Context<'a>,
+    cache: &'a VerdictCache,
     reference: Reference,
     baseline: Candidate,
     best: Holder,
@@ -57,7 +59,12 @@ pub struct Ladder<'a> {
 
 impl<'a> Ladder<'a> {
     /// A ladder standing on the baseline, whose outputs every candidate must match.
-    pub fn new(ctx: &'a Context<'a>, baseline: Candidate, reference: Reference) -> Self {
+    pub fn new(
+        ctx: &'a Context<'a>,
+        cache: &'a VerdictCache,
+        baseline: Candidate,
+        reference: Reference,
+    ) -> Self {
         let mut row = candidate_row(&baseline, Status::Kept, "the reference");
         row.verified = Some(true);
         let holder = Holder {
@@ -66,6 +73,7 @@ impl<'a> Ladder<'a> {
         };
         Ladder {
             ctx,
+            cache,
             reference,
             baseline,
             best: holder.clone(),
@@ -135,7 +143,7 @@ impl<'a> Ladder<'a> {
             self.rows.push(r);
             return Ok(());
         }
-        match measure::measure(self.ctx, rival, &cand, &self.reference, true) {
+        match measure::measure(self.ctx, rival, &cand, &self.reference, true, self.cache) {
             Ok(m) => self.decide(cand, offer.rival, m),
             Err(e) => {
                 ui.warn(&format!("{row}: measuring failed: {e:#}"));
@@ -213,8 +221,9 @@ impl<'a> Ladder<'a> {
         let ctx = self.ctx;
         let baseline = &self.baseline;
         let reference = &self.reference;
+        let cache = self.cache;
         let explained = stage::profile::explain(ctx, baseline, &mut |c| {
-            Ok(measure::measure(ctx, baseline, c, reference, false)?.estimate)
+            Ok(measure::measure(ctx, baseline, c, reference, false, cache)?.estimate)
         });
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);
@@ -245,6 +254,7 @@ impl<'a> Ladder<'a> {
                 &which.candidate,
                 &self.reference,
                 false,
+                self.cache,
             )?;
             which.vs_baseline = Some(ToBaseline {
                 log: m.log,

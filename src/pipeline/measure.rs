@@ -11,6 +11,7 @@ use crate::bench::stats::LogEstimate;
 use crate::bench::{
     self, BenchOptions, Comparison, Estimate, ExpectedStatus, Phase, Progress, Verdict,
 };
+use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
 use crate::spec::{Expect, Workload};
 use crate::ui::{Tone, Ui};
@@ -34,12 +35,13 @@ pub fn measure(
     cand: &Candidate,
     reference: &Reference,
     only_faster: bool,
+    cache: &VerdictCache,
 ) -> anyhow::Result<Measured> {
     let opts = BenchOptions {
         only_faster,
         ..BenchOptions::from_config(&ctx.spec.bench)
     };
-    let per_workload = compare_over_workloads(ctx, rival, cand, &opts, reference)?;
+    let per_workload = compare_over_workloads(ctx, rival, cand, &opts, reference, cache)?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
     let (log, confidence) = bench::geomean_log(&all);
     Ok(Measured {
@@ -67,13 +69,15 @@ pub fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
     }
 }
 
-/// `b` against `a` on every eval workload.
+/// `b` against `a` on every eval workload; a verdict kept from an earlier run on the same
+/// binaries, workload, options and machine is reused.
 fn compare_over_workloads(
     ctx: &Context,
     a: &Candidate,
     b: &Candidate,
     opts: &BenchOptions,
     reference: &Reference,
+    cache: &VerdictCache,
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
     let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
     if eval.is_empty() {
@@ -93,6 +97,16 @@ fn compare_over_workloads(
             eval.len(),
             w.name
         );
+        let key = cache.key(&a.binary, &b.binary, w, opts).ok();
+        if let Some(c) = key.as_deref().and_then(|k| cache.get(k)) {
+            ctx.ui.info(&format!(
+                "{}: {} (kept from an earlier run: same binaries, workload and machine; --fresh measures again)",
+                w.name,
+                c.headline()
+            ));
+            comps.push((w.name.clone(), c));
+            continue;
+        }
         ctx.ui.step(&label);
         let spinner = ctx.ui.spinner(label.clone());
         // Each side writes its declared files into its own copy of the cwd.
@@ -111,6 +125,9 @@ fn compare_over_workloads(
         }
         if let Some(note) = &c.stop_note {
             ctx.ui.warn(&format!("workload `{}`: {note}", w.name));
+        }
+        if let Some(k) = &key {
+            cache.put(k, &c);
         }
         ctx.ui.info(&format!("{}: {}", w.name, c.headline()));
         comps.push((w.name.clone(), c));

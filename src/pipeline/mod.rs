@@ -17,8 +17,9 @@ use std::time::Instant;
 pub use ladder::Ladder;
 pub use plan::{load_spec, locate, Plan};
 
+use crate::cache::{self, VerdictCache};
 use crate::context::{Context, DirLock, RunDir};
-use crate::report::{self, MachineInfo, Report, ToolchainInfo, WorkloadReport};
+use crate::report::{self, CacheCounts, MachineInfo, Report, ToolchainInfo, WorkloadReport};
 use crate::spec::Workload;
 use crate::{stage, verify};
 
@@ -31,13 +32,16 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let ctx = context(plan, &run);
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let reference = verify::record_baseline(&ctx, &baseline)?;
-    let mut ladder = Ladder::new(&ctx, baseline, reference);
+    let machine = machine();
+    let fingerprint = cache::machine_fingerprint(machine.cpu_model.as_deref());
+    let verdicts = VerdictCache::new(&plan.optimize_dir, plan.fresh, fingerprint);
+    let mut ladder = Ladder::new(&ctx, &verdicts, baseline, reference);
     for &name in &plan.spec.stages.try_ {
         ladder.climb(name, plan.explain)?;
     }
     ladder.measure_final()?;
     ctx.record("total", started.elapsed().as_secs_f64(), None);
-    let report = assemble(plan, &ctx, ladder);
+    let report = assemble(plan, &ctx, ladder, machine, verdicts.counts());
     report.write_json(&run.root)?;
     report.write_renderings(&run.root)?;
     run.point_latest(&plan.optimize_dir)?;
@@ -93,7 +97,13 @@ fn context<'a>(plan: &'a Plan, run: &'a RunDir) -> Context<'a> {
 }
 
 /// The run record from the ladder's rows and verdicts.
-fn assemble(plan: &Plan, ctx: &Context, mut ladder: Ladder) -> Report {
+fn assemble(
+    plan: &Plan,
+    ctx: &Context,
+    mut ladder: Ladder,
+    machine: MachineInfo,
+    (hits, misses): (u32, u32),
+) -> Report {
     let final_ = ladder.final_choice();
     let mut per_workload = std::mem::take(&mut ladder.per_workload);
     let reference = ladder.reference();
@@ -133,7 +143,8 @@ fn assemble(plan: &Plan, ctx: &Context, mut ladder: Ladder) -> Report {
         workloads,
         final_: Some(final_),
         pipeline: ctx.steps.borrow().clone(),
-        machine: Some(machine()),
+        machine: Some(machine),
+        verdict_cache: Some(CacheCounts { hits, misses }),
     }
 }
 
@@ -175,7 +186,15 @@ fn time_line(report: &Report) -> String {
         .iter()
         .map(|(k, s)| format!("{k} {s:.0} s ({:.0} %)", 100.0 * s / total.max(1e-9)))
         .collect();
-    format!("time: {total:.0} s in all — {}", parts.join(", "))
+    let cache = match report.verdict_cache {
+        Some(c) if c.hits > 0 => format!(
+            "; {} of {} comparisons kept from earlier runs (--fresh measures them again)",
+            c.hits,
+            c.hits + c.misses
+        ),
+        _ => String::new(),
+    };
+    format!("time: {total:.0} s in all — {}{cache}", parts.join(", "))
 }
 
 fn uses(w: &Workload) -> Vec<String> {

@@ -85,6 +85,8 @@ pub struct Plan {
     pub optimize_dir: PathBuf,
     /// `--explain`: measure each profile setting alone.
     pub explain: bool,
+    /// `--fresh`: look up no kept verdict.
+    pub fresh: bool,
     pub ui: Ui,
 }
 
@@ -139,6 +141,7 @@ impl Plan {
             bolt_tools,
             baseline,
             explain: args.explain,
+            fresh: args.fresh,
             ui,
         })
     }

@@ -115,9 +115,20 @@ pub struct Report {
     /// The machine the run measured on (absent in reports of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<MachineInfo>,
+    /// Comparisons reused from the verdict cache, and measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_cache: Option<CacheCounts>,
 }
 
 /// The machine a run measured on.
+/// How many comparisons of a run came from the verdict cache (`hits`) and how many were
+/// measured (`misses`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheCounts {
+    pub hits: u32,
+    pub misses: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineInfo {
     /// "model name" from /proc/cpuinfo.
@@ -486,6 +497,7 @@ mod tests {
             workloads: vec![],
             final_: None,
             machine: None,
+            verdict_cache: None,
             pipeline: vec![
                 step("baseline build", 2.0),
                 step("baseline: workloads", 1.0),

@@ -314,6 +314,7 @@ mod tests {
             final_: Some(fin),
             pipeline: vec![],
             machine: None,
+            verdict_cache: None,
         };
         let text = ladder(&report, &ui());
         let line = |start: &str| {

@@ -283,3 +283,53 @@ fn works_as_a_cargo_subcommand() {
     assert!(text.contains("Usage: cargo optimize"), "{text}");
     assert!(text.contains("doctor"), "{text}");
 }
+
+#[test]
+fn an_unchanged_rerun_reuses_the_verdicts_and_fresh_measures_again() {
+    let _guard = shared();
+    let td = target_dir("verdict-cache");
+    let _ = std::fs::remove_dir_all(&td);
+    let args = ["--stages", "pgo"];
+    let first = optimize_in(&td, &args);
+    assert_eq!(first.code, Some(0), "{}", first.all());
+    let counts = |td: &std::path::Path| latest_report(td).verdict_cache.unwrap();
+    assert_eq!(counts(&td).hits, 0);
+    let measured = counts(&td).misses;
+    assert!(measured >= 2, "{measured}");
+    let first_report = latest_report(&td);
+
+    let again = optimize_in(&td, &args);
+    assert_eq!(again.code, Some(0), "{}", again.all());
+    let c = counts(&td);
+    assert_eq!((c.hits, c.misses), (measured, 0), "{}", again.stderr);
+    assert!(
+        again.stderr.contains("kept from an earlier run"),
+        "{}",
+        again.stderr
+    );
+    assert!(!again.stderr.contains(": measuring ["), "{}", again.stderr);
+    // The same ladder: the same rows with the same verdicts and ratios.
+    let rows = |r: &Report| -> Vec<String> {
+        r.stages
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {:?} {:?} {:?}",
+                    s.name, s.status, s.vs_best, s.vs_baseline
+                )
+            })
+            .collect()
+    };
+    assert_eq!(rows(&first_report), rows(&latest_report(&td)));
+
+    let fresh = optimize_in(&td, &["--stages", "pgo", "--fresh"]);
+    assert_eq!(fresh.code, Some(0), "{}", fresh.all());
+    assert_eq!(counts(&td).hits, 0, "{}", fresh.stderr);
+}
+
+/// The pipeline on pgo-basic with its own target dir.
+fn optimize_in(td: &std::path::Path, extra: &[&str]) -> Run {
+    let mut args = vec!["optimize", "--target-dir", td.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run(&fixture("pgo-basic"), &args, &[])
+}

@@ -1,0 +1,253 @@
+//! The verdict cache: the comparison of two binaries on one workload, kept under a key made
+//! of everything that decides it — both binaries' bytes, the workload's definition and its
+//! input files, the measuring options (not the seed), the machine (CPU model, logical CPUs,
+//! kernel) and this tool's version. An unchanged re-run then reuses the verdicts instead of
+//! measuring again; `--fresh` measures everything anew.
+//!
+//! Entries live in `target/optimize/cache/verdicts/<key>.json`, written whole (temporary
+//! file + rename) and checked when read: the key stored inside must be the one asked for
+//! and the comparison must parse; anything else is removed and measured again.
+//!
+//! Must not: measure or decide anything (the pipeline does).
+
+use std::cell::Cell;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::bench::{BenchOptions, Comparison};
+use crate::spec::Workload;
+
+/// Input files at most this large are hashed into the key (a larger one counts by its
+/// size and modification time).
+const HASHED_INPUT_LIMIT: u64 = 256 << 20;
+
+pub struct VerdictCache {
+    dir: PathBuf,
+    /// `--fresh`: look nothing up (still store what is measured).
+    fresh: bool,
+    machine: String,
+    hits: Cell<u32>,
+    misses: Cell<u32>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Entry {
+    key: String,
+    comparison: Comparison,
+}
+
+impl VerdictCache {
+    pub fn new(optimize_dir: &Path, fresh: bool, machine: String) -> Self {
+        VerdictCache {
+            dir: optimize_dir.join("cache").join("verdicts"),
+            fresh,
+            machine,
+            hits: Cell::new(0),
+            misses: Cell::new(0),
+        }
+    }
+
+    /// `(hits, misses)` so far.
+    pub fn counts(&self) -> (u32, u32) {
+        (self.hits.get(), self.misses.get())
+    }
+
+    /// The key of comparing `b` against `a` on `w` with `opts`.
+    pub fn key(
+        &self,
+        a: &Path,
+        b: &Path,
+        w: &Workload,
+        opts: &BenchOptions,
+    ) -> std::io::Result<String> {
+        let mut h = Sha256::new();
+        h.update(env!("CARGO_PKG_VERSION"));
+        h.update(&self.machine);
+        for bin in [a, b] {
+            h.update(file_digest(bin)?);
+        }
+        h.update(format!("{w:?}"));
+        for input in w.args.iter().map(Path::new).chain(w.stdin.as_deref()) {
+            let path = if input.is_absolute() {
+                input.to_path_buf()
+            } else {
+                w.cwd.join(input)
+            };
+            if let Ok(meta) = std::fs::metadata(&path) {
+                if meta.is_file() && meta.len() <= HASHED_INPUT_LIMIT {
+                    h.update(file_digest(&path)?);
+                } else {
+                    h.update(format!("{:?}{:?}", meta.len(), meta.modified().ok()));
+                }
+            }
+        }
+        let unseeded = BenchOptions {
+            seed: 0,
+            ..opts.clone()
+        };
+        h.update(serde_json::to_vec(&unseeded).unwrap_or_default());
+        Ok(hex(&h.finalize()[..16]))
+    }
+
+    /// The stored comparison for `key`, when there is a sound one.
+    pub fn get(&self, key: &str) -> Option<Comparison> {
+        if self.fresh {
+            self.misses.set(self.misses.get() + 1);
+            return None;
+        }
+        let path = self.path(key);
+        let found = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Entry>(&bytes).ok());
+        match found {
+            Some(e) if e.key == key && !e.comparison.samples.is_empty() => {
+                self.hits.set(self.hits.get() + 1);
+                Some(e.comparison)
+            }
+            other => {
+                if other.is_some() || path.exists() {
+                    // Partial, corrupt or misfiled: never used.
+                    let _ = std::fs::remove_file(&path);
+                }
+                self.misses.set(self.misses.get() + 1);
+                None
+            }
+        }
+    }
+
+    /// Keep `c` under `key` (best effort: a cache that cannot be written is no error).
+    pub fn put(&self, key: &str, c: &Comparison) {
+        let entry = Entry {
+            key: key.to_string(),
+            comparison: c.clone(),
+        };
+        let Ok(json) = serde_json::to_vec(&entry) else {
+            return;
+        };
+        let path = self.path(key);
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+        let written = std::fs::create_dir_all(&self.dir)
+            .and_then(|()| std::fs::write(&tmp, json))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+
+    fn path(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{key}.json"))
+    }
+}
+
+/// What identifies this machine for timing: CPU model, logical CPUs, kernel release.
+pub fn machine_fingerprint(cpu_model: Option<&str>) -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{}|{cpus}|{}", cpu_model.unwrap_or("?"), kernel.trim())
+}
+
+fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().into())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn workload(cwd: &Path, input: &str) -> Workload {
+        Workload {
+            name: "w".into(),
+            args: vec![input.into()],
+            stdin: None,
+            env: Default::default(),
+            cwd: cwd.to_path_buf(),
+            timeout: Duration::from_secs(5),
+            train: false,
+            eval: true,
+            expect: crate::spec::Expect::Exact,
+            files: vec![],
+            sort_lines: false,
+            stderr: false,
+            line: 1,
+        }
+    }
+
+    #[test]
+    fn a_verdict_is_found_again_only_for_the_same_inputs_and_never_when_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for (f, bytes) in [("a", "A"), ("b", "B"), ("in.json", "[1]")] {
+            std::fs::write(d.join(f), bytes).unwrap();
+        }
+        let cache = VerdictCache::new(d, false, machine_fingerprint(Some("cpu")));
+        let w = workload(d, "in.json");
+        let opts = BenchOptions::default();
+        let key = cache.key(&d.join("a"), &d.join("b"), &w, &opts).unwrap();
+        // The seed is drawn per run: it is not part of the key.
+        let reseeded = BenchOptions {
+            seed: 1,
+            ..opts.clone()
+        };
+        assert_eq!(
+            cache
+                .key(&d.join("a"), &d.join("b"), &w, &reseeded)
+                .unwrap(),
+            key
+        );
+        assert!(cache.get(&key).is_none());
+        let c = crate::bench::export::fixture::report().workloads[0]
+            .comparison
+            .clone();
+        cache.put(&key, &c);
+        assert_eq!(cache.get(&key).map(|c| c.n), Some(c.n));
+        assert_eq!(cache.counts(), (1, 1));
+        // Another input file, another binary, other options: other keys.
+        std::fs::write(d.join("in.json"), "[2]").unwrap();
+        assert_ne!(
+            cache.key(&d.join("a"), &d.join("b"), &w, &opts).unwrap(),
+            key
+        );
+        std::fs::write(d.join("in.json"), "[1]").unwrap();
+        assert_ne!(
+            cache.key(&d.join("b"), &d.join("a"), &w, &opts).unwrap(),
+            key
+        );
+        let wider = BenchOptions {
+            margin: 0.02,
+            ..opts.clone()
+        };
+        assert_ne!(
+            cache.key(&d.join("a"), &d.join("b"), &w, &wider).unwrap(),
+            key
+        );
+        // A truncated entry is removed, not used; --fresh looks nothing up.
+        let path = cache.path(&key);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        assert!(cache.get(&key).is_none());
+        assert!(!path.exists());
+        cache.put(&key, &c);
+        let fresh = VerdictCache::new(d, true, machine_fingerprint(Some("cpu")));
+        assert!(fresh.get(&key).is_none());
+        // An entry filed under another key is not trusted either.
+        std::fs::copy(&path, cache.path("0000")).unwrap();
+        assert!(cache.get("0000").is_none());
+    }
+}
