@@ -1,12 +1,14 @@
-//! The verdict cache: the comparison of two binaries on one workload, kept under a key made
-//! of everything that decides it — both binaries' bytes, the workload's definition and its
-//! input files, the measuring options (not the seed), the machine (CPU model, logical CPUs,
-//! kernel) and this tool's version. An unchanged re-run then reuses the verdicts instead of
-//! measuring again; `--fresh` measures everything anew.
+//! What later runs may reuse, each under a key made of everything that decides it:
+//! - verdicts ([`VerdictCache`]): the comparison of two binaries on one workload — both
+//!   binaries' bytes, the workload's definition and its input files, the measuring options
+//!   (not the seed), the machine (CPU model, logical CPUs, kernel); `--fresh` ignores them;
+//! - training results ([`Store`] `profiles`, used by the PGO stage): keyed by the
+//!   instrumented binary and the train workloads ([`run_key`]).
 //!
-//! Entries live in `target/optimize/cache/verdicts/<key>.json`, written whole (temporary
-//! file + rename) and checked when read: the key stored inside must be the one asked for
-//! and the comparison must parse; anything else is removed and measured again.
+//! Every key also holds this tool's version. Entries live in
+//! `target/optimize/cache/<kind>/<key>.json`, written whole (temporary file + rename) and
+//! checked when read: the key stored inside must be the one asked for and the entry must
+//! parse; anything else is removed and the work is done again.
 //!
 //! Must not: measure or decide anything (the pipeline does).
 
@@ -24,7 +26,7 @@ use crate::spec::Workload;
 const HASHED_INPUT_LIMIT: u64 = 256 << 20;
 
 pub struct VerdictCache {
-    dir: PathBuf,
+    store: Store,
     /// `--fresh`: look nothing up (still store what is measured).
     fresh: bool,
     machine: String,
@@ -33,15 +35,97 @@ pub struct VerdictCache {
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Entry {
+struct Entry<T> {
     key: String,
-    comparison: Comparison,
+    value: T,
+}
+
+/// One kind of kept result: `cache/<kind>/<key>.json`.
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    pub fn new(optimize_dir: &Path, kind: &str) -> Self {
+        Store {
+            dir: optimize_dir.join("cache").join(kind),
+        }
+    }
+
+    /// The value kept under `key`, when its entry is sound (else the entry is removed).
+    pub fn get<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+        let path = self.path(key);
+        let bytes = std::fs::read(&path).ok()?;
+        match serde_json::from_slice::<Entry<T>>(&bytes) {
+            Ok(e) if e.key == key => Some(e.value),
+            _ => {
+                // Partial, corrupt or misfiled: never used.
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Keep `value` under `key` (best effort: a cache that cannot be written is no error).
+    pub fn put<T: serde::Serialize>(&self, key: &str, value: &T) {
+        let entry = Entry {
+            key: key.to_string(),
+            value,
+        };
+        let Ok(json) = serde_json::to_vec(&entry) else {
+            return;
+        };
+        let path = self.path(key);
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+        let written = std::fs::create_dir_all(&self.dir)
+            .and_then(|()| std::fs::write(&tmp, json))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+
+    fn path(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{key}.json"))
+    }
+}
+
+/// The key of running `workloads` on `binary`: the tool's version, the binary's bytes, and
+/// each workload's definition and input files.
+pub fn run_key(binary: &Path, workloads: &[&Workload]) -> std::io::Result<String> {
+    let mut h = Sha256::new();
+    h.update(env!("CARGO_PKG_VERSION"));
+    h.update(file_digest(binary)?);
+    for w in workloads {
+        workload_digest(&mut h, w)?;
+    }
+    Ok(hex(&h.finalize()[..16]))
+}
+
+/// A workload's definition and the bytes of the input files it names (args, stdin).
+fn workload_digest(h: &mut Sha256, w: &Workload) -> std::io::Result<()> {
+    h.update(format!("{w:?}"));
+    for input in w.args.iter().map(Path::new).chain(w.stdin.as_deref()) {
+        let path = if input.is_absolute() {
+            input.to_path_buf()
+        } else {
+            w.cwd.join(input)
+        };
+        if let Ok(meta) = std::fs::metadata(&path) {
+            if meta.is_file() && meta.len() <= HASHED_INPUT_LIMIT {
+                h.update(file_digest(&path)?);
+            } else {
+                h.update(format!("{:?}{:?}", meta.len(), meta.modified().ok()));
+            }
+        }
+    }
+    Ok(())
 }
 
 impl VerdictCache {
     pub fn new(optimize_dir: &Path, fresh: bool, machine: String) -> Self {
         VerdictCache {
-            dir: optimize_dir.join("cache").join("verdicts"),
+            store: Store::new(optimize_dir, "verdicts"),
             fresh,
             machine,
             hits: Cell::new(0),
@@ -68,21 +152,7 @@ impl VerdictCache {
         for bin in [a, b] {
             h.update(file_digest(bin)?);
         }
-        h.update(format!("{w:?}"));
-        for input in w.args.iter().map(Path::new).chain(w.stdin.as_deref()) {
-            let path = if input.is_absolute() {
-                input.to_path_buf()
-            } else {
-                w.cwd.join(input)
-            };
-            if let Ok(meta) = std::fs::metadata(&path) {
-                if meta.is_file() && meta.len() <= HASHED_INPUT_LIMIT {
-                    h.update(file_digest(&path)?);
-                } else {
-                    h.update(format!("{:?}{:?}", meta.len(), meta.modified().ok()));
-                }
-            }
-        }
+        workload_digest(&mut h, w)?;
         let unseeded = BenchOptions {
             seed: 0,
             ..opts.clone()
@@ -93,51 +163,25 @@ impl VerdictCache {
 
     /// The stored comparison for `key`, when there is a sound one.
     pub fn get(&self, key: &str) -> Option<Comparison> {
-        if self.fresh {
-            self.misses.set(self.misses.get() + 1);
-            return None;
-        }
-        let path = self.path(key);
-        let found = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<Entry>(&bytes).ok());
-        match found {
-            Some(e) if e.key == key && !e.comparison.samples.is_empty() => {
-                self.hits.set(self.hits.get() + 1);
-                Some(e.comparison)
-            }
-            other => {
-                if other.is_some() || path.exists() {
-                    // Partial, corrupt or misfiled: never used.
-                    let _ = std::fs::remove_file(&path);
-                }
-                self.misses.set(self.misses.get() + 1);
-                None
-            }
-        }
+        let found = if self.fresh {
+            None
+        } else {
+            self.store
+                .get::<Comparison>(key)
+                .filter(|c| !c.samples.is_empty())
+        };
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.set(counter.get() + 1);
+        found
     }
 
-    /// Keep `c` under `key` (best effort: a cache that cannot be written is no error).
+    /// Keep `c` under `key`.
     pub fn put(&self, key: &str, c: &Comparison) {
-        let entry = Entry {
-            key: key.to_string(),
-            comparison: c.clone(),
-        };
-        let Ok(json) = serde_json::to_vec(&entry) else {
-            return;
-        };
-        let path = self.path(key);
-        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-        let written = std::fs::create_dir_all(&self.dir)
-            .and_then(|()| std::fs::write(&tmp, json))
-            .and_then(|()| std::fs::rename(&tmp, &path));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-    }
-
-    fn path(&self, key: &str) -> PathBuf {
-        self.dir.join(format!("{key}.json"))
+        self.store.put(key, c);
     }
 }
 
@@ -238,7 +282,7 @@ mod tests {
             key
         );
         // A truncated entry is removed, not used; --fresh looks nothing up.
-        let path = cache.path(&key);
+        let path = cache.store.path(&key);
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
         assert!(cache.get(&key).is_none());
@@ -247,7 +291,7 @@ mod tests {
         let fresh = VerdictCache::new(d, true, machine_fingerprint(Some("cpu")));
         assert!(fresh.get(&key).is_none());
         // An entry filed under another key is not trusted either.
-        std::fs::copy(&path, cache.path("0000")).unwrap();
+        std::fs::copy(&path, cache.store.path("0000")).unwrap();
         assert!(cache.get("0000").is_none());
     }
 }

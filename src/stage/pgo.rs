@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{Candidate, Context, Offer, Rival, StageError, Standing};
+use crate::cache::{run_key, Store};
 use crate::context::facts::{ProfileStats, StageFacts};
 use crate::process;
 use crate::spec::StageName;
@@ -69,14 +70,22 @@ fn prepare_variant(
     let gen_flag = format!("-Cprofile-generate={}", gen_dir.display());
     let raw_dir = ctx.run.profiles(&name).join("raw");
 
+    let trained = Store::new(&ctx.optimize_dir, "profiles");
+    let train_workloads: Vec<_> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
     let mut vp_counters: Option<u32> = None;
-    let (instrumented, warnings) = loop {
+    let (instrumented, warnings, key, reused) = loop {
         let mut flags = vec![gen_flag.clone()];
         if let Some(n) = vp_counters {
             flags.push(format!("-Cllvm-args=-vp-counters-per-site={n}"));
         }
         let settings = target.with_rustflags(flags);
         let built = ctx.build(&format!("{label}: instrumented"), &settings)?;
+        // The same instrumented binary on the same train workloads: the profile an earlier
+        // run merged, when it is still the file it was.
+        let key = run_key(&built.binary, &train_workloads).ok();
+        if let Some(hit) = key.as_deref().and_then(|k| reusable(&trained, k)) {
+            break (settings, BTreeMap::new(), key, Some(hit));
+        }
         reset_dir(&raw_dir)?;
         let warnings = train(ctx, &label, &built.binary, &raw_dir)?;
         let vp_hit = warnings.keys().any(|w| w.contains(VP_WARNING));
@@ -89,7 +98,7 @@ fn prepare_variant(
             vp_counters = Some(VP_COUNTERS_RETRY);
             continue;
         }
-        break (settings, warnings);
+        break (settings, warnings, key, None);
     };
     for (w, n) in &warnings {
         let msg = format!("instrumented program said ({n}×): {w}");
@@ -97,30 +106,35 @@ fn prepare_variant(
         notes.push(msg);
     }
 
-    let profiles = ctx.run.profiles(&name);
-    std::fs::create_dir_all(&profiles)?;
-    let merged = profiles.join("merged.profdata");
-    let stats = ctx.timed(&format!("{label}: llvm-profdata merge"), || {
-        merge(&profdata_tool.path, &raw_dir, &merged)
-    })?;
-    ctx.ui.info(&format!(
-        "profile: {} raw file(s), {} function(s) with counts, max count {}{}",
-        stats.raw_files,
-        stats.functions,
-        stats.max_count,
-        if stats.dropped.is_empty() {
-            String::new()
-        } else {
-            format!(", {} file(s) dropped", stats.dropped.len())
+    let (stable, stats, repaired) = match reused {
+        Some(t) => {
+            ctx.ui.info(&format!(
+                "{label}: profile reused from an earlier run (the same instrumented binary and train workloads): {}",
+                t.profile.display()
+            ));
+            (t.profile, t.stats, false)
         }
-    ));
-    for d in &stats.dropped {
-        notes.push(format!("llvm-profdata dropped: {d}"));
-    }
-
-    // Content-addressed copy: the PGO build's flags name it, so an unchanged profile
-    // reuses the cached optimized build.
-    let (stable, repaired) = cache_profile(&merged, &ctx.optimize_dir.join("cache"))?;
+        None => {
+            let (stable, stats, repaired) = merge_and_keep(
+                ctx,
+                &label,
+                &name,
+                &profdata_tool.path,
+                &raw_dir,
+                &mut notes,
+            )?;
+            if let Some(k) = &key {
+                let hash = file_hash(&stable)?;
+                let value = Trained {
+                    profile: stable.clone(),
+                    hash,
+                    stats: stats.clone(),
+                };
+                trained.put(k, &value);
+            }
+            (stable, stats, repaired)
+        }
+    };
     let use_settings = target.with_rustflags([
         format!("-Cprofile-use={}", stable.display()),
         "-Cllvm-args=-pgo-warn-missing-function".to_string(),
@@ -166,6 +180,56 @@ fn prepare_variant(
         notes,
         facts,
     })
+}
+
+/// Merge this run's raw profiles, report them, and keep the result in the content-addressed
+/// cache (`cache/<hash>.profdata`, which the PGO build's flags name). Returns the cached
+/// file, the profile's statistics, and whether a bad cache entry had to be replaced.
+fn merge_and_keep(
+    ctx: &Context,
+    label: &str,
+    name: &str,
+    profdata: &Path,
+    raw_dir: &Path,
+    notes: &mut Vec<String>,
+) -> Result<(PathBuf, ProfileStats, bool), StageError> {
+    let profiles = ctx.run.profiles(name);
+    std::fs::create_dir_all(&profiles)?;
+    let merged = profiles.join("merged.profdata");
+    let stats = ctx.timed(&format!("{label}: llvm-profdata merge"), || {
+        merge(profdata, raw_dir, &merged)
+    })?;
+    ctx.ui.info(&format!(
+        "profile: {} raw file(s), {} function(s) with counts, max count {}{}",
+        stats.raw_files,
+        stats.functions,
+        stats.max_count,
+        if stats.dropped.is_empty() {
+            String::new()
+        } else {
+            format!(", {} file(s) dropped", stats.dropped.len())
+        }
+    ));
+    for d in &stats.dropped {
+        notes.push(format!("llvm-profdata dropped: {d}"));
+    }
+    let (stable, repaired) = cache_profile(&merged, &ctx.optimize_dir.join("cache"))?;
+    Ok((stable, stats, repaired))
+}
+
+/// A profile an earlier run trained and merged (`cache/profiles/<run key>.json`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Trained {
+    profile: PathBuf,
+    /// The content hash of `profile` when it was kept.
+    hash: String,
+    stats: ProfileStats,
+}
+
+/// The kept profile for `key`, when its file is still exactly what was kept.
+fn reusable(store: &Store, key: &str) -> Option<Trained> {
+    let t: Trained = store.get(key)?;
+    (file_hash(&t.profile).ok()? == t.hash).then_some(t)
 }
 
 /// Run every `train` workload on the instrumented binary; returns the program's own
@@ -362,6 +426,33 @@ mod tests {
         // Intact: reused as is; no temporary file is left.
         assert!(!cache_profile(&merged, &cache).unwrap().1);
         assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_kept_profile_is_reused_only_while_its_file_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = dir.path().join("p.profdata");
+        std::fs::write(&profile, b"counts").unwrap();
+        let store = Store::new(dir.path(), "profiles");
+        let t = Trained {
+            profile: profile.clone(),
+            hash: file_hash(&profile).unwrap(),
+            stats: ProfileStats {
+                raw_files: 1,
+                functions: 2,
+                max_count: 3,
+                dropped: vec![],
+                path: profile.clone(),
+            },
+        };
+        store.put("k", &t);
+        assert_eq!(reusable(&store, "k").map(|t| t.stats.functions), Some(2));
+        assert!(reusable(&store, "other").is_none());
+        std::fs::write(&profile, b"changed").unwrap();
+        assert!(
+            reusable(&store, "k").is_none(),
+            "a changed profile file was trusted"
+        );
     }
 
     #[test]
