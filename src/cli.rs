@@ -151,8 +151,8 @@ pub struct RunArgs {
     /// measurement per setting) and report what each is worth.
     #[arg(long)]
     pub explain: bool,
-    /// Measure every comparison again, ignoring the verdicts kept from earlier runs on the
-    /// same binaries, workloads, options and machine.
+    /// Train and measure everything again, ignoring the profiles and verdicts kept from
+    /// earlier runs on the same binaries, workloads, options and machine.
     #[arg(long)]
     pub fresh: bool,
 }

@@ -237,6 +237,8 @@ pub struct Context<'a> {
     pub bolt_tools: Option<Result<BoltTools, ToolError>>,
     /// Time and memory of every step, for the report's `pipeline` section.
     pub steps: RefCell<Vec<PipelineStep>>,
+    /// `--fresh`: reuse nothing an earlier run kept (trainings, verdicts).
+    pub fresh: bool,
     /// Warnings already given (each is given once per run).
     pub warned: RefCell<std::collections::BTreeSet<String>>,
 }

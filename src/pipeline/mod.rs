@@ -91,6 +91,7 @@ fn context<'a>(plan: &'a Plan, run: &'a RunDir) -> Context<'a> {
         host: plan.rustc.host.clone(),
         llvm_profdata: plan.llvm_profdata.clone(),
         bolt_tools: plan.bolt_tools.clone(),
+        fresh: plan.fresh,
         steps: RefCell::new(Vec::new()),
         warned: Default::default(),
     }

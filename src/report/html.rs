@@ -143,11 +143,7 @@ fn ship(b: &mut String, r: &Report) {
         }
         let _ = writeln!(b, "</dd>");
     }
-    if f.stage != "baseline" {
-        let cpu = f
-            .settings
-            .as_ref()
-            .is_some_and(|v| v.target_cpu().is_some());
+    if let Some(cpu) = f.apply_advice() {
         let _ = writeln!(
             b,
             "<dt>write it into the project</dt><dd><code>cargo optimize apply</code>{}</dd>",

@@ -140,11 +140,7 @@ fn ship(s: &mut String, r: &Report) {
             }
         }
     }
-    if f.stage != "baseline" {
-        let cpu = f
-            .settings
-            .as_ref()
-            .is_some_and(|v| v.target_cpu().is_some());
+    if let Some(cpu) = f.apply_advice() {
         let _ = writeln!(
             s,
             "- write it into the project: `cargo optimize apply`{}",

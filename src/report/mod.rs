@@ -294,6 +294,16 @@ pub struct FinalChoice {
 }
 
 impl FinalChoice {
+    /// Whether `cargo optimize apply` has something to write (`None` for the baseline), and
+    /// whether the choice picks a CPU (then `--cpu` is worth a word).
+    pub fn apply_advice(&self) -> Option<bool> {
+        (self.stage != "baseline").then(|| {
+            self.settings
+                .as_ref()
+                .is_some_and(|v| v.target_cpu().is_some())
+        })
+    }
+
     /// `pgo (portable)`, or the stage name.
     pub fn label(&self) -> String {
         crate::context::label(&self.stage, self.variant.as_deref())

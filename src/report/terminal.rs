@@ -111,11 +111,7 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
                 }
             }
         }
-        if f.stage != "baseline" {
-            let cpu = f
-                .settings
-                .as_ref()
-                .is_some_and(|v| v.target_cpu().is_some());
+        if let Some(cpu) = f.apply_advice() {
             let _ = writeln!(
                 s,
                 "write it into the project: cargo optimize apply{}",

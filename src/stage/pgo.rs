@@ -83,7 +83,8 @@ fn prepare_variant(
         // The same instrumented binary on the same train workloads: the profile an earlier
         // run merged, when it is still the file it was.
         let key = run_key(&built.binary, &train_workloads).ok();
-        if let Some(hit) = key.as_deref().and_then(|k| reusable(&trained, k)) {
+        let kept = key.as_deref().filter(|_| !ctx.fresh);
+        if let Some(hit) = kept.and_then(|k| reusable(&trained, k)) {
             break (settings, BTreeMap::new(), key, Some(hit));
         }
         reset_dir(&raw_dir)?;

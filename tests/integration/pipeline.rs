@@ -9,7 +9,8 @@ use crate::common::*;
 fn pgo_pipeline_builds_verifies_measures_and_reports() {
     let _guard = lock_target_dir("pgo-basic");
     let before = snapshot(&fixture("pgo-basic"));
-    let r = optimize("pgo-basic", &["--stages", "pgo"], &[]);
+    // --fresh: other tests ran pgo-basic before; this one must train and measure.
+    let r = optimize("pgo-basic", &["--stages", "pgo", "--fresh"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     // Progress names each training workload with its position.
     assert!(r.stderr.contains("pgo: training [1/"), "{}", r.stderr);
