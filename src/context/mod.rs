@@ -361,6 +361,13 @@ impl Context<'_> {
         Ok((w, Some(sb)))
     }
 
+    /// Whether a private copy of the workload's cwd would be larger than this run should
+    /// make just to look (`LARGE_SANDBOX` bytes, or 20 000 files).
+    pub fn cwd_too_large_to_copy(&self, workload: &Workload) -> bool {
+        let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
+        sandbox::larger_than(&workload.cwd, &exclude, LARGE_SANDBOX, 20_000)
+    }
+
     /// A private copy of the workload's cwd whatever it declares (to see what a run
     /// writes there); removed when the returned guard drops.
     pub fn private_copy(

@@ -127,6 +127,38 @@ fn copy_tree(
     Ok(())
 }
 
+/// Whether copying `source` (with the same skips as [`Sandbox::create`]) would take more
+/// than `max_bytes` or `max_files`; stops counting as soon as it would.
+pub fn larger_than(source: &Path, exclude: &[PathBuf], max_bytes: u64, max_files: u64) -> bool {
+    let exclude: Vec<PathBuf> = exclude
+        .iter()
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
+    let (mut bytes, mut files) = (0u64, 0u64);
+    let mut stack = vec![source.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() && !skip_dir(&e.path(), Path::new("/"), &exclude) => {
+                    stack.push(e.path());
+                }
+                Ok(t) if t.is_file() => {
+                    files += 1;
+                    bytes += e.metadata().map_or(0, |m| m.len());
+                    if bytes > max_bytes || files > max_files {
+                        return true;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    false
+}
+
 fn skip_dir(dir: &Path, dest_canon: &Path, exclude: &[PathBuf]) -> bool {
     if dir.file_name().is_some_and(|n| n == ".git") || dir.join("CACHEDIR.TAG").exists() {
         return true;
@@ -216,6 +248,22 @@ mod tests {
             [Path::new("d/new.txt"), Path::new("edit.txt")]
         );
         assert_eq!(sb.changes(&src, 1).len(), 1);
+    }
+
+    #[test]
+    fn size_is_counted_with_the_same_skips_and_stops_early() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path();
+        std::fs::write(src.join("a"), vec![0u8; 1000]).unwrap();
+        std::fs::create_dir_all(src.join("target")).unwrap();
+        std::fs::write(src.join("target/CACHEDIR.TAG"), "").unwrap();
+        std::fs::write(src.join("target/big"), vec![0u8; 10_000]).unwrap();
+        assert!(
+            !larger_than(src, &[], 5000, 10),
+            "the target dir is not copied"
+        );
+        assert!(larger_than(src, &[], 500, 10));
+        assert!(larger_than(src, &[], 5000, 0));
     }
 
     #[test]

@@ -81,6 +81,14 @@ fn check_writes_nothing(
     baseline: &Candidate,
     w: &crate::spec::Workload,
 ) -> anyhow::Result<()> {
+    if ctx.cwd_too_large_to_copy(w) {
+        ctx.warn_once(&format!(
+            "workload `{}`: its cwd {} is too large to copy just to check that the workload writes nothing there; it was not checked\n  fix: point `cwd` at a smaller folder, or declare what it writes with `files = [...]`",
+            w.name,
+            w.cwd.display()
+        ));
+        return Ok(());
+    }
     let (copy, sandbox) = ctx.private_copy(w, "writes")?;
     ctx.run_in_place(&baseline.binary, &copy, &[])?;
     let written = sandbox.changes(&w.cwd, 5);
