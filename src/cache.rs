@@ -57,7 +57,14 @@ impl Store {
         let path = self.path(key);
         let bytes = std::fs::read(&path).ok()?;
         match serde_json::from_slice::<Entry<T>>(&bytes) {
-            Ok(e) if e.key == key => Some(e.value),
+            Ok(e) if e.key == key => {
+                // Recently used: `cache gc` removes the least recently used first.
+                let _ = std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+                Some(e.value)
+            }
             _ => {
                 // Partial, corrupt or misfiled: never used.
                 let _ = std::fs::remove_file(&path);
@@ -185,6 +192,124 @@ impl VerdictCache {
     }
 }
 
+/// One kind of kept thing and how much of it there is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Usage {
+    pub kind: &'static str,
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+/// A removable unit of the cache: a file, or a build's whole target dir.
+struct Item {
+    kind: &'static str,
+    path: PathBuf,
+    bytes: u64,
+    used: std::time::SystemTime,
+}
+
+/// Everything under `target/optimize` that only exists to be reused: kept verdicts and
+/// trainings, merged profiles, and the per-settings cargo target dirs.
+fn items(optimize_dir: &Path) -> Vec<Item> {
+    let mut out = Vec::new();
+    let cache = optimize_dir.join("cache");
+    let mut add = |kind, path: PathBuf| {
+        let (bytes, used) = tree_size_and_mtime(&path);
+        out.push(Item {
+            kind,
+            path,
+            bytes,
+            used,
+        });
+    };
+    for (kind, dir) in [
+        ("verdicts", cache.join("verdicts")),
+        ("trainings", cache.join("profiles")),
+    ] {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            add(kind, e.path());
+        }
+    }
+    for e in std::fs::read_dir(&cache).into_iter().flatten().flatten() {
+        if e.path().extension().is_some_and(|x| x == "profdata") {
+            add("profiles", e.path());
+        }
+    }
+    for e in std::fs::read_dir(optimize_dir.join("build"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        add("builds", e.path());
+    }
+    out
+}
+
+fn tree_size_and_mtime(path: &Path) -> (u64, std::time::SystemTime) {
+    let meta = std::fs::symlink_metadata(path);
+    let mtime = meta
+        .as_ref()
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .unwrap_or(std::time::UNIX_EPOCH);
+    match meta {
+        Ok(m) if m.is_dir() => {
+            let mut total = 0;
+            let mut newest = mtime;
+            for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
+                let (b, t) = tree_size_and_mtime(&e.path());
+                total += b;
+                newest = newest.max(t);
+            }
+            (total, newest)
+        }
+        Ok(m) => (m.len(), mtime),
+        Err(_) => (0, mtime),
+    }
+}
+
+/// How much is kept, per kind.
+pub fn usage(optimize_dir: &Path) -> Vec<Usage> {
+    let mut out: Vec<Usage> = ["builds", "profiles", "trainings", "verdicts"]
+        .iter()
+        .map(|k| Usage {
+            kind: k,
+            entries: 0,
+            bytes: 0,
+        })
+        .collect();
+    for it in items(optimize_dir) {
+        if let Some(u) = out.iter_mut().find(|u| u.kind == it.kind) {
+            u.entries += 1;
+            u.bytes += it.bytes;
+        }
+    }
+    out
+}
+
+/// Remove the least recently used entries until what is kept fits in `max_bytes`;
+/// returns how many were removed and how many bytes that freed.
+pub fn gc(optimize_dir: &Path, max_bytes: u64) -> std::io::Result<(u64, u64)> {
+    let mut all = items(optimize_dir);
+    let mut total: u64 = all.iter().map(|i| i.bytes).sum();
+    all.sort_by_key(|i| i.used);
+    let (mut removed, mut freed) = (0, 0);
+    for it in all {
+        if total <= max_bytes {
+            break;
+        }
+        if it.path.is_dir() {
+            std::fs::remove_dir_all(&it.path)?;
+        } else {
+            std::fs::remove_file(&it.path)?;
+        }
+        total -= it.bytes;
+        removed += 1;
+        freed += it.bytes;
+    }
+    Ok((removed, freed))
+}
+
 /// What identifies this machine for timing: CPU model, logical CPUs, kernel release.
 pub fn machine_fingerprint(cpu_model: Option<&str>) -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -231,6 +356,49 @@ mod tests {
             stderr: false,
             line: 1,
         }
+    }
+
+    #[test]
+    fn gc_removes_the_least_recently_used_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let opt = dir.path();
+        let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+        std::fs::create_dir_all(opt.join("cache/verdicts")).unwrap();
+        std::fs::create_dir_all(opt.join("build/aaaa")).unwrap();
+        std::fs::write(opt.join("build/aaaa/bin"), vec![0u8; 1000]).unwrap();
+        for (name, age) in [
+            ("old.json", old),
+            ("new.json", std::time::SystemTime::now()),
+        ] {
+            let p = opt.join("cache/verdicts").join(name);
+            std::fs::write(&p, vec![0u8; 100]).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(age)
+                .unwrap();
+        }
+        let f = std::fs::File::options()
+            .write(true)
+            .open(opt.join("build/aaaa/bin"))
+            .unwrap();
+        f.set_modified(std::time::SystemTime::now()).unwrap();
+        let u = usage(opt);
+        let of = |k: &str| {
+            u.iter()
+                .find(|x| x.kind == k)
+                .map(|x| (x.entries, x.bytes))
+                .unwrap()
+        };
+        assert_eq!(of("verdicts"), (2, 200));
+        assert_eq!(of("builds").0, 1);
+        let (removed, freed) = gc(opt, 1150).unwrap();
+        assert_eq!((removed, freed), (1, 100));
+        assert!(!opt.join("cache/verdicts/old.json").exists());
+        assert!(opt.join("cache/verdicts/new.json").exists());
+        assert_eq!(gc(opt, 0).unwrap().0, 2);
+        assert!(usage(opt).iter().all(|u| u.entries == 0));
     }
 
     #[test]

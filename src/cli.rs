@@ -44,6 +44,29 @@ pub enum Command {
     Report(ReportArgs),
     /// Remove target/optimize (refused while a run is using it).
     Clean,
+    /// What later runs reuse (cargo target dirs per settings, merged profiles, kept
+    /// trainings and verdicts): how much there is, trim it, or clear it.
+    Cache(CacheArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub action: CacheAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum CacheAction {
+    /// Entries and sizes per kind.
+    Stats,
+    /// Remove the least recently used entries until the cache fits in --max-size.
+    Gc {
+        /// The size to trim to (e.g. 500M, 5G).
+        #[arg(long, value_name = "SIZE", default_value = "10G")]
+        max_size: String,
+    },
+    /// Remove every cached entry (runs and their reports stay).
+    Clear,
 }
 
 /// Options every command takes.

@@ -36,5 +36,6 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Apply(args)) => commands::apply::run(&cli.global, &args),
         Some(Command::Report(args)) => commands::report::run(&cli.global, &args),
         Some(Command::Clean) => commands::clean::run(&cli.global),
+        Some(Command::Cache(args)) => commands::cache::run(&cli.global, &args),
     }
 }

@@ -78,6 +78,29 @@ pub fn io_error(error: std::io::Error, doing: &str, path: &Path) -> std::io::Err
     )
 }
 
+/// A size as users write it: `500M`, `5G`, `1024K`, `3GiB`, or plain bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size (examples: 500M, 5G)"))?;
+    let scale: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        "T" | "TB" | "TIB" => 1 << 40,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (use K, M, G or T)")),
+    };
+    if !(n.is_finite() && n >= 0.0) {
+        return Err(format!("`{s}` is not a size"));
+    }
+    Ok((n * scale as f64) as u64)
+}
+
 /// Remove `dir` if it exists, then create it empty.
 pub fn reset_dir(dir: &Path) -> std::io::Result<()> {
     match std::fs::remove_dir_all(dir) {
@@ -181,6 +204,16 @@ mod tests {
             Path::new("/x"),
         );
         assert!(!other.to_string().contains("fix:"));
+    }
+
+    #[test]
+    fn sizes_in_every_form() {
+        assert_eq!(parse_size("500M"), Ok(500 << 20));
+        assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("5X").unwrap_err().contains("unknown unit"));
+        assert!(parse_size("lots").is_err());
     }
 
     #[test]

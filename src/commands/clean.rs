@@ -5,14 +5,19 @@ use anyhow::Context as _;
 use crate::cargo::Workspace;
 use crate::cli::GlobalArgs;
 
-pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
+/// `target/optimize` of the selected project (`--target-dir` first).
+pub fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<std::path::PathBuf> {
     let ws = Workspace::load(&g.selection.cargo())?;
     let project = ws.project(&g.selection.cargo(), None, None).ok();
-    let dir = match (&g.selection.target_dir, project) {
+    Ok(match (&g.selection.target_dir, project) {
         (Some(d), _) => d.join("optimize"),
         (None, Some(p)) => p.target_dir.join("optimize"),
         (None, None) => ws.root().join("target").join("optimize"),
-    };
+    })
+}
+
+pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
+    let dir = optimize_dir(g)?;
     let _lock = crate::context::DirLock::for_clean(&dir)?;
     if dir.exists() {
         std::fs::remove_dir_all(&dir)

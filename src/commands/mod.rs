@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod bench;
+pub mod cache;
 pub mod clean;
 pub mod doctor;
 pub mod init;

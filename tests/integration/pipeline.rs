@@ -334,3 +334,58 @@ fn optimize_in(td: &std::path::Path, extra: &[&str]) -> Run {
     args.extend_from_slice(extra);
     run(&fixture("pgo-basic"), &args, &[])
 }
+
+#[test]
+fn cache_stats_and_clear_see_what_a_run_kept_and_clear_waits_for_no_run() {
+    let _guard = shared();
+    let td = target_dir("cache-command");
+    let _ = std::fs::remove_dir_all(&td);
+    let r = optimize_in(&td, &["--stages", "pgo"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let cache = |action: &[&str]| {
+        let mut args = vec!["optimize", "cache"];
+        args.extend_from_slice(action);
+        args.extend(["--target-dir", td.to_str().unwrap()]);
+        run(&fixture("pgo-basic"), &args, &[])
+    };
+    let stats = cache(&["stats"]);
+    assert_eq!(stats.code, Some(0), "{}", stats.all());
+    let entries = |out: &str, kind: &str| -> u64 {
+        out.lines()
+            .find(|l| l.starts_with(kind))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {kind} line in\n{out}"))
+    };
+    assert!(entries(&stats.stdout, "verdicts") >= 2, "{}", stats.stdout);
+    assert!(entries(&stats.stdout, "builds") >= 3, "{}", stats.stdout);
+    assert_eq!(entries(&stats.stdout, "trainings"), 1, "{}", stats.stdout);
+
+    // Refused while a run holds the folder, like clean.
+    let lock = std::fs::File::create(td.join("optimize.lock")).unwrap();
+    lock.lock_shared().unwrap();
+    let refused = cache(&["clear"]);
+    assert_eq!(refused.code, Some(2), "{}", refused.all());
+    assert!(
+        refused.stderr.contains("in use by a running"),
+        "{}",
+        refused.stderr
+    );
+    drop(lock);
+
+    let cleared = cache(&["clear"]);
+    assert_eq!(cleared.code, Some(0), "{}", cleared.all());
+    let after = cache(&["stats"]).stdout;
+    for kind in ["builds", "profiles", "trainings", "verdicts"] {
+        assert_eq!(entries(&after, kind), 0, "{after}");
+    }
+    // The run's own folder and report stay.
+    assert!(td.join("optimize/latest/report.json").is_file());
+    let bad = cache(&["gc", "--max-size", "lots"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.all());
+    assert!(
+        bad.stderr.contains("fix: a size such as 500M"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -1,0 +1,50 @@
+//! `cargo optimize cache stats|gc|clear`: what later runs reuse, and trimming it. Trimming
+//! takes the same lock as `clean`, so it is refused while a run is using the folder.
+
+use crate::cache;
+use crate::cli::{CacheAction, CacheArgs, GlobalArgs};
+use crate::context::DirLock;
+use crate::util::{human_bytes, parse_size};
+
+pub fn run(g: &GlobalArgs, args: &CacheArgs) -> anyhow::Result<i32> {
+    let dir = super::clean::optimize_dir(g)?;
+    match &args.action {
+        CacheAction::Stats => {
+            let usage = cache::usage(&dir);
+            for u in &usage {
+                println!(
+                    "{:<10} {:>6} entries {:>10}",
+                    u.kind,
+                    u.entries,
+                    human_bytes(u.bytes)
+                );
+            }
+            let total: u64 = usage.iter().map(|u| u.bytes).sum();
+            println!(
+                "{:<10} {:>6}         {:>10}   ({})",
+                "total",
+                "",
+                human_bytes(total),
+                dir.display()
+            );
+        }
+        CacheAction::Gc { max_size } => {
+            let max = parse_size(max_size).map_err(|e| {
+                anyhow::anyhow!("--max-size: {e}\n  fix: a size such as 500M or 5G")
+            })?;
+            let _lock = DirLock::for_clean(&dir)?;
+            let (removed, freed) = cache::gc(&dir, max)?;
+            eprintln!(
+                "removed {removed} least recently used entries ({}); the cache now fits in {}",
+                human_bytes(freed),
+                human_bytes(max)
+            );
+        }
+        CacheAction::Clear => {
+            let _lock = DirLock::for_clean(&dir)?;
+            let (removed, freed) = cache::gc(&dir, 0)?;
+            eprintln!("removed {removed} entries ({})", human_bytes(freed));
+        }
+    }
+    Ok(0)
+}
