@@ -412,6 +412,7 @@ mod tests {
                 min_runs: 10,
             },
             verify: Default::default(),
+            cache_max_bytes: crate::spec::DEFAULT_CACHE_MAX_BYTES,
             workloads: ws,
         }
     }

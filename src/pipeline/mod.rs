@@ -26,7 +26,7 @@ use crate::{stage, verify};
 /// Run the whole pipeline; the exit code is 1 when a stage failed, else 0.
 pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let started = Instant::now();
-    let _lock = DirLock::for_run(&plan.optimize_dir)?;
+    let lock = DirLock::for_run(&plan.optimize_dir)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
     let ctx = context(plan, &run);
@@ -47,6 +47,8 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     run.point_latest(&plan.optimize_dir)?;
     report::terminal::print_ladder(&report, &plan.ui);
     plan.ui.info(&time_line(&report));
+    drop(lock);
+    trim_cache(plan);
     // A stage that could not run is a failure the user must see, even though the run
     // completed and the best candidate so far is reported; so is a stage the user asked for
     // by name (`--stages`, `[stages] try`) that could not run here at all.
@@ -178,6 +180,22 @@ fn unmet_requests(plan: &Plan, report: &Report) -> Vec<&'static str> {
             !rows.is_empty() && rows.iter().all(|r| r.status == report::Status::Skipped)
         })
         .collect()
+}
+
+/// Trim what later runs reuse to `[cache] max-size`, least recently used first — only when
+/// no other run holds the folder (it may be using the entries).
+fn trim_cache(plan: &Plan) {
+    let Ok(_alone) = DirLock::for_clean(&plan.optimize_dir) else {
+        return;
+    };
+    if let Ok((removed, freed)) = cache::gc(&plan.optimize_dir, plan.spec.cache_max_bytes) {
+        if removed > 0 {
+            plan.ui.info(&format!(
+                "cache: removed {removed} least recently used entries ({}) to stay within [cache] max-size",
+                crate::util::human_bytes(freed)
+            ));
+        }
+    }
 }
 
 /// `time: 224 s in all — measuring 190 s (85 %), building 18 s (8 %), …`

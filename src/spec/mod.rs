@@ -33,6 +33,8 @@ pub struct Spec {
     pub stages: Stages,
     pub bench: BenchConfig,
     pub verify: VerifyConfig,
+    /// `[cache] max-size`: what later runs reuse is trimmed to this at the end of a run.
+    pub cache_max_bytes: u64,
     pub workloads: Vec<Workload>,
 }
 
@@ -240,6 +242,16 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
     let verify = VerifyConfig {
         tests: raw.verify.and_then(|v| v.tests).unwrap_or(false),
     };
+    let cache_max_bytes = match raw.cache.and_then(|c| c.max_size) {
+        Some(v) => crate::util::parse_size(v.get_ref()).map_err(|e| {
+            cx.at(
+                &v,
+                format!("`max-size`: {e}"),
+                Some("write a size such as max-size = \"5G\" or \"500M\"".into()),
+            )
+        })?,
+        None => DEFAULT_CACHE_MAX_BYTES,
+    };
     let bin = raw.bin.map(|b| cx.non_empty(b, "bin")).transpose()?;
     let package = raw
         .package
@@ -253,6 +265,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
         stages,
         bench,
         verify,
+        cache_max_bytes,
         workloads,
     })
 }
@@ -345,6 +358,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Default `[stages] try`, in pipeline order.
 pub const DEFAULT_TRY: [StageName; 4] = StageName::TRIED;
+
+/// `[cache] max-size` when the spec does not say.
+pub const DEFAULT_CACHE_MAX_BYTES: u64 = 10 << 30;
 
 /// The stage list that asks for no stage: the baseline only.
 pub const NO_STAGES: &str = "none";
@@ -450,6 +466,10 @@ pub fn skeleton(bin: &str) -> String {
 # [verify]
 # tests = false                   # also run the crate's own tests with each candidate's settings
 
+# What later runs reuse (builds, profiles, verdicts) is trimmed to this, oldest use first.
+# [cache]
+# max-size = "10G"
+
 # Workloads are runs of your binary. "train" workloads are run to collect PGO and BOLT profiles;
 # "eval" workloads are timed to decide what to keep. Make both look like real use: the
 # optimizations only help what the training runs exercise.
@@ -500,6 +520,18 @@ pub(crate) fn clean_path(p: &Path) -> PathBuf {
 mod tests {
     use super::fixture::{Fixture, ONE};
     use super::*;
+
+    #[test]
+    fn cache_max_size() {
+        let f = Fixture::new();
+        assert_eq!(f.ok(ONE).cache_max_bytes, DEFAULT_CACHE_MAX_BYTES);
+        let spec = f.ok(&format!("[cache]\nmax-size = \"500M\"\n{ONE}"));
+        assert_eq!(spec.cache_max_bytes, 500 << 20);
+        let (line, _, msg, fix) = f.err(&format!("[cache]\nmax-size = \"big\"\n{ONE}"));
+        assert_eq!(line, 2);
+        assert!(msg.contains("`max-size`"), "{msg}");
+        assert!(fix.contains("max-size = \"5G\""), "{fix}");
+    }
 
     #[test]
     fn defaults() {

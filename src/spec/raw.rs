@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-pub(super) const TOP_KEYS: &[&str] = &["bin", "package", "stages", "bench", "verify", "workload"];
+pub(super) const TOP_KEYS: &[&str] = &[
+    "bin", "package", "stages", "bench", "verify", "cache", "workload",
+];
 pub(super) const STAGES_KEYS: &[&str] = &[
     "try",
     "profile",
@@ -17,6 +19,7 @@ pub(super) const STAGES_KEYS: &[&str] = &[
 ];
 pub(super) const BENCH_KEYS: &[&str] = &["max-time", "margin", "warmup", "min-runs"];
 pub(super) const VERIFY_KEYS: &[&str] = &["tests"];
+pub(super) const CACHE_KEYS: &[&str] = &["max-size"];
 pub(super) const WORKLOAD_KEYS: &[&str] = &[
     "name",
     "args",
@@ -51,6 +54,7 @@ pub(super) const TABLES: &[(&str, &[&str])] = &[
     ("in [stages]", STAGES_KEYS),
     ("in [bench]", BENCH_KEYS),
     ("in [verify]", VERIFY_KEYS),
+    ("in [cache]", CACHE_KEYS),
     ("in [[workload]]", WORKLOAD_KEYS),
     ("in the [stages] profile table", PROFILE_KEYS),
     ("in the expect table", EXPECT_KEYS),
@@ -64,7 +68,14 @@ pub(super) struct RawSpec {
     pub(super) stages: Option<RawStages>,
     pub(super) bench: Option<RawBench>,
     pub(super) verify: Option<RawVerify>,
+    pub(super) cache: Option<RawCache>,
     pub(super) workload: Option<Vec<Spanned<RawWorkload>>>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawCache {
+    pub(super) max_size: Option<Spanned<String>>,
 }
 
 #[derive(serde::Deserialize, Default)]

@@ -881,13 +881,13 @@ mod tests {
         assert_eq!(msg, "unknown key `bni` at the top level");
         assert_eq!(
             fix,
-            "did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, workload"
+            "did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, cache, workload"
         );
         let e = f
             .parse(&format!("bin = \"x\"\nbni = \"y\"\n{ONE}"))
             .unwrap_err();
         let shown = e.to_string();
-        assert!(shown.ends_with("optimize.toml:2:1: unknown key `bni` at the top level\n  fix: did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, workload"), "{shown}");
+        assert!(shown.ends_with("optimize.toml:2:1: unknown key `bni` at the top level\n  fix: did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, cache, workload"), "{shown}");
         // A key from another table says where it belongs.
         let (line, col, _, fix) = f.err(&format!("margin = 0.1\n{ONE}"));
         assert_eq!((line, col), (1, 1));

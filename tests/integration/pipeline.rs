@@ -389,3 +389,33 @@ fn cache_stats_and_clear_see_what_a_run_kept_and_clear_waits_for_no_run() {
         bad.stderr
     );
 }
+
+#[test]
+fn a_run_trims_what_it_keeps_to_the_specs_cache_max_size() {
+    let _guard = shared();
+    let td = target_dir("cache-max-size");
+    let _ = std::fs::remove_dir_all(&td);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("optimize.toml");
+    let text = std::fs::read_to_string(fixture("pgo-basic").join("optimize.toml")).unwrap();
+    std::fs::write(&spec, format!("{text}\n[cache]\nmax-size = \"1K\"\n")).unwrap();
+    std::fs::copy(
+        fixture("pgo-basic").join("input.txt"),
+        dir.path().join("input.txt"),
+    )
+    .unwrap();
+    let spec_s = spec.to_str().unwrap();
+    let r = optimize_in(&td, &["--stages", "pgo", "--spec", spec_s]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr.contains("least recently used entries") && r.stderr.contains("[cache] max-size"),
+        "{}",
+        r.stderr
+    );
+    // Builds (many KiB each) are gone; the run itself and its report stay.
+    assert_eq!(
+        std::fs::read_dir(td.join("optimize/build")).map_or(0, |d| d.count()),
+        0
+    );
+    assert!(td.join("optimize/latest/report.json").is_file());
+}
