@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use cargo_optimize::bench::Verdict;
-use cargo_optimize::report::{StageReport, Status};
+use cargo_optimize::report::{Report, StageReport, Status};
 
 use crate::common::*;
 
@@ -259,32 +259,7 @@ fn settings_that_change_nothing_are_dropped_without_measuring() {
     let _guard = lock_target_dir("pgo-basic");
     // `debug-assertions = false` is already what `release` uses (a key whose default the
     // tool does not assume, so it builds): the candidate is the baseline's bytes.
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("optimize.toml");
-    let text = r#"bin = "pgo-basic"
-[stages]
-try = ["profile"]
-profile = { debug-assertions = false }
-[bench]
-max-time = "3s"
-[[workload]]
-name = "eval"
-args = ["120000"]
-"#;
-    std::fs::write(&spec, text).unwrap();
-    let td = target_dir("pgo-basic");
-    let r = run(
-        &fixture("pgo-basic"),
-        &[
-            "--spec",
-            spec.to_str().unwrap(),
-            "--target-dir",
-            td.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(r.code, Some(0), "{}", r.all());
-    let report = latest_report(&td);
+    let (r, report) = profile_only("{ debug-assertions = false }");
     let profile = stage(&report, "profile");
     assert_eq!(profile.status, Status::Dropped, "{profile:#?}");
     assert!(profile.reason.contains("byte-identical"), "{profile:#?}");
@@ -301,30 +276,7 @@ fn a_profile_already_in_effect_is_not_even_built() {
     let _guard = lock_target_dir("pgo-basic");
     // `opt-level = 3` and `lto = false` are release's defaults, and the manifest sets
     // neither: known without building.
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("optimize.toml");
-    let text = r#"bin = "pgo-basic"
-[stages]
-try = ["profile"]
-profile = { opt-level = 3, lto = false }
-[[workload]]
-name = "eval"
-args = ["1000"]
-"#;
-    std::fs::write(&spec, text).unwrap();
-    let td = target_dir("pgo-basic");
-    let r = run(
-        &fixture("pgo-basic"),
-        &[
-            "--spec",
-            spec.to_str().unwrap(),
-            "--target-dir",
-            td.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(r.code, Some(0), "{}", r.all());
-    let report = latest_report(&td);
+    let (_, report) = profile_only("{ opt-level = 3, lto = false }");
     let profile = stage(&report, "profile");
     assert_eq!(profile.status, Status::Dropped, "{profile:#?}");
     assert!(
@@ -423,4 +375,28 @@ fn a_cpu_specific_best_also_gets_a_portable_pgo_build() {
         fin.speedup_vs_baseline.is_some() && fin.speedup_ci.is_some(),
         "{fin:#?}"
     );
+}
+
+/// The pipeline on pgo-basic with a spec trying only the profile stage with `profile`.
+fn profile_only(profile: &str) -> (Run, Report) {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("optimize.toml");
+    let text = format!(
+        "bin = \"pgo-basic\"\n[stages]\ntry = [\"profile\"]\nprofile = {profile}\n[bench]\nmax-time = \"3s\"\n[[workload]]\nname = \"eval\"\nargs = [\"120000\"]\n"
+    );
+    std::fs::write(&spec, text).unwrap();
+    let td = target_dir("pgo-basic");
+    let r = run(
+        &fixture("pgo-basic"),
+        &[
+            "--spec",
+            spec.to_str().unwrap(),
+            "--target-dir",
+            td.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    (r, report)
 }
