@@ -253,6 +253,44 @@ pub const PIPE_GRACE: Duration = Duration::from_millis(250);
 /// reading them (a holder that escaped the group keeps them open indefinitely).
 const KILL_GRACE: Duration = Duration::from_millis(250);
 
+/// Start a program that hands work to something meant to outlive us (a desktop opener
+/// launching a browser): no pipes, not in a group we would kill, and waited for at most
+/// `bound`. `Ok(None)` when it is still running then (left alone, as intended).
+pub fn launch(
+    program: &Path,
+    args: &[&std::ffi::OsStr],
+    bound: Duration,
+) -> Result<Option<std::process::ExitStatus>, ProcessError> {
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|error| ProcessError::Spawn {
+            program: program.display().to_string(),
+            label: None,
+            error,
+            args: args.len(),
+            arg_bytes: args.iter().map(|a| a.len()).sum(),
+        })?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(Some(status)),
+            Ok(None) if start.elapsed() < bound => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) => return Ok(None),
+            Err(error) => {
+                return Err(ProcessError::Wait {
+                    program: program.display().to_string(),
+                    label: None,
+                    error,
+                })
+            }
+        }
+    }
+}
+
 /// Run a command to completion, capturing stdout and stderr through pipes (never
 /// /dev/null: some programs shortcut writes to it).
 ///
@@ -756,6 +794,25 @@ mod tests {
     fn missing_program_is_a_spawn_error() {
         let e = run(&Command::new("/nonexistent/tool")).unwrap_err();
         assert!(matches!(e, ProcessError::Spawn { .. }));
+    }
+
+    #[test]
+    fn launch_is_bounded_and_reports_the_status() {
+        let sh = Path::new("/bin/sh");
+        let quick = launch(
+            sh,
+            &["-c".as_ref(), "exit 3".as_ref()],
+            Duration::from_secs(5),
+        );
+        assert_eq!(quick.unwrap().and_then(|s| s.code()), Some(3));
+        let start = Instant::now();
+        let slow = launch(
+            sh,
+            &["-c".as_ref(), "sleep 5".as_ref()],
+            Duration::from_millis(200),
+        );
+        assert!(slow.unwrap().is_none());
+        assert!(start.elapsed() < Duration::from_secs(3));
     }
 
     #[test]

@@ -59,30 +59,24 @@ pub fn run(g: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<i32> {
 
 /// Open `page` with xdg-open; say so when there is none or it fails (never an error).
 fn open(page: &Path) {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("xdg-open").is_file()));
-    if !found {
+    let Some(opener) = crate::toolchain::find_on_path("xdg-open") else {
         eprintln!(
             "no xdg-open here: open {} in a browser yourself",
             page.display()
         );
         return;
-    }
-    match std::process::Command::new("xdg-open")
-        .arg(page)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-    {
-        Ok(s) if s.success() => eprintln!("opened {}", page.display()),
-        Ok(s) => eprintln!(
+    };
+    let launched = crate::process::launch(
+        &opener,
+        &[page.as_os_str()],
+        std::time::Duration::from_secs(10),
+    );
+    match launched {
+        Ok(Some(s)) if !s.success() => eprintln!(
             "xdg-open {} exited with {s}: open it in a browser yourself",
             page.display()
         ),
-        Err(e) => eprintln!(
-            "cannot run xdg-open ({e}): open {} in a browser yourself",
-            page.display()
-        ),
+        Ok(_) => eprintln!("opened {}", page.display()),
+        Err(e) => eprintln!("{e}: open {} in a browser yourself", page.display()),
     }
 }
