@@ -339,14 +339,7 @@ impl Context<'_> {
         if workload.files.is_empty() {
             return Ok((workload.clone(), None));
         }
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let dest = self.run.root.join("sandbox").join(format!(
-            "{tag}-{}-{}",
-            workload.file_stem(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
-        let sb = Sandbox::create(&workload.cwd, &dest, &exclude)?;
+        let (w, sb) = self.private_copy(workload, tag)?;
         if sb.bytes > LARGE_SANDBOX {
             self.ui.warn(&format!(
                 "workload `{}` declares output files, so each run gets a fresh copy of its cwd {} ({} MiB in {} files)\n  fix: point `cwd` at a smaller folder holding only what the workload reads",
@@ -356,8 +349,6 @@ impl Context<'_> {
                 sb.files
             ));
         }
-        let mut w = workload.clone();
-        w.cwd = sb.cwd().to_path_buf();
         Ok((w, Some(sb)))
     }
 
@@ -375,14 +366,17 @@ impl Context<'_> {
         workload: &Workload,
         tag: &str,
     ) -> std::io::Result<(Workload, Sandbox)> {
-        let mut declared = workload.clone();
-        if declared.files.is_empty() {
-            // `sandboxed` copies only for workloads that declare files.
-            declared.files.push(PathBuf::from("."));
-        }
-        let (mut w, sb) = self.sandboxed(&declared, tag)?;
-        w.files = workload.files.clone();
-        Ok((w, sb.expect("a workload with files gets a copy")))
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let dest = self.run.root.join("sandbox").join(format!(
+            "{tag}-{}-{}",
+            workload.file_stem(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
+        let sb = Sandbox::create(&workload.cwd, &dest, &exclude)?;
+        let mut w = workload.clone();
+        w.cwd = sb.cwd().to_path_buf();
+        Ok((w, sb))
     }
 
     /// Remember how long a step took (and its peak RSS when known).
