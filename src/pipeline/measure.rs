@@ -15,7 +15,7 @@ use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
 use crate::spec::{Expect, Workload};
 use crate::ui::{Tone, Ui};
-use crate::verify::Reference;
+use crate::verify::{Reference, Verifier};
 
 /// A candidate against another over every eval workload: the geometric mean (its estimate,
 /// and on the log scale, to chain it with others), and each workload's comparison.
@@ -33,7 +33,7 @@ pub fn measure(
     ctx: &Context,
     rival: &Candidate,
     cand: &Candidate,
-    reference: &Reference,
+    verifier: &Verifier,
     only_faster: bool,
     cache: &VerdictCache,
 ) -> anyhow::Result<Measured> {
@@ -41,7 +41,7 @@ pub fn measure(
         only_faster,
         ..BenchOptions::from_config(&ctx.spec.bench)
     };
-    let per_workload = compare_over_workloads(ctx, rival, cand, &opts, reference, cache)?;
+    let per_workload = compare_over_workloads(ctx, rival, cand, &opts, verifier, cache)?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
     let (log, confidence) = bench::geomean_log(&all);
     Ok(Measured {
@@ -76,7 +76,7 @@ fn compare_over_workloads(
     a: &Candidate,
     b: &Candidate,
     opts: &BenchOptions,
-    reference: &Reference,
+    verifier: &Verifier,
     cache: &VerdictCache,
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
     let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
@@ -114,7 +114,7 @@ fn compare_over_workloads(
         let (wb, _sb) = ctx.sandboxed(w, "bench-b")?;
         let ca = wa.command(&a.binary);
         let cb = wb.command(&b.binary);
-        let expected = expected_status(w, reference);
+        let expected = expected_status(w, verifier.reference()?);
         let c = bench::compare_expecting(&ca, &cb, opts, expected, &mut |p| {
             spinner.set_message(progress_message(&label, p, ctx.ui));
         });
