@@ -44,8 +44,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Remove target/optimize (refused while a run is using it).
     Clean,
-    /// What later runs reuse (cargo target dirs per settings, merged profiles, kept
-    /// trainings and verdicts): how much there is, trim it, or clear it.
+    /// What later runs reuse (builds, binaries, merged profiles, trainings, output checks,
+    /// verdicts): how much there is, trim it, or clear it.
     Cache(CacheArgs),
 }
 

@@ -118,11 +118,7 @@ impl Winner {
     }
 
     pub fn profile_use(&self) -> Option<PathBuf> {
-        self.stage_rustflags
-            .iter()
-            .rev()
-            .find_map(|f| f.strip_prefix("-Cprofile-use="))
-            .map(PathBuf::from)
+        crate::cargo::codegen_option(&self.stage_rustflags, "profile-use").map(PathBuf::from)
     }
 
     /// Stage flags `apply` cannot write anywhere (nor fold into the printed command).

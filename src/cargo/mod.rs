@@ -449,6 +449,11 @@ pub fn compose_rustflags(user: &[String], ours: &[String]) -> Vec<String> {
 
 /// The last `-Ctarget-cpu=X` (or `-C target-cpu=X`) in `flags`.
 pub fn target_cpu_of(flags: &[String]) -> Option<String> {
+    codegen_option(flags, "target-cpu")
+}
+
+/// The value of the last `-C<name>=X` (or `-C <name>=X`) in `flags`: later ones win in rustc.
+pub fn codegen_option(flags: &[String], name: &str) -> Option<String> {
     let mut found = None;
     let mut prev_c = false;
     for f in flags {
@@ -459,7 +464,10 @@ pub fn target_cpu_of(flags: &[String]) -> Option<String> {
             f.strip_prefix("-C")
         };
         prev_c = f == "-C";
-        if let Some(v) = opt.and_then(|o| o.strip_prefix("target-cpu=")) {
+        let value = opt
+            .and_then(|o| o.strip_prefix(name))
+            .and_then(|o| o.strip_prefix('='));
+        if let Some(v) = value {
             found = Some(v.to_string());
         }
     }

@@ -40,6 +40,11 @@ pub struct StageFacts {
     // pgo
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileStats>,
+    /// How well the PGO profile the build used fits its code: for the pgo stage its own
+    /// fresh profile; for the baseline the profile your own rustflags name
+    /// (`-Cprofile-use`), which is stale once functions change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_fit: Option<ProfileFit>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub functions_without_profile: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,6 +82,35 @@ pub struct ProfileStats {
     /// llvm-profdata's warnings about raw files it dropped.
     pub dropped: Vec<String>,
     pub path: PathBuf,
+}
+
+/// How well a PGO profile fits the code built with it, from rustc's (LLVM's) warnings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileFit {
+    pub profile: PathBuf,
+    /// Functions in the profile (`llvm-profdata show`), when it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_functions: Option<u64>,
+    /// Functions whose control flow changed since the profile was trained ("hash
+    /// mismatch"): their counts are discarded and they are optimized without a profile.
+    pub changed_functions: usize,
+    /// The counts discarded with them (the largest count of each, summed).
+    pub discarded_counts: u64,
+}
+
+impl ProfileFit {
+    /// `3 of 120 profiled functions changed since it was trained (their counts are
+    /// discarded)`.
+    pub fn describe(&self) -> String {
+        let of = self
+            .profile_functions
+            .map(|n| format!(" of {n}"))
+            .unwrap_or_default();
+        format!(
+            "{}{of} profiled function(s) changed since it was trained ({} count(s) discarded: those functions are optimized without the profile)",
+            self.changed_functions, self.discarded_counts
+        )
+    }
 }
 
 /// One profile setting's own effect, measured alone on top of the baseline (`--explain`).

@@ -99,10 +99,11 @@ impl Plan {
         apply_overrides(&mut spec, args)?;
         let rustc = toolchain::rustc()?;
         let stages = &spec.stages.try_;
+        // Required for the pgo stage; otherwise only read for a stale profile's size.
         let llvm_profdata = if stages.contains(&StageName::Pgo) {
             Some(toolchain::llvm_profdata(&rustc)?)
         } else {
-            None
+            toolchain::llvm_profdata(&rustc).ok()
         };
         let bolt_tools = stages
             .contains(&StageName::Bolt)

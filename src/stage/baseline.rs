@@ -1,11 +1,61 @@
 //! The baseline: the binary exactly as the user builds it today (`cargo build --profile
 //! <p>` with their features, target and rustflags). Everything is measured against it;
 //! the pipeline builds it before the ladder (it offers nothing itself).
+//!
+//! When the user's own rustflags name a PGO profile (`-Cprofile-use`, as `apply` prints),
+//! the baseline's build says how well that profile still fits the code: functions changed
+//! since it was trained lose their counts, so a stale profile is named with how stale it is.
+
+use std::path::PathBuf;
 
 use super::{Candidate, Context, StageError};
 use crate::cargo::BuildSettings;
 use crate::spec::StageName;
 
 pub fn build(ctx: &Context, settings: BuildSettings) -> Result<Candidate, StageError> {
-    Ok(super::build_candidate(ctx, StageName::Baseline, settings, Default::default())?.0)
+    let user_profile = profile_use(&settings.user_rustflags);
+    let (mut cand, built) =
+        super::build_candidate(ctx, StageName::Baseline, settings, Default::default())?;
+    if let Some(profile) = user_profile {
+        let mut fit = super::pgo::profile_fit(&built.stderr, &profile);
+        if fit.changed_functions > 0 {
+            fit.profile_functions = ctx
+                .llvm_profdata
+                .as_ref()
+                .and_then(|t| super::pgo::profile_functions(&t.path, &profile));
+            let msg = format!(
+                "your PGO profile {} is stale: {}\n  fix: train it again on this code (`cargo optimize`, then `cargo optimize apply`)",
+                profile.display(),
+                fit.describe()
+            );
+            ctx.ui.warn(&msg);
+            cand.notes.push(msg);
+        }
+        cand.facts.profile_fit = Some(fit);
+    }
+    Ok(cand)
+}
+
+/// The profile the last `-Cprofile-use` in `flags` names.
+fn profile_use(flags: &[String]) -> Option<PathBuf> {
+    crate::cargo::codegen_option(flags, "profile-use").map(PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_profile_use_flag_names_the_profile() {
+        let flags = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(profile_use(&flags(&["-Copt-level=3"])), None);
+        assert_eq!(
+            profile_use(&flags(&[
+                "-Cprofile-use=/a.profdata",
+                "-C",
+                "profile-use=b.profdata"
+            ])),
+            Some(PathBuf::from("b.profdata"))
+        );
+    }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cache::{run_key, Store};
-use crate::context::facts::{ProfileStats, StageFacts};
+use crate::context::facts::{ProfileFit, ProfileStats, StageFacts};
 use crate::process;
 use crate::spec::StageName;
 use crate::store::file_hash;
@@ -157,6 +157,13 @@ fn prepare_variant(
             ctx.rustc.llvm_version
         )));
     }
+    let fit = profile_fit(&built.stderr, &stable);
+    if fit.changed_functions > 0 {
+        notes.push(format!(
+            "the fresh profile did not fit its own build: {}",
+            fit.describe()
+        ));
+    }
     let missing = count_missing_functions(&built.stderr);
     if missing > 0 {
         ctx.ui.info(&format!(
@@ -167,6 +174,10 @@ fn prepare_variant(
 
     let facts = StageFacts {
         variant: variant.map(str::to_string),
+        profile_fit: Some(ProfileFit {
+            profile_functions: Some(stats.functions),
+            ..fit
+        }),
         profile: Some(stats),
         functions_without_profile: Some(missing),
         instrumented_rustflags: Some(instrumented.all_rustflags()),
@@ -341,6 +352,32 @@ fn field(text: &str, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// What rustc's warnings say about how `profile` fits the code it was used on: LLVM warns
+/// once per function whose control flow changed since training, `… (hash mismatch) <name>
+/// Hash = <h> up to <count> count discarded`.
+pub fn profile_fit(stderr: &str, profile: &Path) -> ProfileFit {
+    let mut fit = ProfileFit {
+        profile: profile.to_path_buf(),
+        ..Default::default()
+    };
+    for line in stderr.lines().filter(|l| l.contains("(hash mismatch)")) {
+        fit.changed_functions += 1;
+        let discarded = line
+            .split_once(" up to ")
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok());
+        fit.discarded_counts += discarded.unwrap_or(0);
+    }
+    fit
+}
+
+/// The number of functions in `profile` (`llvm-profdata show`), when it can be read.
+pub fn profile_functions(profdata: &Path, profile: &Path) -> Option<u64> {
+    let show = process::run(&process::Command::new(profdata).args(["show"]).arg(profile)).ok()?;
+    let n = field(&String::from_utf8_lossy(&show.stdout), "Total functions:");
+    (show.status.success() && n > 0).then_some(n)
+}
+
 /// `-pgo-warn-missing-function` prints one warning per function without profile data.
 pub fn count_missing_functions(stderr: &str) -> usize {
     stderr
@@ -384,6 +421,26 @@ pub fn profile_problems(stderr: &str, profile: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_profile_is_measured_by_its_hash_mismatches() {
+        let stderr = "warning: m.cgu.0: function control flow change detected (hash mismatch) _ZN1m4main17hE Hash = 320656258419602754 up to 17025473 count discarded\nwarning: m.cgu.0: function control flow change detected (hash mismatch) _ZN1m4step17hE Hash = 1 up to 27 count discarded\nwarning: `m` (bin \"m\") generated 2 warnings\n";
+        let fit = profile_fit(stderr, Path::new("/p/x.profdata"));
+        assert_eq!((fit.changed_functions, fit.discarded_counts), (2, 17025500));
+        assert_eq!(
+            profile_fit("warning: unused variable", Path::new("/p")).changed_functions,
+            0
+        );
+        let described = ProfileFit {
+            profile_functions: Some(40),
+            ..fit
+        }
+        .describe();
+        assert!(
+            described.starts_with("2 of 40 profiled function(s) changed"),
+            "{described}"
+        );
+    }
 
     #[test]
     fn warnings_are_collapsed_with_counts() {

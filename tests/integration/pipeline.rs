@@ -397,6 +397,52 @@ fn an_unchanged_rerun_redoes_nothing_and_a_changed_source_redoes_what_depends_on
     assert_eq!(c.hits, 0, "{}", changed.stderr);
 }
 
+#[test]
+fn a_stale_pgo_profile_in_your_rustflags_is_named_with_how_stale_it_is() {
+    let _guard = shared();
+    let krate = copy_fixture("pgo-basic");
+    let dir = krate.path();
+    let trained = run(dir, &["optimize", "--stages", "pgo"], &[]);
+    assert_eq!(trained.code, Some(0), "{}", trained.all());
+    let report = latest_report(&dir.join("target"));
+    let fit = stage(&report, "pgo").facts.profile_fit.clone().unwrap();
+    assert_eq!(
+        fit.changed_functions, 0,
+        "a fresh profile fits its own build"
+    );
+    assert!(fit.profile_functions.unwrap() > 0);
+    let host = report.toolchain.host.clone();
+
+    // The program's control flow changes after the profile was trained.
+    let main_rs = dir.join("src/main.rs");
+    let text = std::fs::read_to_string(&main_rs).unwrap();
+    let arm = "        State::Plateau if x % 3 == 0 => State::Peak,\n";
+    assert!(text.contains(arm));
+    let changed = text.replace(
+        arm,
+        &format!("{arm}        State::Plateau if x % 7 == 1 && prev > 9 => State::Rising,\n"),
+    );
+    std::fs::write(&main_rs, changed).unwrap();
+    let flags = format!("-Cprofile-use={}", fit.profile.display());
+    let r = run(
+        dir,
+        &["optimize", "--stages", "none", "--target", &host],
+        &[("RUSTFLAGS", &flags)],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(r.stderr.contains("is stale"), "{}", r.stderr);
+    let base = latest_report(&dir.join("target"));
+    let stale = stage(&base, "baseline").facts.profile_fit.clone().unwrap();
+    assert!(stale.changed_functions >= 1, "{stale:?}");
+    assert!(stale.discarded_counts > 0, "{stale:?}");
+    assert_eq!(stale.profile_functions, fit.profile_functions);
+    let note = stage(&base, "baseline").notes.join("\n");
+    assert!(
+        note.contains(&format!("{} of ", stale.changed_functions)) && note.contains("fix:"),
+        "{note}"
+    );
+}
+
 /// The pipeline on pgo-basic with its own target dir.
 fn optimize_in(td: &std::path::Path, extra: &[&str]) -> Run {
     let mut args = vec!["optimize", "--target-dir", td.to_str().unwrap()];
