@@ -121,14 +121,17 @@ impl Winner {
         crate::cargo::codegen_option(&self.stage_rustflags, "profile-use").map(PathBuf::from)
     }
 
-    /// Stage flags `apply` cannot write anywhere (nor fold into the printed command).
+    /// Stage flags `apply` cannot write anywhere (nor fold into the printed command). The
+    /// relocations a PGO build links with, ready for a BOLT stage, are not wanted in a build
+    /// without BOLT, so they are not among them.
     fn other_flags(&self) -> Vec<String> {
         self.stage_rustflags
             .iter()
             .filter(|f| {
                 !(f.starts_with("-Ctarget-cpu=")
                     || f.starts_with("-Cprofile-use=")
-                    || f.as_str() == PGO_WARN)
+                    || f.as_str() == PGO_WARN
+                    || (f.as_str() == crate::cargo::EMIT_RELOCS_FLAG && self.stage != "bolt"))
             })
             .cloned()
             .collect()

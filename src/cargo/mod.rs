@@ -447,6 +447,20 @@ pub fn compose_rustflags(user: &[String], ours: &[String]) -> Vec<String> {
     user.iter().chain(ours).cloned().collect()
 }
 
+/// The linker flag that keeps relocations in the output (`--emit-relocs`), which BOLT
+/// needs to move code. It adds sections that are never loaded: the code is unchanged.
+pub const EMIT_RELOCS_FLAG: &str = "-Clink-args=-Wl,-q";
+
+/// Whether `settings`' profile keeps the symbol table (`strip` is not `true`/`"symbols"`)
+/// as far as the manifest and cargo's defaults tell (`None`: unknown here).
+pub fn keeps_symbols(project: &Project, settings: &BuildSettings) -> Option<bool> {
+    let strip = match settings.profile_overrides.get("strip") {
+        Some(v) => v.clone(),
+        None => known_profile_values(project, &settings.profile, &["strip"])?.remove("strip")?,
+    };
+    Some(!matches!(strip.as_str(), "true" | "\"symbols\""))
+}
+
 /// The last `-Ctarget-cpu=X` (or `-C target-cpu=X`) in `flags`.
 pub fn target_cpu_of(flags: &[String]) -> Option<String> {
     codegen_option(flags, "target-cpu")

@@ -22,54 +22,91 @@ pub const PORTABLE: &str = "portable";
 
 /// PGO on top of the best so far; when the best picks a CPU, also on the portable best
 /// (`pgo (portable)`, against the portable best), so the binary that runs anywhere gets
-/// PGO too.
+/// PGO too. When the portable best is the best without its target-cpu, it is built with
+/// the best's profile (one instrumented build and training for both; how well the profile
+/// fits it is recorded); otherwise it is trained on its own.
 pub fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer> {
-    let mut offers = vec![Offer::against_best(prepare_variant(
-        ctx,
-        standing.best,
-        None,
-    ))];
+    let (best, profile) = match train_profile(ctx, standing.best, "pgo", "pgo") {
+        Ok(p) => (build_with(ctx, standing.best, &p, None), Ok(p)),
+        Err(e) => {
+            let why = e.to_string();
+            (Err(e), Err(why))
+        }
+    };
+    let mut offers = vec![Offer::against_best(best)];
     if standing.best.targets_cpu() && !standing.portable.targets_cpu() {
+        let portable = standing.portable;
+        let candidate = if without_cpu(&standing.best.settings) == portable.settings {
+            profile
+                .map_err(|why| StageError::Failed(format!("its profile is pgo's: {why}")))
+                .and_then(|p| build_with(ctx, portable, &p, Some(PORTABLE)))
+                .map(|mut c| {
+                    c.notes.push("built with the pgo build's profile: one instrumented build and one training serve both".into());
+                    c
+                })
+        } else {
+            train_profile(ctx, portable, "pgo-portable", "pgo (portable)")
+                .and_then(|p| build_with(ctx, portable, &p, Some(PORTABLE)))
+        };
         offers.push(Offer {
             variant: Some(PORTABLE.to_string()),
             rival: Rival::Portable,
-            candidate: prepare_variant(ctx, standing.portable, Some(PORTABLE)),
+            candidate,
         });
     }
     offers
 }
 
-/// PGO on top of `best`; a `variant` gets its own profiles, binary name and label
-/// (`pgo (portable)`, `bin/pgo-portable`).
-fn prepare_variant(
+/// `settings` without any `-Ctarget-cpu` flag.
+fn without_cpu(settings: &crate::cargo::BuildSettings) -> crate::cargo::BuildSettings {
+    let mut s = settings.clone();
+    let mut out = Vec::new();
+    let mut flags = s.rustflags.iter().peekable();
+    while let Some(f) = flags.next() {
+        if f == "-C" && flags.peek().is_some_and(|n| n.starts_with("target-cpu=")) {
+            flags.next();
+        } else if !f.starts_with("-Ctarget-cpu=") {
+            out.push(f.clone());
+        }
+    }
+    s.rustflags = out;
+    s
+}
+
+/// A merged profile, and how it was made.
+struct Profile {
+    stable: PathBuf,
+    stats: ProfileStats,
+    /// A bad cache entry was replaced: the build that used it must be redone.
+    repaired: bool,
+    notes: Vec<String>,
+    instrumented: crate::cargo::BuildSettings,
+    vp_counters: Option<u32>,
+}
+
+/// Instrumented build of `best`'s settings (with `--target <host>`) → train workloads →
+/// merged profile in the content-addressed cache (or the one an earlier run kept for the
+/// same instrumented binary and train workloads). `name` names the run folder's profiles.
+fn train_profile(
     ctx: &Context,
     best: &Candidate,
-    variant: Option<&str>,
-) -> Result<Candidate, StageError> {
-    let name = match variant {
-        Some(v) => format!("pgo-{v}"),
-        None => "pgo".to_string(),
-    };
-    let label = match variant {
-        Some(v) => format!("pgo ({v})"),
-        None => "pgo".to_string(),
-    };
+    name: &str,
+    label: &str,
+) -> Result<Profile, StageError> {
     let profdata_tool = ctx.llvm_profdata.as_ref().ok_or_else(|| {
         StageError::Failed(
             "llvm-profdata of rustc's LLVM is not available (run `cargo optimize doctor`)".into(),
         )
     })?;
     let mut notes = Vec::new();
-    let base = best.settings.clone();
-    let mut target = base.clone();
-    target.target.get_or_insert_with(|| ctx.host.clone());
+    let target = with_host_target(ctx, &best.settings);
 
     // The folder compiled into the instrumented binary is a stable one, so its build is
     // cached across runs; training sends the profiles to this run's own folder through
     // LLVM_PROFILE_FILE, so concurrent runs never mix profiles.
     let gen_dir = ctx.optimize_dir.join("pgo-default");
     let gen_flag = format!("-Cprofile-generate={}", gen_dir.display());
-    let raw_dir = ctx.run.profiles(&name).join("raw");
+    let raw_dir = ctx.run.profiles(name).join("raw");
 
     let trained = Store::new(&ctx.optimize_dir, "profiles");
     let train_workloads: Vec<_> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
@@ -89,7 +126,7 @@ fn prepare_variant(
             break (settings, BTreeMap::new(), key, Some(hit));
         }
         reset_dir(&raw_dir)?;
-        let warnings = train(ctx, &label, &built.binary, &raw_dir)?;
+        let warnings = train(ctx, label, &built.binary, &raw_dir)?;
         let vp_hit = warnings.keys().any(|w| w.contains(VP_WARNING));
         if vp_hit && vp_counters.is_none() {
             let msg = format!(
@@ -117,14 +154,8 @@ fn prepare_variant(
             (t.profile, t.stats, false)
         }
         None => {
-            let (stable, stats, repaired) = merge_and_keep(
-                ctx,
-                &label,
-                &name,
-                &profdata_tool.path,
-                &raw_dir,
-                &mut notes,
-            )?;
+            let (stable, stats, repaired) =
+                merge_and_keep(ctx, label, name, &profdata_tool.path, &raw_dir, &mut notes)?;
             if let Some(k) = &key {
                 let hash = file_hash(&stable)?;
                 let value = Trained {
@@ -137,11 +168,70 @@ fn prepare_variant(
             (stable, stats, repaired)
         }
     };
-    let use_settings = target.with_rustflags([
+    Ok(Profile {
+        stable,
+        stats,
+        repaired,
+        notes,
+        instrumented,
+        vp_counters,
+    })
+}
+
+/// Whether the BOLT stage comes after this one, can run, and would take a binary built
+/// with `settings` plus relocations as it is (the profile keeps symbols).
+fn bolt_follows(ctx: &Context, settings: &crate::cargo::BuildSettings) -> bool {
+    let stages = &ctx.spec.stages.try_;
+    let after_pgo = stages
+        .iter()
+        .skip_while(|s| **s != StageName::Pgo)
+        .any(|s| *s == StageName::Bolt);
+    let flags = settings.all_rustflags();
+    after_pgo
+        && matches!(ctx.bolt_tools, Some(Ok(_)))
+        && !super::bolt::has_emit_relocs(&flags)
+        && super::bolt::stripping_flags(&flags).is_empty()
+        && crate::cargo::keeps_symbols(ctx.project, settings) == Some(true)
+}
+
+/// `settings` for the host target named explicitly (as the instrumented build has it, so
+/// symbol names match between the two builds).
+fn with_host_target(
+    ctx: &Context,
+    settings: &crate::cargo::BuildSettings,
+) -> crate::cargo::BuildSettings {
+    let mut target = settings.clone();
+    target.target.get_or_insert_with(|| ctx.host.clone());
+    target
+}
+
+/// The `-Cprofile-use` build of `best`'s settings with `profile`; a `variant` gets its own
+/// binary name and label (`pgo (portable)`, `bin/pgo-portable`).
+fn build_with(
+    ctx: &Context,
+    best: &Candidate,
+    profile: &Profile,
+    variant: Option<&str>,
+) -> Result<Candidate, StageError> {
+    let name = match variant {
+        Some(v) => format!("pgo-{v}"),
+        None => "pgo".to_string(),
+    };
+    let label = crate::context::label("pgo", variant);
+    let mut notes = profile.notes.clone();
+    let stable = &profile.stable;
+    let target = with_host_target(ctx, &best.settings);
+    let mut use_flags = vec![
         format!("-Cprofile-use={}", stable.display()),
         "-Cllvm-args=-pgo-warn-missing-function".to_string(),
-    ]);
-    if repaired {
+    ];
+    if variant.is_none() && bolt_follows(ctx, &target) {
+        // Linked ready for BOLT, so the BOLT stage reads this binary as is instead of
+        // building it again with `-Wl,-q`.
+        use_flags.push(crate::cargo::EMIT_RELOCS_FLAG.to_string());
+    }
+    let use_settings = target.with_rustflags(use_flags);
+    if profile.repaired {
         let msg = format!(
             "the cached profile {} did not match its content (a run was interrupted while writing it?): it was written again, and the build that used it is redone",
             stable.display()
@@ -151,18 +241,22 @@ fn prepare_variant(
         let _ = std::fs::remove_dir_all(ctx.optimize_dir.join("build").join(use_settings.hash()));
     }
     let built = ctx.build(&format!("{label}: optimized"), &use_settings)?;
-    if let Some(problem) = profile_problems(&built.stderr, &stable).first() {
+    if let Some(problem) = profile_problems(&built.stderr, stable).first() {
         return Err(StageError::Failed(format!(
             "rustc could not use the PGO profile: {problem}\n  the binary was built without the profile, so it is not reported as a PGO build\n  fix: run `cargo optimize clean` and run again; if it persists, the profile is from another LLVM version than rustc's ({})",
             ctx.rustc.llvm_version
         )));
     }
-    let fit = profile_fit(&built.stderr, &stable);
+    let fit = ProfileFit {
+        profile_functions: Some(profile.stats.functions),
+        ..profile_fit(&built.stderr, stable)
+    };
     if fit.changed_functions > 0 {
-        notes.push(format!(
-            "the fresh profile did not fit its own build: {}",
-            fit.describe()
-        ));
+        let whose = match variant {
+            Some(_) => "the profile trained on the pgo build (shared to spare a build and a training) does not fully fit this one",
+            None => "the fresh profile did not fit its own build",
+        };
+        notes.push(format!("{whose}: {}", fit.describe()));
     }
     let missing = count_missing_functions(&built.stderr);
     if missing > 0 {
@@ -174,14 +268,11 @@ fn prepare_variant(
 
     let facts = StageFacts {
         variant: variant.map(str::to_string),
-        profile_fit: Some(ProfileFit {
-            profile_functions: Some(stats.functions),
-            ..fit
-        }),
-        profile: Some(stats),
+        profile_fit: Some(fit),
+        profile: Some(profile.stats.clone()),
         functions_without_profile: Some(missing),
-        instrumented_rustflags: Some(instrumented.all_rustflags()),
-        vp_counters_per_site: Some(vp_counters),
+        instrumented_rustflags: Some(profile.instrumented.all_rustflags()),
+        vp_counters_per_site: Some(profile.vp_counters),
         ..Default::default()
     };
     Ok(Candidate {

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::{Candidate, Context, Offer, StageError, Standing};
-use crate::cargo::CargoError;
+use crate::cargo::{CargoError, EMIT_RELOCS_FLAG};
 use crate::context::facts::{BoltFacts, StageFacts};
 use crate::process;
 use crate::spec::{BoltMode, StageName};
@@ -46,9 +46,6 @@ use crate::util::reset_dir;
 use elf::ElfFacts;
 use failure::{bolt_failure, save_log};
 use stats::{parse_dyno_stats, parse_profiled_functions, percent, DynoStat};
-
-/// The linker flag that keeps relocations in the output (`--emit-relocs`).
-const EMIT_RELOCS_FLAG: &str = "-Clink-args=-Wl,-q";
 
 /// The optimization flags used unless `[stages] bolt-args` replaces them. Close to what
 /// rustc's own release pipeline passes (src/tools/opt-dist/src/bolt.rs), adjusted with
@@ -457,7 +454,7 @@ fn place_input(
 }
 
 /// Whether the flags already ask the linker to keep relocations.
-fn has_emit_relocs(flags: &[String]) -> bool {
+pub(super) fn has_emit_relocs(flags: &[String]) -> bool {
     flags.iter().any(|f| {
         f.contains("--emit-relocs")
             || (f.split([',', ' ', '=']).any(|part| part == "-q")
@@ -466,7 +463,7 @@ fn has_emit_relocs(flags: &[String]) -> bool {
 }
 
 /// Flags that strip symbols at link time, which no profile override can undo.
-fn stripping_flags(flags: &[String]) -> Vec<String> {
+pub(super) fn stripping_flags(flags: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for (i, f) in flags.iter().enumerate() {
         let joined = if f == "-C" {
