@@ -101,7 +101,11 @@ impl Validator<'_> {
 
     /// A size such as `"500MB"`: above zero.
     fn size(&self, v: &Spanned<String>, key: &str, example: &str) -> Result<u64, SpecError> {
-        let fix = || Some(format!("write {key} = {example} (units K, M, G, T; 1M = 1024 KiB)"));
+        let fix = || {
+            Some(format!(
+                "write {key} = {example} (units K, M, G, T; 1M = 1024 KiB)"
+            ))
+        };
         let n = crate::util::parse_size(v.get_ref())
             .map_err(|e| self.at(v, format!("`{key}`: {e}"), fix()))?;
         if n == 0 {
@@ -150,7 +154,10 @@ mod tests {
         let f = Fixture::new();
         let (line, _, msg, fix) = f.err(&format!("[check]\nmax-regression = 0.7\n{ONE}"));
         assert_eq!(line, 2);
-        assert!(msg.contains("max-regression") && msg.contains("0.7"), "{msg}");
+        assert!(
+            msg.contains("max-regression") && msg.contains("0.7"),
+            "{msg}"
+        );
         assert!(fix.contains("max-regression = 0.05"), "{fix}");
         let (line, _, msg, fix) = f.err(&format!("[check]\nmax-binary-size = \"big\"\n{ONE}"));
         assert_eq!(line, 2);

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use check::{Budget, CheckConfig, DEFAULT_MAX_REGRESSION};
+pub use check::{Budget, CheckConfig};
 pub use raw::PROFILE_KEYS;
 use validate::Validator;
 /// File name looked up next to the package's Cargo.toml.

@@ -15,7 +15,7 @@ use super::raw::{
     RawBench, RawDuration, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable, TABLES,
 };
 use super::{
-    clean_path, BenchConfig, Budget, BoltMode, Expect, ProfileChoice, SpecError, StageName, Stages,
+    clean_path, BenchConfig, BoltMode, Budget, Expect, ProfileChoice, SpecError, StageName, Stages,
     Workload, DEFAULT_TIMEOUT, PROFILE_PRESETS,
 };
 use crate::util::indent;
