@@ -3,7 +3,10 @@
 //!   binaries' bytes, the workload's definition and its input files, the measuring options
 //!   (not the seed), the machine (CPU model, logical CPUs, kernel); `--fresh` ignores them;
 //! - training results ([`Store`] `profiles`, used by the PGO stage): keyed by the
-//!   instrumented binary and the train workloads ([`run_key`]).
+//!   instrumented binary and the train workloads ([`run_key`]);
+//! - revisions ([`Store`] `revs`, used by `check --against`): a commit's binary, keyed by
+//!   the commit and the build settings (trimmed with the rest; `check/build/` counts as
+//!   builds).
 //!
 //! Every key also holds this tool's version. Entries live in
 //! `target/optimize/cache/<kind>/<key>.json`, written whole (temporary file + rename) and
@@ -225,6 +228,7 @@ fn items(optimize_dir: &Path) -> Vec<Item> {
     for (kind, dir) in [
         ("verdicts", cache.join("verdicts")),
         ("trainings", cache.join("profiles")),
+        ("revisions", cache.join("revs")),
     ] {
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             add(kind, e.path());
@@ -235,12 +239,11 @@ fn items(optimize_dir: &Path) -> Vec<Item> {
             add("profiles", e.path());
         }
     }
-    for e in std::fs::read_dir(optimize_dir.join("build"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        add("builds", e.path());
+    // The pipeline's target dirs, and `check`'s for revision builds.
+    for dir in [optimize_dir.join("build"), optimize_dir.join("check/build")] {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            add("builds", e.path());
+        }
     }
     out
 }
@@ -270,7 +273,7 @@ fn tree_size_and_mtime(path: &Path) -> (u64, std::time::SystemTime) {
 
 /// How much is kept, per kind.
 pub fn usage(optimize_dir: &Path) -> Vec<Usage> {
-    let mut out: Vec<Usage> = ["builds", "profiles", "trainings", "verdicts"]
+    let mut out: Vec<Usage> = ["builds", "profiles", "trainings", "verdicts", "revisions"]
         .iter()
         .map(|k| Usage {
             kind: k,
