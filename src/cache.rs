@@ -1,28 +1,27 @@
-//! What later runs may reuse, each under a key made of everything that decides it:
+//! The keys of what later runs may reuse, and the verdict cache:
+//! - [`key_of`] / [`run_key`]: the tool's version, binaries' bytes, each workload's
+//!   definition and input files (and any settings as text) — what the PGO and BOLT stages'
+//!   trainings and `verify`'s checks are kept under;
 //! - verdicts ([`VerdictCache`]): the comparison of two binaries on one workload — both
 //!   binaries' bytes, the workload's definition and its input files, the measuring options
 //!   (not the seed), the machine (CPU model, logical CPUs, kernel); `--fresh` ignores them;
-//! - training results ([`Store`] `profiles`, used by the PGO stage): keyed by the
-//!   instrumented binary and the train workloads ([`run_key`]);
-//! - revisions ([`Store`] `revs`, used by `check --against`): a commit's binary, keyed by
-//!   the commit and the build settings (trimmed with the rest; `check/build/` counts as
-//!   builds).
+//! - how much is kept ([`usage`]) and trimming it ([`gc`]), across every kind and the
+//!   per-settings cargo target dirs — `check`'s too: its revisions (`cache/revs/`, a
+//!   commit's binary and its record) and its revision builds (`check/build/`).
 //!
-//! Every key also holds this tool's version. Entries live in
-//! `target/optimize/cache/<kind>/<key>.json`, written whole (temporary file + rename) and
-//! checked when read: the key stored inside must be the one asked for and the entry must
-//! parse; anything else is removed and the work is done again.
+//! Entries are `store::Store` entries: written whole, checked when read.
 //!
 //! Must not: measure or decide anything (the pipeline does).
 
 use std::cell::Cell;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use crate::bench::{BenchOptions, Comparison};
 use crate::spec::Workload;
+pub(crate) use crate::store::Store;
+use crate::store::{file_digest, hex};
 
 /// Input files at most this large are hashed into the key (a larger one counts by its
 /// size and modification time).
@@ -37,78 +36,24 @@ pub struct VerdictCache {
     misses: Cell<u32>,
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Entry<T> {
-    key: String,
-    value: T,
-}
-
-/// One kind of kept result: `cache/<kind>/<key>.json`.
-pub struct Store {
-    dir: PathBuf,
-}
-
-impl Store {
-    pub fn new(optimize_dir: &Path, kind: &str) -> Self {
-        Store {
-            dir: optimize_dir.join("cache").join(kind),
-        }
-    }
-
-    /// The value kept under `key`, when its entry is sound (else the entry is removed).
-    pub fn get<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
-        let path = self.path(key);
-        let bytes = std::fs::read(&path).ok()?;
-        match serde_json::from_slice::<Entry<T>>(&bytes) {
-            Ok(e) if e.key == key => {
-                // Recently used: `cache gc` removes the least recently used first.
-                let _ = std::fs::File::options()
-                    .write(true)
-                    .open(&path)
-                    .and_then(|f| f.set_modified(std::time::SystemTime::now()));
-                Some(e.value)
-            }
-            _ => {
-                // Partial, corrupt or misfiled: never used.
-                let _ = std::fs::remove_file(&path);
-                None
-            }
-        }
-    }
-
-    /// Keep `value` under `key` (best effort: a cache that cannot be written is no error).
-    pub fn put<T: serde::Serialize>(&self, key: &str, value: &T) {
-        let entry = Entry {
-            key: key.to_string(),
-            value,
-        };
-        let Ok(json) = serde_json::to_vec(&entry) else {
-            return;
-        };
-        let path = self.path(key);
-        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-        let written = std::fs::create_dir_all(&self.dir)
-            .and_then(|()| std::fs::write(&tmp, json))
-            .and_then(|()| std::fs::rename(&tmp, &path));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-    }
-
-    fn path(&self, key: &str) -> PathBuf {
-        self.dir.join(format!("{key}.json"))
-    }
-}
-
 /// The key of running `workloads` on `binary`: the tool's version, the binary's bytes, and
 /// each workload's definition and input files.
 pub fn run_key(binary: &Path, workloads: &[&Workload]) -> std::io::Result<String> {
+    key_of(&[binary], workloads, "")
+}
+
+/// The key of anything decided by `binaries`, `workloads` and `extra` (settings as text):
+/// the tool's version, the binaries' bytes, each workload's definition and input files.
+pub fn key_of(binaries: &[&Path], workloads: &[&Workload], extra: &str) -> std::io::Result<String> {
     let mut h = Sha256::new();
     h.update(env!("CARGO_PKG_VERSION"));
-    h.update(file_digest(binary)?);
+    for b in binaries {
+        h.update(file_digest(b)?);
+    }
     for w in workloads {
         workload_digest(&mut h, w)?;
     }
+    h.update(extra);
     Ok(hex(&h.finalize()[..16]))
 }
 
@@ -228,6 +173,10 @@ fn items(optimize_dir: &Path) -> Vec<Item> {
     for (kind, dir) in [
         ("verdicts", cache.join("verdicts")),
         ("trainings", cache.join("profiles")),
+        ("trainings", cache.join("bolted")),
+        ("checks", cache.join("checks")),
+        ("binaries", cache.join("blobs")),
+        ("builds", cache.join("builds")),
         ("revisions", cache.join("revs")),
     ] {
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
@@ -273,14 +222,22 @@ fn tree_size_and_mtime(path: &Path) -> (u64, std::time::SystemTime) {
 
 /// How much is kept, per kind.
 pub fn usage(optimize_dir: &Path) -> Vec<Usage> {
-    let mut out: Vec<Usage> = ["builds", "profiles", "trainings", "verdicts", "revisions"]
-        .iter()
-        .map(|k| Usage {
-            kind: k,
-            entries: 0,
-            bytes: 0,
-        })
-        .collect();
+    let mut out: Vec<Usage> = [
+        "builds",
+        "binaries",
+        "profiles",
+        "trainings",
+        "checks",
+        "verdicts",
+        "revisions",
+    ]
+    .iter()
+    .map(|k| Usage {
+        kind: k,
+        entries: 0,
+        bytes: 0,
+    })
+    .collect();
     for it in items(optimize_dir) {
         if let Some(u) = out.iter_mut().find(|u| u.kind == it.kind) {
             u.entries += 1;
@@ -318,24 +275,6 @@ pub fn machine_fingerprint(cpu_model: Option<&str>) -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     format!("{}|{cpus}|{}", cpu_model.unwrap_or("?"), kernel.trim())
-}
-
-fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
-    let mut f = std::fs::File::open(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(h.finalize().into())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

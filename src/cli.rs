@@ -184,8 +184,9 @@ pub struct RunArgs {
     /// measurement per setting) and report what each is worth.
     #[arg(long)]
     pub explain: bool,
-    /// Train and measure everything again, ignoring the profiles and verdicts kept from
-    /// earlier runs on the same binaries, workloads, options and machine.
+    /// Build, train, verify and measure everything again, ignoring the builds, profiles,
+    /// checks and verdicts kept from earlier runs (a run reuses each only while everything
+    /// that decides it is unchanged).
     #[arg(long)]
     pub fresh: bool,
 }

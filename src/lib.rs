@@ -19,6 +19,7 @@ pub mod process;
 pub mod report;
 pub(crate) mod spec;
 pub(crate) mod stage;
+pub(crate) mod store;
 pub(crate) mod toolchain;
 pub(crate) mod ui;
 pub(crate) mod util;

@@ -16,12 +16,14 @@ pub mod crate_tests;
 pub mod numeric;
 mod observe;
 pub mod text;
+mod verifier;
 
 use std::path::{Path, PathBuf};
 
 pub use candidate::{check_candidate, record_baseline};
 pub use crate_tests::TestFailure;
 pub use observe::{check_determinism, observe, Nondeterminism, Reference};
+pub use verifier::Verifier;
 
 use crate::process::{Outcome, ProcessError, Status};
 use crate::spec::{Expect, Workload};

@@ -603,19 +603,20 @@ pub(crate) fn drive(
         let n = wall_a.len() as u32;
         let now = src.elapsed();
         let sched = schedule.get_or_insert_with(|| plan(n, now - measure_start, now));
-        let confidence = sched.confidence();
         let time_up = now >= opts.max_time;
         let due = n >= sched.looks[look.min(sched.looks.len() - 1)];
         // When time is up, stop at this look even short of `min_pairs`: max-time is the
         // bound a user can rely on (`stop_note` says what it cost).
         if due || time_up {
+            let final_look = time_up || n >= sched.cap() || look + 1 >= sched.looks.len();
+            let confidence = sched.confidence_at(look, final_look);
             let seed = opts.seed ^ (u64::from(n) << 32) ^ 0x9e37_79b9_7f4a_7c15;
             let a = stats::analyze_pairs(&wall_a, &wall_b, confidence, opts.margin, seed);
             look += 1;
             let last = look >= sched.looks.len();
             let stop = if a.estimate.verdict.is_decided() {
                 Some(StopReason::Decided)
-            } else if opts.only_faster && a.estimate.ci_low > 1.0 - opts.margin {
+            } else if opts.only_faster && cannot_be_faster(&a.log, opts.margin) {
                 Some(StopReason::Futile)
             } else if n >= sched.cap() {
                 Some(StopReason::MaxPairs)
@@ -631,6 +632,7 @@ pub(crate) fn drive(
             }
         }
         let d = stats::log_ratios(&wall_a, &wall_b);
+        let confidence = sched.confidence_at(look, false);
         on_progress(&Progress {
             phase: Phase::Measuring,
             pairs: n,
@@ -665,6 +667,20 @@ pub(crate) fn drive(
     );
     c.stop_note = stop_note;
     Ok(c)
+}
+
+/// The level of the futility check: a ladder comparison stops once the lower end of the
+/// two-sided 80 % interval (a one-sided 90 % bound) lies above `1 − margin`. Stopping for
+/// futility never calls anything faster, so it cannot raise the rate of wrong *faster*
+/// verdicts however loose it is (a non-binding futility rule); it only costs power, and at
+/// this level little: a true 2·margin speedup is stopped for futility at a look with
+/// probability < 1 % (its point estimate would have to lie ~2.4 standard errors above the
+/// truth), which `futility_ends_ties_early_and_keeps_speedups` checks in simulation.
+const FUTILITY_CONFIDENCE: f64 = 0.80;
+
+/// Whether *faster* is out of reach: see [`FUTILITY_CONFIDENCE`].
+fn cannot_be_faster(log: &stats::LogEstimate, margin: f64) -> bool {
+    log.interval(FUTILITY_CONFIDENCE).0.exp() > 1.0 - margin
 }
 
 /// Pair index of the k-th run of a block, given how many complete pairs exist after it.
@@ -1011,6 +1027,47 @@ mod tests {
         );
         assert!(count(&fast_futile, &[Verdict::Faster]) + 4 >= count(&fast, &[Verdict::Faster]));
         assert!(count(&fast_futile, &[Verdict::Faster]) >= 180);
+    }
+
+    /// The figures `stats::LookSchedule`'s doc quotes (σ = 3 %, margin 1 %, 400 trials).
+    #[test]
+    fn spending_keeps_early_stops_and_sharpens_the_last_look() {
+        let run = |ratio: f64, only_faster: bool| -> (f64, Vec<Comparison>) {
+            let cs: Vec<Comparison> = (0..400u64)
+                .map(|i| {
+                    let mut sim = Sim::new(9000 + i, ratio, 0.03);
+                    let o = BenchOptions {
+                        only_faster,
+                        min_pairs: 12,
+                        ..opts(i, 0.01)
+                    };
+                    drive(&mut sim, &o, &mut |_| {}).unwrap()
+                })
+                .collect();
+            let mean_n = cs.iter().map(|c| f64::from(c.n)).sum::<f64>() / 400.0;
+            (mean_n, cs)
+        };
+        let (n, cs) = run(0.97, true);
+        eprintln!(
+            "3 % faster: mean n {n:.1}, faster {}",
+            count(&cs, &[Verdict::Faster])
+        );
+        assert!(n < 80.0 && count(&cs, &[Verdict::Faster]) >= 395);
+        let (_, cs) = run(0.985, true);
+        eprintln!("1.5 % faster: faster {}", count(&cs, &[Verdict::Faster]));
+        assert!(count(&cs, &[Verdict::Faster]) >= 140);
+        let (_, cs) = run(1.0, false);
+        let (wrong, eq) = (
+            count(&cs, &[Verdict::Faster, Verdict::Slower]),
+            count(&cs, &[Verdict::Equivalent]),
+        );
+        eprintln!("A vs A: wrong {wrong}, equivalent {eq}");
+        assert!(wrong <= 20 && eq >= 340);
+        let (_, cs) = run(1.03, false);
+        assert!(
+            count(&cs, &[Verdict::Slower]) >= 380,
+            "a planted 3 % slowdown"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! `user flags + stage flags` as `CARGO_ENCODED_RUSTFLAGS`.
 
 pub mod profile;
+mod reuse;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -410,7 +411,17 @@ pub fn known_profile_values(
     name: &str,
     keys: &[&str],
 ) -> Option<BTreeMap<String, String>> {
-    let cwd = std::env::current_dir().ok()?;
+    let dirs = config_dirs(project);
+    let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    let env_has_profile = std::env::vars_os()
+        .any(|(k, _)| k.to_str().is_some_and(|k| k.starts_with("CARGO_PROFILE_")));
+    profile::known_values(&project.workspace_root, &dirs, env_has_profile, name, keys)
+}
+
+/// The folders whose config files cargo reads for this project: the `.cargo` of the
+/// current directory's ancestors, of the workspace's, and `$CARGO_HOME`.
+fn config_dirs(project: &Project) -> Vec<PathBuf> {
+    let cwd = std::env::current_dir().unwrap_or_default();
     let home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
@@ -420,10 +431,7 @@ pub fn known_profile_values(
         .map(|d| d.join(".cargo"))
         .collect();
     dirs.extend(home);
-    let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
-    let env_has_profile = std::env::vars_os()
-        .any(|(k, _)| k.to_str().is_some_and(|k| k.starts_with("CARGO_PROFILE_")));
-    profile::known_values(&project.workspace_root, &dirs, env_has_profile, name, keys)
+    dirs
 }
 
 /// The first `Cargo.toml` in `dir` or its ancestors (how cargo finds the manifest).
@@ -468,6 +476,45 @@ pub struct Built {
     pub stderr: String,
     /// The command, for messages and the report.
     pub command: String,
+}
+
+/// Where builds are kept for reuse (see [`reuse`]): `<optimize_dir>/cache/builds/`, under
+/// keys that also hold rustc's full version line.
+pub struct BuildCache<'a> {
+    pub optimize_dir: &'a Path,
+    pub toolchain: &'a str,
+}
+
+impl BuildCache<'_> {
+    /// The binary an earlier build of the same inputs left in `target_dir`, when it and
+    /// every input are unchanged.
+    pub fn reusable(
+        &self,
+        project: &Project,
+        settings: &BuildSettings,
+        target_dir: &Path,
+    ) -> Option<Built> {
+        let key = reuse::key(project, settings, target_dir, self.toolchain);
+        reuse::reusable(&self.store(), &key)
+    }
+
+    /// [`build`], then keep what it was made from for the next run.
+    pub fn build(
+        &self,
+        project: &Project,
+        settings: &BuildSettings,
+        target_dir: &Path,
+        on_line: &mut dyn FnMut(&str),
+    ) -> Result<Built, CargoError> {
+        let built = build(project, settings, target_dir, on_line)?;
+        let key = reuse::key(project, settings, target_dir, self.toolchain);
+        reuse::keep(&self.store(), &key, &built, &project.workspace_root);
+        Ok(built)
+    }
+
+    fn store(&self) -> crate::store::Store {
+        crate::store::Store::new(self.optimize_dir, "builds")
+    }
 }
 
 /// Build `settings` into `target_dir`; `on_line` sees each line cargo prints (progress).

@@ -34,7 +34,7 @@ use crate::cli::{CheckArgs, CheckFormat, GlobalArgs, RunArgs};
 use crate::context::{Candidate, Context, DirLock, RunDir};
 use crate::pipeline::{measure, Plan};
 use crate::spec::{Spec, StageName};
-use crate::verify::{self, Reference};
+use crate::verify::{self, Reference, Verifier};
 use gate::{judge, BudgetCheck, Mean};
 use render::Format;
 use report::{Against, CheckReport, Ratio, SizeCheck, WorkloadCheck};
@@ -277,15 +277,20 @@ fn compare(
     new: &Candidate,
 ) -> anyhow::Result<CheckReport> {
     let side = old_side(plan, old)?;
-    let (reference, changed) = match &side.candidate {
-        Some(o) => verify_against(ctx, o, new, &side.label)?,
-        None => (verify::record_baseline(ctx, new)?, Default::default()),
+    // The old build's outputs are the reference (the new build's own, with nothing to run
+    // against it: its workloads are still checked and its determinism found).
+    let base = side.candidate.clone().unwrap_or_else(|| new.clone());
+    let verifier = Verifier::new(ctx, base)
+        .with_context(|| format!("running the workloads on the old build ({})", side.label))?;
+    let changed = match &side.candidate {
+        Some(_) => changed_outputs(ctx, verifier.reference()?, new)?,
+        None => Default::default(),
     };
     let (measured, hits) = measure_all(
         ctx,
         &side,
         new,
-        &reference,
+        &verifier,
         &changed,
         args.allow_changed_output,
     )?;
@@ -334,14 +339,11 @@ fn compare(
 
 /// Record the old binary's outputs, then check the new one's on every workload (all of
 /// them, not just up to the first difference): workload → what differs.
-fn verify_against(
+fn changed_outputs(
     ctx: &Context,
-    old: &Candidate,
+    reference: &Reference,
     new: &Candidate,
-    label: &str,
-) -> anyhow::Result<(Reference, std::collections::BTreeMap<String, String>)> {
-    let reference = verify::record_baseline(ctx, old)
-        .with_context(|| format!("running the workloads on the old build ({label})"))?;
+) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
     let mut changed = std::collections::BTreeMap::new();
     let outputs = ctx.run.outputs("new");
     for (i, w) in ctx.spec.workloads.iter().enumerate() {
@@ -357,7 +359,7 @@ fn verify_against(
             changed.insert(w.name.clone(), describe_change(&m));
         }
     }
-    Ok((reference, changed))
+    Ok(changed)
 }
 
 /// What differs, in a line: the stream, where, and the old and new values.
@@ -380,7 +382,7 @@ fn measure_all(
     ctx: &Context,
     side: &OldSide,
     new: &Candidate,
-    reference: &Reference,
+    verifier: &Verifier,
     changed: &std::collections::BTreeMap<String, String>,
     allow_changed: bool,
 ) -> anyhow::Result<(std::collections::BTreeMap<String, Measured>, u32)> {
@@ -417,7 +419,7 @@ fn measure_all(
         a,
         (b_label, &new.binary),
         &opts,
-        reference,
+        verifier,
         &cache,
     )?;
     let measured = comps

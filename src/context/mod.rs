@@ -237,7 +237,7 @@ pub struct Context<'a> {
     pub bolt_tools: Option<Result<BoltTools, ToolError>>,
     /// Time and memory of every step, for the report's `pipeline` section.
     pub steps: RefCell<Vec<PipelineStep>>,
-    /// `--fresh`: reuse nothing an earlier run kept (trainings, verdicts).
+    /// `--fresh`: reuse nothing an earlier run kept (builds, trainings, checks, verdicts).
     pub fresh: bool,
     /// Warnings already given (each is given once per run).
     pub warned: RefCell<std::collections::BTreeSet<String>>,
@@ -252,12 +252,29 @@ impl Context<'_> {
         settings: &BuildSettings,
     ) -> Result<cargo::Built, cargo::CargoError> {
         let target_dir = self.optimize_dir.join("build").join(settings.hash());
+        let started = Instant::now();
+        let cache = cargo::BuildCache {
+            optimize_dir: &self.optimize_dir,
+            toolchain: &self.rustc.version,
+        };
+        let kept = cache.reusable(self.project, settings, &target_dir);
+        if let Some(kept) = kept.filter(|_| !self.fresh) {
+            self.ui.info(&format!(
+                "{label}: build reused (no input changed since it was built)"
+            ));
+            self.record(
+                &format!("{label} build"),
+                started.elapsed().as_secs_f64(),
+                None,
+            );
+            return Ok(kept);
+        }
         if !self.ui.animate {
             // Logs get a line per build; a terminal gets the spinner below.
             self.ui.step(&format!("{label}: building"));
         }
         let spinner = self.ui.spinner(format!("{label}: cargo build"));
-        let built = cargo::build(self.project, settings, &target_dir, &mut |line| {
+        let built = cache.build(self.project, settings, &target_dir, &mut |line| {
             let line = line.trim();
             if line.starts_with("Compiling") || line.starts_with("Finished") {
                 spinner.set_message(format!("{label}: {line}"));

@@ -19,7 +19,7 @@ use crate::context::{Candidate, Context};
 use crate::report::{FinalChoice, Settings, StageReport, Status};
 use crate::spec::StageName;
 use crate::stage::{self, Offer, Rival, StageError, Standing};
-use crate::verify::{self, Reference};
+use crate::verify::Verifier;
 
 /// A candidate that holds a place on the ladder, with its ratio to the baseline (`None`
 /// for the baseline itself).
@@ -46,7 +46,7 @@ impl ToBaseline {
 pub struct Ladder<'a> {
     ctx: &'a Context<'a>,
     cache: &'a VerdictCache,
-    reference: Reference,
+    verifier: Verifier<'a>,
     baseline: Candidate,
     best: Holder,
     /// The best candidate without a stage `-Ctarget-cpu`: always reported next to the
@@ -63,7 +63,7 @@ impl<'a> Ladder<'a> {
         ctx: &'a Context<'a>,
         cache: &'a VerdictCache,
         baseline: Candidate,
-        reference: Reference,
+        verifier: Verifier<'a>,
     ) -> Self {
         let mut row = candidate_row(&baseline, Status::Kept, "the reference");
         row.verified = Some(true);
@@ -74,7 +74,7 @@ impl<'a> Ladder<'a> {
         Ladder {
             ctx,
             cache,
-            reference,
+            verifier,
             baseline,
             best: holder.clone(),
             portable: holder,
@@ -136,14 +136,14 @@ impl<'a> Ladder<'a> {
             self.push_verified(&cand, Status::Dropped, &why);
             return Ok(());
         }
-        if let Err(m) = verify::check_candidate(self.ctx, &cand, &self.reference)? {
+        if let Err(m) = self.verifier.check(&cand)? {
             ui.warn(&format!("{row} rejected: {}\n  {m}", m.headline()));
             let mut r = candidate_row(&cand, Status::Rejected, &m.to_string());
             r.verified = Some(false);
             self.rows.push(r);
             return Ok(());
         }
-        match measure::measure(self.ctx, rival, &cand, &self.reference, true, self.cache) {
+        match measure::measure(self.ctx, rival, &cand, &self.verifier, true, self.cache) {
             Ok(m) => self.decide(cand, offer.rival, m),
             Err(e) => {
                 ui.warn(&format!("{row}: measuring failed: {e:#}"));
@@ -220,19 +220,19 @@ impl<'a> Ladder<'a> {
     fn explain_profile(&mut self) {
         let ctx = self.ctx;
         let baseline = &self.baseline;
-        let reference = &self.reference;
+        let verifier = &self.verifier;
         let cache = self.cache;
         let explained = stage::profile::explain(ctx, baseline, &mut |c| {
-            Ok(measure::measure(ctx, baseline, c, reference, false, cache)?.estimate)
+            Ok(measure::measure(ctx, baseline, c, verifier, false, cache)?.estimate)
         });
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);
         }
     }
 
-    /// The baseline's recorded outputs and which workloads are deterministic.
-    pub fn reference(&self) -> &Reference {
-        &self.reference
+    /// The baseline's outputs and which workloads are deterministic.
+    pub fn verifier(&self) -> &Verifier<'a> {
+        &self.verifier
     }
 
     fn margin(&self) -> f64 {
@@ -252,7 +252,7 @@ impl<'a> Ladder<'a> {
                 self.ctx,
                 &self.baseline,
                 &which.candidate,
-                &self.reference,
+                &self.verifier,
                 false,
                 self.cache,
             )?;

@@ -16,7 +16,7 @@ use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
 use crate::spec::{Expect, Workload};
 use crate::ui::{Tone, Ui};
-use crate::verify::Reference;
+use crate::verify::{Reference, Verifier};
 
 /// A candidate against another over every eval workload: the geometric mean (its estimate,
 /// and on the log scale, to chain it with others), and each workload's comparison.
@@ -34,7 +34,7 @@ pub fn measure(
     ctx: &Context,
     rival: &Candidate,
     cand: &Candidate,
-    reference: &Reference,
+    verifier: &Verifier,
     only_faster: bool,
     cache: &VerdictCache,
 ) -> anyhow::Result<Measured> {
@@ -47,7 +47,7 @@ pub fn measure(
         (&rival.label(), &rival.binary),
         (&cand.label(), &cand.binary),
         &opts,
-        reference,
+        verifier,
         cache,
     )?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
@@ -85,7 +85,7 @@ pub fn compare_over_workloads(
     (a_label, a): (&str, &Path),
     (b_label, b): (&str, &Path),
     opts: &BenchOptions,
-    reference: &Reference,
+    verifier: &Verifier,
     cache: &VerdictCache,
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
     let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
@@ -121,7 +121,7 @@ pub fn compare_over_workloads(
         let (wb, _sb) = ctx.sandboxed(w, "bench-b")?;
         let ca = wa.command(a);
         let cb = wb.command(b);
-        let expected = expected_status(w, reference);
+        let expected = expected_status(w, verifier.reference()?);
         let c = bench::compare_expecting(&ca, &cb, opts, expected, &mut |p| {
             spinner.set_message(progress_message(&label, p, ctx.ui));
         });

@@ -31,11 +31,11 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     announce(plan, &run);
     let ctx = context(plan, &run);
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
-    let reference = verify::record_baseline(&ctx, &baseline)?;
+    let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
     let machine = machine();
     let fingerprint = cache::machine_fingerprint(machine.cpu_model.as_deref());
     let verdicts = VerdictCache::new(&plan.optimize_dir, plan.fresh, fingerprint);
-    let mut ladder = Ladder::new(&ctx, &verdicts, baseline, reference);
+    let mut ladder = Ladder::new(&ctx, &verdicts, baseline, verifier);
     for &name in &plan.spec.stages.try_ {
         ladder.climb(name, plan.explain)?;
     }
@@ -109,7 +109,7 @@ fn assemble(
 ) -> Report {
     let final_ = ladder.final_choice();
     let mut per_workload = std::mem::take(&mut ladder.per_workload);
-    let reference = ladder.reference();
+    let nondeterministic = ladder.verifier().nondeterministic();
     let workloads = plan
         .spec
         .workloads
@@ -118,8 +118,8 @@ fn assemble(
             name: w.name.clone(),
             uses: uses(w),
             per_stage: per_workload.remove(&w.name).unwrap_or_default(),
-            deterministic: reference.is_deterministic(&w.name),
-            nondeterminism: reference.nondeterministic.get(&w.name).cloned(),
+            deterministic: !nondeterministic.contains_key(&w.name),
+            nondeterminism: nondeterministic.get(&w.name).cloned(),
         })
         .collect();
     Report {
@@ -213,7 +213,12 @@ fn time_line(report: &Report) -> String {
         ),
         _ => String::new(),
     };
-    format!("time: {total:.0} s in all — {}{cache}", parts.join(", "))
+    let total = if total < 10.0 {
+        format!("{total:.1}")
+    } else {
+        format!("{total:.0}")
+    };
+    format!("time: {total} s in all — {}{cache}", parts.join(", "))
 }
 
 fn uses(w: &Workload) -> Vec<String> {

@@ -9,6 +9,7 @@ use crate::cache::{run_key, Store};
 use crate::context::facts::{ProfileStats, StageFacts};
 use crate::process;
 use crate::spec::StageName;
+use crate::store::file_hash;
 use crate::util::reset_dir;
 
 /// The instrumented program's value-profiling warning, and the flag that cures it.
@@ -378,13 +379,6 @@ pub fn profile_problems(stderr: &str, profile: &Path) -> Vec<String> {
         .filter(|l| l.contains(&path) && !l.contains("no profile data available for function"))
         .map(|l| l.trim().to_string())
         .collect()
-}
-
-fn file_hash(path: &Path) -> std::io::Result<String> {
-    use sha2::Digest;
-    let bytes = std::fs::read(path)?;
-    let d = sha2::Sha256::digest(&bytes);
-    Ok(d[..12].iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The pipeline end to end on real fixture crates, with the real rustc and llvm-profdata.
 
 use cargo_optimize::bench::Verdict;
-use cargo_optimize::report::{Report, Status};
+use cargo_optimize::report::{Report, StageReport, Status};
 
 use crate::common::*;
 
@@ -326,6 +326,75 @@ fn an_unchanged_rerun_reuses_the_verdicts_and_fresh_measures_again() {
     let fresh = optimize_in(&td, &["--stages", "pgo", "--fresh"]);
     assert_eq!(fresh.code, Some(0), "{}", fresh.all());
     assert_eq!(counts(&td).hits, 0, "{}", fresh.stderr);
+}
+
+#[test]
+fn an_unchanged_rerun_redoes_nothing_and_a_changed_source_redoes_what_depends_on_it() {
+    let _guard = shared();
+    let krate = copy_fixture("pgo-basic");
+    let dir = krate.path();
+    let args = ["optimize", "--stages", "pgo,bolt"];
+    let first = run(dir, &args, &[]);
+    assert_eq!(first.code, Some(0), "{}", first.all());
+    let td = dir.join("target");
+    let rows = |r: &Report| -> Vec<String> {
+        let row = |s: &StageReport| format!("{} {:?} {:?}", s.name, s.status, s.vs_best);
+        r.stages.iter().map(row).collect()
+    };
+    let first_rows = rows(&latest_report(&td));
+    let measured = latest_report(&td).verdict_cache.unwrap().misses;
+
+    // A file touched but not changed (cargo would rebuild on its mtime) and no change at
+    // all: nothing is built, trained, BOLTed, verified or measured.
+    let main_rs = dir.join("src/main.rs");
+    let text = std::fs::read_to_string(&main_rs).unwrap();
+    std::fs::write(&main_rs, &text).unwrap();
+    let again = run(dir, &args, &[]);
+    assert_eq!(again.code, Some(0), "{}", again.all());
+    for busy in [
+        ": building",
+        " built (",
+        "training [",
+        "verifying [",
+        ": measuring [",
+        "running [",
+        "bolt: optimized",
+    ] {
+        assert!(
+            !again.stderr.contains(busy),
+            "`{busy}` in\n{}",
+            again.stderr
+        );
+    }
+    let builds = first.stderr.matches(": building").count();
+    assert!(builds >= 3, "{}", first.stderr);
+    assert_eq!(again.stderr.matches("build reused").count(), builds);
+    assert!(
+        again.stderr.contains("bolt: reused the BOLTed binary"),
+        "{}",
+        again.stderr
+    );
+    let c = latest_report(&td).verdict_cache.unwrap();
+    assert_eq!((c.hits, c.misses), (measured, 0));
+    assert_eq!(rows(&latest_report(&td)), first_rows);
+
+    // A real change (one the workloads' outputs do not see): everything built from that
+    // file is built, trained and measured again.
+    std::fs::write(&main_rs, text.replace("\"1000\"", "\"1001\"")).unwrap();
+    let changed = run(dir, &args, &[]);
+    assert_eq!(changed.code, Some(0), "{}", changed.all());
+    assert!(
+        !changed.stderr.contains("build reused"),
+        "{}",
+        changed.stderr
+    );
+    assert!(
+        changed.stderr.contains("pgo: training ["),
+        "{}",
+        changed.stderr
+    );
+    let c = latest_report(&td).verdict_cache.unwrap();
+    assert_eq!(c.hits, 0, "{}", changed.stderr);
 }
 
 /// The pipeline on pgo-basic with its own target dir.

@@ -40,6 +40,7 @@ use crate::cargo::CargoError;
 use crate::context::facts::{BoltFacts, StageFacts};
 use crate::process;
 use crate::spec::{BoltMode, StageName};
+use crate::store::{Blobs, Store};
 use crate::toolchain::{self, BoltTools};
 use crate::util::reset_dir;
 use elf::ElfFacts;
@@ -114,21 +115,108 @@ fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
         .info(&format!("bolt: {} mode ({gist})", mode.as_str()));
 
     let input = prepare_input(ctx, best, mode, &mut notes)?;
+    let args = optimize_args(ctx, &input);
+    let kept = Store::new(&ctx.optimize_dir, "bolted");
+    let key = kept_key(&tools, &input, mode, &args, ctx);
+    let lookup = key.as_deref().filter(|_| !ctx.fresh);
+    if let Some(c) = lookup.and_then(|k| reuse(ctx, &kept, k, &input)) {
+        return Ok(c);
+    }
+    let cand = bolt_anew(ctx, &tools, best, input, (mode, mode_reason), args, notes)?;
+    if let Some(k) = key {
+        keep(ctx, &kept, &k, &cand);
+    }
+    Ok(cand)
+}
+
+/// What an earlier run's BOLT produced from the same input, training and flags.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept {
+    /// The output's digest in `cache/blobs/`.
+    blob: String,
+    size_bytes: u64,
+    build_seconds: f64,
+    notes: Vec<String>,
+    facts: StageFacts,
+}
+
+/// The key of BOLTing `input` this way: the input's bytes, the train workloads, the mode,
+/// the flags and llvm-bolt's version.
+fn kept_key(
+    tools: &BoltTools,
+    input: &Input,
+    mode: Mode,
+    args: &[String],
+    ctx: &Context,
+) -> Option<String> {
+    let train: Vec<_> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
+    let how = format!(
+        "bolt {} {args:?} {} strip={}",
+        mode.as_str(),
+        tools.llvm_bolt.version,
+        input.strip_after
+    );
+    crate::cache::key_of(&[&input.path], &train, &how).ok()
+}
+
+/// The BOLTed binary an earlier run made under `key`, when its copy is intact.
+fn reuse(ctx: &Context, kept: &Store, key: &str, input: &Input) -> Option<Candidate> {
+    let k: Kept = kept.get(key)?;
+    let blob = Blobs::new(&ctx.optimize_dir, "blobs").get(&k.blob)?;
+    let (binary, size_bytes) = ctx.install_as(StageName::Bolt.as_str(), &blob).ok()?;
+    ctx.ui.info(
+        "bolt: reused the BOLTed binary of an earlier run (the same input, train workloads and flags; --fresh trains again)",
+    );
+    Some(Candidate {
+        stage: StageName::Bolt,
+        binary,
+        settings: input.settings.clone(),
+        size_bytes,
+        build_seconds: k.build_seconds,
+        notes: k.notes,
+        facts: k.facts,
+    })
+}
+
+/// Keep the BOLTed candidate for later runs (best effort).
+fn keep(ctx: &Context, kept: &Store, key: &str, cand: &Candidate) {
+    let Ok(blob) = Blobs::new(&ctx.optimize_dir, "blobs").put(&cand.binary) else {
+        return;
+    };
+    let k = Kept {
+        blob,
+        size_bytes: cand.size_bytes,
+        build_seconds: cand.build_seconds,
+        notes: cand.notes.clone(),
+        facts: cand.facts.clone(),
+    };
+    kept.put(key, &k);
+}
+
+/// Instrument or sample, train, merge and optimize `input`.
+fn bolt_anew(
+    ctx: &Context,
+    tools: &BoltTools,
+    best: &Candidate,
+    input: Input,
+    (mode, mode_reason): (Mode, String),
+    args: Vec<String>,
+    mut notes: Vec<String>,
+) -> Result<Candidate, StageError> {
     let dir = ctx.run.profiles("bolt");
     reset_dir(&dir)?;
 
     let (fdata_files, train_seconds, instrument_seconds) = match mode {
-        Mode::Instrument => profile::instrument_and_train(ctx, &tools, &input.path, &dir)?,
-        Mode::Perf => profile::perf_record(ctx, &tools, &input.path, &dir)?,
+        Mode::Instrument => profile::instrument_and_train(ctx, tools, &input.path, &dir)?,
+        Mode::Perf => profile::perf_record(ctx, tools, &input.path, &dir)?,
     };
     let merged = dir.join("merged.fdata");
     ctx.timed("bolt: merge-fdata", || {
         profile::merge_fdata(&tools.merge_fdata.path, &fdata_files, &merged)
     })?;
 
-    let args = optimize_args(ctx, &input);
     let out_path = ctx.run.bin(StageName::Bolt).with_extension("bolt-out");
-    let optimized = optimize(ctx, &tools, &input.path, &merged, &out_path, &args, &dir)?;
+    let optimized = optimize(ctx, tools, &input.path, &merged, &out_path, &args, &dir)?;
 
     let mut final_path = out_path.clone();
     if input.strip_after {

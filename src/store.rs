@@ -1,0 +1,225 @@
+//! Kept results on disk, and the digests that name them:
+//! - [`Store`]: one kind of kept result, `<dir>/<key>.json`, written whole (temporary file +
+//!   rename) and checked when read (the key stored inside must be the one asked for and the
+//!   entry must parse; anything else is removed and never used);
+//! - [`Blobs`]: files kept by their content digest (`<dir>/<digest>`), checked against the
+//!   digest before they are handed out;
+//! - [`file_digest`]: SHA-256 of a file, remembered for the life of the process per (path,
+//!   size, modification time), so a binary that several keys name is read once.
+//!
+//! Must not: know what is kept (builds, verdicts, trainings: `cache`, `cargo`, the stages).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Entry<T> {
+    key: String,
+    value: T,
+}
+
+/// One kind of kept result: `<dir>/<key>.json`.
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// `target/optimize/cache/<kind>/`.
+    pub fn new(optimize_dir: &Path, kind: &str) -> Self {
+        Store {
+            dir: optimize_dir.join("cache").join(kind),
+        }
+    }
+
+    /// The value kept under `key`, when its entry is sound (else the entry is removed).
+    pub fn get<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+        let path = self.path(key);
+        let bytes = std::fs::read(&path).ok()?;
+        match serde_json::from_slice::<Entry<T>>(&bytes) {
+            Ok(e) if e.key == key => {
+                touch(&path);
+                Some(e.value)
+            }
+            _ => {
+                // Partial, corrupt or misfiled: never used.
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Keep `value` under `key` (best effort: a cache that cannot be written is no error).
+    pub fn put<T: serde::Serialize>(&self, key: &str, value: &T) {
+        let entry = Entry {
+            key: key.to_string(),
+            value,
+        };
+        let Ok(json) = serde_json::to_vec(&entry) else {
+            return;
+        };
+        let _ = write_whole(&self.dir, &self.path(key), &json);
+    }
+
+    pub fn path(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{key}.json"))
+    }
+}
+
+/// Files kept by content: `<dir>/<digest>`.
+pub struct Blobs {
+    dir: PathBuf,
+}
+
+impl Blobs {
+    /// `target/optimize/cache/<kind>/`.
+    pub fn new(optimize_dir: &Path, kind: &str) -> Self {
+        Blobs {
+            dir: optimize_dir.join("cache").join(kind),
+        }
+    }
+
+    /// Keep a copy of `file`; returns its digest (the name to ask for it by).
+    pub fn put(&self, file: &Path) -> std::io::Result<String> {
+        let digest = file_hash(file)?;
+        let dest = self.dir.join(&digest);
+        if file_hash(&dest).ok().as_deref() != Some(&digest) {
+            write_whole(&self.dir, &dest, &std::fs::read(file)?)?;
+        }
+        Ok(digest)
+    }
+
+    /// The kept file named `digest`, when its content still has that digest (else it is
+    /// removed).
+    pub fn get(&self, digest: &str) -> Option<PathBuf> {
+        let path = self.dir.join(digest);
+        match file_hash(&path) {
+            Ok(d) if d == digest => {
+                touch(&path);
+                Some(path)
+            }
+            Ok(_) => {
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+/// Recently used: `cache gc` removes the least recently used first.
+fn touch(path: &Path) {
+    let _ = std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(SystemTime::now()));
+}
+
+/// Write `bytes` to `path` whole: a temporary file in the same folder, then a rename.
+fn write_whole(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&tmp, bytes))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+type Seen = HashMap<PathBuf, (u64, SystemTime, [u8; 32])>;
+
+/// Digests already computed in this process, by path, valid while size and mtime hold.
+static DIGESTS: Mutex<Option<Seen>> = Mutex::new(None);
+
+/// The SHA-256 of `path`'s bytes.
+pub fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
+    let meta = std::fs::metadata(path)?;
+    let stamp = (meta.len(), meta.modified()?);
+    let mut seen = DIGESTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((len, mtime, d)) = seen.get_or_insert_with(HashMap::new).get(path) {
+        if (*len, *mtime) == stamp {
+            return Ok(*d);
+        }
+    }
+    drop(seen);
+    let d = read_digest(path)?;
+    let mut seen = DIGESTS.lock().unwrap_or_else(|e| e.into_inner());
+    seen.get_or_insert_with(HashMap::new)
+        .insert(path.to_path_buf(), (stamp.0, stamp.1, d));
+    Ok(d)
+}
+
+fn read_digest(path: &Path) -> std::io::Result<[u8; 32]> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().into())
+}
+
+/// A file's digest as 24 hex digits (names blobs and content-addressed profiles).
+pub fn file_hash(path: &Path) -> std::io::Result<String> {
+    Ok(hex(&file_digest(path)?[..12]))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blob_is_handed_out_only_while_it_has_its_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("bin");
+        std::fs::write(&src, b"binary one").unwrap();
+        let blobs = Blobs::new(dir.path(), "blobs");
+        let d = blobs.put(&src).unwrap();
+        let kept = blobs.get(&d).unwrap();
+        assert_eq!(std::fs::read(&kept).unwrap(), b"binary one");
+        std::fs::write(&kept, b"binary two").unwrap();
+        assert!(blobs.get(&d).is_none(), "a changed blob must not be used");
+        assert!(!kept.exists(), "and is removed");
+        assert!(blobs.get("0123").is_none());
+    }
+
+    #[test]
+    fn a_digest_follows_the_file_when_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        std::fs::write(&f, b"a").unwrap();
+        let one = file_hash(&f).unwrap();
+        assert_eq!(file_hash(&f).unwrap(), one);
+        std::fs::write(&f, b"bb").unwrap();
+        assert_ne!(file_hash(&f).unwrap(), one);
+    }
+
+    #[test]
+    fn a_store_entry_under_another_key_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::new(dir.path(), "k");
+        s.put("a", &5u32);
+        assert_eq!(s.get::<u32>("a"), Some(5));
+        std::fs::rename(
+            dir.path().join("cache/k/a.json"),
+            dir.path().join("cache/k/b.json"),
+        )
+        .unwrap();
+        assert_eq!(s.get::<u32>("b"), None);
+        assert!(!dir.path().join("cache/k/b.json").exists());
+    }
+}

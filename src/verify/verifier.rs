@@ -1,0 +1,111 @@
+//! What the pipeline holds: the baseline and its [`Reference`], recorded the first time a
+//! check needs it — and the checks an earlier run already made. A check is kept
+//! (`cache/checks/<key>.json`) under the key of both binaries' bytes, every workload's
+//! definition and input files, and this tool's version; so is what the baseline's
+//! determinism check found. An unchanged re-run therefore runs no workload to verify.
+//! Checks are not kept with `[verify] tests = true` (the tests' own sources are not in the
+//! key), and `--fresh` looks nothing up.
+
+use std::cell::OnceCell;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{Nondeterminism, Reference, Rejection};
+use crate::context::{Candidate, Context};
+use crate::store::Store;
+
+/// What the baseline's determinism check found, as kept.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptBaseline {
+    nondeterministic: BTreeMap<String, Nondeterminism>,
+}
+
+pub struct Verifier<'c> {
+    ctx: &'c Context<'c>,
+    baseline: Candidate,
+    reference: OnceCell<Reference>,
+    kept: Option<KeptBaseline>,
+    store: Store,
+}
+
+impl<'c> Verifier<'c> {
+    /// A verifier for `baseline`; its reference is recorded now unless an earlier run
+    /// recorded it for the same binary and workloads.
+    pub fn new(ctx: &'c Context<'c>, baseline: Candidate) -> anyhow::Result<Self> {
+        let store = Store::new(&ctx.optimize_dir, "checks");
+        let mut v = Verifier {
+            ctx,
+            baseline,
+            reference: OnceCell::new(),
+            kept: None,
+            store,
+        };
+        if !ctx.fresh {
+            v.kept = v.key(None).and_then(|k| v.store.get(&k));
+        }
+        match &v.kept {
+            Some(_) => ctx.ui.info(
+                "baseline: outputs recorded by an earlier run (same binary and workloads); they are recorded again only if a candidate needs checking",
+            ),
+            None => {
+                v.reference()?;
+            }
+        }
+        Ok(v)
+    }
+
+    /// The baseline's outputs, recorded on first use.
+    pub fn reference(&self) -> anyhow::Result<&Reference> {
+        if let Some(r) = self.reference.get() {
+            return Ok(r);
+        }
+        let r = super::record_baseline(self.ctx, &self.baseline)?;
+        if let Some(k) = self.key(None) {
+            let kept = KeptBaseline {
+                nondeterministic: r.nondeterministic.clone(),
+            };
+            self.store.put(&k, &kept);
+        }
+        Ok(self.reference.get_or_init(|| r))
+    }
+
+    /// The workloads whose baseline disagreed with itself.
+    pub fn nondeterministic(&self) -> &BTreeMap<String, Nondeterminism> {
+        match (self.reference.get(), &self.kept) {
+            (Some(r), _) => &r.nondeterministic,
+            (None, Some(k)) => &k.nondeterministic,
+            (None, None) => {
+                static NONE: BTreeMap<String, Nondeterminism> = BTreeMap::new();
+                &NONE
+            }
+        }
+    }
+
+    /// Does `cand` behave like the baseline? (see [`super::check_candidate`]).
+    pub fn check(&self, cand: &Candidate) -> anyhow::Result<Result<(), Rejection>> {
+        let key = self
+            .key(Some(&cand.binary))
+            .filter(|_| !self.ctx.spec.verify.tests);
+        let kept = key.as_deref().filter(|_| !self.ctx.fresh);
+        if kept.and_then(|k| self.store.get::<bool>(k)) == Some(true) {
+            self.ctx.ui.info(&format!(
+                "{}: outputs match the baseline's (checked by an earlier run on the same binaries and workloads)",
+                cand.label()
+            ));
+            return Ok(Ok(()));
+        }
+        let result = super::check_candidate(self.ctx, cand, self.reference()?)?;
+        if let (Ok(()), Some(k)) = (&result, key) {
+            self.store.put(&k, &true);
+        }
+        Ok(result)
+    }
+
+    /// The key of checking `cand` (the baseline itself for `None`).
+    fn key(&self, cand: Option<&Path>) -> Option<String> {
+        let workloads: Vec<_> = self.ctx.spec.workloads.iter().collect();
+        let mut binaries = vec![self.baseline.binary.as_path()];
+        binaries.extend(cand);
+        crate::cache::key_of(&binaries, &workloads, "check").ok()
+    }
+}
