@@ -6,7 +6,8 @@
 //!   binaries' bytes, the workload's definition and its input files, the measuring options
 //!   (not the seed), the machine (CPU model, logical CPUs, kernel); `--fresh` ignores them;
 //! - how much is kept ([`usage`]) and trimming it ([`gc`]), across every kind and the
-//!   per-settings cargo target dirs.
+//!   per-settings cargo target dirs — `check`'s too: its revisions (`cache/revs/`, a
+//!   commit's binary and its record) and its revision builds (`check/build/`).
 //!
 //! Entries are `store::Store` entries: written whole, checked when read.
 //!
@@ -176,6 +177,7 @@ fn items(optimize_dir: &Path) -> Vec<Item> {
         ("checks", cache.join("checks")),
         ("binaries", cache.join("blobs")),
         ("builds", cache.join("builds")),
+        ("revisions", cache.join("revs")),
     ] {
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             add(kind, e.path());
@@ -186,12 +188,11 @@ fn items(optimize_dir: &Path) -> Vec<Item> {
             add("profiles", e.path());
         }
     }
-    for e in std::fs::read_dir(optimize_dir.join("build"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        add("builds", e.path());
+    // The pipeline's target dirs, and `check`'s for revision builds.
+    for dir in [optimize_dir.join("build"), optimize_dir.join("check/build")] {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            add("builds", e.path());
+        }
     }
     out
 }
@@ -228,6 +229,7 @@ pub fn usage(optimize_dir: &Path) -> Vec<Usage> {
         "trainings",
         "checks",
         "verdicts",
+        "revisions",
     ]
     .iter()
     .map(|k| Usage {

@@ -42,6 +42,16 @@ pub enum Command {
     /// Render a past run from its report.json: the terminal ladder, JSON, Markdown (for a
     /// PR or $GITHUB_STEP_SUMMARY) or a self-contained HTML page with charts.
     Report(ReportArgs),
+    /// A performance gate for CI: the working tree against a git revision (built in a
+    /// temporary worktree) or a saved baseline, old and new run interleaved on the eval
+    /// workloads after their outputs are verified; fails on a regression beyond [check]
+    /// max-regression, a changed output, a workload's budget or max-binary-size.
+    #[command(after_help = CHECK_EXIT_CODES)]
+    Check(CheckArgs),
+    /// Write a GitHub Actions workflow (.github/workflows/optimize.yml) that runs `check
+    /// --against origin/main` on pull requests and builds releases with the committed PGO
+    /// profile on tags; shown as a diff first, never overwriting without --force.
+    Ci(CiArgs),
     /// Remove target/optimize (refused while a run is using it).
     Clean,
     /// What later runs reuse (builds, binaries, merged profiles, trainings, output checks,
@@ -231,6 +241,70 @@ pub enum ReportFormat {
     Md,
     /// One self-contained HTML page with charts.
     Html,
+}
+
+/// `check --help`: what its exit code means.
+const CHECK_EXIT_CODES: &str = "Exit codes:\n  0  pass: no workload slower beyond max-regression (judged on its whole 95 % interval), no changed output, every budget and max-binary-size met\n  1  fail: a regression, a changed output, a budget or max-binary-size exceeded (each is named)\n  2  error: bad input (a REV that does not exist, a bad optimize.toml, …) or a failed build; the message says what and how to fix it";
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// Compare with this git revision (a branch, tag, `HEAD~1`, `origin/main`, a commit),
+    /// built in a temporary worktree with the same settings; kept by commit for later checks.
+    #[arg(long, value_name = "REV", conflicts_with = "baseline")]
+    pub against: Option<String>,
+    /// Compare with a saved baseline: a NAME saved with --save-baseline, or a
+    /// baseline.json FILE. Paired when its binary was kept, else its statistics only
+    /// (weaker; the output says so).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub baseline: Option<String>,
+    /// Save the working tree's results (time, user+sys, peak RSS per workload, binary size)
+    /// and its binary as target/optimize/baselines/NAME.
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = CheckFormat::Term)]
+    pub format: CheckFormat,
+    /// Also write the output to FILE (atomically).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Only these workloads (comma separated; default: the eval workloads).
+    #[arg(long, value_delimiter = ',')]
+    pub workloads: Option<Vec<String>>,
+    /// Upper bound of time per workload (e.g. 20s), overriding [bench] max-time.
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
+    /// Measure again even when the same two binaries were compared before on this machine.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Time a workload whose output changed anyway (it is still reported, and still fails).
+    #[arg(long)]
+    pub allow_changed_output: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
+pub enum CheckFormat {
+    /// A table for the terminal.
+    #[default]
+    Term,
+    /// check.json.
+    Json,
+    /// GitHub-flavoured Markdown (a PR comment, $GITHUB_STEP_SUMMARY).
+    Md,
+    /// GitHub Actions annotations (::error, ::warning, ::notice).
+    Github,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CiArgs {
+    /// Write the GitHub Actions workflow (the only CI supported so far).
+    #[arg(long, required = true)]
+    pub github: bool,
+    /// Replace an existing workflow file (a backup is kept).
+    #[arg(long)]
+    pub force: bool,
+    /// Show what would be written; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -8,6 +8,7 @@ pub(crate) mod apply;
 pub mod bench;
 pub(crate) mod cache;
 pub(crate) mod cargo;
+pub(crate) mod check;
 pub mod cli;
 pub(crate) mod commands;
 pub(crate) mod context;
@@ -36,6 +37,8 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Bench(args)) => commands::bench::run(&cli.global, &args),
         Some(Command::Apply(args)) => commands::apply::run(&cli.global, &args),
         Some(Command::Report(args)) => commands::report::run(&cli.global, &args),
+        Some(Command::Check(args)) => commands::check::run(&cli.global, &args),
+        Some(Command::Ci(args)) => commands::ci::run(&cli.global, &args),
         Some(Command::Clean) => commands::clean::run(&cli.global),
         Some(Command::Cache(args)) => commands::cache::run(&cli.global, &args),
     }

@@ -34,6 +34,7 @@ mod write;
 
 pub use manifest::{edit_config, edit_manifest, Edited};
 pub use text::unified_diff;
+pub use write::{write_all, FileWrite};
 
 /// Names cargo reserves and rejects as custom profiles.
 const RESERVED_PROFILES: &[&str] = &["doc", "check", "build", "debug", "default"];

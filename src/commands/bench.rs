@@ -413,6 +413,7 @@ mod tests {
             },
             verify: Default::default(),
             cache_max_bytes: crate::spec::DEFAULT_CACHE_MAX_BYTES,
+            check: Default::default(),
             workloads: ws,
         }
     }

@@ -4,6 +4,8 @@
 pub mod apply;
 pub mod bench;
 pub mod cache;
+pub mod check;
+pub mod ci;
 pub mod clean;
 pub mod doctor;
 pub mod init;

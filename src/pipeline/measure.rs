@@ -3,6 +3,7 @@
 //! workload on a terminal (pairs, a bar and an upper bound of the time left, the running
 //! interval coloured by verdict).
 
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context as _;
@@ -41,7 +42,14 @@ pub fn measure(
         only_faster,
         ..BenchOptions::from_config(&ctx.spec.bench)
     };
-    let per_workload = compare_over_workloads(ctx, rival, cand, &opts, verifier, cache)?;
+    let per_workload = compare_over_workloads(
+        ctx,
+        (&rival.label(), &rival.binary),
+        (&cand.label(), &cand.binary),
+        &opts,
+        verifier,
+        cache,
+    )?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
     let (log, confidence) = bench::geomean_log(&all);
     Ok(Measured {
@@ -69,12 +77,13 @@ pub fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
     }
 }
 
-/// `b` against `a` on every eval workload; a verdict kept from an earlier run on the same
-/// binaries, workload, options and machine is reused.
-fn compare_over_workloads(
+/// `b` against `a` (each a label and a binary) on every eval workload; a verdict kept from
+/// an earlier run on the same binaries, workload, options and machine is reused. `check`
+/// calls it directly with its own labels (the revision, the working tree).
+pub fn compare_over_workloads(
     ctx: &Context,
-    a: &Candidate,
-    b: &Candidate,
+    (a_label, a): (&str, &Path),
+    (b_label, b): (&str, &Path),
     opts: &BenchOptions,
     verifier: &Verifier,
     cache: &VerdictCache,
@@ -90,14 +99,12 @@ fn compare_over_workloads(
     let mut comps = Vec::new();
     for (i, w) in eval.iter().enumerate() {
         let label = format!(
-            "{} vs {}: measuring [{}/{}] {}",
-            b.label(),
-            a.label(),
+            "{b_label} vs {a_label}: measuring [{}/{}] {}",
             i + 1,
             eval.len(),
             w.name
         );
-        let key = cache.key(&a.binary, &b.binary, w, opts).ok();
+        let key = cache.key(a, b, w, opts).ok();
         if let Some(c) = key.as_deref().and_then(|k| cache.get(k)) {
             ctx.ui.info(&format!(
                 "{}: {} (kept from an earlier run: same binaries, workload and machine; --fresh measures again)",
@@ -112,8 +119,8 @@ fn compare_over_workloads(
         // Each side writes its declared files into its own copy of the cwd.
         let (wa, _sa) = ctx.sandboxed(w, "bench-a")?;
         let (wb, _sb) = ctx.sandboxed(w, "bench-b")?;
-        let ca = wa.command(&a.binary);
-        let cb = wb.command(&b.binary);
+        let ca = wa.command(a);
+        let cb = wb.command(b);
         let expected = expected_status(w, verifier.reference()?);
         let c = bench::compare_expecting(&ca, &cb, opts, expected, &mut |p| {
             spinner.set_message(progress_message(&label, p, ctx.ui));
@@ -133,7 +140,7 @@ fn compare_over_workloads(
         comps.push((w.name.clone(), c));
     }
     ctx.record(
-        &format!("{} vs {}: measure", b.label(), a.label()),
+        &format!("{b_label} vs {a_label}: measure"),
         start.elapsed().as_secs_f64(),
         None,
     );

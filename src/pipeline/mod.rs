@@ -8,7 +8,7 @@
 //! except through the stages, verify and bench.
 
 mod ladder;
-mod measure;
+pub mod measure;
 pub mod plan;
 
 use std::cell::RefCell;

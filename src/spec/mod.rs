@@ -7,6 +7,7 @@
 //! cargo.
 
 pub mod bounds;
+mod check;
 mod matrix;
 mod raw;
 mod validate;
@@ -18,6 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use check::{Budget, CheckConfig};
 pub use raw::PROFILE_KEYS;
 use validate::Validator;
 /// File name looked up next to the package's Cargo.toml.
@@ -35,6 +37,8 @@ pub struct Spec {
     pub verify: VerifyConfig,
     /// `[cache] max-size`: what later runs reuse is trimmed to this at the end of a run.
     pub cache_max_bytes: u64,
+    /// `[check]` and the workloads' `budget`s: what `cargo optimize check` fails on.
+    pub check: CheckConfig,
     pub workloads: Vec<Workload>,
 }
 
@@ -257,7 +261,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
         .package
         .map(|p| cx.non_empty(p, "package"))
         .transpose()?;
-    let workloads = cx.workloads(raw.workload.unwrap_or_default(), &root, &stages)?;
+    let mut check = cx.check(raw.check.unwrap_or_default())?;
+    let (workloads, budgets) = cx.workloads(raw.workload.unwrap_or_default(), &root, &stages)?;
+    check.budgets = budgets;
     Ok(Spec {
         path: path.to_path_buf(),
         bin,
@@ -266,6 +272,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
         bench,
         verify,
         cache_max_bytes,
+        check,
         workloads,
     })
 }
@@ -470,6 +477,12 @@ pub fn skeleton(bin: &str) -> String {
 # [cache]
 # max-size = "10G"
 
+# `cargo optimize check` (a CI gate) fails when an eval workload is slower than this beyond
+# its interval, a workload's budget is exceeded, or the binary grows past max-binary-size.
+# [check]
+# max-regression = 0.05           # 5 %: fail when the whole interval of new/old is above 1.05
+# max-binary-size = "20M"
+
 # Workloads are runs of your binary. "train" workloads are run to collect PGO and BOLT profiles;
 # "eval" workloads are timed to decide what to keep. Make both look like real use: the
 # optimizations only help what the training runs exercise.
@@ -499,6 +512,7 @@ expect = "exact"                  # how outputs are compared with the baseline's
 # files = ["out.json"]            # output files compared too (relative to cwd)
 # sort-lines = false              # sort stdout lines before comparing (unordered output)
 # stderr = false                  # compare stderr too
+# budget = {{ time = "10ms", max-rss = "500MB" }}  # `check` fails when the mean is above it
 "#
     )
 }

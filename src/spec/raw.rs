@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 pub(super) const TOP_KEYS: &[&str] = &[
-    "bin", "package", "stages", "bench", "verify", "cache", "workload",
+    "bin", "package", "stages", "bench", "verify", "cache", "check", "workload",
 ];
 pub(super) const STAGES_KEYS: &[&str] = &[
     "try",
@@ -20,6 +20,8 @@ pub(super) const STAGES_KEYS: &[&str] = &[
 pub(super) const BENCH_KEYS: &[&str] = &["max-time", "margin", "warmup", "min-runs"];
 pub(super) const VERIFY_KEYS: &[&str] = &["tests"];
 pub(super) const CACHE_KEYS: &[&str] = &["max-size"];
+pub(super) const CHECK_KEYS: &[&str] = &["max-regression", "max-binary-size"];
+pub(super) const BUDGET_KEYS: &[&str] = &["time", "max-rss"];
 pub(super) const WORKLOAD_KEYS: &[&str] = &[
     "name",
     "args",
@@ -33,6 +35,7 @@ pub(super) const WORKLOAD_KEYS: &[&str] = &[
     "sort-lines",
     "stderr",
     "matrix",
+    "budget",
 ];
 /// Cargo profile keys a spec may override (and `apply` manages).
 pub const PROFILE_KEYS: &[&str] = &[
@@ -55,9 +58,11 @@ pub(super) const TABLES: &[(&str, &[&str])] = &[
     ("in [bench]", BENCH_KEYS),
     ("in [verify]", VERIFY_KEYS),
     ("in [cache]", CACHE_KEYS),
+    ("in [check]", CHECK_KEYS),
     ("in [[workload]]", WORKLOAD_KEYS),
     ("in the [stages] profile table", PROFILE_KEYS),
     ("in the expect table", EXPECT_KEYS),
+    ("in the budget table", BUDGET_KEYS),
 ];
 
 #[derive(serde::Deserialize)]
@@ -69,6 +74,7 @@ pub(super) struct RawSpec {
     pub(super) bench: Option<RawBench>,
     pub(super) verify: Option<RawVerify>,
     pub(super) cache: Option<RawCache>,
+    pub(super) check: Option<RawCheck>,
     pub(super) workload: Option<Vec<Spanned<RawWorkload>>>,
 }
 
@@ -76,6 +82,22 @@ pub(super) struct RawSpec {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawCache {
     pub(super) max_size: Option<Spanned<String>>,
+}
+
+/// `[check]`: what `cargo optimize check` fails on.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawCheck {
+    pub(super) max_regression: Option<Spanned<f64>>,
+    pub(super) max_binary_size: Option<Spanned<String>>,
+}
+
+/// A workload's `budget = { time = "10ms", max-rss = "500MB" }`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawBudget {
+    pub(super) time: Option<Spanned<RawDuration>>,
+    pub(super) max_rss: Option<Spanned<String>>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -144,6 +166,7 @@ pub(super) struct RawWorkload {
     pub(super) sort_lines: Option<bool>,
     pub(super) stderr: Option<bool>,
     pub(super) matrix: Option<Spanned<Matrix>>,
+    pub(super) budget: Option<Spanned<RawBudget>>,
 }
 
 #[derive(serde::Deserialize)]
@@ -270,6 +293,11 @@ mod tests {
             (format!("[stages]\nzzz = 1\n{ONE}"), "in [stages]"),
             (format!("[bench]\nzzz = 1\n{ONE}"), "in [bench]"),
             (format!("[verify]\nzzz = 1\n{ONE}"), "in [verify]"),
+            (format!("[check]\nzzz = 1\n{ONE}"), "in [check]"),
+            (
+                format!("{ONE}budget = {{ zzz = 1 }}\n"),
+                "in the budget table",
+            ),
             (format!("{ONE}zzz = 1\n"), "in [[workload]]"),
             (
                 format!("[stages]\nprofile = {{ zzz = 1 }}\n{ONE}"),

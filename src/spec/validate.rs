@@ -15,7 +15,7 @@ use super::raw::{
     RawBench, RawDuration, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable, TABLES,
 };
 use super::{
-    clean_path, BenchConfig, BoltMode, Expect, ProfileChoice, SpecError, StageName, Stages,
+    clean_path, BenchConfig, BoltMode, Budget, Expect, ProfileChoice, SpecError, StageName, Stages,
     Workload, DEFAULT_TIMEOUT, PROFILE_PRESETS,
 };
 use crate::util::indent;
@@ -331,7 +331,7 @@ impl<'a> Validator<'a> {
         raws: Vec<Spanned<RawWorkload>>,
         root: &Path,
         stages: &Stages,
-    ) -> Result<Vec<Workload>, SpecError> {
+    ) -> Result<(Vec<Workload>, BTreeMap<String, Budget>), SpecError> {
         if raws.is_empty() {
             return Err(self.invalid(
                 0,
@@ -345,9 +345,19 @@ impl<'a> Validator<'a> {
         let mut out = Vec::new();
         // name → line where first defined
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        // Expanded workload name → its budget (every expansion of a matrix shares it).
+        let mut budgets = BTreeMap::new();
         for raw in raws {
             let header = raw.span().start;
-            self.workload(raw.into_inner(), header, root, &mut seen, &mut out)?;
+            let mut raw = raw.into_inner();
+            let budget = raw.budget.take().map(|b| self.budget(b)).transpose()?;
+            let before = out.len();
+            self.workload(raw, header, root, &mut seen, &mut out)?;
+            if let Some(b) = budget {
+                for w in &out[before..] {
+                    budgets.insert(w.name.clone(), b.clone());
+                }
+            }
         }
         let first = line_start_offset(self.text, out[0].line);
         if !out.iter().any(|w| w.eval) {
@@ -366,7 +376,7 @@ impl<'a> Validator<'a> {
                 Some("add \"train\" to `use` in at least one workload, or leave pgo and bolt out of [stages] try".into()),
             ));
         }
-        Ok(out)
+        Ok((out, budgets))
     }
 
     pub(super) fn workload(
@@ -881,13 +891,13 @@ mod tests {
         assert_eq!(msg, "unknown key `bni` at the top level");
         assert_eq!(
             fix,
-            "did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, cache, workload"
+            "did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, cache, check, workload"
         );
         let e = f
             .parse(&format!("bin = \"x\"\nbni = \"y\"\n{ONE}"))
             .unwrap_err();
         let shown = e.to_string();
-        assert!(shown.ends_with("optimize.toml:2:1: unknown key `bni` at the top level\n  fix: did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, cache, workload"), "{shown}");
+        assert!(shown.ends_with("optimize.toml:2:1: unknown key `bni` at the top level\n  fix: did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, cache, check, workload"), "{shown}");
         // A key from another table says where it belongs.
         let (line, col, _, fix) = f.err(&format!("margin = 0.1\n{ONE}"));
         assert_eq!((line, col), (1, 1));

@@ -9,6 +9,7 @@ mod apply;
 mod bad_input;
 mod bench_engine;
 mod bolt;
+mod check;
 mod faults_apply;
 mod faults_proc;
 mod ladder;

@@ -1,0 +1,163 @@
+//! The old binary of `check --against REV`: the package built at a commit, in a temporary
+//! worktree, with the same settings as the working tree's build (profile, features, target,
+//! the user's rustflags). Kept by commit and settings in `target/optimize/cache/revs/`
+//! (`<key>.json` beside `<key>.bin`) and reused by the next check of the same commit —
+//! only when the entry parses, names the same commit, settings, rustc and binary, and the
+//! binary still has the bytes recorded (else it is built again).
+//!
+//! Must not: measure or verify; run cargo other than through `crate::cargo`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::rev::{Repo, Worktree};
+use crate::cache::Store;
+use crate::cargo::{self, Workspace};
+use crate::pipeline::Plan;
+
+/// A binary of the package at some commit.
+pub struct RevBinary {
+    pub binary: PathBuf,
+    pub size: u64,
+    /// Taken from the cache (not built by this check).
+    pub reused: bool,
+}
+
+/// What the cache holds for one commit and settings.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct Kept {
+    commit: String,
+    settings: String,
+    rustc: String,
+    package: String,
+    bin: String,
+    sha256: String,
+    size: u64,
+}
+
+/// The binary of `commit`, from the cache when it is sound there, else built.
+pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBinary> {
+    let want = Kept {
+        commit: commit.to_string(),
+        settings: plan.baseline.hash(),
+        rustc: plan.rustc.version.clone(),
+        package: plan.project.package.clone(),
+        bin: plan.project.bin.clone(),
+        sha256: String::new(),
+        size: 0,
+    };
+    let key = format!("{}-{}", &commit[..commit.len().min(16)], want.settings);
+    let store = Store::new(&plan.optimize_dir, "revs");
+    let bin_path = plan
+        .optimize_dir
+        .join("cache/revs")
+        .join(format!("{key}.bin"));
+    if let Some(kept) = store.get::<Kept>(&key) {
+        let same = (
+            &kept.commit,
+            &kept.settings,
+            &kept.rustc,
+            &kept.package,
+            &kept.bin,
+        ) == (
+            &want.commit,
+            &want.settings,
+            &want.rustc,
+            &want.package,
+            &want.bin,
+        );
+        if same && sha256_of(&bin_path).ok().as_deref() == Some(kept.sha256.as_str()) {
+            return Ok(RevBinary {
+                binary: bin_path,
+                size: kept.size,
+                reused: true,
+            });
+        }
+        plan.ui.warn(&format!(
+            "the kept build of {} ({}) does not match its record; building it again",
+            &commit[..12.min(commit.len())],
+            bin_path.display()
+        ));
+    }
+    let built = build(plan, repo, commit)?;
+    let (sha256, size) = keep(&built, &bin_path)?;
+    store.put(
+        &key,
+        &Kept {
+            sha256,
+            size,
+            ..want
+        },
+    );
+    Ok(RevBinary {
+        binary: bin_path,
+        size,
+        reused: false,
+    })
+}
+
+/// Build the package at `commit` in a temporary worktree; the binary is returned from the
+/// revision's own target dir (`target/optimize/check/build/<settings>`), which the
+/// worktree does not hold, so it outlives it.
+fn build(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<PathBuf> {
+    let short = &commit[..12.min(commit.len())];
+    let check_dir = plan.optimize_dir.join("check");
+    let wt = Worktree::add(repo, &check_dir.join("worktrees"), commit)?;
+    let manifest = wt.path.join(repo.relative(&plan.project.manifest_path)?);
+    let target_dir = check_dir.join("build").join(plan.baseline.hash());
+    let sel = cargo::Selection {
+        manifest_path: Some(manifest.clone()),
+        package: Some(plan.project.package.clone()),
+        bin: Some(plan.project.bin.clone()),
+        target_dir: Some(target_dir.clone()),
+        ..Default::default()
+    };
+    let project = Workspace::load(&sel)
+        .and_then(|ws| ws.project(&sel, None, None))
+        .with_context(|| {
+            format!(
+                "the package `{}` at {short} ({})",
+                plan.project.package,
+                manifest.display()
+            )
+        })?;
+    let label = format!("{short}: cargo build");
+    plan.ui
+        .step(&format!("building {} at {short}", plan.project.bin));
+    let spinner = plan.ui.spinner(label.clone());
+    let built = cargo::build(&project, &plan.baseline, &target_dir, &mut |line| {
+        let line = line.trim();
+        if line.starts_with("Compiling") || line.starts_with("Finished") {
+            spinner.set_message(format!("{short}: {line}"));
+        }
+    });
+    spinner.finish_and_clear();
+    let built = built.with_context(|| format!("building the package at {short}"))?;
+    plan.ui.done(&format!("{short} built"), built.seconds);
+    Ok(built.binary)
+}
+
+/// Copy `built` to `dest` (temporary file + rename); its sha256 and size.
+fn keep(built: &Path, dest: &Path) -> anyhow::Result<(String, u64)> {
+    let dir = dest.parent().unwrap_or(Path::new("."));
+    let tmp = dest.with_extension(format!("bin.tmp-{}", std::process::id()));
+    let copied = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::copy(built, &tmp))
+        .and_then(|_| std::fs::rename(&tmp, dest));
+    if let Err(e) = copied {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(crate::util::io_error(e, "cannot keep the revision's binary at", dest).into());
+    }
+    let size = std::fs::metadata(dest)?.len();
+    Ok((sha256_of(dest)?, size))
+}
+
+pub fn sha256_of(path: &Path) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h)?;
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -1,0 +1,662 @@
+//! `cargo optimize check`: a performance gate for CI. The working tree's build against an
+//! old build — a git revision built in a temporary worktree (`--against`), or a saved
+//! baseline (`--baseline`) — on the spec's eval workloads: outputs verified first (a
+//! changed output is reported, not timed), then old and new run interleaved by the bench
+//! engine, each workload judged on its interval against `[check] max-regression`, budgets
+//! and the size limit checked; exit 0 (pass), 1 (a regression, a changed output, a budget
+//! or size exceeded) or 2 (an error, from `main`). `ci` writes a workflow that runs it.
+//!
+//! Parts: `rev` (git), `build` (the revision's binary, kept by commit), `baseline` (saved
+//! baselines, the unpaired comparison), `gate` (the decisions), `report` (check.json),
+//! `render/` (one module per output format), `ci` (the GitHub workflow).
+//!
+//! Must not: build other than through `crate::cargo`/`Context`, run other than through
+//! `process.rs`, or write into the user's files (everything goes under
+//! `target/optimize/`; `ci` writes through `apply`'s writer).
+
+mod baseline;
+mod build;
+pub mod ci;
+mod gate;
+mod render;
+mod report;
+mod rev;
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context as _;
+
+use crate::bench::{BenchOptions, Comparison, Side};
+use crate::cache::VerdictCache;
+use crate::cli::{CheckArgs, CheckFormat, GlobalArgs, RunArgs};
+use crate::context::{Candidate, Context, DirLock, RunDir};
+use crate::pipeline::{measure, Plan};
+use crate::spec::{Spec, StageName};
+use crate::verify::{self, Reference, Verifier};
+use gate::{judge, BudgetCheck, Mean};
+use render::Format;
+use report::{Against, CheckReport, Ratio, SizeCheck, WorkloadCheck};
+
+/// What the working tree is compared with, resolved before anything is built.
+enum Old {
+    Rev {
+        repo: rev::Repo,
+        name: String,
+        commit: String,
+    },
+    Saved(Box<baseline::Loaded>),
+    Nothing,
+}
+
+/// What was measured of one workload.
+struct Measured {
+    /// The comparison old vs new (paired), or new vs itself (to time it alone).
+    comparison: Comparison,
+    paired: bool,
+}
+
+/// `cargo optimize check`; the exit code.
+pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
+    let started = Instant::now();
+    let plan = Plan::resolve(g, &run_args(args))?;
+    let spec = eval_spec(&plan.spec, args.workloads.as_deref())?;
+    if let Some(name) = &args.save_baseline {
+        baseline::check_name(name)?;
+    }
+    let old = resolve_old(&plan, args)?;
+    let _lock = DirLock::for_run(&plan.optimize_dir)?;
+    let check_dir = plan.optimize_dir.join("check");
+    let run = RunDir::create(&check_dir)?;
+    let ctx = context(&plan, &spec, &run);
+    let new = build_new(&ctx, &plan)?;
+    let mut report = compare(&ctx, &plan, args, &old, &new)?;
+    if let Some(name) = &args.save_baseline {
+        save_baseline(&ctx, &plan, name, &new, &report)?;
+        report.saved_baseline = Some(name.clone());
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    write(&run, &check_dir, &report)?;
+    let text = format(args.format).renderer().render(&report);
+    print!("{text}");
+    if let Some(path) = &args.output {
+        crate::report::write_atomic(path, text.as_bytes())?;
+    }
+    Ok(report.exit_code)
+}
+
+/// The plan's options: no stage is tried (no LLVM tool is looked for).
+fn run_args(args: &CheckArgs) -> RunArgs {
+    RunArgs {
+        stages: Some(vec![crate::spec::NO_STAGES.to_string()]),
+        max_time: args.max_time.clone(),
+        explain: false,
+        fresh: args.fresh,
+    }
+}
+
+fn format(f: CheckFormat) -> Format {
+    match f {
+        CheckFormat::Term => Format::Term,
+        CheckFormat::Json => Format::Json,
+        CheckFormat::Md => Format::Markdown,
+        CheckFormat::Github => Format::Github,
+    }
+}
+
+/// The spec with only the eval workloads (or the ones named by `--workloads`).
+fn eval_spec(spec: &Spec, names: Option<&[String]>) -> anyhow::Result<Spec> {
+    let mut s = spec.clone();
+    if let Some(names) = names {
+        for n in names {
+            if !s.workloads.iter().any(|w| &w.name == n) {
+                let all: Vec<&str> = s.workloads.iter().map(|w| w.name.as_str()).collect();
+                anyhow::bail!(
+                    "--workloads: no workload named `{n}` in {}\n  fix: pick from: {}",
+                    s.path.display(),
+                    all.join(", ")
+                );
+            }
+        }
+        s.workloads.retain(|w| names.contains(&w.name));
+        s.workloads.iter_mut().for_each(|w| w.eval = true);
+    } else {
+        s.workloads.retain(|w| w.eval);
+    }
+    Ok(s)
+}
+
+/// `--against` resolved to a commit, or `--baseline` read: before anything is built.
+fn resolve_old(plan: &Plan, args: &CheckArgs) -> anyhow::Result<Old> {
+    if let Some(rev) = &args.against {
+        let repo = rev::Repo::of(&plan.project.package_dir)?;
+        let commit = repo.resolve(rev)?;
+        return Ok(Old::Rev {
+            repo,
+            name: rev.clone(),
+            commit,
+        });
+    }
+    if let Some(b) = &args.baseline {
+        let loaded = baseline::load(&plan.optimize_dir, b)?;
+        if loaded.saved.bin != plan.project.bin {
+            anyhow::bail!(
+                "--baseline {b}: {} was saved for the binary `{}`, not `{}`\n  fix: pass --bin {} or choose another baseline",
+                loaded.path.display(),
+                loaded.saved.bin,
+                plan.project.bin,
+                loaded.saved.bin
+            );
+        }
+        return Ok(Old::Saved(Box::new(loaded)));
+    }
+    Ok(Old::Nothing)
+}
+
+fn context<'a>(plan: &'a Plan, spec: &'a Spec, run: &'a RunDir) -> Context<'a> {
+    Context {
+        project: &plan.project,
+        spec,
+        rustc: &plan.rustc,
+        run,
+        ui: &plan.ui,
+        optimize_dir: plan.optimize_dir.clone(),
+        host: plan.rustc.host.clone(),
+        llvm_profdata: None,
+        bolt_tools: None,
+        fresh: plan.fresh,
+        steps: RefCell::new(Vec::new()),
+        warned: Default::default(),
+    }
+}
+
+/// The working tree, built as the user builds it (the pipeline's baseline settings).
+fn build_new(ctx: &Context, plan: &Plan) -> anyhow::Result<Candidate> {
+    let built = ctx.build("working tree", &plan.baseline)?;
+    let (binary, size_bytes) = ctx.install_as("new", &built.binary)?;
+    Ok(candidate(binary, size_bytes, plan, built.seconds))
+}
+
+fn candidate(binary: PathBuf, size_bytes: u64, plan: &Plan, build_seconds: f64) -> Candidate {
+    Candidate {
+        stage: StageName::Baseline,
+        binary,
+        settings: plan.baseline.clone(),
+        size_bytes,
+        build_seconds,
+        notes: Vec::new(),
+        facts: Default::default(),
+    }
+}
+
+/// The old binary (when there is one to run), its label, its size, and notes for the report.
+struct OldSide {
+    candidate: Option<Candidate>,
+    label: String,
+    size: Option<u64>,
+    against: Against,
+}
+
+fn old_side(plan: &Plan, old: &Old) -> anyhow::Result<OldSide> {
+    Ok(match old {
+        Old::Rev { repo, name, commit } => {
+            let b = build::binary_at(plan, repo, commit)?;
+            let short = &commit[..12.min(commit.len())];
+            let mut notes = Vec::new();
+            if b.reused {
+                notes.push(format!(
+                    "the build of {short} was kept from an earlier check (its bytes checked)"
+                ));
+            }
+            OldSide {
+                candidate: Some(candidate(b.binary, b.size, plan, 0.0)),
+                label: format!("{name} ({short})"),
+                size: Some(b.size),
+                against: Against {
+                    kind: "revision".into(),
+                    name: name.clone(),
+                    commit: Some(commit.clone()),
+                    paired: true,
+                    notes,
+                },
+            }
+        }
+        Old::Saved(l) => saved_side(plan, l),
+        Old::Nothing => OldSide {
+            candidate: None,
+            label: String::new(),
+            size: None,
+            against: Against {
+                kind: "none".into(),
+                name: String::new(),
+                commit: None,
+                paired: false,
+                notes: vec![],
+            },
+        },
+    })
+}
+
+fn saved_side(plan: &Plan, l: &baseline::Loaded) -> OldSide {
+    let s = &l.saved;
+    let mut notes = Vec::new();
+    let candidate = match &l.binary {
+        Ok(bin) => Some(candidate(bin.clone(), s.binary_size, plan, 0.0)),
+        Err(why) => {
+            notes.push(format!("only the saved statistics of `{}` can be compared: {why}. Runs made at another time (maybe on another machine) are compared unpaired, which is weaker than running old and new interleaved; outputs are not verified", s.name));
+            None
+        }
+    };
+    let here = crate::cache::machine_fingerprint(
+        crate::toolchain::CpuFacts::model_and_level().0.as_deref(),
+    );
+    if candidate.is_none() && s.machine != here {
+        notes.push(format!("the baseline was measured on another machine ({}); times are not comparable across machines", s.machine));
+    }
+    OldSide {
+        candidate,
+        label: format!("baseline {}", s.name),
+        size: Some(s.binary_size),
+        against: Against {
+            kind: "baseline".into(),
+            name: s.name.clone(),
+            commit: s.commit.clone(),
+            paired: l.binary.is_ok(),
+            notes,
+        },
+    }
+}
+
+/// Verify, measure and judge: the report.
+fn compare(
+    ctx: &Context,
+    plan: &Plan,
+    args: &CheckArgs,
+    old: &Old,
+    new: &Candidate,
+) -> anyhow::Result<CheckReport> {
+    let side = old_side(plan, old)?;
+    // The old build's outputs are the reference (the new build's own, with nothing to run
+    // against it: its workloads are still checked and its determinism found).
+    let base = side.candidate.clone().unwrap_or_else(|| new.clone());
+    let verifier = Verifier::new(ctx, base)
+        .with_context(|| format!("running the workloads on the old build ({})", side.label))?;
+    let changed = match &side.candidate {
+        Some(_) => changed_outputs(ctx, verifier.reference()?, new)?,
+        None => Default::default(),
+    };
+    let (measured, hits) = measure_all(
+        ctx,
+        &side,
+        new,
+        &verifier,
+        &changed,
+        args.allow_changed_output,
+    )?;
+    let saved = match old {
+        Old::Saved(l) if side.candidate.is_none() => Some(&l.saved),
+        _ => None,
+    };
+    let max_reg = ctx.spec.check.max_regression;
+    let mut side = side;
+    if let Some(s) = saved {
+        let missing: Vec<&str> = ctx
+            .spec
+            .workloads
+            .iter()
+            .map(|w| w.name.as_str())
+            .filter(|n| !s.workloads.iter().any(|x| &x.name == n))
+            .collect();
+        if !missing.is_empty() {
+            side.against.notes.push(format!(
+                "not in the baseline, so not compared: {}",
+                missing.join(", ")
+            ));
+        }
+    }
+    if hits > 0 {
+        side.against.notes.push(format!("{hits} comparison(s) of these same two binaries were kept from an earlier check on this machine (--fresh measures again)"));
+    }
+    let workloads = ctx
+        .spec
+        .workloads
+        .iter()
+        .map(|w| {
+            let saved_w = saved.and_then(|s| s.workloads.iter().find(|x| x.name == w.name));
+            workload_check(
+                ctx.spec,
+                &w.name,
+                measured.get(&w.name),
+                saved_w,
+                changed.get(&w.name),
+                max_reg,
+            )
+        })
+        .collect();
+    Ok(assemble(ctx, plan, side, workloads, &measured, new))
+}
+
+/// Record the old binary's outputs, then check the new one's on every workload (all of
+/// them, not just up to the first difference): workload → what differs.
+fn changed_outputs(
+    ctx: &Context,
+    reference: &Reference,
+    new: &Candidate,
+) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    let mut changed = std::collections::BTreeMap::new();
+    let outputs = ctx.run.outputs("new");
+    for (i, w) in ctx.spec.workloads.iter().enumerate() {
+        ctx.ui.step(&format!(
+            "working tree: verifying [{}/{}] {}",
+            i + 1,
+            ctx.spec.workloads.len(),
+            w.name
+        ));
+        let obs = verify::observe(ctx, &new.binary, w, &outputs)?;
+        if let Err(m) = reference.check(w, "working tree", &obs) {
+            ctx.ui.warn(&format!("output changed: {m}"));
+            changed.insert(w.name.clone(), describe_change(&m));
+        }
+    }
+    Ok(changed)
+}
+
+/// What differs, in a line: the stream, where, and the old and new values.
+fn describe_change(m: &verify::Mismatch) -> String {
+    if m.stream == "status" || m.line == 0 {
+        return format!("{} differs: old {}, new {}", m.stream, m.expected, m.actual);
+    }
+    format!(
+        "{} differs at {}: old `{}`, new `{}`",
+        m.stream,
+        m.place(),
+        m.expected,
+        m.actual
+    )
+}
+
+/// Time the workloads: old and new interleaved when there is an old binary, else the new
+/// build alone (against itself, every run of both sides kept).
+fn measure_all(
+    ctx: &Context,
+    side: &OldSide,
+    new: &Candidate,
+    verifier: &Verifier,
+    changed: &std::collections::BTreeMap<String, String>,
+    allow_changed: bool,
+) -> anyhow::Result<(std::collections::BTreeMap<String, Measured>, u32)> {
+    let mut spec = ctx.spec.clone();
+    if !allow_changed {
+        spec.workloads.retain(|w| !changed.contains_key(&w.name));
+    }
+    if spec.workloads.is_empty() {
+        return Ok(Default::default());
+    }
+    let timing = Context {
+        spec: &spec,
+        ..shallow(ctx)
+    };
+    let opts = BenchOptions {
+        margin: ctx.spec.check.max_regression,
+        ..BenchOptions::from_config(&ctx.spec.bench)
+    };
+    let machine = crate::cache::machine_fingerprint(
+        crate::toolchain::CpuFacts::model_and_level().0.as_deref(),
+    );
+    let cache = VerdictCache::new(&ctx.optimize_dir, ctx.fresh, machine);
+    let (a, paired) = match &side.candidate {
+        Some(o) => ((side.label.as_str(), o.binary.as_path()), true),
+        None => (("working tree (A)", new.binary.as_path()), false),
+    };
+    let b_label = if paired {
+        "working tree"
+    } else {
+        "working tree (B)"
+    };
+    let comps = measure::compare_over_workloads(
+        &timing,
+        a,
+        (b_label, &new.binary),
+        &opts,
+        verifier,
+        &cache,
+    )?;
+    let measured = comps
+        .into_iter()
+        .map(|(name, comparison)| (name, Measured { comparison, paired }))
+        .collect();
+    Ok((measured, cache.counts().0))
+}
+
+/// A copy of the context's references (a `Context` is not `Clone`: it holds cells).
+fn shallow<'a>(ctx: &Context<'a>) -> Context<'a> {
+    Context {
+        project: ctx.project,
+        spec: ctx.spec,
+        rustc: ctx.rustc,
+        run: ctx.run,
+        ui: ctx.ui,
+        optimize_dir: ctx.optimize_dir.clone(),
+        host: ctx.host.clone(),
+        llvm_profdata: None,
+        bolt_tools: None,
+        fresh: ctx.fresh,
+        steps: RefCell::new(Vec::new()),
+        warned: Default::default(),
+    }
+}
+
+/// The new build's runs of a comparison: side B, or both sides when it ran against itself.
+fn new_runs(m: &Measured) -> impl Iterator<Item = &crate::bench::RunRecord> {
+    m.comparison
+        .samples
+        .iter()
+        .filter(move |s| !m.paired || s.side == Side::B)
+}
+
+fn workload_check(
+    spec: &Spec,
+    name: &str,
+    m: Option<&Measured>,
+    saved: Option<&baseline::SavedWorkload>,
+    changed: Option<&String>,
+    max_reg: f64,
+) -> WorkloadCheck {
+    let wall: Vec<f64> = m
+        .map(|m| new_runs(m).map(|s| s.wall_secs).collect())
+        .unwrap_or_default();
+    let ratio = match (m, saved) {
+        (Some(m), _) if m.paired => Some(paired_ratio(&m.comparison)),
+        (Some(_), Some(s)) => Some(baseline::unpaired(&wall, &s.wall_secs, max_reg)),
+        _ => None,
+    };
+    let old_time = match (m, saved) {
+        (Some(m), _) if m.paired => Some(Mean::of(&side_walls(&m.comparison, Side::A))),
+        (_, Some(s)) => Some(s.time()),
+        _ => None,
+    };
+    WorkloadCheck {
+        name: name.to_string(),
+        judgement: ratio.map(|r| judge(r.ci_low, r.ci_high, max_reg)),
+        ratio,
+        time: m.map(|_| Mean::of(&wall)),
+        runs_secs: wall.clone(),
+        old_time,
+        cpu_time: m.map(|m| {
+            Mean::of(
+                &new_runs(m)
+                    .map(|s| s.user_secs + s.sys_secs)
+                    .collect::<Vec<_>>(),
+            )
+        }),
+        peak_rss: m.map(|m| {
+            Mean::of(
+                &new_runs(m)
+                    .map(|s| s.max_rss_bytes as f64)
+                    .collect::<Vec<_>>(),
+            )
+        }),
+        budgets: m.map(|m| budgets(spec, name, m)).unwrap_or_default(),
+        output_changed: changed.cloned(),
+        timed_anyway: changed.is_some() && m.is_some(),
+    }
+}
+
+fn side_walls(c: &Comparison, side: Side) -> Vec<f64> {
+    c.samples
+        .iter()
+        .filter(|s| s.side == side)
+        .map(|s| s.wall_secs)
+        .collect()
+}
+
+fn paired_ratio(c: &Comparison) -> Ratio {
+    Ratio {
+        ratio: c.ratio,
+        ci_low: c.ci_low,
+        ci_high: c.ci_high,
+        verdict: c.verdict,
+        confidence: c.confidence,
+        n: c.n,
+    }
+}
+
+/// The workload's budgets against the new build's runs.
+fn budgets(spec: &Spec, name: &str, m: &Measured) -> Vec<BudgetCheck> {
+    let Some(b) = spec.check.budgets.get(name) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(t) = b.time {
+        let wall: Vec<f64> = new_runs(m).map(|s| s.wall_secs).collect();
+        out.push(BudgetCheck::new("time", t.as_secs_f64(), &wall, b.line));
+    }
+    if let Some(limit) = b.max_rss {
+        let rss: Vec<f64> = new_runs(m).map(|s| s.max_rss_bytes as f64).collect();
+        out.push(BudgetCheck::new("max-rss", limit as f64, &rss, b.line));
+    }
+    out
+}
+
+fn assemble(
+    ctx: &Context,
+    plan: &Plan,
+    side: OldSide,
+    workloads: Vec<WorkloadCheck>,
+    measured: &std::collections::BTreeMap<String, Measured>,
+    new: &Candidate,
+) -> CheckReport {
+    let cfg = &ctx.spec.check;
+    let paired: Vec<Comparison> = measured
+        .values()
+        .filter(|m| m.paired)
+        .map(|m| m.comparison.clone())
+        .collect();
+    let overall = (!paired.is_empty()).then(|| {
+        let e = crate::bench::geomean(&paired, cfg.max_regression);
+        Ratio {
+            ratio: e.ratio,
+            ci_low: e.ci_low,
+            ci_high: e.ci_high,
+            verdict: e.verdict,
+            confidence: e.confidence,
+            n: paired.len() as u32,
+        }
+    });
+    let mut report = CheckReport {
+        schema: report::SCHEMA,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        crate_name: plan.project.package.clone(),
+        bin: plan.project.bin.clone(),
+        spec: shown_path(&ctx.spec.path),
+        against: side.against,
+        max_regression: cfg.max_regression,
+        workloads,
+        binary_size: SizeCheck {
+            new_bytes: new.size_bytes,
+            old_bytes: side.size,
+            limit: cfg.max_binary_size,
+            line: cfg.max_binary_size_line,
+            over: cfg.max_binary_size.is_some_and(|l| new.size_bytes > l),
+        },
+        overall,
+        failures: Vec::new(),
+        exit_code: 0,
+        saved_baseline: None,
+        seconds: 0.0,
+    };
+    report.failures = report.list_failures();
+    report.exit_code = gate::exit_code(report.failures.len());
+    report
+}
+
+/// The spec's path relative to the current directory when it is below it (GitHub
+/// annotations attach to a file by its path in the checkout).
+fn shown_path(p: &Path) -> String {
+    let cwd = std::env::current_dir()
+        .ok()
+        .and_then(|c| c.canonicalize().ok());
+    let abs = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    match cwd.as_deref().and_then(|c| abs.strip_prefix(c).ok()) {
+        Some(rel) => rel.display().to_string(),
+        None => p.display().to_string(),
+    }
+}
+
+/// `--save-baseline NAME`: the new build's statistics, and its binary beside them.
+fn save_baseline(
+    ctx: &Context,
+    plan: &Plan,
+    name: &str,
+    new: &Candidate,
+    report: &CheckReport,
+) -> anyhow::Result<()> {
+    let head = rev::Repo::of(&plan.project.package_dir)
+        .ok()
+        .and_then(|r| r.head());
+    let workloads = report
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            w.time?;
+            Some(baseline::SavedWorkload {
+                name: w.name.clone(),
+                wall_secs: w.runs_secs.clone(),
+                cpu_time: w.cpu_time?,
+                peak_rss: w.peak_rss?,
+            })
+        })
+        .collect();
+    let saved = baseline::Saved {
+        schema: 1,
+        kind: "cargo-optimize-baseline".into(),
+        name: name.to_string(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        commit: head.as_ref().map(|h| h.0.clone()),
+        dirty: head.as_ref().is_some_and(|h| h.1),
+        crate_name: plan.project.package.clone(),
+        bin: plan.project.bin.clone(),
+        machine: crate::cache::machine_fingerprint(
+            crate::toolchain::CpuFacts::model_and_level().0.as_deref(),
+        ),
+        binary_sha256: build::sha256_of(&new.binary)?,
+        binary_size: new.size_bytes,
+        workloads,
+    };
+    let path = baseline::save(&plan.optimize_dir, &saved, &new.binary)?;
+    ctx.ui
+        .info(&format!("saved baseline `{name}`: {}", path.display()));
+    Ok(())
+}
+
+/// check.json and check.md in the check's folder; `check/latest` points at it.
+fn write(run: &RunDir, check_dir: &Path, report: &CheckReport) -> anyhow::Result<()> {
+    for (file, f) in [("check.json", Format::Json), ("check.md", Format::Markdown)] {
+        crate::report::write_atomic(&run.root.join(file), f.renderer().render(report).as_bytes())?;
+    }
+    run.point_latest(check_dir)
+        .map_err(|e| crate::util::io_error(e, "cannot point `latest` at", &run.root))?;
+    Ok(())
+}

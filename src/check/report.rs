@@ -1,0 +1,166 @@
+//! `check.json`: what one `cargo optimize check` found, typed (Serialize + Deserialize), the
+//! one input of every rendering (`render/`).
+//!
+//! Must not: measure or decide (the fields hold what `gate` decided).
+
+use serde::{Deserialize, Serialize};
+
+use super::gate::{BudgetCheck, Judgement, Mean};
+use crate::bench::Verdict;
+
+pub const SCHEMA: u32 = 1;
+
+/// What the working tree was compared with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Against {
+    /// `revision` (`--against`), `baseline` (`--baseline`) or `none` (budgets only).
+    pub kind: String,
+    /// The revision or the baseline's name as given.
+    pub name: String,
+    /// The commit it resolved to (a baseline: the commit it was saved at, when known).
+    pub commit: Option<String>,
+    /// Old and new binaries were run interleaved here and now (the strong comparison);
+    /// false when only saved statistics could be compared.
+    pub paired: bool,
+    /// Why the comparison is weaker, or how the old binary was found (reused build).
+    pub notes: Vec<String>,
+}
+
+/// One eval workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadCheck {
+    pub name: String,
+    /// The ratio new/old with its interval; `None` when nothing was compared.
+    pub ratio: Option<Ratio>,
+    pub judgement: Option<Judgement>,
+    /// The new build's wall time per run.
+    pub time: Option<Mean>,
+    /// The new build's wall time of every measured run, in seconds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_secs: Vec<f64>,
+    /// The old side's wall time per run, when known.
+    pub old_time: Option<Mean>,
+    /// The new build's user + sys time per run.
+    pub cpu_time: Option<Mean>,
+    /// The new build's peak RSS per run (bytes).
+    pub peak_rss: Option<Mean>,
+    pub budgets: Vec<BudgetCheck>,
+    /// The new build's outputs differ from the old one's: what differs.
+    pub output_changed: Option<String>,
+    /// With an output change: timed anyway (`--allow-changed-output`).
+    pub timed_anyway: bool,
+}
+
+impl WorkloadCheck {
+    /// Whether this workload fails the check.
+    pub fn fails(&self) -> bool {
+        self.judgement == Some(Judgement::Regression)
+            || self.output_changed.is_some()
+            || self.budgets.iter().any(|b| b.over)
+    }
+}
+
+/// new/old with its interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub ratio: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub ci_low: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub ci_high: f64,
+    /// The engine's verdict with margin = max-regression.
+    pub verdict: Verdict,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub confidence: f64,
+    /// Pairs (paired) or runs of the new build (unpaired).
+    pub n: u32,
+}
+
+/// The new binary's size against the old one's and the limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeCheck {
+    pub new_bytes: u64,
+    pub old_bytes: Option<u64>,
+    pub limit: Option<u64>,
+    /// Line of `max-binary-size` in the spec.
+    pub line: usize,
+    pub over: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    pub schema: u32,
+    pub tool_version: String,
+    #[serde(rename = "crate")]
+    pub crate_name: String,
+    pub bin: String,
+    /// The spec file, for messages that point at a line.
+    pub spec: String,
+    pub against: Against,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub max_regression: f64,
+    pub workloads: Vec<WorkloadCheck>,
+    pub binary_size: SizeCheck,
+    /// The geometric mean of new/old over the compared workloads.
+    pub overall: Option<Ratio>,
+    /// One line per failure (empty: the check passed).
+    pub failures: Vec<String>,
+    pub exit_code: i32,
+    /// Saved as a baseline under this name (`--save-baseline`).
+    pub saved_baseline: Option<String>,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub seconds: f64,
+}
+
+impl CheckReport {
+    /// One line per failure, in workload order, then the size.
+    pub fn list_failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for w in &self.workloads {
+            if let Some(what) = &w.output_changed {
+                out.push(format!("workload `{}`: output changed: {what}", w.name));
+            }
+            if let (Some(Judgement::Regression), Some(r)) = (w.judgement, &w.ratio) {
+                out.push(format!(
+                    "workload `{}`: regression: new/old = {} [{:.3}, {:.3}], above the {:.0} % allowed",
+                    w.name,
+                    format_ratio(r.ratio),
+                    r.ci_low,
+                    r.ci_high,
+                    self.max_regression * 100.0
+                ));
+            }
+            for b in w.budgets.iter().filter(|b| b.over) {
+                out.push(format!(
+                    "workload `{}`: {} budget exceeded: {} ({}:{})",
+                    w.name,
+                    b.kind,
+                    b.describe(),
+                    self.spec,
+                    b.line
+                ));
+            }
+        }
+        let s = &self.binary_size;
+        if let (true, Some(limit)) = (s.over, s.limit) {
+            out.push(format!(
+                "binary size {} > max-binary-size {} ({}:{})",
+                crate::util::human_bytes(s.new_bytes),
+                crate::util::human_bytes(limit),
+                self.spec,
+                s.line
+            ));
+        }
+        out
+    }
+}
+
+/// `1.243×`.
+pub fn format_ratio(r: f64) -> String {
+    if r.is_finite() {
+        format!("{r:.3}×")
+    } else {
+        "–".into()
+    }
+}

@@ -1,0 +1,196 @@
+//! Git, for `check --against REV`: the repository of the project, a revision resolved to a
+//! commit (an error with the fix when it is not one), and a temporary worktree of that
+//! commit under `target/optimize/check/worktrees/<pid>` that is removed when dropped (and,
+//! when a killed check left one behind, by the next check: [`sweep`]).
+//!
+//! Every git command goes through `process.rs` with a timeout. Must not: build or measure.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+
+use crate::process::{self, Command, Outcome};
+
+/// Bound on one git command (a worktree checkout of a large repository included).
+const GIT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Run `git args` in `dir`.
+fn git(dir: &Path, args: &[&str]) -> anyhow::Result<Outcome> {
+    let cmd = Command::new("git")
+        .args(args)
+        .cwd(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .timeout(GIT_TIMEOUT)
+        .label(format!("git {}", args.first().unwrap_or(&"")));
+    let out = process::run(&cmd).context("cannot run git\n  fix: install git (`apt-get install git`); `check --against` builds a revision from your repository")?;
+    if out.timed_out {
+        bail!(
+            "`git {}` in {} took longer than {} and was stopped",
+            args.join(" "),
+            dir.display(),
+            humantime::format_duration(GIT_TIMEOUT)
+        );
+    }
+    Ok(out)
+}
+
+/// Stdout of a git command that must succeed.
+fn git_ok(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = git(dir, args)?;
+    if !out.status.success() {
+        bail!(
+            "`git {}` in {} failed ({}): {}",
+            args.join(" "),
+            dir.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The git repository holding the project.
+pub struct Repo {
+    /// Its top-level folder (canonical).
+    pub root: PathBuf,
+}
+
+impl Repo {
+    /// The repository `dir` is in, or an error saying `--against` needs one.
+    pub fn of(dir: &Path) -> anyhow::Result<Repo> {
+        let out = git(dir, &["rev-parse", "--show-toplevel"])?;
+        if !out.status.success() {
+            bail!(
+                "{} is not in a git repository, so there is no revision to compare with\n  fix: run `check` inside the project's git checkout, or compare with a saved baseline (`check --save-baseline NAME` on the old build, then `check --baseline NAME`)",
+                dir.display()
+            );
+        }
+        let root = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        Ok(Repo {
+            root: root.canonicalize().unwrap_or(root),
+        })
+    }
+
+    /// The commit `rev` names (a branch, tag, `HEAD~1`, a hash), or an error with the fix.
+    pub fn resolve(&self, rev: &str) -> anyhow::Result<String> {
+        let spec = format!("{rev}^{{commit}}");
+        let out = git(
+            &self.root,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                &spec,
+            ],
+        )?;
+        if out.status.success() && !rev.starts_with('-') {
+            return Ok(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        }
+        let shallow = git_ok(&self.root, &["rev-parse", "--is-shallow-repository"])
+            .is_ok_and(|s| s == "true");
+        let hint = if shallow {
+            " This clone is shallow: in GitHub Actions give actions/checkout `fetch-depth: 0`, or `git fetch --deepen=50 origin main` first."
+        } else if rev.contains('/') {
+            " For a remote branch, fetch it first (`git fetch origin main`)."
+        } else {
+            ""
+        };
+        bail!(
+            "--against {rev}: no such revision in the git repository at {}\n  fix: give a branch, tag or commit that exists here (`git log --oneline`, `git tag`).{hint}",
+            self.root.display()
+        )
+    }
+
+    /// The commit checked out now, and whether the working tree differs from it.
+    pub fn head(&self) -> Option<(String, bool)> {
+        let commit = git_ok(&self.root, &["rev-parse", "HEAD"]).ok()?;
+        let dirty = git_ok(
+            &self.root,
+            &["status", "--porcelain", "--untracked-files=no"],
+        )
+        .map(|s| !s.is_empty())
+        .unwrap_or(true);
+        Some((commit, dirty))
+    }
+
+    /// `path` relative to the repository root (both canonical), to find it in a worktree.
+    pub fn relative(&self, path: &Path) -> anyhow::Result<PathBuf> {
+        let abs = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        abs.strip_prefix(&self.root)
+            .map(Path::to_path_buf)
+            .with_context(|| {
+                format!(
+                    "{} is outside the git repository at {}",
+                    abs.display(),
+                    self.root.display()
+                )
+            })
+    }
+}
+
+/// A temporary checkout of one commit; removed (and pruned from the repository's list)
+/// when dropped.
+pub struct Worktree {
+    repo: PathBuf,
+    pub path: PathBuf,
+}
+
+impl Worktree {
+    /// Check out `commit` (detached) into `dir/<pid>`.
+    pub fn add(repo: &Repo, dir: &Path, commit: &str) -> anyhow::Result<Worktree> {
+        sweep(repo, dir);
+        let path = dir.join(std::process::id().to_string());
+        if path.exists() {
+            remove(&repo.root, &path);
+        }
+        std::fs::create_dir_all(dir).map_err(|e| crate::util::io_error(e, "cannot create", dir))?;
+        let p = path.to_string_lossy().into_owned();
+        let out = git(
+            &repo.root,
+            &["worktree", "add", "--detach", "--force", &p, commit],
+        )?;
+        if !out.status.success() {
+            remove(&repo.root, &path);
+            bail!(
+                "cannot check out {commit} into {p}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(Worktree {
+            repo: repo.root.clone(),
+            path,
+        })
+    }
+}
+
+impl Drop for Worktree {
+    fn drop(&mut self) {
+        remove(&self.repo, &self.path);
+    }
+}
+
+/// Remove a worktree folder and forget it in the repository (best effort).
+fn remove(repo: &Path, path: &Path) {
+    let p = path.to_string_lossy().into_owned();
+    let _ = git(repo, &["worktree", "remove", "--force", "--force", &p]);
+    let _ = std::fs::remove_dir_all(path);
+    let _ = git(repo, &["worktree", "prune"]);
+}
+
+/// Remove the worktrees a killed check left in `dir` (named by a process id that is no
+/// longer running).
+pub fn sweep(repo: &Repo, dir: &Path) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let pid = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok());
+        if pid.is_some_and(|p| p != std::process::id() as i32 && !alive(p)) {
+            remove(&repo.root, &e.path());
+        }
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+}

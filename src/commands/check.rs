@@ -1,0 +1,7 @@
+//! `cargo optimize check`: the CI performance gate (see `check`).
+
+use crate::cli::{CheckArgs, GlobalArgs};
+
+pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
+    crate::check::run(g, args)
+}

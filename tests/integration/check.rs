@@ -1,0 +1,425 @@
+//! `cargo optimize check` and `ci --github` on a real git repository: the `check-regress`
+//! fixture copied into a temp dir, committed, and changed by a second commit (a hot loop
+//! that runs more rounds: slower, same output) or in the working tree (another output).
+//! The timing tests run alone; their effect is large by construction (several times the
+//! work), and the same commit against itself is judged on a 5 % threshold.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// Run git in `dir` with a fixed identity and dates (no user or system config).
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The fixture in a fresh git repository: one commit as it is.
+fn repo() -> tempfile::TempDir {
+    let tmp = copy_fixture("check-regress");
+    git(tmp.path(), &["init", "-q", "-b", "main"]);
+    git(tmp.path(), &["add", "-A"]);
+    git(tmp.path(), &["commit", "-q", "-m", "one"]);
+    tmp
+}
+
+/// Replace `from` by `to` in the repository's src/main.rs.
+fn edit(dir: &Path, from: &str, to: &str) {
+    let p = dir.join("src/main.rs");
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.contains(from), "{from} not in {}", p.display());
+    std::fs::write(&p, text.replace(from, to)).unwrap();
+}
+
+fn check(dir: &Path, args: &[&str]) -> Run {
+    let mut all = vec!["optimize", "check"];
+    all.extend_from_slice(args);
+    run(dir, &all, &[("GIT_CONFIG_GLOBAL", "/dev/null")])
+}
+
+/// check.json of the newest check, and that `--format json` printed the same.
+fn report(dir: &Path) -> Value {
+    let text =
+        std::fs::read_to_string(dir.join("target/optimize/check/latest/check.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn workload<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == name)
+        .unwrap_or_else(|| panic!("no workload {name} in {r:#}"))
+}
+
+/// The user's files (not git's own, nor target/).
+fn user_files(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut s = snapshot(dir);
+    s.retain(|p, _| !p.starts_with(dir.join(".git")));
+    s
+}
+
+/// No worktree is left registered or on disk.
+fn no_worktree_left(dir: &Path) {
+    let list = git(dir, &["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+    let left = dir.join("target/optimize/check/worktrees");
+    let n = std::fs::read_dir(&left).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(n, 0, "left in {}", left.display());
+}
+
+#[test]
+fn a_slower_second_commit_fails_naming_the_workload() {
+    let _guard = exclusive();
+    let tmp = repo();
+    let dir = tmp.path();
+    edit(dir, "const ROUNDS: u64 = 1;", "const ROUNDS: u64 = 4;");
+    git(dir, &["commit", "-q", "-am", "four rounds"]);
+    let before = user_files(dir);
+    let r = check(dir, &["--against", "HEAD~1", "--format", "json"]);
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    let json: Value = serde_json::from_str(&r.stdout).expect("--format json prints check.json");
+    assert_eq!(json, report(dir));
+    let hot = workload(&json, "hot");
+    assert_eq!(hot["judgement"], "regression", "{hot:#}");
+    let low = hot["ratio"]["ci_low"].as_f64().unwrap();
+    assert!(low > 1.05, "{hot:#}");
+    assert_ne!(
+        workload(&json, "cold")["judgement"],
+        "regression",
+        "{json:#}"
+    );
+    let failures = json["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{json:#}");
+    assert!(
+        failures[0]
+            .as_str()
+            .unwrap()
+            .starts_with("workload `hot`: regression: new/old = "),
+        "{json:#}"
+    );
+    assert_eq!(
+        json["against"]["commit"].as_str().unwrap().trim(),
+        git(dir, &["rev-parse", "HEAD~1"]).trim()
+    );
+    assert_eq!(json["exit_code"], 1);
+    // The Markdown beside it says the same; nothing of the user's changed; no worktree left.
+    let md = std::fs::read_to_string(dir.join("target/optimize/check/latest/check.md")).unwrap();
+    assert!(
+        md.starts_with("## cargo optimize check: ❌ failed (1 problem)"),
+        "{md}"
+    );
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| `hot` |") && l.contains("❌ regression")),
+        "{md}"
+    );
+    assert!(before == user_files(dir), "the user's files changed");
+    no_worktree_left(dir);
+}
+
+#[test]
+fn the_same_commit_against_itself_passes_and_its_build_is_kept() {
+    let _guard = exclusive();
+    let tmp = repo();
+    let dir = tmp.path();
+    let r = check(dir, &["--against", "HEAD"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let json = report(dir);
+    for w in json["workloads"].as_array().unwrap() {
+        let j = w["judgement"].as_str().unwrap();
+        assert!(j != "regression", "{w:#}");
+    }
+    assert!(r.stdout.contains("\nPASS\n"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("old and new binaries run interleaved here"),
+        "{}",
+        r.stdout
+    );
+    // Checked again: the revision's build is reused (its bytes checked), not rebuilt.
+    let again = check(dir, &["--against", "main", "--format", "md"]);
+    assert_eq!(again.code, Some(0), "{}", again.all());
+    assert!(
+        again
+            .stdout
+            .starts_with("## cargo optimize check: ✅ passed"),
+        "{}",
+        again.stdout
+    );
+    assert!(
+        again
+            .stdout
+            .contains("was kept from an earlier check (its bytes checked)"),
+        "{}",
+        again.stdout
+    );
+    assert!(
+        !again.stderr.contains("building check-regress at"),
+        "{}",
+        again.stderr
+    );
+    // A kept build whose bytes changed is not trusted: built again.
+    let revs = dir.join("target/optimize/cache/revs");
+    let bin = std::fs::read_dir(&revs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "bin"))
+        .unwrap();
+    std::fs::write(&bin, b"not the binary").unwrap();
+    let third = check(dir, &["--against", "HEAD", "--max-time", "1s"]);
+    assert_eq!(third.code, Some(0), "{}", third.all());
+    assert!(
+        third
+            .stderr
+            .contains("does not match its record; building it again"),
+        "{}",
+        third.stderr
+    );
+    no_worktree_left(dir);
+}
+
+#[test]
+fn a_budget_the_fixture_misses_fails_with_the_measured_value() {
+    let _guard = shared();
+    let tmp = repo();
+    let dir = tmp.path();
+    let spec = std::fs::read_to_string(dir.join("optimize.toml")).unwrap();
+    let spec = spec.replace(
+        "args = [\"hot\", \"8\"]\n",
+        "args = [\"hot\", \"8\"]\nbudget = { time = \"1ms\", max-rss = \"1G\" }\n",
+    );
+    std::fs::write(dir.join("optimize.toml"), &spec).unwrap();
+    let line = spec.lines().position(|l| l.starts_with("budget")).unwrap() + 1;
+    let r = check(dir, &["--max-time", "1s"]);
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    let json = report(dir);
+    let b = &workload(&json, "hot")["budgets"];
+    assert_eq!(b[0]["kind"], "time");
+    assert_eq!(b[0]["over"], true);
+    let mean = b[0]["measured"]["mean"].as_f64().unwrap();
+    assert!(mean > 0.001, "{b:#}");
+    assert_eq!(b[1]["kind"], "max-rss");
+    assert_eq!(b[1]["over"], false, "{b:#}");
+    // The failure names the workload, the measured value with its interval, the budget
+    // and where it is written.
+    let shown = format!("{:.1} ms [", mean * 1e3);
+    let fail = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("time budget exceeded"))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(
+        fail.contains("workload `hot`") && fail.contains(&shown),
+        "{fail} / {shown}"
+    );
+    assert!(
+        fail.ends_with(&format!("> budget 1.00 ms (optimize.toml:{line})")),
+        "{fail}"
+    );
+    assert!(
+        r.stdout.contains("the working tree alone (budgets only"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn a_changed_output_is_reported_not_timed() {
+    let _guard = shared();
+    let tmp = repo();
+    let dir = tmp.path();
+    edit(dir, "const OFFSET: u64 = 0;", "const OFFSET: u64 = 1;");
+    let r = check(
+        dir,
+        &[
+            "--against",
+            "HEAD",
+            "--max-time",
+            "1s",
+            "--format",
+            "github",
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    let json = report(dir);
+    let hot = workload(&json, "hot");
+    let what = hot["output_changed"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{hot:#}"));
+    assert!(what.starts_with("stdout differs at line 1"), "{what}");
+    assert!(
+        hot["ratio"].is_null() && hot["time"].is_null(),
+        "timed: {hot:#}"
+    );
+    assert_eq!(workload(&json, "cold")["output_changed"], Value::Null);
+    assert!(workload(&json, "cold")["ratio"].is_object(), "{json:#}");
+    let err = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("::error title=output changed::"))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(
+        err.contains("workload `hot`") && err.contains("stdout differs"),
+        "{err}"
+    );
+    no_worktree_left(dir);
+}
+
+#[test]
+fn a_revision_that_does_not_exist_is_exit_2_with_the_fix() {
+    let _guard = shared();
+    let tmp = repo();
+    let dir = tmp.path();
+    let r = check(dir, &["--against", "no-such-branch"]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("--against no-such-branch: no such revision in the git repository at"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("\n  fix: give a branch, tag or commit"),
+        "{}",
+        r.stderr
+    );
+    // Checked before anything was built.
+    assert!(
+        !dir.join("target").exists(),
+        "built before the input was checked"
+    );
+    // Outside a git repository, the fix is to use a saved baseline.
+    let plain = copy_fixture("check-regress");
+    let r = check(plain.path(), &["--against", "HEAD"]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("not in a git repository") && r.stderr.contains("--baseline NAME"),
+        "{}",
+        r.stderr
+    );
+    let r = check(dir, &["--baseline", "nope"]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(r.stderr.contains("--save-baseline nope"), "{}", r.stderr);
+}
+
+#[test]
+fn a_saved_baseline_is_paired_while_its_binary_is_kept_else_compared_unpaired() {
+    let _guard = shared();
+    let tmp = repo();
+    let dir = tmp.path();
+    let r = check(dir, &["--max-time", "1s", "--save-baseline", "main"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let saved = dir.join("target/optimize/baselines/main");
+    let b: Value =
+        serde_json::from_str(&std::fs::read_to_string(saved.join("baseline.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        b["commit"].as_str().unwrap(),
+        git(dir, &["rev-parse", "HEAD"]).trim()
+    );
+    let hot = b["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "hot")
+        .unwrap();
+    assert!(hot["wall_secs"].as_array().unwrap().len() >= 2, "{b:#}");
+    assert!(hot["peak_rss"]["mean"].as_f64().unwrap() > 0.0, "{b:#}");
+    assert!(b["binary_size"].as_u64().unwrap() > 0);
+    let r = check(dir, &["--max-time", "1s", "--baseline", "main"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert_eq!(report(dir)["against"]["paired"], true);
+    // Without its binary, only the statistics: said to be weaker.
+    std::fs::remove_file(saved.join("bin")).unwrap();
+    let file = saved.join("baseline.json");
+    let r = check(
+        dir,
+        &["--max-time", "1s", "--baseline", file.to_str().unwrap()],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let json = report(dir);
+    assert_eq!(json["against"]["paired"], false);
+    assert!(
+        r.stdout
+            .contains("unpaired: weaker than an interleaved comparison"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        workload(&json, "hot")["ratio"]["ratio"].as_f64().is_some(),
+        "{json:#}"
+    );
+}
+
+#[test]
+fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
+    let _guard = shared();
+    let tmp = repo();
+    let dir = tmp.path();
+    let r = run(dir, &["optimize", "ci", "--github"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let path = dir.join(".github/workflows/optimize.yml");
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        r.stdout.contains("+name: optimize"),
+        "the diff first: {}",
+        r.stdout
+    );
+    assert!(written.contains("cargo optimize check --against \"origin/${{ github.base_ref }}\" -p check-regress --bin check-regress --format github"), "{written}");
+    assert!(
+        written.contains("profile=\"$PWD/pgo/check-regress.profdata\""),
+        "{written}"
+    );
+    assert!(
+        r.stderr
+            .contains("pgo/check-regress.profdata does not exist"),
+        "{}",
+        r.stderr
+    );
+    let again = run(dir, &["optimize", "ci", "--github"], &[]);
+    assert_eq!(again.code, Some(0));
+    assert!(
+        again.stdout.contains("already up to date"),
+        "{}",
+        again.stdout
+    );
+    std::fs::write(&path, "mine\n").unwrap();
+    let refused = run(dir, &["optimize", "ci", "--github"], &[]);
+    assert_eq!(refused.code, Some(2), "{}", refused.all());
+    assert!(refused.stdout.contains("-mine"), "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("fix: pass --force"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine\n");
+    let forced = run(dir, &["optimize", "ci", "--github", "--force"], &[]);
+    assert_eq!(forced.code, Some(0), "{}", forced.all());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".github/workflows/optimize.yml.bak")).unwrap(),
+        "mine\n"
+    );
+}
