@@ -458,7 +458,7 @@ pub fn keeps_symbols(project: &Project, settings: &BuildSettings) -> Option<bool
         Some(v) => v.clone(),
         None => known_profile_values(project, &settings.profile, &["strip"])?.remove("strip")?,
     };
-    Some(!matches!(strip.as_str(), "true" | "\"symbols\""))
+    Some(profile::normalize("strip", &strip) != "\"symbols\"")
 }
 
 /// The last `-Ctarget-cpu=X` (or `-C target-cpu=X`) in `flags`.

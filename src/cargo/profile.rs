@@ -16,6 +16,8 @@ const DEFAULTS: &[(&str, &str, &str)] = &[
     ("codegen-units", "16", "256"),
     ("incremental", "false", "true"),
     ("panic", "\"unwind\"", "\"unwind\""),
+    // Cargo strips debug info itself when `debug` is off, but keeps the symbols.
+    ("strip", "\"none\"", "\"none\""),
 ];
 
 /// The values `keys` of profile `name` will have, when the manifest and the defaults decide
@@ -131,7 +133,11 @@ mod tests {
         .unwrap();
         assert!(known_values(d.path(), &[cfg.path()], false, "release", &MAX).is_none());
         // A key without a certain default, a profile without a known base.
-        assert!(known_values(d.path(), &[], false, "release", &["strip"]).is_none());
+        assert!(known_values(d.path(), &[], false, "release", &["debug"]).is_none());
+        assert_eq!(
+            known_values(d.path(), &[], false, "release", &["strip"]).unwrap()["strip"],
+            "\"none\""
+        );
         assert!(known_values(d.path(), &[], false, "custom", &MAX).is_none());
     }
 }

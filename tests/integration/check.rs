@@ -224,7 +224,10 @@ fn a_budget_the_fixture_misses_fails_with_the_measured_value() {
     assert_eq!(b[1]["over"], false, "{b:#}");
     // The failure names the workload, the measured value with its interval, the budget
     // and where it is written.
-    let shown = format!("{:.1} ms [", mean * 1e3);
+    let shown = format!(
+        "mean {} [",
+        cargo_optimize::bench::export::format_secs(mean)
+    );
     let fail = r
         .stdout
         .lines()

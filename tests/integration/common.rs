@@ -116,10 +116,16 @@ pub fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
 }
 
 /// Run the pipeline on a fixture from inside its folder, with its shared target dir.
+/// `--fresh`: tests share a fixture's target dir, and each one asserts on work a run does
+/// (training, profiles in its run folder), which a run that reuses an earlier test's
+/// results would skip; the tests of reuse call [`run`] themselves.
 pub fn optimize(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
     let td = target_dir(name);
     let mut args = vec!["optimize", "--target-dir", td.to_str().unwrap()];
     args.extend_from_slice(extra);
+    if !extra.contains(&"--fresh") {
+        args.push("--fresh");
+    }
     run(&fixture(name), &args, env)
 }
 

@@ -73,7 +73,8 @@ fn spec_file(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
 fn optimize_with(spec: Option<&Path>, extra: &[&str], limit: Duration) -> (Run, Duration) {
     let before = snapshot(&fixture(FIXTURE));
     let td = target_dir(FIXTURE);
-    let mut args = vec!["optimize", "--target-dir", td.to_str().unwrap()];
+    // --fresh: the tests here look at what the run does, which reuse would skip.
+    let mut args = vec!["optimize", "--fresh", "--target-dir", td.to_str().unwrap()];
     if let Some(spec) = spec {
         args.extend(["--spec", spec.to_str().unwrap()]);
     }

@@ -329,13 +329,29 @@ fn a_cpu_specific_best_also_gets_a_portable_pgo_build() {
         flags.iter().any(|f| f.starts_with("-Cprofile-use=")),
         "{flags:?}"
     );
-    // Its instrumented build had the same (portable) settings as its optimized one.
-    let inst = portable
-        .facts
-        .instrumented_rustflags
-        .as_ref()
-        .unwrap_or_else(|| panic!("no instrumented_rustflags: {portable:#?}"));
-    assert!(!inst.iter().any(|f| f.contains("target-cpu")), "{inst:?}");
+    // Its settings are the best's without target-cpu, so it is built with the pgo
+    // build's profile (one instrumented build and training for both), and how well that
+    // profile fits it is recorded.
+    let pgo = rows(&report, "pgo")
+        .into_iter()
+        .find(|r| r.facts.variant.is_none())
+        .unwrap();
+    let profile = |r: &StageReport| r.facts.profile.as_ref().map(|p| p.path.clone());
+    assert!(profile(portable).is_some());
+    assert_eq!(profile(portable), profile(pgo));
+    assert_eq!(
+        portable.facts.instrumented_rustflags,
+        pgo.facts.instrumented_rustflags
+    );
+    assert!(portable.facts.profile_fit.is_some(), "{portable:#?}");
+    assert!(
+        portable
+            .notes
+            .iter()
+            .any(|n| n.contains("the pgo build's profile")),
+        "{:?}",
+        portable.notes
+    );
     // Measured against the portable best (the baseline), verified, with its own binary.
     assert_eq!(portable.verified, Some(true), "{portable:#?}");
     assert!(portable.reason.contains("vs baseline"), "{portable:#?}");

@@ -198,6 +198,7 @@ fn user_rustflags_from_the_environment_are_kept_and_absent_ones_are_not_invented
         td.to_str().unwrap(),
         "--stages",
         "none",
+        "--fresh",
     ];
     // From a folder without the config: off, unless RUSTFLAGS says so.
     let off = run(elsewhere.path(), &args, &[]);
