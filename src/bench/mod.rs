@@ -12,7 +12,8 @@ pub mod runner;
 pub mod stats;
 
 pub use runner::{
-    compare, compare_expecting, geomean, geomean_log, BenchError, BenchOptions, Comparison,
-    ExpectedStatus, Noise, Outliers, Phase, Progress, RunRecord, Side, Sides, StopReason,
+    compare, compare_expecting, compare_jointly, geomean, geomean_log, BenchError, BenchOptions,
+    Comparison, ExpectedStatus, Job, Noise, Outliers, Phase, Progress, RunRecord, Side, Sides,
+    StopReason,
 };
 pub use stats::{Estimate, Verdict};

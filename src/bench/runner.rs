@@ -205,6 +205,11 @@ pub enum StopReason {
     MaxTime,
     /// With `only_faster`: the interval showed that *faster* could not be reached.
     Futile,
+    /// Stopped with the other workloads of a joint comparison: their geometric mean was
+    /// *faster* (see `compare_jointly`).
+    TogetherDecided,
+    /// Stopped with the other workloads: their geometric mean could no longer be faster.
+    TogetherFutile,
 }
 
 /// One measured run (warm-up runs are not recorded).
@@ -409,22 +414,128 @@ pub fn compare_expecting(
     expected: ExpectedStatus,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<Comparison, BenchError> {
-    let (counters, counters_status) = match CounterSet::open_inherited() {
-        Ok(set) => (Some(set), "supported".to_string()),
-        Err(why) => (None, why),
-    };
-    let mut src = ProcessSource {
-        a,
-        b,
-        start: Instant::now(),
-        counters,
-        expected,
-        lingering: Lingering::None,
-    };
+    let mut src = ProcessSource::new(a, b, expected);
     let mut c = drive(&mut src, opts, on_progress)?;
-    c.counters_status = counters_status;
-    c.lingering = src.lingering;
+    src.fill_in(&mut c);
     Ok(c)
+}
+
+impl<'c> ProcessSource<'c> {
+    fn new(a: &'c Command, b: &'c Command, expected: ExpectedStatus) -> Self {
+        let (counters, counters_status) = match CounterSet::open_inherited() {
+            Ok(set) => (Some(set), "supported".to_string()),
+            Err(why) => (None, why),
+        };
+        ProcessSource {
+            a,
+            b,
+            busy: Duration::ZERO,
+            counters,
+            counters_status,
+            expected,
+            lingering: Lingering::None,
+        }
+    }
+
+    /// What the source knows and the comparison reports.
+    fn fill_in(&self, c: &mut Comparison) {
+        c.counters_status = self.counters_status.clone();
+        c.lingering = self.lingering;
+    }
+}
+
+/// One comparison of [`compare_jointly`]: the two commands and the status their runs must
+/// have.
+pub struct Job<'c> {
+    pub a: &'c Command,
+    pub b: &'c Command,
+    pub expected: ExpectedStatus,
+}
+
+/// Several comparisons (one per workload) run look by look in turn — each to its next
+/// look, round after round — each with its own `max_time` and stopping rules. With
+/// `opts.only_faster` (a keep-or-drop decision on the geometric mean) the ones still
+/// running also stop together as soon as the geometric mean of every comparison's latest
+/// estimate (`done` ones, kept from earlier runs, included) is *faster*, or *faster* is
+/// out of its reach at the futility level: time goes to the workloads that still decide
+/// something, and none once the answer is known. Stopping together never calls anything
+/// faster that the geometric mean does not already call faster at its own (strictest)
+/// level, so it adds no wrong *faster* verdicts. `on_progress(i, p)` reports job `i`;
+/// an error names the job it came from.
+pub fn compare_jointly(
+    jobs: &[Job],
+    done: &[Comparison],
+    opts: &BenchOptions,
+    on_progress: &mut dyn FnMut(usize, &Progress),
+) -> Result<Vec<Comparison>, (usize, BenchError)> {
+    let mut srcs: Vec<ProcessSource> = jobs
+        .iter()
+        .map(|j| ProcessSource::new(j.a, j.b, j.expected))
+        .collect();
+    let mut cs = drive_jointly(&mut srcs, done, opts, on_progress)?;
+    for (c, src) in cs.iter_mut().zip(&srcs) {
+        src.fill_in(c);
+    }
+    Ok(cs)
+}
+
+/// [`compare_jointly`] over any sources.
+pub(crate) fn drive_jointly<S: Source>(
+    srcs: &mut [S],
+    done: &[Comparison],
+    opts: &BenchOptions,
+    on_progress: &mut dyn FnMut(usize, &Progress),
+) -> Result<Vec<Comparison>, (usize, BenchError)> {
+    let mut drives = Vec::new();
+    for (i, src) in srcs.iter_mut().enumerate() {
+        let d = Drive::warm_up(src, opts, &mut |p| on_progress(i, p)).map_err(|e| (i, e))?;
+        drives.push(d);
+    }
+    let mut stops: Vec<Option<StopReason>> = vec![None; srcs.len()];
+    while stops.iter().any(Option::is_none) {
+        for (i, d) in drives.iter_mut().enumerate() {
+            if stops[i].is_none() {
+                stops[i] = d
+                    .advance_to_look(&mut srcs[i], &mut |p| on_progress(i, p))
+                    .map_err(|e| (i, e))?;
+            }
+        }
+        if opts.only_faster && stops.iter().any(Option::is_none) {
+            if let Some(reason) = together(&drives, done, opts) {
+                for s in stops.iter_mut().filter(|s| s.is_none()) {
+                    *s = Some(reason);
+                }
+            }
+        }
+    }
+    Ok(drives
+        .into_iter()
+        .zip(srcs.iter())
+        .zip(stops)
+        .map(|((d, src), stop)| d.finish(src, stop.expect("every job stopped")))
+        .collect())
+}
+
+/// Whether the geometric mean of every latest estimate has answered a keep-or-drop
+/// question: [`StopReason::TogetherDecided`] or [`StopReason::TogetherFutile`].
+fn together(drives: &[Drive], done: &[Comparison], opts: &BenchOptions) -> Option<StopReason> {
+    let mut logs: Vec<stats::LogEstimate> = done.iter().map(|c| c.log).collect();
+    let mut confidence = done
+        .iter()
+        .map(|c| c.confidence)
+        .fold(1.0 - ALPHA, f64::max);
+    for a in drives.iter().map(|d| d.latest().expect("each looked once")) {
+        logs.push(a.log);
+        confidence = confidence.max(a.estimate.confidence);
+    }
+    let log = stats::geomean_log(&logs);
+    if Estimate::from_log(&log, confidence, opts.margin).verdict == Verdict::Faster {
+        Some(StopReason::TogetherDecided)
+    } else if cannot_be_faster(&log, opts.margin) {
+        Some(StopReason::TogetherFutile)
+    } else {
+        None
+    }
 }
 
 /// What one run produced.
@@ -448,8 +559,11 @@ pub(crate) trait Source {
 struct ProcessSource<'c> {
     a: &'c Command,
     b: &'c Command,
-    start: Instant,
+    /// Time spent running this comparison's commands (comparisons run in turn each have
+    /// their own clock).
+    busy: Duration,
     counters: Option<CounterSet>,
+    counters_status: String,
     expected: ExpectedStatus,
     /// The worst seen.
     lingering: Lingering,
@@ -466,7 +580,9 @@ impl Source for ProcessSource<'_> {
             Some(set) => set.start().is_ok(),
             None => false,
         };
+        let started = Instant::now();
         let result = process::run(&cmd);
+        self.busy += started.elapsed();
         let counts = match (&mut self.counters, counting) {
             (Some(set), true) => Some(set.stop()),
             _ => None,
@@ -508,7 +624,7 @@ impl Source for ProcessSource<'_> {
     }
 
     fn elapsed(&self) -> Duration {
-        self.start.elapsed()
+        self.busy
     }
 }
 
@@ -525,71 +641,123 @@ pub(crate) fn drive(
     opts: &BenchOptions,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<Comparison, BenchError> {
-    let mut rng = fastrand::Rng::with_seed(opts.seed);
-    let min_pairs = opts.min_pairs.max(2);
-    let max_pairs = opts.max_pairs.max(min_pairs);
-
-    let mut warmed = 0;
-    for i in 0..opts.warmup {
-        // max-time bounds everything, the warm-up included.
-        if src.elapsed() >= opts.max_time {
-            break;
-        }
-        warmed += 1;
-        on_progress(&Progress {
-            phase: Phase::Warmup {
-                done: i,
-                total: opts.warmup,
-            },
-            pairs: 0,
-            planned_pairs: None,
-            elapsed: src.elapsed(),
-            max_time: opts.max_time,
-            estimate: None,
-        });
-        let first = if rng.bool() { Side::A } else { Side::B };
-        for side in [first, other(first)] {
-            src.run(side, rng.usize(0..PAD_MAX))?;
+    let mut d = Drive::warm_up(src, opts, on_progress)?;
+    loop {
+        if let Some(stop) = d.advance_to_look(src, on_progress)? {
+            return Ok(d.finish(src, stop));
         }
     }
-    // The schedule depends only on the pace of the warm-up (or, without warm-up, of the
-    // first block), never on the measured ratios.
-    let plan = |pairs_done: u32, time_for_them: Duration, now: Duration| -> LookSchedule {
+}
+
+/// One comparison under way: warmed up, then run look by look ([`Drive::advance_to_look`])
+/// until a look ends it, or until its caller stops it ([`Drive::finish`]).
+pub(crate) struct Drive<'o> {
+    opts: &'o BenchOptions,
+    rng: fastrand::Rng,
+    min_pairs: u32,
+    max_pairs: u32,
+    warmed: u32,
+    schedule: Option<LookSchedule>,
+    runs: Vec<RunRecord>,
+    wall_a: Vec<f64>,
+    wall_b: Vec<f64>,
+    look: usize,
+    measure_start: Duration,
+    /// The latest look's analysis.
+    latest: Option<PairedAnalysis>,
+}
+
+impl<'o> Drive<'o> {
+    /// Warm up both sides (`opts.warmup` pairs, within `max_time`).
+    pub(crate) fn warm_up(
+        src: &mut dyn Source,
+        opts: &'o BenchOptions,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Self, BenchError> {
+        let mut rng = fastrand::Rng::with_seed(opts.seed);
+        let min_pairs = opts.min_pairs.max(2);
+        let mut warmed = 0;
+        for i in 0..opts.warmup {
+            // max-time bounds everything, the warm-up included.
+            if src.elapsed() >= opts.max_time {
+                break;
+            }
+            warmed += 1;
+            on_progress(&Progress {
+                phase: Phase::Warmup {
+                    done: i,
+                    total: opts.warmup,
+                },
+                pairs: 0,
+                planned_pairs: None,
+                elapsed: src.elapsed(),
+                max_time: opts.max_time,
+                estimate: None,
+            });
+            let first = if rng.bool() { Side::A } else { Side::B };
+            for side in [first, other(first)] {
+                src.run(side, rng.usize(0..PAD_MAX))?;
+            }
+        }
+        let mut d = Drive {
+            opts,
+            rng,
+            min_pairs,
+            max_pairs: opts.max_pairs.max(min_pairs),
+            warmed,
+            schedule: None,
+            runs: Vec::new(),
+            wall_a: Vec::new(),
+            wall_b: Vec::new(),
+            look: 0,
+            measure_start: src.elapsed(),
+            latest: None,
+        };
+        if warmed > 0 {
+            d.schedule = Some(d.plan(warmed, src.elapsed(), src.elapsed()));
+        }
+        Ok(d)
+    }
+
+    /// The schedule depends only on the pace of the warm-up (or, without warm-up, of the
+    /// first block), never on the measured ratios.
+    fn plan(&self, pairs_done: u32, time_for_them: Duration, now: Duration) -> LookSchedule {
+        let opts = self.opts;
         let per_pair = time_for_them.as_secs_f64() / f64::from(pairs_done.max(1));
         let left = opts.max_time.saturating_sub(now).as_secs_f64();
         let by_time = if per_pair > 0.0 {
             (left / per_pair).floor().min(f64::from(u32::MAX / 2)) as u32
         } else {
-            max_pairs
+            self.max_pairs
         };
-        let already = if warmed > 0 { 0 } else { pairs_done };
+        let already = if self.warmed > 0 { 0 } else { pairs_done };
         LookSchedule::plan(
-            min_pairs,
-            max_pairs.min(already.saturating_add(by_time)),
+            self.min_pairs,
+            self.max_pairs.min(already.saturating_add(by_time)),
             ALPHA,
         )
-    };
-    let mut schedule = (warmed > 0).then(|| plan(warmed, src.elapsed(), src.elapsed()));
+    }
 
-    let mut runs: Vec<RunRecord> = Vec::new();
-    let (mut wall_a, mut wall_b) = (Vec::new(), Vec::new());
-    let mut look = 0usize;
-    let measure_start = src.elapsed();
-    let (analysis, stop) = loop {
-        // One block: ABBA or BAAB, i.e. two pairs in mirrored order.
-        let first = if rng.bool() { Side::A } else { Side::B };
+    /// The latest look's estimate (none before the first look).
+    pub(crate) fn latest(&self) -> Option<&PairedAnalysis> {
+        self.latest.as_ref()
+    }
+
+    /// One block: ABBA or BAAB, i.e. two pairs in mirrored order.
+    fn block(&mut self, src: &mut dyn Source) -> Result<(), BenchError> {
+        let first = if self.rng.bool() { Side::A } else { Side::B };
         let order = [first, other(first), other(first), first];
         for (k, side) in order.into_iter().enumerate() {
-            let pad = rng.usize(0..PAD_MAX);
+            let pad = self.rng.usize(0..PAD_MAX);
             let o = src.run(side, pad)?;
             match side {
-                Side::A => wall_a.push(o.wall.as_secs_f64()),
-                Side::B => wall_b.push(o.wall.as_secs_f64()),
+                Side::A => self.wall_a.push(o.wall.as_secs_f64()),
+                Side::B => self.wall_b.push(o.wall.as_secs_f64()),
             }
-            runs.push(RunRecord {
-                pair: pair_index(k, wall_a.len().min(wall_b.len())),
+            self.runs.push(RunRecord {
+                pair: pair_index(k, self.wall_a.len().min(self.wall_b.len())),
                 side,
-                seq: runs.len() as u32,
+                seq: self.runs.len() as u32,
                 wall_secs: o.wall.as_secs_f64(),
                 user_secs: o.user.as_secs_f64(),
                 sys_secs: o.sys.as_secs_f64(),
@@ -600,73 +768,96 @@ pub(crate) fn drive(
                 counters: o.counters,
             });
         }
-        let n = wall_a.len() as u32;
-        let now = src.elapsed();
-        let sched = schedule.get_or_insert_with(|| plan(n, now - measure_start, now));
-        let time_up = now >= opts.max_time;
-        let due = n >= sched.looks[look.min(sched.looks.len() - 1)];
-        // When time is up, stop at this look even short of `min_pairs`: max-time is the
-        // bound a user can rely on (`stop_note` says what it cost).
-        if due || time_up {
-            let final_look = time_up || n >= sched.cap() || look + 1 >= sched.looks.len();
-            let confidence = sched.confidence_at(look, final_look);
-            let seed = opts.seed ^ (u64::from(n) << 32) ^ 0x9e37_79b9_7f4a_7c15;
-            let a = stats::analyze_pairs(&wall_a, &wall_b, confidence, opts.margin, seed);
-            look += 1;
-            let last = look >= sched.looks.len();
-            let stop = if a.estimate.verdict.is_decided() {
-                Some(StopReason::Decided)
-            } else if opts.only_faster && cannot_be_faster(&a.log, opts.margin) {
-                Some(StopReason::Futile)
-            } else if n >= sched.cap() {
-                Some(StopReason::MaxPairs)
-            } else if time_up {
-                Some(StopReason::MaxTime)
-            } else if last {
-                Some(StopReason::MaxPairs)
-            } else {
-                None
-            };
-            if let Some(stop) = stop {
-                break (a, stop);
+        Ok(())
+    }
+
+    /// Run blocks up to the next look and analyse it; `Some(reason)` when that look ends
+    /// the comparison.
+    pub(crate) fn advance_to_look(
+        &mut self,
+        src: &mut dyn Source,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Option<StopReason>, BenchError> {
+        let opts = self.opts;
+        loop {
+            self.block(src)?;
+            let n = self.wall_a.len() as u32;
+            let now = src.elapsed();
+            if self.schedule.is_none() {
+                self.schedule = Some(self.plan(n, now - self.measure_start, now));
             }
+            let sched = self.schedule.as_ref().expect("planned above");
+            let time_up = now >= opts.max_time;
+            let due = n >= sched.looks[self.look.min(sched.looks.len() - 1)];
+            // When time is up, stop at this look even short of `min_pairs`: max-time is
+            // the bound a user can rely on (`stop_note` says what it cost).
+            if due || time_up {
+                let final_look = time_up || n >= sched.cap() || self.look + 1 >= sched.looks.len();
+                let confidence = sched.confidence_at(self.look, final_look);
+                let seed = opts.seed ^ (u64::from(n) << 32) ^ 0x9e37_79b9_7f4a_7c15;
+                let a =
+                    stats::analyze_pairs(&self.wall_a, &self.wall_b, confidence, opts.margin, seed);
+                self.look += 1;
+                let last = self.look >= sched.looks.len();
+                let stop = if a.estimate.verdict.is_decided() {
+                    Some(StopReason::Decided)
+                } else if opts.only_faster && cannot_be_faster(&a.log, opts.margin) {
+                    Some(StopReason::Futile)
+                } else if n >= sched.cap() {
+                    Some(StopReason::MaxPairs)
+                } else if time_up {
+                    Some(StopReason::MaxTime)
+                } else if last {
+                    Some(StopReason::MaxPairs)
+                } else {
+                    None
+                };
+                self.latest = Some(a);
+                return Ok(stop);
+            }
+            let d = stats::log_ratios(&self.wall_a, &self.wall_b);
+            let confidence = sched.confidence_at(self.look, false);
+            on_progress(&Progress {
+                phase: Phase::Measuring,
+                pairs: n,
+                planned_pairs: Some(sched.cap()),
+                elapsed: now,
+                max_time: opts.max_time,
+                estimate: Some(Estimate::from_log(
+                    &stats::LogEstimate::of(&d),
+                    confidence,
+                    opts.margin,
+                )),
+            });
         }
-        let d = stats::log_ratios(&wall_a, &wall_b);
-        let confidence = sched.confidence_at(look, false);
-        on_progress(&Progress {
-            phase: Phase::Measuring,
-            pairs: n,
-            planned_pairs: Some(sched.cap()),
-            elapsed: now,
-            max_time: opts.max_time,
-            estimate: Some(Estimate::from_log(
-                &stats::LogEstimate::of(&d),
-                confidence,
-                opts.margin,
-            )),
+    }
+
+    /// The comparison as it stands at its latest look (which must have been taken).
+    pub(crate) fn finish(self, src: &dyn Source, stop: StopReason) -> Comparison {
+        let sched = self.schedule.expect("planned before the first look");
+        let n = self.wall_a.len() as u32;
+        let min_pairs = self.min_pairs;
+        let stop_note = (n < min_pairs).then(|| {
+            format!(
+                "max-time ({}) was reached after {n} pairs, fewer than the {min_pairs} asked for: the interval is wider than it would be; raise max-time or ask for fewer runs",
+                humantime::format_duration(self.opts.max_time)
+            )
         });
-    };
-    let sched = schedule.expect("planned before the first look");
-    let n = wall_a.len() as u32;
-    let stop_note = (n < min_pairs).then(|| {
-        format!(
-            "max-time ({}) was reached after {n} pairs, fewer than the {min_pairs} asked for: the interval is wider than it would be; raise max-time or ask for fewer runs",
-            humantime::format_duration(opts.max_time)
-        )
-    });
-    let mut c = assemble(
-        runs,
-        &wall_a,
-        &wall_b,
-        analysis,
-        stop,
-        look as u32,
-        &sched,
-        opts,
-        src.elapsed(),
-    );
-    c.stop_note = stop_note;
-    Ok(c)
+        let analysis = self.latest.expect("a look was taken");
+        let mut c = assemble(
+            self.runs,
+            &self.wall_a,
+            &self.wall_b,
+            analysis,
+            stop,
+            self.look as u32,
+            &sched,
+            self.opts,
+            src.elapsed(),
+        );
+        c.stop_note = stop_note;
+        c
+    }
 }
 
 /// The level of the futility check: a ladder comparison stops once the lower end of the
@@ -1027,6 +1218,58 @@ mod tests {
         );
         assert!(count(&fast_futile, &[Verdict::Faster]) + 4 >= count(&fast, &[Verdict::Faster]));
         assert!(count(&fast_futile, &[Verdict::Faster]) >= 180);
+    }
+
+    /// Four workloads measured in turn stop together once their geometric mean has
+    /// answered the keep-or-drop question; measured one after the other, each runs to its
+    /// own answer. The same calls, far fewer pairs.
+    #[test]
+    fn workloads_in_turn_stop_together_once_their_mean_has_answered() {
+        let trials = 200u64;
+        let run = |ratios: [f64; 4], joint: bool| -> (f64, usize) {
+            let (mut pairs, mut faster) = (0u32, 0);
+            for t in 0..trials {
+                let o = BenchOptions {
+                    only_faster: true,
+                    min_pairs: 6,
+                    max_time: Duration::from_secs(10),
+                    ..opts(t, 0.01)
+                };
+                let mut sims: Vec<Sim> = (0..4)
+                    .map(|i| Sim::new(t * 10 + i as u64, ratios[i], 0.03))
+                    .collect();
+                let cs: Vec<Comparison> = if joint {
+                    drive_jointly(&mut sims, &[], &o, &mut |_, _| {}).unwrap()
+                } else {
+                    sims.iter_mut()
+                        .map(|s| drive(s, &o, &mut |_| {}).unwrap())
+                        .collect()
+                };
+                pairs += cs.iter().map(|c| c.n).sum::<u32>();
+                faster += usize::from(geomean(&cs, 0.01).verdict == Verdict::Faster);
+            }
+            (f64::from(pairs) / trials as f64, faster)
+        };
+        for (what, ratios) in [
+            ("A vs A", [1.0; 4]),
+            ("3 % faster on three of four", [0.97, 0.97, 1.0, 0.97]),
+            ("10 % faster", [0.9; 4]),
+        ] {
+            let (alone, alone_faster) = run(ratios, false);
+            let (joint, joint_faster) = run(ratios, true);
+            eprintln!(
+                "{what}: pairs {alone:.0} one after the other, {joint:.0} in turn; faster {alone_faster} vs {joint_faster} of {trials}"
+            );
+            // Clear answers come at the first look either way; the others come sooner.
+            let bound = if ratios[0] == 0.9 { 0.9 } else { 0.75 };
+            assert!(joint < bound * alone, "{what}: {joint:.0} vs {alone:.0}");
+            assert!(joint_faster + 4 >= alone_faster, "{what}");
+            match ratios[0] {
+                1.0 => assert!(joint_faster <= 10, "{what}: {joint_faster}"),
+                0.9 => assert_eq!(joint_faster as u64, trials, "{what}"),
+                _ => {}
+            }
+        }
     }
 
     /// The figures `stats::LookSchedule`'s doc quotes (σ = 3 %, margin 1 %, 400 trials).

@@ -6,11 +6,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Context as _;
-
 use crate::bench::stats::LogEstimate;
 use crate::bench::{
-    self, BenchOptions, Comparison, Estimate, ExpectedStatus, Phase, Progress, Verdict,
+    self, BenchOptions, Comparison, Estimate, ExpectedStatus, Job, Phase, Progress, Verdict,
 };
 use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
@@ -78,12 +76,14 @@ pub fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
 }
 
 /// `b` against `a` (each a label and a binary) on every eval workload; a verdict kept from
-/// an earlier run on the same binaries, workload, options and machine is reused. `check`
-/// calls it directly with its own labels (the revision, the working tree).
+/// an earlier run on the same binaries, workload, options and machine is reused. The
+/// others run in turn, look by look (`bench::compare_jointly`), so a keep-or-drop question
+/// stops as soon as their geometric mean answers it. `check` calls it directly with its
+/// own labels (the revision, the working tree).
 pub fn compare_over_workloads(
     ctx: &Context,
-    (a_label, a): (&str, &Path),
-    (b_label, b): (&str, &Path),
+    a: (&str, &Path),
+    b: (&str, &Path),
     opts: &BenchOptions,
     verifier: &Verifier,
     cache: &VerdictCache,
@@ -96,55 +96,105 @@ pub fn compare_over_workloads(
         );
     }
     let start = Instant::now();
-    let mut comps = Vec::new();
-    for (i, w) in eval.iter().enumerate() {
-        let label = format!(
-            "{b_label} vs {a_label}: measuring [{}/{}] {}",
-            i + 1,
-            eval.len(),
-            w.name
-        );
-        let key = cache.key(a, b, w, opts).ok();
-        if let Some(c) = key.as_deref().and_then(|k| cache.get(k)) {
+    let keys: Vec<Option<String>> = eval
+        .iter()
+        .map(|w| cache.key(a.1, b.1, w, opts).ok())
+        .collect();
+    let mut found: Vec<Option<Comparison>> = Vec::new();
+    for (w, key) in eval.iter().zip(&keys) {
+        let kept = key.as_deref().and_then(|k| cache.get(k));
+        if let Some(c) = &kept {
             ctx.ui.info(&format!(
                 "{}: {} (kept from an earlier run: same binaries, workload and machine; --fresh measures again)",
                 w.name,
                 c.headline()
             ));
-            comps.push((w.name.clone(), c));
-            continue;
         }
-        ctx.ui.step(&label);
-        let spinner = ctx.ui.spinner(label.clone());
-        // Each side writes its declared files into its own copy of the cwd.
-        let (wa, _sa) = ctx.sandboxed(w, "bench-a")?;
-        let (wb, _sb) = ctx.sandboxed(w, "bench-b")?;
-        let ca = wa.command(a);
-        let cb = wb.command(b);
+        found.push(kept);
+    }
+    let todo: Vec<&Workload> = eval
+        .iter()
+        .zip(&found)
+        .filter(|(_, c)| c.is_none())
+        .map(|(w, _)| *w)
+        .collect();
+    if !todo.is_empty() {
+        let done: Vec<Comparison> = found.iter().flatten().cloned().collect();
+        let mut measured = measure_in_turn(ctx, a, b, opts, verifier, &todo, &done)?.into_iter();
+        for (key, slot) in keys.iter().zip(found.iter_mut()) {
+            if slot.is_none() {
+                let c = measured.next().expect("one per workload measured");
+                if let Some(k) = key {
+                    cache.put(k, &c);
+                }
+                *slot = Some(c);
+            }
+        }
+        ctx.record(
+            &format!("{} vs {}: measure", b.0, a.0),
+            start.elapsed().as_secs_f64(),
+            None,
+        );
+    }
+    Ok(eval
+        .iter()
+        .zip(found)
+        .map(|(w, c)| (w.name.clone(), c.expect("measured or kept")))
+        .collect())
+}
+
+/// Measure `todo` jointly against the `done` comparisons, each side in its own private cwd
+/// when the workload writes files, with a progress line on a terminal.
+fn measure_in_turn(
+    ctx: &Context,
+    (a_label, a): (&str, &Path),
+    (b_label, b): (&str, &Path),
+    opts: &BenchOptions,
+    verifier: &Verifier,
+    todo: &[&Workload],
+    done: &[Comparison],
+) -> anyhow::Result<Vec<Comparison>> {
+    // Each side writes its declared files into its own copy of the cwd.
+    let mut sandboxes = Vec::new();
+    let mut commands = Vec::new();
+    for w in todo {
+        let (wa, sa) = ctx.sandboxed(w, "bench-a")?;
+        let (wb, sb) = ctx.sandboxed(w, "bench-b")?;
         let expected = expected_status(w, verifier.reference()?);
-        let c = bench::compare_expecting(&ca, &cb, opts, expected, &mut |p| {
-            spinner.set_message(progress_message(&label, p, ctx.ui));
-        });
-        spinner.finish_and_clear();
-        let c = c.with_context(|| format!("workload `{}`", w.name))?;
+        commands.push((wa.command(a), wb.command(b), expected));
+        sandboxes.push((sa, sb));
+    }
+    let jobs: Vec<Job> = commands
+        .iter()
+        .map(|(ca, cb, expected)| Job {
+            a: ca,
+            b: cb,
+            expected: *expected,
+        })
+        .collect();
+    let pair = format!("{b_label} vs {a_label}");
+    let n = todo.len();
+    ctx.ui
+        .step(&format!("{pair}: measuring [{n} workload(s), in turn]"));
+    let spinner = ctx.ui.spinner(pair.clone());
+    let label = |j: usize| format!("{pair}: measuring [{}/{n}] {}", j + 1, todo[j].name);
+    let result = bench::compare_jointly(&jobs, done, opts, &mut |j, p| {
+        spinner.set_message(progress_message(&label(j), p, ctx.ui));
+    });
+    spinner.finish_and_clear();
+    drop(sandboxes);
+    let measured = result
+        .map_err(|(j, e)| anyhow::Error::new(e).context(format!("workload `{}`", todo[j].name)))?;
+    for (w, c) in todo.iter().zip(&measured) {
         if let Some(warning) = c.lingering.warning() {
             ctx.warn_once(&format!("workload `{}` {warning}", w.name));
         }
         if let Some(note) = &c.stop_note {
             ctx.ui.warn(&format!("workload `{}`: {note}", w.name));
         }
-        if let Some(k) = &key {
-            cache.put(k, &c);
-        }
         ctx.ui.info(&format!("{}: {}", w.name, c.headline()));
-        comps.push((w.name.clone(), c));
     }
-    ctx.record(
-        &format!("{b_label} vs {a_label}: measure"),
-        start.elapsed().as_secs_f64(),
-        None,
-    );
-    Ok(comps)
+    Ok(measured)
 }
 
 /// `label: 12/40 pairs [#####···············] ≤ 14 s left, B/A = 0.93 [0.90, 0.96] faster`:
