@@ -92,7 +92,9 @@ pub(super) fn reusable(store: &Store, key: &str) -> Option<Built> {
     }
     Some(Built {
         binary: r.binary,
-        seconds: 0.0,
+        // What building it took: the row describes the candidate, not this run's work
+        // (the run's own step records the time it spent).
+        seconds: r.seconds,
         stderr: r.stderr,
         command: r.command,
     })
@@ -190,6 +192,7 @@ mod tests {
         };
         keep(&store, "k", &built, root);
         let again = reusable(&store, "k").expect("unchanged inputs are reused");
+        assert_eq!(again.seconds, 3.0, "the row keeps what building it took");
         assert_eq!(again.stderr, "warning: x");
         std::fs::write(&src, "fn main() { loop {} }").unwrap();
         assert!(reusable(&store, "k").is_none(), "a changed source builds");
