@@ -294,7 +294,8 @@ pub struct Comparison {
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub ci_high: f64,
     pub verdict: Verdict,
-    /// Confidence level of `[ci_low, ci_high]`: `1 − 0.05/K` for `K` planned looks.
+    /// Confidence level of `[ci_low, ci_high]`: the stopping look's, `1 − α_k` (see
+    /// `stats::LookSchedule`).
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub confidence: f64,
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]

@@ -18,7 +18,7 @@ use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
 use crate::report::{FinalChoice, Settings, StageReport, Status};
 use crate::spec::StageName;
-use crate::stage::{self, Offer, Rival, StageError, Standing};
+use crate::stage::{self, Build, Offer, Rival, StageError, Standing};
 use crate::verify::Verifier;
 
 /// A candidate that holds a place on the ladder, with its ratio to the baseline (`None`
@@ -103,7 +103,21 @@ impl<'a> Ladder<'a> {
     fn try_offer(&mut self, name: StageName, offer: Offer) -> anyhow::Result<()> {
         let ui = self.ctx.ui;
         let row = crate::context::label(name.as_str(), offer.variant.as_deref());
-        let cand = match offer.candidate {
+        let candidate = match offer.candidate {
+            Build::Now(c) => c,
+            Build::IfPreviousKept { build, why_not } => {
+                let previous_kept = self
+                    .rows
+                    .last()
+                    .is_some_and(|r| r.name == name.as_str() && r.status == Status::Kept);
+                if previous_kept {
+                    build()
+                } else {
+                    Err(StageError::Redundant(why_not))
+                }
+            }
+        };
+        let cand = match candidate {
             Ok(c) => c,
             Err(e) => {
                 let status = match e {

@@ -1,12 +1,14 @@
 //! The stages of the ladder. Every stage module has the same entry point:
 //!
 //! ```text
-//! pub(crate) fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer>
+//! pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>>
 //! ```
 //!
 //! It builds one or more candidates on top of the ladder's standing (the best so far and
 //! the best portable one) and returns them as [`Offer`]s, each with the candidate
-//! it must beat; the pipeline then verifies and measures each offer in order. [`offers`]
+//! it must beat; the pipeline then verifies and measures each offer in order. A candidate
+//! worth building only when the one before it won ([`Build::IfPreviousKept`]: the cpu
+//! stage's `native` after the x86-64 level) is built when the ladder reaches it. [`offers`]
 //! dispatches by stage name with one `match`.
 //!
 //! Must not: measure, verify or decide (the pipeline does); run cargo or processes other
@@ -40,26 +42,38 @@ pub enum Rival {
 }
 
 /// One candidate a stage offers, or why it could not make it.
-pub struct Offer {
+pub struct Offer<'c> {
     /// The variant's name (a target-cpu, `portable`), for rows without a candidate.
     pub variant: Option<String>,
     pub rival: Rival,
-    pub candidate: Result<Candidate, StageError>,
+    pub candidate: Build<'c>,
 }
 
-impl Offer {
+/// An offer's candidate: built when offered, or only once the ladder reaches it and the
+/// offer before it in the same stage was kept.
+#[allow(clippy::large_enum_variant)] // a handful per stage: boxing buys nothing
+pub enum Build<'c> {
+    Now(Result<Candidate, StageError>),
+    IfPreviousKept {
+        build: Box<dyn FnOnce() -> Result<Candidate, StageError> + 'c>,
+        /// Why it is not built otherwise (the dropped row's reason).
+        why_not: String,
+    },
+}
+
+impl Offer<'_> {
     /// The usual offer: one candidate against the best so far.
     pub fn against_best(candidate: Result<Candidate, StageError>) -> Self {
         Offer {
             variant: None,
             rival: Rival::Best,
-            candidate,
+            candidate: Build::Now(candidate),
         }
     }
 }
 
 /// The offers of stage `name` (none for the baseline, which the pipeline builds first).
-pub fn offers(name: StageName, ctx: &Context, standing: &Standing) -> Vec<Offer> {
+pub fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     match name {
         StageName::Baseline => Vec::new(),
         StageName::Profile => profile::offers(ctx, standing),

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{Candidate, Context, Offer, Rival, StageError, Standing};
+use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cache::{run_key, Store};
 use crate::context::facts::{ProfileFit, ProfileStats, StageFacts};
 use crate::process;
@@ -25,7 +25,7 @@ pub const PORTABLE: &str = "portable";
 /// PGO too. When the portable best is the best without its target-cpu, it is built with
 /// the best's profile (one instrumented build and training for both; how well the profile
 /// fits it is recorded); otherwise it is trained on its own.
-pub fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer> {
+pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     let (best, profile) = match train_profile(ctx, standing.best, "pgo", "pgo") {
         Ok(p) => (build_with(ctx, standing.best, &p, None), Ok(p)),
         Err(e) => {
@@ -51,7 +51,7 @@ pub fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer> {
         offers.push(Offer {
             variant: Some(PORTABLE.to_string()),
             rival: Rival::Portable,
-            candidate,
+            candidate: Build::Now(candidate),
         });
     }
     offers

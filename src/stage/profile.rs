@@ -75,7 +75,7 @@ fn choice_name(choice: &ProfileChoice) -> String {
 }
 
 /// The best so far with the preset's (or the inline table's) profile keys on top.
-pub fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer> {
+pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     vec![Offer::against_best(prepare(ctx, standing.best))]
 }
 

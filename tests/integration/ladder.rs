@@ -416,3 +416,38 @@ fn profile_only(profile: &str) -> (Run, Report) {
     let report = latest_report(&td);
     (r, report)
 }
+
+#[test]
+fn native_is_built_only_when_the_cpu_level_before_it_was_kept() {
+    let _guard = lock_target_dir("pgo-basic");
+    let r = optimize("pgo-basic", &["--stages", "cpu"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&target_dir("pgo-basic"));
+    let cpu = rows(&report, "cpu");
+    let native = cpu
+        .iter()
+        .find(|r| r.facts.variant.as_deref() == Some("native"))
+        .unwrap_or_else(|| panic!("no native row: {cpu:#?}"));
+    if cpu.len() < 2 {
+        return; // an x86-64-v1 machine: `native` is the only default candidate
+    }
+    let before = cpu[cpu.len() - 2];
+    assert!(
+        before
+            .facts
+            .variant
+            .as_deref()
+            .unwrap()
+            .starts_with("x86-64-v"),
+        "{before:#?}"
+    );
+    if before.status == Status::Kept {
+        assert!(native.binary.is_some(), "{native:#?}");
+    } else {
+        // Not built at all: no binary, no build, and the row says why.
+        assert_eq!(native.status, Status::Dropped, "{native:#?}");
+        assert!(native.binary.is_none(), "{native:#?}");
+        assert!(native.reason.starts_with("not built"), "{native:#?}");
+        assert!(!r.stderr.contains("cpu (native): building"), "{}", r.stderr);
+    }
+}

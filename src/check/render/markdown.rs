@@ -1,8 +1,7 @@
 //! GitHub-flavoured Markdown for a PR comment or `$GITHUB_STEP_SUMMARY`: a headline (pass or
 //! what failed), what was compared, a table of workloads, the binary size, the failures.
 
-use super::{against_text, judgement_text, ratio_text, Render};
-use crate::bench::export::format_secs;
+use super::{against_text, judgement_text, ratio_text, time_text, Render};
 use crate::check::gate::Judgement;
 use crate::check::report::CheckReport;
 
@@ -43,17 +42,7 @@ impl Render for Markdown {
             } else {
                 ""
             };
-            let time = w
-                .time
-                .map(|t| {
-                    format!(
-                        "{} [{}, {}]",
-                        format_secs(t.mean),
-                        format_secs(t.ci_low),
-                        format_secs(t.ci_high)
-                    )
-                })
-                .unwrap_or_else(|| "–".into());
+            let time = time_text(w.time.as_ref());
             let budgets: Vec<String> = w
                 .budgets
                 .iter()

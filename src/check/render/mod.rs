@@ -60,6 +60,20 @@ fn ratio_text(r: Option<&Ratio>) -> String {
 }
 
 /// What the comparison was, in one sentence.
+/// `31.7 ms [30.3 ms, 33.1 ms]`: the new build's mean time with its interval, or `–`.
+fn time_text(t: Option<&super::gate::Mean>) -> String {
+    use crate::bench::export::format_secs;
+    t.map(|t| {
+        format!(
+            "{} [{}, {}]",
+            format_secs(t.mean),
+            format_secs(t.ci_low),
+            format_secs(t.ci_high)
+        )
+    })
+    .unwrap_or_else(|| "–".into())
+}
+
 fn against_text(r: &CheckReport) -> String {
     let a = &r.against;
     let commit = a

@@ -1,8 +1,7 @@
 //! The terminal rendering: one line per workload (ratio, judgement, new time, budgets),
 //! the binary size, then PASS or FAIL with each failure.
 
-use super::{against_text, judgement_text, ratio_text, Render};
-use crate::bench::export::format_secs;
+use super::{against_text, judgement_text, ratio_text, time_text, Render};
 use crate::check::report::CheckReport;
 use crate::util::human_bytes;
 
@@ -32,17 +31,7 @@ impl Render for Terminal {
             "workload", "new/old [95% CI]", "judgement", "new time [95% CI]"
         ));
         for w in &r.workloads {
-            let time = w
-                .time
-                .map(|t| {
-                    format!(
-                        "{} [{}, {}]",
-                        format_secs(t.mean),
-                        format_secs(t.ci_low),
-                        format_secs(t.ci_high)
-                    )
-                })
-                .unwrap_or_else(|| "–".into());
+            let time = time_text(w.time.as_ref());
             out.push_str(&format!(
                 "{:width$}  {:38}  {:16}  {}\n",
                 w.name,

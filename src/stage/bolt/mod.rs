@@ -94,7 +94,7 @@ impl Mode {
 }
 
 /// BOLT on the best so far.
-pub fn offers(ctx: &Context, standing: &Standing) -> Vec<Offer> {
+pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     vec![Offer::against_best(prepare(ctx, standing.best))]
 }
 
