@@ -22,7 +22,6 @@ mod render;
 mod report;
 mod rev;
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -69,7 +68,7 @@ pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     let _lock = DirLock::for_run(&plan.optimize_dir)?;
     let check_dir = plan.optimize_dir.join("check");
     let run = RunDir::create(&check_dir)?;
-    let ctx = context(&plan, &spec, &run);
+    let ctx = crate::pipeline::context(&plan, &spec, &run);
     let new = build_new(&ctx, &plan)?;
     let mut report = compare(&ctx, &plan, args, &old, &new)?;
     if let Some(name) = &args.save_baseline {
@@ -152,23 +151,6 @@ fn resolve_old(plan: &Plan, args: &CheckArgs) -> anyhow::Result<Old> {
         return Ok(Old::Saved(Box::new(loaded)));
     }
     Ok(Old::Nothing)
-}
-
-fn context<'a>(plan: &'a Plan, spec: &'a Spec, run: &'a RunDir) -> Context<'a> {
-    Context {
-        project: &plan.project,
-        spec,
-        rustc: &plan.rustc,
-        run,
-        ui: &plan.ui,
-        optimize_dir: plan.optimize_dir.clone(),
-        host: plan.rustc.host.clone(),
-        llvm_profdata: None,
-        bolt_tools: None,
-        fresh: plan.fresh,
-        steps: RefCell::new(Vec::new()),
-        warned: Default::default(),
-    }
 }
 
 /// The working tree, built as the user builds it (the pipeline's baseline settings).
@@ -393,10 +375,7 @@ fn measure_all(
     if spec.workloads.is_empty() {
         return Ok(Default::default());
     }
-    let timing = Context {
-        spec: &spec,
-        ..shallow(ctx)
-    };
+    let timing = ctx.with_spec(&spec);
     let opts = BenchOptions {
         margin: ctx.spec.check.max_regression,
         ..BenchOptions::from_config(&ctx.spec.bench)
@@ -427,24 +406,6 @@ fn measure_all(
         .map(|(name, comparison)| (name, Measured { comparison, paired }))
         .collect();
     Ok((measured, cache.counts().0))
-}
-
-/// A copy of the context's references (a `Context` is not `Clone`: it holds cells).
-fn shallow<'a>(ctx: &Context<'a>) -> Context<'a> {
-    Context {
-        project: ctx.project,
-        spec: ctx.spec,
-        rustc: ctx.rustc,
-        run: ctx.run,
-        ui: ctx.ui,
-        optimize_dir: ctx.optimize_dir.clone(),
-        host: ctx.host.clone(),
-        llvm_profdata: None,
-        bolt_tools: None,
-        fresh: ctx.fresh,
-        steps: RefCell::new(Vec::new()),
-        warned: Default::default(),
-    }
 }
 
 /// The new build's runs of a comparison: side B, or both sides when it ran against itself.

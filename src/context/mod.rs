@@ -241,9 +241,31 @@ pub struct Context<'a> {
     pub fresh: bool,
     /// Warnings already given (each is given once per run).
     pub warned: RefCell<std::collections::BTreeSet<String>>,
+    /// Builds reused and builds run (`Context::build`).
+    pub builds: std::cell::Cell<(u32, u32)>,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
+    /// The same run over another spec (`check` times a subset of the workloads), with
+    /// step timings, warnings and counts of its own (and no BOLT tools).
+    pub fn with_spec(&self, spec: &'a Spec) -> Context<'a> {
+        Context {
+            project: self.project,
+            spec,
+            rustc: self.rustc,
+            run: self.run,
+            ui: self.ui,
+            optimize_dir: self.optimize_dir.clone(),
+            host: self.host.clone(),
+            llvm_profdata: self.llvm_profdata.clone(),
+            bolt_tools: None,
+            fresh: self.fresh,
+            steps: RefCell::new(Vec::new()),
+            warned: Default::default(),
+            builds: Default::default(),
+        }
+    }
+
     /// Build `settings` into its own target dir (`target/optimize/build/<hash>`), showing
     /// cargo's progress, and record the step.
     pub fn build(
@@ -258,7 +280,9 @@ impl Context<'_> {
             toolchain: &self.rustc.version,
         };
         let kept = cache.reusable(self.project, settings, &target_dir);
+        let (reused, run) = self.builds.get();
         if let Some(kept) = kept.filter(|_| !self.fresh) {
+            self.builds.set((reused + 1, run));
             self.ui.info(&format!(
                 "{label}: build reused (no input changed since it was built)"
             ));
@@ -269,6 +293,7 @@ impl Context<'_> {
             );
             return Ok(kept);
         }
+        self.builds.set((reused, run + 1));
         if !self.ui.animate {
             // Logs get a line per build; a terminal gets the spinner below.
             self.ui.step(&format!("{label}: building"));

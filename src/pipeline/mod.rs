@@ -29,7 +29,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let lock = DirLock::for_run(&plan.optimize_dir)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
-    let ctx = context(plan, &run);
+    let ctx = context(plan, &plan.spec, &run);
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
     let machine = machine();
@@ -82,10 +82,11 @@ fn announce(plan: &Plan, run: &RunDir) {
     }
 }
 
-fn context<'a>(plan: &'a Plan, run: &'a RunDir) -> Context<'a> {
+/// The context of a run of `plan` over `spec` (the plan's own, or `check`'s eval subset).
+pub fn context<'a>(plan: &'a Plan, spec: &'a crate::spec::Spec, run: &'a RunDir) -> Context<'a> {
     Context {
         project: &plan.project,
-        spec: &plan.spec,
+        spec,
         rustc: &plan.rustc,
         run,
         ui: &plan.ui,
@@ -96,6 +97,7 @@ fn context<'a>(plan: &'a Plan, run: &'a RunDir) -> Context<'a> {
         fresh: plan.fresh,
         steps: RefCell::new(Vec::new()),
         warned: Default::default(),
+        builds: Default::default(),
     }
 }
 
@@ -148,6 +150,10 @@ fn assemble(
         pipeline: ctx.steps.borrow().clone(),
         machine: Some(machine),
         verdict_cache: Some(CacheCounts { hits, misses }),
+        build_cache: Some({
+            let (hits, misses) = ctx.builds.get();
+            CacheCounts { hits, misses }
+        }),
     }
 }
 
@@ -205,13 +211,21 @@ fn time_line(report: &Report) -> String {
         .iter()
         .map(|(k, s)| format!("{k} {s:.0} s ({:.0} %)", 100.0 * s / total.max(1e-9)))
         .collect();
-    let cache = match report.verdict_cache {
-        Some(c) if c.hits > 0 => format!(
-            "; {} of {} comparisons kept from earlier runs (--fresh measures them again)",
-            c.hits,
-            c.hits + c.misses
-        ),
-        _ => String::new(),
+    let kept: Vec<String> = [
+        (report.build_cache, "builds"),
+        (report.verdict_cache, "comparisons"),
+    ]
+    .into_iter()
+    .filter_map(|(c, what)| c.filter(|c| c.hits > 0).map(|c| (c, what)))
+    .map(|(c, what)| format!("{} of {} {what}", c.hits, c.hits + c.misses))
+    .collect();
+    let cache = if kept.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; reused from earlier runs: {} (--fresh redoes them)",
+            kept.join(", ")
+        )
     };
     let total = if total < 10.0 {
         format!("{total:.1}")

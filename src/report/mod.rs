@@ -118,6 +118,9 @@ pub struct Report {
     /// Comparisons reused from the verdict cache, and measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict_cache: Option<CacheCounts>,
+    /// Builds reused (no input changed since an earlier run built them), and run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_cache: Option<CacheCounts>,
 }
 
 /// The machine a run measured on.
@@ -508,6 +511,7 @@ mod tests {
             final_: None,
             machine: None,
             verdict_cache: None,
+            build_cache: None,
             pipeline: vec![
                 step("baseline build", 2.0),
                 step("baseline: workloads", 1.0),

@@ -311,6 +311,7 @@ mod tests {
             pipeline: vec![],
             machine: None,
             verdict_cache: None,
+            build_cache: None,
         };
         let text = ladder(&report, &ui());
         let line = |start: &str| {

@@ -399,6 +399,47 @@ fn an_unchanged_rerun_redoes_nothing_and_a_changed_source_redoes_what_depends_on
 }
 
 #[test]
+fn two_runs_at_once_share_the_cache_and_a_third_reuses_what_they_kept() {
+    let _guard = shared();
+    let krate = copy_fixture("pgo-basic");
+    let dir = krate.path().to_path_buf();
+    let args = ["optimize", "--stages", "pgo"];
+    let both: Vec<Run> = (0..2)
+        .map(|_| {
+            let dir = dir.clone();
+            std::thread::spawn(move || run(&dir, &args, &[]))
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let mut folders = Vec::new();
+    for r in &both {
+        assert_eq!(r.code, Some(0), "{}", r.all());
+        let folder = r
+            .stderr
+            .lines()
+            .find_map(|l| l.split_once(") → ").map(|(_, f)| f.trim().to_string()))
+            .unwrap_or_else(|| panic!("{}", r.stderr));
+        read_report(&std::path::Path::new(&folder).join("report.json"));
+        folders.push(folder);
+    }
+    assert_ne!(folders[0], folders[1], "each run has its own folder");
+    // What they kept is whole and usable: a third run builds, trains and measures nothing.
+    let third = run(&dir, &args, &[]);
+    assert_eq!(third.code, Some(0), "{}", third.all());
+    for busy in [": building", "training [", ": measuring ["] {
+        assert!(
+            !third.stderr.contains(busy),
+            "`{busy}` in\n{}",
+            third.stderr
+        );
+    }
+    let c = latest_report(&dir.join("target")).verdict_cache.unwrap();
+    assert!(c.hits > 0 && c.misses == 0, "{c:?}");
+}
+
+#[test]
 fn a_stale_pgo_profile_in_your_rustflags_is_named_with_how_stale_it_is() {
     let _guard = shared();
     let krate = copy_fixture("pgo-basic");
