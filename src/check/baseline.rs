@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::gate::Mean;
 use super::report::Ratio;
-use crate::bench::stats::{mean, std_dev, t_quantile, verdict};
+use crate::bench::stats::{mean, std_dev};
 
 /// The file a baseline folder holds.
 pub const FILE: &str = "baseline.json";
@@ -170,19 +170,15 @@ pub fn unpaired(new: &[f64], old: &[f64], margin: f64) -> Ratio {
     let vo = (std_dev(old) / mo).powi(2) / no;
     let se = (vn + vo).sqrt();
     let df = (vn + vo).powi(2) / (vn.powi(2) / (nn - 1.0) + vo.powi(2) / (no - 1.0));
-    let log = (mn / mo).ln();
-    let half = if new.len() >= 2 && old.len() >= 2 && se.is_finite() {
-        t_quantile(0.975, df.max(1.0)) * se
-    } else {
-        f64::INFINITY
+    let computable = new.len() >= 2 && old.len() >= 2 && se.is_finite();
+    let log = crate::bench::stats::LogEstimate {
+        mean: (mn / mo).ln(),
+        se: if computable { se } else { f64::INFINITY },
+        df: df.max(1.0),
+        n: new.len(),
     };
-    let (lo, hi) = ((log - half).exp(), (log + half).exp());
     Ratio {
-        ratio: log.exp(),
-        ci_low: lo,
-        ci_high: hi,
-        verdict: verdict(lo, hi, margin),
-        confidence: 0.95,
+        estimate: crate::bench::Estimate::from_log(&log, 0.95, margin),
         n: new.len() as u32,
     }
 }

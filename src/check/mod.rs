@@ -474,11 +474,7 @@ fn side_walls(c: &Comparison, side: Side) -> Vec<f64> {
 
 fn paired_ratio(c: &Comparison) -> Ratio {
     Ratio {
-        ratio: c.ratio,
-        ci_low: c.ci_low,
-        ci_high: c.ci_high,
-        verdict: c.verdict,
-        confidence: c.confidence,
+        estimate: c.estimate(),
         n: c.n,
     }
 }
@@ -514,16 +510,9 @@ fn assemble(
         .filter(|m| m.paired)
         .map(|m| m.comparison.clone())
         .collect();
-    let overall = (!paired.is_empty()).then(|| {
-        let e = crate::bench::geomean(&paired, cfg.max_regression);
-        Ratio {
-            ratio: e.ratio,
-            ci_low: e.ci_low,
-            ci_high: e.ci_high,
-            verdict: e.verdict,
-            confidence: e.confidence,
-            n: paired.len() as u32,
-        }
+    let overall = (!paired.is_empty()).then(|| Ratio {
+        estimate: crate::bench::geomean(&paired, cfg.max_regression),
+        n: paired.len() as u32,
     });
     let mut report = CheckReport {
         schema: report::SCHEMA,

@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::gate::{BudgetCheck, Judgement, Mean};
-use crate::bench::Verdict;
 
 pub const SCHEMA: u32 = 1;
 
@@ -60,21 +59,20 @@ impl WorkloadCheck {
     }
 }
 
-/// new/old with its interval.
+/// new/old with its interval: the engine's estimate (margin = max-regression) and the
+/// pairs (paired) or runs of the new build (unpaired) behind it. Reads as the estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Ratio {
-    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
-    pub ratio: f64,
-    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
-    pub ci_low: f64,
-    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
-    pub ci_high: f64,
-    /// The engine's verdict with margin = max-regression.
-    pub verdict: Verdict,
-    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
-    pub confidence: f64,
-    /// Pairs (paired) or runs of the new build (unpaired).
+    #[serde(flatten)]
+    pub estimate: crate::bench::Estimate,
     pub n: u32,
+}
+
+impl std::ops::Deref for Ratio {
+    type Target = crate::bench::Estimate;
+    fn deref(&self) -> &Self::Target {
+        &self.estimate
+    }
 }
 
 /// The new binary's size against the old one's and the limit.

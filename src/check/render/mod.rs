@@ -138,11 +138,13 @@ pub(crate) mod fixture {
             timed_anyway: false,
         };
         let ratio = |r: f64, v| Ratio {
-            ratio: r,
-            ci_low: r - 0.05,
-            ci_high: r + 0.05,
-            verdict: v,
-            confidence: 0.95,
+            estimate: crate::bench::Estimate {
+                ratio: r,
+                ci_low: r - 0.05,
+                ci_high: r + 0.05,
+                verdict: v,
+                confidence: 0.95,
+            },
             n: 20,
         };
         let mut hot = w("hot");
