@@ -34,6 +34,12 @@ const ENV_PREFIXES: &[&str] = &[
     "TARGET_",
 ];
 
+/// Set by cargo (through rustup) for `cargo optimize` but not for `cargo-optimize`, and
+/// deciding nothing the key does not hold already: which cargo runs shows in the
+/// toolchain's version line, and where the registry lives does not change sources the lock
+/// file pins.
+const NOT_DECIDING: &[&str] = &["CARGO", "CARGO_HOME"];
+
 /// What a reusable build left behind.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Record {
@@ -76,6 +82,7 @@ pub(super) fn key(
     }
     let mut env: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| ENV_PREFIXES.iter().any(|p| k.starts_with(p)))
+        .filter(|(k, _)| !NOT_DECIDING.contains(&k.as_str()))
         .collect();
     env.sort();
     h.update(format!("{env:?}"));
