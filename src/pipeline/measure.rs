@@ -77,8 +77,8 @@ pub fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
 
 /// `b` against `a` (each a label and a binary) on every eval workload; a verdict kept from
 /// an earlier run on the same binaries, workload, options and machine is reused. The
-/// others run in turn, look by look (`bench::compare_jointly`), so a keep-or-drop question
-/// stops as soon as their geometric mean answers it. `check` calls it directly with its
+/// others run look by look, time going where the variance is (`bench::compare_jointly`),
+/// so a keep-or-drop question stops as soon as their geometric mean answers it. `check` calls it directly with its
 /// own labels (the revision, the working tree).
 pub fn compare_over_workloads(
     ctx: &Context,
@@ -120,7 +120,7 @@ pub fn compare_over_workloads(
         .collect();
     if !todo.is_empty() {
         let done: Vec<Comparison> = found.iter().flatten().cloned().collect();
-        let mut measured = measure_in_turn(ctx, a, b, opts, verifier, &todo, &done)?.into_iter();
+        let mut measured = measure_jointly(ctx, a, b, opts, verifier, &todo, &done)?.into_iter();
         for (key, slot) in keys.iter().zip(found.iter_mut()) {
             if slot.is_none() {
                 let c = measured.next().expect("one per workload measured");
@@ -145,7 +145,7 @@ pub fn compare_over_workloads(
 
 /// Measure `todo` jointly against the `done` comparisons, each side in its own private cwd
 /// when the workload writes files, with a progress line on a terminal.
-fn measure_in_turn(
+fn measure_jointly(
     ctx: &Context,
     (a_label, a): (&str, &Path),
     (b_label, b): (&str, &Path),
@@ -174,8 +174,9 @@ fn measure_in_turn(
         .collect();
     let pair = format!("{b_label} vs {a_label}");
     let n = todo.len();
-    ctx.ui
-        .step(&format!("{pair}: measuring [{n} workload(s), in turn]"));
+    ctx.ui.step(&format!(
+        "{pair}: measuring [{n} workload(s), where the variance is]"
+    ));
     let spinner = ctx.ui.spinner(pair.clone());
     let label = |j: usize| format!("{pair}: measuring [{}/{n}] {}", j + 1, todo[j].name);
     let result = bench::compare_jointly(&jobs, done, opts, &mut |j, p| {
