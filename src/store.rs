@@ -5,7 +5,8 @@
 //! - [`Blobs`]: files kept by their content digest (`<dir>/<digest>`), checked against the
 //!   digest before they are handed out;
 //! - [`file_digest`]: SHA-256 of a file, remembered for the life of the process per (path,
-//!   size, modification time), so a binary that several keys name is read once.
+//!   size, modification time), so a binary that several keys name is read once (not for a
+//!   file modified in the last two seconds, which could change again unseen).
 //!
 //! Must not: know what is kept (builds, verdicts, trainings: `cache`, `cargo`, the stages).
 
@@ -137,10 +138,20 @@ type Seen = HashMap<PathBuf, (u64, SystemTime, [u8; 32])>;
 /// Digests already computed in this process, by path, valid while size and mtime hold.
 static DIGESTS: Mutex<Option<Seen>> = Mutex::new(None);
 
+/// A file changed this recently may change again within the same timestamp tick (file
+/// times are coarse), so its digest is not remembered: git's "racily clean" rule.
+const RACY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The SHA-256 of `path`'s bytes.
 pub fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
     let meta = std::fs::metadata(path)?;
     let stamp = (meta.len(), meta.modified()?);
+    let racy = SystemTime::now()
+        .duration_since(stamp.1)
+        .map_or(true, |age| age < RACY);
+    if racy {
+        return read_digest(path);
+    }
     let mut seen = DIGESTS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((len, mtime, d)) = seen.get_or_insert_with(HashMap::new).get(path) {
         if (*len, *mtime) == stamp {

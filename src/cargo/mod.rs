@@ -517,7 +517,7 @@ impl BuildCache<'_> {
         target_dir: &Path,
     ) -> Option<Built> {
         let key = reuse::key(project, settings, target_dir, self.toolchain);
-        reuse::reusable(&self.store(), &key)
+        reuse::reusable(&self.store(), &self.blobs(), &key)
     }
 
     /// [`build`], then keep what it was made from for the next run.
@@ -530,12 +530,22 @@ impl BuildCache<'_> {
     ) -> Result<Built, CargoError> {
         let built = build(project, settings, target_dir, on_line)?;
         let key = reuse::key(project, settings, target_dir, self.toolchain);
-        reuse::keep(&self.store(), &key, &built, &project.workspace_root);
+        reuse::keep(
+            &self.store(),
+            &self.blobs(),
+            &key,
+            &built,
+            &project.workspace_root,
+        );
         Ok(built)
     }
 
     fn store(&self) -> crate::store::Store {
         crate::store::Store::new(self.optimize_dir, "builds")
+    }
+
+    fn blobs(&self) -> crate::store::Blobs {
+        crate::store::Blobs::new(self.optimize_dir, "blobs")
     }
 }
 

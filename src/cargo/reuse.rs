@@ -2,12 +2,15 @@
 //!
 //! After each build, `cache/builds/<key>.json` keeps what the binary was made from: every
 //! file of cargo's dep-info (`<bin>.d` beside the binary: the package's sources and those
-//! of path dependencies) with its digest, and the binary's own digest. The key holds the
-//! settings, the target dir, the toolchain, this tool's version and the build's context:
-//! the lock file, the manifests, cargo's config files and the environment cargo and rustc
-//! read. Registry dependencies are immutable under the lock file, so their sources need no
-//! digest. The next build under the same key reuses the binary in the target dir when every
-//! input still has its digest and the binary still has its own; anything else builds.
+//! of path dependencies) with its digest, and the binary's own digest; the binary itself is
+//! kept in `cache/blobs/`. The key holds the settings, the target dir, the toolchain, this
+//! tool's version and the build's context: the lock file, the manifests, cargo's config
+//! files and the environment cargo and rustc read. Registry dependencies are immutable
+//! under the lock file, so their sources need no digest. A key keeps its last
+//! [`KEPT_PER_KEY`] builds, so going back to an earlier version of the sources (a reverted
+//! edit) builds nothing either. A build is reused when every input of one of them still
+//! has its digest, with its binary from the target dir when that is still the one it
+//! built, else from its kept copy (checked against its digest); anything else builds.
 //!
 //! Not seen (and why `--fresh` rebuilds everything): files a build script reads without
 //! declaring them, and environment variables outside the prefixes below.
@@ -17,7 +20,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::{BuildSettings, Built, Project};
-use crate::store::{file_digest, file_hash, hex, Store};
+use crate::store::{file_digest, file_hash, hex, Blobs, Store};
 
 /// Environment variables that can change what cargo or rustc produce.
 const ENV_PREFIXES: &[&str] = &[
@@ -89,16 +92,26 @@ pub(super) fn key(
     hex(&h.finalize()[..16])
 }
 
-/// The build kept under `key`, when every input and the binary are still what they were.
-pub(super) fn reusable(store: &Store, key: &str) -> Option<Built> {
-    let r: Record = store.get(key)?;
+/// How many builds one key keeps, newest first: enough to go back and forth between a few
+/// versions of the sources without building.
+const KEPT_PER_KEY: usize = 4;
+
+/// A build kept under `key` whose inputs all still have their digests.
+pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str) -> Option<Built> {
     let unchanged =
         |(path, digest): &(PathBuf, String)| file_hash(path).is_ok_and(|d| d == *digest);
-    if !unchanged(&(r.binary.clone(), r.digest.clone())) || !r.inputs.iter().all(unchanged) {
-        return None;
-    }
+    let records: Vec<Record> = store.get(key)?;
+    let r = records
+        .into_iter()
+        .find(|r| r.inputs.iter().all(unchanged))?;
+    // The target dir holds only the newest build of these settings.
+    let binary = if unchanged(&(r.binary.clone(), r.digest.clone())) {
+        r.binary
+    } else {
+        blobs.get(&r.digest)?
+    };
     Some(Built {
-        binary: r.binary,
+        binary,
         // What building it took: the row describes the candidate, not this run's work
         // (the run's own step records the time it spent).
         seconds: r.seconds,
@@ -107,9 +120,9 @@ pub(super) fn reusable(store: &Store, key: &str) -> Option<Built> {
     })
 }
 
-/// Keep `built` under `key` with the inputs its dep-info names (nothing is kept when the
-/// dep-info is missing or names a file that cannot be read).
-pub(super) fn keep(store: &Store, key: &str, built: &Built, root: &Path) {
+/// Keep `built` under `key` with the inputs its dep-info names, and a copy of its binary
+/// (nothing is kept when the dep-info is missing or names a file that cannot be read).
+pub(super) fn keep(store: &Store, blobs: &Blobs, key: &str, built: &Built, root: &Path) {
     let Some(inputs) = dep_info_inputs(&built.binary, root) else {
         return;
     };
@@ -117,7 +130,7 @@ pub(super) fn keep(store: &Store, key: &str, built: &Built, root: &Path) {
         .into_iter()
         .map(|p| file_hash(&p).ok().map(|d| (p, d)))
         .collect();
-    let (Some(inputs), Ok(digest)) = (inputs, file_hash(&built.binary)) else {
+    let (Some(inputs), Ok(digest)) = (inputs, blobs.put(&built.binary)) else {
         return;
     };
     let record = Record {
@@ -128,7 +141,11 @@ pub(super) fn keep(store: &Store, key: &str, built: &Built, root: &Path) {
         command: built.command.clone(),
         seconds: built.seconds,
     };
-    store.put(key, &record);
+    let mut records: Vec<Record> = store.get(key).unwrap_or_default();
+    records.retain(|r| r.inputs != record.inputs);
+    records.insert(0, record);
+    records.truncate(KEPT_PER_KEY);
+    store.put(key, &records);
 }
 
 /// The files cargo's dep-info (`<binary>.d`) says the binary depends on; relative paths
@@ -182,30 +199,51 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_build_is_reused_until_an_input_or_the_binary_changes() {
+    fn a_kept_build_is_reused_while_its_inputs_are_and_an_earlier_one_comes_back() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let bin = root.join("prog");
         let src = root.join("main.rs");
-        std::fs::write(&src, "fn main() {}").unwrap();
-        std::fs::write(&bin, "ELF one").unwrap();
         std::fs::write(root.join("prog.d"), format!("{}: main.rs\n", bin.display())).unwrap();
-        let store = Store::new(root, "builds");
-        let built = Built {
-            binary: bin.clone(),
-            seconds: 3.0,
-            stderr: "warning: x".into(),
-            command: "cargo build".into(),
+        let (store, blobs) = (Store::new(root, "builds"), Blobs::new(root, "blobs"));
+        let build = |source: &str, binary: &str| {
+            std::fs::write(&src, source).unwrap();
+            std::fs::write(&bin, binary).unwrap();
+            let built = Built {
+                binary: bin.clone(),
+                seconds: 3.0,
+                stderr: "warning: x".into(),
+                command: "cargo build".into(),
+            };
+            keep(&store, &blobs, "k", &built, root);
         };
-        keep(&store, "k", &built, root);
-        let again = reusable(&store, "k").expect("unchanged inputs are reused");
+        let reused = |source: &str| {
+            std::fs::write(&src, source).unwrap();
+            reusable(&store, &blobs, "k").map(|b| (std::fs::read_to_string(&b.binary).unwrap(), b))
+        };
+        build("fn main() {}", "ELF one");
+        let (content, again) = reused("fn main() {}").expect("unchanged inputs are reused");
+        assert_eq!(content, "ELF one");
         assert_eq!(again.seconds, 3.0, "the row keeps what building it took");
         assert_eq!(again.stderr, "warning: x");
-        std::fs::write(&src, "fn main() { loop {} }").unwrap();
-        assert!(reusable(&store, "k").is_none(), "a changed source builds");
-        std::fs::write(&src, "fn main() {}").unwrap();
-        assert!(reusable(&store, "k").is_some());
-        std::fs::write(&bin, "ELF two").unwrap();
-        assert!(reusable(&store, "k").is_none(), "a changed binary builds");
+        assert_eq!(
+            again.binary, bin,
+            "the target dir's binary while it is this build's"
+        );
+        assert!(
+            reused("fn main() { loop {} }").is_none(),
+            "a changed source builds"
+        );
+
+        // A second version, then back to the first: its binary comes from its kept copy.
+        build("fn main() { loop {} }", "ELF two");
+        assert_eq!(reused("fn main() { loop {} }").unwrap().0, "ELF two");
+        let (content, back) = reused("fn main() {}").expect("a reverted edit builds nothing");
+        assert_eq!(content, "ELF one");
+        assert_ne!(back.binary, bin);
+
+        // A kept copy that no longer has its digest is never used.
+        std::fs::write(&back.binary, "ELF bad").unwrap();
+        assert!(reused("fn main() {}").is_none());
     }
 }
