@@ -1156,6 +1156,16 @@ mod tests {
         }
     }
 
+    /// What the ladder measures with: keep-or-drop, the spec's defaults, 10 s per workload.
+    fn ladder_opts(seed: u64) -> BenchOptions {
+        BenchOptions {
+            only_faster: true,
+            min_pairs: 6,
+            max_time: Duration::from_secs(10),
+            ..opts(seed, 0.01)
+        }
+    }
+
     fn verdicts(trials: u64, ratio: f64, sigma: f64, margin: f64) -> Vec<Comparison> {
         (0..trials)
             .map(|i| {
@@ -1255,12 +1265,7 @@ mod tests {
         let run = |ratios: [f64; 4], joint: bool| -> (f64, usize) {
             let (mut pairs, mut faster) = (0u32, 0);
             for t in 0..trials {
-                let o = BenchOptions {
-                    only_faster: true,
-                    min_pairs: 6,
-                    max_time: Duration::from_secs(10),
-                    ..opts(t, 0.01)
-                };
+                let o = ladder_opts(t);
                 let mut sims: Vec<Sim> = (0..4)
                     .map(|i| Sim::new(t * 10 + i as u64, ratios[i], 0.03))
                     .collect();
@@ -1309,12 +1314,7 @@ mod tests {
         let run = |ratio: f64| -> (f64, usize) {
             let (mut secs, mut faster) = (0.0, 0);
             for t in 0..trials {
-                let o = BenchOptions {
-                    only_faster: true,
-                    min_pairs: 6,
-                    max_time: Duration::from_secs(10),
-                    ..opts(t, 0.01)
-                };
+                let o = ladder_opts(t);
                 let sigmas = [0.01, 0.01, 0.01, 0.06];
                 let mut sims: Vec<Sim> = (0..4)
                     .map(|i| Sim::new(t * 10 + i as u64, ratio, sigmas[i]))
