@@ -413,10 +413,7 @@ fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, St
             merged.stderr_tail(20)
         )));
     }
-    let show = process::run(&process::Command::new(profdata).args(["show"]).arg(out))?;
-    let text = String::from_utf8_lossy(&show.stdout);
-    let functions = field(&text, "Total functions:");
-    let max_count = field(&text, "Maximum function count:");
+    let (functions, max_count) = show(profdata, out)?;
     if functions == 0 || max_count == 0 {
         return Err(StageError::Failed(format!(
             "the merged profile {} is empty ({} functions, maximum count {}); {} raw file(s) were merged, {} dropped\n  usual causes: the train workloads exit before doing work, or the raw profiles are from another LLVM version",
@@ -434,6 +431,20 @@ fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, St
         dropped,
         path: out.to_path_buf(),
     })
+}
+
+/// `(functions, maximum function count)` of `profile` (`llvm-profdata show`; 0 for what
+/// it does not say).
+fn show(profdata: &Path, profile: &Path) -> Result<(u64, u64), process::ProcessError> {
+    let out = process::run(&process::Command::new(profdata).args(["show"]).arg(profile))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Ok((0, 0));
+    }
+    Ok((
+        field(&text, "Total functions:"),
+        field(&text, "Maximum function count:"),
+    ))
 }
 
 fn field(text: &str, name: &str) -> u64 {
@@ -464,9 +475,8 @@ pub fn profile_fit(stderr: &str, profile: &Path) -> ProfileFit {
 
 /// The number of functions in `profile` (`llvm-profdata show`), when it can be read.
 pub fn profile_functions(profdata: &Path, profile: &Path) -> Option<u64> {
-    let show = process::run(&process::Command::new(profdata).args(["show"]).arg(profile)).ok()?;
-    let n = field(&String::from_utf8_lossy(&show.stdout), "Total functions:");
-    (show.status.success() && n > 0).then_some(n)
+    let (functions, _) = show(profdata, profile).ok()?;
+    (functions > 0).then_some(functions)
 }
 
 /// `-pgo-warn-missing-function` prints one warning per function without profile data.
