@@ -414,6 +414,7 @@ mod tests {
             verify: Default::default(),
             cache_max_bytes: crate::spec::DEFAULT_CACHE_MAX_BYTES,
             check: Default::default(),
+            release: Default::default(),
             workloads: ws,
         }
     }

@@ -3,13 +3,14 @@
 //!
 //! Owns: what a spec *is* once read. The file as written lives in `raw`; turning it into
 //! a [`Spec`], with file:line:col errors and fixes, is `validate`'s job (the `Validator`);
-//! `matrix` and placeholder expansion live in `matrix`. Must not: run anything or touch
-//! cargo.
+//! `matrix` and placeholder expansion live in `matrix`; `[check]` and `[release]` have their
+//! own submodules (`check`, `release`). Must not: run anything or touch cargo.
 
 pub mod bounds;
 mod check;
 mod matrix;
 mod raw;
+mod release;
 mod validate;
 
 #[cfg(test)]
@@ -21,6 +22,10 @@ use std::time::Duration;
 
 pub use check::{Budget, CheckConfig};
 pub use raw::PROFILE_KEYS;
+// Read by `cargo optimize release` (being written alongside): drop the allow once it lands.
+#[allow(unused_imports)]
+pub use release::Flavor;
+pub use release::ReleaseSpec;
 use validate::Validator;
 /// File name looked up next to the package's Cargo.toml.
 pub const SPEC_FILE: &str = "optimize.toml";
@@ -39,6 +44,9 @@ pub struct Spec {
     pub cache_max_bytes: u64,
     /// `[check]` and the workloads' `budget`s: what `cargo optimize check` fails on.
     pub check: CheckConfig,
+    /// `[release]`: what `cargo optimize release` builds (`Default` when absent).
+    #[allow(dead_code)] // read by `cargo optimize release`; drop the allow once it lands
+    pub release: ReleaseSpec,
     pub workloads: Vec<Workload>,
 }
 
@@ -264,6 +272,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
     let mut check = cx.check(raw.check.unwrap_or_default())?;
     let (workloads, budgets) = cx.workloads(raw.workload.unwrap_or_default(), &root, &stages)?;
     check.budgets = budgets;
+    let release = cx.release(
+        raw.release.unwrap_or_default(),
+        &root,
+        &workloads,
+        stages.allow_panic_abort,
+    )?;
     Ok(Spec {
         path: path.to_path_buf(),
         bin,
@@ -273,6 +287,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
         verify,
         cache_max_bytes,
         check,
+        release,
         workloads,
     })
 }

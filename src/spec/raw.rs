@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 pub(super) const TOP_KEYS: &[&str] = &[
-    "bin", "package", "stages", "bench", "verify", "cache", "check", "workload",
+    "bin", "package", "stages", "bench", "verify", "cache", "check", "release", "workload",
 ];
 pub(super) const STAGES_KEYS: &[&str] = &[
     "try",
@@ -22,6 +22,9 @@ pub(super) const VERIFY_KEYS: &[&str] = &["tests"];
 pub(super) const CACHE_KEYS: &[&str] = &["max-size"];
 pub(super) const CHECK_KEYS: &[&str] = &["max-regression", "max-binary-size"];
 pub(super) const BUDGET_KEYS: &[&str] = &["time", "max-rss"];
+pub(super) const RELEASE_KEYS: &[&str] =
+    &["targets", "cpu", "stages", "profile", "out-dir", "flavors"];
+pub(super) const FLAVOR_KEYS: &[&str] = &["features", "no-default-features", "run", "workloads"];
 pub(super) const WORKLOAD_KEYS: &[&str] = &[
     "name",
     "args",
@@ -59,8 +62,11 @@ pub(super) const TABLES: &[(&str, &[&str])] = &[
     ("in [verify]", VERIFY_KEYS),
     ("in [cache]", CACHE_KEYS),
     ("in [check]", CHECK_KEYS),
+    ("in [release]", RELEASE_KEYS),
+    ("in a [release.flavors.<name>] table", FLAVOR_KEYS),
     ("in [[workload]]", WORKLOAD_KEYS),
-    ("in the [stages] profile table", PROFILE_KEYS),
+    // `[stages] profile` and `[release] profile` share the keys: the position tells which.
+    ("in a profile table", PROFILE_KEYS),
     ("in the expect table", EXPECT_KEYS),
     ("in the budget table", BUDGET_KEYS),
 ];
@@ -75,6 +81,7 @@ pub(super) struct RawSpec {
     pub(super) verify: Option<RawVerify>,
     pub(super) cache: Option<RawCache>,
     pub(super) check: Option<RawCheck>,
+    pub(super) release: Option<RawRelease>,
     pub(super) workload: Option<Vec<Spanned<RawWorkload>>>,
 }
 
@@ -90,6 +97,29 @@ pub(super) struct RawCache {
 pub(super) struct RawCheck {
     pub(super) max_regression: Option<Spanned<f64>>,
     pub(super) max_binary_size: Option<Spanned<String>>,
+}
+
+/// `[release]`: the matrix `cargo optimize release` builds (targets × flavors × CPU levels).
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawRelease {
+    pub(super) targets: Option<Vec<Spanned<String>>>,
+    pub(super) cpu: Option<Vec<Spanned<String>>>,
+    pub(super) stages: Option<Vec<Spanned<String>>>,
+    pub(super) profile: Option<Spanned<StrOrTable<RawProfile>>>,
+    pub(super) out_dir: Option<Spanned<String>>,
+    /// Flavor name → its table; the names' spans give the order written.
+    pub(super) flavors: Option<BTreeMap<Spanned<String>, RawFlavor>>,
+}
+
+/// `[release.flavors.<name>]`: one feature set of the release.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawFlavor {
+    pub(super) features: Option<Vec<Spanned<String>>>,
+    pub(super) no_default_features: Option<bool>,
+    pub(super) run: Option<bool>,
+    pub(super) workloads: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// A workload's `budget = { time = "10ms", max-rss = "500MB" }`.
@@ -294,6 +324,15 @@ mod tests {
             (format!("[bench]\nzzz = 1\n{ONE}"), "in [bench]"),
             (format!("[verify]\nzzz = 1\n{ONE}"), "in [verify]"),
             (format!("[check]\nzzz = 1\n{ONE}"), "in [check]"),
+            (format!("[release]\nzzz = 1\n{ONE}"), "in [release]"),
+            (
+                format!("[release.flavors.a]\nzzz = 1\n{ONE}"),
+                "in a [release.flavors.<name>] table",
+            ),
+            (
+                format!("[release]\nprofile = {{ zzz = 1 }}\n{ONE}"),
+                "in a profile table",
+            ),
             (
                 format!("{ONE}budget = {{ zzz = 1 }}\n"),
                 "in the budget table",
@@ -301,7 +340,7 @@ mod tests {
             (format!("{ONE}zzz = 1\n"), "in [[workload]]"),
             (
                 format!("[stages]\nprofile = {{ zzz = 1 }}\n{ONE}"),
-                "in the [stages] profile table",
+                "in a profile table",
             ),
             (
                 format!("{ONE}expect = {{ zzz = 1 }}\n"),

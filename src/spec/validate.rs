@@ -751,11 +751,14 @@ fn friendly_toml_message(msg: &str, at_text: &str) -> (String, Option<String>) {
             Some(k) => format!("did you mean `{k}`? "),
             None => String::new(),
         };
-        if let Some((home, _)) = TABLES
+        // A key of other tables says where it belongs (`cpu`: in [stages] or in [release]).
+        let homes: Vec<&str> = TABLES
             .iter()
-            .find(|(p, keys)| *p != place && keys.contains(&key))
-        {
-            fix.push_str(&format!("`{key}` belongs {home}; "));
+            .filter(|(p, keys)| *p != place && keys.contains(&key))
+            .map(|(p, _)| *p)
+            .collect();
+        if !homes.is_empty() {
+            fix.push_str(&format!("`{key}` belongs {}; ", homes.join(" or ")));
         }
         fix.push_str(&format!("valid keys {place}: {}", valid.join(", ")));
         return (format!("unknown key `{key}` {place}"), Some(fix));
@@ -891,13 +894,13 @@ mod tests {
         assert_eq!(msg, "unknown key `bni` at the top level");
         assert_eq!(
             fix,
-            "did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, cache, check, workload"
+            "did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, cache, check, release, workload"
         );
         let e = f
             .parse(&format!("bin = \"x\"\nbni = \"y\"\n{ONE}"))
             .unwrap_err();
         let shown = e.to_string();
-        assert!(shown.ends_with("optimize.toml:2:1: unknown key `bni` at the top level\n  fix: did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, cache, check, workload"), "{shown}");
+        assert!(shown.ends_with("optimize.toml:2:1: unknown key `bni` at the top level\n  fix: did you mean `bin`? valid keys at the top level: bin, package, stages, bench, verify, cache, check, release, workload"), "{shown}");
         // A key from another table says where it belongs.
         let (line, col, _, fix) = f.err(&format!("margin = 0.1\n{ONE}"));
         assert_eq!((line, col), (1, 1));
@@ -928,7 +931,7 @@ mod tests {
             "[stages]\nprofile = {{ lto = true, opt = 3 }}\n{ONE}"
         ));
         assert_eq!((line, col), (2, 25));
-        assert_eq!(msg, "unknown key `opt` in the [stages] profile table");
+        assert_eq!(msg, "unknown key `opt` in a profile table");
     }
 
     #[test]
