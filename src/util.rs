@@ -1,6 +1,6 @@
 //! Small helpers every layer may use: text indentation, file-name sanitising, TOML string
-//! literals, durations as users write them, and resetting a scratch folder. Lowest layer:
-//! imports nothing from the crate.
+//! literals, durations as users write them and as we print them, and resetting a scratch
+//! folder. Lowest layer: imports nothing from the crate.
 
 use std::path::Path;
 use std::time::Duration;
@@ -127,6 +127,41 @@ pub fn human_bytes(b: u64) -> String {
     }
 }
 
+/// Seconds as a short human string: `41.2 ms`, `1.53 s`, `812 µs`.
+pub fn format_secs(s: f64) -> String {
+    if !s.is_finite() {
+        return "–".into();
+    }
+    if s == 0.0 {
+        return "0 s".into();
+    }
+    let (v, unit) = if s >= 1.0 {
+        (s, "s")
+    } else if s >= 1e-3 {
+        (s * 1e3, "ms")
+    } else {
+        (s * 1e6, "µs")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {unit}")
+}
+
+/// A span of time as a short human string: [`format_secs`] under a minute (`8.10 s`), whole
+/// seconds past it (`1m 23s`, `1h 2m 5s`).
+pub fn format_span(s: f64) -> String {
+    if s.is_finite() && s >= 59.5 {
+        humantime::format_duration(Duration::from_secs(s.round() as u64)).to_string()
+    } else {
+        format_secs(s)
+    }
+}
+
 /// serde for floats that may be NaN or infinite: JSON has no such numbers and serde_json
 /// writes them as `null`, so a reader takes `null` back as NaN (the JSON then round-trips).
 pub mod lenient_f64 {
@@ -234,6 +269,23 @@ mod tests {
             assert_eq!(doc["k"].as_str(), Some(s), "{s:?}");
         }
         assert_eq!(toml_string("C:\\dir"), "'C:\\dir'");
+    }
+
+    #[test]
+    fn seconds_are_readable() {
+        assert_eq!(format_secs(0.0412), "41.2 ms");
+        assert_eq!(format_secs(1.534), "1.53 s");
+        assert_eq!(format_secs(0.000_812), "812 µs");
+        assert_eq!(format_secs(0.005), "5.00 ms");
+        assert_eq!(format_secs(0.0), "0 s");
+    }
+
+    #[test]
+    fn spans_past_a_minute_in_whole_seconds() {
+        assert_eq!(format_span(8.1), "8.10 s");
+        assert_eq!(format_span(59.4), "59.4 s");
+        assert_eq!(format_span(83.4), "1m 23s");
+        assert_eq!(format_span(3725.0), "1h 2m 5s");
     }
 
     #[test]

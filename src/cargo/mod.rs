@@ -747,17 +747,35 @@ fn cargo_program() -> std::ffi::OsString {
 /// Start cargo with `args` and exactly `flags` as rustflags (user flags included, see
 /// the module doc), stdout and stderr piped, no terminal decoration.
 fn spawn(args: &[String], flags: &[String]) -> Result<std::process::Child, CargoError> {
-    Command::new(cargo_program())
-        .args(args)
+    command(args, flags).spawn().map_err(CargoError::Spawn)
+}
+
+/// The command [`spawn`] starts. Inside a job of `jobs::run` it joins the run's jobserver:
+/// `configure_make` sets `CARGO_MAKEFLAGS` (and `MAKEFLAGS`, `MFLAGS`) to
+/// `--jobserver-auth=R,W` and keeps those two fds open across exec. cargo connects to it as
+/// a client instead of making its own pool of `-j` tokens: `GlobalContext::new` reads
+/// `jobserver::Client::from_env_ext(true)` once (`static GLOBAL_JOBSERVER`), and
+/// `BuildRunner::new` takes `gctx.jobserver_from_env()` when it is there, creating
+/// `Client::new(jobs)` only when not (rust-lang/cargo at af373f7: `src/context/mod.rs`,
+/// `src/compiler/build_runner/mod.rs`; `src/cargo/util/context/mod.rs` and
+/// `src/cargo/core/compiler/build_runner/mod.rs` in releases before the move). Its first
+/// rustc runs on the token the job holds (cargo's "implicit token", `job_queue/mod.rs`),
+/// further ones on tokens from the shared pool, so concurrent builds share the run's CPU
+/// slots. (cargo ignores `-j` with a warning then, `build_config.rs`; we pass none.)
+fn command(args: &[String], flags: &[String]) -> Command {
+    let mut cmd = Command::new(cargo_program());
+    cmd.args(args)
         .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
         .env_remove("RUSTFLAGS")
         .env("CARGO_TERM_COLOR", "never")
         .env("CARGO_TERM_PROGRESS_WHEN", "never")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(CargoError::Spawn)
+        .stderr(Stdio::piped());
+    if let Some(client) = crate::jobs::current_jobserver() {
+        client.configure_make(&mut cmd);
+    }
+    cmd
 }
 
 /// What a build reports, in the order it happens.
@@ -1157,5 +1175,33 @@ rustflags = ["-Cwindows"]
                 BuildEvent::Executable(PathBuf::from("/t/release/demo")),
             ]
         );
+    }
+
+    /// What `cargo` was started with, for one variable.
+    fn cargo_env(cmd: &Command, key: &str) -> Option<String> {
+        cmd.get_envs()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    #[test]
+    fn cargo_inside_a_job_joins_the_run_s_jobserver() {
+        let _serial = crate::jobs::tests::serial();
+        let args = ["build".to_string()];
+        assert_eq!(cargo_env(&command(&args, &[]), "CARGO_MAKEFLAGS"), None);
+        let mut graph = crate::jobs::Graph::new();
+        graph.add("build", "fast", &[], ());
+        let opts = crate::jobs::Options {
+            workers: 1,
+            tokens: 2,
+        };
+        let seen = std::sync::Mutex::new(None);
+        crate::jobs::run(&graph, &opts, &crate::ui::Ui::plain(), |_, _| {
+            *seen.lock().unwrap() = cargo_env(&command(&args, &[]), "CARGO_MAKEFLAGS");
+            crate::jobs::Outcome::Done
+        });
+        let flags = seen.into_inner().unwrap().expect("CARGO_MAKEFLAGS is set");
+        assert!(flags.contains("--jobserver-auth="), "{flags}");
+        assert_eq!(cargo_env(&command(&args, &[]), "CARGO_MAKEFLAGS"), None);
     }
 }

@@ -16,6 +16,8 @@ use serde::Serialize;
 use super::runner::{BenchOptions, Comparison};
 use super::stats::Estimate;
 
+pub use crate::util::format_secs;
+
 /// One workload's comparison, as exported.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkloadResult {
@@ -88,43 +90,9 @@ pub fn write_files(report: &BenchReport, targets: &[(Format, Option<&Path>)]) ->
     Ok(())
 }
 
-/// Seconds as a short human string: `41.2 ms`, `1.53 s`, `812 µs`.
-pub fn format_secs(s: f64) -> String {
-    if !s.is_finite() {
-        return "–".into();
-    }
-    if s == 0.0 {
-        return "0 s".into();
-    }
-    let (v, unit) = if s >= 1.0 {
-        (s, "s")
-    } else if s >= 1e-3 {
-        (s * 1e3, "ms")
-    } else {
-        (s * 1e6, "µs")
-    };
-    let digits = if v >= 100.0 {
-        0
-    } else if v >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{v:.digits$} {unit}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn seconds_are_readable() {
-        assert_eq!(format_secs(0.0412), "41.2 ms");
-        assert_eq!(format_secs(1.534), "1.53 s");
-        assert_eq!(format_secs(0.000_812), "812 µs");
-        assert_eq!(format_secs(0.005), "5.00 ms");
-        assert_eq!(format_secs(0.0), "0 s");
-    }
 
     #[test]
     fn writes_each_requested_format_and_nothing_else() {

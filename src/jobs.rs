@@ -1,0 +1,1178 @@
+//! A scheduler for a graph of jobs: `Graph` (jobs in insertion order, each after the jobs it
+//! names, so insertion order is topological), `run` (at most `workers` jobs at once, each
+//! holding one CPU slot of a GNU make jobserver that cargo started inside a job shares), and
+//! the `Summary` of a run (records, CPU time, utilization, critical path).
+//!
+//! Owns: the order jobs start in, skipping what comes after a job that did not succeed, the
+//! jobserver of a run (`current_jobserver`, which `cargo` hands to the cargo it starts),
+//! progress lines, the efficiency summary. Must not: know what a job does — releases, cargo,
+//! specs or any other module's types (a job is a kind, a name, its dependencies and a
+//! payload the caller's `work` interprets).
+//!
+//! Every wait here is bounded or has a progress guarantee: the loop waits for an event at
+//! most `TICK` at a time, a job's end always sends one, and a CPU slot that does not come
+//! back while no job runs (so nobody can hold it: a killed child took it with it) is waited
+//! for `TOKEN_GRACE`, then the job starts without one.
+
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+
+use crate::ui::Ui;
+use crate::util::format_span;
+
+/// How long the scheduler waits for an event before looking again.
+const TICK: Duration = Duration::from_millis(100);
+
+/// How long a ready job waits for a CPU slot while no job runs before it starts without one
+/// (shorter in tests, which keep each under a second).
+const TOKEN_GRACE: Duration = Duration::from_millis(if cfg!(test) { 100 } else { 2000 });
+
+/// A job's place in its graph (0-based; shown 1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct JobId(pub usize);
+
+/// One unit of work.
+#[derive(Debug)]
+pub struct Job<T> {
+    /// What sort of work ("build", "train", "verify", "package", …): shown, and the
+    /// summary adds up time by it.
+    pub kind: &'static str,
+    /// Unique within the graph together with `kind`; shown in progress lines.
+    pub name: String,
+    /// The jobs that must be `Done` before this one starts (all smaller ids).
+    pub deps: Vec<JobId>,
+    pub payload: T,
+}
+
+/// Jobs in insertion order; a job's dependencies were added before it, so insertion order
+/// is a topological order.
+#[derive(Debug)]
+pub struct Graph<T> {
+    jobs: Vec<Job<T>>,
+}
+
+impl<T> Default for Graph<T> {
+    fn default() -> Self {
+        Graph { jobs: Vec::new() }
+    }
+}
+
+impl<T> Graph<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a job after `deps`. Panics when a dependency is not already in the graph or the
+    /// kind and name are those of a job already in it (a caller's bug).
+    pub fn add(
+        &mut self,
+        kind: &'static str,
+        name: impl Into<String>,
+        deps: &[JobId],
+        payload: T,
+    ) -> JobId {
+        let id = JobId(self.jobs.len());
+        let name = name.into();
+        for d in deps {
+            assert!(
+                d.0 < id.0,
+                "job {kind} {name}: dependency {} is not in the graph yet",
+                d.0
+            );
+        }
+        assert!(
+            !self.jobs.iter().any(|j| j.kind == kind && j.name == name),
+            "job {kind} {name} is in the graph twice"
+        );
+        let mut deps = deps.to_vec();
+        deps.sort();
+        deps.dedup();
+        self.jobs.push(Job {
+            kind,
+            name,
+            deps,
+            payload,
+        });
+        id
+    }
+
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    pub fn job(&self, id: JobId) -> &Job<T> {
+        &self.jobs[id.0]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (JobId, &Job<T>)> + '_ {
+        self.jobs.iter().enumerate().map(|(i, j)| (JobId(i), j))
+    }
+
+    /// For `--dry-run`: every job, numbered from 1, with its kind, name and the numbers it
+    /// waits for, then the count of jobs by kind:
+    ///
+    /// ```text
+    ///   1  build  fast/portable
+    ///   2  train  fast/portable  after 1
+    /// 2 jobs: 1 build, 1 train
+    /// ```
+    pub fn render(&self) -> String {
+        let w = self.len().to_string().len();
+        let kw = self.jobs.iter().map(|j| j.kind.len()).max().unwrap_or(0);
+        let nw = self
+            .jobs
+            .iter()
+            .map(|j| j.name.chars().count())
+            .max()
+            .unwrap_or(0);
+        let mut out = String::new();
+        for (id, job) in self.iter() {
+            let after = if job.deps.is_empty() {
+                String::new()
+            } else {
+                let numbers: Vec<String> = job.deps.iter().map(|d| (d.0 + 1).to_string()).collect();
+                format!("after {}", numbers.join(", "))
+            };
+            let line = format!(
+                "  {:>w$}  {:<kw$}  {:<nw$}  {after}",
+                id.0 + 1,
+                job.kind,
+                job.name
+            );
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        let kinds: Vec<String> = by_kind(self.jobs.iter().map(|j| (j.kind, 0.0)))
+            .into_iter()
+            .map(|(kind, n, _)| format!("{n} {kind}"))
+            .collect();
+        out.push_str(&count(self.len(), "job"));
+        if !kinds.is_empty() {
+            out.push_str(": ");
+            out.push_str(&kinds.join(", "));
+        }
+        out.push('\n');
+        out
+    }
+}
+
+/// How a job ended. Serialised as `{"status": "done"}`, `{"status": "failed", "reason": …}`,
+/// `{"status": "skipped", "reason": …}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "reason", rename_all = "lowercase")]
+pub enum Outcome {
+    Done,
+    Failed(String),
+    Skipped(String),
+}
+
+/// How much runs at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// At most this many jobs run at once.
+    pub workers: usize,
+    /// CPU slots, shared by the running jobs and every cargo they start: each running job
+    /// holds one, and cargo takes its further ones from the same pool.
+    pub tokens: usize,
+}
+
+impl Options {
+    /// As many CPU slots as the machine has logical CPUs, and as many workers unless told.
+    pub fn for_machine(workers: Option<usize>) -> Options {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Options {
+            workers: workers.unwrap_or(cpus).max(1),
+            tokens: cpus,
+        }
+    }
+}
+
+/// One job of a run, as it ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct Record {
+    pub id: JobId,
+    pub kind: &'static str,
+    pub name: String,
+    /// The job's dependencies (as in the graph), for the critical path.
+    pub deps: Vec<JobId>,
+    pub outcome: Outcome,
+    /// When the job started (or was skipped), in seconds since the run began.
+    pub start_seconds: f64,
+    /// How long it ran (0 for a job skipped because of a dependency).
+    pub seconds: f64,
+}
+
+/// What a run did and how well it used the machine.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// Every job of the graph, in id order.
+    pub records: Vec<Record>,
+    pub wall_seconds: f64,
+    /// User + system CPU time of this process and every child waited for, over the run.
+    pub cpu_seconds: f64,
+    pub workers: usize,
+    pub tokens: usize,
+}
+
+impl Summary {
+    /// CPU time over what the CPU slots could have given in the wall time.
+    pub fn utilization(&self) -> f64 {
+        let capacity = self.wall_seconds * self.tokens.max(1) as f64;
+        if capacity > 0.0 {
+            self.cpu_seconds / capacity
+        } else {
+            0.0
+        }
+    }
+
+    /// The longest chain of jobs that ran (done or failed) through the dependency edges,
+    /// by measured seconds, and its total. Ties go to the lower ids.
+    pub fn critical_path(&self) -> (Vec<JobId>, f64) {
+        let mut records: Vec<&Record> = self.records.iter().collect();
+        records.sort_by_key(|r| r.id);
+        // id → (longest chain ending here, the job before it on that chain)
+        let mut best: BTreeMap<JobId, (f64, Option<JobId>)> = BTreeMap::new();
+        for r in records {
+            if matches!(r.outcome, Outcome::Skipped(_)) && r.seconds == 0.0 {
+                continue;
+            }
+            let mut before: Option<(f64, JobId)> = None;
+            for d in &r.deps {
+                if let Some(&(total, _)) = best.get(d) {
+                    if before.is_none_or(|(t, _)| total > t) {
+                        before = Some((total, *d));
+                    }
+                }
+            }
+            let total = r.seconds + before.map_or(0.0, |(t, _)| t);
+            best.insert(r.id, (total, before.map(|(_, d)| d)));
+        }
+        let mut end: Option<(JobId, f64)> = None;
+        for (&id, &(total, _)) in &best {
+            if end.is_none_or(|(_, t)| total > t) {
+                end = Some((id, total));
+            }
+        }
+        let Some((last, total)) = end else {
+            return (Vec::new(), 0.0);
+        };
+        let mut path = vec![last];
+        while let Some(&(_, Some(prev))) = best.get(path.last().unwrap()) {
+            path.push(prev);
+        }
+        path.reverse();
+        (path, total)
+    }
+
+    pub fn done(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Done))
+    }
+
+    pub fn failed(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Failed(_)))
+    }
+
+    pub fn skipped(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Skipped(_)))
+    }
+
+    fn count(&self, pick: impl Fn(&Outcome) -> bool) -> usize {
+        self.records.iter().filter(|r| pick(&r.outcome)).count()
+    }
+
+    /// The efficiency summary:
+    ///
+    /// ```text
+    /// 22 jobs in 1m 23s with 2 workers on 2 CPU slots: 20 done, 1 failed, 1 skipped
+    /// CPU time 2m 31s (user + system, this process and every child) — utilization 91 %
+    /// critical path 1m 10s (84 % of the wall time): build fast/portable 8.10 s → …
+    /// by kind: build 6 jobs 48.2 s · train 4 jobs 20.1 s · …
+    /// ```
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "{} in {} with {} on {}: {} done, {} failed, {} skipped\n",
+            count(self.records.len(), "job"),
+            format_span(self.wall_seconds),
+            count(self.workers, "worker"),
+            count(self.tokens, "CPU slot"),
+            self.done(),
+            self.failed(),
+            self.skipped(),
+        );
+        out.push_str(&format!(
+            "CPU time {} (user + system, this process and every child) — utilization {:.0} %\n",
+            format_span(self.cpu_seconds),
+            100.0 * self.utilization()
+        ));
+        let (path, total) = self.critical_path();
+        if !path.is_empty() {
+            let steps: Vec<String> = path
+                .iter()
+                .filter_map(|id| self.records.iter().find(|r| r.id == *id))
+                .map(|r| format!("{} {} {}", r.kind, r.name, format_span(r.seconds)))
+                .collect();
+            let share = if self.wall_seconds > 0.0 {
+                100.0 * total / self.wall_seconds
+            } else {
+                0.0
+            };
+            out.push_str(&format!(
+                "critical path {} ({share:.0} % of the wall time): {}\n",
+                format_span(total),
+                steps.join(" → ")
+            ));
+        }
+        let kinds: Vec<String> = by_kind(self.records.iter().map(|r| (r.kind, r.seconds)))
+            .into_iter()
+            .map(|(kind, n, secs)| format!("{kind} {} {}", count(n, "job"), format_span(secs)))
+            .collect();
+        if !kinds.is_empty() {
+            out.push_str(&format!("by kind: {}\n", kinds.join(" · ")));
+        }
+        out
+    }
+}
+
+/// Also writes what is derived: `utilization` and `critical_path {jobs, seconds}`.
+impl Serialize for Summary {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Path {
+            jobs: Vec<JobId>,
+            seconds: f64,
+        }
+        let (jobs, seconds) = self.critical_path();
+        let mut st = s.serialize_struct("Summary", 7)?;
+        st.serialize_field("wall_seconds", &self.wall_seconds)?;
+        st.serialize_field("cpu_seconds", &self.cpu_seconds)?;
+        st.serialize_field("workers", &self.workers)?;
+        st.serialize_field("tokens", &self.tokens)?;
+        st.serialize_field("utilization", &self.utilization())?;
+        st.serialize_field("critical_path", &Path { jobs, seconds })?;
+        st.serialize_field("records", &self.records)?;
+        st.end()
+    }
+}
+
+/// `1 job`, `3 jobs`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// (kind, jobs, seconds) in the order kinds first appear.
+fn by_kind(items: impl Iterator<Item = (&'static str, f64)>) -> Vec<(&'static str, usize, f64)> {
+    let mut out: Vec<(&'static str, usize, f64)> = Vec::new();
+    for (kind, secs) in items {
+        match out.iter_mut().find(|(k, _, _)| *k == kind) {
+            Some(e) => {
+                e.1 += 1;
+                e.2 += secs;
+            }
+            None => out.push((kind, 1, secs)),
+        }
+    }
+    out
+}
+
+/// The jobservers of the runs going on, newest last (a stack, so that overlapping runs —
+/// tests — each clear only their own).
+static CURRENT: Mutex<Vec<(u64, jobserver::Client)>> = Mutex::new(Vec::new());
+static NEXT_RUN: AtomicU64 = AtomicU64::new(0);
+
+/// The jobserver of the run going on (the newest, if several), for the cargo a job starts:
+/// `cargo` passes it on with `configure_make`. `None` outside `run`.
+pub fn current_jobserver() -> Option<jobserver::Client> {
+    let current = CURRENT.lock().unwrap_or_else(PoisonError::into_inner);
+    current.last().map(|(_, c)| c.clone())
+}
+
+/// Makes a client current until dropped (also when unwinding).
+struct Current(u64);
+
+impl Current {
+    fn set(client: jobserver::Client) -> Current {
+        let id = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
+        let mut current = CURRENT.lock().unwrap_or_else(PoisonError::into_inner);
+        current.push((id, client));
+        Current(id)
+    }
+}
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        let mut current = CURRENT.lock().unwrap_or_else(PoisonError::into_inner);
+        current.retain(|(id, _)| *id != self.0);
+    }
+}
+
+enum Event {
+    /// The helper thread acquired a token (or failed to).
+    Token(std::io::Result<jobserver::Acquired>),
+    /// A job ended; its token comes back with it.
+    Finished {
+        id: JobId,
+        outcome: Outcome,
+        seconds: f64,
+        token: Option<jobserver::Acquired>,
+    },
+}
+
+/// What the scheduler may do about a job that is ready.
+enum Take {
+    Token(jobserver::Acquired),
+    /// Start it without a token.
+    Without,
+    /// Wait for a token.
+    Wait,
+}
+
+/// The run's CPU slots: the jobserver, tokens in hand, requests outstanding.
+struct Slots {
+    /// Tokens in hand, not yet given to a job.
+    held: Vec<jobserver::Acquired>,
+    /// Acquires tokens without blocking the scheduler; `None`: no jobserver (or it broke),
+    /// jobs start without tokens, bounded by the workers alone.
+    helper: Option<jobserver::HelperThread>,
+    _current: Option<Current>,
+    /// Tokens asked of the helper and not yet received.
+    requested: usize,
+    /// Since when a ready job waits for a token while no job runs.
+    waiting_since: Option<Instant>,
+    warned: bool,
+}
+
+impl Slots {
+    fn new(tokens: usize, tx: &mpsc::Sender<Event>, ui: &Ui) -> Slots {
+        let mut slots = Slots {
+            held: Vec::new(),
+            helper: None,
+            _current: None,
+            requested: 0,
+            waiting_since: None,
+            warned: false,
+        };
+        let tx = tx.clone();
+        let started = jobserver::Client::new(tokens).and_then(|client| {
+            let current = client.clone();
+            let helper = client.into_helper_thread(move |token| {
+                let _ = tx.send(Event::Token(token));
+            })?;
+            Ok((current, helper))
+        });
+        match started {
+            Ok((client, helper)) => {
+                slots._current = Some(Current::set(client));
+                slots.helper = Some(helper);
+            }
+            Err(e) => ui.warn(&format!(
+                "cannot start a jobserver ({e}): jobs and the cargo they run do not share CPU slots"
+            )),
+        }
+        slots
+    }
+
+    /// A token for the next job, or whether to start it without one or wait.
+    fn take(&mut self, running: usize, ui: &Ui) -> Take {
+        if let Some(t) = self.held.pop() {
+            self.waiting_since = None;
+            return Take::Token(t);
+        }
+        if self.helper.is_none() {
+            return Take::Without;
+        }
+        if running > 0 {
+            // A running job gives its token back when it ends.
+            self.waiting_since = None;
+            return Take::Wait;
+        }
+        let since = *self.waiting_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < TOKEN_GRACE {
+            return Take::Wait;
+        }
+        self.waiting_since = None;
+        if !self.warned {
+            self.warned = true;
+            ui.warn(&format!(
+                "no CPU slot came back for {} s while no job ran (a killed process took its slots with it?): jobs start without one when nothing else runs",
+                TOKEN_GRACE.as_secs_f64()
+            ));
+        }
+        Take::Without
+    }
+
+    /// Hold or have asked for `want` tokens; give back what is in hand beyond that.
+    fn balance(&mut self, want: usize) {
+        let Some(helper) = &self.helper else {
+            self.held.clear();
+            return;
+        };
+        self.held.truncate(want);
+        while self.held.len() + self.requested < want {
+            helper.request_token();
+            self.requested += 1;
+        }
+    }
+
+    fn received(&mut self, token: std::io::Result<jobserver::Acquired>, ui: &Ui) {
+        self.requested = self.requested.saturating_sub(1);
+        match token {
+            Ok(t) => self.held.push(t),
+            Err(e) => {
+                ui.warn(&format!(
+                    "the jobserver failed ({e}): jobs start without CPU slots from now on"
+                ));
+                // Dropping the helper joins its thread (bounded: it is interrupted).
+                self.helper = None;
+                self.requested = 0;
+            }
+        }
+    }
+}
+
+/// Where a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Waiting,
+    Ready,
+    Running,
+    Finished,
+}
+
+/// Run every job of `graph`: a job starts once all its dependencies are `Done`, a worker
+/// is free and it holds a CPU slot; lowest id first. A job after one that failed or was
+/// skipped is skipped, naming the job that did not succeed (`after build fast: <why>`);
+/// independent jobs go on. A `work` that panics makes its job `Failed("panicked: …")`.
+/// Progress goes to `ui` as lines.
+pub fn run<T: Sync>(
+    graph: &Graph<T>,
+    opts: &Options,
+    ui: &Ui,
+    work: impl Fn(JobId, &Job<T>) -> Outcome + Sync,
+) -> Summary {
+    let workers = opts.workers.max(1);
+    let tokens = opts.tokens.max(1);
+    let began = Instant::now();
+    let cpu_before = cpu_seconds();
+    let n = graph.len();
+    let label = |i: usize| {
+        let job = &graph.jobs[i];
+        let w = n.to_string().len();
+        format!("[{:>w$}/{n}] {} {}", i + 1, job.kind, job.name)
+    };
+    let (tx, rx) = mpsc::channel::<Event>();
+    let mut slots = Slots::new(tokens, &tx, ui);
+    let work = &work;
+
+    let records = std::thread::scope(|scope| {
+        let mut state = vec![State::Waiting; n];
+        let mut records: Vec<Option<Record>> = (0..n).map(|_| None).collect();
+        let mut started = vec![0.0; n];
+        let mut ready = BTreeSet::new();
+        let mut running = 0;
+        let mut finished = 0;
+        let record = |i: usize, outcome: Outcome, start_seconds: f64, seconds: f64| {
+            let job = &graph.jobs[i];
+            Some(Record {
+                id: JobId(i),
+                kind: job.kind,
+                name: job.name.clone(),
+                deps: job.deps.clone(),
+                outcome,
+                start_seconds,
+                seconds,
+            })
+        };
+        loop {
+            // Settle the waiting jobs whose dependencies have all ended. Ids are in
+            // topological order, so one pass carries a skip down a whole chain.
+            for i in 0..n {
+                if state[i] != State::Waiting {
+                    continue;
+                }
+                let deps = &graph.jobs[i].deps;
+                let blocked = deps.iter().find_map(|d| match &records[d.0] {
+                    Some(r) if r.outcome != Outcome::Done => Some(r),
+                    _ => None,
+                });
+                if let Some(cause) = blocked {
+                    let why = skip_reason(cause);
+                    ui.info(&format!("{} skipped: {why}", label(i)));
+                    records[i] =
+                        record(i, Outcome::Skipped(why), began.elapsed().as_secs_f64(), 0.0);
+                    state[i] = State::Finished;
+                    finished += 1;
+                } else if deps.iter().all(|d| records[d.0].is_some()) {
+                    state[i] = State::Ready;
+                    ready.insert(i);
+                }
+            }
+            // Start what may start.
+            while running < workers {
+                let Some(&i) = ready.first() else { break };
+                let token = match slots.take(running, ui) {
+                    Take::Token(t) => Some(t),
+                    Take::Without => None,
+                    Take::Wait => break,
+                };
+                ready.remove(&i);
+                state[i] = State::Running;
+                running += 1;
+                started[i] = began.elapsed().as_secs_f64();
+                ui.step(&label(i));
+                let (id, job, done) = (JobId(i), &graph.jobs[i], tx.clone());
+                let spawned = std::thread::Builder::new()
+                    .name(format!("job {}", i + 1))
+                    .spawn_scoped(scope, move || {
+                        let t0 = Instant::now();
+                        let outcome = catch_unwind(AssertUnwindSafe(|| work(id, job)))
+                            .unwrap_or_else(|p| {
+                                Outcome::Failed(format!("panicked: {}", panic_message(&*p)))
+                            });
+                        let _ = done.send(Event::Finished {
+                            id,
+                            outcome,
+                            seconds: t0.elapsed().as_secs_f64(),
+                            token,
+                        });
+                    });
+                if let Err(e) = spawned {
+                    let _ = tx.send(Event::Finished {
+                        id,
+                        outcome: Outcome::Failed(format!("cannot start a thread for it: {e}")),
+                        seconds: 0.0,
+                        token: None,
+                    });
+                }
+            }
+            let want = if slots.helper.is_some() {
+                ready.len().min(workers - running)
+            } else {
+                0
+            };
+            slots.balance(want);
+            if finished == n {
+                break;
+            }
+            if running == 0 && ready.is_empty() {
+                // Cannot happen (the lowest unfinished job's dependencies have all ended,
+                // so it is ready or skipped), but never wait for nothing.
+                for (i, r) in records.iter_mut().enumerate() {
+                    if r.is_none() {
+                        let why = "never became ready (a scheduler bug)".to_string();
+                        *r = record(i, Outcome::Failed(why), 0.0, 0.0);
+                    }
+                }
+                break;
+            }
+            match rx.recv_timeout(TICK) {
+                Ok(Event::Token(t)) => slots.received(t, ui),
+                Ok(Event::Finished {
+                    id,
+                    outcome,
+                    seconds,
+                    token,
+                }) => {
+                    let i = id.0;
+                    running -= 1;
+                    finished += 1;
+                    state[i] = State::Finished;
+                    slots.held.extend(token);
+                    match &outcome {
+                        Outcome::Done => ui.done(&label(i), seconds),
+                        Outcome::Failed(why) => ui.warn(&format!("{} failed: {why}", label(i))),
+                        Outcome::Skipped(why) => ui.info(&format!("{} skipped: {why}", label(i))),
+                    }
+                    records[i] = record(i, outcome, started[i], seconds);
+                }
+                Err(_) => {}
+            }
+        }
+        records.into_iter().flatten().collect::<Vec<Record>>()
+    });
+    // Give back the tokens in hand, stop the helper, clear the current jobserver.
+    drop(slots);
+    Summary {
+        records,
+        wall_seconds: began.elapsed().as_secs_f64(),
+        cpu_seconds: (cpu_seconds() - cpu_before).max(0.0),
+        workers,
+        tokens,
+    }
+}
+
+/// Why a job after `cause` (which failed or was skipped) does not run: the job that did not
+/// succeed and its reason. A skipped cause already names the first job up the chain that
+/// did not succeed, so a whole chain names that job rather than nesting every link.
+fn skip_reason(cause: &Record) -> String {
+    match &cause.outcome {
+        Outcome::Skipped(why) if why.starts_with("after ") => why.clone(),
+        Outcome::Failed(why) | Outcome::Skipped(why) => {
+            format!("after {} {}: {why}", cause.kind, cause.name)
+        }
+        Outcome::Done => unreachable!("a job that is done does not hold others back"),
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(not a message)".to_string()
+    }
+}
+
+/// User + system CPU seconds of this process and of every child it waited for so far.
+fn cpu_seconds() -> f64 {
+    let mut total = 0.0;
+    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+        // SAFETY: rusage is plain old data; zeroed is a valid value for it.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a valid, writable rusage.
+        if unsafe { libc::getrusage(who, &mut usage) } == 0 {
+            for tv in [usage.ru_utime, usage.ru_stime] {
+                total += tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Condvar;
+
+    /// Runs that check `current_jobserver` after they end take this, so no other run is
+    /// going on then (the cargo module's test takes it too).
+    pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
+
+    pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn opts(workers: usize, tokens: usize) -> Options {
+        Options { workers, tokens }
+    }
+
+    /// How many `work` calls overlap at most.
+    #[derive(Default)]
+    struct Overlap {
+        now: AtomicUsize,
+        max: AtomicUsize,
+    }
+
+    impl Overlap {
+        fn enter(&self) {
+            let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max.fetch_max(now, Ordering::SeqCst);
+        }
+        fn leave(&self) {
+            self.now.fetch_sub(1, Ordering::SeqCst);
+        }
+        fn max(&self) -> usize {
+            self.max.load(Ordering::SeqCst)
+        }
+    }
+
+    fn outcomes(s: &Summary) -> Vec<Outcome> {
+        s.records.iter().map(|r| r.outcome.clone()).collect()
+    }
+
+    #[test]
+    fn dependencies_end_before_their_dependents_start() {
+        let _serial = serial();
+        let mut g = Graph::new();
+        let a = g.add("build", "a", &[], ());
+        let b = g.add("train", "b", &[a], ());
+        let c = g.add("train", "c", &[a], ());
+        let d = g.add("merge", "d", &[b, c], ());
+        let e = g.add("build", "e", &[], ());
+        g.add("package", "f", &[d, e], ());
+        g.add("verify", "g", &[b], ());
+        let events = Mutex::new(Vec::new());
+        let s = run(&g, &opts(3, 3), &Ui::plain(), |id, _| {
+            events.lock().unwrap().push((id, true));
+            std::thread::sleep(Duration::from_millis(2));
+            events.lock().unwrap().push((id, false));
+            Outcome::Done
+        });
+        let events = events.into_inner().unwrap();
+        let at = |id: JobId, start: bool| events.iter().position(|e| *e == (id, start)).unwrap();
+        for (id, job) in g.iter() {
+            for d in &job.deps {
+                assert!(
+                    at(*d, false) < at(id, true),
+                    "{d:?} ended after {id:?} began"
+                );
+            }
+        }
+        assert_eq!(s.records.len(), 7);
+        assert_eq!(s.done(), 7);
+        assert!(s.records.iter().enumerate().all(|(i, r)| r.id == JobId(i)));
+    }
+
+    #[test]
+    fn a_failure_skips_what_comes_after_it_and_nothing_else() {
+        let _serial = serial();
+        let mut g = Graph::new();
+        let a = g.add("build", "fast", &[], true);
+        let b = g.add("train", "fast", &[a], false);
+        let c = g.add("package", "fast", &[b], false);
+        let x = g.add("build", "slow", &[], false);
+        g.add("train", "slow", &[x], false);
+        g.add("report", "all", &[c, x], false);
+        let ran = Mutex::new(Vec::new());
+        let s = run(&g, &opts(2, 2), &Ui::plain(), |id, job| {
+            ran.lock().unwrap().push(id);
+            if job.payload {
+                Outcome::Failed(format!("{} broke", job.name))
+            } else {
+                Outcome::Done
+            }
+        });
+        let why = "after build fast: fast broke".to_string();
+        assert_eq!(
+            outcomes(&s),
+            vec![
+                Outcome::Failed("fast broke".into()),
+                Outcome::Skipped(why.clone()),
+                Outcome::Skipped(why.clone()),
+                Outcome::Done,
+                Outcome::Done,
+                Outcome::Skipped(why),
+            ]
+        );
+        let mut ran = ran.into_inner().unwrap();
+        ran.sort();
+        assert_eq!(ran, vec![JobId(0), JobId(3), JobId(4)]);
+        assert_eq!((s.failed(), s.skipped()), (1, 3));
+    }
+
+    #[test]
+    fn a_skipped_job_holds_back_its_dependents_too() {
+        let _serial = serial();
+        let mut g = Graph::new();
+        let a = g.add("bolt", "fast", &[], ());
+        g.add("verify", "fast", &[a], ());
+        let s = run(&g, &opts(1, 1), &Ui::plain(), |_, _| {
+            Outcome::Skipped("no llvm-bolt".into())
+        });
+        assert_eq!(
+            outcomes(&s)[1],
+            Outcome::Skipped("after bolt fast: no llvm-bolt".into())
+        );
+    }
+
+    #[test]
+    fn a_panicking_job_fails() {
+        let _serial = serial();
+        let mut g = Graph::new();
+        let a = g.add("build", "a", &[], ());
+        g.add("train", "a", &[a], ());
+        g.add("build", "b", &[], ());
+        let s = run(&g, &opts(2, 2), &Ui::plain(), |id, _| {
+            if id == a {
+                panic!("oh {}", "no");
+            }
+            Outcome::Done
+        });
+        assert_eq!(
+            outcomes(&s),
+            vec![
+                Outcome::Failed("panicked: oh no".into()),
+                Outcome::Skipped("after build a: panicked: oh no".into()),
+                Outcome::Done,
+            ]
+        );
+    }
+
+    #[test]
+    fn one_worker_runs_one_job_at_a_time() {
+        let _serial = serial();
+        let mut g = Graph::new();
+        for i in 0..5 {
+            g.add("build", format!("j{i}"), &[], ());
+        }
+        let overlap = Overlap::default();
+        let order = Mutex::new(Vec::new());
+        let s = run(&g, &opts(1, 4), &Ui::plain(), |id, _| {
+            overlap.enter();
+            order.lock().unwrap().push(id);
+            std::thread::sleep(Duration::from_millis(5));
+            overlap.leave();
+            Outcome::Done
+        });
+        assert_eq!(overlap.max(), 1);
+        assert_eq!(s.done(), 5);
+        // Ready jobs start lowest id first.
+        assert_eq!(
+            order.into_inner().unwrap(),
+            (0..5).map(JobId).collect::<Vec<_>>()
+        );
+    }
+
+    /// Each job waits (bounded) until at least `need` jobs are inside at once.
+    fn handshake(arrived: &(Mutex<usize>, Condvar), need: usize) -> bool {
+        let (lock, cvar) = arrived;
+        let mut n = lock.lock().unwrap();
+        *n += 1;
+        cvar.notify_all();
+        let (n, timeout) = cvar
+            .wait_timeout_while(n, Duration::from_secs(5), |n| *n < need)
+            .unwrap();
+        drop(n);
+        !timeout.timed_out()
+    }
+
+    #[test]
+    fn several_workers_run_jobs_side_by_side() {
+        let _serial = serial();
+        let mut g = Graph::new();
+        for i in 0..6 {
+            g.add("train", format!("w{i}"), &[], ());
+        }
+        let overlap = Overlap::default();
+        let arrived = (Mutex::new(0), Condvar::new());
+        let met = AtomicUsize::new(0);
+        let s = run(&g, &opts(3, 3), &Ui::plain(), |_, _| {
+            overlap.enter();
+            if handshake(&arrived, 2) {
+                met.fetch_add(1, Ordering::SeqCst);
+            }
+            overlap.leave();
+            Outcome::Done
+        });
+        assert_eq!(s.done(), 6);
+        assert_eq!(met.load(Ordering::SeqCst), 6, "jobs never ran side by side");
+        assert!((2..=3).contains(&overlap.max()), "{}", overlap.max());
+    }
+
+    #[test]
+    fn cpu_slots_bound_concurrency_too() {
+        let _serial = serial();
+        let mut g = Graph::new();
+        for i in 0..4 {
+            g.add("build", format!("j{i}"), &[], ());
+        }
+        let overlap = Overlap::default();
+        let s = run(&g, &opts(2, 1), &Ui::plain(), |_, _| {
+            overlap.enter();
+            std::thread::sleep(Duration::from_millis(5));
+            overlap.leave();
+            Outcome::Done
+        });
+        assert_eq!(s.done(), 4);
+        assert_eq!(overlap.max(), 1);
+        assert_eq!((s.workers, s.tokens), (2, 1));
+    }
+
+    #[test]
+    fn the_jobserver_is_current_during_a_run_only() {
+        let _serial = serial();
+        assert!(current_jobserver().is_none());
+        let mut g = Graph::new();
+        g.add("build", "a", &[], ());
+        let seen = AtomicUsize::new(0);
+        run(&g, &opts(1, 1), &Ui::plain(), |_, _| {
+            if current_jobserver().is_some() {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+            Outcome::Done
+        });
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        assert!(current_jobserver().is_none());
+        // Also when `work` panics, the run ends normally and clears it.
+        run(&g, &opts(1, 1), &Ui::plain(), |_, _| panic!("boom"));
+        assert!(current_jobserver().is_none());
+    }
+
+    #[test]
+    fn the_current_jobserver_is_cleared_when_run_unwinds() {
+        let _serial = serial();
+        let client = jobserver::Client::new(1).unwrap();
+        let unwound = std::panic::catch_unwind(|| {
+            let _current = Current::set(client);
+            assert!(current_jobserver().is_some());
+            panic!("the scheduler broke");
+        });
+        assert!(unwound.is_err());
+        assert!(current_jobserver().is_none());
+    }
+
+    #[test]
+    fn an_empty_graph_runs_nothing() {
+        let _serial = serial();
+        let s = run(
+            &Graph::<()>::new(),
+            &opts(2, 2),
+            &Ui::plain(),
+            |_, _| unreachable!(),
+        );
+        assert!(s.records.is_empty());
+        assert_eq!(s.critical_path(), (Vec::new(), 0.0));
+    }
+
+    #[test]
+    fn a_child_configured_by_the_jobserver_sees_it() {
+        let client = jobserver::Client::new(2).unwrap();
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args([
+            "-c",
+            // The read and write fds the flags name must be open in the child.
+            r#"echo "$CARGO_MAKEFLAGS"; a=${CARGO_MAKEFLAGS##*--jobserver-auth=}; r=${a%%,*}; w=${a#*,}; w=${w%% *}; [ -e /dev/fd/$r ] && [ -e /dev/fd/$w ] && echo open"#,
+        ]);
+        client.configure_make(&mut cmd);
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("--jobserver-auth="), "{text}");
+        assert!(text.lines().any(|l| l == "open"), "{text}");
+    }
+
+    fn rec(id: usize, kind: &'static str, name: &str, deps: &[usize], secs: f64) -> Record {
+        Record {
+            id: JobId(id),
+            kind,
+            name: name.into(),
+            deps: deps.iter().copied().map(JobId).collect(),
+            outcome: Outcome::Done,
+            start_seconds: 0.0,
+            seconds: secs,
+        }
+    }
+
+    fn hand_built() -> Summary {
+        let mut skipped = rec(5, "package", "fast", &[3], 0.0);
+        skipped.outcome = Outcome::Skipped("after verify fast: differs".into());
+        let mut failed = rec(3, "verify", "fast", &[1, 2], 1.0);
+        failed.outcome = Outcome::Failed("differs".into());
+        Summary {
+            records: vec![
+                rec(0, "build", "fast", &[], 3.0),
+                rec(1, "train", "fast", &[0], 2.0),
+                rec(2, "train", "slow", &[0], 5.0),
+                failed,
+                rec(4, "build", "slow", &[], 8.0),
+                skipped,
+            ],
+            wall_seconds: 10.0,
+            cpu_seconds: 15.0,
+            workers: 2,
+            tokens: 2,
+        }
+    }
+
+    #[test]
+    fn the_critical_path_is_the_longest_measured_chain() {
+        let s = hand_built();
+        assert_eq!(s.critical_path(), (vec![JobId(0), JobId(2), JobId(3)], 9.0));
+        assert_eq!(s.utilization(), 0.75);
+    }
+
+    #[test]
+    fn the_summary_renders() {
+        let s = hand_built();
+        assert_eq!(
+            s.render(),
+            "6 jobs in 10.0 s with 2 workers on 2 CPU slots: 4 done, 1 failed, 1 skipped\n\
+             CPU time 15.0 s (user + system, this process and every child) — utilization 75 %\n\
+             critical path 9.00 s (90 % of the wall time): build fast 3.00 s → train slow 5.00 s → verify fast 1.00 s\n\
+             by kind: build 2 jobs 11.0 s · train 2 jobs 7.00 s · verify 1 job 1.00 s · package 1 job 0 s\n"
+        );
+    }
+
+    #[test]
+    fn the_summary_serialises_with_its_derived_numbers() {
+        let v = serde_json::to_value(hand_built()).unwrap();
+        assert_eq!(v["utilization"], 0.75);
+        assert_eq!(v["critical_path"]["jobs"], serde_json::json!([0, 2, 3]));
+        assert_eq!(v["critical_path"]["seconds"], 9.0);
+        assert_eq!(v["records"][0]["id"], 0);
+        assert_eq!(
+            v["records"][0]["outcome"],
+            serde_json::json!({"status": "done"})
+        );
+        assert_eq!(
+            v["records"][3]["outcome"],
+            serde_json::json!({"status": "failed", "reason": "differs"})
+        );
+        assert_eq!(v["records"][5]["outcome"]["status"], "skipped");
+        assert_eq!(v["records"][3]["deps"], serde_json::json!([1, 2]));
+    }
+
+    #[test]
+    fn a_graph_renders_for_a_dry_run() {
+        let mut g = Graph::new();
+        let b = g.add("build", "fast/portable", &[], ());
+        let t = g.add("train", "fast/portable", &[b], ());
+        let b2 = g.add("build", "slow", &[], ());
+        g.add("package", "all", &[t, b2], ());
+        assert_eq!(
+            g.render(),
+            "  1  build    fast/portable\n\
+             \x20 2  train    fast/portable  after 1\n\
+             \x20 3  build    slow\n\
+             \x20 4  package  all            after 2, 3\n\
+             4 jobs: 2 build, 1 train, 1 package\n"
+        );
+        assert_eq!(Graph::<()>::new().render(), "0 jobs\n");
+        assert!(!g.is_empty() && Graph::<()>::new().is_empty());
+        assert_eq!(
+            (g.job(t).kind, g.job(t).deps.as_slice()),
+            ("train", &[b][..])
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "not in the graph yet")]
+    fn a_dependency_comes_first() {
+        let mut g = Graph::new();
+        g.add("build", "a", &[JobId(0)], ());
+    }
+
+    #[test]
+    fn options_for_the_machine() {
+        let o = Options::for_machine(None);
+        assert!(o.tokens >= 1);
+        assert_eq!(o.workers, o.tokens);
+        assert_eq!(Options::for_machine(Some(3)).workers, 3);
+        assert_eq!(Options::for_machine(Some(0)).workers, 1);
+    }
+
+    #[test]
+    fn a_slot_that_never_comes_is_waited_for_a_while_only() {
+        let _serial = serial();
+        let (tx, _rx) = mpsc::channel();
+        let ui = Ui::plain();
+        let mut slots = Slots::new(1, &tx, &ui);
+        assert!(slots.helper.is_some());
+        // Nothing in hand (as when a killed child took every slot with it): a running job
+        // will give its slot back, so the scheduler waits; with none running, it waits
+        // `TOKEN_GRACE`, then starts the job without one.
+        assert!(matches!(slots.take(1, &ui), Take::Wait));
+        assert!(matches!(slots.take(0, &ui), Take::Wait));
+        std::thread::sleep(TOKEN_GRACE + Duration::from_millis(20));
+        assert!(matches!(slots.take(0, &ui), Take::Without));
+        assert!(slots.warned);
+        // The grace starts again for the next job.
+        assert!(matches!(slots.take(0, &ui), Take::Wait));
+    }
+}
