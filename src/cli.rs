@@ -52,6 +52,12 @@ pub enum Command {
     /// --against origin/main` on pull requests and builds releases with the committed PGO
     /// profile on tags; shown as a diff first, never overwriting without --force.
     Ci(CiArgs),
+    /// Build the release matrix — targets × flavors (feature sets) × CPU levels — each
+    /// artifact PGO-trained on its own build (BOLTed when asked), verified against its
+    /// flavor's portable baseline, packaged into dist/ with SHA256SUMS and manifest.json;
+    /// the jobs run in parallel (-j) and share the cores through cargo's jobserver.
+    #[command(after_help = RELEASE_EXIT_CODES)]
+    Release(ReleaseArgs),
     /// Remove target/optimize (refused while a run is using it).
     Clean,
     /// What later runs reuse (builds, binaries, merged profiles, trainings, output checks,
@@ -292,6 +298,41 @@ pub enum CheckFormat {
     Md,
     /// GitHub Actions annotations (::error, ::warning, ::notice).
     Github,
+}
+
+const RELEASE_EXIT_CODES: &str = "Exit codes:\n  0  every artifact of the matrix was built and packaged (those this machine cannot run are built without PGO and unverified, and the manifest says so)\n  1  partial release: a target is not installed or cannot link here, or a job failed (each is named with its fix); the artifacts that were built are in the output folder\n  2  error: bad input (optimize.toml, a flag), or nothing could be built";
+
+#[derive(Debug, Clone, Args, Default)]
+pub struct ReleaseArgs {
+    /// Only these target triples (comma separated), instead of [release] targets (default:
+    /// the host).
+    #[arg(long, value_delimiter = ',', value_name = "TRIPLES")]
+    pub targets: Option<Vec<String>>,
+    /// Only these flavors of [release.flavors] (comma separated).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub flavors: Option<Vec<String>>,
+    /// CPU levels besides `portable` (comma separated, e.g. x86-64-v3), instead of
+    /// [release] cpu (default: the level the last run chose, if any). `none`: portable only.
+    #[arg(long, value_delimiter = ',', value_name = "LEVELS")]
+    pub cpu: Option<Vec<String>>,
+    /// Stages to apply: pgo, bolt (comma separated), or `none`, instead of [release]
+    /// stages (default: what the last run kept).
+    #[arg(long, value_delimiter = ',', value_name = "STAGES")]
+    pub stages: Option<Vec<String>>,
+    /// Jobs run at once (default: the number of CPUs). Compilation inside them shares
+    /// that many CPU slots through cargo's jobserver.
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Print the job graph and what each artifact will be, build nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Where the artifacts go (default: [release] out-dir, else dist/ in the workspace).
+    /// Replaced as a whole at the end, only if it holds an earlier release (or nothing).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Reuse nothing earlier runs kept (builds, trainings, BOLT outputs).
+    #[arg(long)]
+    pub fresh: bool,
 }
 
 #[derive(Debug, Clone, Args)]

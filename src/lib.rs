@@ -12,14 +12,12 @@ pub(crate) mod check;
 pub mod cli;
 pub(crate) mod commands;
 pub(crate) mod context;
-// `release` (built on another branch) is what runs graphs; until it lands, only `cargo`
-// (the current jobserver) and the tests use this module.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod jobs;
 #[cfg(test)]
 mod layers;
 pub(crate) mod pipeline;
 pub mod process;
+pub(crate) mod release;
 pub mod report;
 pub(crate) mod spec;
 pub(crate) mod stage;
@@ -42,6 +40,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Apply(args)) => commands::apply::run(&cli.global, &args),
         Some(Command::Report(args)) => commands::report::run(&cli.global, &args),
         Some(Command::Check(args)) => commands::check::run(&cli.global, &args),
+        Some(Command::Release(args)) => commands::release::run(&cli.global, &args),
         Some(Command::Ci(args)) => commands::ci::run(&cli.global, &args),
         Some(Command::Clean) => commands::clean::run(&cli.global),
         Some(Command::Cache(args)) => commands::cache::run(&cli.global, &args),

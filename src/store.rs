@@ -185,6 +185,11 @@ pub fn file_hash(path: &Path) -> std::io::Result<String> {
     Ok(hex(&file_digest(path)?[..12]))
 }
 
+/// A file's full SHA-256 as 64 hex digits (what `sha256sum` prints).
+pub fn file_sha256(path: &Path) -> std::io::Result<String> {
+    Ok(hex(&file_digest(path)?))
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -20,7 +20,7 @@ pub mod ci;
 mod gate;
 mod render;
 mod report;
-mod rev;
+pub(crate) mod rev;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -9,5 +9,6 @@ pub mod ci;
 pub mod clean;
 pub mod doctor;
 pub mod init;
+pub mod release;
 pub mod report;
 pub mod run;

@@ -87,6 +87,11 @@ impl RunDir {
     /// A new run folder under `<optimize_dir>/runs/`, named `<timestamp>-<pid>`: sortable
     /// and unique on this machine.
     pub fn create(optimize_dir: &Path) -> std::io::Result<RunDir> {
+        Self::create_in(&optimize_dir.join("runs"))
+    }
+
+    /// A new folder `<parent>/<timestamp>-<pid>` (a release's, a check's).
+    pub fn create_in(parent: &Path) -> std::io::Result<RunDir> {
         let ts = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
             .replace([':', '-'], "")
@@ -94,7 +99,7 @@ impl RunDir {
             .trim_end_matches('Z')
             .to_string();
         let id = format!("{ts}-{}", std::process::id());
-        let root = optimize_dir.join("runs").join(&id);
+        let root = parent.join(&id);
         std::fs::create_dir_all(&root)
             .map_err(|e| crate::util::io_error(e, "cannot create the run folder", &root))?;
         Ok(RunDir { id, root })

@@ -22,8 +22,6 @@ use std::time::Duration;
 
 pub use check::{Budget, CheckConfig};
 pub use raw::PROFILE_KEYS;
-// Read by `cargo optimize release` (being written alongside): drop the allow once it lands.
-#[allow(unused_imports)]
 pub use release::Flavor;
 pub use release::ReleaseSpec;
 use validate::Validator;
@@ -45,7 +43,6 @@ pub struct Spec {
     /// `[check]` and the workloads' `budget`s: what `cargo optimize check` fails on.
     pub check: CheckConfig,
     /// `[release]`: what `cargo optimize release` builds (`Default` when absent).
-    #[allow(dead_code)] // read by `cargo optimize release`; drop the allow once it lands
     pub release: ReleaseSpec,
     pub workloads: Vec<Workload>,
 }

@@ -49,7 +49,6 @@ impl Flavor {
     /// Whether the workload named `workload_name` trains and verifies this flavor: every
     /// workload when `workloads` is empty, else those matching one of its patterns (`*`
     /// matches any run of characters, everything else itself).
-    #[allow(dead_code)] // used by `cargo optimize release`; drop the allow once it lands
     pub fn applies_to(&self, workload_name: &str) -> bool {
         self.workloads.is_empty() || self.workloads.iter().any(|p| glob(p, workload_name))
     }

@@ -114,6 +114,19 @@ pub fn default_candidates(arch: &str, level: Option<X86Level>) -> Vec<String> {
     v
 }
 
+/// Why this machine cannot run code built for `triple` with target-cpu `name`, if it
+/// cannot (another target, or a CPU level this one lacks features of).
+pub fn cannot_run(host: &str, triple: &str, name: &str) -> Option<String> {
+    if triple != host {
+        return Some(format!("built for {triple}, not this machine ({host})"));
+    }
+    let native = match features(triple, "native") {
+        Ok(f) => f,
+        Err(e) => return Some(format!("cannot tell which features this CPU has: {e}")),
+    };
+    check(triple, name, &native).err().map(|e| e.to_string())
+}
+
 /// Whether this CPU can run code built for `name`.
 fn check(triple: &str, name: &str, native: &BTreeSet<String>) -> Result<(), StageError> {
     if name == "native" {

@@ -26,8 +26,14 @@ pub const PORTABLE: &str = "portable";
 /// the best's profile (one instrumented build and training for both; how well the profile
 /// fits it is recorded); otherwise it is trained on its own.
 pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
-    let (best, profile) = match train_profile(ctx, standing.best, "pgo", "pgo") {
-        Ok(p) => (build_with(ctx, standing.best, &p, None), Ok(p)),
+    let (best, profile) = match train_profile(ctx, &standing.best.settings, "pgo", "pgo") {
+        Ok(p) => {
+            let relocs = bolt_follows(ctx, &with_host_target(ctx, &standing.best.settings));
+            (
+                build_with(ctx, &standing.best.settings, &p, None, relocs),
+                Ok(p),
+            )
+        }
         Err(e) => {
             let why = e.to_string();
             (Err(e), Err(why))
@@ -39,14 +45,14 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
         let candidate = if without_cpu(&standing.best.settings) == portable.settings {
             profile
                 .map_err(|why| StageError::Failed(format!("its profile is pgo's: {why}")))
-                .and_then(|p| build_with(ctx, portable, &p, Some(PORTABLE)))
+                .and_then(|p| build_with(ctx, &portable.settings, &p, Some(PORTABLE), false))
                 .map(|mut c| {
                     c.notes.push("built with the pgo build's profile: one instrumented build and one training serve both".into());
                     c
                 })
         } else {
-            train_profile(ctx, portable, "pgo-portable", "pgo (portable)")
-                .and_then(|p| build_with(ctx, portable, &p, Some(PORTABLE)))
+            train_profile(ctx, &portable.settings, "pgo-portable", "pgo (portable)")
+                .and_then(|p| build_with(ctx, &portable.settings, &p, Some(PORTABLE), false))
         };
         offers.push(Offer {
             variant: Some(PORTABLE.to_string()),
@@ -74,56 +80,86 @@ fn without_cpu(settings: &crate::cargo::BuildSettings) -> crate::cargo::BuildSet
 }
 
 /// A merged profile, and how it was made.
-struct Profile {
-    stable: PathBuf,
-    stats: ProfileStats,
+#[derive(Clone)]
+pub struct Profile {
+    /// The profile in the content-addressed cache (`cache/<sha256>.profdata`).
+    pub stable: PathBuf,
+    pub stats: ProfileStats,
     /// A bad cache entry was replaced: the build that used it must be redone.
     repaired: bool,
-    notes: Vec<String>,
-    instrumented: crate::cargo::BuildSettings,
+    pub notes: Vec<String>,
+    /// The settings of the instrumented build it was trained on.
+    pub instrumented: crate::cargo::BuildSettings,
     vp_counters: Option<u32>,
 }
 
-/// Instrumented build of `best`'s settings (with `--target <host>`) → train workloads →
+/// Instrumented build of `settings` (with `--target <host>`) → train workloads →
 /// merged profile in the content-addressed cache (or the one an earlier run kept for the
 /// same instrumented binary and train workloads). `name` names the run folder's profiles.
-fn train_profile(
+pub fn train_profile(
     ctx: &Context,
-    best: &Candidate,
+    settings: &crate::cargo::BuildSettings,
     name: &str,
     label: &str,
 ) -> Result<Profile, StageError> {
-    let profdata_tool = ctx.llvm_profdata.as_ref().ok_or_else(|| {
+    profdata(ctx)?;
+    let instrumented = instrument(ctx, settings, label, None)?;
+    train_instrumented(ctx, settings, instrumented, name, label)
+}
+
+/// llvm-profdata, or why PGO cannot run.
+fn profdata<'c>(ctx: &'c Context) -> Result<&'c crate::toolchain::Tool, StageError> {
+    ctx.llvm_profdata.as_ref().ok_or_else(|| {
         StageError::Failed(
             "llvm-profdata of rustc's LLVM is not available (run `cargo optimize doctor`)".into(),
         )
-    })?;
-    let mut notes = Vec::new();
-    let target = with_host_target(ctx, &best.settings);
+    })
+}
 
+/// The instrumented build of `settings` (for the host target, named explicitly), with
+/// `vp` value-profile counters per site when given; its settings and what it built.
+pub fn instrument(
+    ctx: &Context,
+    settings: &crate::cargo::BuildSettings,
+    label: &str,
+    vp: Option<u32>,
+) -> Result<(crate::cargo::BuildSettings, crate::cargo::Built), StageError> {
     // The folder compiled into the instrumented binary is a stable one, so its build is
     // cached across runs; training sends the profiles to this run's own folder through
     // LLVM_PROFILE_FILE, so concurrent runs never mix profiles.
     let gen_dir = ctx.optimize_dir.join("pgo-default");
-    let gen_flag = format!("-Cprofile-generate={}", gen_dir.display());
-    let raw_dir = ctx.run.profiles(name).join("raw");
+    let mut flags = vec![format!("-Cprofile-generate={}", gen_dir.display())];
+    if let Some(n) = vp {
+        flags.push(format!("-Cllvm-args=-vp-counters-per-site={n}"));
+    }
+    let instrumented = with_host_target(ctx, settings).with_rustflags(flags);
+    let built = ctx.build(&format!("{label}: instrumented"), &instrumented)?;
+    Ok((instrumented, built))
+}
 
+/// Train the instrumented build of `settings` (from [`instrument`]) and merge its
+/// profile; when the program runs out of value-profile counters it is built again with
+/// more and trained again.
+pub fn train_instrumented(
+    ctx: &Context,
+    settings: &crate::cargo::BuildSettings,
+    (mut instrumented, mut built): (crate::cargo::BuildSettings, crate::cargo::Built),
+    name: &str,
+    label: &str,
+) -> Result<Profile, StageError> {
+    let profdata_tool = profdata(ctx)?;
+    let mut notes = Vec::new();
+    let raw_dir = ctx.run.profiles(name).join("raw");
     let trained = Store::new(&ctx.optimize_dir, "profiles");
     let train_workloads: Vec<_> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
     let mut vp_counters: Option<u32> = None;
-    let (instrumented, warnings, key, reused) = loop {
-        let mut flags = vec![gen_flag.clone()];
-        if let Some(n) = vp_counters {
-            flags.push(format!("-Cllvm-args=-vp-counters-per-site={n}"));
-        }
-        let settings = target.with_rustflags(flags);
-        let built = ctx.build(&format!("{label}: instrumented"), &settings)?;
+    let (warnings, key, reused) = loop {
         // The same instrumented binary on the same train workloads: the profile an earlier
         // run merged, when it is still the file it was.
         let key = run_key(&built.binary, &train_workloads).ok();
         let kept = key.as_deref().filter(|_| !ctx.fresh);
         if let Some(hit) = kept.and_then(|k| reusable(&trained, k)) {
-            break (settings, BTreeMap::new(), key, Some(hit));
+            break (BTreeMap::new(), key, Some(hit));
         }
         reset_dir(&raw_dir)?;
         let warnings = train(ctx, label, &built.binary, &raw_dir)?;
@@ -135,9 +171,10 @@ fn train_profile(
             ctx.ui.warn(&msg);
             notes.push(msg);
             vp_counters = Some(VP_COUNTERS_RETRY);
+            (instrumented, built) = instrument(ctx, settings, label, vp_counters)?;
             continue;
         }
-        break (settings, warnings, key, None);
+        break (warnings, key, None);
     };
     for (w, n) in &warnings {
         let msg = format!("instrumented program said ({n}×): {w}");
@@ -178,17 +215,22 @@ fn train_profile(
     })
 }
 
-/// Whether the BOLT stage comes after this one, can run, and would take a binary built
-/// with `settings` plus relocations as it is (the profile keeps symbols).
+/// Whether the BOLT stage comes after this one and would take a binary built with
+/// `settings` plus relocations as it is.
 fn bolt_follows(ctx: &Context, settings: &crate::cargo::BuildSettings) -> bool {
     let stages = &ctx.spec.stages.try_;
     let after_pgo = stages
         .iter()
         .skip_while(|s| **s != StageName::Pgo)
         .any(|s| *s == StageName::Bolt);
+    after_pgo && bolt_takes_as_is(ctx, settings)
+}
+
+/// Whether BOLT can run here and would take a binary built with `settings` plus
+/// relocations as it is (the profile keeps symbols; no relocations yet).
+pub fn bolt_takes_as_is(ctx: &Context, settings: &crate::cargo::BuildSettings) -> bool {
     let flags = settings.all_rustflags();
-    after_pgo
-        && matches!(ctx.bolt_tools, Some(Ok(_)))
+    matches!(ctx.bolt_tools, Some(Ok(_)))
         && !super::bolt::has_emit_relocs(&flags)
         && super::bolt::stripping_flags(&flags).is_empty()
         && crate::cargo::keeps_symbols(ctx.project, settings) == Some(true)
@@ -205,13 +247,15 @@ fn with_host_target(
     target
 }
 
-/// The `-Cprofile-use` build of `best`'s settings with `profile`; a `variant` gets its own
-/// binary name and label (`pgo (portable)`, `bin/pgo-portable`).
-fn build_with(
+/// The `-Cprofile-use` build of `settings` with `profile`; a `variant` gets its own
+/// binary name and label (`pgo (portable)`, `bin/pgo-portable`). `relocs`: linked with
+/// relocations, ready for BOLT (see [`bolt_takes_as_is`]).
+pub fn build_with(
     ctx: &Context,
-    best: &Candidate,
+    settings: &crate::cargo::BuildSettings,
     profile: &Profile,
     variant: Option<&str>,
+    relocs: bool,
 ) -> Result<Candidate, StageError> {
     let name = match variant {
         Some(v) => format!("pgo-{v}"),
@@ -220,12 +264,12 @@ fn build_with(
     let label = crate::context::label("pgo", variant);
     let mut notes = profile.notes.clone();
     let stable = &profile.stable;
-    let target = with_host_target(ctx, &best.settings);
+    let target = with_host_target(ctx, settings);
     let mut use_flags = vec![
         format!("-Cprofile-use={}", stable.display()),
         "-Cllvm-args=-pgo-warn-missing-function".to_string(),
     ];
-    if variant.is_none() && bolt_follows(ctx, &target) {
+    if relocs {
         // Linked ready for BOLT, so the BOLT stage reads this binary as is instead of
         // building it again with `-Wl,-q`.
         use_flags.push(crate::cargo::EMIT_RELOCS_FLAG.to_string());

@@ -14,5 +14,6 @@ mod faults_apply;
 mod faults_proc;
 mod ladder;
 mod pipeline;
+mod release;
 mod report;
 mod verify;

@@ -11,10 +11,14 @@
 //!
 //! Output is deterministic text (counts and integer checksums only).
 
+#[cfg(feature = "text")]
 mod infer;
 mod interp;
+#[cfg(feature = "text")]
 mod rng;
+#[cfg(feature = "text")]
 mod text;
+#[cfg(feature = "text")]
 mod tokenize;
 
 use std::process::ExitCode;
@@ -47,6 +51,7 @@ fn num(s: Option<&String>, what: &str) -> Result<u64, String> {
         .map_err(|_| format!("bad {what}: {s:?}"))
 }
 
+#[cfg(feature = "text")]
 struct TextOpts {
     desc: String,
     data: Vec<u8>,
@@ -56,11 +61,14 @@ struct TextOpts {
     acts: String,
 }
 
+#[cfg(feature = "text")]
 const DEFAULT_PIPELINE: &str = "strip-control,unify-spaces/gpt2";
+#[cfg(feature = "text")]
 const DEFAULT_ACTS: &str = "relu,leaky";
 
 /// Options of `tokenize`/`infer`: the text (a file, optionally repeated, or generated text),
 /// the tokenizer pipeline and the model's activations.
+#[cfg(feature = "text")]
 fn text_opts(args: &[String]) -> Result<TextOpts, String> {
     let mut file = None;
     let (mut seed, mut size, mut repeat) = (None, None, 1u64);
@@ -106,6 +114,7 @@ fn fnv64(h: u64, v: u64) -> u64 {
     (h ^ v).wrapping_mul(0x0100_0000_01b3)
 }
 
+#[cfg(feature = "text")]
 fn show_piece(p: &[u8]) -> String {
     let mut s = String::new();
     for c in String::from_utf8_lossy(p).chars() {
@@ -120,6 +129,7 @@ fn show_piece(p: &[u8]) -> String {
     s
 }
 
+#[cfg(feature = "text")]
 fn cmd_tokenize(args: &[String]) -> Result<(), String> {
     let TextOpts {
         desc,
@@ -157,6 +167,7 @@ fn cmd_tokenize(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+#[cfg(feature = "text")]
 fn cmd_infer(args: &[String]) -> Result<(), String> {
     let TextOpts {
         desc,
@@ -234,6 +245,7 @@ fn cmd_interp(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+#[cfg(feature = "text")]
 fn cmd_gen(args: &[String]) -> Result<(), String> {
     let seed = num(args.first(), "<seed>")?;
     let size = num(args.get(1), "<bytes>")?;
@@ -247,10 +259,17 @@ fn cmd_gen(args: &[String]) -> Result<(), String> {
 fn run(args: &[String]) -> Result<(), String> {
     let (cmd, rest) = args.split_first().ok_or("missing command")?;
     match cmd.as_str() {
+        #[cfg(feature = "text")]
         "tokenize" => cmd_tokenize(rest),
+        #[cfg(feature = "text")]
         "infer" => cmd_infer(rest),
-        "interp" => cmd_interp(rest),
+        #[cfg(feature = "text")]
         "gen" => cmd_gen(rest),
+        #[cfg(not(feature = "text"))]
+        "tokenize" | "infer" | "gen" => Err(format!(
+            "`{cmd}` needs the `text` feature (this build has the interpreter only)"
+        )),
+        "interp" => cmd_interp(rest),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             Ok(())

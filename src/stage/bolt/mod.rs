@@ -98,7 +98,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     vec![Offer::against_best(prepare(ctx, standing.best))]
 }
 
-fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
+pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
     let tools = find_tools(ctx)?;
     let mut notes = Vec::new();
     let (mode, mode_reason) = choose_mode(ctx, &tools)?;

@@ -1,0 +1,435 @@
+//! `cargo optimize release`: the release matrix — targets × flavors (feature sets) × CPU
+//! levels — each artifact PGO-trained on its own build (never with a profile trained under
+//! other settings), BOLTed when asked, verified against its flavor's portable baseline, and
+//! packaged into the output folder with `SHA256SUMS` and `manifest.json`. The work is a
+//! graph of jobs run by `jobs` with `-j` workers sharing the CPUs through cargo's jobserver.
+//!
+//! - `matrix`: what to build (`[release]`, the flags, the last run's choices);
+//! - `work`: the job graph and what each job does;
+//! - `package`: the output folder (binaries, reproducible archives, checksums, put in place
+//!   whole at the end);
+//! - `manifest`: `manifest.json`.
+//!
+//! Artifacts this machine cannot run (another target, a CPU level it lacks, a flavor with
+//! `run = false`) are built without PGO and BOLT and are not verified; the manifest and the
+//! summary say so. Targets whose standard library is not installed are skipped with the
+//! fix, and the release is partial (exit 1).
+//!
+//! Must not: measure (a release ships what `cargo optimize` measured), or write into the
+//! project anywhere but the output folder.
+
+mod manifest;
+mod matrix;
+mod package;
+mod work;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::bail;
+
+use crate::cli::{GlobalArgs, ReleaseArgs};
+use crate::context::{DirLock, RunDir};
+use crate::jobs::{self, Outcome};
+use crate::pipeline::plan::{self, Located, Plan};
+use crate::toolchain::{self, Rustc};
+use crate::ui::Ui;
+use matrix::{Artifact, Base, Inputs, LastRun, Matrix};
+use work::Release;
+
+pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
+    let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
+    let Located { spec, project } = plan::locate(g)?;
+    let rustc = toolchain::rustc()?;
+    let optimize_dir = project.target_dir.join("optimize");
+    let installed = |t: &str| installed(&rustc, t);
+    let matrix = Matrix::resolve(&Inputs {
+        spec: &spec.release,
+        args,
+        last: LastRun::read(&optimize_dir),
+        host: &rustc.host,
+        selection: &project.features,
+        installed: &installed,
+        allow_panic_abort: spec.stages.allow_panic_abort,
+    })?;
+    check_cpu_names(&matrix)?;
+    let user_rustflags = |triple: &str| -> anyhow::Result<Vec<String>> {
+        let cfg = crate::process::tool_stdout("rustc", ["--print", "cfg", "--target", triple])
+            .unwrap_or_default();
+        let cfg: Vec<String> = cfg.lines().map(str::to_string).collect();
+        Ok(crate::cargo::user_rustflags_here(triple, &cfg)?)
+    };
+    let cannot_run = |triple: &str, cpu: Option<&str>| match cpu {
+        _ if triple != rustc.host => Some(format!(
+            "built for {triple}, not this machine ({})",
+            rustc.host
+        )),
+        None => None,
+        Some(cpu) => crate::stage::cpu::cannot_run(&rustc.host, triple, cpu),
+    };
+    let (artifacts, groups) = matrix.artifacts(&Base {
+        project: &project,
+        profile: &g.selection.profile,
+        user_rustflags: &user_rustflags,
+        cannot_run: &cannot_run,
+    })?;
+    let out = args
+        .out_dir
+        .clone()
+        .or_else(|| spec.release.out_dir.clone())
+        .unwrap_or_else(|| project.workspace_root.join("dist"));
+    let out = absolute(&out);
+    let graph = work::graph(&artifacts, &groups);
+    announce(&ui, &project, &matrix, &artifacts, &graph, &out);
+    if args.dry_run {
+        println!("{}", what_each_is(&artifacts, &matrix));
+        print!("{}", graph.render());
+        println!(
+            "then: SHA256SUMS and {} into {}",
+            manifest::MANIFEST,
+            out.display()
+        );
+        return Ok(0);
+    }
+    if graph.is_empty() {
+        bail!("nothing to build: {}", skipped_text(&matrix));
+    }
+    package::check_replaceable(&out)?;
+    let llvm_profdata = match artifacts.iter().any(|a| a.pgo) {
+        true => Some(toolchain::llvm_profdata(&rustc)?),
+        false => toolchain::llvm_profdata(&rustc).ok(),
+    };
+    let bolt_tools = artifacts
+        .iter()
+        .any(|a| a.bolt)
+        .then(|| toolchain::bolt_tools(&rustc));
+    let _lock = DirLock::for_run(&optimize_dir)?;
+    let folder = RunDir::create_in(&optimize_dir.join("releases"))?;
+    let job_ui = Ui {
+        quiet: g.quiet || g.verbose == 0,
+        animate: false,
+        ..ui.clone()
+    };
+    let plan = Plan {
+        spec: spec.clone(),
+        rustc: rustc.clone(),
+        llvm_profdata,
+        bolt_tools,
+        baseline: groups
+            .first()
+            .map(|g| g.baseline.clone())
+            .unwrap_or_else(|| artifacts[0].settings.clone()),
+        optimize_dir: optimize_dir.clone(),
+        explain: false,
+        fresh: args.fresh,
+        ui: job_ui,
+        project: project.clone(),
+    };
+    let staging = work::staging_dir(&out);
+    crate::util::reset_dir(&staging)?;
+    let release = Release {
+        plan: &plan,
+        artifacts: &artifacts,
+        groups: &groups,
+        specs: matrix
+            .flavors
+            .iter()
+            .map(|f| flavor_spec(&spec, f))
+            .collect(),
+        root: folder.root.clone(),
+        staging: staging.clone(),
+        state: Mutex::new(Release::new_state(artifacts.len(), groups.len())),
+        references: groups.iter().map(|_| Mutex::new(None)).collect(),
+        mtime: source_date_epoch(),
+    };
+    let options = jobs::Options::for_machine(args.jobs);
+    let summary = jobs::run(&graph, &options, &ui, |_, job| release.execute(job.payload));
+    finish(&ui, &release, &matrix, &graph, &summary, &out, &staging)
+}
+
+/// Write the checksums and the manifest, put the folder in place, print what was made;
+/// the exit code.
+fn finish(
+    ui: &Ui,
+    release: &Release,
+    matrix: &Matrix,
+    graph: &jobs::Graph<work::Step>,
+    summary: &jobs::Summary,
+    out: &Path,
+    staging: &Path,
+) -> anyhow::Result<i32> {
+    let state = release.state.lock().unwrap_or_else(|p| p.into_inner());
+    let entries: Vec<_> = release
+        .artifacts
+        .iter()
+        .enumerate()
+        .filter_map(|(a, art)| manifest::entry(a, art, matrix, &release.specs[art.flavor], &state))
+        .collect();
+    let failed = failures(release.artifacts, graph, summary);
+    if entries.is_empty() {
+        let _ = std::fs::remove_dir_all(staging);
+        let why: Vec<String> = failed
+            .iter()
+            .map(|f| format!("{}: {}", f.artifact, f.reason))
+            .collect();
+        bail!(
+            "no artifact could be built; {} is unchanged\n{}",
+            out.display(),
+            crate::util::indent(&why.join("\n"), "  ")
+        );
+    }
+    let packaged: Vec<_> = entries.iter().map(|e| &e.packaged).collect();
+    std::fs::write(staging.join("SHA256SUMS"), package::sums(&packaged))?;
+    let p = &release.plan;
+    let source = crate::check::rev::Repo::of(&p.project.workspace_root)
+        .ok()
+        .and_then(|r| r.head())
+        .map(|(revision, dirty)| manifest::Source { revision, dirty });
+    let m = manifest::Manifest {
+        schema: manifest::schema(),
+        created_by: manifest::CREATED_BY,
+        tool_version: env!("CARGO_PKG_VERSION"),
+        crate_name: p.project.package.clone(),
+        bin: p.project.bin.clone(),
+        version: p.project.version.clone(),
+        source,
+        toolchain: manifest::Toolchain {
+            rustc: p.rustc.version.clone(),
+            llvm: p.rustc.llvm_version.clone(),
+            host: p.rustc.host.clone(),
+        },
+        choices: matrix.origin.clone(),
+        skipped: matrix
+            .targets
+            .iter()
+            .filter_map(|t| {
+                let (reason, fix) = t.skipped.clone()?;
+                Some(manifest::Skipped {
+                    target: t.triple.clone(),
+                    reason,
+                    fix,
+                })
+            })
+            .collect(),
+        failed,
+        jobs: serde_json::to_value(summary)?,
+        artifacts: entries,
+    };
+    let json = serde_json::to_string_pretty(&m)? + "\n";
+    std::fs::write(staging.join(manifest::MANIFEST), json)?;
+    package::put_in_place(staging, out)?;
+    println!("{}", shipped_table(&m));
+    println!(
+        "→ {} ({} artifact(s), SHA256SUMS, {})",
+        out.display(),
+        m.artifacts.len(),
+        manifest::MANIFEST
+    );
+    let (reused, run) = state.builds;
+    ui.info(&format!(
+        "builds: {run} run, {reused} reused from earlier runs"
+    ));
+    if !ui.quiet {
+        eprintln!("{}", summary.render());
+    }
+    let partial = !m.skipped.is_empty() || !m.failed.is_empty();
+    if partial {
+        ui.warn(&format!(
+            "partial release: {}{}",
+            m.failed
+                .iter()
+                .map(|f| format!("{} failed ({})", f.artifact, first_line(&f.reason)))
+                .collect::<Vec<_>>()
+                .join("; "),
+            if m.skipped.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "{}{}",
+                    if m.failed.is_empty() { "" } else { "; " },
+                    skipped_text(matrix)
+                )
+            }
+        ));
+    }
+    Ok(i32::from(partial))
+}
+
+/// The artifacts whose package job did not run, and why (the first job of its chain that
+/// failed).
+fn failures(
+    artifacts: &[Artifact],
+    graph: &jobs::Graph<work::Step>,
+    summary: &jobs::Summary,
+) -> Vec<manifest::Failed> {
+    summary
+        .records
+        .iter()
+        .filter_map(|r| {
+            let work::Step::Package(a) = graph.job(r.id).payload else {
+                return None;
+            };
+            let reason = match &r.outcome {
+                Outcome::Done => return None,
+                Outcome::Failed(why) | Outcome::Skipped(why) => why.clone(),
+            };
+            Some(manifest::Failed {
+                artifact: artifacts[a].name.clone(),
+                reason,
+            })
+        })
+        .collect()
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+/// The table printed at the end: one line per artifact.
+fn shipped_table(m: &manifest::Manifest) -> String {
+    let width = m
+        .artifacts
+        .iter()
+        .map(|a| a.name.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let mut s = format!(
+        "{:width$}  {:>9}  {:<8}  {:<5}  verified\n",
+        "artifact", "size", "PGO", "BOLT"
+    );
+    for a in &m.artifacts {
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        s.push_str(&format!(
+            "{:width$}  {:>9}  {:<8}  {:<5}  {}\n",
+            a.name,
+            crate::util::human_bytes(a.packaged.size_bytes),
+            if a.pgo.applied { "trained" } else { "no" },
+            yes(a.bolt.applied),
+            if a.verified {
+                "yes".to_string()
+            } else {
+                a.verification.clone()
+            }
+        ));
+    }
+    s.trim_end().to_string()
+}
+
+fn skipped_text(matrix: &Matrix) -> String {
+    matrix
+        .targets
+        .iter()
+        .filter_map(|t| {
+            let (reason, fix) = t.skipped.as_ref()?;
+            Some(format!("{} skipped: {reason}\n  fix: {fix}", t.triple))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What the release will do, on stderr.
+fn announce(
+    ui: &Ui,
+    project: &crate::cargo::Project,
+    matrix: &Matrix,
+    artifacts: &[Artifact],
+    graph: &jobs::Graph<work::Step>,
+    out: &Path,
+) {
+    ui.step(&format!(
+        "release of `{}` {}: {} artifact(s) — {} target(s) × {} flavor(s) × {} CPU level(s) — in {} jobs → {}",
+        project.bin,
+        project.version,
+        artifacts.len(),
+        matrix.buildable().count(),
+        matrix.flavors.len(),
+        matrix.cpus.len(),
+        graph.len(),
+        out.display()
+    ));
+    for o in &matrix.origin {
+        ui.info(o);
+    }
+    for t in &matrix.targets {
+        if let Some((reason, fix)) = &t.skipped {
+            ui.warn(&format!("{} skipped: {reason}\n  fix: {fix}", t.triple));
+        }
+    }
+}
+
+/// For the dry run: each artifact and how it will be made.
+fn what_each_is(artifacts: &[Artifact], matrix: &Matrix) -> String {
+    let mut s = String::from("artifacts:\n");
+    for a in artifacts {
+        let flavor = &matrix.flavors[a.flavor];
+        let mut how = Vec::new();
+        if !flavor.features.is_empty() || flavor.no_default_features {
+            how.push(format!(
+                "features [{}]{}",
+                flavor.features.join(", "),
+                if flavor.no_default_features {
+                    " without defaults"
+                } else {
+                    ""
+                }
+            ));
+        }
+        how.push(match (a.pgo, &a.cannot_run) {
+            (true, _) => "PGO trained on its own build".to_string(),
+            (false, Some(why)) => format!("no PGO, not verified ({why})"),
+            (false, None) => "no PGO".to_string(),
+        });
+        if a.bolt {
+            how.push("BOLT".into());
+        }
+        s.push_str(&format!("  {}: {}\n", a.name, how.join(", ")));
+    }
+    s
+}
+
+/// The spec a flavor's jobs see: only the workloads that apply to it.
+fn flavor_spec(spec: &crate::spec::Spec, flavor: &crate::spec::Flavor) -> crate::spec::Spec {
+    let mut s = spec.clone();
+    s.workloads.retain(|w| flavor.applies_to(&w.name));
+    s
+}
+
+/// rustc names every CPU level of the matrix for every target (checked before building).
+fn check_cpu_names(matrix: &Matrix) -> anyhow::Result<()> {
+    let levels: Vec<String> = matrix.cpus.iter().skip(1).cloned().collect();
+    for triple in matrix.buildable() {
+        if let Some((_, why)) = crate::stage::cpu::unknown_name(triple, &levels) {
+            bail!("release CPU levels: {why}");
+        }
+    }
+    Ok(())
+}
+
+/// Whether `triple`'s standard library is installed in rustc's sysroot.
+fn installed(rustc: &Rustc, triple: &str) -> bool {
+    triple == rustc.host
+        || rustc
+            .sysroot
+            .join("lib/rustlib")
+            .join(triple)
+            .join("lib")
+            .is_dir()
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    }
+}
+
+/// The time stamped into archives: `SOURCE_DATE_EPOCH` (the reproducible-builds
+/// convention), else 0, so the same binary always packs to the same bytes.
+fn source_date_epoch() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}

@@ -1,0 +1,233 @@
+//! The output folder: each artifact as a plain binary and a `.tar.gz` (byte-for-byte the
+//! same for the same binary: fixed owner, mode and time stamp), their SHA-256 sums in
+//! `SHA256SUMS` (the `sha256sum -c` format), and the folder put in place at the end as a
+//! whole — only over an earlier release (a folder with our `manifest.json`) or an empty one.
+//!
+//! Must not: build or run anything.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _};
+
+use super::manifest::MANIFEST;
+use crate::store::file_sha256;
+
+/// One artifact in the output folder.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Packaged {
+    pub(crate) file: String,
+    pub(crate) size_bytes: u64,
+    pub(crate) sha256: String,
+    pub(crate) archive: String,
+    pub(crate) archive_sha256: String,
+}
+
+/// Copy `binary` to `<staging>/<name>` and pack it as `<name>.tar.gz` holding
+/// `<name>/<bin>`, stamped with `mtime`.
+pub(crate) fn package(
+    binary: &Path,
+    staging: &Path,
+    name: &str,
+    bin: &str,
+    mtime: u64,
+) -> std::io::Result<Packaged> {
+    std::fs::create_dir_all(staging)?;
+    let file = staging.join(name);
+    std::fs::copy(binary, &file)
+        .map_err(|e| crate::util::io_error(e, "cannot copy the artifact to", &file))?;
+    let archive = staging.join(format!("{name}.tar.gz"));
+    write_archive(&file, &archive, &format!("{name}/{bin}"), mtime)?;
+    Ok(Packaged {
+        file: name.to_string(),
+        size_bytes: std::fs::metadata(&file)?.len(),
+        sha256: file_sha256(&file)?,
+        archive: format!("{name}.tar.gz"),
+        archive_sha256: file_sha256(&archive)?,
+    })
+}
+
+/// A reproducible `.tar.gz` of one executable file.
+fn write_archive(file: &Path, archive: &Path, inner: &str, mtime: u64) -> std::io::Result<()> {
+    let bytes = std::fs::read(file)?;
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(0o755);
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_mtime(mtime);
+    header.set_entry_type(tar::EntryType::Regular);
+    let out = std::fs::File::create(archive)?;
+    // No file name or time in the gzip header: the same input, the same bytes.
+    let gz = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(out, flate2::Compression::best());
+    let mut tar = tar::Builder::new(gz);
+    tar.mode(tar::HeaderMode::Deterministic);
+    tar.append_data(&mut header, inner, bytes.as_slice())?;
+    let gz = tar.into_inner()?;
+    let mut out = gz.finish()?;
+    out.flush()?;
+    out.sync_all()
+}
+
+/// `SHA256SUMS`: every binary and archive, sorted by file name.
+pub(crate) fn sums(packaged: &[&Packaged]) -> String {
+    let mut lines: Vec<(String, String)> = packaged
+        .iter()
+        .flat_map(|p| {
+            [
+                (p.file.clone(), p.sha256.clone()),
+                (p.archive.clone(), p.archive_sha256.clone()),
+            ]
+        })
+        .collect();
+    lines.sort();
+    lines
+        .iter()
+        .map(|(file, sum)| format!("{sum}  {file}\n"))
+        .collect()
+}
+
+/// Whether `out` may be replaced by a release: it does not exist, is empty, or holds an
+/// earlier release (our manifest). Checked before anything is built.
+pub(crate) fn check_replaceable(out: &Path) -> anyhow::Result<()> {
+    let entries = match std::fs::read_dir(out) {
+        Ok(e) => e.count(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => bail!(
+            "{} is a file, not a folder\n  fix: give another --out-dir, or move the file",
+            out.display()
+        ),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", out.display())),
+    };
+    if entries > 0 && !is_release(out) {
+        bail!(
+            "{} holds files that are not a release of cargo optimize (no {MANIFEST} written by it); a release replaces the whole folder\n  fix: give another --out-dir (or [release] out-dir), or move those files away",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+fn is_release(dir: &Path) -> bool {
+    std::fs::read(dir.join(MANIFEST))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| {
+            v.get("created_by").and_then(|c| c.as_str()) == Some(super::manifest::CREATED_BY)
+        })
+}
+
+/// Put `staging` in place as `out`: the earlier release is renamed away first and removed
+/// after, so `out` is always either the old release or the new one.
+pub(crate) fn put_in_place(staging: &Path, out: &Path) -> anyhow::Result<()> {
+    check_replaceable(out)?;
+    let old: Option<PathBuf> = out.exists().then(|| {
+        let mut name = out.as_os_str().to_owned();
+        name.push(format!(".old-{}", std::process::id()));
+        PathBuf::from(name)
+    });
+    if let Some(old) = &old {
+        std::fs::rename(out, old)
+            .with_context(|| format!("cannot move the earlier release {} aside", out.display()))?;
+    }
+    if let Err(e) = std::fs::rename(staging, out) {
+        if let Some(old) = &old {
+            let _ = std::fs::rename(old, out);
+        }
+        return Err(e).with_context(|| {
+            format!(
+                "cannot move the release into {} (it is in {})",
+                out.display(),
+                staging.display()
+            )
+        });
+    }
+    if let Some(old) = old {
+        let _ = std::fs::remove_dir_all(old);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_archive_is_the_same_bytes_every_time_and_holds_the_binary() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("b");
+        std::fs::write(&bin, b"\x7fELF pretend").unwrap();
+        let a = package(&bin, &dir.path().join("one"), "x-1.0-t", "x", 0).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let b = package(&bin, &dir.path().join("two"), "x-1.0-t", "x", 0).unwrap();
+        assert_eq!(a.archive_sha256, b.archive_sha256);
+        assert_eq!(a.sha256, file_sha256(&bin).unwrap());
+        let f = std::fs::File::open(dir.path().join("one/x-1.0-t.tar.gz")).unwrap();
+        let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(f));
+        let mut entries = ar.entries().unwrap();
+        let mut e = entries.next().unwrap().unwrap();
+        assert_eq!(e.path().unwrap().to_str(), Some("x-1.0-t/x"));
+        assert_eq!(e.header().mode().unwrap(), 0o755);
+        let mut content = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut content).unwrap();
+        assert_eq!(content, b"\x7fELF pretend");
+        assert!(entries.next().is_none());
+    }
+
+    #[test]
+    fn sums_are_sorted_in_sha256sum_format() {
+        let p = |f: &str, s: &str| Packaged {
+            file: f.into(),
+            size_bytes: 1,
+            sha256: s.into(),
+            archive: format!("{f}.tar.gz"),
+            archive_sha256: format!("{s}z"),
+        };
+        let (b, a) = (p("b", "22"), p("a", "11"));
+        assert_eq!(
+            sums(&[&b, &a]),
+            "11  a\n11z  a.tar.gz\n22  b\n22z  b.tar.gz\n"
+        );
+    }
+
+    #[test]
+    fn only_an_earlier_release_or_nothing_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("dist");
+        assert!(check_replaceable(&out).is_ok());
+        std::fs::create_dir(&out).unwrap();
+        assert!(check_replaceable(&out).is_ok(), "an empty folder");
+        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        let e = check_replaceable(&out).unwrap_err().to_string();
+        assert!(
+            e.contains("not a release") && e.contains("--out-dir"),
+            "{e}"
+        );
+        let staging = dir.path().join("staging");
+        std::fs::create_dir(&staging).unwrap();
+        std::fs::write(staging.join("a"), "new").unwrap();
+        assert!(put_in_place(&staging, &out).is_err());
+        assert_eq!(
+            std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+            "mine"
+        );
+        // An earlier release is replaced whole.
+        std::fs::remove_file(out.join("notes.txt")).unwrap();
+        let manifest = format!(
+            "{{\"created_by\": \"{}\"}}",
+            super::super::manifest::CREATED_BY
+        );
+        std::fs::write(out.join(MANIFEST), manifest).unwrap();
+        std::fs::write(out.join("stale"), "old").unwrap();
+        put_in_place(&staging, &out).unwrap();
+        assert_eq!(std::fs::read_to_string(out.join("a")).unwrap(), "new");
+        assert!(!out.join("stale").exists() && !staging.exists());
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no old folder left"
+        );
+    }
+}

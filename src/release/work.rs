@@ -1,0 +1,325 @@
+//! The release's jobs: the graph made from the artifacts (each artifact's chain —
+//! instrumented build → train + merge → PGO build → BOLT → verify → package — and each
+//! group's portable baseline and its recorded outputs), and what each job does. Jobs run on
+//! worker threads: each makes its own [`Context`] over its flavor's spec and its own folder
+//! (`releases/<id>/<artifact>/`), and hands what it made to the jobs after it through
+//! [`State`].
+//!
+//! Must not: decide what the matrix is (`matrix`), or write outside the release's folder
+//! and the staging output folder (`package` does that).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::matrix::{Artifact, Group};
+use super::package::{self, Packaged};
+use crate::cargo::{BuildSettings, Built};
+use crate::context::{Candidate, Context, RunDir};
+use crate::jobs::{Graph, Outcome};
+use crate::pipeline::plan::Plan;
+use crate::spec::{Spec, StageName};
+use crate::stage::{self, pgo, StageError};
+use crate::verify::Reference;
+
+/// One job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A group's portable baseline.
+    Baseline(usize),
+    /// A group's baseline outputs, recorded for verifying its artifacts.
+    Record(usize),
+    Instrument(usize),
+    Train(usize),
+    /// The `-Cprofile-use` build.
+    Optimize(usize),
+    /// An artifact built without PGO.
+    Build(usize),
+    Bolt(usize),
+    Verify(usize),
+    Package(usize),
+}
+
+/// The job graph. Each artifact's first build comes first (the longest chains start
+/// first: ready jobs start in this order), then the baselines, then the rest.
+pub(crate) fn graph(artifacts: &[Artifact], groups: &[Group]) -> Graph<Step> {
+    let mut g = Graph::new();
+    let heads: Vec<_> = artifacts
+        .iter()
+        .enumerate()
+        .map(|(ai, a)| match a.pgo {
+            true => g.add(
+                "build",
+                format!("{} instrumented", a.label),
+                &[],
+                Step::Instrument(ai),
+            ),
+            false => g.add(
+                "build",
+                format!("{} (no PGO)", a.label),
+                &[],
+                Step::Build(ai),
+            ),
+        })
+        .collect();
+    let records: Vec<_> = groups
+        .iter()
+        .enumerate()
+        .map(|(gi, group)| {
+            group.verified.then(|| {
+                let name = format!("{} baseline", group.label);
+                let b = g.add("build", name, &[], Step::Baseline(gi));
+                let name = format!("{} baseline outputs", group.label);
+                g.add("record", name, &[b], Step::Record(gi))
+            })
+        })
+        .collect();
+    for (ai, a) in artifacts.iter().enumerate() {
+        let mut last = heads[ai];
+        if a.pgo {
+            let t = g.add(
+                "train",
+                format!("{} train + merge", a.label),
+                &[last],
+                Step::Train(ai),
+            );
+            last = g.add(
+                "build",
+                format!("{} PGO", a.label),
+                &[t],
+                Step::Optimize(ai),
+            );
+        }
+        if a.bolt {
+            last = g.add("bolt", format!("{} BOLT", a.label), &[last], Step::Bolt(ai));
+        }
+        if let (None, Some(r)) = (&a.cannot_run, records[a.group]) {
+            last = g.add(
+                "verify",
+                format!("{} verify", a.label),
+                &[last, r],
+                Step::Verify(ai),
+            );
+        }
+        g.add("package", a.name.clone(), &[last], Step::Package(ai));
+    }
+    g
+}
+
+/// What the jobs made, for the jobs after them and the manifest.
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) baselines: Vec<Option<Candidate>>,
+    instrumented: Vec<Option<(BuildSettings, Built)>>,
+    pub(crate) profiles: Vec<Option<pgo::Profile>>,
+    /// Each artifact's binary so far (the PGO build, then the BOLTed one).
+    pub(crate) binaries: Vec<Option<Candidate>>,
+    /// Why BOLT was not applied after all (BOLT cannot run on this binary here).
+    pub(crate) bolt_skipped: Vec<Option<String>>,
+    /// How it was verified.
+    pub(crate) verified: Vec<Option<String>>,
+    pub(crate) packaged: Vec<Option<Packaged>>,
+    /// Builds reused and run.
+    pub(crate) builds: (u32, u32),
+}
+
+/// Everything the jobs share.
+pub(crate) struct Release<'a> {
+    pub(crate) plan: &'a Plan,
+    pub(crate) artifacts: &'a [Artifact],
+    pub(crate) groups: &'a [Group],
+    /// Each flavor's spec: its workloads only.
+    pub(crate) specs: Vec<Spec>,
+    /// `target/optimize/releases/<id>/`.
+    pub(crate) root: PathBuf,
+    /// The output folder being filled (renamed into place at the end).
+    pub(crate) staging: PathBuf,
+    pub(crate) state: Mutex<State>,
+    /// Each group's recorded outputs; a verify job holds its group's lock while it checks.
+    pub(crate) references: Vec<Mutex<Option<Reference>>>,
+    /// `SOURCE_DATE_EPOCH`, else 0: the time stamped into archives.
+    pub(crate) mtime: u64,
+}
+
+impl Release<'_> {
+    pub(crate) fn new_state(artifacts: usize, groups: usize) -> State {
+        State {
+            baselines: vec![None; groups],
+            instrumented: (0..artifacts).map(|_| None).collect(),
+            profiles: (0..artifacts).map(|_| None).collect(),
+            binaries: vec![None; artifacts],
+            bolt_skipped: vec![None; artifacts],
+            verified: vec![None; artifacts],
+            packaged: vec![None; artifacts],
+            builds: (0, 0),
+        }
+    }
+
+    /// Do one job.
+    pub(crate) fn execute(&self, step: Step) -> Outcome {
+        match self.try_execute(step) {
+            Ok(()) => Outcome::Done,
+            Err(e) => Outcome::Failed(e.to_string()),
+        }
+    }
+
+    fn try_execute(&self, step: Step) -> Result<(), StageError> {
+        match step {
+            Step::Baseline(g) => {
+                let group = &self.groups[g];
+                let run = self.folder(&format!("{}-baseline", group_dir(&group.label)));
+                let ctx = self.context(group.flavor, &run);
+                let cand = stage::baseline::build(&ctx, group.baseline.clone());
+                self.count(&ctx);
+                self.state().baselines[g] = Some(cand?);
+            }
+            Step::Record(g) => {
+                let group = &self.groups[g];
+                let run = self.folder(&format!("{}-baseline", group_dir(&group.label)));
+                let ctx = self.context(group.flavor, &run);
+                let baseline = self.state().baselines[g].clone().ok_or_else(missing)?;
+                let reference = crate::verify::record_baseline(&ctx, &baseline)
+                    .map_err(|e| StageError::Failed(format!("{e:#}")))?;
+                *lock(&self.references[g]) = Some(reference);
+            }
+            Step::Instrument(a) => {
+                let art = &self.artifacts[a];
+                let run = self.folder(&art.name);
+                let ctx = self.context(art.flavor, &run);
+                let built = pgo::instrument(&ctx, &art.settings, &art.label, None);
+                self.count(&ctx);
+                self.state().instrumented[a] = Some(built?);
+            }
+            Step::Train(a) => {
+                let art = &self.artifacts[a];
+                let run = self.folder(&art.name);
+                let ctx = self.context(art.flavor, &run);
+                let built = self.state().instrumented[a].take().ok_or_else(missing)?;
+                let profile =
+                    pgo::train_instrumented(&ctx, &art.settings, built, "pgo", &art.label);
+                self.count(&ctx);
+                self.state().profiles[a] = Some(profile?);
+            }
+            Step::Optimize(a) => {
+                let art = &self.artifacts[a];
+                let run = self.folder(&art.name);
+                let ctx = self.context(art.flavor, &run);
+                let relocs = art.bolt && pgo::bolt_takes_as_is(&ctx, &art.settings);
+                let cand = {
+                    let state = self.state();
+                    let profile = state.profiles[a].as_ref().ok_or_else(missing)?;
+                    // The lock is not held across the build: copy what it needs.
+                    let profile = pgo::Profile::clone(profile);
+                    drop(state);
+                    pgo::build_with(&ctx, &art.settings, &profile, None, relocs)
+                };
+                self.count(&ctx);
+                self.state().binaries[a] = Some(cand?);
+            }
+            Step::Build(a) => {
+                let art = &self.artifacts[a];
+                let run = self.folder(&art.name);
+                let ctx = self.context(art.flavor, &run);
+                let built = stage::build_candidate(
+                    &ctx,
+                    StageName::Profile,
+                    art.settings.clone(),
+                    Default::default(),
+                );
+                self.count(&ctx);
+                self.state().binaries[a] = Some(built?.0);
+            }
+            Step::Bolt(a) => {
+                let art = &self.artifacts[a];
+                let run = self.folder(&art.name);
+                let ctx = self.context(art.flavor, &run);
+                let input = self.state().binaries[a].clone().ok_or_else(missing)?;
+                let bolted = stage::bolt::prepare(&ctx, &input);
+                self.count(&ctx);
+                match bolted {
+                    Ok(c) => self.state().binaries[a] = Some(c),
+                    // BOLT cannot run on this binary here: it ships without, and says so.
+                    Err(StageError::NotAvailable(why)) => self.state().bolt_skipped[a] = Some(why),
+                    Err(e) => return Err(e),
+                }
+            }
+            Step::Verify(a) => {
+                let art = &self.artifacts[a];
+                let run = self.folder(&art.name);
+                let ctx = self.context(art.flavor, &run);
+                let cand = self.state().binaries[a].clone().ok_or_else(missing)?;
+                let reference = lock(&self.references[art.group]);
+                let reference = reference.as_ref().ok_or_else(missing)?;
+                let checked = crate::verify::check_candidate(&ctx, &cand, reference)
+                    .map_err(|e| StageError::Failed(format!("{e:#}")))?;
+                if let Err(rejection) = checked {
+                    return Err(StageError::Failed(format!(
+                        "{}: not packaged\n{}",
+                        rejection.headline(),
+                        rejection
+                    )));
+                }
+                let n = ctx.spec.workloads.len();
+                self.state().verified[a] = Some(format!(
+                    "outputs match the portable baseline's on {n} workload(s)"
+                ));
+            }
+            Step::Package(a) => {
+                let art = &self.artifacts[a];
+                let cand = self.state().binaries[a].clone().ok_or_else(missing)?;
+                let bin = &self.plan.project.bin;
+                let packaged =
+                    package::package(&cand.binary, &self.staging, &art.name, bin, self.mtime)?;
+                self.state().packaged[a] = Some(packaged);
+            }
+        }
+        Ok(())
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// A run folder of this release.
+    fn folder(&self, name: &str) -> RunDir {
+        RunDir {
+            id: name.to_string(),
+            root: self.root.join(name),
+        }
+    }
+
+    fn context<'c>(&'c self, flavor: usize, run: &'c RunDir) -> Context<'c> {
+        crate::pipeline::context(self.plan, &self.specs[flavor], run)
+    }
+
+    /// Add a job's build counts to the release's.
+    fn count(&self, ctx: &Context) {
+        let (reused, run) = ctx.builds.get();
+        let mut state = self.state();
+        state.builds.0 += reused;
+        state.builds.1 += run;
+    }
+}
+
+/// A group's folder name (`x86_64-unknown-linux-gnu/fast` → `x86_64-unknown-linux-gnu-fast`).
+fn group_dir(label: &str) -> String {
+    crate::util::file_safe(&label.replace('/', "-"), "-_.")
+}
+
+fn missing() -> StageError {
+    StageError::Failed("what an earlier job should have made is missing".into())
+}
+
+/// A lock, even after a job panicked while holding it (the scheduler reports the panic;
+/// the data is per job, so the others' stays good).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Where a release's artifacts are while it runs.
+pub(crate) fn staging_dir(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "dist".into());
+    out.with_file_name(format!(".{name}.partial-{}", std::process::id()))
+}
