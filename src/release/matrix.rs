@@ -604,4 +604,101 @@ mod tests {
         .to_string();
         assert!(e.contains("no [release.flavors]"), "{e}");
     }
+
+    #[test]
+    fn artifacts_are_named_and_only_what_runs_here_is_trained_and_verified() {
+        let spec = ReleaseSpec {
+            flavors: vec![
+                flavor("cpu", &["be-cpu"]),
+                Flavor {
+                    run: false,
+                    ..flavor("cuda", &["be-cuda"])
+                },
+            ],
+            ..Default::default()
+        };
+        let args = ReleaseArgs {
+            cpu: Some(vec!["x86-64-v4".into()]),
+            ..Default::default()
+        };
+        let m = resolve(&spec, &args, Some(last())).unwrap();
+        let project = Project {
+            manifest_path: "/p/Cargo.toml".into(),
+            package: "p".into(),
+            package_dir: "/p".into(),
+            version: "1.2.0".into(),
+            bin: "tool".into(),
+            bins: vec!["tool".into()],
+            workspace_root: "/p".into(),
+            target_dir: "/p/target".into(),
+            features: Features::default(),
+        };
+        // This machine lacks v4.
+        let cannot = |_: &str, cpu: Option<&str>| cpu.map(|c| format!("lacks {c}"));
+        let flags = |_: &str| Ok(vec!["-Cuser".to_string()]);
+        let (arts, groups) = m
+            .artifacts(&Base {
+                project: &project,
+                profile: "release",
+                user_rustflags: &flags,
+                cannot_run: &cannot,
+            })
+            .unwrap();
+        let names: Vec<_> = arts.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "tool-1.2.0-x86_64-unknown-linux-gnu-cpu",
+                "tool-1.2.0-x86_64-unknown-linux-gnu-cpu-x86-64-v4",
+                "tool-1.2.0-x86_64-unknown-linux-gnu-cuda",
+                "tool-1.2.0-x86_64-unknown-linux-gnu-cuda-x86-64-v4",
+            ]
+        );
+        let trained: Vec<_> = arts.iter().map(|a| a.pgo).collect();
+        assert_eq!(trained, [true, false, false, false]);
+        assert_eq!(arts[1].cannot_run.as_deref(), Some("lacks x86-64-v4"));
+        assert!(arts[2]
+            .cannot_run
+            .as_deref()
+            .unwrap()
+            .contains("run = false"));
+        // Settings: the user's flags first, the level's flag, the last run's overrides,
+        // the flavor's features only, the target named.
+        let s = &arts[1].settings;
+        assert_eq!(s.all_rustflags(), ["-Cuser", "-Ctarget-cpu=x86-64-v4"]);
+        assert_eq!(
+            s.profile_overrides.get("lto").map(String::as_str),
+            Some("\"fat\"")
+        );
+        assert_eq!(
+            (s.features.features.clone(), s.features.no_default_features),
+            (vec!["be-cpu".to_string()], true)
+        );
+        assert_eq!(s.target.as_deref(), Some("x86_64-unknown-linux-gnu"));
+        // The baseline is the user's profile as it is.
+        assert!(
+            groups[0].baseline.profile_overrides.is_empty()
+                && groups[0].baseline.rustflags.is_empty()
+        );
+        assert_eq!((groups[0].verified, groups[1].verified), (true, false));
+
+        // The graph: training and verifying only for the artifact that runs here, one
+        // baseline for its group, a package job for every artifact.
+        let g = super::super::work::graph(&arts, &groups);
+        let count = |kind: &str| g.iter().filter(|(_, j)| j.kind == kind).count();
+        assert_eq!(
+            (
+                count("train"),
+                count("verify"),
+                count("record"),
+                count("package")
+            ),
+            (1, 1, 1, 4)
+        );
+        assert_eq!(
+            count("build"),
+            2 + 3 + 1,
+            "cpu/portable: instrumented + PGO; 3 plain; 1 baseline"
+        );
+    }
 }

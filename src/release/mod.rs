@@ -125,7 +125,8 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         ui: job_ui,
         project: project.clone(),
     };
-    let staging = work::staging_dir(&out);
+    let staging = package::staging_dir(&out);
+    package::sweep_stale(&out);
     crate::util::reset_dir(&staging)?;
     let release = Release {
         plan: &plan,
@@ -364,16 +365,14 @@ fn what_each_is(artifacts: &[Artifact], matrix: &Matrix) -> String {
     for a in artifacts {
         let flavor = &matrix.flavors[a.flavor];
         let mut how = Vec::new();
-        if !flavor.features.is_empty() || flavor.no_default_features {
-            how.push(format!(
-                "features [{}]{}",
+        match (flavor.features.is_empty(), flavor.no_default_features) {
+            (true, true) => how.push("no default features".into()),
+            (false, nd) => how.push(format!(
+                "features {}{}",
                 flavor.features.join(", "),
-                if flavor.no_default_features {
-                    " without defaults"
-                } else {
-                    ""
-                }
-            ));
+                if nd { " (no default features)" } else { "" }
+            )),
+            (true, false) => {}
         }
         how.push(match (a.pgo, &a.cannot_run) {
             (true, _) => "PGO trained on its own build".to_string(),

@@ -150,6 +150,38 @@ pub(crate) fn put_in_place(staging: &Path, out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where a release's artifacts are while it runs: `.<out name>.partial-<pid>` beside `out`.
+pub(crate) fn staging_dir(out: &Path) -> PathBuf {
+    out.with_file_name(format!("{}{}", staging_prefix(out), std::process::id()))
+}
+
+fn staging_prefix(out: &Path) -> String {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "dist".into());
+    format!(".{name}.partial-")
+}
+
+/// Remove the staging folders of releases that were killed (their process is gone).
+pub(crate) fn sweep_stale(out: &Path) {
+    let (Some(parent), prefix) = (out.parent(), staging_prefix(out)) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix(&prefix)
+            .and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +206,21 @@ mod tests {
         std::io::Read::read_to_end(&mut e, &mut content).unwrap();
         assert_eq!(content, b"\x7fELF pretend");
         assert!(entries.next().is_none());
+    }
+
+    #[test]
+    fn a_killed_release_s_staging_folder_is_swept_and_a_live_one_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("dist");
+        let live = staging_dir(&out);
+        let dead = dir.path().join(".dist.partial-4000000000");
+        let other = dir.path().join(".other.partial-4000000000");
+        for d in [&live, &dead, &other] {
+            std::fs::create_dir(d).unwrap();
+        }
+        sweep_stale(&out);
+        assert!(live.exists() && other.exists());
+        assert!(!dead.exists(), "a dead release's staging folder was left");
     }
 
     #[test]

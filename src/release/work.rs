@@ -8,7 +8,7 @@
 //! Must not: decide what the matrix is (`matrix`), or write outside the release's folder
 //! and the staging output folder (`package` does that).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use super::matrix::{Artifact, Group};
@@ -313,13 +313,4 @@ fn missing() -> StageError {
 /// the data is per job, so the others' stays good).
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Where a release's artifacts are while it runs.
-pub(crate) fn staging_dir(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "dist".into());
-    out.with_file_name(format!(".{name}.partial-{}", std::process::id()))
 }

@@ -495,6 +495,18 @@ pub fn skeleton(bin: &str) -> String {
 # max-regression = 0.05           # 5 %: fail when the whole interval of new/old is above 1.05
 # max-binary-size = "20M"
 
+# `cargo optimize release` builds targets x flavors x CPU levels, each artifact PGO-trained on
+# its own build, into dist/ with SHA256SUMS and manifest.json (default: the host, one flavor
+# from the command line's features, the stages, profile and CPU level the last run kept).
+# [release]
+# targets = ["x86_64-unknown-linux-gnu"]
+# cpu = ["x86-64-v3"]             # levels besides `portable`, which is always built
+# stages = ["pgo"]                # pgo, bolt
+# [release.flavors.default]       # a flavor: a feature set (add one table per flavor)
+# features = []
+# no-default-features = false
+# run = true                      # false: this machine cannot run it (e.g. a GPU backend)
+
 # Workloads are runs of your binary. "train" workloads are run to collect PGO and BOLT profiles;
 # "eval" workloads are timed to decide what to keep. Make both look like real use: the
 # optimizations only help what the training runs exercise.
@@ -712,7 +724,15 @@ use = ["train"]
             .replace("# bolt-mode = ", "bolt-mode = ")
             .replace("# [bench]", "[bench]")
             .replace("# max-time = ", "max-time = ")
-            .replace("# margin = ", "margin = ");
+            .replace("# margin = ", "margin = ")
+            .replace("# [release]", "[release]")
+            .replace(
+                "# cpu = [\"x86-64-v3\"]             #",
+                "cpu = [\"x86-64-v3\"] #",
+            )
+            .replace("# stages = [\"pgo\"]", "stages = [\"pgo\"]")
+            .replace("# [release.flavors.default]", "[release.flavors.default]")
+            .replace("# no-default-features = ", "no-default-features = ");
         f.ok(&uncommented);
         // Names that need escaping stay valid TOML.
         assert_eq!(f.ok(&skeleton("a\"b")).bin.as_deref(), Some("a\"b"));

@@ -191,3 +191,35 @@ fn an_output_folder_with_other_files_is_refused_and_kept() {
     assert_eq!(r.code, Some(2), "{}", r.all());
     assert!(r.stderr.contains("did you mean `sieve`"), "{}", r.stderr);
 }
+
+#[test]
+fn a_flavor_this_machine_cannot_run_is_built_without_pgo_and_the_manifest_says_why() {
+    let _g = shared();
+    let tmp = copy_fixture(FIXTURE);
+    let spec = tmp.path().join("optimize.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let text = text.replace(
+        "no-default-features = true\n",
+        "no-default-features = true\nrun = false\n",
+    );
+    std::fs::write(&spec, text).unwrap();
+    let out = tmp.path().join("dist");
+    let r = run(tmp.path(), &["optimize", "release"], &[]);
+    assert_eq!(r.code, Some(0), "by design, not partial:\n{}", r.all());
+    let m = manifest(&out);
+    let trial = artifact(&m, "trial");
+    assert_eq!(trial["pgo"]["applied"], false, "{trial:#}");
+    let why = trial["pgo"]["why_not"].as_str().unwrap();
+    assert!(why.contains("run = false"), "{why}");
+    assert_eq!(trial["verified"], false);
+    assert!(trial["verification"]
+        .as_str()
+        .unwrap()
+        .starts_with("not verified"));
+    assert!(trial["pgo"]["trained_under"].is_null());
+    // No profile flag of any kind in what it was built with.
+    let flags = trial["rustflags"].to_string();
+    assert!(!flags.contains("profile-use"), "{flags}");
+    assert_eq!(artifact(&m, "sieve")["pgo"]["applied"], true);
+    assert!(r.stdout.contains("not verified"), "{}", r.stdout);
+}
