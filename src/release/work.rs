@@ -158,7 +158,28 @@ impl Release<'_> {
     pub(crate) fn execute(&self, step: Step) -> Outcome {
         match self.try_execute(step) {
             Ok(()) => Outcome::Done,
-            Err(e) => Outcome::Failed(e.to_string()),
+            Err(e) => Outcome::Failed(link_fix(
+                &e.to_string(),
+                self.target_of(step),
+                &self.plan.rustc.host,
+            )),
+        }
+    }
+
+    fn target_of(&self, step: Step) -> &str {
+        match step {
+            Step::Baseline(g) | Step::Record(g) => self.groups[g]
+                .baseline
+                .target
+                .as_deref()
+                .unwrap_or_default(),
+            Step::Instrument(a)
+            | Step::Train(a)
+            | Step::Optimize(a)
+            | Step::Build(a)
+            | Step::Bolt(a)
+            | Step::Verify(a)
+            | Step::Package(a) => &self.artifacts[a].target,
         }
     }
 
@@ -300,6 +321,19 @@ impl Release<'_> {
     }
 }
 
+/// A build for another target that failed to link gets the fix: a linker for that target.
+fn link_fix(error: &str, target: &str, host: &str) -> String {
+    let linking = error.contains("error: linking with") || error.contains("linker `");
+    if target == host || target.is_empty() || !linking {
+        return error.to_string();
+    }
+    format!(
+        "{error}\n  fix: this machine has no linker for {target}: install one (on Debian, e.g. `gcc-{}-linux-gnu`) and name it in .cargo/config.toml:\n    [target.{target}]\n    linker = \"{}-linux-gnu-gcc\"",
+        target.split('-').next().unwrap_or(target).replace('_', "-"),
+        target.split('-').next().unwrap_or(target)
+    )
+}
+
 /// A group's folder name (`x86_64-unknown-linux-gnu/fast` → `x86_64-unknown-linux-gnu-fast`).
 fn group_dir(label: &str) -> String {
     crate::util::file_safe(&label.replace('/', "-"), "-_.")
@@ -313,4 +347,33 @@ fn missing() -> StageError {
 /// the data is per job, so the others' stays good).
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cross_link_failure_gets_the_linker_fix_and_nothing_else_does() {
+        let err = "cargo build failed\nerror: linking with `cc` failed: exit status: 1";
+        let fixed = link_fix(err, "aarch64-unknown-linux-gnu", "x86_64-unknown-linux-gnu");
+        assert!(fixed.starts_with(err), "{fixed}");
+        assert!(
+            fixed.contains("gcc-aarch64-linux-gnu")
+                && fixed.contains("[target.aarch64-unknown-linux-gnu]"),
+            "{fixed}"
+        );
+        assert_eq!(
+            link_fix(err, "x86_64-unknown-linux-gnu", "x86_64-unknown-linux-gnu"),
+            err
+        );
+        assert_eq!(
+            link_fix(
+                "error[E0308]: mismatched types",
+                "aarch64-unknown-linux-gnu",
+                "x"
+            ),
+            "error[E0308]: mismatched types"
+        );
+    }
 }
