@@ -11,11 +11,13 @@
 //! error that names both majors and the command that fixes it.
 //!
 //! Submodules: `cpu` (flags → x86-64 level, pure), `perf` (perf binary, paranoid, counters,
-//! LBR), `doctor` (the `Facts` bundle and the `doctor` command's output and `--fix`).
+//! LBR), `doctor` (the `Facts` bundle and the `doctor` command's output and `--fix`),
+//! `profdata` (a merged PGO profile's per-function counts, demangled).
 
 mod cpu;
 mod doctor;
 mod perf;
+pub mod profdata;
 
 pub use cpu::{CpuFacts, X86Level};
 pub use doctor::doctor_command;

@@ -1,0 +1,131 @@
+//! What a merged PGO profile says function by function: `llvm-profdata show --all-functions
+//! --counts`, parsed into each function's counters (`FunctionCounts`), its name demangled
+//! (`rustc-demangle`, without the hash) and split into crate and module path. The one reader
+//! of per-function counts: hotspots and the train↔eval coverage both use it.
+
+use std::path::Path;
+
+use crate::process;
+
+/// One function of a profile.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FunctionCounts {
+    /// The symbol as the profile names it (mangled; local symbols without their file prefix).
+    pub symbol: String,
+    /// Demangled, without the hash: `demo::interp::Vm::run`.
+    pub name: String,
+    /// The sum of its block counters: how much work ran in it (its share of all counts is
+    /// what "hot" means here).
+    pub total: u64,
+    /// Its entry counter: how often it was called.
+    pub entries: u64,
+}
+
+impl FunctionCounts {
+    /// The crate the function belongs to (the first path segment; for a generic
+    /// instantiation `<T as Trait>::f`, the segment after `<`).
+    pub fn crate_name(&self) -> &str {
+        let n = self.name.trim_start_matches('<');
+        n.split("::").next().unwrap_or(n)
+    }
+
+    /// The module path: everything before the last two segments when the function is a
+    /// method (`a::b::Type::f` → `a::b`), before the last one otherwise; by convention
+    /// segments starting with an uppercase letter are types.
+    pub fn module(&self) -> String {
+        let n = self.name.trim_start_matches('<');
+        let n = n.split([' ', '<']).next().unwrap_or(n);
+        let segs: Vec<&str> = n.split("::").collect();
+        let mut end = segs.len().saturating_sub(1);
+        while end > 1 && segs[end - 1].starts_with(|c: char| c.is_ascii_uppercase()) {
+            end -= 1;
+        }
+        segs[..end.max(1)].join("::")
+    }
+}
+
+/// Every function of `profile`, in the order llvm-profdata lists them.
+pub fn function_counts(
+    profdata: &Path,
+    profile: &Path,
+) -> Result<Vec<FunctionCounts>, process::ProcessError> {
+    let out = process::run(
+        &process::Command::new(profdata)
+            .args(["show", "--all-functions", "--counts"])
+            .arg(profile),
+    )?;
+    Ok(parse(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Parse `llvm-profdata show --all-functions --counts` text.
+pub fn parse(text: &str) -> Vec<FunctionCounts> {
+    let mut out = Vec::new();
+    let mut symbol: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if line.starts_with("  ") && !line.starts_with("   ") && trimmed.ends_with(':') {
+            let raw = trimmed.trim_end_matches(':');
+            // Local symbols are `<file>;<symbol>`.
+            let sym = raw.rsplit_once(';').map_or(raw, |(_, s)| s);
+            symbol = Some(sym.to_string());
+        } else if let (Some(list), Some(sym)) = (trimmed.strip_prefix("Block counts: ["), &symbol) {
+            let counts: Vec<u64> = list
+                .trim_end_matches(']')
+                .split(',')
+                .filter_map(|c| c.trim().parse().ok())
+                .collect();
+            out.push(FunctionCounts {
+                name: demangle(sym),
+                symbol: sym.clone(),
+                total: counts.iter().sum(),
+                entries: counts.first().copied().unwrap_or(0),
+            });
+            symbol = None;
+        }
+    }
+    out
+}
+
+/// `rustc-demangle`, without the hash; a name that is not a Rust symbol as it is.
+pub fn demangle(symbol: &str) -> String {
+    format!("{:#}", rustc_demangle::demangle(symbol))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHOW: &str = "Counters:
+  demo.8eb0a8703b6716-cgu.05;_ZN4core3ptr65drop_in_place$LT$alloc..vec..Vec$LT$alloc..string..String$GT$$GT$17h47e7fe5f09e47a3aE:
+    Hash: 0x03510b1ec0eebdf1
+    Counters: 3
+    Block counts: [0, 0, 0]
+  _ZN4demo6interp2Vm3run17h0123456789abcdefE:
+    Hash: 0x08c11c5bac4ba78f
+    Counters: 4
+    Block counts: [7, 100, 20, 3]
+  main:
+    Hash: 0x1
+    Counters: 1
+    Block counts: [1]
+Instrumentation level: IR  entry_first = 0
+Functions shown: 3
+Total functions: 3
+";
+
+    #[test]
+    fn functions_with_their_counts_demangled() {
+        let f = parse(SHOW);
+        assert_eq!(f.len(), 3);
+        assert_eq!(f[0].name, "core::ptr::drop_in_place<alloc::vec::Vec<alloc::string::String>>");
+        assert_eq!((f[0].total, f[0].entries), (0, 0));
+        assert_eq!(f[1].name, "demo::interp::Vm::run");
+        assert_eq!(f[1].symbol, "_ZN4demo6interp2Vm3run17h0123456789abcdefE");
+        assert_eq!((f[1].total, f[1].entries), (130, 7));
+        assert_eq!((f[1].crate_name(), f[1].module().as_str()), ("demo", "demo::interp"));
+        assert_eq!((f[2].name.as_str(), f[2].total), ("main", 1));
+        assert_eq!(f[2].module(), "main");
+        assert_eq!(f[0].crate_name(), "core");
+        assert_eq!(f[0].module(), "core::ptr");
+    }
+}
