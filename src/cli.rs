@@ -195,10 +195,19 @@ pub struct RunArgs {
     /// that decides it is unchanged).
     #[arg(long)]
     pub fresh: bool,
+    /// Run the binary with these arguments as the one train + eval workload (after `--`):
+    /// no optimize.toml needed; with one, these replace its workloads.
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct InitArgs {}
+pub struct InitArgs {
+    /// The binary's arguments for the spec's workloads (after `--`), instead of the
+    /// `--help` placeholders.
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
+}
 
 #[derive(Debug, Clone, Args)]
 pub struct ApplyArgs {

@@ -34,7 +34,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         None => commands::run::run(&cli.global, &cli.run),
         Some(Command::Run(args)) => commands::run::run(&cli.global, &args),
-        Some(Command::Init(_)) => commands::init::run(&cli.global),
+        Some(Command::Init(args)) => commands::init::run(&cli.global, &args),
         Some(Command::Doctor(args)) => commands::doctor::run(&args),
         Some(Command::Bench(args)) => commands::bench::run(&cli.global, &args),
         Some(Command::Apply(args)) => commands::apply::run(&cli.global, &args),

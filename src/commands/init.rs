@@ -6,10 +6,10 @@ use std::io::Write;
 use anyhow::Context as _;
 
 use crate::cargo::Workspace;
-use crate::cli::GlobalArgs;
+use crate::cli::{GlobalArgs, InitArgs};
 use crate::spec;
 
-pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
+pub fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
     let ws = Workspace::load(&g.selection.cargo())?;
     let project = ws.project(&g.selection.cargo(), None, None)?;
     let path = match &g.spec {
@@ -22,7 +22,10 @@ pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
             path.display()
         );
     }
-    let text = spec::skeleton(&project.bin);
+    let text = match args.args.is_empty() {
+        true => spec::skeleton(&project.bin),
+        false => spec::skeleton_with_args(&project.bin, &args.args),
+    };
     // create_new: never clobber a file that appeared in between.
     let mut f = std::fs::OpenOptions::new()
         .write(true)

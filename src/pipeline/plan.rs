@@ -21,6 +21,12 @@ pub struct Located {
 /// Find the spec (`--spec`, else optimize.toml next to the package's Cargo.toml), read it,
 /// and resolve the package and binary (flags first, then the spec).
 pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
+    locate_with_args(g, &[])
+}
+
+/// [`locate`] for `cargo optimize -- ARGS`: with `args`, the spec's workloads are replaced by
+/// the one workload `ARGS` (run in the current directory), and no spec file is needed.
+pub fn locate_with_args(g: &GlobalArgs, args: &[String]) -> anyhow::Result<Located> {
     let workspace = Workspace::load(&g.selection.cargo())?;
     let spec_path = match &g.spec {
         Some(p) => p.clone(),
@@ -28,7 +34,13 @@ pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
             .spec_dir(g.selection.package.as_deref())?
             .join(spec::SPEC_FILE),
     };
-    let spec = spec::load(&spec_path)?;
+    let cwd = std::env::current_dir()?;
+    let spec = match (spec::load(&spec_path), args.is_empty()) {
+        (Ok(spec), true) => spec,
+        (Ok(spec), false) => spec::with_args(spec, args, &cwd)?,
+        (Err(spec::SpecError::Missing { .. }), false) => spec::from_args(args, &cwd)?,
+        (Err(e), _) => return Err(e.into()),
+    };
     let sel = g.selection.cargo();
     let project = workspace
         .project(&sel, spec.package.as_deref(), spec.bin.as_deref())
@@ -95,7 +107,7 @@ impl Plan {
         let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
         let Located {
             mut spec, project, ..
-        } = locate(g)?;
+        } = locate_with_args(g, &args.args)?;
         apply_overrides(&mut spec, args)?;
         let rustc = toolchain::rustc()?;
         let stages = &spec.stages.try_;

@@ -178,7 +178,7 @@ pub struct Workload {
 /// Everything that can be wrong with a spec. Display gives `file:line:col: what — fix`.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
-    #[error("no {SPEC_FILE} at {path}\n  fix: run `cargo optimize init` to write a commented one, or pass --spec PATH")]
+    #[error("no {SPEC_FILE} at {path}\n  fix: run `cargo optimize init` to write a commented one, pass --spec PATH, or give the program's arguments after `--` (`cargo optimize -- ARGS`) to use them as the one workload")]
     Missing { path: PathBuf },
     #[error("cannot read {path}: {error}")]
     Read {
@@ -453,6 +453,41 @@ pub fn parse_try(names: &[&str]) -> Result<Vec<StageName>, TryListError> {
 
 /// Names accepted by `[stages] profile = "…"`.
 pub const PROFILE_PRESETS: [&str; 3] = ["max", "balanced", "size"];
+
+/// The spec of `cargo optimize -- ARGS` without an optimize.toml: one workload, `ARGS`,
+/// used for training and timing, run in `dir` (the current directory).
+pub fn from_args(args: &[String], dir: &Path) -> Result<Spec, SpecError> {
+    let text = format!(
+        "[[workload]]\nname = \"command-line\"\nargs = {}\n",
+        toml_list(args)
+    );
+    parse(&text, &dir.join("(the command line after --)"))
+}
+
+/// `spec` with its workloads replaced by the one `ARGS` workload of [`from_args`].
+pub fn with_args(mut spec: Spec, args: &[String], dir: &Path) -> Result<Spec, SpecError> {
+    spec.workloads = from_args(args, dir)?.workloads;
+    Ok(spec)
+}
+
+/// A TOML list of literal strings (braces doubled: `{x}` would be a placeholder).
+fn toml_list(items: &[String]) -> String {
+    let quoted: Vec<String> = items
+        .iter()
+        .map(|a| crate::util::toml_string(&a.replace('{', "{{").replace('}', "}}")))
+        .collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// The skeleton with `args` in both workloads instead of the `--help` placeholders.
+pub fn skeleton_with_args(bin: &str, args: &[String]) -> String {
+    skeleton(bin)
+        .replace("args = [\"--help\"]", &format!("args = {}", toml_list(args)))
+        .replace(
+            "# REPLACE the \"--help\" placeholders below with real arguments and inputs.",
+            "# Both workloads run the arguments given to `init`: train on other inputs than the timed\n# runs if you can, so the profile generalizes.",
+        )
+}
 
 /// A commented skeleton for `cargo optimize init`.
 pub fn skeleton(bin: &str) -> String {

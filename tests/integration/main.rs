@@ -17,3 +17,4 @@ mod pipeline;
 mod release;
 mod report;
 mod verify;
+mod zero_config;
