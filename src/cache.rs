@@ -60,12 +60,7 @@ pub fn key_of(binaries: &[&Path], workloads: &[&Workload], extra: &str) -> std::
 /// A workload's definition and the bytes of the input files it names (args, stdin).
 fn workload_digest(h: &mut Sha256, w: &Workload) -> std::io::Result<()> {
     h.update(format!("{w:?}"));
-    for input in w.args.iter().map(Path::new).chain(w.stdin.as_deref()) {
-        let path = if input.is_absolute() {
-            input.to_path_buf()
-        } else {
-            w.cwd.join(input)
-        };
+    for path in w.input_paths() {
         if let Ok(meta) = std::fs::metadata(&path) {
             if meta.is_file() && meta.len() <= HASHED_INPUT_LIMIT {
                 h.update(file_digest(&path)?);
@@ -296,6 +291,7 @@ mod tests {
             files: vec![],
             sort_lines: false,
             stderr: false,
+            start: Default::default(),
             line: 1,
         }
     }

@@ -29,6 +29,8 @@ pub struct Command {
     pub timeout: Option<Duration>,
     /// What the command is for ("workload `parse`"), named in error messages.
     pub label: Option<String>,
+    /// Files dropped from the page cache before each run (a cold start).
+    pub evict: Vec<PathBuf>,
 }
 
 impl Command {
@@ -42,6 +44,7 @@ impl Command {
             stdin: None,
             timeout: None,
             label: None,
+            evict: Vec::new(),
         }
     }
     pub fn arg(mut self, a: impl Into<OsString>) -> Self {
@@ -71,6 +74,11 @@ impl Command {
     /// Name what the command is for in error messages ("workload `parse`").
     pub fn label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
+        self
+    }
+    /// Drop these files from the page cache before each run, so it starts cold.
+    pub fn evict_before(mut self, files: Vec<PathBuf>) -> Self {
+        self.evict = files;
         self
     }
     /// Feed this file to the program's stdin (default: no stdin).
@@ -291,6 +299,20 @@ pub fn launch(
     }
 }
 
+/// Drop `path`'s pages from the page cache (best effort: written back first; a file that
+/// cannot be opened is left alone, and the run is then as warm as it is).
+pub fn evict(path: &Path) {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = std::fs::File::open(path) else {
+        return;
+    };
+    let _ = f.sync_data();
+    // SAFETY: a valid open descriptor; POSIX_FADV_DONTNEED only advises the kernel.
+    unsafe {
+        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+    }
+}
+
 /// Run a command to completion, capturing stdout and stderr through pipes (never
 /// /dev/null: some programs shortcut writes to it).
 ///
@@ -301,6 +323,9 @@ pub fn launch(
 /// outside the group keeps them open) reading stops; [`Outcome::lingering`] says which.
 /// The `timeout` bounds the drain too.
 pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
+    for f in &cmd.evict {
+        evict(f);
+    }
     let program = cmd.program.display().to_string();
     let mut std_cmd = StdCommand::new(&cmd.program);
     std_cmd.args(&cmd.args);
@@ -819,5 +844,77 @@ mod tests {
     fn tail_keeps_last_lines() {
         assert_eq!(tail_lines(b"a\nb\nc\n", 2), "b\nc");
         assert_eq!(tail_lines(b"a", 5), "a");
+    }
+}
+
+#[cfg(test)]
+mod evict_tests {
+    use super::*;
+
+    /// How many of `path`'s pages are in the page cache (`mmap` + `mincore`).
+    fn resident_pages(path: &Path) -> usize {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::File::open(path).unwrap();
+        let len = f.metadata().unwrap().len() as usize;
+        let page = 4096;
+        let mut vec = vec![0u8; len.div_ceil(page)];
+        // SAFETY: a read-only shared mapping of an open file, unmapped below; mincore
+        // writes one byte per page into `vec`, which has that many.
+        unsafe {
+            let addr = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            );
+            assert_ne!(addr, libc::MAP_FAILED);
+            assert_eq!(libc::mincore(addr, len, vec.as_mut_ptr()), 0);
+            libc::munmap(addr, len);
+        }
+        vec.iter().filter(|b| **b & 1 == 1).count()
+    }
+
+    fn on_tmpfs(path: &Path) -> bool {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: statfs fills the struct for a valid C path.
+        unsafe {
+            let mut st: libc::statfs = std::mem::zeroed();
+            libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == 0x0102_1994
+        }
+    }
+
+    #[test]
+    fn a_cold_run_starts_with_its_files_out_of_the_page_cache() {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = tempfile::tempdir_in(&base).unwrap();
+        if on_tmpfs(dir.path()) {
+            eprintln!(
+                "skipped: {} is on tmpfs, whose pages are the file itself",
+                dir.path().display()
+            );
+            return;
+        }
+        let file = dir.path().join("input");
+        std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+        std::fs::read(&file).unwrap();
+        assert!(
+            resident_pages(&file) > 200,
+            "the file was not cached after reading it"
+        );
+        let out = run(&Command::new("cat")
+            .arg(&file)
+            .evict_before(vec![file.clone()]))
+        .unwrap();
+        assert_eq!(out.stdout.len(), 1 << 20);
+        // cat read it back in; evicting alone leaves it out.
+        evict(&file);
+        assert!(
+            resident_pages(&file) < 16,
+            "{} pages still cached",
+            resident_pages(&file)
+        );
     }
 }

@@ -412,6 +412,7 @@ mod tests {
             files: vec![],
             sort_lines: false,
             stderr: false,
+            start: Default::default(),
             line: 1,
         }
     }

@@ -171,8 +171,22 @@ pub struct Workload {
     pub sort_lines: bool,
     /// Compare stderr too.
     pub stderr: bool,
+    /// How each run starts: with the program and its inputs in the page cache as a previous
+    /// run left them (`warm`, the default), or evicted from it first (`cold`).
+    pub start: Start,
     /// 1-based line of the `[[workload]]` header in the spec, for messages.
     pub line: usize,
+}
+
+/// `start = "warm" | "cold"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Start {
+    #[default]
+    Warm,
+    /// Before every run, the binary and the workload's input files are dropped from the
+    /// page cache (`posix_fadvise(DONTNEED)`, no root needed): a first start as users feel
+    /// it after a reboot or an install, for startup-dominated programs.
+    Cold,
 }
 
 /// Everything that can be wrong with a spec. Display gives `file:line:col: what — fix`.
@@ -324,7 +338,30 @@ impl Workload {
         for (k, v) in &self.env {
             cmd = cmd.env(k, v);
         }
+        if self.start == Start::Cold {
+            let mut files = vec![binary.to_path_buf()];
+            files.extend(self.input_paths().into_iter().filter(|p| p.is_file()));
+            cmd = cmd.evict_before(files);
+        }
         cmd
+    }
+
+    /// What it reads that the spec names: `stdin`, and every argument that is an existing
+    /// path (relative to `cwd`).
+    pub fn input_paths(&self) -> Vec<PathBuf> {
+        self.args
+            .iter()
+            .map(Path::new)
+            .chain(self.stdin.as_deref())
+            .map(|p| {
+                if p.is_absolute() {
+                    p.to_path_buf()
+                } else {
+                    self.cwd.join(p)
+                }
+            })
+            .filter(|p| p.exists())
+            .collect()
     }
 
     /// The workload's name made safe as a file name (for `outputs/<stage>/<name>.stdout`):
@@ -572,6 +609,8 @@ expect = "exact"                  # how outputs are compared with the baseline's
 # sort-lines = false              # sort stdout lines before comparing (unordered output)
 # stderr = false                  # compare stderr too
 # budget = {{ time = "10ms", max-rss = "500MB" }}  # `check` fails when the mean is above it
+# start = "warm"                  # "cold": drop the binary and inputs from the page cache
+#                                 # before every run (a first start, for startup-bound programs)
 "#
     )
 }

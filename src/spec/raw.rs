@@ -39,6 +39,7 @@ pub(super) const WORKLOAD_KEYS: &[&str] = &[
     "stderr",
     "matrix",
     "budget",
+    "start",
 ];
 /// Cargo profile keys a spec may override (and `apply` manages).
 pub const PROFILE_KEYS: &[&str] = &[
@@ -197,6 +198,7 @@ pub(super) struct RawWorkload {
     pub(super) stderr: Option<bool>,
     pub(super) matrix: Option<Spanned<Matrix>>,
     pub(super) budget: Option<Spanned<RawBudget>>,
+    pub(super) start: Option<Spanned<String>>,
 }
 
 #[derive(serde::Deserialize)]

@@ -406,6 +406,20 @@ impl<'a> Validator<'a> {
                 Some("names are used in file names: use letters, digits, '-' and '_'".into()),
             ));
         }
+        let start = match &w.start {
+            None => super::Start::Warm,
+            Some(v) => match v.get_ref().as_str() {
+                "warm" => super::Start::Warm,
+                "cold" => super::Start::Cold,
+                other => {
+                    return Err(self.at(
+                        v,
+                        format!("`start` is \"warm\" or \"cold\", not \"{other}\""),
+                        Some("start = \"cold\" drops the binary and the workload's input files from the page cache before every run (a first start); \"warm\" (the default) does not".into()),
+                    ))
+                }
+            },
+        };
         let timeout = match &w.timeout {
             Some(t) => self.duration(t, "timeout")?,
             None => DEFAULT_TIMEOUT,
@@ -549,6 +563,7 @@ impl<'a> Validator<'a> {
                 files,
                 sort_lines: w.sort_lines.unwrap_or(false),
                 stderr: w.stderr.unwrap_or(false),
+                start,
                 line,
             });
         }
@@ -1210,5 +1225,23 @@ mod tests {
             choices_fix("instrumnt", BOLT_MODES, "bolt modes"),
             "did you mean \"instrument\"? bolt modes: \"auto\", \"instrument\", \"perf\""
         );
+    }
+
+    #[test]
+    fn start_is_warm_by_default_or_cold() {
+        let f = Fixture::new();
+        assert_eq!(f.ok(ONE).workloads[0].start, super::super::Start::Warm);
+        let spec = f.ok(&format!("{ONE}start = \"cold\"\n"));
+        assert_eq!(spec.workloads[0].start, super::super::Start::Cold);
+        let cmd = spec.workloads[0].command(Path::new("/bin/true"));
+        assert_eq!(
+            cmd.evict,
+            [Path::new("/bin/true")],
+            "the binary is evicted before each run"
+        );
+        let (line, col, msg, fix) = f.err(&format!("{ONE}start = \"hot\"\n"));
+        assert_eq!((line, col), (3, 9));
+        assert_eq!(msg, "`start` is \"warm\" or \"cold\", not \"hot\"");
+        assert!(fix.contains("page cache"), "{fix}");
     }
 }
