@@ -292,6 +292,7 @@ mod tests {
             sort_lines: false,
             stderr: false,
             start: Default::default(),
+            cargo: None,
             line: 1,
         }
     }

@@ -413,6 +413,7 @@ mod tests {
             sort_lines: false,
             stderr: false,
             start: Default::default(),
+            cargo: None,
             line: 1,
         }
     }

@@ -45,6 +45,13 @@ pub enum CargoError {
         status: String,
         tail: String,
     },
+    #[error("package `{package}` has no {kind} target {which}\n  fix: {fix}")]
+    NoHarness {
+        package: String,
+        kind: &'static str,
+        which: String,
+        fix: String,
+    },
     #[error("cargo built `{0}` but reported no executable for it")]
     NoArtifact(String),
     #[error("cannot read cargo config {path}: {message}")]
@@ -67,6 +74,9 @@ pub struct Project {
     pub target_dir: PathBuf,
     /// The features flags the user chose; every build uses them.
     pub features: Features,
+    /// The bench or test harness the workloads run instead of a binary (`bin` is then its
+    /// target's name); its `target` is resolved (`None` only for the library's unit tests).
+    pub harness: Option<crate::spec::Harness>,
 }
 
 /// Which package, binary, features, target, profile and target dir to use: cargo's own
@@ -281,7 +291,115 @@ impl Workspace {
             workspace_root: self.root(),
             target_dir,
             features: Features::from_selection(sel),
+            harness: None,
         })
+    }
+
+    /// [`Workspace::project`], or with `harness`, the package whose bench or test harness
+    /// the workloads run (a library-only package is fine then).
+    pub fn project_for(
+        &self,
+        sel: &Selection,
+        spec_package: Option<&str>,
+        spec_bin: Option<&str>,
+        harness: Option<&crate::spec::Harness>,
+    ) -> Result<Project, CargoError> {
+        let Some(h) = harness else {
+            return self.project(sel, spec_package, spec_bin);
+        };
+        let pkg = match sel.package.as_deref().or(spec_package) {
+            Some(name) => self.find_package(name)?,
+            None => self.default_package().ok_or_else(|| {
+                CargoError::AmbiguousPackage(
+                    format!(
+                        "{} is a workspace with several packages",
+                        self.root().display()
+                    ),
+                    self.members()
+                        .map(|p| p.name.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+            })?,
+        };
+        let (bin, target) = harness_target(pkg, h)?;
+        let mut project = self.project_of(sel, pkg, bin);
+        project.harness = Some(crate::spec::Harness {
+            kind: h.kind,
+            target,
+        });
+        Ok(project)
+    }
+
+    fn project_of(&self, sel: &Selection, pkg: &cargo_metadata::Package, bin: String) -> Project {
+        Project {
+            manifest_path: pkg.manifest_path.clone().into_std_path_buf(),
+            package: pkg.name.to_string(),
+            package_dir: package_dir(pkg),
+            version: pkg.version.to_string(),
+            bin,
+            bins: bin_names(pkg),
+            workspace_root: self.root(),
+            target_dir: match &sel.target_dir {
+                Some(d) => absolute(d),
+                None => self.meta.target_directory.clone().into_std_path_buf(),
+            },
+            features: Features::from_selection(sel),
+            harness: None,
+        }
+    }
+}
+
+/// The harness's target in `pkg`: its name (for messages and files) and the target to
+/// build (`None`: the library's unit tests).
+fn harness_target(
+    pkg: &cargo_metadata::Package,
+    h: &crate::spec::Harness,
+) -> Result<(String, Option<String>), CargoError> {
+    use crate::spec::HarnessKind;
+    let kind = match h.kind {
+        HarnessKind::Bench => "bench",
+        HarnessKind::Test => "test",
+    };
+    let names: Vec<String> = pkg
+        .targets
+        .iter()
+        .filter(|t| t.kind.iter().any(|k| k.to_string() == kind))
+        .map(|t| t.name.clone())
+        .collect();
+    let err = |which: String, fix: String| CargoError::NoHarness {
+        package: pkg.name.to_string(),
+        kind,
+        which,
+        fix,
+    };
+    let listed = if names.is_empty() {
+        "(none)".to_string()
+    } else {
+        names.join(", ")
+    };
+    match (&h.target, h.kind, names.as_slice()) {
+        (Some(t), _, _) if names.contains(t) => Ok((t.clone(), Some(t.clone()))),
+        (Some(t), _, _) => Err(err(
+            format!("named `{t}`"),
+            format!("set `{kind}-target` to one of: {listed}"),
+        )),
+        (None, HarnessKind::Bench, [one]) => Ok((one.clone(), Some(one.clone()))),
+        (None, HarnessKind::Bench, []) => Err(err(
+            String::new(),
+            "add a bench under benches/ (with `harness = false` for criterion or divan)".into(),
+        )),
+        (None, HarnessKind::Bench, _) => Err(err(
+            "chosen".into(),
+            format!("set `bench-target` in optimize.toml to one of: {listed}"),
+        )),
+        (None, HarnessKind::Test, _) => match pkg.targets.iter().find(|t| t.is_lib()) {
+            Some(lib) => Ok((lib.name.clone(), None)),
+            None => Err(err(
+                "for the library (there is no library)".into(),
+                format!("set `test-target` to one of: {listed}"),
+            )),
+        },
     }
 }
 
@@ -351,15 +469,30 @@ impl BuildSettings {
         s
     }
 
-    /// The cargo command line (without `cargo`) that reproduces this build.
+    /// The cargo command line (without `cargo`) that reproduces this build: `build --bin`,
+    /// or for a harness `bench --no-run --bench T` / `test --no-run --test T` (`--lib`).
     pub fn cargo_args(&self, project: &Project, target_dir: &Path) -> Vec<String> {
-        self.command_args(
-            &["build"],
-            Some(&project.bin),
-            "--profile",
-            project,
-            target_dir,
-        )
+        use crate::spec::HarnessKind;
+        let Some(h) = &project.harness else {
+            return self.command_args(
+                &["build"],
+                Some(&project.bin),
+                "--profile",
+                project,
+                target_dir,
+            );
+        };
+        let sub = match h.kind {
+            HarnessKind::Bench => ["bench", "--no-run"],
+            HarnessKind::Test => ["test", "--no-run"],
+        };
+        let mut args = self.command_args(&sub, None, "--profile", project, target_dir);
+        match (&h.target, h.kind) {
+            (Some(t), HarnessKind::Bench) => args.extend(["--bench".into(), t.clone()]),
+            (Some(t), HarnessKind::Test) => args.extend(["--test".into(), t.clone()]),
+            (None, _) => args.push("--lib".into()),
+        }
+        args
     }
 
     /// `cargo_args` for any cargo subcommand (`["test"]`, `["nextest", "run"]`): the same
@@ -1113,6 +1246,7 @@ rustflags = ["-Cwindows"]
                 workspace_root: "/p".into(),
                 target_dir: "/p/target".into(),
                 features: Features::default(),
+                harness: None,
             },
             Path::new("/t"),
         );

@@ -66,6 +66,8 @@ pub(super) fn key(
     h.update(env!("CARGO_PKG_VERSION"));
     h.update(toolchain);
     h.update(serde_json::to_vec(settings).unwrap_or_default());
+    // The package and target built (`--bin a` and `--bin b` share a target dir).
+    h.update(settings.cargo_args(project, target_dir).join("\x1f"));
     h.update(target_dir.as_os_str().as_encoded_bytes());
     let mut files = vec![
         project.workspace_root.join("Cargo.lock"),

@@ -387,6 +387,7 @@ mod tests {
             sort_lines: false,
             stderr: false,
             start: Default::default(),
+            cargo: None,
             line: 1,
         }
     }
@@ -416,6 +417,7 @@ mod tests {
             cache_max_bytes: crate::spec::DEFAULT_CACHE_MAX_BYTES,
             check: Default::default(),
             release: Default::default(),
+            harness: None,
             workloads: ws,
         }
     }

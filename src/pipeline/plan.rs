@@ -43,7 +43,12 @@ pub fn locate_with_args(g: &GlobalArgs, args: &[String]) -> anyhow::Result<Locat
     };
     let sel = g.selection.cargo();
     let project = workspace
-        .project(&sel, spec.package.as_deref(), spec.bin.as_deref())
+        .project_for(
+            &sel,
+            spec.package.as_deref(),
+            spec.bin.as_deref(),
+            spec.harness.as_ref(),
+        )
         .map_err(|e| {
             // A name that came from the spec is the spec's mistake: say where it is.
             let key = match e {

@@ -632,6 +632,7 @@ mod tests {
             workspace_root: "/p".into(),
             target_dir: "/p/target".into(),
             features: Features::default(),
+            harness: None,
         };
         // This machine lacks v4.
         let cannot = |_: &str, cpu: Option<&str>| cpu.map(|c| format!("lacks {c}"));

@@ -8,6 +8,7 @@
 
 pub mod bounds;
 mod check;
+mod harness;
 mod matrix;
 mod raw;
 mod release;
@@ -35,6 +36,8 @@ pub struct Spec {
     pub path: PathBuf,
     pub bin: Option<String>,
     pub package: Option<String>,
+    /// The harness the workloads run (`cargo = "bench" | "test"`), instead of a binary.
+    pub harness: Option<Harness>,
     pub stages: Stages,
     pub bench: BenchConfig,
     pub verify: VerifyConfig,
@@ -174,8 +177,29 @@ pub struct Workload {
     /// How each run starts: with the program and its inputs in the page cache as a previous
     /// run left them (`warm`, the default), or evicted from it first (`cold`).
     pub start: Start,
+    /// `cargo = "bench" | "test"`: run the package's harness (with `--bench` first for a
+    /// bench) instead of its binary.
+    pub cargo: Option<HarnessKind>,
     /// 1-based line of the `[[workload]]` header in the spec, for messages.
     pub line: usize,
+}
+
+/// A workload's `cargo = "bench" | "test"`: it runs the package's bench or test harness
+/// (the executable `cargo bench`/`cargo test` builds) instead of its binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HarnessKind {
+    Bench,
+    Test,
+}
+
+/// The harness a spec's `cargo` workloads run: its kind and target (the top-level
+/// `bench-target` / `test-target`; `None`: the package's only bench target, or its
+/// library's unit tests).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Harness {
+    pub kind: HarnessKind,
+    pub target: Option<String>,
 }
 
 /// `start = "warm" | "cold"`.
@@ -283,6 +307,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
     let mut check = cx.check(raw.check.unwrap_or_default())?;
     let (workloads, budgets) = cx.workloads(raw.workload.unwrap_or_default(), &root, &stages)?;
     check.budgets = budgets;
+    let harness = cx.harness(raw.bench_target, raw.test_target, bin.is_some(), &workloads)?;
     let release = cx.release(
         raw.release.unwrap_or_default(),
         &root,
@@ -293,6 +318,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
         path: path.to_path_buf(),
         bin,
         package,
+        harness,
         stages,
         bench,
         verify,
@@ -329,7 +355,11 @@ impl Workload {
     /// cwd and timeout. Every run of a workload (training, verifying, timing) goes through
     /// here.
     pub fn command(&self, binary: &Path) -> crate::process::Command {
+        // A bench harness (libtest's or criterion's) runs its benchmarks only with `--bench`,
+        // as `cargo bench` passes it.
+        let bench_flag = (self.cargo == Some(HarnessKind::Bench)).then_some("--bench");
         let mut cmd = crate::process::Command::new(binary)
+            .args(bench_flag)
             .args(&self.args)
             .cwd(&self.cwd)
             .timeout(self.timeout)

@@ -7,7 +7,17 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 pub(super) const TOP_KEYS: &[&str] = &[
-    "bin", "package", "stages", "bench", "verify", "cache", "check", "release", "workload",
+    "bin",
+    "bench-target",
+    "test-target",
+    "package",
+    "stages",
+    "bench",
+    "verify",
+    "cache",
+    "check",
+    "release",
+    "workload",
 ];
 pub(super) const STAGES_KEYS: &[&str] = &[
     "try",
@@ -40,6 +50,7 @@ pub(super) const WORKLOAD_KEYS: &[&str] = &[
     "matrix",
     "budget",
     "start",
+    "cargo",
 ];
 /// Cargo profile keys a spec may override (and `apply` manages).
 pub const PROFILE_KEYS: &[&str] = &[
@@ -76,6 +87,8 @@ pub(super) const TABLES: &[(&str, &[&str])] = &[
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawSpec {
     pub(super) bin: Option<Spanned<String>>,
+    pub(super) bench_target: Option<Spanned<String>>,
+    pub(super) test_target: Option<Spanned<String>>,
     pub(super) package: Option<Spanned<String>>,
     pub(super) stages: Option<RawStages>,
     pub(super) bench: Option<RawBench>,
@@ -199,6 +212,7 @@ pub(super) struct RawWorkload {
     pub(super) matrix: Option<Spanned<Matrix>>,
     pub(super) budget: Option<Spanned<RawBudget>>,
     pub(super) start: Option<Spanned<String>>,
+    pub(super) cargo: Option<Spanned<String>>,
 }
 
 #[derive(serde::Deserialize)]

@@ -13,6 +13,7 @@ mod check;
 mod faults_apply;
 mod faults_proc;
 mod ladder;
+mod library;
 mod pipeline;
 mod release;
 mod report;

@@ -1,0 +1,59 @@
+//! A library crate, optimized through its bench harness: `cargo = "bench"` workloads run the
+//! executable `cargo bench` builds (`--bench` first, then the workload's filter), PGO trains
+//! on it and the ladder times it. The `lib-bench` fixture has no binary at all.
+
+use std::process::Command;
+
+use crate::common::*;
+
+#[test]
+fn a_library_is_optimized_through_its_bench_harness() {
+    let _g = lock_target_dir("lib-bench");
+    let r = optimize("lib-bench", &[], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&target_dir("lib-bench"));
+    assert_eq!(
+        (report.crate_name.as_str(), report.bin.as_str()),
+        ("lib-bench", "hot")
+    );
+    let pgo = stage(&report, "pgo");
+    assert!(
+        matches!(pgo.status.as_str(), "kept" | "dropped"),
+        "pgo {}: {}",
+        pgo.status.as_str(),
+        pgo.reason
+    );
+    // Trained on the harness: the library's hot function has counts.
+    let functions = pgo.facts.profile.as_ref().map(|p| p.functions).unwrap_or(0);
+    assert!(functions >= 2, "{functions} functions with counts");
+    // What was built and timed is the bench harness.
+    let baseline = target_dir("lib-bench").join("optimize/latest/bin/baseline");
+    let out = Command::new(&baseline)
+        .args(["--bench", "large"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("hot/large: 6135095 steps"), "{text}");
+    // Its timing lines differ from run to run: only the exit status is compared.
+    assert!(
+        r.stderr.contains("pgo: verifying [2/2] large"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_bench_target_that_does_not_exist_is_named_with_the_ones_that_do() {
+    let _g = shared();
+    let tmp = copy_fixture("lib-bench");
+    let spec = tmp.path().join("optimize.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("bench-target = \"cold\"\n{text}")).unwrap();
+    let r = run(tmp.path(), &["optimize"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("no bench target named `cold`") && r.stderr.contains("one of: hot"),
+        "{}",
+        r.stderr
+    );
+}
