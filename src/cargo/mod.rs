@@ -27,7 +27,7 @@ pub enum CargoError {
     UnknownPackage(String, String),
     #[error("{0}\n  fix: pass -p/--package NAME (or set `package = \"NAME\"` in optimize.toml); packages with binaries: {1}")]
     AmbiguousPackage(String, String),
-    #[error("package `{0}` has no binary target: cargo optimize optimizes programs\n  fix: add a [[bin]] target (src/main.rs), or choose another package with -p")]
+    #[error("package `{0}` has no binary target: cargo optimize optimizes programs\n  fix: add a [[bin]] target (src/main.rs), run the library through its benches (workloads with cargo = \"bench\"; `cargo optimize init` writes them when the package has a bench), or choose another package with -p")]
     NoBinary(String),
     #[error("package `{package}` has no binary named `{bin}`\n  fix: pick one of: {available}")]
     UnknownBin {
@@ -69,6 +69,8 @@ pub struct Project {
     pub bin: String,
     /// Every binary target of the package.
     pub bins: Vec<String>,
+    /// Every bench target of the package (what `cargo = "bench"` workloads can run).
+    pub benches: Vec<String>,
     pub workspace_root: PathBuf,
     /// Root for everything we write: `--target-dir`, else cargo's target directory.
     pub target_dir: PathBuf,
@@ -287,6 +289,7 @@ impl Workspace {
             package_dir: package_dir(pkg),
             version: pkg.version.to_string(),
             bin,
+            benches: target_names(pkg, "bench"),
             bins,
             workspace_root: self.root(),
             target_dir,
@@ -307,8 +310,31 @@ impl Workspace {
         let Some(h) = harness else {
             return self.project(sel, spec_package, spec_bin);
         };
-        let pkg = match sel.package.as_deref().or(spec_package) {
-            Some(name) => self.find_package(name)?,
+        let pkg = self.package_for(sel, spec_package)?;
+        let (bin, target) = harness_target(pkg, h)?;
+        let mut project = self.project_of(sel, pkg, bin);
+        project.harness = Some(crate::spec::Harness {
+            kind: h.kind,
+            target,
+        });
+        Ok(project)
+    }
+
+    /// The selected package, whatever its targets (its name stands in for `bin`): for
+    /// `init`, which proposes workloads from what the package has.
+    pub fn package_project(&self, sel: &Selection) -> Result<Project, CargoError> {
+        let pkg = self.package_for(sel, None)?;
+        Ok(self.project_of(sel, pkg, pkg.name.to_string()))
+    }
+
+    /// The package `-p` (or the spec) names, else the one of the current directory.
+    fn package_for(
+        &self,
+        sel: &Selection,
+        spec_package: Option<&str>,
+    ) -> Result<&cargo_metadata::Package, CargoError> {
+        match sel.package.as_deref().or(spec_package) {
+            Some(name) => self.find_package(name),
             None => self.default_package().ok_or_else(|| {
                 CargoError::AmbiguousPackage(
                     format!(
@@ -320,15 +346,8 @@ impl Workspace {
                         .collect::<Vec<_>>()
                         .join(", "),
                 )
-            })?,
-        };
-        let (bin, target) = harness_target(pkg, h)?;
-        let mut project = self.project_of(sel, pkg, bin);
-        project.harness = Some(crate::spec::Harness {
-            kind: h.kind,
-            target,
-        });
-        Ok(project)
+            }),
+        }
     }
 
     fn project_of(&self, sel: &Selection, pkg: &cargo_metadata::Package, bin: String) -> Project {
@@ -339,6 +358,7 @@ impl Workspace {
             version: pkg.version.to_string(),
             bin,
             bins: bin_names(pkg),
+            benches: target_names(pkg, "bench"),
             workspace_root: self.root(),
             target_dir: match &sel.target_dir {
                 Some(d) => absolute(d),
@@ -361,12 +381,7 @@ fn harness_target(
         HarnessKind::Bench => "bench",
         HarnessKind::Test => "test",
     };
-    let names: Vec<String> = pkg
-        .targets
-        .iter()
-        .filter(|t| t.kind.iter().any(|k| k.to_string() == kind))
-        .map(|t| t.name.clone())
-        .collect();
+    let names = target_names(pkg, kind);
     let err = |which: String, fix: String| CargoError::NoHarness {
         package: pkg.name.to_string(),
         kind,
@@ -401,6 +416,15 @@ fn harness_target(
             )),
         },
     }
+}
+
+/// The names of `pkg`'s targets of `kind` (`bench`, `test`, `example`).
+fn target_names(pkg: &cargo_metadata::Package, kind: &str) -> Vec<String> {
+    pkg.targets
+        .iter()
+        .filter(|t| t.kind.iter().any(|k| k.to_string() == kind))
+        .map(|t| t.name.clone())
+        .collect()
 }
 
 fn package_dir(p: &cargo_metadata::Package) -> PathBuf {
@@ -1243,6 +1267,7 @@ rustflags = ["-Cwindows"]
                 version: "0.1.0".into(),
                 bin: "p".into(),
                 bins: vec!["p".into()],
+                benches: vec![],
                 workspace_root: "/p".into(),
                 target_dir: "/p/target".into(),
                 features: Features::default(),

@@ -11,7 +11,26 @@ use crate::spec;
 
 pub fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
     let ws = Workspace::load(&g.selection.cargo())?;
-    let project = ws.project(&g.selection.cargo(), None, None)?;
+    let sel = g.selection.cargo();
+    let package = ws.package_project(&sel)?;
+    let (project, text) = match (package.bins.is_empty(), package.benches.first()) {
+        // A library: what can run is its bench harness.
+        (true, Some(first)) => {
+            let text = spec::skeleton_for_bench(first, package.benches.len() > 1);
+            (package.clone(), text)
+        }
+        _ => {
+            let project = ws.project(&sel, None, None)?;
+            let mut text = match args.args.is_empty() {
+                true => spec::skeleton(&project.bin),
+                false => spec::skeleton_with_args(&project.bin, &args.args),
+            };
+            if !project.benches.is_empty() {
+                text.push_str(&spec::bench_proposals(&project.benches));
+            }
+            (project, text)
+        }
+    };
     let path = match &g.spec {
         Some(p) => p.clone(),
         None => project.package_dir.join(spec::SPEC_FILE),
@@ -22,10 +41,6 @@ pub fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
             path.display()
         );
     }
-    let text = match args.args.is_empty() {
-        true => spec::skeleton(&project.bin),
-        false => spec::skeleton_with_args(&project.bin, &args.args),
-    };
     // create_new: never clobber a file that appeared in between.
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -33,10 +48,13 @@ pub fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
         .open(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     f.write_all(text.as_bytes())?;
+    let what = match project.bins.is_empty() {
+        true => format!("the bench harness of library `{}`", project.package),
+        false => format!("binary `{}`", project.bin),
+    };
     eprintln!(
-        "wrote {} for binary `{}`: describe how the program is really run in its [[workload]] entries, then run `cargo optimize`",
-        path.display(),
-        project.bin
+        "wrote {} for {what}: describe how the program is really run in its [[workload]] entries, then run `cargo optimize`",
+        path.display()
     );
     Ok(0)
 }

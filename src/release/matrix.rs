@@ -629,6 +629,7 @@ mod tests {
             version: "1.2.0".into(),
             bin: "tool".into(),
             bins: vec!["tool".into()],
+            benches: vec![],
             workspace_root: "/p".into(),
             target_dir: "/p/target".into(),
             features: Features::default(),

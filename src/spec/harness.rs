@@ -153,4 +153,30 @@ mod tests {
         assert_eq!(msg, "`cargo` is \"bench\" or \"test\", not \"run\"");
         assert!(fix.contains("leave `cargo` out"), "{fix}");
     }
+
+    #[test]
+    fn the_bench_skeletons_parse_and_run_the_harness() {
+        let f = Fixture::new();
+        let one = f.ok(&super::super::skeleton_for_bench("hot", false));
+        assert_eq!(
+            one.harness,
+            Some(Harness {
+                kind: HarnessKind::Bench,
+                target: None
+            })
+        );
+        assert!(one
+            .workloads
+            .iter()
+            .all(|w| w.cargo == Some(HarnessKind::Bench)));
+        let several = f.ok(&super::super::skeleton_for_bench("hot", true));
+        assert_eq!(
+            several.harness.and_then(|h| h.target).as_deref(),
+            Some("hot")
+        );
+        // A binary's skeleton with its benches proposed (commented out) still parses.
+        let text = super::super::skeleton("tool") + &super::super::bench_proposals(&["hot".into()]);
+        assert!(text.contains("#   cargo = \"bench\""), "{text}");
+        assert!(f.ok(&text).harness.is_none());
+    }
 }

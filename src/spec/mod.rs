@@ -556,6 +556,57 @@ pub fn skeleton_with_args(bin: &str, args: &[String]) -> String {
         )
 }
 
+/// The skeleton of a package without a binary: its workloads run the bench harness
+/// (`target`: the bench target, named when the package has several).
+pub fn skeleton_for_bench(target: &str, several: bool) -> String {
+    let text = skeleton("x");
+    let bin_line = text
+        .lines()
+        .find(|l| l.starts_with("bin = "))
+        .unwrap_or_default();
+    let quoted = crate::util::toml_string(target);
+    let target_line = match several {
+        true => format!(
+            "{:<33} # the bench target the workloads run",
+            format!("bench-target = {quoted}")
+        ),
+        false => format!(
+            "# {:<31} # the only bench target: no need to name it",
+            format!("bench-target = {quoted}")
+        ),
+    };
+    let args_lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("args = [\"--help\"]"))
+        .collect();
+    let mut text = text.replace(bin_line, &target_line);
+    for l in args_lines {
+        text = text.replace(
+            l,
+            "cargo = \"bench\"                   # run the bench harness (`cargo bench`'s executable)\nargs = []                         # a filter: only the benchmarks whose names contain it",
+        );
+    }
+    text
+        .replace("expect = \"exact\"                  # how", "expect = \"exit-code\"              # a harness prints timings; how")
+        .replace(
+            "# REPLACE the \"--help\" placeholders below with real arguments and inputs.",
+            "# This package has no binary: its workloads run the bench harness. Train and time on\n# different benchmarks (filters) if you can, so the profile generalizes.",
+        )
+}
+
+/// Commented workloads for a package's benches, appended to a binary's skeleton: they can
+/// make a spec of their own (one spec times one executable).
+pub fn bench_proposals(benches: &[String]) -> String {
+    let mut s = String::from("\n# Your benches could train and time the library code too, in a spec of their own (one\n# spec times one executable; pick it with --spec):\n");
+    for b in benches {
+        s.push_str(&format!(
+            "#   bench-target = {}\n#   [[workload]]\n#   name = \"bench-{b}\"\n#   cargo = \"bench\"\n#   args = []                     # a filter\n",
+            crate::util::toml_string(b)
+        ));
+    }
+    s
+}
+
 /// A commented skeleton for `cargo optimize init`.
 pub fn skeleton(bin: &str) -> String {
     // Always a basic ("…") string, as `init` has always written it.

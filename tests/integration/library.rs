@@ -57,3 +57,23 @@ fn a_bench_target_that_does_not_exist_is_named_with_the_ones_that_do() {
         r.stderr
     );
 }
+
+#[test]
+fn init_in_a_library_writes_bench_workloads_that_run() {
+    let _g = shared();
+    let tmp = copy_fixture("lib-bench");
+    std::fs::remove_file(tmp.path().join("optimize.toml")).unwrap();
+    let r = run(tmp.path(), &["optimize", "init"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr.contains("bench harness of library `lib-bench`"),
+        "{}",
+        r.stderr
+    );
+    let spec = std::fs::read_to_string(tmp.path().join("optimize.toml")).unwrap();
+    assert_eq!(spec.matches("\ncargo = \"bench\"").count(), 2, "{spec}");
+    let r = run(tmp.path(), &["optimize", "--stages", "none"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&tmp.path().join("target"));
+    assert_eq!(report.bin, "hot");
+}
