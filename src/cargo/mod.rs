@@ -79,6 +79,9 @@ pub struct Project {
     /// The bench or test harness the workloads run instead of a binary (`bin` is then its
     /// target's name); its `target` is resolved (`None` only for the library's unit tests).
     pub harness: Option<crate::spec::Harness>,
+    /// The benchmark framework among the package's dependencies (`criterion`, `divan`),
+    /// when its bench harness is what runs.
+    pub bench_framework: Option<String>,
 }
 
 /// Which package, binary, features, target, profile and target dir to use: cargo's own
@@ -295,6 +298,7 @@ impl Workspace {
             target_dir,
             features: Features::from_selection(sel),
             harness: None,
+            bench_framework: None,
         })
     }
 
@@ -313,6 +317,10 @@ impl Workspace {
         let pkg = self.package_for(sel, spec_package)?;
         let (bin, target) = harness_target(pkg, h)?;
         let mut project = self.project_of(sel, pkg, bin);
+        project.bench_framework = ["criterion", "divan"]
+            .into_iter()
+            .find(|f| pkg.dependencies.iter().any(|d| d.name == *f))
+            .map(str::to_string);
         project.harness = Some(crate::spec::Harness {
             kind: h.kind,
             target,
@@ -366,6 +374,7 @@ impl Workspace {
             },
             features: Features::from_selection(sel),
             harness: None,
+            bench_framework: None,
         }
     }
 }
@@ -1272,6 +1281,7 @@ rustflags = ["-Cwindows"]
                 target_dir: "/p/target".into(),
                 features: Features::default(),
                 harness: None,
+                bench_framework: None,
             },
             Path::new("/t"),
         );

@@ -114,6 +114,9 @@ impl Plan {
             mut spec, project, ..
         } = locate_with_args(g, &args.args)?;
         apply_overrides(&mut spec, args)?;
+        if let Some(warning) = criterion_eval(&project, &spec) {
+            ui.warn(&warning);
+        }
         let rustc = toolchain::rustc()?;
         let stages = &spec.stages.try_;
         // Required for the pgo stage; otherwise only read for a stale profile's size.
@@ -163,6 +166,25 @@ impl Plan {
             ui,
         })
     }
+}
+
+/// Criterion runs each benchmark for a fixed time, adapting how many iterations it does, so
+/// the run time of its harness does not change with the code's speed: it can train PGO, but
+/// timing it measures nothing.
+fn criterion_eval(project: &Project, spec: &Spec) -> Option<String> {
+    let bench = project.harness.as_ref()?.kind == spec::HarnessKind::Bench;
+    let criterion = project.bench_framework.as_deref() == Some("criterion");
+    let eval: Vec<&str> = spec
+        .workloads
+        .iter()
+        .filter(|w| w.eval)
+        .map(|w| w.name.as_str())
+        .collect();
+    (bench && criterion && !eval.is_empty()).then(|| format!(
+        "the bench harness `{}` uses criterion, which runs each benchmark for a fixed time (it adapts the number of iterations), so timing it cannot show a speedup; eval workload(s) {} will measure ~equal times\n  fix: train on the criterion benches (use = [\"train\"]) and time a harness that does a fixed amount of work: a `harness = false` bench with its own main, or divan with --sample-count and --sample-size",
+        project.bin,
+        eval.join(", ")
+    ))
 }
 
 /// `--stages` and `--max-time` replace the spec's `[stages] try` and `[bench] max-time`.

@@ -634,6 +634,7 @@ mod tests {
             target_dir: "/p/target".into(),
             features: Features::default(),
             harness: None,
+            bench_framework: None,
         };
         // This machine lacks v4.
         let cannot = |_: &str, cpu: Option<&str>| cpu.map(|c| format!("lacks {c}"));
