@@ -151,8 +151,8 @@ struct Item {
     used: std::time::SystemTime,
 }
 
-/// Everything under `target/optimize` that only exists to be reused: kept verdicts and
-/// trainings, merged profiles, and the per-settings cargo target dirs.
+/// Everything under `target/optimize` that only exists to be reused: kept verdicts,
+/// trainings and eval coverage, merged profiles, and the per-settings cargo target dirs.
 fn items(optimize_dir: &Path) -> Vec<Item> {
     let mut out = Vec::new();
     let cache = optimize_dir.join("cache");
@@ -169,6 +169,7 @@ fn items(optimize_dir: &Path) -> Vec<Item> {
         ("verdicts", cache.join("verdicts")),
         ("trainings", cache.join("profiles")),
         ("trainings", cache.join("bolted")),
+        ("coverage", cache.join("coverage")),
         ("checks", cache.join("checks")),
         ("binaries", cache.join("blobs")),
         ("builds", cache.join("builds")),
@@ -222,6 +223,7 @@ pub fn usage(optimize_dir: &Path) -> Vec<Usage> {
         "binaries",
         "profiles",
         "trainings",
+        "coverage",
         "checks",
         "verdicts",
         "revisions",

@@ -60,8 +60,8 @@ pub enum Command {
     Release(ReleaseArgs),
     /// Remove target/optimize (refused while a run is using it).
     Clean,
-    /// What later runs reuse (builds, binaries, merged profiles, trainings, output checks,
-    /// verdicts): how much there is, trim it, or clear it.
+    /// What later runs reuse (builds, binaries, merged profiles, trainings, eval coverage,
+    /// output checks, verdicts): how much there is, trim it, or clear it.
     Cache(CacheArgs),
 }
 

@@ -56,6 +56,9 @@ pub struct StageFacts {
         deserialize_with = "present"
     )]
     pub vp_counters_per_site: Option<Option<u32>>,
+    /// Whether training ran what the eval workloads run (the eval coverage pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_quality: Option<ProfileQuality>,
 
     // bolt
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,6 +114,47 @@ impl ProfileFit {
             self.changed_functions, self.discarded_counts
         )
     }
+}
+
+/// How well the training profile covers what the eval workloads (your real use) run: the
+/// eval workloads run once on the instrumented binary, each profile compared with the
+/// training's function by function (`stage::pgo::coverage`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileQuality {
+    /// Functions of the training profile that ran (count above 0).
+    pub functions_with_counts: u64,
+    /// Every function of the profile: every instrumented function of the binary.
+    pub functions_instrumented: u64,
+    /// The share (0..1) of eval's counts in functions training also ran; each eval workload
+    /// weighs the same (its counts are divided by its own total).
+    pub eval_share_in_trained: f64,
+    /// The hottest functions in eval that training ran little or not at all, hottest first.
+    pub untrained_hot: Vec<UntrainedHot>,
+}
+
+impl ProfileQuality {
+    /// `301 of 1204 functions ran in training; 97.5 % of eval's counts are in trained code`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} of {} functions ran in training; {:.1} % of eval's counts are in trained code",
+            self.functions_with_counts,
+            self.functions_instrumented,
+            self.eval_share_in_trained * 100.0
+        )
+    }
+}
+
+/// A function hot in eval that training ran little (under 1/20 of its eval share) or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UntrainedHot {
+    /// Demangled, without the hash.
+    pub function: String,
+    /// Its share of eval's counts (0..1, each workload weighing the same).
+    pub eval_share: f64,
+    /// Its share of the training profile's counts (0..1).
+    pub train_share: f64,
+    /// The eval workload in which it takes the largest share.
+    pub workload: String,
 }
 
 /// One profile setting's own effect, measured alone on top of the baseline (`--explain`).

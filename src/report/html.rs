@@ -78,6 +78,7 @@ pub fn page(r: &Report) -> String {
     );
     ship(&mut b, r);
     ladder(&mut b, r);
+    coverage(&mut b, r);
     workloads(&mut b, r);
     distributions(&mut b, r);
     timeline(&mut b, r);
@@ -238,6 +239,37 @@ fn ladder(b: &mut String, r: &Report) {
     let _ = writeln!(b, "</table>");
 }
 
+/// The PGO profile's eval coverage and the hot eval code training missed (when recorded).
+fn coverage(b: &mut String, r: &Report) {
+    let Some((row, q)) = r.profile_quality() else {
+        return;
+    };
+    let _ = writeln!(
+        b,
+        "<h2 id=\"coverage\">Profile coverage</h2>\n<p>{}: {}.</p>",
+        esc(&row.label()),
+        esc(&q.describe())
+    );
+    if q.untrained_hot.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        b,
+        "<p class=\"caption\">Functions hot in the eval workloads that training ran under 1/20 as much (or not at all); each eval workload weighs the same. Add train workloads like the ones named.</p>\n<table class=\"coverage\">\n<tr><th>function</th><th>eval share</th><th>train share</th><th>hottest in eval workload</th></tr>"
+    );
+    for u in &q.untrained_hot {
+        let _ = writeln!(
+            b,
+            "<tr><td><code>{}</code></td><td class=\"num\">{:.1} %</td><td class=\"num\">{:.2} %</td><td>{}</td></tr>",
+            esc(&u.function),
+            u.eval_share * 100.0,
+            u.train_share * 100.0,
+            esc(&u.workload)
+        );
+    }
+    let _ = writeln!(b, "</table>");
+}
+
 /// The candidates with comparisons, in ladder order: (row label, tag, row).
 fn measured_rows(r: &Report) -> Vec<(String, String, &StageReport)> {
     let mut out: Vec<(String, String, &StageReport)> = Vec::new();
@@ -354,7 +386,11 @@ fn step_kind(step: &str) -> &'static str {
         "verify"
     } else if step.contains("build") || step.contains("llvm-bolt") {
         "build"
-    } else if step.contains("training") || step.contains("merge") || step.contains("instrument") {
+    } else if step.contains("training")
+        || step.contains("merge")
+        || step.contains("instrument")
+        || step.contains("coverage")
+    {
         "train"
     } else {
         "other"

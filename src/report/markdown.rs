@@ -103,8 +103,40 @@ fn render(r: &Report) -> String {
             }
         }
     }
+    coverage(&mut s, r);
     workloads(&mut s, r);
     s
+}
+
+/// The PGO profile's eval coverage and the hot eval code training missed.
+fn coverage(s: &mut String, r: &Report) {
+    let Some((row, q)) = r.profile_quality() else {
+        return;
+    };
+    let _ = writeln!(s, "\n**Profile coverage** ({})\n", cell(&row.label()));
+    let _ = writeln!(s, "{}.", cell(&q.describe()));
+    if q.untrained_hot.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n| hot in eval, untrained | eval share | train share | hottest in eval workload |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---|");
+    for u in &q.untrained_hot {
+        let _ = writeln!(
+            s,
+            "| `{}` | {:.1} % | {:.2} % | {} |",
+            code(&u.function),
+            u.eval_share * 100.0,
+            u.train_share * 100.0,
+            cell(&u.workload)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nEach eval workload weighs the same; a function is listed when training ran it under 1/20 of its eval share. Add train workloads like the ones named."
+    );
 }
 
 fn ship(s: &mut String, r: &Report) {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::{Comparison, Estimate};
 use crate::cargo::{BuildSettings, Features};
-pub use crate::context::facts::StageFacts;
+pub use crate::context::facts::{ProfileQuality, StageFacts, UntrainedHot};
 pub use crate::context::PipelineStep;
 use crate::verify::Nondeterminism;
 
@@ -376,6 +376,14 @@ pub fn load(path: &Path) -> Result<Report, LoadError> {
 }
 
 impl Report {
+    /// The first row with the eval coverage of its PGO profile (the pgo row; a portable
+    /// row built with the same profile carries the same numbers).
+    pub fn profile_quality(&self) -> Option<(&StageReport, &ProfileQuality)> {
+        self.stages
+            .iter()
+            .find_map(|st| Some((st, st.facts.profile_quality.as_ref()?)))
+    }
+
     /// Write `report.json` into `dir` atomically.
     pub fn write_json(&self, dir: &Path) -> std::io::Result<()> {
         let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
@@ -425,7 +433,7 @@ impl Report {
                 || name.starts_with("baseline: ")
             {
                 "verifying"
-            } else if name.ends_with(": training") {
+            } else if name.ends_with(": training") || name.ends_with(": eval coverage") {
                 "training"
             } else {
                 "other"

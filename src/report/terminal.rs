@@ -44,6 +44,7 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
         "build s",
         "size"
     );
+    let coverage = report.profile_quality();
     for (st, name) in report.stages.iter().zip(&names) {
         let status = format!("{:<9}", st.status.as_str());
         let painted = match st.status {
@@ -66,6 +67,9 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
         if st.status != Status::Kept {
             let first = st.reason.lines().next().unwrap_or("");
             let _ = writeln!(s, "{:<w$} └ {first}", "");
+        }
+        if let Some((_, q)) = coverage.filter(|(row, _)| std::ptr::eq(*row, st)) {
+            let _ = writeln!(s, "{:<w$} └ profile: {}", "", q.describe());
         }
     }
     for st in &report.stages {

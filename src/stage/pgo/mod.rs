@@ -1,12 +1,18 @@
 //! The PGO stage: instrumented build → train workloads → `llvm-profdata merge` →
 //! optimized build, with settings identical to the best candidate's except the PGO flags.
+//! After training, the eval workloads run once on the instrumented binary to see whether
+//! training ran what they run (`eval`: the pass and its cache; `coverage`: the overlap
+//! arithmetic and the warning when training misses hot eval code).
+
+mod coverage;
+mod eval;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cache::{run_key, Store};
-use crate::context::facts::{ProfileFit, ProfileStats, StageFacts};
+use crate::context::facts::{ProfileFit, ProfileQuality, ProfileStats, StageFacts};
 use crate::process;
 use crate::spec::StageName;
 use crate::store::file_hash;
@@ -27,12 +33,14 @@ pub const PORTABLE: &str = "portable";
 /// fits it is recorded); otherwise it is trained on its own.
 pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     let (best, profile) = match train_profile(ctx, &standing.best.settings, "pgo", "pgo") {
-        Ok(p) => {
+        Ok(mut p) => {
+            let note = assess_coverage(ctx, &mut p, "pgo", "pgo");
             let relocs = bolt_follows(ctx, &with_host_target(ctx, &standing.best.settings));
-            (
-                build_with(ctx, &standing.best.settings, &p, None, relocs),
-                Ok(p),
-            )
+            let best = build_with(ctx, &standing.best.settings, &p, None, relocs).map(|mut c| {
+                c.notes.extend(note);
+                c
+            });
+            (best, Ok(p))
         }
         Err(e) => {
             let why = e.to_string();
@@ -63,6 +71,34 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     offers
 }
 
+/// The eval coverage of `profile` (kept in it, so every row built with it reports it) and
+/// its summary line; returns the warning when training misses hot eval code, or why the
+/// coverage could not be measured, for the pgo row's notes. Never fails the stage.
+fn assess_coverage(
+    ctx: &Context,
+    profile: &mut Profile,
+    name: &str,
+    label: &str,
+) -> Option<String> {
+    match eval::profile_quality(ctx, profile, name, label) {
+        Ok(Some(q)) => {
+            ctx.ui.info(&format!("profile: {}", q.describe()));
+            let warning = coverage::warning(&q);
+            if let Some(w) = &warning {
+                ctx.ui.warn(w);
+            }
+            profile.quality = Some(q);
+            warning
+        }
+        Ok(None) => None,
+        Err(e) => {
+            let msg = format!("eval coverage not measured: {e}");
+            ctx.ui.info(&format!("{label}: {msg}"));
+            Some(msg)
+        }
+    }
+}
+
 /// `settings` without any `-Ctarget-cpu` flag.
 fn without_cpu(settings: &crate::cargo::BuildSettings) -> crate::cargo::BuildSettings {
     let mut s = settings.clone();
@@ -90,7 +126,11 @@ pub struct Profile {
     pub notes: Vec<String>,
     /// The settings of the instrumented build it was trained on.
     pub instrumented: crate::cargo::BuildSettings,
+    /// The instrumented binary it was trained on.
+    pub instrumented_binary: PathBuf,
     vp_counters: Option<u32>,
+    /// How well it covers the eval workloads (the pgo stage's eval pass; not in releases).
+    pub quality: Option<ProfileQuality>,
 }
 
 /// Instrumented build of `settings` (with `--target <host>`) → train workloads →
@@ -211,7 +251,9 @@ pub fn train_instrumented(
         repaired,
         notes,
         instrumented,
+        instrumented_binary: built.binary,
         vp_counters,
+        quality: None,
     })
 }
 
@@ -317,6 +359,7 @@ pub fn build_with(
         functions_without_profile: Some(missing),
         instrumented_rustflags: Some(profile.instrumented.all_rustflags()),
         vp_counters_per_site: Some(profile.vp_counters),
+        profile_quality: profile.quality.clone(),
         ..Default::default()
     };
     Ok(Candidate {
@@ -348,7 +391,7 @@ fn merge_and_keep(
         merge(profdata, raw_dir, &merged)
     })?;
     ctx.ui.info(&format!(
-        "profile: {} raw file(s), {} function(s) with counts, max count {}{}",
+        "profile: {} raw file(s), {} instrumented function(s), max count {}{}",
         stats.raw_files,
         stats.functions,
         stats.max_count,
