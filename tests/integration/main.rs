@@ -12,6 +12,7 @@ mod bolt;
 mod check;
 mod faults_apply;
 mod faults_proc;
+mod hotspots;
 mod ladder;
 mod pipeline;
 mod release;
