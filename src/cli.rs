@@ -42,6 +42,11 @@ pub enum Command {
     /// Render a past run from its report.json: the terminal ladder, JSON, Markdown (for a
     /// PR or $GITHUB_STEP_SUMMARY) or a self-contained HTML page with charts.
     Report(ReportArgs),
+    /// Where the work is: the hottest functions of a run's merged PGO profile (each one's
+    /// share of all counts, the cumulative share, crate, and calls where the profile counts
+    /// them), then the counts by crate and by module. With --flamegraph, the run's shipped binary sampled by `perf record
+    /// -e cpu-clock -g` on a workload and drawn as <run folder>/hotspots/<workload>.svg.
+    Hotspots(HotspotsArgs),
     /// A performance gate for CI: the working tree against a git revision (built in a
     /// temporary worktree) or a saved baseline, old and new run interleaved on the eval
     /// workloads after their outputs are verified; fails on a regression beyond [check]
@@ -256,6 +261,46 @@ pub enum ReportFormat {
     Md,
     /// One self-contained HTML page with charts.
     Html,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HotspotsArgs {
+    /// The run: an id under target/optimize/runs, a run folder or a report.json
+    /// (default: the latest run). It needs a PGO profile (`cargo optimize --stages pgo`).
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// How many functions to list.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 20,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+    )]
+    pub top: usize,
+    /// What to print.
+    #[arg(long, value_enum, default_value_t = HotspotsFormat::Term)]
+    pub format: HotspotsFormat,
+    /// Also sample the run's shipped binary on WORKLOAD (default: the first eval workload
+    /// of optimize.toml) with `perf record -e cpu-clock -g` and draw a flamegraph SVG into
+    /// the run folder's hotspots/. Needs perf and kernel.perf_event_paranoid ≤ 2 (or root).
+    #[arg(
+        long,
+        value_name = "WORKLOAD",
+        num_args = 0..=1,
+        require_equals = true
+    )]
+    pub flamegraph: Option<Option<String>>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
+pub enum HotspotsFormat {
+    /// Tables for the terminal.
+    #[default]
+    Term,
+    /// The ranking as JSON.
+    Json,
+    /// GitHub-flavoured Markdown tables.
+    Md,
 }
 
 /// `check --help`: what its exit code means.

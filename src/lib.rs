@@ -12,6 +12,7 @@ pub(crate) mod check;
 pub mod cli;
 pub(crate) mod commands;
 pub(crate) mod context;
+pub(crate) mod hotspots;
 pub(crate) mod jobs;
 #[cfg(test)]
 mod layers;
@@ -39,6 +40,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Bench(args)) => commands::bench::run(&cli.global, &args),
         Some(Command::Apply(args)) => commands::apply::run(&cli.global, &args),
         Some(Command::Report(args)) => commands::report::run(&cli.global, &args),
+        Some(Command::Hotspots(args)) => commands::hotspots::run(&cli.global, &args),
         Some(Command::Check(args)) => commands::check::run(&cli.global, &args),
         Some(Command::Release(args)) => commands::release::run(&cli.global, &args),
         Some(Command::Ci(args)) => commands::ci::run(&cli.global, &args),

@@ -21,7 +21,7 @@ pub mod profdata;
 
 pub use cpu::{CpuFacts, X86Level};
 pub use doctor::doctor_command;
-pub use perf::{hw_counters, lbr_usable, Capability, PerfFacts};
+pub use perf::{hw_counters, lbr_usable, paranoid as perf_paranoid, Capability, PerfFacts};
 
 use crate::process;
 use anyhow::Context as _;

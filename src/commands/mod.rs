@@ -8,6 +8,7 @@ pub mod check;
 pub mod ci;
 pub mod clean;
 pub mod doctor;
+pub mod hotspots;
 pub mod init;
 pub mod release;
 pub mod report;

@@ -40,8 +40,10 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
         ladder.climb(name, plan.explain)?;
     }
     ladder.measure_final()?;
+    let hotspots = hotspots(plan, &ctx, &ladder);
     ctx.record("total", started.elapsed().as_secs_f64(), None);
-    let report = assemble(plan, &ctx, ladder, machine, verdicts.counts());
+    let mut report = assemble(plan, &ctx, ladder, machine, verdicts.counts());
+    report.hotspots = hotspots;
     report.write_json(&run.root)?;
     report.write_renderings(&run.root)?;
     run.point_latest(&plan.optimize_dir)?;
@@ -154,7 +156,22 @@ fn assemble(
             let (hits, misses) = ctx.builds.get();
             CacheCounts { hits, misses }
         }),
+        hotspots: None,
     }
+}
+
+/// The hottest functions of the run's PGO profile, for report.json (one `llvm-profdata
+/// show`); `None`, with a warning when it could not be read, when no profile was made.
+fn hotspots(plan: &Plan, ctx: &Context, ladder: &Ladder) -> Option<report::Hotspots> {
+    let shipped = ladder.final_choice().binary;
+    let pgo = report::hotspots::pgo_profile(&ladder.rows, Some(&shipped))?;
+    let profile = pgo.existing()?;
+    let profdata = plan.llvm_profdata.as_ref()?;
+    let read = ctx.timed("hotspots: llvm-profdata show", || {
+        crate::hotspots::for_report(&profdata.path, profile)
+    });
+    read.map_err(|e| plan.ui.warn(&format!("no hotspots in the report: {e}")))
+        .ok()
 }
 
 /// The machine's facts for the record (cheap: /proc/cpuinfo and one counter probe).

@@ -1,16 +1,17 @@
 //! The report as one self-contained HTML page: inline CSS and SVG (drawn by `svg`), no
 //! scripts, no network, readable from `file://` and printable. Sections: what to ship, the
 //! ladder (chart and table), per-workload forest plots, the per-pair distributions, the
-//! pipeline's timeline, binary sizes, peak memory, toolchain/machine facts and noise.
+//! hotspots of the PGO profile (when the run made one), the pipeline's timeline, binary sizes, peak memory, toolchain/machine facts and noise.
 //!
 //! Every string from the report goes through [`esc`]. [`bench_page`] draws the same kind
 //! of page for a standalone `bench` A/B comparison.
 
 use std::fmt::Write as _;
 
+use super::hotspots::{calls_cell, CALLS_UNKNOWN};
 use super::svg::{bars, esc, forest, strip, Bar, Interval, Strip};
-use super::terminal::{estimate_cell, portable_hint, settings_line, speedup_line};
-use super::{pair_ratios, Renderer, Report, StageReport, Status};
+use super::terminal::{estimate_cell, portable_hint, settings_line, short_name, speedup_line};
+use super::{pair_ratios, Hotspots, Renderer, Report, StageReport, Status};
 use crate::bench::export::{format_secs, BenchReport};
 use crate::bench::Comparison;
 use crate::util::human_bytes;
@@ -81,6 +82,9 @@ pub fn page(r: &Report) -> String {
     coverage(&mut b, r);
     workloads(&mut b, r);
     distributions(&mut b, r);
+    if let Some(h) = &r.hotspots {
+        hotspots(&mut b, h);
+    }
     timeline(&mut b, r);
     sizes_and_memory(&mut b, r);
     facts(&mut b, r);
@@ -375,6 +379,71 @@ fn distributions(b: &mut String, r: &Report) {
             margin,
             &format!("per-pair time ratio {label} / {rival}"),
         ));
+    }
+}
+
+/// The hottest functions of the run's PGO profile: a bar per function, then the table.
+fn hotspots(b: &mut String, h: &Hotspots) {
+    let _ = writeln!(b, "<h2 id=\"hotspots\">Hotspots</h2>");
+    let _ = writeln!(
+        b,
+        "<p class=\"caption\">The hottest functions of the merged PGO profile, by their share of its counters summed (work done in the train workloads, not time): {} of {} functions ran, and these {} hold {:.1} %. More, by crate and module: <code>cargo optimize hotspots</code>.</p>",
+        h.functions_with_counts,
+        h.functions_in_profile,
+        h.functions.len(),
+        h.listed_share() * 100.0
+    );
+    if h.functions.is_empty() {
+        return;
+    }
+    let rows: Vec<Bar> = h
+        .functions
+        .iter()
+        .map(|f| Bar {
+            label: short_name(&f.name, 46),
+            key: f.name.clone(),
+            class: "hotspot".into(),
+            start: 0.0,
+            len: f.share * 100.0,
+            text: format!("{:.1} %", f.share * 100.0),
+        })
+        .collect();
+    b.push_str(&bars(
+        "hotspots",
+        &rows,
+        "share of the profile's counts (%)",
+    ));
+    hotspots_table(b, h);
+}
+
+/// The hotspots as a table (a calls column only when some are known).
+fn hotspots_table(b: &mut String, h: &Hotspots) {
+    let calls = |c: &str, tag: &str| {
+        if h.any_calls() {
+            format!("<{tag}>{c}</{}>", &tag[..2])
+        } else {
+            String::new()
+        }
+    };
+    let _ = writeln!(
+        b,
+        "<table class=\"hotspots\">\n<tr><th>#</th><th>function</th><th>crate</th><th>share</th>{}</tr>",
+        calls("calls", "th")
+    );
+    for (i, f) in h.functions.iter().enumerate() {
+        let _ = writeln!(
+            b,
+            "<tr><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td class=\"num\">{:.1} %</td>{}</tr>",
+            i + 1,
+            esc(&f.name),
+            esc(&f.crate_name),
+            f.share * 100.0,
+            calls(&calls_cell(f.entries), "td class=\"num\"")
+        );
+    }
+    let _ = writeln!(b, "</table>");
+    if h.calls_unknown() {
+        let _ = writeln!(b, "<p class=\"caption\">{}</p>", esc(CALLS_UNKNOWN));
     }
 }
 
@@ -707,6 +776,30 @@ pub fn bench_page(r: &BenchReport) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hotspots_are_a_bar_chart_with_a_mark_per_function_and_a_table() {
+        let mut b = String::new();
+        super::hotspots(&mut b, &crate::report::hotspots::sample());
+        assert!(b.starts_with("<h2 id=\"hotspots\">Hotspots</h2>\n"), "{b}");
+        assert!(
+            b.contains("4 of 9 functions ran, and these 3 hold 76.2 %"),
+            "{b}"
+        );
+        assert_eq!(
+            b.matches(r#"<g class="mark hotspot" data-chart="hotspots" data-key="#)
+                .count(),
+            3
+        );
+        assert!(
+            b.contains(r#"data-key="&lt;alloc::vec::Vec&lt;T&gt; as core::ops::Drop&gt;::drop""#),
+            "{b}"
+        );
+        assert!(b.contains("<tr><td class=\"num\">1</td><td><code>demo::interp::Vm::run</code></td><td>demo</td><td class=\"num\">41.2 %</td><td class=\"num\">3</td></tr>\n"), "{b}");
+        let mut again = String::new();
+        super::hotspots(&mut again, &crate::report::hotspots::sample());
+        assert_eq!(again, b);
+    }
+
     #[test]
     fn bench_page_has_one_mark_per_workload_and_escapes() {
         let r = crate::bench::export::fixture::report();

@@ -1,12 +1,13 @@
 //! The report in GitHub-flavoured Markdown, for a PR comment or `$GITHUB_STEP_SUMMARY`:
 //! the ladder table, what to ship (settings, portable alternative, the apply command), the
-//! rows that were not kept with their reasons, and the per-workload results in a
-//! `<details>` block.
+//! rows that were not kept with their reasons, the hotspots of the PGO profile (when the
+//! run made one), and the per-workload results in a `<details>` block.
 
 use std::fmt::Write as _;
 
+use super::hotspots::{calls_cell, CALLS_UNKNOWN};
 use super::terminal::{estimate_cell, portable_hint, settings_line, speedup_line};
-use super::{Renderer, Report, Status};
+use super::{Hotspots, Renderer, Report, Status};
 use crate::bench::export::format_secs;
 use crate::util::human_bytes;
 
@@ -104,6 +105,9 @@ fn render(r: &Report) -> String {
         }
     }
     coverage(&mut s, r);
+    if let Some(h) = &r.hotspots {
+        hotspots(&mut s, h);
+    }
     workloads(&mut s, r);
     s
 }
@@ -137,6 +141,48 @@ fn coverage(s: &mut String, r: &Report) {
         s,
         "\nEach eval workload weighs the same; a function is listed when training ran it under 1/20 of its eval share. Add train workloads like the ones named."
     );
+}
+
+/// The hottest functions of the run's PGO profile.
+fn hotspots(s: &mut String, h: &Hotspots) {
+    let _ = writeln!(
+        s,
+        "\n### Hotspots\n\nThe hottest functions of the merged PGO profile: {} of {} functions ran, and these {} hold {:.1} % of its counters (work done in the train workloads, not time). More: `cargo optimize hotspots`.\n",
+        h.functions_with_counts,
+        h.functions_in_profile,
+        h.functions.len(),
+        h.listed_share() * 100.0
+    );
+    if h.functions.is_empty() {
+        return;
+    }
+    let calls = |c: &str| {
+        if h.any_calls() {
+            format!(" {c} |")
+        } else {
+            String::new()
+        }
+    };
+    let _ = writeln!(
+        s,
+        "| # | function | crate | share |{}\n|---:|---|---|---:|{}",
+        calls("calls"),
+        if h.any_calls() { "---:|" } else { "" }
+    );
+    for (i, f) in h.functions.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "| {} | `{}` | {} | {:.1} % |{}",
+            i + 1,
+            code(&f.name),
+            cell(&f.crate_name),
+            f.share * 100.0,
+            calls(&calls_cell(f.entries))
+        );
+    }
+    if h.calls_unknown() {
+        let _ = writeln!(s, "\n{}", cell(&format!("({CALLS_UNKNOWN})")));
+    }
 }
 
 fn ship(s: &mut String, r: &Report) {
@@ -248,7 +294,7 @@ fn workloads(s: &mut String, r: &Report) {
 /// Text for a table cell or list item: `|` escaped, no line breaks, and outside `code`
 /// spans `<`/`>`/`&` as entities (GitHub renders raw HTML in Markdown; inside a code span
 /// an entity would show as written).
-fn cell(s: &str) -> String {
+pub(crate) fn cell(s: &str) -> String {
     let flat = s.replace('|', "\\|").replace(['\n', '\r'], " ");
     flat.split('`')
         .enumerate()
@@ -266,6 +312,31 @@ fn cell(s: &str) -> String {
 }
 
 /// Text inside backticks: a backtick would end the span, `|` would split a table.
-fn code(s: &str) -> String {
+pub(crate) fn code(s: &str) -> String {
     s.replace('`', "'").replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_hotspots_table() {
+        let mut s = String::new();
+        super::hotspots(&mut s, &crate::report::hotspots::sample());
+        assert_eq!(
+            s,
+            "
+### Hotspots
+
+The hottest functions of the merged PGO profile: 4 of 9 functions ran, and these 3 hold 76.2 % of its counters (work done in the train workloads, not time). More: `cargo optimize hotspots`.
+
+| # | function | crate | share | calls |
+|---:|---|---|---:|---:|
+| 1 | `demo::interp::Vm::run` | demo | 41.2 % | 3 |
+| 2 | `<alloc::vec::Vec<T> as core::ops::Drop>::drop` | alloc | 25.0 % | - |
+| 3 | `demo::lex\\|tokens` | demo | 10.0 % | 1200 |
+
+(calls are not shown where the profile does not count them: rustc's PGO instrumentation counts the edges of a function's control flow, not its entries)
+"
+        );
+    }
 }

@@ -12,6 +12,7 @@
 //!
 //! Must not: build, run or measure anything.
 
+pub mod hotspots;
 pub mod html;
 pub mod markdown;
 mod svg;
@@ -27,6 +28,7 @@ use crate::cargo::{BuildSettings, Features};
 pub use crate::context::facts::{ProfileQuality, StageFacts, UntrainedHot};
 pub use crate::context::PipelineStep;
 use crate::verify::Nondeterminism;
+pub use hotspots::{HotFunction, Hotspots, PgoProfile};
 
 pub const SCHEMA: u32 = 1;
 
@@ -121,6 +123,10 @@ pub struct Report {
     /// Builds reused (no input changed since an earlier run built them), and run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build_cache: Option<CacheCounts>,
+    /// The hottest functions of the run's merged PGO profile (absent when no PGO profile
+    /// was made, and in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hotspots: Option<Hotspots>,
 }
 
 /// The machine a run measured on.
@@ -520,6 +526,7 @@ mod tests {
             machine: None,
             verdict_cache: None,
             build_cache: None,
+            hotspots: None,
             pipeline: vec![
                 step("baseline build", 2.0),
                 step("baseline: workloads", 1.0),

@@ -1,7 +1,8 @@
-//! The ladder as text: one row per stage, then what to ship. Printed to stdout by the
+//! The ladder as text: one row per stage, the three hottest functions of the PGO profile
+//! (when the run made one), then what to ship. Printed to stdout by the
 //! pipeline and by any command that shows a past run.
 
-use super::{FinalChoice, Renderer, Report, Settings, StageReport, Status};
+use super::{FinalChoice, Hotspots, Renderer, Report, Settings, StageReport, Status};
 use crate::bench::Estimate;
 use crate::context::facts::Explained;
 use crate::ui::{Tone, Ui};
@@ -76,6 +77,9 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
         if let Some(items) = &st.facts.explain {
             explain_block(&mut s, items);
         }
+    }
+    if let Some(h) = &report.hotspots {
+        s.push_str(&hotspots_lines(h));
     }
     if let Some(f) = &report.final_ {
         let _ = writeln!(s);
@@ -199,6 +203,40 @@ pub(crate) fn settings_line(v: &Settings) -> String {
     out
 }
 
+/// Three lines on where the work is (report.json's `hotspots`): the three hottest
+/// functions with their share, how much the listed ones hold, and where to see more.
+pub(crate) fn hotspots_lines(h: &Hotspots) -> String {
+    let top: Vec<String> = h
+        .functions
+        .iter()
+        .take(3)
+        .map(|f| format!("{} {:.0} %", short_name(&f.name, 60), f.share * 100.0))
+        .collect();
+    if top.is_empty() {
+        return "\nhottest: no function has counts in the PGO profile\n".into();
+    }
+    format!(
+        "\nhottest: {}\n  the top {} functions hold {:.1} % of the PGO profile's counts ({} of {} functions ran)\n  more: cargo optimize hotspots (by crate and module; --flamegraph samples the shipped binary with perf)\n",
+        top.join(", "),
+        h.functions.len(),
+        h.listed_share() * 100.0,
+        h.functions_with_counts,
+        h.functions_in_profile
+    )
+}
+
+/// `name` cut to at most `max` characters, the middle replaced by `…`.
+pub(crate) fn short_name(name: &str, max: usize) -> String {
+    let n = name.chars().count();
+    if n <= max {
+        return name.to_string();
+    }
+    let keep = max.saturating_sub(1);
+    let head: String = name.chars().take(keep / 2).collect();
+    let tail: String = name.chars().skip(n - (keep - keep / 2)).collect();
+    format!("{head}…{tail}")
+}
+
 /// Each profile setting alone against the baseline (`--explain`).
 fn explain_block(s: &mut String, items: &[Explained]) {
     use std::fmt::Write;
@@ -285,6 +323,20 @@ mod tests {
     }
 
     #[test]
+    fn three_lines_on_the_hottest_functions() {
+        assert_eq!(
+            hotspots_lines(&crate::report::hotspots::sample()),
+            "\nhottest: demo::interp::Vm::run 41 %, <alloc::vec::Vec<T> as core::ops::Drop>::drop 25 %, demo::lex|tokens 10 %
+  the top 3 functions hold 76.2 % of the PGO profile's counts (4 of 9 functions ran)
+  more: cargo optimize hotspots (by crate and module; --flamegraph samples the shipped binary with perf)
+"
+        );
+        assert_eq!(short_name("abcdefghij", 5), "ab…ij");
+        assert_eq!(short_name("abcdefghij", 6), "ab…hij");
+        assert_eq!(short_name("abc", 5), "abc");
+    }
+
+    #[test]
     fn ladder_rows_ship_and_portable_alternative() {
         let v4 = ["-Ctarget-cpu=x86-64-v4"];
         let pgo = ["-Ctarget-cpu=x86-64-v4", "-Cprofile-use=/p.profdata"];
@@ -316,6 +368,7 @@ mod tests {
             machine: None,
             verdict_cache: None,
             build_cache: None,
+            hotspots: None,
         };
         let text = ladder(&report, &ui());
         let line = |start: &str| {

@@ -90,7 +90,8 @@ fn perf_version(perf: &Path) -> Capability {
     }
 }
 
-fn paranoid() -> Option<i32> {
+/// /proc/sys/kernel/perf_event_paranoid (`None` when the kernel has no perf events).
+pub fn paranoid() -> Option<i32> {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()?
         .trim()

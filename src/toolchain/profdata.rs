@@ -3,7 +3,7 @@
 //! (`rustc-demangle`, without the hash) and split into crate and module path. The one reader
 //! of per-function counts: hotspots and the train↔eval coverage both use it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::process;
 
@@ -17,11 +17,11 @@ pub struct FunctionCounts {
     /// The sum of its block counters: how much work ran in it (its share of all counts is
     /// what "hot" means here).
     pub total: u64,
-    /// Its entry counter: how often it was called.
+    /// Its first counter: how often it was called when the profile counts entries first
+    /// ([`Shown::entry_first`]), else the count of its first instrumented edge.
     pub entries: u64,
 }
 
-#[allow(dead_code)] // for the hotspots (issue 16), built on another branch
 impl FunctionCounts {
     /// The crate the function belongs to (the first path segment; for a generic
     /// instantiation `<T as Trait>::f`, the segment after `<`).
@@ -50,12 +50,65 @@ pub fn function_counts(
     profdata: &Path,
     profile: &Path,
 ) -> Result<Vec<FunctionCounts>, process::ProcessError> {
-    let out = process::run(
-        &process::Command::new(profdata)
-            .args(["show", "--all-functions", "--counts"])
-            .arg(profile),
-    )?;
+    let out = process::run(&show_command(profdata, profile))?;
     Ok(parse(&String::from_utf8_lossy(&out.stdout)))
+}
+
+fn show_command(profdata: &Path, profile: &Path) -> process::Command {
+    process::Command::new(profdata)
+        .args(["show", "--all-functions", "--counts"])
+        .arg(profile)
+        .timeout(std::time::Duration::from_secs(300))
+        .label("the profile's function counts")
+}
+
+/// A profile's functions, and what their first counter is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shown {
+    pub functions: Vec<FunctionCounts>,
+    /// Each function's first counter is its entry count (`entry_first = 1`, or front-end
+    /// instrumentation). rustc's IR instrumentation counts edges of the control-flow graph
+    /// (`entry_first = 0`): then `entries` is the first edge's count, not the calls.
+    pub entry_first: bool,
+}
+
+/// llvm-profdata could not list a profile's functions.
+#[derive(Debug, thiserror::Error)]
+pub enum CountsError {
+    #[error(transparent)]
+    Process(#[from] process::ProcessError),
+    #[error("`{tool} show` could not read {profile} ({status}): {stderr}\n  fix: use the llvm-profdata of rustc's LLVM (`cargo optimize doctor`), or train the profile again (`cargo optimize --stages pgo`)")]
+    Failed {
+        tool: String,
+        profile: PathBuf,
+        status: String,
+        stderr: String,
+    },
+}
+
+/// [`function_counts`], failing when llvm-profdata does, with what the first counters are.
+pub fn show(profdata: &Path, profile: &Path) -> Result<Shown, CountsError> {
+    let out = process::run(&show_command(profdata, profile))?;
+    if !out.status.success() {
+        return Err(CountsError::Failed {
+            tool: profdata.display().to_string(),
+            profile: profile.to_path_buf(),
+            status: out.status.to_string(),
+            stderr: out.stderr_tail(3).trim().to_string(),
+        });
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(Shown {
+        functions: parse(&text),
+        entry_first: entry_first(&text),
+    })
+}
+
+/// Whether the `Instrumentation level:` line says the first counter is the entry count.
+pub fn entry_first(text: &str) -> bool {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("Instrumentation level:"))
+        .is_some_and(|l| l.contains("entry_first = 1") || l.trim().starts_with("Front-end"))
 }
 
 /// Parse `llvm-profdata show --all-functions --counts` text.
@@ -134,5 +187,14 @@ Total functions: 3
         assert_eq!(f[2].module(), "main");
         assert_eq!(f[0].crate_name(), "core");
         assert_eq!(f[0].module(), "core::ptr");
+    }
+
+    #[test]
+    fn whether_the_first_counter_counts_entries() {
+        assert!(!entry_first(SHOW));
+        let first = SHOW.replace("entry_first = 0", "entry_first = 1");
+        assert!(entry_first(&first));
+        assert!(entry_first("Instrumentation level: Front-end\n"));
+        assert!(!entry_first("no header\n"));
     }
 }

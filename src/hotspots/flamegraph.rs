@@ -1,0 +1,303 @@
+//! A flamegraph of the run's shipped binary on one workload: `perf record -e cpu-clock -g`
+//! (a software clock event: it samples in VMs without a hardware PMU), `perf script`, then
+//! `inferno` folds the stacks and draws `<run folder>/hotspots/<workload>.svg` (the
+//! `perf.data` stays beside it for `perf report -i`).
+//!
+//! When perf cannot record here it says exactly why and how to fix it ([`FlameError`]);
+//! every process runs through `process` with a timeout. Stacks are walked by frame
+//! pointers: without them (Rust's default) a sample shows its leaf function and little of
+//! its callers.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use inferno::collapse::Collapse;
+
+use crate::context::sandbox::Sandbox;
+use crate::process::{self, ProcessError};
+use crate::report::Report;
+use crate::spec::{Spec, Workload};
+use crate::toolchain::{self, PerfFacts};
+
+/// Why no flamegraph was drawn, with the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum FlameError {
+    #[error(
+        "perf is not installed, so no flamegraph can be sampled\n  fix: {}",
+        PerfFacts::install_fix()
+    )]
+    NoPerf,
+    #[error("this kernel has no perf events (/proc/sys/kernel/perf_event_paranoid is missing), so perf cannot sample\n  fix: run on a Linux kernel built with perf events (CONFIG_PERF_EVENTS)")]
+    NoPerfEvents,
+    #[error("perf may not sample here: kernel.perf_event_paranoid is {0}, which forbids it to users other than root\n  fix: `sudo sysctl kernel.perf_event_paranoid=2` (sampling your own processes in user space), or run as root")]
+    Paranoid(i32),
+    #[error("the run's shipped binary is gone: {0}\n  fix: run `cargo optimize` again")]
+    NoBinary(PathBuf),
+    #[error(
+        "`perf record` could not sample workload `{workload}` ({status}): {reason}\n  fix: {fix}"
+    )]
+    Record {
+        workload: String,
+        status: String,
+        reason: String,
+        fix: String,
+    },
+    #[error("`perf script` failed ({status}): {reason}")]
+    Script { status: String, reason: String },
+    #[error("perf took no sample of workload `{0}`: it ran too briefly (one sample every 250 µs)\n  fix: give the workload more work, or pick a longer one with --flamegraph=WORKLOAD")]
+    NoSamples(String),
+    #[error("no workload `{name}` in {spec}{}\n  fix: --flamegraph=NAME with one of them, or --flamegraph for the first eval workload", if known.is_empty() { String::new() } else { format!(" (its workloads: {known})") })]
+    UnknownWorkload {
+        name: String,
+        spec: String,
+        known: String,
+    },
+    #[error("{0} has no workload to sample\n  fix: add a [[workload]] (`cargo optimize init` writes a commented spec)")]
+    NoWorkload(String),
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The perf event this process may sample with: the whole `cpu-clock` as root or with
+/// `perf_event_paranoid` ≤ 1, its user-space part (`cpu-clock:u`) at 2, nothing above.
+pub fn event_for(root: bool, paranoid: Option<i32>) -> Result<&'static str, FlameError> {
+    match paranoid {
+        None => Err(FlameError::NoPerfEvents),
+        _ if root => Ok("cpu-clock"),
+        Some(p) if p <= 1 => Ok("cpu-clock"),
+        Some(2) => Ok("cpu-clock:u"),
+        Some(p) => Err(FlameError::Paranoid(p)),
+    }
+}
+
+/// The workload named `name`, or (`None`) the spec's first eval workload, else its first.
+pub fn workload<'s>(spec: &'s Spec, name: Option<&str>) -> Result<&'s Workload, FlameError> {
+    let all = &spec.workloads;
+    let found = match name {
+        Some(n) => all.iter().find(|w| w.name == n),
+        None => all.iter().find(|w| w.eval).or_else(|| all.first()),
+    };
+    found.ok_or_else(|| match name {
+        Some(n) => FlameError::UnknownWorkload {
+            name: n.to_string(),
+            spec: spec.path.display().to_string(),
+            known: all
+                .iter()
+                .map(|w| w.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        },
+        None => FlameError::NoWorkload(spec.path.display().to_string()),
+    })
+}
+
+/// The binary a run ships: `final.binary`, or the file of that name under the run
+/// folder's `bin/` (a run folder that was moved).
+pub fn shipped_binary(report: &Report, run_dir: &Path) -> Result<PathBuf, FlameError> {
+    let named = report
+        .final_
+        .as_ref()
+        .map(|f| PathBuf::from(&f.binary))
+        .unwrap_or_else(|| run_dir.join("bin").join("baseline"));
+    if named.is_file() {
+        return Ok(named);
+    }
+    let moved = named.file_name().map(|n| run_dir.join("bin").join(n));
+    moved
+        .filter(|p| p.is_file())
+        .ok_or(FlameError::NoBinary(named))
+}
+
+/// Sample `workload` on the run's shipped binary and draw `<run_dir>/hotspots/<workload>.svg`.
+/// A workload that writes files runs in a private copy of its cwd (without `exclude`).
+pub fn draw(
+    report: &Report,
+    run_dir: &Path,
+    workload: &Workload,
+    exclude: &[PathBuf],
+) -> Result<PathBuf, FlameError> {
+    let perf = toolchain::find_on_path("perf").ok_or(FlameError::NoPerf)?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let event = event_for(root, toolchain::perf_paranoid())?;
+    let binary = shipped_binary(report, run_dir)?;
+    let dir = run_dir.join("hotspots");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| crate::util::io_error(e, "cannot create the flamegraph's folder", &dir))?;
+    let stem = workload.file_stem();
+    let data = dir.join(format!("{stem}.perf.data"));
+    // Else perf keeps the earlier record as `.old`.
+    let _ = std::fs::remove_file(&data);
+    record(&perf, event, &binary, workload, &data, &dir, exclude)?;
+    let folded = fold(&script(&perf, &data)?)?;
+    if folded.trim().is_empty() {
+        return Err(FlameError::NoSamples(workload.name.clone()));
+    }
+    let svg = dir.join(format!("{stem}.svg"));
+    let title = format!("{}: workload `{}` ({event})", report.bin, workload.name);
+    plot(&folded, &title, &svg)?;
+    Ok(svg)
+}
+
+/// `perf record -e EVENT -g -o DATA -- BINARY ARGS…` as the workload runs (in a private
+/// copy of its cwd when it writes files).
+fn record(
+    perf: &Path,
+    event: &str,
+    binary: &Path,
+    workload: &Workload,
+    data: &Path,
+    dir: &Path,
+    exclude: &[PathBuf],
+) -> Result<(), FlameError> {
+    let mut w = workload.clone();
+    let _sandbox = if w.files.is_empty() {
+        None
+    } else {
+        let copy = dir.join(format!("sandbox-{}", w.file_stem()));
+        let sb = Sandbox::create(&w.cwd, &copy, exclude)
+            .map_err(|e| crate::util::io_error(e, "cannot copy the workload's cwd to", &copy))?;
+        w.cwd = sb.cwd().to_path_buf();
+        Some(sb)
+    };
+    let mut cmd = w.command(binary);
+    let mut args: Vec<std::ffi::OsString> = ["record", "-q", "-e", event, "-g", "-o"]
+        .iter()
+        .map(Into::into)
+        .collect();
+    args.push(data.into());
+    args.push("--".into());
+    args.push(binary.into());
+    args.append(&mut cmd.args);
+    cmd.args = args;
+    cmd.program = perf.to_path_buf();
+    cmd.timeout = Some(w.timeout.saturating_mul(2));
+    let out = process::run(&cmd)?;
+    if out.status.success() && data.is_file() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stderr);
+    Err(FlameError::Record {
+        workload: workload.name.clone(),
+        status: if out.timed_out {
+            format!("timed out after {:?}", cmd.timeout.unwrap_or_default())
+        } else {
+            out.status.to_string()
+        },
+        reason: last_words(&text),
+        fix: record_fix(&text).into(),
+    })
+}
+
+/// The last line that says something (perf ends with a bare `Error:` line at times).
+fn last_words(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty() && !l.eq_ignore_ascii_case("error:"))
+        .unwrap_or("no error message")
+        .to_string()
+}
+
+/// What to do about a failed `perf record`, from what it said.
+fn record_fix(stderr: &str) -> &'static str {
+    let s = stderr.to_ascii_lowercase();
+    if s.contains("paranoid") || s.contains("permission") || s.contains("not permitted") {
+        "`sudo sysctl kernel.perf_event_paranoid=2`, or run as root; in a container, allow the perf_event_open system call (e.g. docker --cap-add PERFMON, or a seccomp profile that permits it)"
+    } else if s.contains("not found for kernel") || s.contains("not supported") {
+        "install the perf that matches this kernel (Debian: linux-perf; Ubuntu: linux-tools-$(uname -r))"
+    } else {
+        "check that the workload runs on its own (`cargo optimize bench`), then run `perf record -e cpu-clock -g -- true` to see what perf says"
+    }
+}
+
+/// `perf script` of `data`: the samples as text stacks.
+fn script(perf: &Path, data: &Path) -> Result<String, FlameError> {
+    let cmd = process::Command::new(perf)
+        .args(["script", "--no-inline", "-i"])
+        .arg(data)
+        .timeout(Duration::from_secs(600))
+        .label("the flamegraph's samples");
+    let out = process::run(&cmd)?;
+    if !out.status.success() {
+        return Err(FlameError::Script {
+            status: out.status.to_string(),
+            reason: last_words(&String::from_utf8_lossy(&out.stderr)),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `perf script` output folded into one line per distinct stack (`a;b;c 12`).
+pub fn fold(perf_script: &str) -> std::io::Result<String> {
+    let mut folded = Vec::new();
+    inferno::collapse::perf::Folder::default().collapse(perf_script.as_bytes(), &mut folded)?;
+    Ok(String::from_utf8_lossy(&folded).into_owned())
+}
+
+/// Draw folded stacks into `svg` (atomically). The colours are a function of the names,
+/// so the same samples give the same picture.
+pub fn plot(folded: &str, title: &str, svg: &Path) -> Result<(), FlameError> {
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.count_name = "ns".into(); // cpu-clock samples carry their period in ns
+    opts.deterministic = true;
+    let mut out = Vec::new();
+    inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut out)?;
+    crate::report::write_atomic(svg, &out)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_event_follows_root_and_paranoid() {
+        assert_eq!(event_for(true, Some(4)).unwrap(), "cpu-clock");
+        assert_eq!(event_for(false, Some(-1)).unwrap(), "cpu-clock");
+        assert_eq!(event_for(false, Some(1)).unwrap(), "cpu-clock");
+        assert_eq!(event_for(false, Some(2)).unwrap(), "cpu-clock:u");
+        let e = event_for(false, Some(3)).unwrap_err().to_string();
+        assert!(
+            e.contains("perf_event_paranoid is 3") && e.contains("fix: `sudo sysctl"),
+            "{e}"
+        );
+        assert!(matches!(
+            event_for(true, None),
+            Err(FlameError::NoPerfEvents)
+        ));
+    }
+
+    #[test]
+    fn a_failed_record_says_why_and_what_to_do() {
+        let err = "Error:\nAccess to performance monitoring and observability operations is limited.\nperf_event_paranoid setting is 4\nError:\n";
+        assert_eq!(last_words(err), "perf_event_paranoid setting is 4");
+        assert!(record_fix(err).contains("sysctl"));
+        assert!(record_fix("WARNING: perf not found for kernel 6.1").contains("linux-perf"));
+        assert_eq!(last_words(""), "no error message");
+    }
+
+    #[test]
+    fn samples_are_folded_and_drawn_with_their_function_names() {
+        let script = "demo 12 1.0: 250000 cpu-clock:\n\t    1000 demo::hot_loop+0x10 (/bin/demo)\n\t    2000 main+0x20 (/bin/demo)\n\ndemo 12 1.1: 250000 cpu-clock:\n\t    1000 demo::hot_loop+0x10 (/bin/demo)\n\t    2000 main+0x20 (/bin/demo)\n\n";
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("w.svg");
+        let folded = fold(script).unwrap();
+        assert_eq!(folded, "demo;main;demo::hot_loop 500000\n");
+        plot(&folded, "demo: workload `w`", &svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.starts_with("<?xml"), "{text}");
+        assert!(
+            text.contains("demo::hot_loop") && text.contains("500,000 ns"),
+            "{text}"
+        );
+        let again = dir.path().join("again.svg");
+        plot(&folded, "demo: workload `w`", &again).unwrap();
+        assert_eq!(std::fs::read(&again).unwrap(), text.into_bytes());
+        assert_eq!(fold("").unwrap(), "");
+        assert!(plot("", "t", &dir.path().join("e.svg")).is_err());
+        assert!(!dir.path().join("e.svg").exists());
+    }
+}
