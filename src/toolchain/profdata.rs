@@ -23,21 +23,38 @@ pub struct FunctionCounts {
 }
 
 impl FunctionCounts {
-    /// The crate the function belongs to (the first path segment; for a generic
-    /// instantiation `<T as Trait>::f`, the segment after `<`).
+    /// The crate the function belongs to: the first segment of its [`owner`](Self::owner).
     pub fn crate_name(&self) -> &str {
-        let n = self.name.trim_start_matches('<');
+        let n = self.owner();
         n.split("::").next().unwrap_or(n)
     }
 
-    /// The module path: everything before the last two segments when the function is a
-    /// method (`a::b::Type::f` → `a::b`), before the last one otherwise; by convention
-    /// segments starting with an uppercase letter are types.
+    /// The path the function is defined under: for `<X as Y>::f`, X when it is a path (an
+    /// impl on the crate's own type), else Y (a blanket impl: `<T as core::fmt::Debug>`,
+    /// `<[V] as alloc::…>`); otherwise its name.
+    fn owner(&self) -> &str {
+        let Some(rest) = self.name.strip_prefix('<') else {
+            return &self.name;
+        };
+        match rest.split_once(" as ") {
+            Some((x, _)) if x.contains("::") => x,
+            Some((_, y)) => y,
+            None => rest,
+        }
+    }
+
+    /// The module path: the owner's path without its last segment when that is the
+    /// function (`a::b::f` → `a::b`), and without the type segments before it
+    /// (`a::b::Type::f` → `a::b`); by convention segments starting with an uppercase letter
+    /// are types.
     pub fn module(&self) -> String {
-        let n = self.name.trim_start_matches('<');
+        let n = self.owner();
         let n = n.split([' ', '<']).next().unwrap_or(n);
         let segs: Vec<&str> = n.split("::").collect();
-        let mut end = segs.len().saturating_sub(1);
+        let mut end = match self.name.starts_with('<') {
+            true => segs.len(),
+            false => segs.len().saturating_sub(1),
+        };
         while end > 1 && segs[end - 1].starts_with(|c: char| c.is_ascii_uppercase()) {
             end -= 1;
         }
@@ -187,6 +204,27 @@ Total functions: 3
         assert_eq!(f[2].module(), "main");
         assert_eq!(f[0].crate_name(), "core");
         assert_eq!(f[0].module(), "core::ptr");
+        let f = |name: &str| FunctionCounts {
+            symbol: String::new(),
+            name: name.into(),
+            total: 0,
+            entries: 0,
+        };
+        let own = f("<demo::infer::Dense as demo::infer::Layer>::forward");
+        assert_eq!(
+            (own.crate_name(), own.module().as_str()),
+            ("demo", "demo::infer")
+        );
+        let blanket = f("<Q as hashbrown::Equivalent<K>>::equivalent");
+        assert_eq!(
+            (blanket.crate_name(), blanket.module().as_str()),
+            ("hashbrown", "hashbrown")
+        );
+        let slice = f("<[V] as alloc::slice::Concat<T>>::concat");
+        assert_eq!(
+            (slice.crate_name(), slice.module().as_str()),
+            ("alloc", "alloc::slice")
+        );
     }
 
     #[test]
