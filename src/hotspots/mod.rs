@@ -136,8 +136,10 @@ pub fn rank(shown: &Shown, top: usize, groups: usize) -> Ranking {
         .collect();
     Ranking {
         total_counts: total,
-        functions_with_counts: merged.iter().filter(|m| m.counts > 0).count(),
-        functions_in_profile: merged.len(),
+        // Counted as the profile lists them (one per instantiation), as the coverage line
+        // counts them, so the two numbers agree.
+        functions_with_counts: shown.functions.iter().filter(|f| f.total > 0).count(),
+        functions_in_profile: shown.functions.len(),
         functions,
         crates: group(&merged, |m| &m.crate_name, total, groups),
         modules: group(&merged, |m| &m.module, total, groups),
@@ -299,7 +301,8 @@ pub(crate) mod tests {
     fn ranks_by_counts_with_shares_and_cumulative_shares() {
         let r = rank(&sample(), 3, 10);
         assert_eq!(r.total_counts, 1000);
-        assert_eq!((r.functions_with_counts, r.functions_in_profile), (4, 6));
+        // Counted per instantiation (7 listed, 5 ran), as the coverage line counts them.
+        assert_eq!((r.functions_with_counts, r.functions_in_profile), (5, 7));
         let got: Vec<(usize, &str, u64, f64, f64, u64)> = r
             .functions
             .iter()

@@ -204,7 +204,7 @@ mod tests {
         assert_eq!(
             term(&view()),
             "hotspots of run r1 (pgo profile /c/p.profdata)
-1000 counts in all; 4 of 6 functions ran. A share is of the profile's counters summed (work done in the train workloads, not time).
+1000 counts in all; 5 of 7 functions ran. A share is of the profile's counters summed (work done in the train workloads, not time).
 
   #    share   cumul.         calls  crate  function
   1   60.0 %   60.0 %             1  hot    hot::Vm::run
@@ -229,7 +229,7 @@ by module:
             markdown(&v),
             "### Hotspots of run `r1`
 
-From the pgo profile `/c/p.profdata`: 1000 counts in all; 4 of 6 functions ran. A share is of the profile's counters summed (work done in the train workloads, not time).
+From the pgo profile `/c/p.profdata`: 1000 counts in all; 5 of 7 functions ran. A share is of the profile's counters summed (work done in the train workloads, not time).
 
 | # | function | crate | share | cumulative | calls |
 |---:|---|---|---:|---:|---:|
