@@ -36,11 +36,17 @@ impl FunctionCounts {
         let Some(rest) = self.name.strip_prefix('<') else {
             return &self.name;
         };
-        match rest.split_once(" as ") {
+        let path = match rest.split_once(" as ") {
             Some((x, _)) if x.contains("::") => x,
             Some((_, y)) => y,
             None => rest,
+        };
+        // `[core::mem::MaybeUninit<T>]`, `&mut dyn core::any::Any`: the path inside.
+        let mut p = path.trim_start_matches(['[', '&', '*', '(']);
+        for word in ["mut ", "const ", "dyn "] {
+            p = p.strip_prefix(word).unwrap_or(p);
         }
+        p
     }
 
     /// The module path: the owner's path without its last segment when that is the
@@ -219,6 +225,11 @@ Total functions: 3
         assert_eq!(
             (blanket.crate_name(), blanket.module().as_str()),
             ("hashbrown", "hashbrown")
+        );
+        let inner = f("<[core::mem::maybe_uninit::MaybeUninit<T>] as core::fmt::Debug>::fmt");
+        assert_eq!(
+            (inner.crate_name(), inner.module().as_str()),
+            ("core", "core::mem::maybe_uninit")
         );
         let slice = f("<[V] as alloc::slice::Concat<T>>::concat");
         assert_eq!(
