@@ -2,7 +2,7 @@
 //! literals, durations as users write them and as we print them, and resetting a scratch
 //! folder. Lowest layer: imports nothing from the crate.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Every non-empty line of `text` prefixed with `prefix` (empty lines stay empty, so a
@@ -102,6 +102,15 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 /// Remove `dir` if it exists, then create it empty.
+/// `p` made absolute against the current directory (not canonicalised: it may not exist).
+pub fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    }
+}
+
 pub fn reset_dir(dir: &Path) -> std::io::Result<()> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => {}

@@ -84,6 +84,27 @@ pub struct Project {
     pub bench_framework: Option<String>,
 }
 
+#[cfg(test)]
+impl Project {
+    /// A project at `/p` with one binary, for unit tests that need one.
+    pub(crate) fn for_tests(bin: &str, version: &str) -> Project {
+        Project {
+            manifest_path: "/p/Cargo.toml".into(),
+            package: "p".into(),
+            package_dir: "/p".into(),
+            version: version.into(),
+            bin: bin.into(),
+            bins: vec![bin.into()],
+            benches: vec![],
+            workspace_root: "/p".into(),
+            target_dir: "/p/target".into(),
+            features: Features::default(),
+            harness: None,
+            bench_framework: None,
+        }
+    }
+}
+
 /// Which package, binary, features, target, profile and target dir to use: cargo's own
 /// selection flags as plain data (the command line fills it in).
 #[derive(Debug, Clone, Default)]
@@ -283,7 +304,7 @@ impl Workspace {
             },
         };
         let target_dir = match &sel.target_dir {
-            Some(d) => absolute(d),
+            Some(d) => crate::util::absolute(d),
             None => self.meta.target_directory.clone().into_std_path_buf(),
         };
         Ok(Project {
@@ -369,7 +390,7 @@ impl Workspace {
             benches: target_names(pkg, "bench"),
             workspace_root: self.root(),
             target_dir: match &sel.target_dir {
-                Some(d) => absolute(d),
+                Some(d) => crate::util::absolute(d),
                 None => self.meta.target_directory.clone().into_std_path_buf(),
             },
             features: Features::from_selection(sel),
@@ -449,14 +470,6 @@ fn bin_names(p: &cargo_metadata::Package) -> Vec<String> {
         .filter(|t| t.is_bin())
         .map(|t| t.name.clone())
         .collect()
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(p)
-    }
 }
 
 /// Everything that determines one build. Two equal settings produce the same binary, so
@@ -1268,23 +1281,7 @@ rustflags = ["-Cwindows"]
         let mut lto = base.clone();
         lto.profile_overrides.insert("lto".into(), "\"fat\"".into());
         assert_ne!(a, lto.hash());
-        let args = lto.cargo_args(
-            &Project {
-                manifest_path: "/p/Cargo.toml".into(),
-                package: "p".into(),
-                package_dir: "/p".into(),
-                version: "0.1.0".into(),
-                bin: "p".into(),
-                bins: vec!["p".into()],
-                benches: vec![],
-                workspace_root: "/p".into(),
-                target_dir: "/p/target".into(),
-                features: Features::default(),
-                harness: None,
-                bench_framework: None,
-            },
-            Path::new("/t"),
-        );
+        let args = lto.cargo_args(&Project::for_tests("p", "0.1.0"), Path::new("/t"));
         assert!(args
             .windows(2)
             .any(|w| w[0] == "--config" && w[1] == "profile.release.lto=\"fat\""));

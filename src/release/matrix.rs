@@ -622,20 +622,7 @@ mod tests {
             ..Default::default()
         };
         let m = resolve(&spec, &args, Some(last())).unwrap();
-        let project = Project {
-            manifest_path: "/p/Cargo.toml".into(),
-            package: "p".into(),
-            package_dir: "/p".into(),
-            version: "1.2.0".into(),
-            bin: "tool".into(),
-            bins: vec!["tool".into()],
-            benches: vec![],
-            workspace_root: "/p".into(),
-            target_dir: "/p/target".into(),
-            features: Features::default(),
-            harness: None,
-            bench_framework: None,
-        };
+        let project = Project::for_tests("tool", "1.2.0");
         // This machine lacks v4.
         let cannot = |_: &str, cpu: Option<&str>| cpu.map(|c| format!("lacks {c}"));
         let flags = |_: &str| Ok(vec!["-Cuser".to_string()]);

@@ -23,7 +23,7 @@ mod matrix;
 mod package;
 mod work;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::bail;
@@ -78,7 +78,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         .clone()
         .or_else(|| spec.release.out_dir.clone())
         .unwrap_or_else(|| project.workspace_root.join("dist"));
-    let out = absolute(&out);
+    let out = crate::util::absolute(&out);
     let graph = work::graph(&artifacts, &groups);
     announce(&ui, &project, &matrix, &artifacts, &graph, &out);
     if args.dry_run {
@@ -414,14 +414,6 @@ fn installed(rustc: &Rustc, triple: &str) -> bool {
             .join(triple)
             .join("lib")
             .is_dir()
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(p)
-    }
 }
 
 /// The time stamped into archives: `SOURCE_DATE_EPOCH` (the reproducible-builds
