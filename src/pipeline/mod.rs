@@ -30,6 +30,8 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
     let ctx = context(plan, &plan.spec, &run);
+    let sccache = crate::cargo::wrapper::sccache();
+    let sccache_before = sccache.as_deref().and_then(crate::cargo::wrapper::stats);
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
     let machine = machine();
@@ -44,6 +46,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     ctx.record("total", started.elapsed().as_secs_f64(), None);
     let mut report = assemble(plan, &ctx, ladder, machine, verdicts.counts());
     report.hotspots = hotspots;
+    report.compile_cache = compile_cache(sccache.as_deref(), sccache_before);
     report.write_json(&run.root)?;
     report.write_renderings(&run.root)?;
     run.point_latest(&plan.optimize_dir)?;
@@ -157,6 +160,7 @@ fn assemble(
             CacheCounts { hits, misses }
         }),
         hotspots: None,
+        compile_cache: None,
     }
 }
 
@@ -221,6 +225,19 @@ fn trim_cache(plan: &Plan) {
     }
 }
 
+/// What sccache did since `before` (when the run had it as its rustc wrapper).
+fn compile_cache(
+    sccache: Option<&std::path::Path>,
+    before: Option<crate::cargo::wrapper::CompileCounts>,
+) -> Option<report::CompileCache> {
+    let sccache = sccache?;
+    let after = crate::cargo::wrapper::stats(sccache)?;
+    Some(report::CompileCache {
+        wrapper: sccache.display().to_string(),
+        counts: after - before.unwrap_or_default(),
+    })
+}
+
 /// `time: 224 s in all — measuring 190 s (85 %), building 18 s (8 %), …`
 fn time_line(report: &Report) -> String {
     let (total, kinds) = report.time_spent();
@@ -236,7 +253,7 @@ fn time_line(report: &Report) -> String {
     .filter_map(|(c, what)| c.filter(|c| c.hits > 0).map(|c| (c, what)))
     .map(|(c, what)| format!("{} of {} {what}", c.hits, c.hits + c.misses))
     .collect();
-    let cache = if kept.is_empty() {
+    let mut cache = if kept.is_empty() {
         String::new()
     } else {
         format!(
@@ -244,6 +261,13 @@ fn time_line(report: &Report) -> String {
             kept.join(", ")
         )
     };
+    if let Some(c) = &report.compile_cache {
+        let n = c.counts;
+        cache.push_str(&format!(
+            "; sccache: {} compilation(s) from its cache, {} compiled, {} it cannot cache (binaries, build scripts)",
+            n.hits, n.misses, n.not_cacheable
+        ));
+    }
     let total = if total < 10.0 {
         format!("{total:.1}")
     } else {

@@ -127,6 +127,18 @@ pub struct Report {
     /// was made, and in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hotspots: Option<Hotspots>,
+    /// What the user's sccache (`RUSTC_WRAPPER`) did during the run (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_cache: Option<CompileCache>,
+}
+
+/// The compilations of a run as the user's sccache counted them (its server's counters
+/// before and after the run: builds elsewhere on the machine at the same time count too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompileCache {
+    pub wrapper: String,
+    #[serde(flatten)]
+    pub counts: crate::cargo::wrapper::CompileCounts,
 }
 
 /// The machine a run measured on.
@@ -526,6 +538,7 @@ mod tests {
             machine: None,
             verdict_cache: None,
             build_cache: None,
+            compile_cache: None,
             hotspots: None,
             pipeline: vec![
                 step("baseline build", 2.0),

@@ -368,6 +368,7 @@ mod tests {
             machine: None,
             verdict_cache: None,
             build_cache: None,
+            compile_cache: None,
             hotspots: None,
         };
         let text = ladder(&report, &ui());

@@ -10,6 +10,7 @@ mod bad_input;
 mod bench_engine;
 mod bolt;
 mod check;
+mod compile_cache;
 mod coverage;
 mod faults_apply;
 mod faults_proc;
