@@ -40,6 +40,12 @@ use work::Release;
 pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
     let Located { spec, project } = plan::locate(g)?;
+    if project.harness.is_some() {
+        bail!(
+            "{}: the workloads run the package's bench or test harness (`cargo = …`), and a release ships binaries\n  fix: release a package with a binary, or give a spec whose workloads run it with --spec",
+            spec.path.display()
+        );
+    }
     let rustc = toolchain::rustc()?;
     let optimize_dir = project.target_dir.join("optimize");
     let installed = |t: &str| installed(&rustc, t);
