@@ -13,6 +13,7 @@ mod check;
 mod coverage;
 mod faults_apply;
 mod faults_proc;
+mod fleet;
 mod hotspots;
 mod ladder;
 mod library;
