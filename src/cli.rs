@@ -63,11 +63,62 @@ pub enum Command {
     /// the jobs run in parallel (-j) and share the cores through cargo's jobserver.
     #[command(after_help = RELEASE_EXIT_CODES)]
     Release(ReleaseArgs),
+    /// Profiles from production: build the instrumented binary to deploy on your hosts
+    /// (`collect`), merge the profiles they write (`merge`), then build with the result:
+    /// `cargo optimize --stages pgo --pgo-profile merged.profdata`.
+    Profile(ProfileArgs),
     /// Remove target/optimize (refused while a run is using it).
     Clean,
     /// What later runs reuse (builds, binaries, merged profiles, trainings, eval coverage,
     /// output checks, verdicts): how much there is, trim it, or clear it.
     Cache(CacheArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ProfileArgs {
+    #[command(subcommand)]
+    pub action: ProfileAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ProfileAction {
+    /// Build the instrumented binary to deploy: the PGO stage's instrumented build of the
+    /// project's settings (profile, features, target, your rustflags), writing its profile
+    /// into DIR/default_%m.profraw (every process of the binary merges into that one file as
+    /// it exits). Prints where it writes and the settings a profile from it is valid for.
+    Collect(CollectArgs),
+    /// Merge the profiles your hosts wrote (.profraw) or merged before (.profdata) with
+    /// the llvm-profdata of rustc's LLVM; a file it cannot read is dropped and named, one
+    /// from another LLVM version refuses the merge (exit 2). Prints the merged profile's
+    /// functions and its 5 hottest.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CollectArgs {
+    /// Where to copy the instrumented binary (default:
+    /// target/optimize/collect/<bin>-instrumented).
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// The folder the deployed binary writes its profile into (default: /tmp/<bin>-pgo).
+    /// Absolute: it is compiled into the binary. LLVM_PROFILE_FILE overrides it at run time.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// The profiles: .profraw files from your hosts, .profdata files merged before, or
+    /// folders (every .profraw and .profdata file in them).
+    #[arg(value_name = "INPUTS")]
+    pub inputs: Vec<PathBuf>,
+    /// The merged profile to write (written whole, only when the merge succeeds).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Count FILE's profile N times (an integer ≥ 1; other inputs count once), e.g. the
+    /// hosts whose traffic matters most. FILE (or a folder) may also be among INPUTS.
+    #[arg(long = "weight", value_name = "FILE=N")]
+    pub weights: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -200,6 +251,12 @@ pub struct RunArgs {
     /// that decides it is unchanged).
     #[arg(long)]
     pub fresh: bool,
+    /// Build the pgo candidate (and `pgo (portable)`) with this merged profile instead of
+    /// instrumenting and training here: profiles collected in production (`profile collect`)
+    /// and merged (`profile merge`). It is verified and measured like any candidate; the
+    /// report says where the profile came from and how many of its functions changed since.
+    #[arg(long, value_name = "FILE")]
+    pub pgo_profile: Option<PathBuf>,
     /// Run the binary with these arguments as the one train + eval workload (after `--`):
     /// no optimize.toml needed; with one, these replace its workloads.
     #[arg(last = true, value_name = "ARGS")]

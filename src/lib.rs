@@ -12,6 +12,7 @@ pub(crate) mod check;
 pub mod cli;
 pub(crate) mod commands;
 pub(crate) mod context;
+pub(crate) mod fleet;
 pub(crate) mod hotspots;
 pub(crate) mod jobs;
 #[cfg(test)]
@@ -44,6 +45,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Check(args)) => commands::check::run(&cli.global, &args),
         Some(Command::Release(args)) => commands::release::run(&cli.global, &args),
         Some(Command::Ci(args)) => commands::ci::run(&cli.global, &args),
+        Some(Command::Profile(args)) => commands::profile::run(&cli.global, &args),
         Some(Command::Clean) => commands::clean::run(&cli.global),
         Some(Command::Cache(args)) => commands::cache::run(&cli.global, &args),
     }

@@ -92,6 +92,7 @@ fn run_args(args: &CheckArgs) -> RunArgs {
         max_time: args.max_time.clone(),
         explain: false,
         fresh: args.fresh,
+        pgo_profile: None,
         args: Vec::new(),
     }
 }

@@ -10,6 +10,7 @@ pub mod clean;
 pub mod doctor;
 pub mod hotspots;
 pub mod init;
+pub mod profile;
 pub mod release;
 pub mod report;
 pub mod run;

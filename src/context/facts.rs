@@ -40,6 +40,10 @@ pub struct StageFacts {
     // pgo
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileStats>,
+    /// The profile file given with `--pgo-profile` (collected elsewhere, merged with
+    /// `cargo optimize profile merge`), when the build used it instead of training here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_source: Option<PathBuf>,
     /// How well the PGO profile the build used fits its code: for the pgo stage its own
     /// fresh profile; for the baseline the profile your own rustflags name
     /// (`-Cprofile-use`), which is stale once functions change.

@@ -240,6 +240,9 @@ pub struct Context<'a> {
     /// llvm-bolt + merge-fdata of rustc's LLVM major (looked for only when the bolt stage
     /// is tried; `None` otherwise, the error when they are missing or mismatched).
     pub bolt_tools: Option<Result<BoltTools, ToolError>>,
+    /// `--pgo-profile FILE`: the pgo stage builds with this profile (collected elsewhere)
+    /// instead of instrumenting and training.
+    pub given_profile: Option<PathBuf>,
     /// Time and memory of every step, for the report's `pipeline` section.
     pub steps: RefCell<Vec<PipelineStep>>,
     /// `--fresh`: reuse nothing an earlier run kept (builds, trainings, checks, verdicts).
@@ -264,6 +267,7 @@ impl<'a> Context<'a> {
             host: self.host.clone(),
             llvm_profdata: self.llvm_profdata.clone(),
             bolt_tools: None,
+            given_profile: self.given_profile.clone(),
             fresh: self.fresh,
             steps: RefCell::new(Vec::new()),
             warned: Default::default(),

@@ -99,6 +99,7 @@ pub fn context<'a>(plan: &'a Plan, spec: &'a crate::spec::Spec, run: &'a RunDir)
         host: plan.rustc.host.clone(),
         llvm_profdata: plan.llvm_profdata.clone(),
         bolt_tools: plan.bolt_tools.clone(),
+        given_profile: plan.pgo_profile.clone(),
         fresh: plan.fresh,
         steps: RefCell::new(Vec::new()),
         warned: Default::default(),

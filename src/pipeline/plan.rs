@@ -3,7 +3,7 @@
 //! code reads the [`Plan`] and never goes back to flags, files or the environment.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::cargo::{self, BuildSettings, CargoError, Project, Workspace};
 use crate::cli::{GlobalArgs, RunArgs};
@@ -104,6 +104,9 @@ pub struct Plan {
     pub explain: bool,
     /// `--fresh`: look up no kept verdict.
     pub fresh: bool,
+    /// `--pgo-profile FILE` (absolute, checked): the pgo stage builds with it instead of
+    /// training.
+    pub pgo_profile: Option<PathBuf>,
     pub ui: Ui,
 }
 
@@ -124,6 +127,10 @@ impl Plan {
             Some(toolchain::llvm_profdata(&rustc)?)
         } else {
             toolchain::llvm_profdata(&rustc).ok()
+        };
+        let pgo_profile = match &args.pgo_profile {
+            Some(file) => Some(given_profile(file, &spec, llvm_profdata.as_ref(), &rustc)?),
+            None => None,
         };
         let bolt_tools = stages
             .contains(&StageName::Bolt)
@@ -163,6 +170,7 @@ impl Plan {
             baseline,
             explain: args.explain,
             fresh: args.fresh,
+            pgo_profile,
             ui,
         })
     }
@@ -185,6 +193,41 @@ fn criterion_eval(project: &Project, spec: &Spec) -> Option<String> {
         project.bin,
         eval.join(", ")
     ))
+}
+
+/// `--pgo-profile FILE`, checked before anything is built: a merged profile this
+/// toolchain's llvm-profdata reads, for a run that tries the pgo stage. Its absolute path.
+fn given_profile(
+    file: &Path,
+    spec: &Spec,
+    profdata: Option<&Tool>,
+    rustc: &Rustc,
+) -> anyhow::Result<PathBuf> {
+    let flag = format!("--pgo-profile {}", file.display());
+    if !spec.stages.try_.contains(&StageName::Pgo) {
+        anyhow::bail!("{flag}: this run does not try the pgo stage (--stages, [stages] try), so no build would use the profile\n  fix: add pgo to the stages, e.g. --stages pgo");
+    }
+    let path = crate::util::absolute(file);
+    let raw = toolchain::profdata::is_raw(&path).map_err(|e| {
+        anyhow::anyhow!("{flag}: cannot read it: {e}\n  fix: give the path of a merged profile (.profdata, from `cargo optimize profile merge`)")
+    })?;
+    if raw {
+        anyhow::bail!("{flag}: this is a raw profile (.profraw, as a collector writes it), and rustc takes only merged ones\n  fix: cargo optimize profile merge -o merged.profdata {}, then --pgo-profile merged.profdata", file.display());
+    }
+    let tool = profdata.ok_or_else(|| anyhow::anyhow!("{flag}: no llvm-profdata to read it"))?;
+    match toolchain::profdata::readable(&tool.path, &path) {
+        Ok(()) => Ok(path),
+        Err(toolchain::profdata::CountsError::Failed { stderr, tool, .. })
+            if toolchain::profdata::version_mismatch(&stderr) =>
+        {
+            anyhow::bail!(
+                "{flag}: the profile is in another LLVM version's format than this toolchain's ({}, LLVM {}); {tool} said:\n    {stderr}\n  fix: build with the toolchain whose LLVM wrote it, or rebuild the collector with this one (`cargo optimize profile collect`), collect again and merge with `cargo optimize profile merge`",
+                rustc.version,
+                rustc.llvm_version
+            )
+        }
+        Err(e) => Err(anyhow::anyhow!("{flag}: {e}")),
+    }
 }
 
 /// `--stages` and `--max-time` replace the spec's `[stages] try` and `[bench] max-time`.

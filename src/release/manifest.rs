@@ -152,14 +152,16 @@ pub(crate) fn entry(
                 .collect(),
             None => Vec::new(),
         },
-        trained_under: profile.map(|p| TrainedUnder {
-            target: p.instrumented.target.clone(),
-            features: p.instrumented.features.features.clone(),
-            no_default_features: p.instrumented.features.no_default_features,
-            profile: p.instrumented.profile.clone(),
-            profile_overrides: p.instrumented.profile_overrides.clone(),
-            rustflags: p.instrumented.all_rustflags(),
-        }),
+        trained_under: profile
+            .and_then(|p| p.instrumented.as_ref())
+            .map(|i| TrainedUnder {
+                target: i.target.clone(),
+                features: i.features.features.clone(),
+                no_default_features: i.features.no_default_features,
+                profile: i.profile.clone(),
+                profile_overrides: i.profile_overrides.clone(),
+                rustflags: i.all_rustflags(),
+            }),
     };
     let bolt = Applied {
         applied: art.bolt && state.bolt_skipped[a].is_none(),

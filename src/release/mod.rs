@@ -127,6 +127,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
             .unwrap_or_else(|| artifacts[0].settings.clone()),
         optimize_dir: optimize_dir.clone(),
         explain: false,
+        pgo_profile: None,
         fresh: args.fresh,
         ui: job_ui,
         project: project.clone(),

@@ -72,6 +72,9 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
         if let Some((_, q)) = coverage.filter(|(row, _)| std::ptr::eq(*row, st)) {
             let _ = writeln!(s, "{:<w$} └ profile: {}", "", q.describe());
         }
+        if let Some(line) = given_profile_line(st) {
+            let _ = writeln!(s, "{:<w$} └ {line}", "");
+        }
     }
     for st in &report.stages {
         if let Some(items) = &st.facts.explain {
@@ -201,6 +204,29 @@ pub(crate) fn settings_line(v: &Settings) -> String {
         out.push_str(&format!("; rustflags: {}", v.stage_rustflags.join(" ")));
     }
     out
+}
+
+/// `profile: <file> (given, not trained here); …`: where a row's profile came from when it
+/// was given (`--pgo-profile`), and how much of it still fits the source.
+fn given_profile_line(st: &StageReport) -> Option<String> {
+    let src = st.facts.profile_source.as_ref()?;
+    let fit = match &st.facts.profile_fit {
+        Some(f) if f.changed_functions == 0 => {
+            "; it fits this source (no profiled function changed)".to_string()
+        }
+        Some(f) => format!(
+            "; stale: {}{} profiled function(s) changed since it was collected",
+            f.changed_functions,
+            f.profile_functions
+                .map(|n| format!(" of {n}"))
+                .unwrap_or_default()
+        ),
+        None => String::new(),
+    };
+    Some(format!(
+        "profile: {} (given, not trained here){fit}",
+        src.display()
+    ))
 }
 
 /// Three lines on where the work is (report.json's `hotspots`): the three hottest

@@ -1,7 +1,9 @@
 //! What a merged PGO profile says function by function: `llvm-profdata show --all-functions
 //! --counts`, parsed into each function's counters (`FunctionCounts`), its name demangled
 //! (`rustc-demangle`, without the hash) and split into crate and module path. The one reader
-//! of per-function counts: hotspots and the train↔eval coverage both use it.
+//! of per-function counts: hotspots and the train↔eval coverage both use it. Also whether
+//! this llvm-profdata reads a profile at all (`readable`), and whether what it said means
+//! the file is another LLVM version's format (`version_mismatch`).
 
 use std::path::{Path, PathBuf};
 
@@ -127,6 +129,50 @@ pub fn show(profdata: &Path, profile: &Path) -> Result<Shown, CountsError> {
     })
 }
 
+/// Whether what llvm-profdata said about a file means it is in another LLVM version's
+/// profile format (a raw profile of another runtime version, an indexed profile of a newer
+/// writer): only the llvm-profdata of that LLVM reads it.
+pub fn version_mismatch(said: &str) -> bool {
+    const SIGNS: [&str; 2] = [
+        "raw profile version mismatch",
+        "unsupported instrumentation profile format version",
+    ];
+    SIGNS.iter().any(|s| said.contains(s))
+}
+
+/// The first bytes of a raw profile (`.profraw`, what an instrumented program writes): the
+/// magic `\xffprofr\x81` as a little-endian u64. A merged (indexed) one starts `\xfflprofi\x81`.
+const RAW_MAGIC: [u8; 8] = [0x81, b'r', b'f', b'o', b'r', b'p', b'l', 0xff];
+
+/// Whether `path` is a raw profile (which rustc's `-Cprofile-use` does not take: it must be
+/// merged first).
+pub fn is_raw(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    let mut f = std::fs::File::open(path)?;
+    Ok(f.read_exact(&mut head).is_ok() && head == RAW_MAGIC)
+}
+
+/// Whether this llvm-profdata reads `profile` (`llvm-profdata show`, the summary only).
+pub fn readable(profdata: &Path, profile: &Path) -> Result<(), CountsError> {
+    let out = process::run(
+        &process::Command::new(profdata)
+            .arg("show")
+            .arg(profile)
+            .timeout(std::time::Duration::from_secs(300))
+            .label("the profile's summary"),
+    )?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(CountsError::Failed {
+        tool: profdata.display().to_string(),
+        profile: profile.to_path_buf(),
+        status: out.status.to_string(),
+        stderr: out.stderr_tail(3).trim().to_string(),
+    })
+}
+
 /// Whether the `Instrumentation level:` line says the first counter is the entry count.
 pub fn entry_first(text: &str) -> bool {
     text.lines()
@@ -236,6 +282,18 @@ Total functions: 3
             (slice.crate_name(), slice.module().as_str()),
             ("alloc", "alloc::slice")
         );
+    }
+
+    #[test]
+    fn another_llvms_profile_format_is_recognised() {
+        let raw = "warning: h.profraw: raw profile version mismatch: Profile uses raw profile format version = 99; expected version = 10";
+        assert!(version_mismatch(raw));
+        assert!(version_mismatch(
+            "error: m.profdata: unsupported instrumentation profile format version"
+        ));
+        assert!(!version_mismatch(
+            "warning: t.profraw: invalid instrumentation profile data (file header is corrupt)"
+        ));
     }
 
     #[test]

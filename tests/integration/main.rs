@@ -14,6 +14,7 @@ mod compile_cache;
 mod coverage;
 mod faults_apply;
 mod faults_proc;
+mod fleet;
 mod hotspots;
 mod ladder;
 mod library;

@@ -19,7 +19,8 @@ use crate::toolchain::profdata::function_counts;
 use crate::util::reset_dir;
 
 /// How well `profile` covers the eval workloads: the kept answer, or the eval pass run now.
-/// `None` when there is no eval workload or none ran instrumented code.
+/// `None` when there is no eval workload, none ran instrumented code, or the profile was
+/// not trained here (no instrumented binary to run them on).
 pub fn profile_quality(
     ctx: &Context,
     profile: &Profile,
@@ -27,12 +28,15 @@ pub fn profile_quality(
     label: &str,
 ) -> Result<Option<ProfileQuality>, StageError> {
     let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
+    let Some(binary) = profile.instrumented_binary.as_deref() else {
+        return Ok(None);
+    };
     if eval.is_empty() {
         return Ok(None);
     }
     let train: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
     let store = Store::new(&ctx.optimize_dir, "coverage");
-    let key = cache_key(profile, &train, &eval).ok();
+    let key = cache_key(binary, profile, &train, &eval).ok();
     let kept = key.as_deref().filter(|_| !ctx.fresh);
     if let Some(quality) = kept.and_then(|k| store.get::<Option<ProfileQuality>>(k)) {
         ctx.ui.info(&format!(
@@ -41,7 +45,7 @@ pub fn profile_quality(
         return Ok(quality);
     }
     let start = Instant::now();
-    let quality = measure(ctx, profile, &eval, name, label);
+    let quality = measure(ctx, binary, profile, &eval, name, label);
     ctx.record(
         &format!("{label}: eval coverage"),
         start.elapsed().as_secs_f64(),
@@ -57,6 +61,7 @@ pub fn profile_quality(
 /// The key of the pass: the instrumented binary, every train and eval workload, the
 /// training profile (its file is named by its content's hash).
 fn cache_key(
+    binary: &Path,
     profile: &Profile,
     train: &[&Workload],
     eval: &[&Workload],
@@ -68,12 +73,13 @@ fn cache_key(
         train.len(),
         stable.to_string_lossy()
     );
-    key_of(&[&profile.instrumented_binary], &workloads, &extra)
+    key_of(&[binary], &workloads, &extra)
 }
 
 /// Run each eval workload on the instrumented binary into its own profile and compare.
 fn measure(
     ctx: &Context,
+    binary: &Path,
     profile: &Profile,
     eval: &[&Workload],
     name: &str,
@@ -90,7 +96,7 @@ fn measure(
             w.name
         ));
         let raw = dir.join(w.file_stem());
-        run_one(ctx, &profile.instrumented_binary, w, &raw)?;
+        run_one(ctx, binary, w, &raw)?;
         let merged = dir.join(format!("{}.profdata", w.file_stem()));
         merge(profdata, &raw, &merged)?;
         profiles.push(EvalProfile {

@@ -2,10 +2,12 @@
 //! optimized build, with settings identical to the best candidate's except the PGO flags.
 //! After training, the eval workloads run once on the instrumented binary to see whether
 //! training ran what they run (`eval`: the pass and its cache; `coverage`: the overlap
-//! arithmetic and the warning when training misses hot eval code).
+//! arithmetic and the warning when training misses hot eval code). With `--pgo-profile FILE`
+//! the stage trains nothing and builds with that profile (`given`).
 
 mod coverage;
 mod eval;
+mod given;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,6 +34,9 @@ pub const PORTABLE: &str = "portable";
 /// the best's profile (one instrumented build and training for both; how well the profile
 /// fits it is recorded); otherwise it is trained on its own.
 pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+    if let Some(file) = &ctx.given_profile {
+        return given::offers(ctx, standing, file);
+    }
     let (best, profile) = match train_profile(ctx, &standing.best.settings, "pgo", "pgo") {
         Ok(mut p) => {
             let note = assess_coverage(ctx, &mut p, "pgo", "pgo");
@@ -124,13 +129,16 @@ pub struct Profile {
     /// A bad cache entry was replaced: the build that used it must be redone.
     repaired: bool,
     pub notes: Vec<String>,
-    /// The settings of the instrumented build it was trained on.
-    pub instrumented: crate::cargo::BuildSettings,
-    /// The instrumented binary it was trained on.
-    pub instrumented_binary: PathBuf,
+    /// The settings of the instrumented build it was trained on (`None`: given, not
+    /// trained here).
+    pub instrumented: Option<crate::cargo::BuildSettings>,
+    /// The instrumented binary it was trained on (`None`: given).
+    pub instrumented_binary: Option<PathBuf>,
     vp_counters: Option<u32>,
     /// How well it covers the eval workloads (the pgo stage's eval pass; not in releases).
     pub quality: Option<ProfileQuality>,
+    /// The file given with `--pgo-profile` it was copied from, instead of training.
+    pub source: Option<PathBuf>,
 }
 
 /// Instrumented build of `settings` (with `--target <host>`) → train workloads →
@@ -167,7 +175,25 @@ pub fn instrument(
     // The folder compiled into the instrumented binary is a stable one, so its build is
     // cached across runs; training sends the profiles to this run's own folder through
     // LLVM_PROFILE_FILE, so concurrent runs never mix profiles.
-    let gen_dir = ctx.optimize_dir.join("pgo-default");
+    instrument_into(
+        ctx,
+        settings,
+        label,
+        vp,
+        &ctx.optimize_dir.join("pgo-default"),
+    )
+}
+
+/// [`instrument`], the binary writing its profiles into `gen_dir` (compiled in:
+/// `-Cprofile-generate`) unless `LLVM_PROFILE_FILE` says otherwise. `profile collect` builds
+/// the binary to deploy with it.
+pub fn instrument_into(
+    ctx: &Context,
+    settings: &crate::cargo::BuildSettings,
+    label: &str,
+    vp: Option<u32>,
+    gen_dir: &Path,
+) -> Result<(crate::cargo::BuildSettings, crate::cargo::Built), StageError> {
     let mut flags = vec![format!("-Cprofile-generate={}", gen_dir.display())];
     if let Some(n) = vp {
         flags.push(format!("-Cllvm-args=-vp-counters-per-site={n}"));
@@ -250,10 +276,11 @@ pub fn train_instrumented(
         stats,
         repaired,
         notes,
-        instrumented,
-        instrumented_binary: built.binary,
+        instrumented: Some(instrumented),
+        instrumented_binary: Some(built.binary),
         vp_counters,
         quality: None,
+        source: None,
     })
 }
 
@@ -337,13 +364,7 @@ pub fn build_with(
         profile_functions: Some(profile.stats.functions),
         ..profile_fit(&built.stderr, stable)
     };
-    if fit.changed_functions > 0 {
-        let whose = match variant {
-            Some(_) => "the profile trained on the pgo build (shared to spare a build and a training) does not fully fit this one",
-            None => "the fresh profile did not fit its own build",
-        };
-        notes.push(format!("{whose}: {}", fit.describe()));
-    }
+    notes.extend(fit_note(ctx, profile, variant, &fit));
     let missing = count_missing_functions(&built.stderr);
     if missing > 0 {
         ctx.ui.info(&format!(
@@ -357,8 +378,10 @@ pub fn build_with(
         profile_fit: Some(fit),
         profile: Some(profile.stats.clone()),
         functions_without_profile: Some(missing),
-        instrumented_rustflags: Some(profile.instrumented.all_rustflags()),
-        vp_counters_per_site: Some(profile.vp_counters),
+        instrumented_rustflags: profile.instrumented.as_ref().map(|s| s.all_rustflags()),
+        // Unknown for a profile trained elsewhere.
+        vp_counters_per_site: profile.source.is_none().then_some(profile.vp_counters),
+        profile_source: profile.source.clone(),
         profile_quality: profile.quality.clone(),
         ..Default::default()
     };
@@ -371,6 +394,41 @@ pub fn build_with(
         notes,
         facts,
     })
+}
+
+/// How `profile` fits the build of `variant` (`fit`), said: a given profile's fit always
+/// (stale: a warning with the fix), a trained one's only when functions changed. The
+/// row's note when functions changed.
+fn fit_note(
+    ctx: &Context,
+    profile: &Profile,
+    variant: Option<&str>,
+    fit: &ProfileFit,
+) -> Option<String> {
+    let label = crate::context::label("pgo", variant);
+    if let Some(src) = &profile.source {
+        let msg = format!(
+            "{label}: the profile from {}: {}",
+            src.display(),
+            fit.describe()
+        );
+        match fit.changed_functions {
+            0 => ctx.ui.info(&msg),
+            _ => ctx.ui.warn(&format!("{msg}\n  fix: collect again with a collector built from this source and these settings (`cargo optimize profile collect`)")),
+        }
+    }
+    if fit.changed_functions == 0 {
+        return None;
+    }
+    let whose = match (&profile.source, variant) {
+        (Some(src), _) => format!(
+            "the profile from {} is stale against this source",
+            src.display()
+        ),
+        (None, Some(_)) => "the profile trained on the pgo build (shared to spare a build and a training) does not fully fit this one".into(),
+        (None, None) => "the fresh profile did not fit its own build".into(),
+    };
+    Some(format!("{whose}: {}", fit.describe()))
 }
 
 /// Merge this run's raw profiles, report them, and keep the result in the content-addressed

@@ -1,0 +1,38 @@
+//! `cargo optimize profile collect|merge`: profiles from production (`fleet`). `collect`
+//! resolves the run plan (the project and its settings) and builds the collector; `merge`
+//! needs no project, only rustc and its llvm-profdata.
+
+use crate::cli::{CollectArgs, GlobalArgs, MergeArgs, ProfileAction, ProfileArgs, RunArgs};
+use crate::fleet::{collect, merge};
+use crate::pipeline::Plan;
+use crate::toolchain;
+use crate::ui::Ui;
+
+pub fn run(g: &GlobalArgs, args: &ProfileArgs) -> anyhow::Result<i32> {
+    match &args.action {
+        ProfileAction::Collect(a) => run_collect(g, a),
+        ProfileAction::Merge(a) => run_merge(g, a),
+    }
+}
+
+fn run_collect(g: &GlobalArgs, args: &CollectArgs) -> anyhow::Result<i32> {
+    let plan = Plan::resolve(g, &RunArgs::default())?;
+    let collector = collect::build(&plan, args.output.as_deref(), args.dir.as_deref())?;
+    print!("{}", collector.describe());
+    Ok(0)
+}
+
+fn run_merge(g: &GlobalArgs, args: &MergeArgs) -> anyhow::Result<i32> {
+    let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
+    let weights = args
+        .weights
+        .iter()
+        .map(|w| merge::parse_weight(w))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let inputs = merge::inputs(&args.inputs, &weights)?;
+    let rustc = toolchain::rustc()?;
+    let tool = toolchain::llvm_profdata(&rustc)?;
+    let merged = merge::merge(&tool, &rustc, &inputs, &args.output, &ui)?;
+    print!("{}", merged.summary());
+    Ok(0)
+}

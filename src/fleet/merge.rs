@@ -1,0 +1,487 @@
+//! `cargo optimize profile merge`: the profiles of many hosts merged into one, with the
+//! llvm-profdata of rustc's LLVM (`toolchain::llvm_profdata`). Each input counts once, or N
+//! times with `--weight FILE=N` (`N,FILE` in llvm-profdata's input list); folders stand for
+//! the profiles in them. `--failure-mode=warn`: a file llvm-profdata cannot read is dropped
+//! and named — except one in another LLVM version's profile format, which refuses the whole
+//! merge (exit 2: naming it, what llvm-profdata said, and the fix), since its host's counts
+//! would otherwise be silently missing. The result is written whole (a temporary file
+//! renamed), then summarised: its functions and the 5 hottest (`hotspots::rank`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::hotspots::{self, Ranking};
+use crate::process;
+use crate::toolchain::{profdata, Rustc, Tool};
+use crate::ui::Ui;
+
+/// How many of the hottest functions the summary lists.
+const TOP: usize = 5;
+
+/// One profile to merge.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Input {
+    /// As the user named it (or its folder joined with its name).
+    pub(crate) shown: PathBuf,
+    /// Absolute: what llvm-profdata is given and names in its warnings.
+    pub(crate) path: PathBuf,
+    pub(crate) weight: u64,
+}
+
+/// `FILE=N` of `--weight`.
+pub(crate) fn parse_weight(arg: &str) -> anyhow::Result<(PathBuf, u64)> {
+    let bad = |why: &str| {
+        anyhow::anyhow!("--weight {arg}: {why}\n  fix: --weight FILE=N, N an integer ≥ 1 (e.g. --weight host-a.profraw=3)")
+    };
+    let (file, n) = arg.rsplit_once('=').ok_or_else(|| bad("no `=N`"))?;
+    let n: u64 = n.trim().parse().map_err(|_| bad("N is not an integer"))?;
+    if n == 0 || file.is_empty() {
+        return Err(bad(if n == 0 { "N must be ≥ 1" } else { "no FILE" }));
+    }
+    Ok((PathBuf::from(file), n))
+}
+
+/// The inputs: `paths` (each counted once) and the weighted files (folders expanded), in
+/// that order, each file once.
+pub(crate) fn inputs(paths: &[PathBuf], weighted: &[(PathBuf, u64)]) -> anyhow::Result<Vec<Input>> {
+    let mut out: Vec<Input> = Vec::new();
+    for p in paths {
+        for shown in expand(p)? {
+            let path = crate::util::absolute(&shown);
+            if !out.iter().any(|i| i.path == path) {
+                out.push(Input {
+                    shown,
+                    path,
+                    weight: 1,
+                });
+            }
+        }
+    }
+    let mut set: BTreeMap<PathBuf, (u64, String)> = BTreeMap::new();
+    for (p, n) in weighted {
+        for shown in expand(p)? {
+            let path = crate::util::absolute(&shown);
+            let arg = format!("{}={n}", p.display());
+            if let Some((m, first)) = set.get(&path).filter(|(m, _)| m != n) {
+                anyhow::bail!("--weight {first} and --weight {arg} give {} two weights ({m} and {n})\n  fix: give each file one weight", shown.display());
+            }
+            set.insert(path.clone(), (*n, arg));
+            match out.iter_mut().find(|i| i.path == path) {
+                Some(i) => i.weight = *n,
+                None => out.push(Input {
+                    shown,
+                    path,
+                    weight: *n,
+                }),
+            }
+        }
+    }
+    if out.is_empty() {
+        anyhow::bail!("no profile to merge\n  fix: name the .profraw/.profdata files (or folders of them): cargo optimize profile merge -o merged.profdata host-a.profraw host-b.profraw");
+    }
+    Ok(out)
+}
+
+/// A file as itself; a folder as its .profraw and .profdata files, sorted.
+fn expand(p: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(p).map_err(|e| {
+        anyhow::anyhow!("{}: {e}\n  fix: name profiles that exist (.profraw from the hosts, .profdata merged before)", p.display())
+    })?;
+    if !meta.is_dir() {
+        return Ok(vec![p.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+        .with_context(|| format!("cannot list {}", p.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| f.is_file())
+        .filter(|f| {
+            f.extension()
+                .is_some_and(|x| x == "profraw" || x == "profdata")
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        anyhow::bail!("{}: a folder without .profraw or .profdata files\n  fix: name the folder the hosts' profiles were gathered into", p.display());
+    }
+    Ok(files)
+}
+
+/// What llvm-profdata said about one input (or about none: `input` is `None`).
+#[derive(Debug, Clone, PartialEq)]
+struct Said {
+    input: Option<usize>,
+    message: String,
+}
+
+/// A merge done: its inputs, what was dropped, and the merged profile's ranking.
+#[derive(Debug)]
+pub(crate) struct Merged {
+    pub(crate) out: PathBuf,
+    pub(crate) tool: String,
+    pub(crate) inputs: Vec<Input>,
+    /// Inputs dropped, with llvm-profdata's reason.
+    pub(crate) dropped: Vec<(Input, String)>,
+    /// Warnings about functions of merged inputs (e.g. one built from other code).
+    pub(crate) warnings: Vec<String>,
+    pub(crate) ranking: Ranking,
+}
+
+/// Merge `inputs` into `out` with `tool` (the llvm-profdata of `rustc`'s LLVM); progress on
+/// `ui`. `out` is written only when the merge succeeds.
+pub(crate) fn merge(
+    tool: &Tool,
+    rustc: &Rustc,
+    inputs: &[Input],
+    out: &Path,
+    ui: &Ui,
+) -> anyhow::Result<Merged> {
+    let out = crate::util::absolute(out);
+    let parent = out.parent().unwrap_or(Path::new("/")).to_path_buf();
+    std::fs::create_dir_all(&parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    let stem = out.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = parent.join(format!(".{stem}.{}.tmp", std::process::id()));
+    ui.step(&format!(
+        "merging {} profile(s) with {}",
+        inputs.len(),
+        tool.path.display()
+    ));
+    let merged = run_merge(tool, inputs, &tmp).and_then(|said| {
+        let judged = judge(tool, rustc, inputs, &said)?;
+        std::fs::rename(&tmp, &out).with_context(|| format!("cannot write {}", out.display()))?;
+        Ok(judged)
+    });
+    let Judged { dropped, warnings } = merged.inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })?;
+    let shown = profdata::show(&tool.path, &out)?;
+    Ok(Merged {
+        out,
+        tool: tool.path.display().to_string(),
+        inputs: inputs.to_vec(),
+        dropped,
+        warnings,
+        ranking: hotspots::rank(&shown, TOP, 0),
+    })
+}
+
+/// `llvm-profdata merge --failure-mode=warn` of `inputs` (listed in a file: no argument
+/// limit with many hosts) into `tmp`; what it said, by input. Fails when it failed.
+fn run_merge(tool: &Tool, inputs: &[Input], tmp: &Path) -> anyhow::Result<Vec<Said>> {
+    let list_path = tmp.with_extension("inputs");
+    let mut list = String::new();
+    for i in inputs {
+        let p = i.path.to_string_lossy();
+        if p.contains('\n') {
+            anyhow::bail!(
+                "{}: a file name with a line break cannot be merged",
+                i.shown.display()
+            );
+        }
+        list.push_str(&format!("{},{p}\n", i.weight));
+    }
+    std::fs::write(&list_path, list)
+        .with_context(|| format!("cannot write {}", list_path.display()))?;
+    let ran = process::run(
+        &process::Command::new(&tool.path)
+            .args(["merge", "--failure-mode=warn", "-o"])
+            .arg(tmp)
+            .arg(format!("--input-files={}", list_path.display()))
+            .timeout(std::time::Duration::from_secs(3600))
+            .label("llvm-profdata merge"),
+    );
+    let _ = std::fs::remove_file(&list_path);
+    let ran = ran?;
+    let said = parse_said(&String::from_utf8_lossy(&ran.stderr), inputs);
+    if !ran.status.success() {
+        anyhow::bail!(
+            "{} merge failed ({}):\n{}",
+            tool.path.display(),
+            ran.status,
+            ran.stderr_tail(20)
+        );
+    }
+    Ok(said)
+}
+
+/// llvm-profdata's `warning: <file>: <message>` lines (continuation lines joined), each
+/// given to the input it names (the longest path that matches).
+fn parse_said(stderr: &str, inputs: &[Input]) -> Vec<Said> {
+    let mut out: Vec<Said> = Vec::new();
+    for line in stderr.lines() {
+        let body = ["warning: ", "error: "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p));
+        let Some(body) = body else {
+            if let (Some(last), false) = (out.last_mut(), line.trim().is_empty()) {
+                last.message.push('\n');
+                last.message.push_str(line.trim());
+            }
+            continue;
+        };
+        let named = inputs
+            .iter()
+            .enumerate()
+            .filter_map(|(n, i)| {
+                let rest = body.strip_prefix(i.path.to_str()?)?.strip_prefix(": ")?;
+                Some((n, i.path.as_os_str().len(), rest))
+            })
+            .max_by_key(|(_, len, _)| *len);
+        out.push(match named {
+            Some((n, _, rest)) => Said {
+                input: Some(n),
+                message: rest.to_string(),
+            },
+            None => Said {
+                input: None,
+                message: body.to_string(),
+            },
+        });
+    }
+    out
+}
+
+/// What llvm-profdata said, judged: an input in another LLVM version's format refuses the
+/// merge (the error names each, with the fix); others it could not read are dropped;
+/// warnings about a function of an input that was merged are kept as warnings. Fails too
+/// when nothing could be merged.
+fn judge(tool: &Tool, rustc: &Rustc, inputs: &[Input], said: &[Said]) -> anyhow::Result<Judged> {
+    let foreign: Vec<&Said> = said
+        .iter()
+        .filter(|s| s.input.is_some() && profdata::version_mismatch(&s.message))
+        .collect();
+    if !foreign.is_empty() {
+        anyhow::bail!("{}", refusal(tool, rustc, inputs, &foreign));
+    }
+    let mut dropped: Vec<(Input, String)> = Vec::new();
+    let mut warnings = Vec::new();
+    for s in said {
+        match s.input {
+            Some(n) if !about_a_function(&s.message) => {
+                if !dropped.iter().any(|(i, _)| *i == inputs[n]) {
+                    dropped.push((inputs[n].clone(), s.message.clone()));
+                }
+            }
+            Some(n) => warnings.push(format!("{}: {}", inputs[n].shown.display(), s.message)),
+            None => warnings.push(s.message.clone()),
+        }
+    }
+    if dropped.len() == inputs.len() {
+        let why: Vec<String> = dropped
+            .iter()
+            .map(|(i, m)| format!("  {}: {m}", i.shown.display()))
+            .collect();
+        anyhow::bail!("no profile could be merged: llvm-profdata could read none of them\n{}\n  fix: merge the .profraw files the collector wrote (`cargo optimize profile collect`), or .profdata files merged before", why.join("\n"));
+    }
+    Ok(Judged { dropped, warnings })
+}
+
+/// What llvm-profdata said about a merge that went through.
+#[derive(Debug)]
+struct Judged {
+    /// Inputs dropped, with the reason.
+    dropped: Vec<(Input, String)>,
+    /// About functions of merged inputs, or about none.
+    warnings: Vec<String>,
+}
+
+/// A warning about one function of a file that was merged (`<function>: … (counter
+/// mismatch)`: the hosts ran binaries of different code), not about the file itself.
+fn about_a_function(message: &str) -> bool {
+    ["counter mismatch", "counter overflow", "hash mismatch"]
+        .iter()
+        .any(|m| message.contains(m))
+}
+
+/// The error for inputs in another LLVM version's profile format.
+fn refusal(tool: &Tool, rustc: &Rustc, inputs: &[Input], foreign: &[&Said]) -> String {
+    let files: Vec<String> = foreign
+        .iter()
+        .filter_map(|s| {
+            let i = &inputs[s.input?];
+            let said = s.message.replace('\n', "\n      ");
+            Some(format!(
+                "  {}\n    llvm-profdata said: {said}",
+                i.shown.display()
+            ))
+        })
+        .collect();
+    format!(
+        "refused: {} profile(s) in another LLVM version's format than this toolchain's ({}, LLVM {}; {}), so their hosts' counts cannot be merged:\n{}\n  nothing was written\n  fix: merge them first with the llvm-profdata of the LLVM that built their collector (`llvm-profdata merge -o theirs.profdata FILE…`: a newer LLVM reads an older one's merged profile) and merge that here; or rebuild the collector with this toolchain (`cargo optimize profile collect`), deploy it and collect again",
+        foreign.len(),
+        rustc.version,
+        rustc.llvm_version,
+        tool.path.display(),
+        files.join("\n")
+    )
+}
+
+impl Merged {
+    /// What was merged (with weights), what was dropped, the functions, the hottest.
+    pub(crate) fn summary(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let merged = self.inputs.len() - self.dropped.len();
+        let _ = writeln!(
+            s,
+            "merged {merged} of {} profile(s) into {} ({}):",
+            self.inputs.len(),
+            self.out.display(),
+            self.tool
+        );
+        for i in &self.inputs {
+            let gone = self.dropped.iter().find(|(d, _)| d == i);
+            let state = match gone {
+                Some((_, why)) => format!("dropped: {}", why.lines().next().unwrap_or("")),
+                None => format!("weight {}", i.weight),
+            };
+            let _ = writeln!(s, "  {}  {state}", i.shown.display());
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "  warning: {}", w.lines().next().unwrap_or(""));
+        }
+        let r = &self.ranking;
+        let _ = writeln!(
+            s,
+            "functions: {} in the profile, {} ran (count > 0); {} counts in all",
+            r.functions_in_profile, r.functions_with_counts, r.total_counts
+        );
+        let _ = writeln!(s, "hottest:");
+        for f in &r.functions {
+            let _ = writeln!(
+                s,
+                "  {:>2}. {:>5.1} %  {:>14}  {}",
+                f.rank,
+                f.share * 100.0,
+                f.counts,
+                f.name
+            );
+        }
+        if r.functions.is_empty() {
+            let _ = writeln!(s, "  no function has counts");
+        }
+        let _ = writeln!(
+            s,
+            "use it: cargo optimize --pgo-profile {}",
+            self.out.display()
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(path: &str, weight: u64) -> Input {
+        Input {
+            shown: PathBuf::from(path),
+            path: PathBuf::from(path),
+            weight,
+        }
+    }
+
+    fn tool() -> Tool {
+        Tool {
+            path: "/t/llvm-profdata".into(),
+            version: "LLVM version 22.1.2".into(),
+            llvm_major: Some(22),
+        }
+    }
+
+    fn rustc() -> Rustc {
+        Rustc {
+            version: "rustc 1.95.0".into(),
+            host: "x86_64-unknown-linux-gnu".into(),
+            llvm_version: "22.1.2".into(),
+            llvm_major: 22,
+            sysroot: "/s".into(),
+        }
+    }
+
+    #[test]
+    fn weights_are_file_equals_a_positive_integer() {
+        assert_eq!(
+            parse_weight("dc=east/a.profraw=3").unwrap(),
+            (PathBuf::from("dc=east/a.profraw"), 3)
+        );
+        for bad in ["a.profraw", "a.profraw=0", "a.profraw=x", "=2", "a=-1"] {
+            let e = parse_weight(bad).unwrap_err().to_string();
+            assert!(e.contains("fix: --weight FILE=N"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn inputs_are_each_file_once_folders_expanded_weights_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for f in ["a.profraw", "b.profraw", "c.profdata", "notes.txt"] {
+            std::fs::write(d.join(f), b"x").unwrap();
+        }
+        let a = d.join("a.profraw");
+        let got = inputs(&[a.clone(), d.to_path_buf()], &[(a.clone(), 3)]).unwrap();
+        let names: Vec<(String, u64)> = got
+            .iter()
+            .map(|i| {
+                (
+                    i.path.file_name().unwrap().to_string_lossy().into(),
+                    i.weight,
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a.profraw".into(), 3),
+                ("b.profraw".into(), 1),
+                ("c.profdata".into(), 1)
+            ]
+        );
+        let twice = inputs(&[], &[(a.clone(), 2), (d.to_path_buf(), 3)]).unwrap_err();
+        assert!(
+            twice.to_string().contains("two weights (2 and 3)"),
+            "{twice}"
+        );
+        let missing = inputs(&[d.join("nope.profraw")], &[]).unwrap_err();
+        assert!(missing.to_string().contains("nope.profraw"), "{missing}");
+        assert!(inputs(&[], &[]).is_err());
+    }
+
+    const STDERR: &str = "warning: /h/c.profraw: raw profile version mismatch: Profile uses raw profile format version = 99; expected version = 10\nPLEASE update this tool to version in the raw profile, or regenerate raw profile with expected version.\nwarning: /h/t.profraw: invalid instrumentation profile data (file header is corrupt)\nwarning: /h/a.profraw: _ZN1m1fE: function basic block count change detected (counter mismatch)\n";
+
+    #[test]
+    fn what_llvm_profdata_said_goes_to_the_file_it_names() {
+        let ins = [
+            input("/h/a.profraw", 1),
+            input("/h/c.profraw", 1),
+            input("/h/t.profraw", 1),
+        ];
+        let said = parse_said(STDERR, &ins);
+        assert_eq!(said.len(), 3);
+        assert_eq!(said[0].input, Some(1));
+        assert!(said[0].message.ends_with("\nPLEASE update this tool to version in the raw profile, or regenerate raw profile with expected version."));
+        assert_eq!((said[1].input, said[2].input), (Some(2), Some(0)));
+        // Another LLVM's format refuses the merge, naming the file and what was said.
+        let e = judge(&tool(), &rustc(), &ins, &said)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("  /h/c.profraw\n    llvm-profdata said: raw profile version mismatch"),
+            "{e}"
+        );
+        assert!(e.contains("fix: "), "{e}");
+        // Without it: the unreadable file is dropped, the function warning kept.
+        let judged = judge(&tool(), &rustc(), &ins, &said[1..]).unwrap();
+        assert_eq!(judged.dropped.len(), 1);
+        assert_eq!(judged.dropped[0].0, ins[2]);
+        assert_eq!(judged.warnings.len(), 1);
+        assert!(judged.warnings[0].contains("counter mismatch"));
+        // Nothing readable: an error.
+        let only_bad = [input("/h/t.profraw", 1)];
+        let said = parse_said(STDERR, &only_bad);
+        let e = judge(&tool(), &rustc(), &only_bad, &said).unwrap_err();
+        assert!(e.to_string().contains("no profile could be merged"), "{e}");
+    }
+}

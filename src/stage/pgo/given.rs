@@ -1,0 +1,78 @@
+//! `--pgo-profile FILE`: the pgo stage builds with a profile made elsewhere — collected on
+//! production hosts by the binary of `cargo optimize profile collect` and merged with
+//! `cargo optimize profile merge` — instead of instrumenting and training here. The file is
+//! copied into the content-addressed cache as a trained profile is (`cache_profile`), and
+//! [`build_with`] builds the pgo candidate and `pgo (portable)` with it, so both are
+//! verified and measured like any candidate. How stale the profile is against the current
+//! source is each row's `profile_fit` (rustc's hash-mismatch warnings); where it came from
+//! is `facts.profile_source`. No eval coverage pass: there is no instrumented binary.
+
+use std::path::Path;
+
+use super::{
+    bolt_follows, build_with, cache_profile, profdata, show, with_host_target, Profile, PORTABLE,
+};
+use crate::context::facts::ProfileStats;
+use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
+
+/// The pgo candidate on the best so far, and `pgo (portable)` on the portable best when the
+/// best picks a CPU and the portable best does not, both built with the profile in `file`.
+pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> Vec<Offer<'c>> {
+    let profile = load(ctx, file);
+    let relocs = bolt_follows(ctx, &with_host_target(ctx, &standing.best.settings));
+    let best = match &profile {
+        Ok(p) => build_with(ctx, &standing.best.settings, p, None, relocs),
+        Err(e) => Err(StageError::Failed(e.to_string())),
+    };
+    let mut offers = vec![Offer::against_best(best)];
+    if standing.best.targets_cpu() && !standing.portable.targets_cpu() {
+        let portable = match profile {
+            Ok(p) => build_with(ctx, &standing.portable.settings, &p, Some(PORTABLE), false),
+            Err(e) => Err(StageError::Failed(format!("its profile is pgo's: {e}"))),
+        };
+        offers.push(Offer {
+            variant: Some(PORTABLE.to_string()),
+            rival: Rival::Portable,
+            candidate: Build::Now(portable),
+        });
+    }
+    offers
+}
+
+/// The profile in `file` (checked readable when the plan was made) as a [`Profile`]: its
+/// statistics, and its copy in the content-addressed cache that the build names.
+fn load(ctx: &Context, file: &Path) -> Result<Profile, StageError> {
+    let tool = profdata(ctx)?;
+    let (functions, max_count) = show(&tool.path, file)?;
+    if functions == 0 || max_count == 0 {
+        return Err(StageError::Failed(format!(
+            "the profile {} is empty ({functions} functions, maximum count {max_count})\n  fix: merge the profiles the collector wrote on your hosts (`cargo optimize profile merge`); a collector writes its profile only when the program exits normally",
+            file.display()
+        )));
+    }
+    let (stable, repaired) = cache_profile(file, &ctx.optimize_dir.join("cache"))?;
+    ctx.ui.info(&format!(
+        "pgo: the profile {} ({functions} functions, max count {max_count}): no instrumented build and no training in this run",
+        file.display()
+    ));
+    Ok(Profile {
+        stable,
+        stats: ProfileStats {
+            raw_files: 0,
+            functions,
+            max_count,
+            dropped: Vec::new(),
+            path: file.to_path_buf(),
+        },
+        repaired,
+        notes: vec![format!(
+            "built with the profile given by --pgo-profile {} (collected elsewhere, not trained on this run's workloads)",
+            file.display()
+        )],
+        instrumented: None,
+        instrumented_binary: None,
+        vp_counters: None,
+        quality: None,
+        source: Some(file.to_path_buf()),
+    })
+}
