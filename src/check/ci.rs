@@ -203,7 +203,7 @@ jobs:
     if: github.event_name == 'pull_request'
     runs-on: ubuntu-latest
     steps:
-      - uses: actions/checkout@v4
+      - uses: actions/checkout@v5
         with:
           fetch-depth: 0 # the base branch's commits, to build it
       - name: Install Rust and cargo-optimize
@@ -220,7 +220,7 @@ jobs:
     if: startsWith(github.ref, 'refs/tags/')
     runs-on: ubuntu-latest
     steps:
-      - uses: actions/checkout@v4
+      - uses: actions/checkout@v5
         with:
           fetch-depth: 0 # to tell how old the PGO profile is
       - name: Install Rust
@@ -244,7 +244,7 @@ jobs:
             export RUSTFLAGS="-Cprofile-use=$profile -Cllvm-args=-pgo-warn-missing-function"
           fi
           cargo build --locked --profile {cargo_profile} -p {package} --bin {bin}
-      - uses: actions/upload-artifact@v4
+      - uses: actions/upload-artifact@v6
         with:
           name: {bin}
           path: {binary}

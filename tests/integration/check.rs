@@ -375,6 +375,7 @@ fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
         "{}",
         r.stderr
     );
+    lint_workflow(dir, ".github/workflows/optimize.yml");
     let again = run(dir, &["optimize", "ci", "--github"], &[]);
     assert_eq!(again.code, Some(0));
     assert!(
