@@ -60,7 +60,9 @@ pub enum Command {
     /// Build the release matrix — targets × flavors (feature sets) × CPU levels — each
     /// artifact PGO-trained on its own build (BOLTed when asked), verified against its
     /// flavor's portable baseline, packaged into dist/ with SHA256SUMS and manifest.json;
-    /// the jobs run in parallel (-j) and share the cores through cargo's jobserver.
+    /// the jobs run in parallel (-j) and share the cores through cargo's jobserver. With
+    /// --emit-ci github, a workflow that builds each cell on a runner of its own target;
+    /// with --gather, those cells' folders merged into one release.
     #[command(after_help = RELEASE_EXIT_CODES)]
     Release(ReleaseArgs),
     /// Profiles from production: build the instrumented binary to deploy on your hosts
@@ -411,7 +413,7 @@ pub enum CheckFormat {
     Github,
 }
 
-const RELEASE_EXIT_CODES: &str = "Exit codes:\n  0  every artifact of the matrix was built and packaged (those this machine cannot run are built without PGO and unverified, and the manifest says so)\n  1  partial release: a target is not installed or cannot link here, or a job failed (each is named with its fix); the artifacts that were built are in the output folder\n  2  error: bad input (optimize.toml, a flag), or nothing could be built";
+const RELEASE_EXIT_CODES: &str = "Exit codes:\n  0  every artifact of the matrix was built and packaged (those this machine cannot run are built without PGO and unverified, and the manifest says so)\n  1  partial release: a target is not installed or cannot link here, or a job failed (each is named with its fix); the artifacts that were built are in the output folder\n  2  error: bad input (optimize.toml, a flag), or nothing could be built; with --gather, a file whose checksum differs from its SHA256SUMS, or folders of different commits";
 
 #[derive(Debug, Clone, Args, Default)]
 pub struct ReleaseArgs {
@@ -444,6 +446,46 @@ pub struct ReleaseArgs {
     /// Reuse nothing earlier runs kept (builds, trainings, BOLT outputs).
     #[arg(long)]
     pub fresh: bool,
+    /// Leave out the portable artifact: build only the --cpu levels (a CI cell that builds
+    /// one level while another cell builds the portable one).
+    #[arg(long)]
+    pub no_portable: bool,
+    /// Write a CI workflow (.github/workflows/release.yml at the repository root) that
+    /// builds each cell of this matrix — target × flavor × CPU level — on a runner that
+    /// can run its target (so its PGO profile is trained there), then gathers the cells
+    /// into one release. Shown as a diff first; builds nothing; never replaces a different
+    /// file without --force; with --dry-run, writes nothing.
+    #[arg(long, value_enum, value_name = "CI", conflicts_with_all = ["jobs", "fresh", "out_dir", "no_portable"])]
+    pub emit_ci: Option<CiKind>,
+    /// With --emit-ci: the runner label for a target (repeatable), e.g.
+    /// aarch64-unknown-linux-gnu=my-arm-runner. Known: x86_64-unknown-linux-gnu →
+    /// ubuntu-latest, aarch64-unknown-linux-gnu → ubuntu-24.04-arm, aarch64-apple-darwin →
+    /// macos-14, x86_64-apple-darwin → macos-15-intel, x86_64-pc-windows-msvc →
+    /// windows-latest; another target is cross-built on ubuntu-latest without PGO.
+    #[arg(long, value_name = "TRIPLE=LABEL", requires = "emit_ci")]
+    pub runner: Vec<String>,
+    /// With --emit-ci: replace an existing, different workflow file (a backup is kept).
+    #[arg(long, requires = "emit_ci")]
+    pub force: bool,
+    /// Merge the output folders of several releases (the cells of a CI matrix, each with
+    /// its manifest.json and SHA256SUMS) into --out-dir: every file checked against its
+    /// folder's SHA256SUMS (a mismatch is an error naming the file), one SHA256SUMS, one
+    /// manifest.json (the artifacts of all; the same crate and source revision required).
+    /// Builds nothing.
+    #[arg(
+        long,
+        value_name = "DIR",
+        num_args = 1..,
+        conflicts_with_all = ["targets", "flavors", "cpu", "stages", "jobs", "dry_run", "fresh", "no_portable", "emit_ci"]
+    )]
+    pub gather: Option<Vec<PathBuf>>,
+}
+
+/// The CI systems `release --emit-ci` writes a workflow for.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum CiKind {
+    /// GitHub Actions.
+    Github,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -5,8 +5,9 @@
 //! `pgo/<bin>.profdata`), warning when that profile is older than the code it profiles.
 //!
 //! Shown as a diff first; an existing, different file is replaced only with `--force`
-//! (through `apply`'s writer: atomic, with a backup). Must not: build, run or measure
-//! (git is asked only how old the profile is).
+//! (through `apply`'s writer: atomic, with a backup) — `propose`, which `release
+//! --emit-ci` writes its workflow with too. Must not: build, run or measure (git is asked
+//! only how old the profile is).
 
 use std::path::{Path, PathBuf};
 
@@ -38,37 +39,71 @@ pub struct Shape {
 pub fn run(g: &GlobalArgs, args: &CiArgs) -> anyhow::Result<i32> {
     let ws = Workspace::load(&g.selection.cargo())?;
     let project = ws.project(&g.selection.cargo(), None, None)?;
-    let root = super::rev::Repo::of(&project.workspace_root)
-        .map(|r| r.root)
-        .unwrap_or_else(|_| project.workspace_root.clone());
+    let root = repo_root(&project);
     let shape = shape(&project, &root);
-    let path = root.join(WORKFLOW);
-    let text = workflow(&shape);
+    propose(&Proposal {
+        root: &root,
+        file: WORKFLOW,
+        text: workflow(&shape),
+        warnings: stale_profile(&root, &project, &shape).into_iter().collect(),
+        force: args.force,
+        dry_run: args.dry_run,
+    })
+}
+
+/// The root of the git repository holding the project (where `.github/` goes), else the
+/// workspace root.
+pub(crate) fn repo_root(project: &Project) -> PathBuf {
+    super::rev::Repo::of(&project.workspace_root)
+        .map(|r| r.root)
+        .unwrap_or_else(|_| project.workspace_root.clone())
+}
+
+/// A file the tool writes into the repository for the user (a CI workflow).
+pub(crate) struct Proposal<'a> {
+    pub(crate) root: &'a Path,
+    /// Relative to `root`, as the diff names it.
+    pub(crate) file: &'a str,
+    pub(crate) text: String,
+    /// Printed after the diff, when there is one.
+    pub(crate) warnings: Vec<String>,
+    /// Replace an existing, different file.
+    pub(crate) force: bool,
+    /// Show the diff, write nothing.
+    pub(crate) dry_run: bool,
+}
+
+/// Show `p`'s file as a unified diff against what is there, then write it through
+/// `apply`'s writer (atomic, a backup of a replaced file) — unless it is already up to
+/// date, it is a dry run, or a different file is there and `force` is not set (an error
+/// with the fix).
+pub(crate) fn propose(p: &Proposal) -> anyhow::Result<i32> {
+    let path = p.root.join(p.file);
     let old = match std::fs::read(&path) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => bail!("cannot read {}: {e}", path.display()),
     };
-    if old.as_deref() == Some(text.as_bytes()) {
-        println!("{WORKFLOW}: already up to date");
+    if old.as_deref() == Some(p.text.as_bytes()) {
+        println!("{}: already up to date", p.file);
         return Ok(0);
     }
     let old_text = String::from_utf8_lossy(old.as_deref().unwrap_or_default()).into_owned();
-    print!("{}", unified_diff(&old_text, &text, WORKFLOW));
-    if let Some(warning) = stale_profile(&root, &project, &shape) {
+    print!("{}", unified_diff(&old_text, &p.text, p.file));
+    for warning in &p.warnings {
         eprintln!("warning: {warning}");
     }
-    if args.dry_run {
+    if p.dry_run {
         println!("dry run: nothing written");
         return Ok(0);
     }
-    if old.is_some() && !args.force {
+    if old.is_some() && !p.force {
         bail!(
             "{} exists and differs (the diff above)\n  fix: pass --force to replace it (the old file is kept as a .bak), or edit it by hand",
             path.display()
         );
     }
-    write_file(path, old, text)
+    write_file(path, old, p.text.clone())
 }
 
 fn write_file(path: PathBuf, old: Option<Vec<u8>>, text: String) -> anyhow::Result<i32> {
@@ -168,7 +203,7 @@ jobs:
     if: github.event_name == 'pull_request'
     runs-on: ubuntu-latest
     steps:
-      - uses: actions/checkout@v4
+      - uses: actions/checkout@v5
         with:
           fetch-depth: 0 # the base branch's commits, to build it
       - name: Install Rust and cargo-optimize
@@ -185,7 +220,7 @@ jobs:
     if: startsWith(github.ref, 'refs/tags/')
     runs-on: ubuntu-latest
     steps:
-      - uses: actions/checkout@v4
+      - uses: actions/checkout@v5
         with:
           fetch-depth: 0 # to tell how old the PGO profile is
       - name: Install Rust
@@ -209,7 +244,7 @@ jobs:
             export RUSTFLAGS="-Cprofile-use=$profile -Cllvm-args=-pgo-warn-missing-function"
           fi
           cargo build --locked --profile {cargo_profile} -p {package} --bin {bin}
-      - uses: actions/upload-artifact@v4
+      - uses: actions/upload-artifact@v6
         with:
           name: {bin}
           path: {binary}

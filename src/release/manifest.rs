@@ -3,11 +3,15 @@
 //! the toolchain, the source revision, its size and checksums, and whether it was verified
 //! — plus what was left out and why, and the jobs' efficiency summary.
 //!
+//! A gathered release (`release --gather`) has the same shape: its `toolchain` is `null`
+//! when its cells' differ (each artifact then names its own), `jobs` is `null`, and `cells`
+//! lists the folders it was gathered from.
+//!
 //! Must not: build, run or decide anything; it describes what the jobs made.
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::matrix::{Artifact, Matrix};
 use super::package::Packaged;
@@ -18,7 +22,7 @@ pub(crate) const MANIFEST: &str = "manifest.json";
 /// Marks a folder as a release this tool may replace.
 pub(crate) const CREATED_BY: &str = "cargo optimize release";
 /// Bumped when a field is renamed or dropped.
-const SCHEMA: u32 = 1;
+pub(crate) const SCHEMA: u32 = 1;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct Manifest {
@@ -31,7 +35,8 @@ pub(crate) struct Manifest {
     pub(crate) version: String,
     /// The commit built, and whether the working tree differed from it.
     pub(crate) source: Option<Source>,
-    pub(crate) toolchain: Toolchain,
+    /// `None` in a gathered release whose cells were built with different toolchains.
+    pub(crate) toolchain: Option<Toolchain>,
     /// Where the stages, profile and CPU levels came from.
     pub(crate) choices: Vec<String>,
     pub(crate) artifacts: Vec<ArtifactEntry>,
@@ -40,22 +45,36 @@ pub(crate) struct Manifest {
     /// Artifacts that were not packaged, and the job that stopped them.
     pub(crate) failed: Vec<Failed>,
     pub(crate) jobs: serde_json::Value,
+    /// A gathered release: the folders it was gathered from.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) cells: Vec<GatheredCell>,
 }
 
+/// One folder of a gathered release.
 #[derive(Debug, Serialize)]
+pub(crate) struct GatheredCell {
+    /// The folder's name.
+    pub(crate) dir: String,
+    pub(crate) artifacts: Vec<String>,
+    pub(crate) toolchain: Option<Toolchain>,
+    /// The cell's jobs summary.
+    pub(crate) jobs: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Source {
     pub(crate) revision: String,
     pub(crate) dirty: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Toolchain {
     pub(crate) rustc: String,
     pub(crate) llvm: String,
     pub(crate) host: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ArtifactEntry {
     pub(crate) name: String,
     pub(crate) target: String,
@@ -74,16 +93,19 @@ pub(crate) struct ArtifactEntry {
     pub(crate) verified: bool,
     /// How it was verified, or why it was not.
     pub(crate) verification: String,
+    /// In a gathered release: the toolchain of the folder it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) toolchain: Option<Toolchain>,
 }
 
 /// A stage applied (with how), or why not.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Applied {
     pub(crate) applied: bool,
     pub(crate) why_not: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Pgo {
     pub(crate) applied: bool,
     pub(crate) why_not: Option<String>,
@@ -97,7 +119,7 @@ pub(crate) struct Pgo {
     pub(crate) trained_under: Option<TrainedUnder>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct TrainedUnder {
     pub(crate) target: Option<String>,
     pub(crate) features: Vec<String>,
@@ -107,14 +129,14 @@ pub(crate) struct TrainedUnder {
     pub(crate) rustflags: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Skipped {
     pub(crate) target: String,
     pub(crate) reason: String,
     pub(crate) fix: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Failed {
     pub(crate) artifact: String,
     pub(crate) reason: String,
@@ -192,6 +214,7 @@ pub(crate) fn entry(
         bolt,
         verified: state.verified[a].is_some(),
         verification,
+        toolchain: None,
     })
 }
 

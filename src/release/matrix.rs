@@ -67,7 +67,7 @@ pub(crate) struct Target {
 pub(crate) struct Matrix {
     pub(crate) targets: Vec<Target>,
     pub(crate) flavors: Vec<Flavor>,
-    /// `portable` first, then the levels.
+    /// `portable` first (unless `--no-portable`), then the levels.
     pub(crate) cpus: Vec<String>,
     /// Among pgo and bolt, in that order.
     pub(crate) stages: Vec<StageName>,
@@ -303,6 +303,12 @@ fn cpus(i: &Inputs, origin: &mut Vec<String>) -> anyhow::Result<Vec<String>> {
             ),
             l if !cpus.iter().any(|c| c == l) => cpus.push(l.to_string()),
             _ => {}
+        }
+    }
+    if i.args.no_portable {
+        cpus.retain(|c| c != PORTABLE);
+        if cpus.is_empty() {
+            bail!("--no-portable leaves no artifact: {from} names no CPU level\n  fix: name a level with --cpu (e.g. --cpu x86-64-v3 --no-portable), or leave --no-portable out");
         }
     }
     origin.push(format!("CPU levels: {} ({from})", cpus.join(", ")));
@@ -603,6 +609,25 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("no [release.flavors]"), "{e}");
+    }
+
+    #[test]
+    fn no_portable_leaves_only_the_levels_and_needs_one() {
+        let args = ReleaseArgs {
+            cpu: Some(vec!["x86-64-v3".into()]),
+            no_portable: true,
+            ..Default::default()
+        };
+        let m = resolve(&ReleaseSpec::default(), &args, None).unwrap();
+        assert_eq!(m.cpus, ["x86-64-v3"]);
+        let args = ReleaseArgs {
+            cpu: Some(vec!["none".into()]),
+            ..args
+        };
+        let e = resolve(&ReleaseSpec::default(), &args, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--no-portable leaves no artifact"), "{e}");
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! - `work`: the job graph and what each job does;
 //! - `package`: the output folder (binaries, reproducible archives, checksums, put in place
 //!   whole at the end);
-//! - `manifest`: `manifest.json`.
+//! - `manifest`: `manifest.json`;
+//! - `ci`: `--emit-ci github`, the matrix as a GitHub workflow that builds each cell on a
+//!   runner of its target (a profile is trained only where its target runs);
+//! - `gather`: `--gather DIR…`, the cells' folders merged into one release.
 //!
 //! Artifacts this machine cannot run (another target, a CPU level it lacks, a flavor with
 //! `run = false`) are built without PGO and BOLT and are not verified; the manifest and the
@@ -16,8 +19,10 @@
 //! fix, and the release is partial (exit 1).
 //!
 //! Must not: measure (a release ships what `cargo optimize` measured), or write into the
-//! project anywhere but the output folder.
+//! project anywhere but the output folder and (`--emit-ci`) its workflow file.
 
+mod ci;
+mod gather;
 mod manifest;
 mod matrix;
 mod package;
@@ -38,6 +43,13 @@ use matrix::{Artifact, Base, Inputs, LastRun, Matrix};
 use work::Release;
 
 pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
+    if let Some(dirs) = &args.gather {
+        let out = match &args.out_dir {
+            Some(out) => out.clone(),
+            None => default_out(&plan::locate(g)?),
+        };
+        return gather::run(dirs, &crate::util::absolute(&out));
+    }
     let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
     let Located { spec, project } = plan::locate(g)?;
     if project.harness.is_some() {
@@ -48,7 +60,9 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     }
     let rustc = toolchain::rustc()?;
     let optimize_dir = project.target_dir.join("optimize");
-    let installed = |t: &str| installed(&rustc, t);
+    // A CI cell's runner installs its target: none is skipped.
+    let emit = args.emit_ci.is_some();
+    let installed = |t: &str| emit || installed(&rustc, t);
     let matrix = Matrix::resolve(&Inputs {
         spec: &spec.release,
         args,
@@ -59,6 +73,9 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         allow_panic_abort: spec.stages.allow_panic_abort,
     })?;
     check_cpu_names(&matrix)?;
+    if emit {
+        return ci::emit(g, args, &project, &spec, &matrix);
+    }
     let user_rustflags = |triple: &str| -> anyhow::Result<Vec<String>> {
         let cfg = crate::process::tool_stdout("rustc", ["--print", "cfg", "--target", triple])
             .unwrap_or_default();
@@ -79,12 +96,13 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         user_rustflags: &user_rustflags,
         cannot_run: &cannot_run,
     })?;
-    let out = args
-        .out_dir
-        .clone()
-        .or_else(|| spec.release.out_dir.clone())
-        .unwrap_or_else(|| project.workspace_root.join("dist"));
-    let out = crate::util::absolute(&out);
+    let out = match &args.out_dir {
+        Some(out) => crate::util::absolute(out),
+        None => default_out(&Located {
+            spec: spec.clone(),
+            project: project.clone(),
+        }),
+    };
     let graph = work::graph(&artifacts, &groups);
     announce(&ui, &project, &matrix, &artifacts, &graph, &out);
     if args.dry_run {
@@ -155,6 +173,13 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     finish(&ui, &release, &matrix, &graph, &summary, &out, &staging)
 }
 
+/// `[release] out-dir`, else `dist/` in the workspace.
+fn default_out(located: &Located) -> std::path::PathBuf {
+    let out = (located.spec.release.out_dir.clone())
+        .unwrap_or_else(|| located.project.workspace_root.join("dist"));
+    crate::util::absolute(&out)
+}
+
 /// Write the checksums and the manifest, put the folder in place, print what was made;
 /// the exit code.
 fn finish(
@@ -201,11 +226,11 @@ fn finish(
         bin: p.project.bin.clone(),
         version: p.project.version.clone(),
         source,
-        toolchain: manifest::Toolchain {
+        toolchain: Some(manifest::Toolchain {
             rustc: p.rustc.version.clone(),
             llvm: p.rustc.llvm_version.clone(),
             host: p.rustc.host.clone(),
-        },
+        }),
         choices: matrix.origin.clone(),
         skipped: matrix
             .targets
@@ -222,6 +247,7 @@ fn finish(
         failed,
         jobs: serde_json::to_value(summary)?,
         artifacts: entries,
+        cells: Vec::new(),
     };
     let json = serde_json::to_string_pretty(&m)? + "\n";
     std::fs::write(staging.join(manifest::MANIFEST), json)?;
@@ -403,7 +429,12 @@ fn flavor_spec(spec: &crate::spec::Spec, flavor: &crate::spec::Flavor) -> crate:
 
 /// rustc names every CPU level of the matrix for every target (checked before building).
 fn check_cpu_names(matrix: &Matrix) -> anyhow::Result<()> {
-    let levels: Vec<String> = matrix.cpus.iter().skip(1).cloned().collect();
+    let levels: Vec<String> = matrix
+        .cpus
+        .iter()
+        .filter(|c| *c != matrix::PORTABLE)
+        .cloned()
+        .collect();
     for triple in matrix.buildable() {
         if let Some((_, why)) = crate::stage::cpu::unknown_name(triple, &levels) {
             bail!("release CPU levels: {why}");

@@ -14,7 +14,7 @@ use super::manifest::MANIFEST;
 use crate::store::file_sha256;
 
 /// One artifact in the output folder.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Packaged {
     pub(crate) file: String,
     pub(crate) size_bytes: u64,

@@ -5,41 +5,15 @@
 //! work), and the same commit against itself is judged on a 5 % threshold.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
 use crate::common::*;
 
-/// Run git in `dir` with a fixed identity and dates (no user or system config).
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// The fixture in a fresh git repository: one commit as it is.
 fn repo() -> tempfile::TempDir {
     let tmp = copy_fixture("check-regress");
-    git(tmp.path(), &["init", "-q", "-b", "main"]);
-    git(tmp.path(), &["add", "-A"]);
-    git(tmp.path(), &["commit", "-q", "-m", "one"]);
+    commit_all(tmp.path());
     tmp
 }
 
@@ -401,6 +375,7 @@ fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
         "{}",
         r.stderr
     );
+    lint_workflow(dir, ".github/workflows/optimize.yml");
     let again = run(dir, &["optimize", "ci", "--github"], &[]);
     assert_eq!(again.code, Some(0));
     assert!(

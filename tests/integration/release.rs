@@ -223,3 +223,299 @@ fn a_flavor_this_machine_cannot_run_is_built_without_pgo_and_the_manifest_says_w
     assert_eq!(artifact(&m, "sieve")["pgo"]["applied"], true);
     assert!(r.stdout.contains("not verified"), "{}", r.stdout);
 }
+
+const THREE_TARGETS: [(&str, &str); 3] = [
+    ("x86_64-unknown-linux-gnu", "ubuntu-latest"),
+    ("aarch64-unknown-linux-gnu", "ubuntu-24.04-arm"),
+    ("x86_64-pc-windows-msvc", "windows-latest"),
+];
+const WORKFLOW: &str = ".github/workflows/release.yml";
+
+/// The fixture in a git repository, its `[release]` naming the three targets.
+fn three_target_repo() -> tempfile::TempDir {
+    let tmp = copy_fixture(FIXTURE);
+    let spec = tmp.path().join("optimize.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let targets: Vec<String> = THREE_TARGETS
+        .iter()
+        .map(|(t, _)| format!("\"{t}\""))
+        .collect();
+    let line = format!("[release]\ntargets = [{}]\n", targets.join(", "));
+    std::fs::write(&spec, text.replacen("[release]\n", &line, 1)).unwrap();
+    commit_all(tmp.path());
+    tmp
+}
+
+fn emit(dir: &Path, extra: &[&str]) -> Run {
+    let mut args = vec!["optimize", "release", "--emit-ci", "github"];
+    args.extend_from_slice(extra);
+    run(dir, &args, &[("GIT_CONFIG_GLOBAL", "/dev/null")])
+}
+
+/// The build matrix's rows (one JSON object a line) in a workflow or in the new side of a
+/// diff of one.
+fn cells(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| !l.starts_with('-'))
+        .filter_map(|l| l.split_once("- {\"name\"").map(|(_, rest)| rest))
+        .map(|rest| serde_json::from_str(&format!("{{\"name\"{rest}")).unwrap())
+        .collect()
+}
+
+#[test]
+fn emit_ci_writes_a_cell_per_target_flavor_and_cpu_level_and_actionlint_passes_it() {
+    let _g = shared();
+    let tmp = three_target_repo();
+    let dir = tmp.path();
+    let r = emit(dir, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stdout.contains("+name: release\n"),
+        "the diff first: {}",
+        r.stdout
+    );
+    let text = std::fs::read_to_string(dir.join(WORKFLOW)).unwrap();
+    // 3 targets × 2 flavors × 1 CPU level (the fixture's `cpu = []`: portable only).
+    let rows = cells(&text);
+    assert_eq!(rows.len(), 3 * 2, "{text}");
+    for (target, runner) in THREE_TARGETS {
+        for flavor in ["sieve", "trial"] {
+            let row = rows
+                .iter()
+                .find(|c| c["target"] == target && c["flavor"] == flavor)
+                .unwrap_or_else(|| panic!("no {target} {flavor} cell in {text}"));
+            assert_eq!(row["runner"], runner, "{row}");
+            assert_eq!(row["cpu"], "none", "{row}");
+            assert_eq!(row["stages"], "pgo", "{row}");
+            assert_eq!(row["name"], format!("{target}-{flavor}"), "{row}");
+        }
+    }
+    for needed in [
+        "    tags: [\"v*\"]\n  workflow_dispatch:\n",
+        "runs-on: ${{ matrix.runner }}",
+        "components: llvm-tools",
+        "rustup target add \"$TARGET\"",
+        "run: eval \"$CARGO_OPTIMIZE_INSTALL\"",
+        "cargo optimize release -p release-flavors --bin release-flavors \"${args[@]}\"",
+        "args=(--targets \"$TARGET\" --cpu \"$CPU\" --stages \"$STAGES\" --out-dir dist-cell)",
+        "    needs: build\n",
+        "merge-multiple: false",
+        "cargo optimize release --gather cells/* --out-dir dist",
+    ] {
+        assert!(text.contains(needed), "no `{needed}` in:\n{text}");
+    }
+    assert!(
+        r.stderr
+            .contains("6 cell(s) — 3 target(s) × 2 flavor(s) × 1 CPU level(s)"),
+        "{}",
+        r.stderr
+    );
+    lint_workflow(dir, WORKFLOW);
+
+    // Again: nothing to do.
+    let again = emit(dir, &[]);
+    assert_eq!(again.code, Some(0), "{}", again.all());
+    assert!(
+        again.stdout.contains("already up to date"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
+fn emit_ci_takes_runners_and_cpu_levels_and_never_replaces_a_different_file_without_force() {
+    let _g = shared();
+    let tmp = three_target_repo();
+    let dir = tmp.path();
+    let path = dir.join(WORKFLOW);
+    assert_eq!(emit(dir, &[]).code, Some(0));
+    let written = std::fs::read_to_string(&path).unwrap();
+
+    // --runner overrides one target's label; --dry-run writes nothing.
+    let arm = "aarch64-unknown-linux-gnu=arm-box";
+    let r = emit(dir, &["--runner", arm, "--dry-run"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stdout.contains("dry run: nothing written"),
+        "{}",
+        r.stdout
+    );
+    let rows = cells(&r.stdout);
+    assert_eq!(rows.len(), 6, "{}", r.stdout);
+    for row in &rows {
+        let expected = match row["target"].as_str().unwrap() {
+            "aarch64-unknown-linux-gnu" => "arm-box",
+            "x86_64-unknown-linux-gnu" => "ubuntu-latest",
+            _ => "windows-latest",
+        };
+        assert_eq!(row["runner"], expected, "{row}");
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
+
+    // A different file there: refused without --force (and kept), replaced with it.
+    let r = emit(dir, &["--runner", arm]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(r.stderr.contains("fix: pass --force"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
+    let r = emit(dir, &["--runner", arm, "--force"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert_eq!(
+        cells(&std::fs::read_to_string(&path).unwrap())[2]["runner"],
+        "arm-box"
+    );
+    assert_eq!(
+        std::fs::read_to_string(path.with_extension("yml.bak")).unwrap(),
+        written
+    );
+
+    // A CPU level is a cell of its own, built without the portable artifact.
+    let x86 = ["--targets", "x86_64-unknown-linux-gnu"];
+    let r = emit(
+        dir,
+        &[&x86[..], &["--cpu", "x86-64-v3", "--dry-run"]].concat(),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let rows = cells(&r.stdout);
+    assert_eq!(rows.len(), 2 * 2, "{}", r.stdout);
+    let v3 = rows
+        .iter()
+        .find(|c| c["name"] == "x86_64-unknown-linux-gnu-trial-x86-64-v3")
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert_eq!(
+        (&v3["cpu"], &v3["stages"]),
+        (&"x86-64-v3".into(), &"pgo".into())
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("if [ \"$CPU\" != none ]; then args+=(--no-portable); fi"),
+        "{text}"
+    );
+
+    // A target with no known runner is cross-built without PGO, and both say so.
+    let riscv = "riscv64gc-unknown-linux-gnu";
+    let targets = format!("x86_64-unknown-linux-gnu,{riscv}");
+    let r = emit(dir, &["--targets", &targets, "--dry-run"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let rows = cells(&r.stdout);
+    assert_eq!(rows.len(), 2 * 2, "{}", r.stdout);
+    for row in rows.iter().filter(|c| c["target"] == riscv) {
+        assert_eq!(
+            (&row["runner"], &row["stages"]),
+            (&"ubuntu-latest".into(), &"none".into()),
+            "{row}"
+        );
+    }
+    assert!(
+        r.stderr.contains(&format!("{riscv}: no known runner"))
+            && r.stderr.contains(&format!("--runner {riscv}=LABEL")),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains(&format!("+#   {riscv}: no known runner")),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn gather_merges_two_releases_and_refuses_a_tampered_file_leaving_the_output_as_it_was() {
+    let _g = shared();
+    let tmp = copy_fixture(FIXTURE);
+    let dir = tmp.path();
+    commit_all(dir);
+    let target_dir = dir.join("target");
+    let (a, b, out) = (dir.join("cells/a"), dir.join("cells/b"), dir.join("dist"));
+    for (flavor, cell) in [("sieve", &a), ("trial", &b)] {
+        let args = [
+            "optimize",
+            "release",
+            "--target-dir",
+            target_dir.to_str().unwrap(),
+            "--out-dir",
+            cell.to_str().unwrap(),
+            "--flavors",
+            flavor,
+        ];
+        let r = run(dir, &args, &[("GIT_CONFIG_GLOBAL", "/dev/null")]);
+        assert_eq!(r.code, Some(0), "{}", r.all());
+    }
+    let gather = |from: &[&Path]| {
+        let mut args = vec!["optimize", "release", "--gather"];
+        args.extend(from.iter().map(|p| p.to_str().unwrap()));
+        args.extend(["--out-dir", out.to_str().unwrap()]);
+        run(dir, &args, &[])
+    };
+    let r = gather(&[&a, &b]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let m = manifest(&out);
+    assert_eq!(m["artifacts"].as_array().unwrap().len(), 2, "{m:#}");
+    let head = git(dir, &["rev-parse", "HEAD"]);
+    assert_eq!(m["source"]["revision"], head.trim(), "{m:#}");
+    assert_eq!(m["cells"].as_array().unwrap().len(), 2, "{m:#}");
+    for flavor in ["sieve", "trial"] {
+        let art = artifact(&m, flavor);
+        assert_eq!(art["pgo"]["applied"], true, "{art:#}");
+        assert!(art["toolchain"]["rustc"].is_string(), "{art:#}");
+        // The binary is executable again, and runs.
+        let ran = Command::new(out.join(art["file"].as_str().unwrap()))
+            .arg("1000")
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&ran.stdout),
+            "168 primes below 1000, sum 76127\n"
+        );
+    }
+    let check = Command::new("sha256sum")
+        .args(["-c", "SHA256SUMS"])
+        .current_dir(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{said}");
+    assert_eq!(said.matches(": OK").count(), 4, "{said}");
+
+    // Cells of another commit are refused.
+    let other = dir.join("cells/other");
+    std::fs::create_dir_all(&other).unwrap();
+    for e in std::fs::read_dir(&b).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, other.join(p.file_name().unwrap())).unwrap();
+    }
+    let text = std::fs::read_to_string(other.join("manifest.json")).unwrap();
+    std::fs::write(
+        other.join("manifest.json"),
+        text.replace(head.trim(), &"0".repeat(40)),
+    )
+    .unwrap();
+    let before = snapshot(&out);
+    let r = gather(&[&a, &other]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(r.stderr.contains("different commits"), "{}", r.stderr);
+
+    // A tampered artifact: exit 2 naming it; the output folder as it was, no staging left.
+    let file = artifact(&manifest(&b), "trial")["file"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut bytes = std::fs::read(b.join(&file)).unwrap();
+    bytes.push(0);
+    std::fs::write(b.join(&file), bytes).unwrap();
+    let r = gather(&[&a, &b]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains(&format!("{}: its SHA-256 is", b.join(&file).display())),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("dist is unchanged"), "{}", r.stderr);
+    assert!(snapshot(&out) == before, "the output folder changed");
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".partial-"))
+        .collect();
+    assert!(left.is_empty(), "staging left: {left:?}");
+}
