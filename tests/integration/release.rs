@@ -27,6 +27,18 @@ fn release(target_dir: &Path, out: &Path, extra: &[&str]) -> Run {
     run(&fixture(FIXTURE), &args, &[])
 }
 
+/// `sha256sum -c SHA256SUMS` (the real tool) passes in `out`, for `files` files.
+fn sha256sum_checks(out: &Path, files: usize) {
+    let check = Command::new("sha256sum")
+        .args(["-c", "SHA256SUMS"])
+        .current_dir(out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{said}");
+    assert_eq!(said.matches(": OK").count(), files, "{said}");
+}
+
 fn manifest(out: &Path) -> Value {
     let text = std::fs::read_to_string(out.join("manifest.json")).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -127,14 +139,7 @@ fn each_flavor_is_trained_on_its_own_build_and_parallel_gives_the_same_bytes_as_
     );
 
     // The checksums verify with the real sha256sum, and the binaries run.
-    let check = Command::new("sha256sum")
-        .args(["-c", "SHA256SUMS"])
-        .current_dir(&out)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&check.stdout);
-    assert!(check.status.success(), "{said}");
-    assert_eq!(said.matches(": OK").count(), 4, "{said}");
+    sha256sum_checks(&out, 4);
     for a in [sieve, trial] {
         let bin = out.join(a["file"].as_str().unwrap());
         let ran = Command::new(&bin).arg("1000").output().unwrap();
@@ -467,14 +472,7 @@ fn gather_merges_two_releases_and_refuses_a_tampered_file_leaving_the_output_as_
             "168 primes below 1000, sum 76127\n"
         );
     }
-    let check = Command::new("sha256sum")
-        .args(["-c", "SHA256SUMS"])
-        .current_dir(&out)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&check.stdout);
-    assert!(check.status.success(), "{said}");
-    assert_eq!(said.matches(": OK").count(), 4, "{said}");
+    sha256sum_checks(&out, 4);
 
     // Cells of another commit are refused.
     let other = dir.join("cells/other");
