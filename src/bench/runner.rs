@@ -555,13 +555,44 @@ fn together(drives: &[Drive], done: &[Comparison], opts: &BenchOptions) -> Optio
         confidence = confidence.max(a.estimate.confidence);
     }
     let log = stats::geomean_log(&logs);
+    // What the mean's standard error would be with every comparison run to its budget.
+    let second_look = drives.iter().all(|d| d.look >= 2);
+    let mut at_budget: Vec<stats::LogEstimate> = done.iter().map(|c| c.log).collect();
+    at_budget.extend(drives.iter().filter_map(Drive::at_budget));
+    let se_at_budget = stats::geomean_log(&at_budget).se;
     if Estimate::from_log(&log, confidence, opts.margin).verdict == Verdict::Faster {
         Some(StopReason::TogetherDecided)
-    } else if cannot_be_faster(&log, opts.margin) {
+    } else if cannot_be_faster(&log, opts.margin)
+        || (second_look && unlikely_to_become_faster(&log, se_at_budget, opts.margin))
+    {
         Some(StopReason::TogetherFutile)
     } else {
         None
     }
+}
+
+/// Stochastic curtailment of a joint comparison: below this conditional power — the chance
+/// that, were the current estimate the truth, the comparison run to its time budget would
+/// end *faster* — it stops. Like the interval rule above it is non-binding (it never calls
+/// anything faster), so it cannot raise the rate of wrong *faster* verdicts; it saves the
+/// budget a near-tie spends narrowing an interval around `1 − margin`, and costs power only
+/// for a real speedup whose estimate, from the second look on, still sits near 1.
+const CURTAIL_POWER: f64 = 0.05;
+
+/// Whether the conditional power of reaching *faster* is below [`CURTAIL_POWER`]: the final
+/// mean, given the current one (`log`) and the final standard error `se_final`, is normal
+/// around the current mean with variance `se² − se_final²` (what the remaining pairs add),
+/// and *faster* needs it below `ln(1 − margin) − z·se_final`.
+fn unlikely_to_become_faster(log: &stats::LogEstimate, se_final: f64, margin: f64) -> bool {
+    if !(log.se.is_finite() && se_final.is_finite()) {
+        return false;
+    }
+    let needed = (1.0 - margin).ln() - stats::normal_quantile(1.0 - ALPHA / 2.0) * se_final;
+    let spread = (log.se * log.se - se_final * se_final).max(0.0).sqrt();
+    if spread <= 0.0 {
+        return log.mean > needed;
+    }
+    stats::normal_cdf((needed - log.mean) / spread) < CURTAIL_POWER
 }
 
 /// What one run produced.
@@ -767,6 +798,18 @@ impl<'o> Drive<'o> {
     /// The latest look's estimate (none before the first look).
     pub(crate) fn latest(&self) -> Option<&PairedAnalysis> {
         self.latest.as_ref()
+    }
+
+    /// The latest estimate as it would be with the pairs the schedule can still reach:
+    /// the same mean, its standard error shrunk by `√(n / cap)` (`None` before a look).
+    fn at_budget(&self) -> Option<stats::LogEstimate> {
+        let log = self.latest()?.log;
+        let cap = f64::from(self.schedule.as_ref()?.cap());
+        let n = (log.n as f64).max(1.0);
+        Some(stats::LogEstimate {
+            se: log.se * (n / cap.max(n)).sqrt(),
+            ..log
+        })
     }
 
     /// One block: ABBA or BAAB, i.e. two pairs in mirrored order.
@@ -1206,6 +1249,32 @@ mod tests {
             .all(|c| c.stop == StopReason::Decided && c.n <= 20));
     }
 
+    /// Conditional power with known answers: at the current estimate 0.996 (se 1 %, the
+    /// budget halving it) *faster* (below 0.99 by a 95 % interval) is out of reach; a 2 %
+    /// speedup at the same precision is not.
+    #[test]
+    fn curtailment_stops_near_ties_and_keeps_real_speedups() {
+        let log = |ratio: f64, se: f64| stats::LogEstimate {
+            mean: f64::ln(ratio),
+            se,
+            df: 30.0,
+            n: 16,
+        };
+        // needed = ln 0.99 − 1.96·0.005 = −0.0198; spread = √(1e-4 − 2.5e-5) = 0.00866.
+        // 0.996: Φ((−0.0198 + 0.0040) / 0.00866) = Φ(−1.83) ≈ 3 % → stop.
+        assert!(unlikely_to_become_faster(&log(0.996, 0.01), 0.005, 0.01));
+        // 0.98: Φ((−0.0198 + 0.0202) / 0.00866) = Φ(0.05) ≈ 52 % → go on.
+        assert!(!unlikely_to_become_faster(&log(0.98, 0.01), 0.005, 0.01));
+        // 0.99 with the budget spent (no spread left): decided by where the mean is.
+        assert!(unlikely_to_become_faster(&log(0.99, 0.005), 0.005, 0.01));
+        assert!(!unlikely_to_become_faster(&log(0.97, 0.005), 0.005, 0.01));
+        assert!(!unlikely_to_become_faster(
+            &log(0.996, f64::INFINITY),
+            0.005,
+            0.01
+        ));
+    }
+
     /// Futility: a comparison that only needs "faster" stops once the interval sits above
     /// `1 − margin`. Ties and slowdowns end much sooner; speedups are called exactly as
     /// before, and no more often wrongly.
@@ -1285,6 +1354,8 @@ mod tests {
             ("A vs A", [1.0; 4]),
             ("3 % faster on three of four", [0.97, 0.97, 1.0, 0.97]),
             ("10 % faster", [0.9; 4]),
+            ("0.4 % faster (a near tie)", [0.996; 4]),
+            ("2 % faster", [0.98; 4]),
         ] {
             let (alone, alone_faster) = run(ratios, false);
             let (joint, joint_faster) = run(ratios, true);
