@@ -380,7 +380,7 @@ impl Matrix {
                 };
                 let group = groups.len();
                 let mut verified = false;
-                for cpu in &self.cpus {
+                for cpu in self.cpus.iter().filter(|c| level_applies(c, triple)) {
                     let mut settings = baseline.clone();
                     settings.profile_overrides = self.overrides.clone();
                     if cpu != PORTABLE {
@@ -434,6 +434,13 @@ impl Matrix {
         }
         name
     }
+}
+
+/// Whether CPU level `cpu` is built for `triple`: the x86-64 levels only for x86-64
+/// targets (an aarch64 target of the same release gets its portable build); any other name
+/// for every target (rustc says whether it knows it).
+pub(crate) fn level_applies(cpu: &str, triple: &str) -> bool {
+    !cpu.starts_with("x86-64") || triple.starts_with("x86_64")
 }
 
 fn label(target: Option<&str>, flavor: &str, cpu: &str) -> String {
@@ -715,5 +722,50 @@ mod tests {
             2 + 3 + 1,
             "cpu/portable: instrumented + PGO; 3 plain; 1 baseline"
         );
+    }
+
+    #[test]
+    fn x86_64_levels_are_built_for_x86_64_targets_only() {
+        let spec = ReleaseSpec {
+            targets: vec![
+                "x86_64-unknown-linux-gnu".into(),
+                "aarch64-unknown-linux-gnu".into(),
+            ],
+            cpu: Some(vec!["x86-64-v3".into()]),
+            ..Default::default()
+        };
+        let installed = |_: &str| true;
+        let m = Matrix::resolve(&Inputs {
+            spec: &spec,
+            args: &ReleaseArgs::default(),
+            last: None,
+            host: "x86_64-unknown-linux-gnu",
+            selection: &Features::default(),
+            installed: &installed,
+            allow_panic_abort: false,
+        })
+        .unwrap();
+        let project = Project::for_tests("tool", "1.0.0");
+        let (arts, _) = m
+            .artifacts(&Base {
+                project: &project,
+                profile: "release",
+                user_rustflags: &|_: &str| Ok(vec![]),
+                cannot_run: &|_: &str, _: Option<&str>| None,
+            })
+            .unwrap();
+        let cells: Vec<(&str, &str)> = arts
+            .iter()
+            .map(|a| (a.target.as_str(), a.cpu.as_str()))
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                ("x86_64-unknown-linux-gnu", "portable"),
+                ("x86_64-unknown-linux-gnu", "x86-64-v3"),
+                ("aarch64-unknown-linux-gnu", "portable"),
+            ]
+        );
+        assert!(level_applies("neoverse-n1", "aarch64-unknown-linux-gnu"));
     }
 }

@@ -429,13 +429,13 @@ fn flavor_spec(spec: &crate::spec::Spec, flavor: &crate::spec::Flavor) -> crate:
 
 /// rustc names every CPU level of the matrix for every target (checked before building).
 fn check_cpu_names(matrix: &Matrix) -> anyhow::Result<()> {
-    let levels: Vec<String> = matrix
-        .cpus
-        .iter()
-        .filter(|c| *c != matrix::PORTABLE)
-        .cloned()
-        .collect();
     for triple in matrix.buildable() {
+        let levels: Vec<String> = matrix
+            .cpus
+            .iter()
+            .filter(|c| *c != matrix::PORTABLE && matrix::level_applies(c, triple))
+            .cloned()
+            .collect();
         if let Some((_, why)) = crate::stage::cpu::unknown_name(triple, &levels) {
             bail!("release CPU levels: {why}");
         }
