@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use crate::hotspots::{self, Ranking};
-use crate::process;
 use crate::toolchain::{profdata, Rustc, Tool};
 use crate::ui::Ui;
 
@@ -108,13 +107,6 @@ fn expand(p: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// What llvm-profdata said about one input (or about none: `input` is `None`).
-#[derive(Debug, Clone, PartialEq)]
-struct Said {
-    input: Option<usize>,
-    message: String,
-}
-
 /// A merge done: its inputs, what was dropped, and the merged profile's ranking.
 #[derive(Debug)]
 pub(crate) struct Merged {
@@ -148,7 +140,12 @@ pub(crate) fn merge(
         inputs.len(),
         tool.path.display()
     ));
-    let merged = run_merge(tool, inputs, &tmp).and_then(|said| {
+    let weighted: Vec<(&Path, u64)> = inputs
+        .iter()
+        .map(|i| (i.path.as_path(), i.weight))
+        .collect();
+    let ran = profdata::merge(&tool.path, &weighted, &tmp).map_err(anyhow::Error::from);
+    let merged = ran.and_then(|said| {
         let judged = judge(tool, rustc, inputs, &said)?;
         std::fs::rename(&tmp, &out).with_context(|| format!("cannot write {}", out.display()))?;
         Ok(judged)
@@ -167,88 +164,17 @@ pub(crate) fn merge(
     })
 }
 
-/// `llvm-profdata merge --failure-mode=warn` of `inputs` (listed in a file: no argument
-/// limit with many hosts) into `tmp`; what it said, by input. Fails when it failed.
-fn run_merge(tool: &Tool, inputs: &[Input], tmp: &Path) -> anyhow::Result<Vec<Said>> {
-    let list_path = tmp.with_extension("inputs");
-    let mut list = String::new();
-    for i in inputs {
-        let p = i.path.to_string_lossy();
-        if p.contains('\n') {
-            anyhow::bail!(
-                "{}: a file name with a line break cannot be merged",
-                i.shown.display()
-            );
-        }
-        list.push_str(&format!("{},{p}\n", i.weight));
-    }
-    std::fs::write(&list_path, list)
-        .with_context(|| format!("cannot write {}", list_path.display()))?;
-    let ran = process::run(
-        &process::Command::new(&tool.path)
-            .args(["merge", "--failure-mode=warn", "-o"])
-            .arg(tmp)
-            .arg(format!("--input-files={}", list_path.display()))
-            .timeout(std::time::Duration::from_secs(3600))
-            .label("llvm-profdata merge"),
-    );
-    let _ = std::fs::remove_file(&list_path);
-    let ran = ran?;
-    let said = parse_said(&String::from_utf8_lossy(&ran.stderr), inputs);
-    if !ran.status.success() {
-        anyhow::bail!(
-            "{} merge failed ({}):\n{}",
-            tool.path.display(),
-            ran.status,
-            ran.stderr_tail(20)
-        );
-    }
-    Ok(said)
-}
-
-/// llvm-profdata's `warning: <file>: <message>` lines (continuation lines joined), each
-/// given to the input it names (the longest path that matches).
-fn parse_said(stderr: &str, inputs: &[Input]) -> Vec<Said> {
-    let mut out: Vec<Said> = Vec::new();
-    for line in stderr.lines() {
-        let body = ["warning: ", "error: "]
-            .iter()
-            .find_map(|p| line.strip_prefix(p));
-        let Some(body) = body else {
-            if let (Some(last), false) = (out.last_mut(), line.trim().is_empty()) {
-                last.message.push('\n');
-                last.message.push_str(line.trim());
-            }
-            continue;
-        };
-        let named = inputs
-            .iter()
-            .enumerate()
-            .filter_map(|(n, i)| {
-                let rest = body.strip_prefix(i.path.to_str()?)?.strip_prefix(": ")?;
-                Some((n, i.path.as_os_str().len(), rest))
-            })
-            .max_by_key(|(_, len, _)| *len);
-        out.push(match named {
-            Some((n, _, rest)) => Said {
-                input: Some(n),
-                message: rest.to_string(),
-            },
-            None => Said {
-                input: None,
-                message: body.to_string(),
-            },
-        });
-    }
-    out
-}
-
 /// What llvm-profdata said, judged: an input in another LLVM version's format refuses the
 /// merge (the error names each, with the fix); others it could not read are dropped;
 /// warnings about a function of an input that was merged are kept as warnings. Fails too
 /// when nothing could be merged.
-fn judge(tool: &Tool, rustc: &Rustc, inputs: &[Input], said: &[Said]) -> anyhow::Result<Judged> {
-    let foreign: Vec<&Said> = said
+fn judge(
+    tool: &Tool,
+    rustc: &Rustc,
+    inputs: &[Input],
+    said: &[profdata::Said],
+) -> anyhow::Result<Judged> {
+    let foreign: Vec<&profdata::Said> = said
         .iter()
         .filter(|s| s.input.is_some() && profdata::version_mismatch(&s.message))
         .collect();
@@ -296,7 +222,7 @@ fn about_a_function(message: &str) -> bool {
 }
 
 /// The error for inputs in another LLVM version's profile format.
-fn refusal(tool: &Tool, rustc: &Rustc, inputs: &[Input], foreign: &[&Said]) -> String {
+fn refusal(tool: &Tool, rustc: &Rustc, inputs: &[Input], foreign: &[&profdata::Said]) -> String {
     let files: Vec<String> = foreign
         .iter()
         .filter_map(|s| {
@@ -449,6 +375,10 @@ mod tests {
         assert!(inputs(&[], &[]).is_err());
     }
 
+    fn paths(ins: &[Input]) -> Vec<&Path> {
+        ins.iter().map(|i| i.path.as_path()).collect()
+    }
+
     const STDERR: &str = "warning: /h/c.profraw: raw profile version mismatch: Profile uses raw profile format version = 99; expected version = 10\nPLEASE update this tool to version in the raw profile, or regenerate raw profile with expected version.\nwarning: /h/t.profraw: invalid instrumentation profile data (file header is corrupt)\nwarning: /h/a.profraw: _ZN1m1fE: function basic block count change detected (counter mismatch)\n";
 
     #[test]
@@ -458,7 +388,7 @@ mod tests {
             input("/h/c.profraw", 1),
             input("/h/t.profraw", 1),
         ];
-        let said = parse_said(STDERR, &ins);
+        let said = profdata::said_by_input(STDERR, &paths(&ins));
         assert_eq!(said.len(), 3);
         assert_eq!(said[0].input, Some(1));
         assert!(said[0].message.ends_with("\nPLEASE update this tool to version in the raw profile, or regenerate raw profile with expected version."));
@@ -480,7 +410,7 @@ mod tests {
         assert!(judged.warnings[0].contains("counter mismatch"));
         // Nothing readable: an error.
         let only_bad = [input("/h/t.profraw", 1)];
-        let said = parse_said(STDERR, &only_bad);
+        let said = profdata::said_by_input(STDERR, &paths(&only_bad));
         let e = judge(&tool(), &rustc(), &only_bad, &said).unwrap_err();
         assert!(e.to_string().contains("no profile could be merged"), "{e}");
     }

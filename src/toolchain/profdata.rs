@@ -2,8 +2,9 @@
 //! --counts`, parsed into each function's counters (`FunctionCounts`), its name demangled
 //! (`rustc-demangle`, without the hash) and split into crate and module path. The one reader
 //! of per-function counts: hotspots and the train↔eval coverage both use it. Also whether
-//! this llvm-profdata reads a profile at all (`readable`), and whether what it said means
-//! the file is another LLVM version's format (`version_mismatch`).
+//! this llvm-profdata reads a profile at all (`readable`), whether what it said means the
+//! file is another LLVM version's format (`version_mismatch`), and the one `merge` (the PGO
+//! stage's training and `profile merge` of many hosts' profiles).
 
 use std::path::{Path, PathBuf};
 
@@ -95,6 +96,117 @@ pub struct Shown {
     /// instrumentation). rustc's IR instrumentation counts edges of the control-flow graph
     /// (`entry_first = 0`): then `entries` is the first edge's count, not the calls.
     pub entry_first: bool,
+}
+
+/// What llvm-profdata said about one input (its index), or about none (`input` is `None`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Said {
+    pub input: Option<usize>,
+    pub message: String,
+}
+
+/// A merge could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error(transparent)]
+    Process(#[from] process::ProcessError),
+    #[error("cannot write the list of profiles to merge {path}: {error}")]
+    List {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{path}: a file name with a line break cannot be merged\n  fix: rename it")]
+    LineBreak { path: PathBuf },
+    #[error("{tool} merge failed ({status}):\n{tail}")]
+    Failed {
+        tool: String,
+        status: String,
+        tail: String,
+    },
+}
+
+/// How long one merge may take (a fleet's profiles can be many and large).
+const MERGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// `llvm-profdata merge --failure-mode=warn` of `inputs` (path, weight) into `out`. The
+/// inputs are listed in a file (`--input-files`), so their number is not bounded by the
+/// command line. What llvm-profdata said, by input; an error when it failed.
+pub fn merge(
+    profdata: &Path,
+    inputs: &[(&Path, u64)],
+    out: &Path,
+) -> Result<Vec<Said>, MergeError> {
+    let list_path = out.with_extension("inputs");
+    let mut list = String::new();
+    for (path, weight) in inputs {
+        let p = path.to_string_lossy();
+        if p.contains('\n') {
+            return Err(MergeError::LineBreak {
+                path: path.to_path_buf(),
+            });
+        }
+        list.push_str(&format!("{weight},{p}\n"));
+    }
+    std::fs::write(&list_path, list).map_err(|error| MergeError::List {
+        path: list_path.clone(),
+        error,
+    })?;
+    let ran = process::run(
+        &process::Command::new(profdata)
+            .args(["merge", "--failure-mode=warn", "-o"])
+            .arg(out)
+            .arg(format!("--input-files={}", list_path.display()))
+            .timeout(MERGE_TIMEOUT)
+            .label("llvm-profdata merge"),
+    );
+    let _ = std::fs::remove_file(&list_path);
+    let ran = ran?;
+    if !ran.status.success() {
+        return Err(MergeError::Failed {
+            tool: profdata.display().to_string(),
+            status: ran.status.to_string(),
+            tail: ran.stderr_tail(20),
+        });
+    }
+    let paths: Vec<&Path> = inputs.iter().map(|(p, _)| *p).collect();
+    Ok(said_by_input(&String::from_utf8_lossy(&ran.stderr), &paths))
+}
+
+/// llvm-profdata's `warning: <file>: <message>` lines (continuation lines joined), each
+/// given to the input it names (the longest path that matches).
+pub fn said_by_input(stderr: &str, inputs: &[&Path]) -> Vec<Said> {
+    let mut out: Vec<Said> = Vec::new();
+    for line in stderr.lines() {
+        let body = ["warning: ", "error: "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p));
+        let Some(body) = body else {
+            if let (Some(last), false) = (out.last_mut(), line.trim().is_empty()) {
+                last.message.push('\n');
+                last.message.push_str(line.trim());
+            }
+            continue;
+        };
+        let named = inputs
+            .iter()
+            .enumerate()
+            .filter_map(|(n, p)| {
+                let rest = body.strip_prefix(p.to_str()?)?.strip_prefix(": ")?;
+                Some((n, p.as_os_str().len(), rest))
+            })
+            .max_by_key(|(_, len, _)| *len);
+        out.push(match named {
+            Some((n, _, rest)) => Said {
+                input: Some(n),
+                message: rest.to_string(),
+            },
+            None => Said {
+                input: None,
+                message: body.to_string(),
+            },
+        });
+    }
+    out
 }
 
 /// llvm-profdata could not list a profile's functions.

@@ -540,24 +540,16 @@ fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, St
             raw_dir.display()
         )));
     }
-    let merged = process::run(
-        &process::Command::new(profdata)
-            .args(["merge", "--failure-mode=warn", "-o"])
-            .arg(out)
-            .args(&raw),
-    )?;
-    let dropped: Vec<String> = String::from_utf8_lossy(&merged.stderr)
-        .lines()
-        .filter(|l| l.contains("warning"))
-        .map(str::to_string)
+    let inputs: Vec<(&Path, u64)> = raw.iter().map(|p| (p.as_path(), 1)).collect();
+    let said = crate::toolchain::profdata::merge(profdata, &inputs, out)
+        .map_err(|e| StageError::Failed(e.to_string()))?;
+    let dropped: Vec<String> = said
+        .iter()
+        .map(|s| match s.input {
+            Some(i) => format!("{}: {}", raw[i].display(), s.message),
+            None => s.message.clone(),
+        })
         .collect();
-    if !merged.status.success() {
-        return Err(StageError::Failed(format!(
-            "llvm-profdata merge failed ({}):\n{}",
-            merged.status,
-            merged.stderr_tail(20)
-        )));
-    }
     let (functions, max_count) = show(profdata, out)?;
     if functions == 0 || max_count == 0 {
         return Err(StageError::Failed(format!(
