@@ -526,7 +526,8 @@ pub struct BenchArgs {
     /// Minimum number of A/B pairs.
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
-    /// Warm-up runs of each side.
+    /// Warm-up runs of each side (default 0: both binaries and the files the workload
+    /// names are read into the page cache instead).
     #[arg(long, value_name = "N")]
     pub warmup: Option<u32>,
     /// Upper bound of time per workload (e.g. 30s).

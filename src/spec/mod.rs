@@ -379,19 +379,11 @@ impl Workload {
     /// What it reads that the spec names: `stdin`, and every argument that is an existing
     /// path (relative to `cwd`).
     pub fn input_paths(&self) -> Vec<PathBuf> {
-        self.args
-            .iter()
-            .map(Path::new)
-            .chain(self.stdin.as_deref())
-            .map(|p| {
-                if p.is_absolute() {
-                    p.to_path_buf()
-                } else {
-                    self.cwd.join(p)
-                }
-            })
-            .filter(|p| p.exists())
-            .collect()
+        crate::process::named_files(
+            &self.cwd,
+            self.args.iter().map(Path::new),
+            self.stdin.as_deref(),
+        )
     }
 
     /// The workload's name made safe as a file name (for `outputs/<stage>/<name>.stdout`):
@@ -433,7 +425,7 @@ impl Default for BenchConfig {
         BenchConfig {
             max_time: Duration::from_secs(30),
             margin: 0.01,
-            warmup: 1,
+            warmup: 0,
             min_runs: 5,
         }
     }
@@ -634,6 +626,7 @@ pub fn skeleton(bin: &str) -> String {
 # [bench]
 # max-time = "30s"                # time budget per workload per comparison ("500ms", "30s", "2m")
 # margin = 0.01                   # differences within 1 % count as "equivalent"
+# warmup = 0                      # unmeasured runs of each side first (files are read in anyway)
 
 # [verify]
 # tests = false                   # also run the crate's own tests with each candidate's settings
@@ -742,7 +735,7 @@ mod tests {
         assert_eq!(spec.stages.bolt_args, None);
         assert_eq!(spec.bench.max_time, Duration::from_secs(30));
         assert_eq!(spec.bench.margin, 0.01);
-        assert_eq!(spec.bench.warmup, 1);
+        assert_eq!(spec.bench.warmup, 0);
         assert_eq!(spec.bench.min_runs, 5);
         assert!(!spec.verify.tests);
         assert_eq!(spec.workloads.len(), 1);
