@@ -411,7 +411,7 @@ mod tests {
                 max_time: Duration::from_secs(5),
                 margin: 0.01,
                 warmup: 1,
-                min_runs: 10,
+                min_runs: Some(10),
             },
             verify: Default::default(),
             cache_max_bytes: crate::spec::DEFAULT_CACHE_MAX_BYTES,

@@ -36,9 +36,10 @@ pub fn measure(
     only_faster: bool,
     cache: &VerdictCache,
 ) -> anyhow::Result<Measured> {
-    let opts = BenchOptions {
-        only_faster,
-        ..BenchOptions::from_config(&ctx.spec.bench)
+    let opts = if only_faster {
+        BenchOptions::for_ladder(&ctx.spec.bench)
+    } else {
+        BenchOptions::from_config(&ctx.spec.bench)
     };
     let per_workload = compare_over_workloads(
         ctx,

@@ -130,8 +130,10 @@ pub struct BenchConfig {
     /// Equivalence margin for verdicts (0.01 = 1 %).
     pub margin: f64,
     pub warmup: u32,
-    /// Minimum number of pairs before a verdict is considered.
-    pub min_runs: u32,
+    /// Pairs of runs before a workload's first look at the data (`min-runs`); `None` when
+    /// the spec leaves it to the comparison (see `bench::BenchOptions::from_config` and
+    /// `::for_ladder`).
+    pub min_runs: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -426,7 +428,7 @@ impl Default for BenchConfig {
             max_time: Duration::from_secs(30),
             margin: 0.01,
             warmup: 0,
-            min_runs: 5,
+            min_runs: None,
         }
     }
 }
@@ -736,7 +738,7 @@ mod tests {
         assert_eq!(spec.bench.max_time, Duration::from_secs(30));
         assert_eq!(spec.bench.margin, 0.01);
         assert_eq!(spec.bench.warmup, 0);
-        assert_eq!(spec.bench.min_runs, 5);
+        assert_eq!(spec.bench.min_runs, None);
         assert!(!spec.verify.tests);
         assert_eq!(spec.workloads.len(), 1);
         let w = &spec.workloads[0];
@@ -822,7 +824,7 @@ use = ["train"]
         );
         assert_eq!(spec.bench.max_time, Duration::from_secs(120));
         assert_eq!(spec.bench.margin, 0.02);
-        assert_eq!((spec.bench.warmup, spec.bench.min_runs), (3, 10));
+        assert_eq!((spec.bench.warmup, spec.bench.min_runs), (3, Some(10)));
         assert!(spec.verify.tests);
         let w = &spec.workloads[0];
         assert_eq!(w.args, ["--in", "data/in.txt"]);

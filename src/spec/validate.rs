@@ -321,7 +321,7 @@ impl<'a> Validator<'a> {
                     ),
                 ));
             }
-            bench.min_runs = *n.get_ref();
+            bench.min_runs = Some(*n.get_ref());
         }
         Ok(bench)
     }
