@@ -328,6 +328,10 @@ impl<'a> Context<'a> {
         let copy = || -> std::io::Result<u64> {
             std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))?;
             std::fs::copy(built, &tmp)?;
+            // Executable whatever it was copied from: a kept copy in the cache's blobs was
+            // not, and a reused BOLTed binary then failed to start when it was measured.
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
             std::fs::rename(&tmp, &dest)?;
             Ok(std::fs::metadata(&dest)?.len())
         };

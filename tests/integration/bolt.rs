@@ -265,6 +265,33 @@ fn a_binary_already_linked_with_relocations_is_reused_not_rebuilt() {
         r.stderr
     );
     assert_eq!(bolt.verified, Some(true), "{bolt:#?}");
+
+    // Without the kept verdicts, the BOLTed binary comes from the cache's copy and is timed:
+    // it must start (a kept copy once lost its execute bit, and measuring it failed).
+    std::fs::remove_dir_all(td.join("optimize/cache/verdicts")).unwrap();
+    let again = run(
+        &fixture("bolt-basic"),
+        &[
+            "optimize",
+            "--target-dir",
+            td.to_str().unwrap(),
+            "--stages",
+            "bolt",
+        ],
+        &[("RUSTFLAGS", "-Clink-args=-Wl,-q")],
+    );
+    assert_eq!(again.code, Some(0), "{}", again.all());
+    assert!(
+        again
+            .stderr
+            .contains("reused the BOLTed binary of an earlier run"),
+        "{}",
+        again.stderr
+    );
+    let report = report_of(&again);
+    let bolt = stage(&report, "bolt");
+    assert!(bolt.vs_best.is_some(), "measured: {bolt:#?}");
+    assert_ne!(bolt.status, Status::Failed, "{bolt:#?}");
 }
 
 #[test]
