@@ -1502,6 +1502,34 @@ mod tests {
         );
     }
 
+    /// Ladder comparisons over four simulated workloads at the demo's pace (150 ms runs, so
+    /// 10 s buys ~33 pairs), first looking at `min_pairs`: the mean seconds of running per
+    /// trial, and how many trials called the geometric mean *faster*.
+    fn at_demo_pace(
+        trials: u64,
+        min_pairs: u32,
+        ratios: [f64; 4],
+        sigmas: [f64; 4],
+    ) -> (f64, usize) {
+        let (mut secs, mut faster) = (0.0, 0);
+        for t in 0..trials {
+            let o = BenchOptions {
+                min_pairs,
+                ..ladder_opts(t)
+            };
+            let mut sims: Vec<Sim> = (0..4)
+                .map(|i| Sim {
+                    base: 0.15,
+                    ..Sim::new(t * 10 + i as u64, ratios[i], sigmas[i])
+                })
+                .collect();
+            let cs = drive_jointly(&mut sims, &[], &o, &mut |_, _| {}).unwrap();
+            secs += sims.iter().map(|s| s.clock.as_secs_f64()).sum::<f64>();
+            faster += usize::from(geomean(&cs, 0.01).verdict == Verdict::Faster);
+        }
+        (secs / trials as f64, faster)
+    }
+
     /// The demo's `bolt vs pgo`, simulated at its pace (150 ms runs, so 10 s buys ~33
     /// pairs): two noisy workloads 1 % slower, two quiet ones 1–1.5 % faster. Curtailment
     /// from the first joint look, with stopped workloads' standard errors frozen, settles it
@@ -1511,23 +1539,7 @@ mod tests {
     /// 300); A vs A is never called faster.
     #[test]
     fn a_noisy_near_tie_is_curtailed_at_the_first_joint_look() {
-        let trials = 200u64;
-        let run = |ratios: [f64; 4], sigmas: [f64; 4]| -> (f64, usize) {
-            let (mut secs, mut faster) = (0.0, 0);
-            for t in 0..trials {
-                let o = ladder_opts(t);
-                let mut sims: Vec<Sim> = (0..4)
-                    .map(|i| Sim {
-                        base: 0.15,
-                        ..Sim::new(t * 10 + i as u64, ratios[i], sigmas[i])
-                    })
-                    .collect();
-                let cs = drive_jointly(&mut sims, &[], &o, &mut |_, _| {}).unwrap();
-                secs += sims.iter().map(|s| s.clock.as_secs_f64()).sum::<f64>();
-                faster += usize::from(geomean(&cs, 0.01).verdict == Verdict::Faster);
-            }
-            (secs / trials as f64, faster)
-        };
+        let run = |ratios, sigmas| at_demo_pace(200, LADDER_MIN_PAIRS, ratios, sigmas);
         let (secs, faster) = run([1.01, 0.985, 0.99, 1.01], [0.08, 0.02, 0.02, 0.08]);
         eprintln!("demo's bolt vs pgo: {secs:.2} s, faster {faster}");
         assert!(secs < 13.0 && faster <= 4, "{secs:.2} s, faster {faster}");
@@ -1544,26 +1556,8 @@ mod tests {
     /// power for small speedups, and calls A vs A faster no more often.
     #[test]
     fn ladder_first_looks_at_four_pairs() {
-        let trials = 300u64;
-        let run = |min_pairs: u32, ratios: [f64; 4], sigmas: [f64; 4]| -> (f64, usize) {
-            let (mut secs, mut faster) = (0.0, 0);
-            for t in 0..trials {
-                let o = BenchOptions {
-                    min_pairs,
-                    ..ladder_opts(t)
-                };
-                let mut sims: Vec<Sim> = (0..4)
-                    .map(|i| Sim {
-                        base: 0.15,
-                        ..Sim::new(t * 10 + i as u64, ratios[i], sigmas[i])
-                    })
-                    .collect();
-                let cs = drive_jointly(&mut sims, &[], &o, &mut |_, _| {}).unwrap();
-                secs += sims.iter().map(|s| s.clock.as_secs_f64()).sum::<f64>();
-                faster += usize::from(geomean(&cs, 0.01).verdict == Verdict::Faster);
-            }
-            (secs / trials as f64, faster)
-        };
+        let trials = 300;
+        let run = |min_pairs, ratios, sigmas| at_demo_pace(trials, min_pairs, ratios, sigmas);
         for (what, ratios, sigmas) in [
             ("A vs A", [1.0; 4], [0.03; 4]),
             ("10 % faster", [0.9; 4], [0.03; 4]),

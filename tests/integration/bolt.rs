@@ -232,17 +232,20 @@ fn stripped_profile_is_overridden_for_the_bolt_input_and_explained() {
 fn a_binary_already_linked_with_relocations_is_reused_not_rebuilt() {
     let _guard = shared();
     let td = target_dir("bolt-basic-relocs");
-    let r = run(
-        &fixture("bolt-basic"),
-        &[
-            "optimize",
-            "--target-dir",
-            td.to_str().unwrap(),
-            "--stages",
-            "bolt",
-        ],
-        &[("RUSTFLAGS", "-Clink-args=-Wl,-q")],
-    );
+    let optimize = || {
+        run(
+            &fixture("bolt-basic"),
+            &[
+                "optimize",
+                "--target-dir",
+                td.to_str().unwrap(),
+                "--stages",
+                "bolt",
+            ],
+            &[("RUSTFLAGS", "-Clink-args=-Wl,-q")],
+        )
+    };
+    let r = optimize();
     assert_eq!(r.code, Some(0), "{}", r.all());
     let report = report_of(&r);
     let bolt = stage(&report, "bolt");
@@ -269,17 +272,7 @@ fn a_binary_already_linked_with_relocations_is_reused_not_rebuilt() {
     // Without the kept verdicts, the BOLTed binary comes from the cache's copy and is timed:
     // it must start (a kept copy once lost its execute bit, and measuring it failed).
     std::fs::remove_dir_all(td.join("optimize/cache/verdicts")).unwrap();
-    let again = run(
-        &fixture("bolt-basic"),
-        &[
-            "optimize",
-            "--target-dir",
-            td.to_str().unwrap(),
-            "--stages",
-            "bolt",
-        ],
-        &[("RUSTFLAGS", "-Clink-args=-Wl,-q")],
-    );
+    let again = optimize();
     assert_eq!(again.code, Some(0), "{}", again.all());
     assert!(
         again
