@@ -87,14 +87,16 @@ pub const LADDER_MIN_PAIRS: u32 = 4;
 /// Overall error budget: the reported intervals are (at least) 95 % intervals.
 pub const ALPHA: f64 = 0.05;
 
+/// The spec's `[bench]` defaults, so that `bench` without a spec measures as with one.
 impl Default for BenchOptions {
     fn default() -> Self {
+        let cfg = crate::spec::BenchConfig::default();
         BenchOptions {
-            warmup: 2,
-            min_pairs: 10,
+            warmup: cfg.warmup,
+            min_pairs: cfg.min_runs.unwrap_or(DEFAULT_MIN_PAIRS),
             max_pairs: 5000,
-            max_time: Duration::from_secs(30),
-            margin: 0.01,
+            max_time: cfg.max_time,
+            margin: cfg.margin,
             seed: fastrand::u64(..),
             only_faster: false,
         }

@@ -316,7 +316,7 @@ impl<'a> Validator<'a> {
                     n,
                     "`min-runs` must be at least 2",
                     Some(
-                        "a confidence interval needs at least 2 pairs of runs; the default is 5"
+                        "a confidence interval needs at least 2 pairs of runs; without `min-runs` a ladder comparison first looks at 4 pairs per workload, `bench` and `check` at 6"
                             .into(),
                     ),
                 ));
