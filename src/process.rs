@@ -346,6 +346,10 @@ const PRIME_MAX: u64 = 256 << 20;
 pub fn prime(path: &Path) {
     use std::io::Read;
     use std::os::fd::AsRawFd;
+    // Look before opening: opening a named pipe waits for a writer that may never come.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return;
+    }
     let Ok(mut f) = std::fs::File::open(path) else {
         return;
     };
@@ -746,7 +750,8 @@ mod tests {
     use super::*;
 
     /// The files a command names are found relative to its cwd; priming reads regular files
-    /// only, so a device argument (`/dev/zero`, endless) or a directory never holds it up.
+    /// only, so a device argument (`/dev/zero`, endless), a named pipe (opening it waits for a
+    /// writer) or a directory never holds it up.
     #[test]
     fn named_files_resolve_under_cwd_and_priming_skips_what_is_not_a_file() {
         let dir = tempfile::tempdir().unwrap();
@@ -765,13 +770,24 @@ mod tests {
                 dir.path().join("stdin.txt")
             ]
         );
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let cmd = Command::new("/bin/sh")
-            .args(["in.json", "/dev/zero", "."])
+            .args(["in.json", "/dev/zero", ".", "pipe"])
             .cwd(dir.path());
-        let started = Instant::now();
-        cmd.prime();
-        prime(&dir.path().join("missing.json"));
-        assert!(started.elapsed() < Duration::from_secs(5));
+        // In a thread with a bound, so a priming that blocks fails the test, not hangs it.
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            cmd.prime();
+            prime(Path::new("/nonexistent/missing.json"));
+            let _ = tx.send(());
+        });
+        assert!(
+            rx.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "priming blocked"
+        );
     }
 
     #[test]
