@@ -2,6 +2,8 @@
 //! literals, durations as users write them and as we print them, and resetting a scratch
 //! folder. Lowest layer: imports nothing from the crate.
 
+pub mod atomic;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

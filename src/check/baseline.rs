@@ -96,7 +96,7 @@ pub fn save(optimize_dir: &Path, saved: &Saved, binary: &Path) -> anyhow::Result
     }
     let path = d.join(FILE);
     let json = serde_json::to_string_pretty(saved)? + "\n";
-    crate::report::write_atomic(&path, json.as_bytes())?;
+    crate::util::atomic::write(&path, json.as_bytes())?;
     Ok(path)
 }
 

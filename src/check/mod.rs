@@ -80,7 +80,7 @@ pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     let text = format(args.format).renderer().render(&report);
     print!("{text}");
     if let Some(path) = &args.output {
-        crate::report::write_atomic(path, text.as_bytes())?;
+        crate::util::atomic::write(path, text.as_bytes())?;
     }
     Ok(report.exit_code)
 }
@@ -606,7 +606,7 @@ fn save_baseline(
 /// check.json and check.md in the check's folder; `check/latest` points at it.
 fn write(run: &RunDir, check_dir: &Path, report: &CheckReport) -> anyhow::Result<()> {
     for (file, f) in [("check.json", Format::Json), ("check.md", Format::Markdown)] {
-        crate::report::write_atomic(&run.root.join(file), f.renderer().render(report).as_bytes())?;
+        crate::util::atomic::write(&run.root.join(file), f.renderer().render(report).as_bytes())?;
     }
     run.point_latest(check_dir)
         .map_err(|e| crate::util::io_error(e, "cannot point `latest` at", &run.root))?;

@@ -112,8 +112,7 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
     }
     write_exports(args, &report)?;
     if let Some(path) = &args.export_html {
-        crate::report::write_atomic(path, crate::report::html::bench_page(&report).as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        crate::util::atomic::write(path, crate::report::html::bench_page(&report).as_bytes())?;
     }
     Ok(0)
 }

@@ -36,7 +36,7 @@ pub fn run(g: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<i32> {
     };
     match &out {
         Some(o) => {
-            report::write_atomic(o, text.as_bytes())?;
+            crate::util::atomic::write(o, text.as_bytes())?;
             if !g.quiet {
                 eprintln!("wrote {}", o.display());
             }

@@ -245,7 +245,7 @@ pub fn plot(folded: &str, title: &str, svg: &Path) -> Result<(), FlameError> {
     opts.deterministic = true;
     let mut out = Vec::new();
     inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut out)?;
-    crate::report::write_atomic(svg, &out)?;
+    crate::util::atomic::write(svg, &out)?;
     Ok(())
 }
 

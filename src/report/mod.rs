@@ -81,21 +81,6 @@ impl Renderer for JsonRenderer {
     }
 }
 
-/// Write `bytes` to `path` atomically (a temporary file beside it, then rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            crate::util::io_error(e, "cannot write", path)
-        })
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub schema: u32,
@@ -405,20 +390,14 @@ impl Report {
     /// Write `report.json` into `dir` atomically.
     pub fn write_json(&self, dir: &Path) -> std::io::Result<()> {
         let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        let tmp = dir.join(format!("{FILE}.tmp"));
-        std::fs::write(&tmp, json + "\n")
-            .and_then(|()| std::fs::rename(&tmp, dir.join(FILE)))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                crate::util::io_error(e, "cannot write the run's report", &dir.join(FILE))
-            })
+        crate::util::atomic::write(&dir.join(FILE), (json + "\n").as_bytes())
     }
 
     /// Write `report.md` and `report.html` into `dir` (beside report.json), atomically.
     pub fn write_renderings(&self, dir: &Path) -> std::io::Result<()> {
         for format in [Format::Markdown, Format::Html] {
             let text = format.renderer().render(self);
-            write_atomic(&dir.join(format.file_name()), text.as_bytes())?;
+            crate::util::atomic::write(&dir.join(format.file_name()), text.as_bytes())?;
         }
         Ok(())
     }

@@ -394,3 +394,78 @@ fn the_html_page_renders_in_a_real_browser() {
         "an empty screenshot"
     );
 }
+
+/// `-o` names a file the user owns: a symlink is written through (the link stays), a device
+/// or named pipe is written to as a stream (never replaced by a regular file), a directory is
+/// refused with the fix and left as it was (issue 23, defect 1).
+#[test]
+fn report_o_writes_through_links_streams_to_pipes_and_devices_and_refuses_a_folder() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let _g = shared();
+    let d = tempfile::tempdir().unwrap();
+    let md = expected("report.md");
+    let out = |p: &Path| report_cli(&[&demo_json(), "--format", "md", "-o", p.to_str().unwrap()]);
+
+    std::fs::create_dir(d.path().join("www")).unwrap();
+    let link = d.path().join("link.md");
+    std::os::unix::fs::symlink(d.path().join("www/r.md"), &link).unwrap();
+    let r = out(&link);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("www/r.md")).unwrap(),
+        md
+    );
+
+    // A named pipe with a reader gets the bytes and stays a pipe.
+    let fifo = d.path().join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let mut cat = Command::new("cat")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200)); // cat opens the pipe
+    let r = out(&fifo);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let got = cat.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&got.stdout), md);
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    // Without a reader: refused at once, no wait, still a pipe.
+    let r = out(&fifo);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(r.stderr.contains("no process is reading"), "{}", r.stderr);
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+
+    // A character device (mknod needs root: as another user only /dev/null is checked).
+    let dev = d.path().join("null");
+    let dev = if Command::new("mknod")
+        .arg(&dev)
+        .args(["c", "1", "3"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        dev
+    } else {
+        eprintln!("mknod is not allowed here: checking /dev/null only");
+        PathBuf::from("/dev/null")
+    };
+    let r = out(&dev);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(std::fs::metadata(&dev)
+        .unwrap()
+        .file_type()
+        .is_char_device());
+
+    let r = out(d.path());
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("it is a directory") && r.stderr.contains("fix:"),
+        "{}",
+        r.stderr
+    );
+}

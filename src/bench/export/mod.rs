@@ -10,7 +10,7 @@ mod markdown;
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::runner::{BenchOptions, Comparison};
@@ -84,7 +84,7 @@ pub fn write_files(report: &BenchReport, targets: &[(Format, Option<&Path>)]) ->
     for (format, path) in targets {
         if let Some(p) = path {
             let bytes = format.exporter().serialize(report)?;
-            std::fs::write(p, bytes).with_context(|| format!("cannot write {}", p.display()))?;
+            crate::util::atomic::write(p, &bytes)?;
         }
     }
     Ok(())

@@ -1,0 +1,263 @@
+//! Writing a file the user named (`-o FILE`, `--export-json FILE`, a report beside a run):
+//! what is there decides how.
+//!
+//! - nothing, or a regular file: a temporary file beside it, then a rename — a reader sees
+//!   the old bytes or the new, never half; a replaced file keeps its permissions;
+//! - a symlink (a chain of them): written through to the file it ends at, the link kept —
+//!   renaming over the link would replace it with a file (`apply` writes the same way);
+//! - a character or block device, a named pipe: written to as a stream (they cannot be
+//!   replaced, only written to; `/dev/stdout`, a FIFO a viewer reads). A pipe nobody reads is
+//!   refused at once instead of waiting for a reader;
+//! - a directory: refused, with the fix.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Write `bytes` to `path` as described in the module doc.
+pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let target = resolve(path)?;
+    match std::fs::metadata(&target) {
+        Ok(m) if m.is_dir() => Err(refused(
+            path,
+            "it is a directory",
+            &format!("name a file, e.g. {}", path.join("out").display()),
+        )),
+        Ok(m) if !m.is_file() => write_stream(path, &target, bytes),
+        _ => replace(&target, bytes).map_err(|e| super::io_error(e, "cannot write", path)),
+    }
+}
+
+/// Where a write to `path` lands: the file its symlink chain ends at (relative links read
+/// against their own folder), or `path` itself.
+pub fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&p)
+                    .map_err(|e| super::io_error(e, "cannot read the symlink", &p))?;
+                p = match p.parent() {
+                    Some(dir) => dir.join(to),
+                    None => to,
+                };
+            }
+            _ => {
+                let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+                if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+                    let why = if p == path {
+                        format!("its folder {} does not exist", dir.display())
+                    } else {
+                        format!(
+                            "it is a symlink to {}, whose folder {} does not exist",
+                            p.display(),
+                            dir.display()
+                        )
+                    };
+                    return Err(refused(
+                        path,
+                        &why,
+                        &format!("create {} first", dir.display()),
+                    ));
+                }
+                return Ok(p);
+            }
+        }
+    }
+    Err(refused(
+        path,
+        "too many levels of symlinks",
+        &format!("point {} at a file", path.display()),
+    ))
+}
+
+fn refused(path: &Path, why: &str, fix: &str) -> std::io::Error {
+    std::io::Error::other(format!(
+        "cannot write {}: {why}\n  fix: {fix}",
+        path.display()
+    ))
+}
+
+/// A device or named pipe: opened for writing without creating or truncating; a pipe
+/// without a reader is an error at once (`O_NONBLOCK` open), not a wait.
+fn write_stream(path: &Path, target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let fifo = std::fs::metadata(target)?.file_type().is_fifo();
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true);
+    if fifo {
+        open.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut file = match open.open(target) {
+        Err(e) if fifo && e.raw_os_error() == Some(libc::ENXIO) => {
+            return Err(refused(
+                path,
+                "it is a named pipe that no process is reading",
+                "start the reader first (e.g. `cat PIPE &`), or name a regular file",
+            ))
+        }
+        Err(e) => return Err(super::io_error(e, "cannot open", path)),
+        Ok(f) => f,
+    };
+    if fifo {
+        set_blocking(&file)?;
+    }
+    file.write_all(bytes)
+        .and_then(|()| file.flush())
+        .map_err(|e| super::io_error(e, "cannot write", path))
+}
+
+/// Clear `O_NONBLOCK`: a pipe's reader may be slower than we write.
+fn set_blocking(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this function's caller owns, with integer arguments.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A temporary file beside `target` (created new, never over another), then renamed over it.
+fn replace(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = dir.unwrap_or(Path::new("."));
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mode = std::fs::metadata(target).ok().map(|m| m.permissions());
+    for i in 0..1000 {
+        let tmp = dir.join(format!(".{name}.tmp-{}-{i}", std::process::id()));
+        let mut file = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            other => other?,
+        };
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| match &mode {
+                Some(m) => file.set_permissions(m.clone()),
+                None => Ok(()),
+            })
+            .and_then(|()| std::fs::rename(&tmp, target));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        return written;
+    }
+    Err(std::io::Error::other("no free temporary file name"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+
+    #[test]
+    fn a_regular_file_is_replaced_whole_and_keeps_its_mode() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("r.md");
+        std::fs::write(&f, "old").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write(&f, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left");
+    }
+
+    #[test]
+    fn a_symlink_is_written_through_and_stays_a_link() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("real")).unwrap();
+        std::fs::write(d.path().join("real/out.md"), "old").unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink("real/out.md", &link).unwrap();
+        write(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("real/out.md")).unwrap(),
+            "new"
+        );
+        // A dangling link into a folder that exists creates the file it names.
+        let dangling = d.path().join("dangling");
+        std::os::unix::fs::symlink("real/new.md", &dangling).unwrap();
+        write(&dangling, b"x").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("real/new.md")).unwrap(),
+            "x"
+        );
+        // One into a missing folder is refused with the fix.
+        let broken = d.path().join("broken");
+        std::os::unix::fs::symlink("gone/x.md", &broken).unwrap();
+        let e = write(&broken, b"x").unwrap_err().to_string();
+        assert!(
+            e.contains("does not exist") && e.contains("fix: create"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_device_is_written_to_not_replaced() {
+        // /dev/null is a character device every machine has; replacing it needs root, so
+        // check what stays: still a device, and the write succeeded.
+        let null = Path::new("/dev/null");
+        write(null, b"x").unwrap();
+        assert!(std::fs::metadata(null)
+            .unwrap()
+            .file_type()
+            .is_char_device());
+        // /dev/full: written to (ENOSPC reported), never replaced.
+        let full = Path::new("/dev/full");
+        if full.exists() {
+            let e = write(full, b"x").unwrap_err().to_string();
+            assert!(e.contains("/dev/full"), "{e}");
+            assert!(std::fs::metadata(full)
+                .unwrap()
+                .file_type()
+                .is_char_device());
+        }
+    }
+
+    #[test]
+    fn a_named_pipe_is_streamed_to_its_reader_and_refused_without_one() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("p");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = write(&fifo, b"x").unwrap_err().to_string();
+        assert!(e.contains("no process is reading"), "{e}");
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        // The reader opens the pipe in its own time: retry for at most 5 s.
+        let start = std::time::Instant::now();
+        while let Err(e) = write(&fifo, b"through the pipe") {
+            assert!(start.elapsed().as_secs() < 5, "no reader came: {e}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+
+    #[test]
+    fn a_directory_is_refused_with_the_fix() {
+        let d = tempfile::tempdir().unwrap();
+        let e = write(d.path(), b"x").unwrap_err().to_string();
+        assert!(
+            e.contains("it is a directory") && e.contains("fix: name a file"),
+            "{e}"
+        );
+        assert!(d.path().is_dir());
+    }
+}
