@@ -175,22 +175,42 @@ fn items(optimize_dir: &Path) -> Vec<Item> {
         ("builds", cache.join("builds")),
         ("revisions", cache.join("revs")),
     ] {
-        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            add(kind, e.path());
+        for path in entries(optimize_dir, &dir) {
+            add(kind, path);
         }
     }
-    for e in std::fs::read_dir(&cache).into_iter().flatten().flatten() {
-        if e.path().extension().is_some_and(|x| x == "profdata") {
-            add("profiles", e.path());
+    for path in entries(optimize_dir, &cache) {
+        if path.extension().is_some_and(|x| x == "profdata") || path == cache {
+            add("profiles", path);
         }
     }
     // The pipeline's target dirs, and `check`'s for revision builds.
     for dir in [optimize_dir.join("build"), optimize_dir.join("check/build")] {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            add("builds", e.path());
+        for path in entries(optimize_dir, &dir) {
+            add("builds", path);
         }
     }
     out
+}
+
+/// The entries of the folder `dir`; a symlink on the way there (below `target/optimize`)
+/// is one entry itself, never followed: clearing the cache removes the link, not what it
+/// points to.
+fn entries(optimize_dir: &Path, dir: &Path) -> Vec<PathBuf> {
+    let linked = dir
+        .ancestors()
+        .take_while(|a| *a != optimize_dir)
+        .find(|a| std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()));
+    match linked {
+        Some(link) if link == dir => vec![link.to_path_buf()],
+        Some(_) => Vec::new(), // the link above it is an entry of its own folder
+        None => std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect(),
+    }
 }
 
 fn tree_size_and_mtime(path: &Path) -> (u64, std::time::SystemTime) {
@@ -255,7 +275,8 @@ pub fn gc(optimize_dir: &Path, max_bytes: u64) -> std::io::Result<(u64, u64)> {
         if total <= max_bytes {
             break;
         }
-        if it.path.is_dir() {
+        // symlink_metadata: a link is removed as a link, whatever it points to.
+        if std::fs::symlink_metadata(&it.path).is_ok_and(|m| m.is_dir()) {
             std::fs::remove_dir_all(&it.path)?;
         } else {
             std::fs::remove_file(&it.path)?;
@@ -297,6 +318,42 @@ mod tests {
             cargo: None,
             line: 1,
         }
+    }
+
+    #[test]
+    fn clearing_removes_a_linked_folder_as_a_link_and_never_what_it_points_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let opt = dir.path().join("optimize");
+        let away = dir.path().join("away");
+        std::fs::create_dir_all(&away).unwrap();
+        std::fs::write(away.join("canary"), "c").unwrap();
+        std::fs::create_dir_all(opt.join("cache/verdicts")).unwrap();
+        std::fs::write(opt.join("cache/verdicts/k.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(&away, opt.join("cache/builds")).unwrap();
+        std::os::unix::fs::symlink(&away, opt.join("build")).unwrap();
+        let entry = opt.join("cache/blobs/linked");
+        std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&away, &entry).unwrap();
+        gc(&opt, 0).unwrap();
+        assert_eq!(std::fs::read_to_string(away.join("canary")).unwrap(), "c");
+        for gone in [
+            "cache/builds",
+            "build",
+            "cache/blobs/linked",
+            "cache/verdicts/k.json",
+        ] {
+            assert!(
+                std::fs::symlink_metadata(opt.join(gone)).is_err(),
+                "{gone} is left"
+            );
+        }
+        // A linked `cache` folder: removed as one link too.
+        std::os::unix::fs::symlink(&away, opt.join("cache2")).unwrap();
+        std::fs::remove_dir_all(opt.join("cache")).unwrap();
+        std::fs::rename(opt.join("cache2"), opt.join("cache")).unwrap();
+        gc(&opt, 0).unwrap();
+        assert_eq!(std::fs::read_to_string(away.join("canary")).unwrap(), "c");
+        assert!(std::fs::symlink_metadata(opt.join("cache")).is_err());
     }
 
     #[test]
