@@ -48,7 +48,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
             Some(out) => out.clone(),
             None => default_out(&plan::locate(g)?),
         };
-        return gather::run(dirs, &crate::util::absolute(&out));
+        return gather::run(dirs, &package::out_dir(&out)?);
     }
     let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
     let Located { spec, project } = plan::locate(g)?;
@@ -97,12 +97,13 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         cannot_run: &cannot_run,
     })?;
     let out = match &args.out_dir {
-        Some(out) => crate::util::absolute(out),
+        Some(out) => out.clone(),
         None => default_out(&Located {
             spec: spec.clone(),
             project: project.clone(),
         }),
     };
+    let out = package::out_dir(&out)?;
     let graph = work::graph(&artifacts, &groups);
     announce(&ui, &project, &matrix, &artifacts, &graph, &out);
     if args.dry_run {

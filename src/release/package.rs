@@ -89,6 +89,19 @@ pub(crate) fn sums(packaged: &[&Packaged]) -> String {
         .collect()
 }
 
+/// The folder a release named `out` is put in place at: `out` made absolute, or, when it is
+/// a symlink (a chain of them), the folder it points to — the link stays, the release lands
+/// where it leads (renaming over the link would replace it with a folder).
+pub(crate) fn out_dir(out: &Path) -> anyhow::Result<PathBuf> {
+    let out = crate::util::absolute(out);
+    let target = crate::util::atomic::resolve(&out)?;
+    Ok(if target.is_absolute() {
+        target
+    } else {
+        crate::util::absolute(&target)
+    })
+}
+
 /// Whether `out` may be replaced by a release: it does not exist, is empty, or holds an
 /// earlier release (our manifest). Checked before anything is built.
 pub(crate) fn check_replaceable(out: &Path) -> anyhow::Result<()> {

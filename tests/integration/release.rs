@@ -431,6 +431,12 @@ fn gather_merges_two_releases_and_refuses_a_tampered_file_leaving_the_output_as_
     commit_all(dir);
     let target_dir = dir.join("target");
     let (a, b, out) = (dir.join("cells/a"), dir.join("cells/b"), dir.join("dist"));
+    // `cells/b` and `dist` are symlinks (to a folder not there yet, and to an empty one): a
+    // release lands where they point and the links stay (issue 23, defect 3).
+    std::fs::create_dir_all(dir.join("cells")).unwrap();
+    std::os::unix::fs::symlink(dir.join("www-b"), &b).unwrap();
+    std::fs::create_dir(dir.join("public")).unwrap();
+    std::os::unix::fs::symlink("public", &out).unwrap();
     for (flavor, cell) in [("sieve", &a), ("trial", &b)] {
         let args = [
             "optimize",
@@ -453,6 +459,16 @@ fn gather_merges_two_releases_and_refuses_a_tampered_file_leaving_the_output_as_
     };
     let r = gather(&[&a, &b]);
     assert_eq!(r.code, Some(0), "{}", r.all());
+    for link in [&b, &out] {
+        let meta = std::fs::symlink_metadata(link).unwrap();
+        assert!(
+            meta.file_type().is_symlink(),
+            "{} was replaced",
+            link.display()
+        );
+    }
+    assert!(dir.join("www-b").join("manifest.json").is_file());
+    assert!(dir.join("public").join("manifest.json").is_file());
     let m = manifest(&out);
     assert_eq!(m["artifacts"].as_array().unwrap().len(), 2, "{m:#}");
     let head = git(dir, &["rev-parse", "HEAD"]);
@@ -508,7 +524,7 @@ fn gather_merges_two_releases_and_refuses_a_tampered_file_leaving_the_output_as_
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("dist is unchanged"), "{}", r.stderr);
+    assert!(r.stderr.contains("public is unchanged"), "{}", r.stderr);
     assert!(snapshot(&out) == before, "the output folder changed");
     let left: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
