@@ -385,7 +385,9 @@ impl<'a> Context<'a> {
     /// A workload that declares output `files` gets a fresh private copy of its cwd
     /// (under `runs/<id>/sandbox/`, removed when the returned guard drops), so no run —
     /// training, verifying or timing — ever writes into the user's tree, and no run sees
-    /// files an earlier one left. Other workloads are returned as they are.
+    /// files an earlier one left: the declared outputs are removed from the copy, so each
+    /// run must write them. A declared path through a symlink out of the cwd is refused.
+    /// Other workloads are returned as they are.
     pub fn sandboxed(
         &self,
         workload: &Workload,
@@ -394,7 +396,28 @@ impl<'a> Context<'a> {
         if workload.files.is_empty() {
             return Ok((workload.clone(), None));
         }
+        for f in &workload.files {
+            if let Some((link, to)) = sandbox::escapes(&workload.cwd, f) {
+                return Err(std::io::Error::other(format!(
+                    "{}:{}: workload `{}` declares the output file {}, but {} is a symlink to {}, outside its cwd: a run would write your file there\n  fix: declare a path inside the cwd that no link leads out of, or point `cwd` at the folder the link leads to",
+                    self.spec.path.display(),
+                    workload.line,
+                    workload.name,
+                    f.display(),
+                    link.display(),
+                    to.display()
+                )));
+            }
+        }
         let (w, sb) = self.private_copy(workload, tag)?;
+        // A declared output left in the tree by an earlier run must not stand in for one
+        // this run did not write.
+        for f in &workload.files {
+            let p = sb.locate(&workload.cwd, f);
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) {
+                std::fs::remove_file(&p)?;
+            }
+        }
         if sb.bytes > LARGE_SANDBOX {
             self.ui.warn(&format!(
                 "workload `{}` declares output files, so each run gets a fresh copy of its cwd {} ({} MiB in {} files)\n  fix: point `cwd` at a smaller folder holding only what the workload reads",

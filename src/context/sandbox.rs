@@ -6,50 +6,89 @@
 //! Filesystem only: runs nothing. Skips what must not be copied: cargo target dirs (they
 //! hold `CACHEDIR.TAG`), `.git`, the given excluded folders, and any folder that contains
 //! the copy itself (the run folder usually lives inside the project).
+//!
+//! The copy never writes through a link to the user's tree: a symlink that leads into the
+//! copied folder (absolute, or relative through `..`) is pointed at the same place in the
+//! copy; one that leads outside is kept (a workload may read through it), and a declared
+//! output path through such a link is refused before anything runs ([`escapes`]). The copy
+//! sits in a folder of its own, so what a run writes beside its cwd (`../x`) is seen too.
 
 use std::path::{Component, Path, PathBuf};
 
-/// A copy of a working directory; removed when dropped.
+/// A copy of a working directory, in a folder of its own; both removed when dropped.
 #[derive(Debug)]
 pub struct Sandbox {
+    /// The folder holding the copy (and whatever a run writes beside it).
     root: PathBuf,
+    /// The copy of the working directory, `root/<its name>`.
+    cwd: PathBuf,
     /// What was copied, for the record.
     pub bytes: u64,
     pub files: u64,
 }
 
+/// Where a copy is made from and to, for repointing links.
+struct Roots<'a> {
+    /// The source folder, canonical.
+    source: PathBuf,
+    /// The copy of `source`.
+    copy: &'a Path,
+    /// The folder the copy is in, canonical (never copied into itself).
+    dest_canon: PathBuf,
+    exclude: Vec<PathBuf>,
+}
+
 impl Sandbox {
-    /// Copy `source` (a directory) to `dest` (which must not exist yet), skipping
-    /// `exclude` and the folders described in the module doc.
+    /// Copy `source` (a directory) into `dest/<source's name>` (`dest` is removed first if
+    /// it exists), skipping `exclude` and the folders described in the module doc.
     pub fn create(source: &Path, dest: &Path, exclude: &[PathBuf]) -> std::io::Result<Sandbox> {
         if dest.exists() {
             std::fs::remove_dir_all(dest)?;
         }
-        std::fs::create_dir_all(dest)?;
+        let name = source.file_name().unwrap_or(std::ffi::OsStr::new("cwd"));
+        let cwd = dest.join(name);
+        std::fs::create_dir_all(&cwd)?;
         let mut sb = Sandbox {
             root: dest.to_path_buf(),
+            cwd,
             bytes: 0,
             files: 0,
         };
-        let dest_canon = dest.canonicalize()?;
-        let exclude: Vec<PathBuf> = exclude
-            .iter()
-            .filter_map(|p| p.canonicalize().ok())
-            .collect();
-        copy_tree(source, dest, &dest_canon, &exclude, &mut sb)?;
+        let roots = Roots {
+            source: source.canonicalize()?,
+            copy: &sb.cwd.clone(),
+            dest_canon: dest.canonicalize()?,
+            exclude: exclude
+                .iter()
+                .filter_map(|p| p.canonicalize().ok())
+                .collect(),
+        };
+        copy_tree(source, &sb.cwd.clone(), &roots, &mut sb)?;
         Ok(sb)
     }
 
     /// Files of the copy that are new or differ from their original in `source` (what a
-    /// run wrote into its working directory), relative to it; at most `limit`.
+    /// run wrote into its working directory), relative to it — and what it wrote beside it,
+    /// as `../name`; at most `limit`.
     pub fn changes(&self, source: &Path, limit: usize) -> Vec<PathBuf> {
-        let mut out = Vec::new();
+        let mut out: Vec<PathBuf> = std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path() != self.cwd)
+            .map(|e| Path::new("..").join(e.file_name()))
+            .take(limit)
+            .collect();
         let mut stack = vec![PathBuf::new()];
         while let Some(rel) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(self.root.join(&rel)) else {
+            let Ok(entries) = std::fs::read_dir(self.cwd.join(&rel)) else {
                 continue;
             };
             for e in entries.flatten() {
+                if out.len() >= limit {
+                    out.sort();
+                    return out;
+                }
                 let rel = rel.join(e.file_name());
                 match e.file_type() {
                     Ok(t) if t.is_dir() => stack.push(rel),
@@ -65,9 +104,6 @@ impl Sandbox {
                     }
                     _ => {}
                 }
-                if out.len() >= limit {
-                    return out;
-                }
             }
         }
         out.sort();
@@ -76,7 +112,7 @@ impl Sandbox {
 
     /// The copy of the working directory.
     pub fn cwd(&self) -> &Path {
-        &self.root
+        &self.cwd
     }
 
     /// Where a declared output file lands in this copy: relative paths and absolute paths
@@ -84,11 +120,11 @@ impl Sandbox {
     pub fn locate(&self, source: &Path, declared: &Path) -> PathBuf {
         if declared.is_absolute() {
             match declared.strip_prefix(source) {
-                Ok(rel) => self.root.join(rel),
+                Ok(rel) => self.cwd.join(rel),
                 Err(_) => declared.to_path_buf(),
             }
         } else {
-            self.root.join(declared)
+            self.cwd.join(declared)
         }
     }
 }
@@ -99,32 +135,78 @@ impl Drop for Sandbox {
     }
 }
 
-fn copy_tree(
-    from: &Path,
-    to: &Path,
-    dest_canon: &Path,
-    exclude: &[PathBuf],
-    sb: &mut Sandbox,
-) -> std::io::Result<()> {
+fn copy_tree(from: &Path, to: &Path, roots: &Roots, sb: &mut Sandbox) -> std::io::Result<()> {
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let path = entry.path();
         let target = to.join(entry.file_name());
         let kind = entry.file_type()?;
         if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&path)?, &target)?;
+            std::os::unix::fs::symlink(repointed(&path, roots)?, &target)?;
         } else if kind.is_dir() {
-            if skip_dir(&path, dest_canon, exclude) {
+            if skip_dir(&path, &roots.dest_canon, &roots.exclude) {
                 continue;
             }
             std::fs::create_dir(&target)?;
-            copy_tree(&path, &target, dest_canon, exclude, sb)?;
+            copy_tree(&path, &target, roots, sb)?;
         } else if kind.is_file() {
             sb.bytes += std::fs::copy(&path, &target)?;
             sb.files += 1;
         }
     }
     Ok(())
+}
+
+/// What the copy of the symlink `link` points to: the same place in the copy when it leads
+/// into the source folder, else what it says.
+fn repointed(link: &Path, roots: &Roots) -> std::io::Result<PathBuf> {
+    let to = std::fs::read_link(link)?;
+    Ok(match leads_to(link, &to).strip_prefix(&roots.source) {
+        Ok(rel) => roots.copy.join(rel),
+        Err(_) => to,
+    })
+}
+
+/// Where a link at `link` saying `to` leads: canonical where it exists, else lexically
+/// (`a/../b` → `b`) from the canonical folder of the link.
+fn leads_to(link: &Path, to: &Path) -> PathBuf {
+    let dir = link.parent().unwrap_or(Path::new("/"));
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let joined = dir.join(to);
+    if let Ok(c) = joined.canonicalize() {
+        return c;
+    }
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The first symlink on the way to `declared` (an output path, relative to `cwd` or inside
+/// it) that leads outside `cwd`, and where it leads: a run in a private copy would write
+/// through it into the user's files.
+pub fn escapes(cwd: &Path, declared: &Path) -> Option<(PathBuf, PathBuf)> {
+    let source = cwd.canonicalize().ok()?;
+    let rel = declared.strip_prefix(cwd).unwrap_or(declared);
+    let mut at = cwd.to_path_buf();
+    for c in rel.components() {
+        at.push(c);
+        let meta = std::fs::symlink_metadata(&at).ok()?;
+        if meta.file_type().is_symlink() {
+            let to = leads_to(&at, &std::fs::read_link(&at).ok()?);
+            if !to.starts_with(&source) {
+                return Some((at, to));
+            }
+        }
+    }
+    None
 }
 
 /// Whether copying `source` (with the same skips as [`Sandbox::create`]) would take more
@@ -206,23 +288,25 @@ mod tests {
         // The copy goes inside the source (as the run folder does), in a non-target dir.
         let dest = src.join("work/runs/1/sandbox/w");
         let sb = Sandbox::create(&src, &dest, &[src.join("big")]).unwrap();
+        let copy = sb.cwd().to_path_buf();
+        assert_eq!(copy, dest.join("proj"));
         assert_eq!(
-            std::fs::read_to_string(dest.join("data/deep/in.txt")).unwrap(),
+            std::fs::read_to_string(copy.join("data/deep/in.txt")).unwrap(),
             "input"
         );
-        assert_eq!(std::fs::read_to_string(dest.join("link")).unwrap(), "top");
-        assert!(!dest.join("target").exists());
-        assert!(!dest.join(".git").exists());
-        assert!(!dest.join("big").exists());
-        assert!(!dest.join("work").exists(), "copied itself");
+        assert_eq!(std::fs::read_to_string(copy.join("link")).unwrap(), "top");
+        assert!(!copy.join("target").exists());
+        assert!(!copy.join(".git").exists());
+        assert!(!copy.join("big").exists());
+        assert!(!copy.join("work").exists(), "copied itself");
         assert_eq!((sb.files, sb.bytes), (2, 8));
         assert_eq!(
             sb.locate(&src, Path::new("out/r.txt")),
-            dest.join("out/r.txt")
+            copy.join("out/r.txt")
         );
         assert_eq!(
             sb.locate(&src, &src.join("out/r.txt")),
-            dest.join("out/r.txt")
+            copy.join("out/r.txt")
         );
         assert_eq!(
             sb.locate(&src, Path::new("/elsewhere/r")),
@@ -248,6 +332,38 @@ mod tests {
             [Path::new("d/new.txt"), Path::new("edit.txt")]
         );
         assert_eq!(sb.changes(&src, 1).len(), 1);
+        // What a run writes beside its cwd is seen as `../name`.
+        std::fs::write(sb.cwd().join("../beside.txt"), "x").unwrap();
+        assert!(sb
+            .changes(&src, 10)
+            .contains(&PathBuf::from("../beside.txt")));
+    }
+
+    #[test]
+    fn links_into_the_tree_lead_into_the_copy_and_links_out_are_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("proj");
+        std::fs::create_dir_all(src.join("realout")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(src.join("realout"), src.join("abs")).unwrap();
+        std::os::unix::fs::symlink("../proj/realout", src.join("rel")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("elsewhere"), src.join("out")).unwrap();
+        let sb = Sandbox::create(&src, &tmp.path().join("copy"), &[]).unwrap();
+        for link in ["abs", "rel"] {
+            std::fs::write(sb.cwd().join(link).join("res.txt"), link).unwrap();
+            assert!(
+                !src.join("realout/res.txt").exists(),
+                "{link} wrote the user's file"
+            );
+            let in_copy = sb.cwd().join("realout/res.txt");
+            assert_eq!(std::fs::read_to_string(in_copy).unwrap(), link);
+        }
+        assert_eq!(escapes(&src, Path::new("abs/res.txt")), None);
+        assert_eq!(escapes(&src, Path::new("realout/res.txt")), None);
+        let (link, to) = escapes(&src, Path::new("out/res.txt")).unwrap();
+        assert_eq!(link, src.join("out"));
+        assert_eq!(to, tmp.path().join("elsewhere").canonicalize().unwrap());
+        assert!(escapes(&src, &src.join("out/res.txt")).is_some());
     }
 
     #[test]

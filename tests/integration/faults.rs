@@ -64,6 +64,94 @@ fn a_workload_writing_undeclared_files_is_refused_before_it_touches_the_tree() {
         assert!(r.stderr.contains(needle), "no `{needle}` in\n{}", r.stderr);
     }
     assert!(!dir.join("out").exists());
+    // Beside its cwd (`../`): seen in the private copy's folder, and refused.
+    std::fs::create_dir(dir.join("work")).unwrap();
+    std::fs::write(
+        dir.join("optimize.toml"),
+        "bin = \"verify-files\"\n\n[[workload]]\nname = \"beside\"\nargs = [\"2000\", \"../beside.txt\"]\ncwd = \"work\"\n",
+    )
+    .unwrap();
+    let r = run_unchanged(
+        dir,
+        &[
+            "optimize",
+            "--target-dir",
+            td.to_str().unwrap(),
+            "--stages",
+            "pgo",
+        ],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    for needle in [
+        "optimize.toml:3: workload `beside` writes outside its working directory",
+        "../beside.txt",
+    ] {
+        assert!(r.stderr.contains(needle), "no `{needle}` in\n{}", r.stderr);
+    }
+    assert!(!dir.join("beside.txt").exists());
+}
+
+/// A `files` workload whose cwd holds a symlink (issue 23, defect 5): one into the cwd
+/// (absolute) leads into the private copy, never to the user's folder; a declared output
+/// through one that leads out of the cwd is refused; a declared output the run did not write
+/// is a mismatch even when an earlier run left one in the tree.
+#[test]
+fn a_files_workload_never_writes_through_a_link_and_must_write_what_it_declares() {
+    let _g = shared();
+    let tmp = copy_fixture("verify-files");
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("realout")).unwrap();
+    std::os::unix::fs::symlink(dir.join("realout"), dir.join("out")).unwrap();
+    let td = target_dir("faults-files-links");
+    let args = [
+        "optimize",
+        "--target-dir",
+        td.to_str().unwrap(),
+        "--stages",
+        "pgo",
+    ];
+    let r = run_unchanged(dir, &args);
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    assert!(r.stderr.contains("pgo"), "{}", r.all());
+    let report = latest_report(&td);
+    assert!(report.stages.iter().any(|s| s.name == "pgo"), "{report:?}");
+
+    // An output the program never writes, left in the tree by an earlier run.
+    std::fs::write(dir.join("realout/stale.txt"), "left over\n").unwrap();
+    let spec = std::fs::read_to_string(dir.join("optimize.toml")).unwrap();
+    std::fs::write(
+        dir.join("optimize.toml"),
+        spec.replace(
+            r#"files = ["out/result.txt"]"#,
+            r#"files = ["out/result.txt", "out/stale.txt"]"#,
+        ),
+    )
+    .unwrap();
+    let r = run_unchanged(dir, &args);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("declares the output file out/stale.txt but the baseline did not write it"),
+        "{}",
+        r.stderr
+    );
+
+    // A link out of the cwd: refused, naming the link and where it leads.
+    let away = tempfile::tempdir().unwrap();
+    std::fs::remove_file(dir.join("out")).unwrap();
+    std::os::unix::fs::symlink(away.path(), dir.join("out")).unwrap();
+    std::fs::write(dir.join("optimize.toml"), &spec).unwrap();
+    let r = run_unchanged(dir, &args);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("is a symlink to") && r.stderr.contains("outside its cwd"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        std::fs::read_dir(away.path()).unwrap().next().is_none(),
+        "it wrote through the link"
+    );
 }
 
 #[test]
