@@ -145,10 +145,33 @@ impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (self.code, self.signal) {
             (Some(c), _) => write!(f, "exit code {c}"),
-            (None, Some(s)) => write!(f, "killed by signal {s}"),
+            (None, Some(s)) => match signal_name(s) {
+                Some(name) => write!(f, "killed by signal {s} ({name})"),
+                None => write!(f, "killed by signal {s}"),
+            },
             _ => write!(f, "unknown status"),
         }
     }
+}
+
+/// The name of a signal a crash or a kill is made of, for messages.
+pub fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
 }
 
 /// Everything observed about one run.

@@ -41,6 +41,9 @@ pub fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<Re
                 humantime::format_duration(w.timeout)
             );
         }
+        if let Some(signal) = out.status.signal {
+            crashed(ctx, w, &out.status, signal, &out.stderr_tail(15))?;
+        }
         if !out.status.success() && w.expect != Expect::ExitCode {
             anyhow::bail!(
                 "{}: workload `{}` failed on the baseline ({}); its stderr ends with:\n{}\n  fix: correct its args/stdin/cwd, or set `expect = \"exit-code\"` if a non-zero exit is what it should do",
@@ -117,6 +120,40 @@ fn check_writes_nothing(
             .map(|n| crate::util::toml_string(n))
             .collect::<Vec<_>>()
             .join(", ")
+    )
+}
+
+/// A workload the baseline crashed on (killed by `signal`): an error, except under
+/// `expect = "exit-code"`, where the crash is what every candidate must do too (a warning
+/// says it is timed crash included). A crash is never suggested as a result to accept.
+fn crashed(
+    ctx: &Context,
+    w: &crate::spec::Workload,
+    status: &crate::process::Status,
+    signal: i32,
+    stderr: &str,
+) -> anyhow::Result<()> {
+    let at = format!("{}:{}", ctx.spec.path.display(), w.line);
+    let said = if stderr.trim().is_empty() {
+        "it printed nothing on stderr".to_string()
+    } else {
+        format!("its stderr ends with:\n{}", indent(stderr, "    "))
+    };
+    if w.expect == Expect::ExitCode {
+        ctx.warn_once(&format!(
+            "{at}: workload `{}` crashes on the baseline ({status}); under `expect = \"exit-code\"` every candidate must crash the same way, and it is timed crash included",
+            w.name
+        ));
+        return Ok(());
+    }
+    let core = if crate::process::signal_name(signal) == Some("SIGKILL") {
+        "something killed it (the out-of-memory killer, or another process)"
+    } else {
+        "the program crashed on this input"
+    };
+    anyhow::bail!(
+        "{at}: workload `{}` crashed on the baseline ({status}): {core}; {said}\n  fix: run the workload's command by hand to see why, and fix the program or give it an input it handles",
+        w.name
     )
 }
 

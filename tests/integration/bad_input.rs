@@ -133,6 +133,39 @@ args = ["definitely-not-a-number"]
     );
 }
 
+/// A crash is said as a crash, with the signal, and never answered with "accept it"
+/// (`expect = "exit-code"`); under `exit-code` a crash is accepted with a warning.
+#[test]
+fn a_crashing_baseline_names_the_signal_and_never_suggests_accepting_it() {
+    let _guard = lock_target_dir("abort-exit");
+    let spec = "bin = \"abort-exit\"\n[stages]\ntry = [\"cpu\"]\n\n[[workload]]\nname = \"abort\"\nargs = [\"crash\"]\n";
+    let (r, path) = with_spec("abort-exit", spec, &[]);
+    assert_failed_with(
+        &r,
+        &[
+            &format!(
+                "{}:5: workload `abort` crashed on the baseline",
+                path.display()
+            ),
+            "killed by signal 6 (SIGABRT)",
+            "the program crashed on this input",
+            "fix: run the workload's command by hand",
+        ],
+    );
+    assert!(!r.stderr.contains("exit-code"), "{}", r.stderr);
+    let spec = spec.replace(
+        "args = [\"crash\"]\n",
+        "args = [\"crash\"]\nexpect = \"exit-code\"\n",
+    );
+    let (r, _) = with_spec("abort-exit", &spec, &["--stages", "none"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr.contains("workload `abort` crashes on the baseline (killed by signal 6 (SIGABRT)); under `expect = \"exit-code\"` every candidate must crash the same way"),
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 fn workload_exceeding_its_timeout_is_killed_and_reported() {
     let _guard = lock_target_dir("pgo-basic");
