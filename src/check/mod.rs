@@ -608,7 +608,6 @@ fn write(run: &RunDir, check_dir: &Path, report: &CheckReport) -> anyhow::Result
     for (file, f) in [("check.json", Format::Json), ("check.md", Format::Markdown)] {
         crate::util::atomic::write(&run.root.join(file), f.renderer().render(report).as_bytes())?;
     }
-    run.point_latest(check_dir)
-        .map_err(|e| crate::util::io_error(e, "cannot point `latest` at", &run.root))?;
+    run.point_latest(check_dir)?;
     Ok(())
 }

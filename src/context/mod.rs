@@ -86,7 +86,21 @@ pub struct RunDir {
 impl RunDir {
     /// A new run folder under `<optimize_dir>/runs/`, named `<timestamp>-<pid>`: sortable
     /// and unique on this machine.
+    /// `latest` must be ours to replace (a link, or nothing): checked here, before any
+    /// build, not when the run ends.
     pub fn create(optimize_dir: &Path) -> std::io::Result<RunDir> {
+        let latest = optimize_dir.join("latest");
+        if let Ok(m) = std::fs::symlink_metadata(&latest) {
+            if !m.file_type().is_symlink() {
+                let what = if m.is_dir() { "a folder" } else { "a file" };
+                return Err(std::io::Error::other(format!(
+                    "{} is {what}, not the link to the newest run this tool keeps there\n  fix: move it away (e.g. `mv {} {}.mine`); nothing was built",
+                    latest.display(),
+                    latest.display(),
+                    latest.display()
+                )));
+            }
+        }
         Self::create_in(&optimize_dir.join("runs"))
     }
 
@@ -111,7 +125,10 @@ impl RunDir {
         let tmp = optimize_dir.join(format!(".latest-{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
         std::os::unix::fs::symlink(Path::new("runs").join(&self.id), &tmp)?;
-        std::fs::rename(tmp, link)
+        std::fs::rename(&tmp, &link).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            crate::util::io_error(e, "cannot point to the newest run", &link)
+        })
     }
 
     pub fn bin(&self, stage: StageName) -> PathBuf {

@@ -49,8 +49,8 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     report.compile_cache = compile_cache(sccache.as_deref(), sccache_before);
     report.write_json(&run.root)?;
     report.write_renderings(&run.root)?;
-    run.point_latest(&plan.optimize_dir)?;
     report::terminal::print_ladder(&report, &plan.ui);
+    run.point_latest(&plan.optimize_dir)?;
     plan.ui.info(&time_line(&report));
     drop(lock);
     trim_cache(plan);

@@ -392,13 +392,27 @@ impl Workload {
     /// characters other than ASCII letters, digits and `-_.,=[]+` become `_`.
     pub fn file_stem(&self) -> String {
         let stem = crate::util::file_safe(&self.name, "-_.,=[]+");
-        if stem.starts_with('.') {
+        let stem = if stem.starts_with('.') {
             format!("_{stem}")
         } else {
             stem
+        };
+        if stem.len() <= MAX_STEM {
+            return stem;
         }
+        // A long name is cut (file systems take 255 bytes a name, and suffixes such as
+        // `.stdout` and `.profdata` come on top) and made unique again by its digest.
+        let mut cut = 80;
+        while !stem.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let digest = crate::util::short_digest(self.name.as_bytes());
+        format!("{}~{digest}", &stem[..cut])
     }
 }
+
+/// The longest file stem a workload name keeps whole.
+const MAX_STEM: usize = 100;
 
 impl Stages {
     /// Whether `stage` is to be tried (baseline always is).

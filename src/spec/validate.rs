@@ -359,6 +359,24 @@ impl<'a> Validator<'a> {
                 }
             }
         }
+        // Names become file names (outputs, profiles): two that give the same one would
+        // overwrite each other's files, found only after building.
+        let mut stems: BTreeMap<String, &Workload> = BTreeMap::new();
+        for w in &out {
+            if let Some(other) = stems.insert(w.file_stem(), w) {
+                return Err(self.invalid(
+                    line_start_offset(self.text, w.line),
+                    format!(
+                        "workloads \"{}\" and \"{}\" (line {}) give the same file name `{}` for their outputs",
+                        w.name,
+                        other.name,
+                        other.line,
+                        w.file_stem()
+                    ),
+                    Some("rename one of them: names differing only in characters other than letters, digits and `-_.,=[]+` (or past 80 bytes) give the same file name".into()),
+                ));
+            }
+        }
         let first = line_start_offset(self.text, out[0].line);
         if !out.iter().any(|w| w.eval) {
             return Err(self.invalid(
@@ -980,6 +998,25 @@ mod tests {
         assert_eq!((line, col), (1, 1));
         assert_eq!(msg, "missing required key `name`");
         assert_eq!(fix, "add name = \"my-workload\" to this table");
+    }
+
+    #[test]
+    fn names_that_give_the_same_file_name_are_refused_at_the_second() {
+        let f = Fixture::new();
+        let (line, _, msg, fix) =
+            f.err("[[workload]]\nname = \"a*b\"\n\n[[workload]]\nname = \"a b\"\n");
+        assert_eq!(
+            (line, msg.as_str()),
+            (4, "workloads \"a b\" and \"a*b\" (line 1) give the same file name `a_b` for their outputs")
+        );
+        assert!(fix.starts_with("rename one of them"), "{fix}");
+        let long = "x".repeat(300);
+        let spec = f.ok(&format!(
+            "[[workload]]\nname = \"{long}1\"\n\n[[workload]]\nname = \"{long}2\"\n"
+        ));
+        let (a, b) = (spec.workloads[0].file_stem(), spec.workloads[1].file_stem());
+        assert!(a.len() <= 100 && b.len() <= 100 && a != b, "{a} {b}");
+        assert!(a.starts_with(&"x".repeat(80)), "{a}");
     }
 
     #[test]

@@ -154,6 +154,54 @@ fn a_files_workload_never_writes_through_a_link_and_must_write_what_it_declares(
     );
 }
 
+/// What becomes a file name is checked before the first build: a `latest` that is not the
+/// tool's link, and a workload name that would be too long for a file name (issue 23).
+#[test]
+fn a_latest_that_is_a_folder_is_refused_before_building_and_long_names_are_bounded() {
+    let _g = shared();
+    let td = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(td.path().join("optimize/latestX")).unwrap();
+    std::fs::write(td.path().join("optimize/latestX/mine.txt"), "mine").unwrap();
+    let args = [
+        "optimize",
+        "--target-dir",
+        td.path().to_str().unwrap(),
+        "--stages",
+        "none",
+    ];
+    let r = run_unchanged(&fixture("pgo-basic"), &args);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("optimize/latest is a folder, not the link to the newest run")
+            && r.stderr.contains("fix: move it away"),
+        "{}",
+        r.stderr
+    );
+    assert!(!td.path().join("optimize/build").exists(), "it built first");
+    std::fs::remove_dir_all(td.path().join("optimize/latest")).unwrap();
+
+    // A 300-character workload name: its files get a bounded, unique name.
+    let tmp = copy_fixture("pgo-basic");
+    let spec = std::fs::read_to_string(tmp.path().join("optimize.toml")).unwrap();
+    let long = "n".repeat(300);
+    let spec = spec.replacen("name = \"", &format!("name = \"{long}"), 1);
+    std::fs::write(tmp.path().join("optimize.toml"), spec).unwrap();
+    let r = run(tmp.path(), &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let left: Vec<_> = std::fs::read_dir(td.path().join("optimize"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".latest-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let report = latest_report(td.path());
+    assert!(
+        report.workloads.iter().any(|w| w.name.starts_with(&long)),
+        "{report:?}"
+    );
+}
+
 #[test]
 fn stage_lists_on_the_command_line_are_checked_like_the_spec() {
     let _g = shared();
