@@ -32,7 +32,7 @@ pub fn run(g: &GlobalArgs, args: &CacheArgs) -> anyhow::Result<i32> {
             let max = parse_size(max_size).map_err(|e| {
                 anyhow::anyhow!("--max-size: {e}\n  fix: a size such as 500M or 5G")
             })?;
-            let _lock = DirLock::for_clean(&dir)?;
+            let _lock = DirLock::exclusive(&dir, "cache gc")?;
             let (removed, freed) = cache::gc(&dir, max)?;
             eprintln!(
                 "removed {removed} least recently used entries ({}); the cache now fits in {}",
@@ -41,7 +41,7 @@ pub fn run(g: &GlobalArgs, args: &CacheArgs) -> anyhow::Result<i32> {
             );
         }
         CacheAction::Clear => {
-            let _lock = DirLock::for_clean(&dir)?;
+            let _lock = DirLock::exclusive(&dir, "cache clear")?;
             let (removed, freed) = cache::gc(&dir, 0)?;
             eprintln!("removed {removed} entries ({})", human_bytes(freed));
         }

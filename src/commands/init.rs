@@ -35,6 +35,14 @@ pub fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
         Some(p) => p.clone(),
         None => project.package_dir.join(spec::SPEC_FILE),
     };
+    if let Some(to) = std::fs::read_link(&path).ok().filter(|_| !path.exists()) {
+        anyhow::bail!(
+            "{} is a symlink to {}, which does not exist; not writing through it\n  fix: remove the link, or create {} and run `cargo optimize init` again",
+            path.display(),
+            to.display(),
+            to.display()
+        );
+    }
     if path.exists() {
         anyhow::bail!(
             "{} already exists; not overwriting it\n  fix: edit it, or remove it first to get a fresh skeleton",

@@ -152,11 +152,11 @@ pub struct DirLock {
 /// The tool's folder is in use by the other kind of holder.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("{dir} is in use by a running `cargo optimize`; `clean` would delete the files it is working on\n  fix: wait for that run to finish (or stop it), then clean again")]
-    RunInProgress { dir: PathBuf },
+    #[error("{dir} is in use by a running `cargo optimize`; `{doing}` would delete the files it is working on\n  fix: wait for that run to finish (or stop it), then run `cargo optimize {doing}` again")]
+    RunInProgress { dir: PathBuf, doing: &'static str },
     #[error("{dir} is being removed by `cargo optimize clean` (waited {waited_secs} s)\n  fix: run again when it has finished")]
     CleanInProgress { dir: PathBuf, waited_secs: u64 },
-    #[error("cannot lock {path}: {error}")]
+    #[error("cannot lock {path}: {error}\n  fix: {}", lock_fix(path, error))]
     Io {
         path: PathBuf,
         error: std::io::Error,
@@ -212,14 +212,42 @@ impl DirLock {
 
     /// The whole folder, for `clean`; refused at once while a run holds it.
     pub fn for_clean(optimize_dir: &Path) -> Result<DirLock, LockError> {
+        Self::exclusive(optimize_dir, "clean")
+    }
+
+    /// The whole folder, for a command that removes from it (`doing`: `clean`, `cache
+    /// clear`); refused at once while a run holds it.
+    pub fn exclusive(optimize_dir: &Path, doing: &'static str) -> Result<DirLock, LockError> {
         let (file, path) = Self::open(optimize_dir)?;
         match file.try_lock() {
             Ok(()) => Ok(DirLock { _file: file }),
             Err(std::fs::TryLockError::WouldBlock) => Err(LockError::RunInProgress {
+                doing,
                 dir: optimize_dir.to_path_buf(),
             }),
             Err(std::fs::TryLockError::Error(error)) => Err(LockError::Io { path, error }),
         }
+    }
+}
+
+/// What to do when the lock file `path` cannot be made: its folder is a file, or may not
+/// be written.
+fn lock_fix(path: &Path, error: &std::io::Error) -> String {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let file_on_the_way = dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir());
+    if let Some(file) = file_on_the_way {
+        return format!(
+            "{} is a file, not a folder: point --target-dir (or CARGO_TARGET_DIR) at a folder",
+            file.display()
+        );
+    }
+    match error.kind() {
+        std::io::ErrorKind::PermissionDenied => format!(
+            "{} may not be written (its permissions, or an immutable attribute: `lsattr -d {}`); make it writable or point --target-dir at a folder you can write",
+            dir.display(),
+            dir.display()
+        ),
+        _ => "point --target-dir at a folder you can write".to_string(),
     }
 }
 

@@ -313,6 +313,24 @@ fn clean_is_refused_while_a_run_uses_the_folder() {
         td.join("optimize/runs/r1/report.json").is_file(),
         "clean removed a running run's files"
     );
+    // `cache clear` says what it is, not "clean".
+    let r = run(
+        &fixture("pgo-basic"),
+        &[
+            "optimize",
+            "cache",
+            "clear",
+            "--target-dir",
+            td.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("`cache clear` would delete") && !r.stderr.contains("`clean`"),
+        "{}",
+        r.stderr
+    );
     // Once the run is over, clean works.
     drop(lock);
     let r = run(
@@ -322,6 +340,58 @@ fn clean_is_refused_while_a_run_uses_the_folder() {
     );
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(!td.join("optimize").exists());
+
+    // A linked `target/optimize` (another disk): emptied, the link kept, and said so.
+    let away = tmp.path().join("away");
+    std::fs::create_dir_all(away.join("runs/r2")).unwrap();
+    std::os::unix::fs::symlink(&away, td.join("optimize")).unwrap();
+    let r = run(
+        &fixture("pgo-basic"),
+        &["optimize", "clean", "--target-dir", td.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(r.stderr.contains("the link is kept"), "{}", r.stderr);
+    assert!(std::fs::symlink_metadata(td.join("optimize"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_dir(&away).unwrap().count(), 0);
+
+    // A --target-dir that is a file: the fix, not a bare "File exists".
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let r = run(
+        &fixture("pgo-basic"),
+        &["optimize", "clean", "--target-dir", file.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains(&format!("fix: {} is a file, not a folder", file.display())),
+        "{}",
+        r.stderr
+    );
+}
+
+/// `init` where `optimize.toml` is a link to nothing: said, with the fix.
+#[test]
+fn init_onto_a_dangling_symlink_says_so() {
+    let _g = shared();
+    let tmp = copy_fixture("pgo-basic");
+    std::fs::remove_file(tmp.path().join("optimize.toml")).unwrap();
+    std::os::unix::fs::symlink("gone/spec.toml", tmp.path().join("optimize.toml")).unwrap();
+    let r = run(tmp.path(), &["optimize", "init"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(!tmp.path().join("gone").exists());
+    assert!(
+        r.stderr
+            .contains("is a symlink to gone/spec.toml, which does not exist")
+            && r.stderr.contains("fix: remove the link"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
