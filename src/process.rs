@@ -31,6 +31,10 @@ pub struct Command {
     pub label: Option<String>,
     /// Files dropped from the page cache before each run (a cold start).
     pub evict: Vec<PathBuf>,
+    /// Keep at most this many bytes of each stream — stdout's first, stderr's last —, the
+    /// rest read and dropped: for timed runs, whose output nobody reads (a workload that
+    /// prints 300 MB would otherwise be held in memory once per run).
+    pub keep: Option<usize>,
 }
 
 impl Command {
@@ -45,6 +49,7 @@ impl Command {
             timeout: None,
             label: None,
             evict: Vec::new(),
+            keep: None,
         }
     }
     pub fn arg(mut self, a: impl Into<OsString>) -> Self {
@@ -464,7 +469,8 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         child.stderr.take().map(OwnedFd::from),
     ]
     .into_iter()
-    .map(Pipe::new)
+    .zip([Keep::Head, Keep::Tail])
+    .map(|(fd, end)| Pipe::new(fd, cmd.keep.map(|n| (n, end))))
     .collect();
 
     // A thread blocks in waitid(WNOWAIT) on exactly this pid: it learns of the exit
@@ -595,7 +601,13 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
     for p in &mut pipes {
         p.read_available();
     }
-    let mut bufs = pipes.into_iter().map(|p| p.buf);
+    let mut bufs = pipes.into_iter().map(|mut p| {
+        if let Some((n, Keep::Tail)) = p.keep {
+            let extra = p.buf.len().saturating_sub(n);
+            p.buf.drain(..extra);
+        }
+        p.buf
+    });
     let stdout = bufs.next().unwrap_or_default();
     let stderr = bufs.next().unwrap_or_default();
     drop(child);
@@ -637,10 +649,19 @@ fn arg_bytes(cmd: &Command) -> usize {
 struct Pipe {
     fd: Option<OwnedFd>,
     buf: Vec<u8>,
+    /// At most this many bytes kept, of the head or the tail.
+    keep: Option<(usize, Keep)>,
+}
+
+/// Which end of a stream a bounded [`Pipe`] keeps.
+#[derive(Clone, Copy)]
+enum Keep {
+    Head,
+    Tail,
 }
 
 impl Pipe {
-    fn new(fd: Option<OwnedFd>) -> Self {
+    fn new(fd: Option<OwnedFd>, keep: Option<(usize, Keep)>) -> Self {
         if let Some(fd) = &fd {
             // SAFETY: fcntl on an fd we own.
             unsafe {
@@ -651,6 +672,24 @@ impl Pipe {
         Pipe {
             fd,
             buf: Vec::new(),
+            keep,
+        }
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        match self.keep {
+            None => self.buf.extend_from_slice(bytes),
+            Some((n, Keep::Head)) => {
+                let room = n.saturating_sub(self.buf.len());
+                self.buf.extend_from_slice(&bytes[..room.min(bytes.len())]);
+            }
+            Some((n, Keep::Tail)) => {
+                self.buf.extend_from_slice(bytes);
+                // Trim once it is twice the bound: amortised, not a shift per read.
+                if self.buf.len() > 2 * n.max(1) {
+                    self.buf.drain(..self.buf.len() - n);
+                }
+            }
         }
     }
 
@@ -660,13 +699,15 @@ impl Pipe {
 
     /// Read what is there; at end of file (or on an error) close the pipe.
     fn read_available(&mut self) {
-        let Some(fd) = &self.fd else { return };
+        let Some(fd) = self.fd.as_ref().map(|fd| fd.as_raw_fd()) else {
+            return;
+        };
         let mut chunk = [0u8; 64 * 1024];
         loop {
             // SAFETY: reading into a valid buffer of the given length from our own fd.
-            let n = unsafe { libc::read(fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
             if n > 0 {
-                self.buf.extend_from_slice(&chunk[..n as usize]);
+                self.keep(&chunk[..n as usize]);
                 continue;
             }
             if n < 0 {
@@ -869,6 +910,21 @@ mod tests {
         );
         // The wall time is the child's, not the grace's.
         assert!(out.wall < PIPE_GRACE, "{:?}", out.wall);
+    }
+
+    #[test]
+    fn a_bounded_run_keeps_the_head_of_stdout_and_the_tail_of_stderr() {
+        let mut cmd = Command::new("sh").args([
+            "-c",
+            "seq 1 2000000; seq 1 300000 >&2; echo last >&2; exit 3",
+        ]);
+        cmd.keep = Some(1000);
+        let out = run(&cmd).unwrap();
+        assert_eq!(out.stdout.len(), 1000);
+        assert!(out.stdout.starts_with(b"1\n2\n3\n"));
+        assert_eq!(out.stderr.len(), 1000);
+        assert!(out.stderr.ends_with(b"300000\nlast\n"));
+        assert_eq!(out.status.code, Some(3), "the child was drained to its end");
     }
 
     #[test]

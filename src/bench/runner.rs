@@ -676,6 +676,9 @@ struct ProcessSource<'c> {
     lingering: Lingering,
 }
 
+/// Bytes of a timed run's stdout (its head) and stderr (its tail) kept in memory.
+const TIMED_OUTPUT_KEPT: usize = 64 << 10;
+
 impl Source for ProcessSource<'_> {
     fn run(&mut self, side: Side, pad_bytes: usize) -> Result<Observation, BenchError> {
         let mut cmd = match side {
@@ -683,6 +686,9 @@ impl Source for ProcessSource<'_> {
             Side::B => self.b.clone(),
         };
         cmd.env.push((PAD_VAR.into(), "x".repeat(pad_bytes).into()));
+        // A timed run's output is read (the program must not block on a full pipe) but not
+        // kept beyond what an error message shows.
+        cmd.keep = Some(TIMED_OUTPUT_KEPT);
         let counting = match &mut self.counters {
             Some(set) => set.start().is_ok(),
             None => false,
