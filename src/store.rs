@@ -193,6 +193,12 @@ pub fn file_sha256(path: &Path) -> std::io::Result<String> {
     Ok(hex(&file_digest(path)?))
 }
 
+/// The SHA-256 of bytes already read, as 64 hex digits (a file checked and then used
+/// from the same bytes).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

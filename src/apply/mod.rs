@@ -7,12 +7,18 @@
 //! - `-Ctarget-cpu` goes into `.cargo/config.toml` only with `--cpu`: a global
 //!   `target-cpu=native` builds binaries that crash on other machines (cargo-wizard #17).
 //! - A PGO profile is copied to `pgo/<bin>.profdata` in the package, and the exact command
-//!   that builds with it is printed (cargo has no profile key for `-Cprofile-use`).
+//!   that builds with it is printed (cargo has no profile key for `-Cprofile-use`). Only a
+//!   profile the run made is copied (`profile`): any other file a report names is refused.
+//!
+//! One apply at a time per target dir (`DirLock::for_apply`, a bounded wait): the files are
+//! read, compared and written under the lock, so concurrent applies serialise and the later
+//! ones find nothing to do.
 //!
 //! Every change is shown as a unified diff first; `--dry-run` stops there. Applying the same
 //! run again changes nothing and says so. The parts, one job each:
 //! - `manifest`: the toml_edit edits (whose keys are whose in a profile; what is replaced);
 //! - `text`: UTF-8, line endings kept line by line, the diff;
+//! - `profile`: which PGO profile may be copied (the run's own, its recorded digest);
 //! - `write`: all-or-nothing writes: through symlinks, atomic, a backup of every file that
 //!   existed that never overwrites a file (`<file>.bak`, `.bak.1`, …; not `.orig`, a name
 //!   `cargo package` reserves), everything undone on failure.
@@ -26,9 +32,11 @@ use anyhow::Context as _;
 
 use crate::cargo::Workspace;
 use crate::cli::{ApplyArgs, GlobalArgs};
+use crate::context::DirLock;
 use crate::report::{self, Report, Status};
 
 mod manifest;
+mod profile;
 mod text;
 mod write;
 
@@ -196,6 +204,9 @@ fn read_existing(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
     }
 }
 
+/// How long `apply` waits for another `apply` on the same target dir.
+const APPLY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// `cargo optimize apply`.
 pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
     validate_profile_name(&args.profile_name)?;
@@ -217,7 +228,87 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
         Some(sel_package.as_deref().unwrap_or(&win.crate_name)),
         Some(g.selection.bin.as_deref().unwrap_or(&win.bin)),
     )?;
+    // One apply at a time per target dir: the files are read, compared and written under
+    // the lock, so a second apply finds the first one's result (nothing to do).
+    let optimize_dir = project.target_dir.join("optimize");
+    let _lock = DirLock::for_apply(&optimize_dir, APPLY_WAIT, &mut |holder| {
+        eprintln!(
+            "waiting for another `cargo optimize apply` to finish ({holder}; at most {} s)",
+            APPLY_WAIT.as_secs()
+        )
+    })?;
+    let run_dir = report_path.parent().unwrap_or(Path::new("."));
+    let caches = profile_caches(&optimize_dir, run_dir);
+    let planned = plan(&project, &win, args, &report, run_dir, &caches)?;
+    let mut notes = planned.notes;
+    let any = show(&planned.changes, &project.workspace_root);
+    if !any {
+        println!("already applied: nothing to change");
+    } else if args.dry_run {
+        println!("dry run: nothing written");
+    } else {
+        write_changes(&planned.changes)?;
+    }
+    let cpu = win.target_cpu();
+    if let (Some(cpu), true, false) = (&cpu, args.cpu, args.dry_run) {
+        if let Some(why) = cpu_flag_not_in_effect(&project.workspace_root, &win.host, cpu) {
+            notes.push(why);
+        }
+    }
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    println!();
+    print!(
+        "{}",
+        build_instructions(
+            &win,
+            &args.profile_name,
+            &project.manifest_path,
+            planned.pgo_dest.as_deref(),
+            cpu.is_some() && !args.cpu,
+        )
+    );
+    Ok(0)
+}
 
+/// The profile caches a run's `-Cprofile-use` may name: the project's, and the one of the
+/// target dir the run folder is in (`<optimize>/runs/<id>`) when that is another.
+fn profile_caches(optimize_dir: &Path, run_dir: &Path) -> Vec<PathBuf> {
+    let mut caches = vec![optimize_dir.join("cache")];
+    let real = run_dir
+        .canonicalize()
+        .unwrap_or_else(|_| run_dir.to_path_buf());
+    if let Some(runs) = real
+        .parent()
+        .filter(|p| p.file_name() == Some("runs".as_ref()))
+    {
+        if let Some(theirs) = runs.parent().map(|o| o.join("cache")) {
+            if !caches.contains(&theirs) {
+                caches.push(theirs);
+            }
+        }
+    }
+    caches
+}
+
+/// What `apply` would write, and the notes about it.
+struct Planned {
+    changes: Vec<Change>,
+    notes: Vec<String>,
+    /// Where the PGO profile goes, when the winner has one.
+    pgo_dest: Option<PathBuf>,
+}
+
+/// The changes that put `win` into the project (read under the apply lock).
+fn plan(
+    project: &crate::cargo::Project,
+    win: &Winner,
+    args: &ApplyArgs,
+    report: &Report,
+    run_dir: &Path,
+    caches: &[PathBuf],
+) -> anyhow::Result<Planned> {
     let mut changes = Vec::new();
     let mut notes = Vec::new();
 
@@ -234,42 +325,16 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
     )?);
 
     // 2. target-cpu, only when asked.
-    let cpu = win.target_cpu();
-    match (&cpu, args.cpu) {
-        (Some(cpu), true) => {
-            let path = project.workspace_root.join(".cargo").join("config.toml");
-            changes.push(Change::text(
-                path,
-                format!("-Ctarget-cpu={cpu}"),
-                |text| edit_config(text, cpu),
-                &mut notes,
-            )?);
-            notes.push(format!(
-                "-Ctarget-cpu={cpu} now applies to every build of this workspace (all profiles): the binaries may crash with `illegal instruction` on CPUs that lack its features"
-            ));
-        }
-        (Some(cpu), false) => notes.push(format!(
-            "the winner was also built with -Ctarget-cpu={cpu}; not written, because binaries built for one CPU can crash on others. Pass --cpu to write it to .cargo/config.toml, or add it to RUSTFLAGS only where you build for this machine"
-        )),
-        (None, true) => notes.push(
-            "--cpu: the winner does not pick a CPU; nothing to write to .cargo/config.toml".into(),
-        ),
-        (None, false) => {}
-    }
+    changes.extend(cpu_change(project, win, args.cpu, &mut notes)?);
 
-    // 3. The PGO profile, at a stable path in the package.
+    // 3. The PGO profile, at a stable path in the package: only one the run made.
     let mut pgo_dest = None;
     if let Some(src) = win.profile_use() {
         let dest = project
             .package_dir
             .join("pgo")
             .join(format!("{}.profdata", win.bin));
-        let new = std::fs::read(&src).with_context(|| {
-            format!(
-                "cannot read the run's PGO profile {}\n  fix: rerun `cargo optimize` (target/optimize/cache was removed?)",
-                src.display()
-            )
-        })?;
+        let new = profile::checked(report, run_dir, caches, &src)?;
         changes.push(Change {
             old: read_existing(&dest)?,
             path: dest.clone(),
@@ -292,10 +357,49 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
             other.join(" ")
         ));
     }
+    Ok(Planned {
+        changes,
+        notes,
+        pgo_dest,
+    })
+}
 
-    // Show.
+/// `.cargo/config.toml`'s `-Ctarget-cpu` with `--cpu`; without it, a note.
+fn cpu_change(
+    project: &crate::cargo::Project,
+    win: &Winner,
+    write_cpu: bool,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Option<Change>> {
+    match (win.target_cpu(), write_cpu) {
+        (Some(cpu), true) => {
+            let path = project.workspace_root.join(".cargo").join("config.toml");
+            let change = Change::text(
+                path,
+                format!("-Ctarget-cpu={cpu}"),
+                |text| edit_config(text, &cpu),
+                notes,
+            )?;
+            notes.push(format!(
+                "-Ctarget-cpu={cpu} now applies to every build of this workspace (all profiles): the binaries may crash with `illegal instruction` on CPUs that lack its features"
+            ));
+            return Ok(Some(change));
+        }
+        (Some(cpu), false) => notes.push(format!(
+            "the winner was also built with -Ctarget-cpu={cpu}; not written, because binaries built for one CPU can crash on others. Pass --cpu to write it to .cargo/config.toml, or add it to RUSTFLAGS only where you build for this machine"
+        )),
+        (None, true) => notes.push(
+            "--cpu: the winner does not pick a CPU; nothing to write to .cargo/config.toml".into(),
+        ),
+        (None, false) => {}
+    }
+    Ok(None)
+}
+
+/// Print each change (a diff, or what a binary copy replaces); whether any changes a file.
+fn show(changes: &[Change], root: &Path) -> bool {
     let mut any = false;
-    for c in &changes {
+    for c in changes {
         if !c.changes() {
             eprintln!("{}: {} already up to date", c.path.display(), c.what);
             continue;
@@ -303,10 +407,7 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
         any = true;
         match &c.diff {
             Some((old, new, crlf)) => {
-                let shown = c
-                    .path
-                    .strip_prefix(&project.workspace_root)
-                    .unwrap_or(&c.path);
+                let shown = c.path.strip_prefix(root).unwrap_or(&c.path);
                 print!("{}", unified_diff(old, new, &shown.display().to_string()));
                 if *crlf {
                     eprintln!("{}: CRLF line endings kept", c.path.display());
@@ -320,69 +421,45 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
             ),
         }
     }
+    any
+}
 
-    if !any {
-        println!("already applied: nothing to change");
-    } else if args.dry_run {
-        println!("dry run: nothing written");
-    } else {
-        let files: Vec<write::FileWrite> = changes
-            .iter()
-            .filter(|c| c.changes())
-            .map(|c| write::FileWrite {
-                path: c.path.clone(),
-                old: c.old.clone(),
-                new: c.new.clone(),
-            })
-            .collect();
-        for w in write::write_all(&files)? {
-            let mut line = match &w.through {
-                Some(real) => format!(
-                    "wrote {} through the symlink {}",
-                    real.display(),
-                    w.path.display()
-                ),
-                None => format!("wrote {}", w.path.display()),
-            };
-            if let Some(b) = &w.backup {
-                line.push_str(&format!(" (previous version in {})", b.display()));
-            }
-            eprintln!("{line}");
-            if !w.taken.is_empty() {
-                let taken: Vec<String> = w.taken.iter().map(|t| t.display().to_string()).collect();
-                eprintln!(
-                    "note: {} already {}, left as {}",
-                    taken.join(", "),
-                    if taken.len() == 1 { "exists" } else { "exist" },
-                    if taken.len() == 1 {
-                        "it is"
-                    } else {
-                        "they are"
-                    },
-                );
-            }
+/// Write the changes that change a file (all or nothing) and say what was written.
+fn write_changes(changes: &[Change]) -> anyhow::Result<()> {
+    let files: Vec<write::FileWrite> = changes
+        .iter()
+        .filter(|c| c.changes())
+        .map(|c| write::FileWrite {
+            path: c.path.clone(),
+            old: c.old.clone(),
+            new: c.new.clone(),
+        })
+        .collect();
+    for w in write::write_all(&files)? {
+        let mut line = match &w.through {
+            Some(real) => format!(
+                "wrote {} through the symlink {}",
+                real.display(),
+                w.path.display()
+            ),
+            None => format!("wrote {}", w.path.display()),
+        };
+        if let Some(b) = &w.backup {
+            line.push_str(&format!(" (previous version in {})", b.display()));
+        }
+        eprintln!("{line}");
+        if !w.taken.is_empty() {
+            let taken: Vec<String> = w.taken.iter().map(|t| t.display().to_string()).collect();
+            let one = taken.len() == 1;
+            eprintln!(
+                "note: {} already {}, left as {}",
+                taken.join(", "),
+                if one { "exists" } else { "exist" },
+                if one { "it is" } else { "they are" },
+            );
         }
     }
-    if let (Some(cpu), true, false) = (&cpu, args.cpu, args.dry_run) {
-        if let Some(why) = cpu_flag_not_in_effect(&project.workspace_root, &win.host, cpu) {
-            notes.push(why);
-        }
-    }
-    for n in &notes {
-        eprintln!("note: {n}");
-    }
-    println!();
-    print!(
-        "{}",
-        build_instructions(
-            &win,
-            &args.profile_name,
-            &project.manifest_path,
-            pgo_dest.as_deref(),
-            cpu.is_some() && !args.cpu,
-        )
-    );
-    Ok(0)
+    Ok(())
 }
 
 /// Cargo takes rustflags from one place only (RUSTFLAGS, else target tables, else

@@ -40,6 +40,10 @@ pub struct StageFacts {
     // pgo
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileStats>,
+    /// The SHA-256 (64 hex digits) of the profile file the build named (`-Cprofile-use`):
+    /// `apply` copies that file only while it has this content (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_sha256: Option<String>,
     /// The profile file given with `--pgo-profile` (collected elsewhere, merged with
     /// `cargo optimize profile merge`), when the build used it instead of training here.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -146,7 +146,18 @@ impl RunDir {
 /// or one `clean`. Held through an OS file lock on `target/optimize.lock` (outside the
 /// folder `clean` removes), released when dropped or when the process dies.
 pub struct DirLock {
-    _file: std::fs::File,
+    file: std::fs::File,
+    /// The holder wrote who it is into the file ([`DirLock::for_apply`]): emptied on release,
+    /// so a waiter never names a holder that has gone.
+    says_holder: bool,
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        if self.says_holder {
+            let _ = self.file.set_len(0);
+        }
+    }
 }
 
 /// The tool's folder is in use by the other kind of holder.
@@ -156,6 +167,12 @@ pub enum LockError {
     RunInProgress { dir: PathBuf, doing: &'static str },
     #[error("{dir} is being removed by `cargo optimize clean` (waited {waited_secs} s)\n  fix: run again when it has finished")]
     CleanInProgress { dir: PathBuf, waited_secs: u64 },
+    #[error("another `cargo optimize apply` is writing into this project: {lock} is held by {holder} (waited {waited_secs} s)\n  fix: wait for that apply to finish (or stop it), then run `cargo optimize apply` again")]
+    ApplyInProgress {
+        lock: PathBuf,
+        holder: String,
+        waited_secs: f64,
+    },
     #[error("cannot lock {path}: {error}\n  fix: {}", lock_fix(path, error))]
     Io {
         path: PathBuf,
@@ -168,7 +185,10 @@ impl DirLock {
     const WAIT_FOR_CLEAN: std::time::Duration = std::time::Duration::from_secs(60);
 
     fn open(optimize_dir: &Path) -> Result<(std::fs::File, PathBuf), LockError> {
-        let path = optimize_dir.with_extension("lock");
+        Self::open_at(optimize_dir.with_extension("lock"))
+    }
+
+    fn open_at(path: PathBuf) -> Result<(std::fs::File, PathBuf), LockError> {
         let io = |error| LockError::Io {
             path: path.clone(),
             error,
@@ -191,7 +211,12 @@ impl DirLock {
         let start = Instant::now();
         loop {
             match file.try_lock_shared() {
-                Ok(()) => return Ok(DirLock { _file: file }),
+                Ok(()) => {
+                    return Ok(DirLock {
+                        file,
+                        says_holder: false,
+                    })
+                }
                 Err(std::fs::TryLockError::WouldBlock)
                     if start.elapsed() < Self::WAIT_FOR_CLEAN =>
                 {
@@ -210,6 +235,58 @@ impl DirLock {
         }
     }
 
+    /// One `cargo optimize apply` at a time per target dir: `target/optimize-apply.lock`
+    /// (beside `optimize.lock`, outside the folder `clean` removes), held exclusively for
+    /// the whole read–diff–write. While another apply holds it, `on_wait` is told who (once),
+    /// and after `wait` the error names the holder. The holder's pid and command line are
+    /// written into the file for whoever waits.
+    pub fn for_apply(
+        optimize_dir: &Path,
+        wait: std::time::Duration,
+        on_wait: &mut dyn FnMut(&str),
+    ) -> Result<DirLock, LockError> {
+        let mut name = optimize_dir
+            .file_name()
+            .unwrap_or(std::ffi::OsStr::new("optimize"))
+            .to_os_string();
+        name.push("-apply.lock");
+        let (mut file, path) = Self::open_at(optimize_dir.with_file_name(name))?;
+        let start = Instant::now();
+        let mut told = false;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let holder = lock_holder(&path);
+                    if start.elapsed() >= wait {
+                        return Err(LockError::ApplyInProgress {
+                            lock: path,
+                            holder,
+                            waited_secs: wait.as_secs_f64(),
+                        });
+                    }
+                    if !std::mem::replace(&mut told, true) {
+                        on_wait(&holder);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(std::fs::TryLockError::Error(error)) => {
+                    return Err(LockError::Io { path, error })
+                }
+            }
+        }
+        // Who holds it, for whoever waits (best effort: the lock is what counts).
+        use std::io::Write as _;
+        let args: Vec<String> = std::env::args().collect();
+        let _ = file
+            .set_len(0)
+            .and_then(|()| write!(file, "pid {}: {}", std::process::id(), args.join(" ")));
+        Ok(DirLock {
+            file,
+            says_holder: true,
+        })
+    }
+
     /// The whole folder, for `clean`; refused at once while a run holds it.
     pub fn for_clean(optimize_dir: &Path) -> Result<DirLock, LockError> {
         Self::exclusive(optimize_dir, "clean")
@@ -220,7 +297,10 @@ impl DirLock {
     pub fn exclusive(optimize_dir: &Path, doing: &'static str) -> Result<DirLock, LockError> {
         let (file, path) = Self::open(optimize_dir)?;
         match file.try_lock() {
-            Ok(()) => Ok(DirLock { _file: file }),
+            Ok(()) => Ok(DirLock {
+                file,
+                says_holder: false,
+            }),
             Err(std::fs::TryLockError::WouldBlock) => Err(LockError::RunInProgress {
                 doing,
                 dir: optimize_dir.to_path_buf(),
@@ -248,6 +328,14 @@ fn lock_fix(path: &Path, error: &std::io::Error) -> String {
             dir.display()
         ),
         _ => "point --target-dir at a folder you can write".to_string(),
+    }
+}
+
+/// Who holds a lock, as the holder wrote it into the file (`pid N: COMMAND`).
+fn lock_holder(path: &Path) -> String {
+    match std::fs::read_to_string(path) {
+        Ok(s) if !s.trim().is_empty() => s.trim().to_string(),
+        _ => "another process (it has not written who it is)".to_string(),
     }
 }
 
@@ -517,5 +605,48 @@ impl<'a> Context<'a> {
         let out = f();
         self.record(step, start.elapsed().as_secs_f64(), None);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_apply_lock_waits_bounded_and_names_the_holder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("optimize");
+        let wait = std::time::Duration::from_millis(300);
+        let first = DirLock::for_apply(&dir, wait, &mut |_| panic!("nobody holds it")).unwrap();
+        let lock = tmp.path().join("optimize-apply.lock");
+        let holder = std::fs::read_to_string(&lock).unwrap();
+        assert!(
+            holder.starts_with(&format!("pid {}: ", std::process::id())),
+            "{holder}"
+        );
+        // flock locks belong to an open file: a second open in this process conflicts.
+        let mut told = Vec::new();
+        let start = Instant::now();
+        let e = DirLock::for_apply(&dir, wait, &mut |h| told.push(h.to_string()))
+            .err()
+            .expect("the lock is held");
+        assert!(start.elapsed() >= wait && start.elapsed() < wait * 10);
+        assert_eq!(told, std::slice::from_ref(&holder));
+        let msg = e.to_string();
+        for part in [
+            lock.display().to_string(),
+            holder,
+            "waited 0.3 s".into(),
+            "fix: wait for that apply".into(),
+        ] {
+            assert!(msg.contains(&part), "no {part:?} in {msg}");
+        }
+        drop(first);
+        assert_eq!(
+            std::fs::read_to_string(&lock).unwrap(),
+            "",
+            "emptied on release"
+        );
+        DirLock::for_apply(&dir, wait, &mut |_| panic!("it was released")).unwrap();
     }
 }

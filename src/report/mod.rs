@@ -335,6 +335,15 @@ pub enum LoadError {
         path: PathBuf,
         error: serde_json::Error,
     },
+    #[error("{path} is not a report.json that cargo-optimize wrote (or it is damaged): {why}\n  fix: run `cargo optimize` again, or pass another run (a run id, a run folder or its report.json)")]
+    NotAReport { path: PathBuf, why: String },
+    #[error("{path} has report schema {schema}, newer than this cargo-optimize {ours} reads (schema {SCHEMA}); it was written by cargo-optimize {writer}\n  fix: upgrade cargo-optimize to {writer} or later (`cargo install cargo-optimize`), or run `cargo optimize` again with this version")]
+    NewerSchema {
+        path: PathBuf,
+        schema: u64,
+        ours: &'static str,
+        writer: String,
+    },
 }
 
 /// The report.json of a run: `None` → the latest run; else a run id (under
@@ -366,13 +375,40 @@ pub fn locate(optimize_dir: &Path, run: Option<&str>) -> Result<PathBuf, LoadErr
     }
 }
 
-/// Read a report.json.
+/// Read a report.json: refused, naming the file and the fix, when it is not a JSON
+/// object with a `schema` this tool wrote, or has a schema newer than [`SCHEMA`].
 pub fn load(path: &Path) -> Result<Report, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|error| LoadError::Io {
+    let bytes = std::fs::read(path).map_err(|error| LoadError::Io {
         path: path.to_path_buf(),
         error,
     })?;
-    serde_json::from_str(&text).map_err(|error| LoadError::Parse {
+    let not_a_report = |why: String| LoadError::NotAReport {
+        path: path.to_path_buf(),
+        why,
+    };
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        not_a_report(format!(
+            "it is not UTF-8 text (an invalid byte at offset {})",
+            e.valid_up_to()
+        ))
+    })?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| not_a_report(format!("it is not JSON ({e})")))?;
+    let schema = match value.get("schema") {
+        Some(serde_json::Value::Number(n)) => n.as_u64().filter(|s| *s >= 1),
+        _ => None,
+    }
+    .ok_or_else(|| not_a_report("it has no `schema` number".into()))?;
+    if schema > u64::from(SCHEMA) {
+        let writer = value.get("tool_version").and_then(|v| v.as_str());
+        return Err(LoadError::NewerSchema {
+            path: path.to_path_buf(),
+            schema,
+            ours: env!("CARGO_PKG_VERSION"),
+            writer: writer.unwrap_or("a newer version").to_string(),
+        });
+    }
+    serde_json::from_value(value).map_err(|error| LoadError::Parse {
         path: path.to_path_buf(),
         error,
     })
@@ -490,6 +526,41 @@ pub fn pair_ratios(c: &Comparison) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn load_refuses_what_is_not_a_report_and_a_newer_schema_naming_the_file_and_fix() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(FILE);
+        let err = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            load(&path).unwrap_err().to_string()
+        };
+        for (bytes, says) in [
+            (&b"\x89PNG\r\n\x1a\n\xff\xfe\x00garbage"[..], "not UTF-8"),
+            (b"hello", "not JSON"),
+            (b"[1, 2]", "no `schema`"),
+            (br#"{"schema": 0, "run_id": "r"}"#, "no `schema`"),
+        ] {
+            let e = err(bytes);
+            for part in [
+                &path.display().to_string(),
+                "is not a report.json that cargo-optimize wrote",
+                says,
+                "fix: run `cargo optimize` again, or pass another run",
+            ] {
+                assert!(e.contains(part), "no {part:?} in {e}");
+            }
+        }
+        let e = err(br#"{"schema": 7, "tool_version": "9.1.0", "run_id": "r"}"#);
+        for part in [
+            &path.display().to_string(),
+            "schema 7, newer than this cargo-optimize",
+            "written by cargo-optimize 9.1.0",
+            "fix: upgrade cargo-optimize to 9.1.0 or later",
+        ] {
+            assert!(e.contains(part), "no {part:?} in {e}");
+        }
+    }
 
     #[test]
     fn time_is_summed_by_kind_of_step() {

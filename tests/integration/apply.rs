@@ -334,3 +334,67 @@ fn apply_with_another_profile_name_and_a_run_without_a_winner() {
         r.stderr
     );
 }
+
+/// Issue 23, item 8, the real thing: a pgo row records the SHA-256 of the profile its
+/// build named (in the content-addressed cache, named by its digest), and `apply` of that
+/// row copies that file. (The run's winner may be another stage, so the pgo row is made
+/// the winner of a second report in the same run folder.)
+#[test]
+fn apply_copies_a_real_runs_pgo_profile_with_its_recorded_digest() {
+    let _guard = shared();
+    let tmp = copy_fixture("lto-helps");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let td_s = td.to_str().unwrap();
+    let r = run(
+        dir,
+        &["optimize", "--target-dir", td_s, "--stages", "pgo"],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let pgo = stage(&report, "pgo");
+    let flags = &settings(pgo).stage_rustflags;
+    let profile = flags
+        .iter()
+        .find_map(|f| f.strip_prefix("-Cprofile-use="))
+        .unwrap_or_else(|| panic!("no -Cprofile-use in {flags:?}"));
+    let bytes = std::fs::read(profile).unwrap();
+    let digest = {
+        use sha2::Digest as _;
+        let d = sha2::Sha256::digest(&bytes);
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    assert_eq!(pgo.facts.profile_sha256.as_deref(), Some(digest.as_str()));
+    assert_eq!(
+        Path::new(profile).file_name().unwrap().to_str().unwrap(),
+        format!("{}.profdata", &digest[..24])
+    );
+
+    let run_dir = td.join("optimize/latest");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("report.json")).unwrap())
+            .unwrap();
+    json["final"]["stage"] = "pgo".into();
+    json["final"]["variant"] = serde_json::Value::Null;
+    json["final"]["settings"] = serde_json::to_value(settings(pgo)).unwrap();
+    let as_pgo = run_dir.join("report-pgo.json");
+    std::fs::write(&as_pgo, json.to_string()).unwrap();
+    let a = run(
+        dir,
+        &[
+            "optimize",
+            "apply",
+            "--target-dir",
+            td_s,
+            as_pgo.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(a.code, Some(0), "{}", a.all());
+    assert!(
+        std::fs::read(dir.join("pgo/lto-helps.profdata")).unwrap() == bytes,
+        "{}",
+        a.all()
+    );
+}

@@ -160,8 +160,8 @@ fn a_files_workload_never_writes_through_a_link_and_must_write_what_it_declares(
 fn a_latest_that_is_a_folder_is_refused_before_building_and_long_names_are_bounded() {
     let _g = shared();
     let td = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(td.path().join("optimize/latestX")).unwrap();
-    std::fs::write(td.path().join("optimize/latestX/mine.txt"), "mine").unwrap();
+    std::fs::create_dir_all(td.path().join("optimize/latest")).unwrap();
+    std::fs::write(td.path().join("optimize/latest/mine.txt"), "mine").unwrap();
     let args = [
         "optimize",
         "--target-dir",

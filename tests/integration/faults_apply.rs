@@ -102,18 +102,42 @@ fn report(
     path.to_str().unwrap().to_string()
 }
 
-/// A PGO winner: a "profile" (any bytes: apply only copies it) under `target/`.
+/// A PGO winner: a "profile" (any bytes: apply only copies it) in the run folder's
+/// `profiles/` (the report's folder is `target/`), its SHA-256 recorded as a run records it.
 fn pgo_report(dir: &Path, profile: &[u8]) -> String {
-    std::fs::create_dir_all(dir.join("target")).unwrap();
-    let src = dir.join("target/merged.profdata");
+    let src = dir.join("target/profiles/pgo/merged.profdata");
+    std::fs::create_dir_all(src.parent().unwrap()).unwrap();
     std::fs::write(&src, profile).unwrap();
+    pgo_report_naming(dir, &src, &sha256(profile))
+}
+
+/// A PGO winner built with `-Cprofile-use=src`, its pgo row recording `digest`.
+fn pgo_report_naming(dir: &Path, src: &Path, digest: &str) -> String {
     let flag = format!("-Cprofile-use={}", src.display());
-    report(
+    let path = report(
         dir,
         "pgo",
         serde_json::json!({ "lto": "\"fat\"" }),
         &[&flag, PGO_WARN],
-    )
+    );
+    let mut r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    r["stages"] = serde_json::json!([{
+        "name": "pgo", "status": "kept", "reason": "", "notes": [],
+        "settings": r["final"]["settings"].clone(),
+        "facts": { "profile_sha256": digest },
+    }]);
+    std::fs::write(&path, r.to_string()).unwrap();
+    path
+}
+
+/// SHA-256 as `sha256sum` prints it.
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn lto_fat() -> serde_json::Value {
@@ -453,4 +477,208 @@ fn apply_refuses_a_symlink_into_a_missing_folder_and_changes_nothing() {
         ],
     );
     assert_tree(&before, &tree(dir));
+}
+
+/// `n` `cargo-optimize ARGS` started at once in `cwd`, each waited for at most two minutes
+/// (then killed); their output goes to files outside the project.
+fn run_at_once(cwd: &Path, args: &[&str], n: usize) -> Vec<Run> {
+    let out = tempfile::tempdir().unwrap();
+    let mut children = Vec::new();
+    for i in 0..n {
+        let (o, e) = (
+            out.path().join(format!("{i}.out")),
+            out.path().join(format!("{i}.err")),
+        );
+        let child = std::process::Command::new(tool())
+            .args(args)
+            .current_dir(cwd)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_BUILD_RUSTFLAGS")
+            .env("NO_COLOR", "1")
+            .stdout(std::fs::File::create(&o).unwrap())
+            .stderr(std::fs::File::create(&e).unwrap())
+            .spawn()
+            .unwrap();
+        children.push((child, o, e));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    children
+        .into_iter()
+        .map(|(mut child, o, e)| {
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break s;
+                }
+                if std::time::Instant::now() > deadline {
+                    let _ = child.kill();
+                    break child.wait().unwrap();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            Run {
+                code: status.code(),
+                stdout: std::fs::read_to_string(o).unwrap(),
+                stderr: std::fs::read_to_string(e).unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// Issue 23, item 4: applies started at once on one project serialise on the apply lock.
+/// Each one either writes (and the files then hold the change) or finds nothing to do and
+/// says so; none fails with "File exists" or "changed while apply was running", none puts
+/// the original back over another's write, and backups never overwrite each other: the one
+/// backup of each file holds what the user had.
+#[test]
+fn applies_at_once_serialise_each_writes_or_finds_nothing_to_do() {
+    let _g = shared();
+    const PROCESSES: usize = 4;
+    for round in 0..8 {
+        let tmp = tiny(MANIFEST.as_bytes());
+        let dir = tmp.path();
+        std::fs::create_dir_all(dir.join("pgo")).unwrap();
+        std::fs::write(dir.join("pgo/tiny.profdata"), b"old profile").unwrap();
+        let rep = pgo_report(dir, b"new profile");
+        let runs = run_at_once(dir, &["optimize", "apply", &rep], PROCESSES);
+        let wrote_manifest = format!("wrote {}", dir.join("Cargo.toml").display());
+        let mut writers = 0;
+        for r in &runs {
+            let all = r.all();
+            assert_eq!(r.code, Some(0), "round {round}: {all}");
+            assert!(!all.contains("File exists"), "round {round}: {all}");
+            let wrote = r.stderr.contains(&wrote_manifest);
+            let nothing = r.stdout.contains("already applied: nothing to change");
+            assert!(
+                wrote != nothing,
+                "round {round}: wrote or nothing to do:\n{all}"
+            );
+            writers += usize::from(wrote);
+        }
+        let all: Vec<String> = runs.iter().map(Run::all).collect();
+        assert_eq!(writers, 1, "round {round}:\n{}", all.join("\n----\n"));
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.starts_with(MANIFEST)
+                && manifest
+                    .contains("[profile.optimized]\ninherits = \"release\"\nlto = \"fat\"\n"),
+            "round {round}: {manifest}"
+        );
+        assert_eq!(
+            std::fs::read(dir.join("pgo/tiny.profdata")).unwrap(),
+            b"new profile"
+        );
+        let mut expected = BTreeMap::new();
+        expected.insert(dir.join("Cargo.toml"), file(&manifest));
+        expected.insert(dir.join("Cargo.toml.bak"), file(MANIFEST));
+        expected.insert(dir.join("src/main.rs"), file("fn main() {}\n"));
+        expected.insert(dir.join("pgo/tiny.profdata"), file(b"new profile"));
+        expected.insert(dir.join("pgo/tiny.profdata.bak"), file(b"old profile"));
+        assert_tree(&expected, &tree(dir));
+    }
+}
+
+/// Issue 23, item 8: a report is input, and its `-Cprofile-use` must not make `apply` copy
+/// any file into the project: only a profile inside the run's folder (or the profile
+/// cache) with the SHA-256 the run recorded. `/etc/passwd`, a symlink in the run's
+/// `profiles/` to it (its digest recorded), and a run's profile whose content is not the
+/// recorded one are refused: exit 2, the file, why, a fix; nothing written, dry run or not.
+#[test]
+fn apply_copies_only_a_profile_the_run_made() {
+    let _g = shared();
+    let tmp = tiny(MANIFEST.as_bytes());
+    let dir = tmp.path();
+    let passwd = Path::new("/etc/passwd");
+    let passwd_digest = sha256(&std::fs::read(passwd).unwrap());
+    let run_profile = dir.join("target/profiles/pgo/merged.profdata");
+    let link = dir.join("target/profiles/pgo/link.profdata");
+    let cases: Vec<(&Path, String, &str)> = vec![
+        (passwd, passwd_digest.clone(), "not a profile the run made"),
+        (&link, passwd_digest, "not a profile the run made"),
+        (
+            &run_profile,
+            sha256(b"what the run made"),
+            "not the one the run recorded",
+        ),
+    ];
+    std::fs::create_dir_all(run_profile.parent().unwrap()).unwrap();
+    std::fs::write(&run_profile, b"changed since").unwrap();
+    std::os::unix::fs::symlink(passwd, &link).unwrap();
+    let before = tree(dir);
+    for (src, digest, why) in cases {
+        let rep = pgo_report_naming(dir, src, &digest);
+        for dry in [true, false] {
+            let mut args = vec!["optimize", "apply", &rep];
+            if dry {
+                args.push("--dry-run");
+            }
+            let r = run(dir, &args, &[]);
+            assert_eq!(r.code, Some(2), "{}", r.all());
+            assert_says(
+                &r.stderr,
+                &[
+                    &format!("refusing to copy the PGO profile {}", src.display()),
+                    why,
+                    "fix:",
+                ],
+            );
+            assert!(!r.stdout.contains("profdata"), "{}", r.all());
+            assert_tree(&before, &tree(dir));
+        }
+    }
+    // The run's own profile with its recorded digest is copied.
+    std::fs::write(&run_profile, b"what the run made").unwrap();
+    let rep = pgo_report_naming(dir, &run_profile, &sha256(b"what the run made"));
+    let r = run(dir, &["optimize", "apply", &rep], &[]);
+    assert_ok(&r);
+    assert_eq!(
+        std::fs::read(dir.join("pgo/tiny.profdata")).unwrap(),
+        b"what the run made"
+    );
+}
+
+/// Issue 23: a report.json of random bytes, or of a newer schema, is refused (exit 2)
+/// naming the file, what it is, and the fix; nothing is written.
+#[test]
+fn apply_of_a_damaged_or_newer_report_names_the_file_and_the_fix() {
+    let _g = shared();
+    let tmp = tiny(MANIFEST.as_bytes());
+    let dir = tmp.path();
+    let path = dir.join("target/report.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let before = tree(dir);
+    let random: Vec<u8> = (0u32..4096)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut newer: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(report(dir, "profile", lto_fat(), &[])).unwrap(),
+    )
+    .unwrap();
+    newer["schema"] = 99.into();
+    newer["tool_version"] = "7.0.0".into();
+    for (bytes, says) in [
+        (
+            random,
+            vec![
+                "is not a report.json that cargo-optimize wrote (or it is damaged)",
+                "not UTF-8",
+                "fix: run `cargo optimize` again, or pass another run",
+            ],
+        ),
+        (
+            newer.to_string().into_bytes(),
+            vec![
+                "has report schema 99, newer than this cargo-optimize",
+                "written by cargo-optimize 7.0.0",
+                "fix: upgrade cargo-optimize to 7.0.0 or later",
+            ],
+        ),
+    ] {
+        std::fs::write(&path, bytes).unwrap();
+        let r = run(dir, &["optimize", "apply", path.to_str().unwrap()], &[]);
+        assert_eq!(r.code, Some(2), "{}", r.all());
+        assert_says(&r.stderr, &[&path.display().to_string()]);
+        assert_says(&r.stderr, &says);
+        assert_tree(&before, &tree(dir));
+    }
 }

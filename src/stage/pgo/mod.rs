@@ -344,6 +344,8 @@ pub fn build_with(
         use_flags.push(crate::cargo::EMIT_RELOCS_FLAG.to_string());
     }
     let use_settings = target.with_rustflags(use_flags);
+    // What `apply` checks before it copies the profile into the project.
+    let profile_sha256 = crate::store::file_sha256(stable).ok();
     if profile.repaired {
         let msg = format!(
             "the cached profile {} did not match its content (a run was interrupted while writing it?): it was written again, and the build that used it is redone",
@@ -377,6 +379,7 @@ pub fn build_with(
         variant: variant.map(str::to_string),
         profile_fit: Some(fit),
         profile: Some(profile.stats.clone()),
+        profile_sha256,
         functions_without_profile: Some(missing),
         instrumented_rustflags: profile.instrumented.as_ref().map(|s| s.all_rustflags()),
         // Unknown for a profile trained elsewhere.
