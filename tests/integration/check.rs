@@ -364,9 +364,14 @@ fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
         "the diff first: {}",
         r.stdout
     );
-    assert!(written.contains("cargo optimize check --against \"origin/${{ github.base_ref }}\" -p check-regress --bin check-regress --format github"), "{written}");
+    assert!(written.contains("cargo optimize check --against \"origin/$BASE_REF\" --manifest-path \"$CRATE_MANIFEST\" -p \"$CRATE_PACKAGE\" --bin \"$CRATE_BIN\" --format github"), "{written}");
     assert!(
-        written.contains("profile=\"$PWD/pgo/check-regress.profdata\""),
+        written
+            .contains("\n  CRATE_MANIFEST: \"Cargo.toml\"\n  CRATE_PACKAGE: \"check-regress\"\n"),
+        "{written}"
+    );
+    assert!(
+        written.contains("\n  PGO_PROFILE: \"pgo/check-regress.profdata\"\n"),
         "{written}"
     );
     assert!(
@@ -400,4 +405,99 @@ fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
         std::fs::read_to_string(dir.join(".github/workflows/optimize.yml.bak")).unwrap(),
         "mine\n"
     );
+}
+
+/// The fixture in the folder `sub` of a git repository, its workloads timed for 1 s, with
+/// an `origin/main` (as a pull request's checkout with `fetch-depth: 0` has).
+fn repo_in(sub: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(sub);
+    copy_dir(&fixture("check-regress"), &dir);
+    let spec = dir.join("optimize.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        text.replace("max-time = \"4s\"", "max-time = \"1s\""),
+    )
+    .unwrap();
+    commit_all(tmp.path());
+    git(
+        tmp.path(),
+        &["update-ref", "refs/remotes/origin/main", "HEAD"],
+    );
+    tmp
+}
+
+/// `ci --github` in the crate's folder `sub`, then the workflow linted (actionlint, and
+/// shellcheck on every script) and every `run:` step of both jobs run by bash at the
+/// repository's root as GitHub runs it (but the installs: this build is on PATH): the PR
+/// job checks the crate and puts check.md in the job summary, the tag job builds the
+/// binary its upload step names. No step creates a file named PWNED.
+fn ci_workflow_runs_from_the_root(sub: &str) {
+    let tmp = repo_in(sub);
+    let root = tmp.path();
+    let r = run(
+        &root.join(sub),
+        &["optimize", "ci", "--github"],
+        &[("GIT_CONFIG_GLOBAL", "/dev/null")],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let file = ".github/workflows/optimize.yml";
+    let text = std::fs::read_to_string(root.join(file)).unwrap();
+    lint_workflow(root, file);
+    let out = tempfile::tempdir().unwrap();
+    let summary = out.path().join("summary.md");
+    let summary_env = [("GITHUB_STEP_SUMMARY", summary.to_str().unwrap())];
+    for job in ["check", "release"] {
+        let steps = workflow_steps(&text, job, &[("github.base_ref", "main")]);
+        assert!(steps.len() >= 3, "{job}: {steps:?}\n{text}");
+        shellcheck_steps(&steps);
+        for step in steps.iter().filter(|s| !s.name.starts_with("Install")) {
+            let r = run_workflow_step(root, step, &summary_env);
+            let pwned = files_named(root, "PWNED");
+            assert!(pwned.is_empty(), "the step `{}` made {pwned:?}", step.name);
+            // `check` may judge noise a regression (exit 1); 2 is an error.
+            let ok = match step.name.as_str() {
+                "cargo optimize check" => matches!(r.code, Some(0 | 1)),
+                _ => r.code == Some(0),
+            };
+            assert!(ok, "{job}: the step `{}`:\n{}", step.name, r.all());
+        }
+    }
+    let md = std::fs::read_to_string(&summary).unwrap_or_default();
+    assert!(
+        md.starts_with("## cargo optimize check: "),
+        "summary: {md:?}"
+    );
+    let check: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            root.join(sub)
+                .join("target/optimize/check/latest/check.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let head = git(root, &["rev-parse", "HEAD"]);
+    assert_eq!(check["against"]["commit"].as_str(), Some(head.trim()));
+    // The upload step's path, as GitHub expands it, is the binary the build step made.
+    let env = workflow_steps(&text, "release", &[]).remove(0).env;
+    let path = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("path: "))
+        .unwrap_or_else(|| panic!("no upload path in {text}"));
+    let binary = root.join(workflow_value(path, &[], &env));
+    assert!(binary.is_file(), "{} was not built", binary.display());
+    assert_eq!(binary, root.join(sub).join("target/release/check-regress"));
+}
+
+#[test]
+fn ci_github_for_a_crate_in_a_subfolder_works_from_the_repository_root() {
+    let _guard = shared();
+    ci_workflow_runs_from_the_root("app");
+}
+
+#[test]
+fn ci_github_passes_a_hostile_path_to_its_scripts_quoted_and_runs_nothing() {
+    let _guard = shared();
+    ci_workflow_runs_from_the_root("my tool $(touch PWNED) `touch PWNED`");
 }
