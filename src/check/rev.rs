@@ -130,8 +130,8 @@ impl Repo {
     }
 }
 
-/// A temporary checkout of one commit; removed (and pruned from the repository's list)
-/// when dropped.
+/// A temporary checkout of one commit; removed (its folder and its entry in the
+/// repository's list, no other) when dropped.
 pub struct Worktree {
     repo: PathBuf,
     pub path: PathBuf,
@@ -171,21 +171,42 @@ impl Drop for Worktree {
     }
 }
 
-/// Remove a worktree folder and forget it in the repository (best effort).
+/// Remove one worktree of ours, its folder and its entry in the repository (best effort).
+/// Only this one: `git worktree remove --force --force PATH` also forgets an entry whose
+/// folder is gone, where `git worktree prune` would forget every such entry — a user's own
+/// worktree moved away for a while included.
 fn remove(repo: &Path, path: &Path) {
     let p = path.to_string_lossy().into_owned();
     let _ = git(repo, &["worktree", "remove", "--force", "--force", &p]);
     let _ = std::fs::remove_dir_all(path);
-    let _ = git(repo, &["worktree", "prune"]);
 }
 
 /// Remove the worktrees a killed check left in `dir` (named by a process id that is no
-/// longer running).
+/// longer running): the folders there, and the repository's entries of folders in `dir`
+/// that are gone.
 pub fn sweep(repo: &Repo, dir: &Path) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let pid = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok());
+    let mut left: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let listed = git_ok(&repo.root, &["worktree", "list", "--porcelain", "-z"]);
+    for entry in listed.iter().flat_map(|l| l.split('\0')) {
+        let Some(path) = entry.strip_prefix("worktree ").map(PathBuf::from) else {
+            continue;
+        };
+        let ours = path.parent().is_some_and(|p| p == dir || p == real);
+        if ours && !left.iter().any(|l| l.file_name() == path.file_name()) {
+            left.push(path);
+        }
+    }
+    for path in left {
+        let name = path.file_name().and_then(|n| n.to_str());
+        let pid = name.and_then(|n| n.parse::<i32>().ok());
         if pid.is_some_and(|p| p != std::process::id() as i32 && !alive(p)) {
-            remove(&repo.root, &e.path());
+            remove(&repo.root, &path);
         }
     }
 }

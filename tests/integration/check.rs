@@ -501,3 +501,39 @@ fn ci_github_passes_a_hostile_path_to_its_scripts_quoted_and_runs_nothing() {
     let _guard = shared();
     ci_workflow_runs_from_the_root("my tool $(touch PWNED) `touch PWNED`");
 }
+
+#[test]
+fn check_removes_only_its_own_worktrees_never_the_users() {
+    let _guard = shared();
+    let tmp = repo();
+    let dir = tmp.path();
+    // The user's own worktree, moved away for a while (git lists it as prunable).
+    let outside = tempfile::tempdir().unwrap();
+    let wt = outside.path().join("wt");
+    let away = outside.path().join("wt-away");
+    git(
+        dir,
+        &["worktree", "add", "-q", wt.to_str().unwrap(), "-b", "f"],
+    );
+    std::fs::rename(&wt, &away).unwrap();
+    // A killed check's worktree whose folder is gone: its entry, and only it, goes.
+    let dead = std::process::Command::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait_with_output().unwrap();
+    let stale = dir.join(format!("target/optimize/check/worktrees/{pid}"));
+    git(
+        dir,
+        &["worktree", "add", "-q", "--detach", stale.to_str().unwrap()],
+    );
+    std::fs::remove_dir_all(&stale).unwrap();
+    let r = check(dir, &["--against", "HEAD", "--max-time", "1s"]);
+    // The same commit: 0, or 1 when load made noise a regression; never an error.
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    std::fs::rename(&away, &wt).unwrap();
+    let status = git(&wt, &["status", "--porcelain"]);
+    assert_eq!(status, "", "the user's worktree: {status}");
+    let list = git(dir, &["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 2, "{list}");
+    assert!(list.contains("branch refs/heads/f"), "{list}");
+    assert!(!list.contains(&stale.display().to_string()), "{list}");
+}
