@@ -103,6 +103,23 @@ impl Repo {
         )
     }
 
+    /// An error with the fix when the package's manifest (`manifest`, a path in the
+    /// working tree) is not in `commit` (`rev` as the user named it): the crate did not
+    /// exist there, or was elsewhere. Asked of git's objects, before any worktree is made.
+    pub fn require_manifest(&self, rev: &str, commit: &str, manifest: &Path) -> anyhow::Result<()> {
+        let rel = self.relative(manifest)?;
+        let rel = rel.to_string_lossy();
+        let out = git(&self.root, &["cat-file", "-e", &format!("{commit}:{rel}")])?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let short = &commit[..12.min(commit.len())];
+        bail!(
+            "--against {rev}: the package's manifest {rel} does not exist at {short}: the crate is not there (yet) at that revision, so there is nothing to build and compare with\n  fix: compare with a later revision that has it (`git log --oneline -- {}` lists the commits that touched it), or save a baseline of a build you have (`cargo optimize check --save-baseline NAME`) and compare with `--baseline NAME`",
+            shell_words::quote(&rel)
+        )
+    }
+
     /// The commit checked out now, and whether the working tree differs from it.
     pub fn head(&self) -> Option<(String, bool)> {
         let commit = git_ok(&self.root, &["rev-parse", "HEAD"]).ok()?;

@@ -537,3 +537,37 @@ fn check_removes_only_its_own_worktrees_never_the_users() {
     assert!(list.contains("branch refs/heads/f"), "{list}");
     assert!(!list.contains(&stale.display().to_string()), "{list}");
 }
+
+#[test]
+fn a_revision_without_the_crate_is_exit_2_naming_its_manifest_and_the_fix() {
+    let _guard = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::write(root.join("README"), "before the crate\n").unwrap();
+    commit_all(root);
+    copy_dir(&fixture("check-regress"), &root.join("app"));
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "the crate"]);
+    let r = check(&root.join("app"), &["--against", "HEAD~1"]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    let short = git(root, &["rev-parse", "--short=12", "HEAD~1"]);
+    assert!(
+        r.stderr.contains(&format!(
+            "--against HEAD~1: the package's manifest app/Cargo.toml does not exist at {}",
+            short.trim()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("\n  fix: compare with a later revision that has it")
+            && r.stderr.contains("--save-baseline NAME"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("worktrees"), "{}", r.stderr);
+    // Said before anything was built or checked out.
+    assert!(!root.join("app/target").exists(), "built first");
+    no_worktree_left(root);
+}
