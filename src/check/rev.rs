@@ -182,6 +182,28 @@ impl Worktree {
     }
 }
 
+impl Worktree {
+    /// Check out the commit's submodules in the worktree (`git submodule update --init
+    /// --recursive`, bounded like every git command), when it has any: a path dependency
+    /// may be in one. `None` when there are none or they are checked out, else what git
+    /// said (the build may not need them: the caller says it only when the build fails).
+    pub fn init_submodules(&self) -> Option<String> {
+        if !self.path.join(".gitmodules").is_file() {
+            return None;
+        }
+        let args = ["submodule", "update", "--init", "--recursive"];
+        match git(&self.path, &args) {
+            Ok(out) if out.status.success() => None,
+            Ok(out) => {
+                let said = String::from_utf8_lossy(&out.stderr);
+                let fatal = said.lines().filter(|l| l.starts_with("fatal:")).next();
+                Some(fatal.unwrap_or(said.trim()).to_string())
+            }
+            Err(e) => Some(format!("{e:#}")),
+        }
+    }
+}
+
 impl Drop for Worktree {
     fn drop(&mut self) {
         remove(&self.repo, &self.path);

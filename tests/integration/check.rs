@@ -571,3 +571,81 @@ fn a_revision_without_the_crate_is_exit_2_naming_its_manifest_and_the_fix() {
     assert!(!root.join("app/target").exists(), "built first");
     no_worktree_left(root);
 }
+
+#[test]
+fn a_path_dependency_in_a_submodule_is_checked_out_in_the_revisions_worktree_or_said() {
+    let _guard = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    // A library in a repository of its own, a submodule of the crate's at vendor/helper,
+    // and the crate's path dependency.
+    let helper = tmp.path().join("helper");
+    std::fs::create_dir_all(helper.join("src")).unwrap();
+    std::fs::write(
+        helper.join("Cargo.toml"),
+        "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(helper.join("src/lib.rs"), "pub fn one() -> u64 { 1 }\n").unwrap();
+    commit_all(&helper);
+    let dir = tmp.path().join("app");
+    copy_dir(&fixture("check-regress"), &dir);
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let dep = "\n[dependencies]\nhelper = { path = \"vendor/helper\" }\n";
+    std::fs::write(&manifest, format!("{text}{dep}")).unwrap();
+    git(&tmp.path().join("app"), &["init", "-q", "-b", "main"]);
+    let url = helper.to_str().unwrap();
+    let allow = ["-c", "protocol.file.allow=always"];
+    git(
+        &dir,
+        &[
+            &allow[..],
+            &["submodule", "add", "-q", url, "vendor/helper"],
+        ]
+        .concat(),
+    );
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "one"]);
+    // git refuses to clone a submodule from a folder unless told: said, with the fix.
+    let r = check(&dir, &["--against", "HEAD", "--max-time", "1s"]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("git submodules could not be checked out in its temporary worktree")
+            && r.stderr.contains("transport 'file' not allowed"),
+        "{}",
+        r.stderr
+    );
+    let last = r.stderr.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("  fix: make `git submodule update --init` work"),
+        "{}",
+        r.stderr
+    );
+    no_worktree_left(&dir);
+    // Allowed: the submodule is checked out in the worktree and the revision builds.
+    let env = [
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_CONFIG_COUNT", "1"),
+        ("GIT_CONFIG_KEY_0", "protocol.file.allow"),
+        ("GIT_CONFIG_VALUE_0", "always"),
+    ];
+    let r = run(
+        &dir,
+        &["optimize", "check", "--against", "HEAD", "--max-time", "1s"],
+        &env,
+    );
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    let built = std::fs::read_dir(dir.join("target/optimize/cache/revs"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "bin")
+        })
+        .count();
+    assert_eq!(built, 1, "{}", r.all());
+    no_worktree_left(&dir);
+}
