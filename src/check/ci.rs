@@ -433,9 +433,9 @@ mod tests {
             assert!(!run.contains(part), "`{part}` in a run: script:\n{run}");
         }
         assert!(
-            w.contains(&format!(
+            w.contains(
                 "\n  CRATE_MANIFEST: \"my tool $(touch PWNED) `id` \\\"q\\\" 'a'/Cargo.toml\"\n"
-            )),
+            ),
             "{w}"
         );
         // `${{` would be evaluated by GitHub, even in env: refused, naming the path and the fix.

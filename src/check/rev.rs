@@ -196,7 +196,7 @@ impl Worktree {
             Ok(out) if out.status.success() => None,
             Ok(out) => {
                 let said = String::from_utf8_lossy(&out.stderr);
-                let fatal = said.lines().filter(|l| l.starts_with("fatal:")).next();
+                let fatal = said.lines().find(|l| l.starts_with("fatal:"));
                 Some(fatal.unwrap_or(said.trim()).to_string())
             }
             Err(e) => Some(format!("{e:#}")),
