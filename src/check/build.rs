@@ -106,6 +106,16 @@ fn build(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<PathBuf> {
     let short = &commit[..12.min(commit.len())];
     let check_dir = plan.optimize_dir.join("check");
     let wt = Worktree::add(repo, &check_dir.join("worktrees"), commit)?;
+    let submodules = wt.init_submodules();
+    // When the build fails and the submodules could not be checked out: say so, last.
+    let hint = |e: anyhow::Error| {
+        match &submodules {
+        None => e,
+        Some(said) => anyhow::anyhow!(
+            "{e:#}\n  {short}'s git submodules could not be checked out in its temporary worktree, and a path dependency may be in one (`git submodule update --init` said: {said})\n  fix: make `git submodule update --init` work in a fresh checkout of the repository (git clones a submodule from a folder on this disk only when allowed, e.g. for one run: `GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=protocol.file.allow GIT_CONFIG_VALUE_0=always cargo optimize check …`), or compare with a saved baseline instead (`cargo optimize check --save-baseline NAME` on the old build, then `--baseline NAME`)"
+        ),
+    }
+    };
     let manifest = wt.path.join(repo.relative(&plan.project.manifest_path)?);
     let target_dir = check_dir.join("build").join(plan.baseline.hash());
     let sel = cargo::Selection {
@@ -123,7 +133,8 @@ fn build(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<PathBuf> {
                 plan.project.package,
                 manifest.display()
             )
-        })?;
+        })
+        .map_err(hint)?;
     let label = format!("{short}: cargo build");
     plan.ui
         .step(&format!("building {} at {short}", plan.project.bin));
@@ -135,7 +146,9 @@ fn build(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<PathBuf> {
         }
     });
     spinner.finish_and_clear();
-    let built = built.with_context(|| format!("building the package at {short}"))?;
+    let built = built
+        .with_context(|| format!("building the package at {short}"))
+        .map_err(hint)?;
     plan.ui.done(&format!("{short} built"), built.seconds);
     Ok(built.binary)
 }

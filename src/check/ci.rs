@@ -21,18 +21,38 @@ use crate::cli::{CiArgs, GlobalArgs};
 pub const WORKFLOW: &str = ".github/workflows/optimize.yml";
 
 /// What the workflow needs to know about the project, as paths relative to the repo root.
+/// The workflow hands every one of them to its `run:` scripts through `env:` (YAML
+/// double-quoted values, see [`env_lines`]), and the scripts use them only quoted: a path
+/// is never shell text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shape {
-    /// `--manifest-path …` and `-p …` flags for `check`, when the package is not the root's.
-    pub select: String,
+    /// The package's manifest (`Cargo.toml` at the root, `app/Cargo.toml` in a subfolder).
+    pub manifest: String,
     pub package: String,
     pub bin: String,
-    /// `pgo/<bin>.profdata` relative to the root.
+    /// The package's folder (`.` at the root): what the profile's staleness counts.
+    pub package_dir: String,
+    /// `pgo/<bin>.profdata` in the package's folder.
     pub profile: String,
     /// The cargo profile to build releases with (`optimized` when `apply` wrote it).
     pub cargo_profile: String,
-    /// The release binary, relative to the root.
-    pub binary: String,
+    /// The workspace's target dir (where `check` writes `optimize/check/latest/`).
+    pub target: String,
+}
+
+impl Shape {
+    /// The workflow's `env:` entries: what its `run:` scripts read.
+    fn env(&self) -> Vec<(&'static str, &str, &'static str)> {
+        vec![
+            ("CRATE_MANIFEST", &self.manifest, "the package's manifest"),
+            ("CRATE_PACKAGE", &self.package, "the package's name"),
+            ("CRATE_BIN", &self.bin, "the binary's name"),
+            ("CRATE_DIR", &self.package_dir, "the package's folder"),
+            ("CRATE_TARGET_DIR", &self.target, "the target dir"),
+            ("PGO_PROFILE", &self.profile, "the PGO profile"),
+            ("BUILD_PROFILE", &self.cargo_profile, "the cargo profile"),
+        ]
+    }
 }
 
 /// `cargo optimize ci --github`.
@@ -44,7 +64,7 @@ pub fn run(g: &GlobalArgs, args: &CiArgs) -> anyhow::Result<i32> {
     propose(&Proposal {
         root: &root,
         file: WORKFLOW,
-        text: workflow(&shape),
+        text: workflow(&shape)?,
         warnings: stale_profile(&root, &project, &shape).into_iter().collect(),
         force: args.force,
         dry_run: args.dry_run,
@@ -126,36 +146,57 @@ fn write_file(path: PathBuf, old: Option<Vec<u8>>, text: String) -> anyhow::Resu
 pub fn shape(project: &Project, root: &Path) -> Shape {
     let rel = |p: &Path| {
         let abs = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-        abs.strip_prefix(root)
+        let r = abs
+            .strip_prefix(root)
             .map(|r| r.display().to_string())
-            .unwrap_or_else(|_| abs.display().to_string())
+            .unwrap_or_else(|_| abs.display().to_string());
+        if r.is_empty() {
+            ".".to_string()
+        } else {
+            r
+        }
     };
-    let manifest = rel(&project.manifest_path);
-    let mut select = String::new();
-    if manifest != "Cargo.toml" {
-        select.push_str(&format!(" --manifest-path {manifest}"));
-    }
-    select.push_str(&format!(" -p {} --bin {}", project.package, project.bin));
-    let pkg_dir = rel(&project.package_dir);
-    let profile = if pkg_dir.is_empty() {
-        format!("pgo/{}.profdata", project.bin)
-    } else {
-        format!("{pkg_dir}/pgo/{}.profdata", project.bin)
+    let package_dir = rel(&project.package_dir);
+    let profile = match package_dir.as_str() {
+        "." => format!("pgo/{}.profdata", project.bin),
+        dir => format!("{dir}/pgo/{}.profdata", project.bin),
     };
     let cargo_profile = if has_profile(&project.workspace_root.join("Cargo.toml"), "optimized") {
         "optimized"
     } else {
         "release"
     };
-    let target = rel(&project.workspace_root.join("target"));
     Shape {
-        select,
+        manifest: rel(&project.manifest_path),
         package: project.package.clone(),
         bin: project.bin.clone(),
+        package_dir,
         profile,
         cargo_profile: cargo_profile.to_string(),
-        binary: format!("{target}/{cargo_profile}/{}", project.bin),
+        target: rel(&project.workspace_root.join("target")),
     }
+}
+
+/// A YAML double-quoted scalar holding exactly `s` (JSON's string syntax is YAML's).
+pub(crate) fn yaml_string(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+/// `NAME: "value"` lines of a workflow's `env:` block, indented by `indent`: how a value
+/// (a path, a name) reaches a `run:` script, which reads it quoted (`"$NAME"`) and never as
+/// shell text. A value holding `${{` is refused: GitHub would evaluate it as an expression.
+/// `what` names each value in that error.
+pub(crate) fn env_lines(indent: &str, vars: &[(&str, &str, &str)]) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for (name, value, what) in vars {
+        if value.contains("${{") {
+            bail!(
+                "{what} `{value}` contains `${{{{`, which GitHub Actions evaluates as an expression wherever it appears in a workflow\n  fix: rename the folder (or file) so that its path has no `${{{{`, or write the workflow by hand"
+            );
+        }
+        out.push_str(&format!("{indent}{name}: {}\n", yaml_string(value)));
+    }
+    Ok(out)
 }
 
 /// Whether the manifest defines `[profile.<name>]`.
@@ -167,16 +208,13 @@ fn has_profile(manifest: &Path, name: &str) -> bool {
         .is_some()
 }
 
-/// The workflow's text.
-pub fn workflow(s: &Shape) -> String {
-    WORKFLOW_TEMPLATE
+/// The workflow's text: the project's values in its workflow-level `env:`, its scripts
+/// constant.
+pub fn workflow(s: &Shape) -> anyhow::Result<String> {
+    Ok(WORKFLOW_TEMPLATE
         .replace("{version}", env!("CARGO_PKG_VERSION"))
-        .replace("{select}", &s.select)
-        .replace("{package}", &s.package)
-        .replace("{bin}", &s.bin)
-        .replace("{profile}", &s.profile)
-        .replace("{cargo_profile}", &s.cargo_profile)
-        .replace("{binary}", &s.binary)
+        .replace("{profile}", &s.profile.replace(['\n', '\r'], " "))
+        .replace("{env}\n", &env_lines("  ", &s.env())?))
 }
 
 const WORKFLOW_TEMPLATE: &str = r#"# Written by `cargo optimize ci --github` (cargo-optimize {version}); edit freely.
@@ -185,6 +223,8 @@ const WORKFLOW_TEMPLATE: &str = r#"# Written by `cargo optimize ci --github` (ca
 # [check] max-regression, a changed output, a budget or max-binary-size.
 # Tags: the release built with the committed PGO profile ({profile}, written by
 # `cargo optimize apply`).
+# Every step runs at the repository's root; the crate's paths and names are in `env:`
+# below, and the scripts use them only quoted.
 name: optimize
 
 on:
@@ -197,7 +237,7 @@ permissions:
 
 env:
   CARGO_TERM_COLOR: always
-
+{env}
 jobs:
   check:
     if: github.event_name == 'pull_request'
@@ -211,10 +251,12 @@ jobs:
           rustup toolchain install stable --profile minimal
           cargo install --locked cargo-optimize@{version}
       - name: cargo optimize check
-        run: cargo optimize check --against "origin/${{ github.base_ref }}"{select} --format github
+        run: cargo optimize check --against "origin/$BASE_REF" --manifest-path "$CRATE_MANIFEST" -p "$CRATE_PACKAGE" --bin "$CRATE_BIN" --format github
+        env:
+          BASE_REF: ${{ github.base_ref }}
       - name: Summary
         if: always()
-        run: cat target/optimize/check/latest/check.md >> "$GITHUB_STEP_SUMMARY" || true
+        run: cat "$CRATE_TARGET_DIR/optimize/check/latest/check.md" >> "$GITHUB_STEP_SUMMARY" || true
 
   release:
     if: startsWith(github.ref, 'refs/tags/')
@@ -227,27 +269,28 @@ jobs:
         run: rustup toolchain install stable --profile minimal
       - name: Is the PGO profile older than the code?
         run: |
-          profile="{profile}"
-          if [ ! -f "$profile" ]; then
-            echo "::warning title=no PGO profile::$profile is not committed: building without PGO (run cargo optimize, then cargo optimize apply, and commit it)"
+          if [ ! -f "$PGO_PROFILE" ]; then
+            echo "::warning title=no PGO profile::$PGO_PROFILE is not committed: building without PGO (run cargo optimize, then cargo optimize apply, and commit it)"
             exit 0
           fi
-          since=$(git log -1 --format=%H -- "$profile")
-          changed=$(git rev-list --count "$since..HEAD" -- . ":(exclude)$profile")
+          since=$(git log -1 --format=%H -- ":(literal)$PGO_PROFILE")
+          changed=$(git rev-list --count "$since..HEAD" -- ":(literal)$CRATE_DIR" ":(exclude,literal)$PGO_PROFILE")
           if [ "$changed" -gt 0 ]; then
-            echo "::warning title=stale PGO profile::$changed commits changed the code since $profile was committed; run cargo optimize and cargo optimize apply again"
+            echo "::warning title=stale PGO profile::$changed commits changed the code since $PGO_PROFILE was committed; run cargo optimize and cargo optimize apply again"
           fi
       - name: Build the release with the PGO profile
         run: |
-          profile="$PWD/{profile}"
+          profile="$PWD/$PGO_PROFILE"
           if [ -f "$profile" ]; then
-            export RUSTFLAGS="-Cprofile-use=$profile -Cllvm-args=-pgo-warn-missing-function"
+            # Not RUSTFLAGS, which splits on spaces: one flag per \x1f-separated field.
+            CARGO_ENCODED_RUSTFLAGS="-Cprofile-use=$profile"$'\x1f'"-Cllvm-args=-pgo-warn-missing-function"
+            export CARGO_ENCODED_RUSTFLAGS
           fi
-          cargo build --locked --profile {cargo_profile} -p {package} --bin {bin}
+          cargo build --locked --profile "$BUILD_PROFILE" --manifest-path "$CRATE_MANIFEST" -p "$CRATE_PACKAGE" --bin "$CRATE_BIN"
       - uses: actions/upload-artifact@v6
         with:
-          name: {bin}
-          path: {binary}
+          name: ${{ env.CRATE_BIN }}
+          path: ${{ env.CRATE_TARGET_DIR }}/${{ env.BUILD_PROFILE }}/${{ env.CRATE_BIN }}
 "#;
 
 /// A warning when the committed PGO profile is older than the last change to the code
@@ -271,9 +314,11 @@ fn stale_profile(root: &Path, project: &Project, s: &Shape) -> Option<String> {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
-    let since = git(&["log", "-1", "--format=%H", "--", &s.profile]).filter(|c| !c.is_empty())?;
-    let exclude = format!(":(exclude){}", s.profile);
-    let dir = project.package_dir.display().to_string();
+    // Literal pathspecs: a folder's name is not a glob.
+    let literal = format!(":(literal){}", s.profile);
+    let since = git(&["log", "-1", "--format=%H", "--", &literal]).filter(|c| !c.is_empty())?;
+    let exclude = format!(":(exclude,literal){}", s.profile);
+    let dir = format!(":(literal){}", project.package_dir.display());
     let n: u32 = git(&[
         "rev-list",
         "--count",
@@ -298,35 +343,64 @@ mod tests {
 
     fn shape() -> Shape {
         Shape {
-            select: " --manifest-path tools/x/Cargo.toml -p x --bin xt".into(),
+            manifest: "tools/x/Cargo.toml".into(),
             package: "x".into(),
             bin: "xt".into(),
+            package_dir: "tools/x".into(),
             profile: "tools/x/pgo/xt.profdata".into(),
             cargo_profile: "optimized".into(),
-            binary: "target/optimized/xt".into(),
+            target: "tools/x/target".into(),
         }
+    }
+
+    /// The `run:` lines and block lines of a workflow (its scripts).
+    fn scripts(w: &str) -> String {
+        let mut out = String::new();
+        let mut block: Option<usize> = None;
+        for line in w.lines() {
+            let indent = line.len() - line.trim_start().len();
+            if let Some(at) = block {
+                if indent > at || line.trim().is_empty() {
+                    out.push_str(line);
+                    out.push('\n');
+                    continue;
+                }
+                block = None;
+            }
+            if let Some(rest) = line.trim_start().strip_prefix("run: ") {
+                if rest == "|" {
+                    block = Some(indent);
+                } else {
+                    out.push_str(rest);
+                    out.push('\n');
+                }
+            }
+        }
+        out
     }
 
     #[test]
     fn the_workflow_checks_prs_and_builds_tags_with_the_profile() {
-        let w = workflow(&shape());
-        assert!(
-            !w.contains('{') || !w.contains("{select}"),
-            "a placeholder left: {w}"
-        );
-        for p in [
-            "{version}",
-            "{select}",
-            "{package}",
-            "{bin}",
-            "{profile}",
-            "{cargo_profile}",
-            "{binary}",
-        ] {
+        let w = workflow(&shape()).unwrap();
+        for p in ["{version}", "{env}", "{profile}"] {
             assert!(!w.contains(p), "{p} left in:\n{w}");
         }
-        assert!(w.contains("cargo optimize check --against \"origin/${{ github.base_ref }}\" --manifest-path tools/x/Cargo.toml -p x --bin xt --format github"), "{w}");
-        assert!(w.contains("fetch-depth: 0"), "{w}");
+        for needed in [
+            "\n  CRATE_MANIFEST: \"tools/x/Cargo.toml\"\n",
+            "\n  CRATE_PACKAGE: \"x\"\n  CRATE_BIN: \"xt\"\n  CRATE_DIR: \"tools/x\"\n",
+            "\n  CRATE_TARGET_DIR: \"tools/x/target\"\n",
+            "\n  PGO_PROFILE: \"tools/x/pgo/xt.profdata\"\n  BUILD_PROFILE: \"optimized\"\n",
+            "cargo optimize check --against \"origin/$BASE_REF\" --manifest-path \"$CRATE_MANIFEST\" -p \"$CRATE_PACKAGE\" --bin \"$CRATE_BIN\" --format github",
+            "BASE_REF: ${{ github.base_ref }}",
+            "fetch-depth: 0",
+            "profile=\"$PWD/$PGO_PROFILE\"",
+            "-Cprofile-use=$profile",
+            "cargo build --locked --profile \"$BUILD_PROFILE\" --manifest-path \"$CRATE_MANIFEST\" -p \"$CRATE_PACKAGE\" --bin \"$CRATE_BIN\"",
+            "path: ${{ env.CRATE_TARGET_DIR }}/${{ env.BUILD_PROFILE }}/${{ env.CRATE_BIN }}",
+            "cat \"$CRATE_TARGET_DIR/optimize/check/latest/check.md\" >> \"$GITHUB_STEP_SUMMARY\"",
+        ] {
+            assert!(w.contains(needed), "no `{needed}` in:\n{w}");
+        }
         assert!(
             w.contains(&format!(
                 "cargo install --locked cargo-optimize@{}",
@@ -334,25 +408,46 @@ mod tests {
             )),
             "{w}"
         );
-        assert!(
-            w.contains("profile=\"$PWD/tools/x/pgo/xt.profdata\""),
-            "{w}"
-        );
-        assert!(w.contains("-Cprofile-use=$profile"), "{w}");
-        assert!(
-            w.contains("cargo build --locked --profile optimized -p x --bin xt"),
-            "{w}"
-        );
-        assert!(w.contains("path: target/optimized/xt"), "{w}");
-        assert!(
-            w.contains("check/latest/check.md >> \"$GITHUB_STEP_SUMMARY\""),
-            "{w}"
-        );
         // It is YAML GitHub can read: the keys a workflow needs, no tabs.
         assert!(!w.contains('\t'));
         assert!(
             w.contains("\non:\n  pull_request:\n  push:\n    tags: [\"v*\"]\n"),
             "{w}"
+        );
+    }
+
+    #[test]
+    fn a_hostile_path_reaches_the_scripts_only_through_env() {
+        let hostile = "my tool $(touch PWNED) `id` \"q\" 'a'";
+        let s = Shape {
+            manifest: format!("{hostile}/Cargo.toml"),
+            package_dir: hostile.into(),
+            profile: format!("{hostile}/pgo/xt.profdata"),
+            target: format!("{hostile}/target"),
+            ..shape()
+        };
+        let w = workflow(&s).unwrap();
+        let run = scripts(&w);
+        assert!(run.contains("cargo build --locked"), "{run}");
+        for part in ["my tool", "touch", "PWNED", "`id`"] {
+            assert!(!run.contains(part), "`{part}` in a run: script:\n{run}");
+        }
+        assert!(
+            w.contains(
+                "\n  CRATE_MANIFEST: \"my tool $(touch PWNED) `id` \\\"q\\\" 'a'/Cargo.toml\"\n"
+            ),
+            "{w}"
+        );
+        // `${{` would be evaluated by GitHub, even in env: refused, naming the path and the fix.
+        let s = Shape {
+            manifest: "a${{ secrets.TOKEN }}/Cargo.toml".into(),
+            ..shape()
+        };
+        let e = workflow(&s).unwrap_err().to_string();
+        assert!(
+            e.contains("the package's manifest `a${{ secrets.TOKEN }}/Cargo.toml` contains `${{`")
+                && e.contains("\n  fix: rename the folder"),
+            "{e}"
         );
     }
 }

@@ -133,6 +133,7 @@ fn resolve_old(plan: &Plan, args: &CheckArgs) -> anyhow::Result<Old> {
     if let Some(rev) = &args.against {
         let repo = rev::Repo::of(&plan.project.package_dir)?;
         let commit = repo.resolve(rev)?;
+        repo.require_manifest(rev, &commit, &plan.project.manifest_path)?;
         return Ok(Old::Rev {
             repo,
             name: rev.clone(),

@@ -103,6 +103,23 @@ impl Repo {
         )
     }
 
+    /// An error with the fix when the package's manifest (`manifest`, a path in the
+    /// working tree) is not in `commit` (`rev` as the user named it): the crate did not
+    /// exist there, or was elsewhere. Asked of git's objects, before any worktree is made.
+    pub fn require_manifest(&self, rev: &str, commit: &str, manifest: &Path) -> anyhow::Result<()> {
+        let rel = self.relative(manifest)?;
+        let rel = rel.to_string_lossy();
+        let out = git(&self.root, &["cat-file", "-e", &format!("{commit}:{rel}")])?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let short = &commit[..12.min(commit.len())];
+        bail!(
+            "--against {rev}: the package's manifest {rel} does not exist at {short}: the crate is not there (yet) at that revision, so there is nothing to build and compare with\n  fix: compare with a later revision that has it (`git log --oneline -- {}` lists the commits that touched it), or save a baseline of a build you have (`cargo optimize check --save-baseline NAME`) and compare with `--baseline NAME`",
+            shell_words::quote(&rel)
+        )
+    }
+
     /// The commit checked out now, and whether the working tree differs from it.
     pub fn head(&self) -> Option<(String, bool)> {
         let commit = git_ok(&self.root, &["rev-parse", "HEAD"]).ok()?;
@@ -130,8 +147,8 @@ impl Repo {
     }
 }
 
-/// A temporary checkout of one commit; removed (and pruned from the repository's list)
-/// when dropped.
+/// A temporary checkout of one commit; removed (its folder and its entry in the
+/// repository's list, no other) when dropped.
 pub struct Worktree {
     repo: PathBuf,
     pub path: PathBuf,
@@ -165,27 +182,70 @@ impl Worktree {
     }
 }
 
+impl Worktree {
+    /// Check out the commit's submodules in the worktree (`git submodule update --init
+    /// --recursive`, bounded like every git command), when it has any: a path dependency
+    /// may be in one. `None` when there are none or they are checked out, else what git
+    /// said (the build may not need them: the caller says it only when the build fails).
+    pub fn init_submodules(&self) -> Option<String> {
+        if !self.path.join(".gitmodules").is_file() {
+            return None;
+        }
+        let args = ["submodule", "update", "--init", "--recursive"];
+        match git(&self.path, &args) {
+            Ok(out) if out.status.success() => None,
+            Ok(out) => {
+                let said = String::from_utf8_lossy(&out.stderr);
+                let fatal = said.lines().find(|l| l.starts_with("fatal:"));
+                Some(fatal.unwrap_or(said.trim()).to_string())
+            }
+            Err(e) => Some(format!("{e:#}")),
+        }
+    }
+}
+
 impl Drop for Worktree {
     fn drop(&mut self) {
         remove(&self.repo, &self.path);
     }
 }
 
-/// Remove a worktree folder and forget it in the repository (best effort).
+/// Remove one worktree of ours, its folder and its entry in the repository (best effort).
+/// Only this one: `git worktree remove --force --force PATH` also forgets an entry whose
+/// folder is gone, where `git worktree prune` would forget every such entry — a user's own
+/// worktree moved away for a while included.
 fn remove(repo: &Path, path: &Path) {
     let p = path.to_string_lossy().into_owned();
     let _ = git(repo, &["worktree", "remove", "--force", "--force", &p]);
     let _ = std::fs::remove_dir_all(path);
-    let _ = git(repo, &["worktree", "prune"]);
 }
 
 /// Remove the worktrees a killed check left in `dir` (named by a process id that is no
-/// longer running).
+/// longer running): the folders there, and the repository's entries of folders in `dir`
+/// that are gone.
 pub fn sweep(repo: &Repo, dir: &Path) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let pid = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok());
+    let mut left: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let listed = git_ok(&repo.root, &["worktree", "list", "--porcelain", "-z"]);
+    for entry in listed.iter().flat_map(|l| l.split('\0')) {
+        let Some(path) = entry.strip_prefix("worktree ").map(PathBuf::from) else {
+            continue;
+        };
+        let ours = path.parent().is_some_and(|p| p == dir || p == real);
+        if ours && !left.iter().any(|l| l.file_name() == path.file_name()) {
+            left.push(path);
+        }
+    }
+    for path in left {
+        let name = path.file_name().and_then(|n| n.to_str());
+        let pid = name.and_then(|n| n.parse::<i32>().ok());
         if pid.is_some_and(|p| p != std::process::id() as i32 && !alive(p)) {
-            remove(&repo.root, &e.path());
+            remove(&repo.root, &path);
         }
     }
 }

@@ -18,7 +18,7 @@ use anyhow::bail;
 
 use super::matrix::{Base, Matrix, PORTABLE};
 use crate::cargo::Project;
-use crate::check::ci::{propose, repo_root, Proposal};
+use crate::check::ci::{env_lines, propose, repo_root, yaml_string, Proposal};
 use crate::cli::{GlobalArgs, ReleaseArgs};
 
 /// The workflow file, relative to the repository root.
@@ -152,7 +152,7 @@ pub(crate) fn emit(
     let root = repo_root(project);
     let select = select(g, project, matrix, &root);
     let warnings = notes(&cells, matrix, spec);
-    let text = workflow(&cells, &select);
+    let text = workflow(&cells, &select)?;
     eprintln!(
         "{WORKFLOW}: {} cell(s) — {} target(s) × {} flavor(s) × {} CPU level(s)",
         cells.len(),
@@ -205,48 +205,63 @@ fn notes(cells: &[Cell], matrix: &Matrix, spec: &crate::spec::Spec) -> Vec<Strin
     notes
 }
 
-/// The flags that select the package (as `ci --github` passes them), the cargo profile,
-/// the spec file and — without `[release.flavors]` — the features of the one flavor.
-fn select(g: &GlobalArgs, project: &Project, matrix: &Matrix, root: &Path) -> String {
-    let mut s = crate::check::ci::shape(project, root).select;
-    let mut word = |flag: &str, value: Option<&str>| {
-        s.push(' ');
-        s.push_str(flag);
-        if let Some(v) = value {
-            s.push(' ');
-            s.push_str(&shell_words::quote(v));
-        }
-    };
+/// What the cell step passes besides the cell's own flags: the package (as `ci --github`
+/// selects it), the cargo profile, the spec file and — without `[release.flavors]` — the
+/// features of the one flavor. Each value is a workflow-level `env:` entry (`env`), which
+/// a line of the script appends to its `args` quoted (`args`): no value is shell text.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Select {
+    /// Name, value, what it is (for an error).
+    pub(crate) env: Vec<(&'static str, String, &'static str)>,
+    /// `args+=(…)` lines of the cell's script.
+    pub(crate) args: Vec<String>,
+}
+
+impl Select {
+    fn value(&mut self, flag: &str, var: &'static str, value: String, what: &'static str) {
+        self.args.push(format!("args+=({flag} \"${var}\")"));
+        self.env.push((var, value, what));
+    }
+}
+
+fn select(g: &GlobalArgs, project: &Project, matrix: &Matrix, root: &Path) -> Select {
+    let shape = crate::check::ci::shape(project, root);
+    let mut s = Select::default();
+    s.value(
+        "--manifest-path",
+        "CRATE_MANIFEST",
+        shape.manifest,
+        "the package's manifest",
+    );
+    s.value("-p", "CRATE_PACKAGE", shape.package, "the package's name");
+    s.value("--bin", "CRATE_BIN", shape.bin, "the binary's name");
     if g.selection.profile != "release" {
-        word("--profile", Some(&g.selection.profile));
+        let profile = g.selection.profile.clone();
+        s.value("--profile", "CRATE_PROFILE", profile, "the cargo profile");
     }
     if let Some(spec) = &g.spec {
         let abs = crate::util::absolute(spec);
-        let rel = abs.strip_prefix(root).unwrap_or(&abs);
-        word("--spec", Some(&rel.display().to_string()));
+        let rel = abs.strip_prefix(root).unwrap_or(&abs).display().to_string();
+        s.value("--spec", "CRATE_SPEC", rel, "the spec file");
     }
     let features = &project.features;
     if matrix.implicit_flavor {
         if !features.features.is_empty() {
-            word("--features", Some(&features.features.join(",")));
+            let list = features.features.join(",");
+            s.value("--features", "CRATE_FEATURES", list, "the features");
         }
         if features.all_features {
-            word("--all-features", None);
+            s.args.push("args+=(--all-features)".into());
         }
         if features.no_default_features {
-            word("--no-default-features", None);
+            s.args.push("args+=(--no-default-features)".into());
         }
     }
     s
 }
 
-/// A YAML scalar: JSON's string syntax is YAML's double-quoted one.
-fn quoted(s: &str) -> String {
-    serde_json::Value::from(s).to_string()
-}
-
 /// The workflow's text.
-pub(crate) fn workflow(cells: &[Cell], select: &str) -> String {
+pub(crate) fn workflow(cells: &[Cell], select: &Select) -> anyhow::Result<String> {
     let mut header = String::new();
     let mut seen: Vec<&str> = Vec::new();
     for c in cells {
@@ -267,21 +282,32 @@ pub(crate) fn workflow(cells: &[Cell], select: &str) -> String {
         .map(|c| {
             format!(
                 "          - {{\"name\": {}, \"target\": {}, \"flavor\": {}, \"cpu\": {}, \"stages\": {}, \"runner\": {}}}\n",
-                quoted(&c.name),
-                quoted(&c.target),
-                quoted(&c.flavor),
-                quoted(&c.cpu),
-                quoted(&c.stages),
-                quoted(&c.runner)
+                yaml_string(&c.name),
+                yaml_string(&c.target),
+                yaml_string(&c.flavor),
+                yaml_string(&c.cpu),
+                yaml_string(&c.stages),
+                yaml_string(&c.runner)
             )
         })
         .collect();
-    WORKFLOW_TEMPLATE
+    let vars: Vec<(&str, &str, &str)> = select
+        .env
+        .iter()
+        .map(|(n, v, w)| (*n, v.as_str(), *w))
+        .collect();
+    let args: String = select
+        .args
+        .iter()
+        .map(|a| format!("          {a}\n"))
+        .collect();
+    Ok(WORKFLOW_TEMPLATE
         .replace("{version}", env!("CARGO_PKG_VERSION"))
         .replace("{cells}", &cells.len().to_string())
         .replace("{runners}\n", &header)
         .replace("{include}\n", &include)
-        .replace("{select}", select)
+        .replace("{env}\n", &env_lines("  ", &vars)?)
+        .replace("{select}\n", &args))
 }
 
 const WORKFLOW_TEMPLATE: &str = r#"# Written by `cargo optimize release --emit-ci github` (cargo-optimize {version});
@@ -307,7 +333,9 @@ permissions:
 env:
   CARGO_TERM_COLOR: always
   CARGO_OPTIMIZE_INSTALL: ${{ vars.CARGO_OPTIMIZE_INSTALL || 'cargo install --locked cargo-optimize' }}
-
+  # The package, as the cells select it (paths relative to the repository's root, where
+  # every step runs); the scripts use these only quoted.
+{env}
 jobs:
   build:
     name: ${{ matrix.name }}
@@ -333,10 +361,12 @@ jobs:
         run: eval "$CARGO_OPTIMIZE_INSTALL"
       - name: cargo optimize release (this cell)
         run: |
-          args=(--targets "$TARGET" --cpu "$CPU" --stages "$STAGES" --out-dir dist-cell)
+          args=()
+{select}
+          args+=(--targets "$TARGET" --cpu "$CPU" --stages "$STAGES" --out-dir dist-cell)
           if [ -n "$FLAVOR" ]; then args+=(--flavors "$FLAVOR"); fi
           if [ "$CPU" != none ]; then args+=(--no-portable); fi
-          cargo optimize release{select} "${args[@]}"
+          cargo optimize release "${args[@]}"
         env:
           TARGET: ${{ matrix.target }}
           FLAVOR: ${{ matrix.flavor }}
@@ -431,8 +461,24 @@ mod tests {
             ),
             cell("riscv64gc-unknown-linux-gnu", "fast", "none", None),
         ];
-        let w = workflow(&cells, " -p x --bin x");
-        for p in ["{version}", "{cells}", "{runners}", "{include}", "{select}"] {
+        let mut select = Select::default();
+        select.value("-p", "CRATE_PACKAGE", "x".into(), "the package's name");
+        select.value(
+            "--spec",
+            "CRATE_SPEC",
+            "a b/$(touch P).toml".into(),
+            "the spec",
+        );
+        select.args.push("args+=(--all-features)".into());
+        let w = workflow(&cells, &select).unwrap();
+        for p in [
+            "{version}",
+            "{cells}",
+            "{runners}",
+            "{include}",
+            "{select}",
+            "{env}",
+        ] {
             assert!(!w.contains(p), "{p} left in:\n{w}");
         }
         assert_eq!(w.matches("\n          - {\"name\": ").count(), 3, "{w}");
@@ -448,10 +494,17 @@ mod tests {
             w.contains("#   x86_64-unknown-linux-gnu on ubuntu-latest\n"),
             "{w}"
         );
+        // The values through env:, the script only quoted references.
         assert!(
-            w.contains("cargo optimize release -p x --bin x \"${args[@]}\""),
+            w.contains("\n  CRATE_PACKAGE: \"x\"\n  CRATE_SPEC: \"a b/$(touch P).toml\"\n"),
             "{w}"
         );
+        assert!(
+            w.contains("          args=()\n          args+=(-p \"$CRATE_PACKAGE\")\n          args+=(--spec \"$CRATE_SPEC\")\n          args+=(--all-features)\n          args+=(--targets "),
+            "{w}"
+        );
+        assert!(w.contains("cargo optimize release \"${args[@]}\""), "{w}");
+        assert_eq!(w.matches("touch P").count(), 1, "{w}");
         assert!(
             w.contains("cargo optimize release --gather cells/* --out-dir dist"),
             "{w}"

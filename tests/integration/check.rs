@@ -364,9 +364,14 @@ fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
         "the diff first: {}",
         r.stdout
     );
-    assert!(written.contains("cargo optimize check --against \"origin/${{ github.base_ref }}\" -p check-regress --bin check-regress --format github"), "{written}");
+    assert!(written.contains("cargo optimize check --against \"origin/$BASE_REF\" --manifest-path \"$CRATE_MANIFEST\" -p \"$CRATE_PACKAGE\" --bin \"$CRATE_BIN\" --format github"), "{written}");
     assert!(
-        written.contains("profile=\"$PWD/pgo/check-regress.profdata\""),
+        written
+            .contains("\n  CRATE_MANIFEST: \"Cargo.toml\"\n  CRATE_PACKAGE: \"check-regress\"\n"),
+        "{written}"
+    );
+    assert!(
+        written.contains("\n  PGO_PROFILE: \"pgo/check-regress.profdata\"\n"),
         "{written}"
     );
     assert!(
@@ -400,4 +405,247 @@ fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
         std::fs::read_to_string(dir.join(".github/workflows/optimize.yml.bak")).unwrap(),
         "mine\n"
     );
+}
+
+/// The fixture in the folder `sub` of a git repository, its workloads timed for 1 s, with
+/// an `origin/main` (as a pull request's checkout with `fetch-depth: 0` has).
+fn repo_in(sub: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(sub);
+    copy_dir(&fixture("check-regress"), &dir);
+    let spec = dir.join("optimize.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        text.replace("max-time = \"4s\"", "max-time = \"1s\""),
+    )
+    .unwrap();
+    commit_all(tmp.path());
+    git(
+        tmp.path(),
+        &["update-ref", "refs/remotes/origin/main", "HEAD"],
+    );
+    tmp
+}
+
+/// `ci --github` in the crate's folder `sub`, then the workflow linted (actionlint, and
+/// shellcheck on every script) and every `run:` step of both jobs run by bash at the
+/// repository's root as GitHub runs it (but the installs: this build is on PATH): the PR
+/// job checks the crate and puts check.md in the job summary, the tag job builds the
+/// binary its upload step names. No step creates a file named PWNED.
+fn ci_workflow_runs_from_the_root(sub: &str) {
+    let tmp = repo_in(sub);
+    let root = tmp.path();
+    let r = run(
+        &root.join(sub),
+        &["optimize", "ci", "--github"],
+        &[("GIT_CONFIG_GLOBAL", "/dev/null")],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let file = ".github/workflows/optimize.yml";
+    let text = std::fs::read_to_string(root.join(file)).unwrap();
+    lint_workflow(root, file);
+    let out = tempfile::tempdir().unwrap();
+    let summary = out.path().join("summary.md");
+    let summary_env = [("GITHUB_STEP_SUMMARY", summary.to_str().unwrap())];
+    for job in ["check", "release"] {
+        let steps = workflow_steps(&text, job, &[("github.base_ref", "main")]);
+        assert!(steps.len() >= 3, "{job}: {steps:?}\n{text}");
+        shellcheck_steps(&steps);
+        for step in steps.iter().filter(|s| !s.name.starts_with("Install")) {
+            let r = run_workflow_step(root, step, &summary_env);
+            let pwned = files_named(root, "PWNED");
+            assert!(pwned.is_empty(), "the step `{}` made {pwned:?}", step.name);
+            // `check` may judge noise a regression (exit 1); 2 is an error.
+            let ok = match step.name.as_str() {
+                "cargo optimize check" => matches!(r.code, Some(0 | 1)),
+                _ => r.code == Some(0),
+            };
+            assert!(ok, "{job}: the step `{}`:\n{}", step.name, r.all());
+        }
+    }
+    let md = std::fs::read_to_string(&summary).unwrap_or_default();
+    assert!(
+        md.starts_with("## cargo optimize check: "),
+        "summary: {md:?}"
+    );
+    let check: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            root.join(sub)
+                .join("target/optimize/check/latest/check.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let head = git(root, &["rev-parse", "HEAD"]);
+    assert_eq!(check["against"]["commit"].as_str(), Some(head.trim()));
+    // The upload step's path, as GitHub expands it, is the binary the build step made.
+    let env = workflow_steps(&text, "release", &[]).remove(0).env;
+    let path = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("path: "))
+        .unwrap_or_else(|| panic!("no upload path in {text}"));
+    let binary = root.join(workflow_value(path, &[], &env));
+    assert!(binary.is_file(), "{} was not built", binary.display());
+    assert_eq!(binary, root.join(sub).join("target/release/check-regress"));
+}
+
+#[test]
+fn ci_github_for_a_crate_in_a_subfolder_works_from_the_repository_root() {
+    let _guard = shared();
+    ci_workflow_runs_from_the_root("app");
+}
+
+#[test]
+fn ci_github_passes_a_hostile_path_to_its_scripts_quoted_and_runs_nothing() {
+    let _guard = shared();
+    ci_workflow_runs_from_the_root("my tool $(touch PWNED) `touch PWNED`");
+}
+
+#[test]
+fn check_removes_only_its_own_worktrees_never_the_users() {
+    let _guard = shared();
+    let tmp = repo();
+    let dir = tmp.path();
+    // The user's own worktree, moved away for a while (git lists it as prunable).
+    let outside = tempfile::tempdir().unwrap();
+    let wt = outside.path().join("wt");
+    let away = outside.path().join("wt-away");
+    git(
+        dir,
+        &["worktree", "add", "-q", wt.to_str().unwrap(), "-b", "f"],
+    );
+    std::fs::rename(&wt, &away).unwrap();
+    // A killed check's worktree whose folder is gone: its entry, and only it, goes.
+    let dead = std::process::Command::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait_with_output().unwrap();
+    let stale = dir.join(format!("target/optimize/check/worktrees/{pid}"));
+    git(
+        dir,
+        &["worktree", "add", "-q", "--detach", stale.to_str().unwrap()],
+    );
+    std::fs::remove_dir_all(&stale).unwrap();
+    let r = check(dir, &["--against", "HEAD", "--max-time", "1s"]);
+    // The same commit: 0, or 1 when load made noise a regression; never an error.
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    std::fs::rename(&away, &wt).unwrap();
+    let status = git(&wt, &["status", "--porcelain"]);
+    assert_eq!(status, "", "the user's worktree: {status}");
+    let list = git(dir, &["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 2, "{list}");
+    assert!(list.contains("branch refs/heads/f"), "{list}");
+    assert!(!list.contains(&stale.display().to_string()), "{list}");
+}
+
+#[test]
+fn a_revision_without_the_crate_is_exit_2_naming_its_manifest_and_the_fix() {
+    let _guard = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::write(root.join("README"), "before the crate\n").unwrap();
+    commit_all(root);
+    copy_dir(&fixture("check-regress"), &root.join("app"));
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "the crate"]);
+    let r = check(&root.join("app"), &["--against", "HEAD~1"]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    let short = git(root, &["rev-parse", "--short=12", "HEAD~1"]);
+    assert!(
+        r.stderr.contains(&format!(
+            "--against HEAD~1: the package's manifest app/Cargo.toml does not exist at {}",
+            short.trim()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("\n  fix: compare with a later revision that has it")
+            && r.stderr.contains("--save-baseline NAME"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("worktrees"), "{}", r.stderr);
+    // Said before anything was built or checked out.
+    assert!(!root.join("app/target").exists(), "built first");
+    no_worktree_left(root);
+}
+
+#[test]
+fn a_path_dependency_in_a_submodule_is_checked_out_in_the_revisions_worktree_or_said() {
+    let _guard = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    // A library in a repository of its own, a submodule of the crate's at vendor/helper,
+    // and the crate's path dependency.
+    let helper = tmp.path().join("helper");
+    std::fs::create_dir_all(helper.join("src")).unwrap();
+    std::fs::write(
+        helper.join("Cargo.toml"),
+        "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(helper.join("src/lib.rs"), "pub fn one() -> u64 { 1 }\n").unwrap();
+    commit_all(&helper);
+    let dir = tmp.path().join("app");
+    copy_dir(&fixture("check-regress"), &dir);
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let dep = "\n[dependencies]\nhelper = { path = \"vendor/helper\" }\n";
+    std::fs::write(&manifest, format!("{text}{dep}")).unwrap();
+    git(&tmp.path().join("app"), &["init", "-q", "-b", "main"]);
+    let url = helper.to_str().unwrap();
+    let allow = ["-c", "protocol.file.allow=always"];
+    git(
+        &dir,
+        &[
+            &allow[..],
+            &["submodule", "add", "-q", url, "vendor/helper"],
+        ]
+        .concat(),
+    );
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "one"]);
+    // git refuses to clone a submodule from a folder unless told: said, with the fix.
+    let r = check(&dir, &["--against", "HEAD", "--max-time", "1s"]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("git submodules could not be checked out in its temporary worktree")
+            && r.stderr.contains("transport 'file' not allowed"),
+        "{}",
+        r.stderr
+    );
+    let last = r.stderr.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("  fix: make `git submodule update --init` work"),
+        "{}",
+        r.stderr
+    );
+    no_worktree_left(&dir);
+    // Allowed: the submodule is checked out in the worktree and the revision builds.
+    let env = [
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_CONFIG_COUNT", "1"),
+        ("GIT_CONFIG_KEY_0", "protocol.file.allow"),
+        ("GIT_CONFIG_VALUE_0", "always"),
+    ];
+    let r = run(
+        &dir,
+        &["optimize", "check", "--against", "HEAD", "--max-time", "1s"],
+        &env,
+    );
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    let built = std::fs::read_dir(dir.join("target/optimize/cache/revs"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "bin")
+        })
+        .count();
+    assert_eq!(built, 1, "{}", r.all());
+    no_worktree_left(&dir);
 }

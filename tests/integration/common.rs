@@ -242,7 +242,7 @@ pub fn copy_fixture(name: &str) -> tempfile::TempDir {
     tmp
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let p = e.unwrap().path();
@@ -327,4 +327,194 @@ pub fn lint_workflow(dir: &Path, file: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("actionlint ({}): {file}: no findings", bin.display());
+}
+
+/// One `run:` step of a workflow's job, as GitHub runs it.
+#[derive(Debug, Default)]
+pub struct WorkflowStep {
+    pub name: String,
+    pub script: String,
+    /// The workflow's `env:`, then the step's (which wins).
+    pub env: BTreeMap<String, String>,
+}
+
+/// A YAML scalar as the workflows we write have them (plain, or double-quoted as JSON),
+/// its `${{ expr }}`s replaced from `exprs` (`env.X` from `env`; anything else: empty).
+pub fn workflow_value(raw: &str, exprs: &[(&str, &str)], env: &BTreeMap<String, String>) -> String {
+    let raw = raw.trim();
+    let v = match raw.starts_with('"') {
+        true => serde_json::from_str::<String>(raw).expect("a JSON-quoted YAML scalar"),
+        false => raw.to_string(),
+    };
+    expand(v, exprs, env)
+}
+
+/// `v` with its `${{ expr }}`s replaced, as GitHub does before a script runs.
+fn expand(mut v: String, exprs: &[(&str, &str)], env: &BTreeMap<String, String>) -> String {
+    while let Some(at) = v.find("${{") {
+        let end = at + v[at..].find("}}").expect("an expression's end") + 2;
+        let expr = v[at + 3..end - 2].trim().to_string();
+        let by_env = expr.strip_prefix("env.").and_then(|k| env.get(k)).cloned();
+        let by_expr = exprs
+            .iter()
+            .find(|(k, _)| *k == expr)
+            .map(|(_, x)| x.to_string());
+        v.replace_range(at..end, &by_env.or(by_expr).unwrap_or_default());
+    }
+    v
+}
+
+/// `KEY: value` lines indented deeper than `indent` from `lines[at]` on, into `into`; the
+/// index of the first line after them.
+fn workflow_map(
+    lines: &[&str],
+    mut at: usize,
+    indent: usize,
+    exprs: &[(&str, &str)],
+    into: &mut BTreeMap<String, String>,
+) -> usize {
+    let base = into.clone();
+    while at < lines.len() {
+        let l = lines[at];
+        let t = l.trim_start();
+        if !t.is_empty() && l.len() - t.len() <= indent {
+            break;
+        }
+        if let Some((k, v)) = t.split_once(": ").filter(|_| !t.starts_with('#')) {
+            into.insert(k.to_string(), workflow_value(v, exprs, &base));
+        }
+        at += 1;
+    }
+    at
+}
+
+/// The `run:` steps of `job` in the workflow `text` (as `ci --github` and `release
+/// --emit-ci github` write them: the workflow's `env:` at the top level, steps at
+/// `      - `), each with its script and the env it sees, `${{ … }}` replaced from `exprs`.
+pub fn workflow_steps(text: &str, job: &str, exprs: &[(&str, &str)]) -> Vec<WorkflowStep> {
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut top = BTreeMap::new();
+    let mut steps: Vec<WorkflowStep> = Vec::new();
+    let (mut in_job, mut at) = (false, 0);
+    while at < lines.len() {
+        let l = lines[at];
+        let (n, t) = (indent(l), l.trim_start());
+        at += 1;
+        if n == 0 && t == "env:" {
+            at = workflow_map(&lines, at, 0, exprs, &mut top);
+        } else if n == 2 {
+            in_job = t == format!("{job}:");
+        } else if in_job && n == 6 && t.starts_with("- ") {
+            steps.push(WorkflowStep {
+                env: top.clone(),
+                ..Default::default()
+            });
+        }
+        let key = match (in_job, n) {
+            (true, 6) => t.strip_prefix("- ").unwrap_or(t),
+            (true, 8) => t,
+            _ => continue,
+        };
+        let Some(step) = steps.last_mut() else {
+            continue;
+        };
+        if let Some(name) = key.strip_prefix("name: ") {
+            step.name = name.to_string();
+        } else if key == "run: |" {
+            while at < lines.len() && (lines[at].trim().is_empty() || indent(lines[at]) > 8) {
+                step.script.push_str(lines[at].get(10..).unwrap_or(""));
+                step.script.push('\n');
+                at += 1;
+            }
+        } else if let Some(script) = key.strip_prefix("run: ") {
+            step.script = format!("{script}\n");
+        } else if key == "env:" {
+            at = workflow_map(&lines, at, 8, exprs, &mut step.env);
+        }
+    }
+    steps.retain(|s| !s.script.is_empty());
+    for s in &mut steps {
+        s.script = expand(std::mem::take(&mut s.script), exprs, &s.env);
+    }
+    steps
+}
+
+/// Run a workflow step's script in `dir` as GitHub's `shell: bash` does (`bash --noprofile
+/// --norc -eo pipefail`), with its env and `extra`, and this build of cargo-optimize first
+/// on PATH (so `cargo optimize` is the binary under test).
+pub fn run_workflow_step(dir: &Path, step: &WorkflowStep, extra: &[(&str, &str)]) -> Run {
+    let bin_dir = tool().parent().unwrap().to_path_buf();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let paths = std::iter::once(bin_dir).chain(std::env::split_paths(&path));
+    let mut cmd = Command::new("bash");
+    cmd.args([
+        "--noprofile",
+        "--norc",
+        "-eo",
+        "pipefail",
+        "-c",
+        &step.script,
+    ])
+    .current_dir(dir)
+    .env("PATH", std::env::join_paths(paths).unwrap())
+    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+    .env("NO_COLOR", "1")
+    .env_remove("RUSTFLAGS")
+    .env_remove("CARGO_ENCODED_RUSTFLAGS")
+    .env_remove("CARGO_BUILD_RUSTFLAGS")
+    .env_remove("CARGO_TARGET_DIR")
+    .envs(&step.env)
+    .envs(extra.iter().copied());
+    let out = cmd.output().expect("run bash");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// shellcheck (run here directly, not only through actionlint, which skips it silently
+/// when it is missing) finds nothing in the steps' scripts.
+pub fn shellcheck_steps(steps: &[WorkflowStep]) {
+    for step in steps {
+        let mut sc = Command::new("shellcheck")
+            .args(["--shell=bash", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("shellcheck is not installed (scripts/setup installs it: apt-get install shellcheck)");
+        use std::io::Write as _;
+        sc.stdin
+            .take()
+            .unwrap()
+            .write_all(step.script.as_bytes())
+            .unwrap();
+        let out = sc.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "shellcheck on the step `{}`:\n{}\n{}",
+            step.name,
+            step.script,
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+/// Every file named `name` under `dir`, `target/` folders included.
+pub fn files_named(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.file_name().is_some_and(|n| n == name) {
+                found.push(p.clone());
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p);
+            }
+        }
+    }
+    found
 }

@@ -301,8 +301,10 @@ fn emit_ci_writes_a_cell_per_target_flavor_and_cpu_level_and_actionlint_passes_i
         "components: llvm-tools",
         "rustup target add \"$TARGET\"",
         "run: eval \"$CARGO_OPTIMIZE_INSTALL\"",
-        "cargo optimize release -p release-flavors --bin release-flavors \"${args[@]}\"",
-        "args=(--targets \"$TARGET\" --cpu \"$CPU\" --stages \"$STAGES\" --out-dir dist-cell)",
+        "cargo optimize release \"${args[@]}\"",
+        "\n  CRATE_MANIFEST: \"Cargo.toml\"\n  CRATE_PACKAGE: \"release-flavors\"\n  CRATE_BIN: \"release-flavors\"\n",
+        "args=()\n          args+=(--manifest-path \"$CRATE_MANIFEST\")\n          args+=(-p \"$CRATE_PACKAGE\")\n          args+=(--bin \"$CRATE_BIN\")\n",
+        "args+=(--targets \"$TARGET\" --cpu \"$CPU\" --stages \"$STAGES\" --out-dir dist-cell)",
         "    needs: build\n",
         "merge-multiple: false",
         "cargo optimize release --gather cells/* --out-dir dist",
@@ -421,6 +423,68 @@ fn emit_ci_takes_runners_and_cpu_levels_and_never_replaces_a_different_file_with
         "{}",
         r.stdout
     );
+}
+
+/// `release --emit-ci github` for the fixture in a folder named like a command
+/// substitution, below the repository's root: the workflow passes actionlint and
+/// shellcheck, and its steps, run by bash at the root as GitHub runs them (but the
+/// installs: this build is on PATH), release one cell and gather it — the path reaches
+/// cargo-optimize whole, and no step creates a file named PWNED.
+#[test]
+fn emit_ci_passes_a_hostile_path_to_its_scripts_quoted_and_its_steps_run_from_the_root() {
+    let _g = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let sub = "my tool $(touch PWNED) `touch PWNED`";
+    copy_dir(&fixture(FIXTURE), &root.join(sub));
+    commit_all(root);
+    let r = emit(&root.join(sub), &["--targets", "x86_64-unknown-linux-gnu"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let text = std::fs::read_to_string(root.join(WORKFLOW)).unwrap();
+    lint_workflow(root, WORKFLOW);
+    let rows = cells(&text);
+    let row = rows
+        .iter()
+        .find(|c| c["flavor"] == "sieve")
+        .unwrap_or_else(|| panic!("{text}"));
+    let field = |k: &str| row[k].as_str().unwrap().to_string();
+    let matrix: Vec<(String, String)> = ["name", "target", "flavor", "cpu", "stages"]
+        .iter()
+        .map(|k| (format!("matrix.{k}"), field(k)))
+        .collect();
+    let exprs: Vec<(&str, &str)> = matrix
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    for job in ["build", "gather"] {
+        let steps = workflow_steps(&text, job, &exprs);
+        shellcheck_steps(&steps);
+        // The target is this machine's, installed: `rustup target add` is not run either.
+        let skip = |name: &str| name.starts_with("Install") || name == "Add the target";
+        for step in steps.iter().filter(|s| !skip(&s.name)) {
+            let r = run_workflow_step(root, step, &[]);
+            let pwned = files_named(root, "PWNED");
+            assert!(pwned.is_empty(), "the step `{}` made {pwned:?}", step.name);
+            assert_eq!(
+                r.code,
+                Some(0),
+                "{job}: the step `{}`:\n{}",
+                step.name,
+                r.all()
+            );
+        }
+        if job == "build" {
+            // What actions/download-artifact does between the jobs.
+            copy_dir(
+                &root.join("dist-cell"),
+                &root.join("cells").join(field("name")),
+            );
+        }
+    }
+    let m = manifest(&root.join("dist"));
+    assert_eq!(m["artifacts"].as_array().unwrap().len(), 1, "{m:#}");
+    assert_eq!(artifact(&m, "sieve")["pgo"]["applied"], true, "{m:#}");
+    sha256sum_checks(&root.join("dist"), 2);
 }
 
 #[test]
