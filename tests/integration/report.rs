@@ -424,7 +424,7 @@ fn report_o_writes_through_links_streams_to_pipes_and_devices_and_refuses_a_fold
     let fifo = d.path().join("pipe");
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success());
-    let mut cat = Command::new("cat")
+    let cat = Command::new("cat")
         .arg(&fifo)
         .stdout(Stdio::piped())
         .spawn()
