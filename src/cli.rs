@@ -244,6 +244,15 @@ pub struct RunArgs {
     /// Upper bound of benchmarking time per workload per comparison (e.g. 20s).
     #[arg(long, value_name = "DURATION")]
     pub max_time: Option<String>,
+    /// The wall time the whole run may take, builds included (e.g. 10m), overriding
+    /// [bench] budget; default 10m. Comparisons share what is left, the final one first; a
+    /// stage that does not fit is not tried, and the output says how to try it.
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
+    /// Print the plan (stages, workloads, budget) and what an earlier run of it cost, then
+    /// stop: nothing is built or run.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Also measure each profile setting alone against the baseline (one build and
     /// measurement per setting) and report what each is worth.
     #[arg(long)]

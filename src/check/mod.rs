@@ -94,6 +94,7 @@ fn run_args(args: &CheckArgs) -> RunArgs {
         fresh: args.fresh,
         pgo_profile: None,
         args: Vec::new(),
+        ..RunArgs::default()
     }
 }
 

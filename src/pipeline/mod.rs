@@ -7,6 +7,7 @@
 //! Must not: parse flags or files after the plan is made; build, run or time anything
 //! except through the stages, verify and bench.
 
+pub mod budget;
 mod ladder;
 pub mod measure;
 pub mod plan;

@@ -107,6 +107,10 @@ pub struct Plan {
     /// `--pgo-profile FILE` (absolute, checked): the pgo stage builds with it instead of
     /// training.
     pub pgo_profile: Option<PathBuf>,
+    /// The wall time the whole run may take (`--budget`, `[bench] budget`, the default).
+    pub budget: std::time::Duration,
+    /// `--dry-run`: print the plan and what an earlier run of it cost; build nothing.
+    pub dry_run: bool,
     pub ui: Ui,
 }
 
@@ -160,6 +164,7 @@ impl Plan {
             target: g.selection.target.clone(),
             features: project.features.clone(),
         };
+        let spec_budget = spec.bench.budget.unwrap_or(super::budget::DEFAULT);
         Ok(Plan {
             optimize_dir: project.target_dir.join("optimize"),
             project,
@@ -171,6 +176,8 @@ impl Plan {
             explain: args.explain,
             fresh: args.fresh,
             pgo_profile,
+            budget: spec_budget,
+            dry_run: args.dry_run,
             ui,
         })
     }
@@ -230,7 +237,8 @@ fn given_profile(
     }
 }
 
-/// `--stages` and `--max-time` replace the spec's `[stages] try` and `[bench] max-time`.
+/// `--stages`, `--max-time` and `--budget` replace the spec's `[stages] try`, `[bench]
+/// max-time` and `[bench] budget`.
 fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
     if let Some(list) = &args.stages {
         let names: Vec<&str> = list
@@ -254,6 +262,9 @@ fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
     }
     if let Some(t) = &args.max_time {
         spec.bench.max_time = crate::spec::bounds::parse_flag_duration(t, "--max-time")?;
+    }
+    if let Some(t) = &args.budget {
+        spec.bench.budget = Some(crate::spec::bounds::parse_flag_duration(t, "--budget")?);
     }
     Ok(())
 }

@@ -148,6 +148,9 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         explain: false,
         pgo_profile: None,
         fresh: args.fresh,
+        // A release is not a ladder: its jobs are bounded by their own timeouts.
+        budget: crate::pipeline::budget::DEFAULT,
+        dry_run: false,
         ui: job_ui,
         project: project.clone(),
     };

@@ -134,6 +134,9 @@ pub struct BenchConfig {
     /// the spec leaves it to the comparison (see `bench::BenchOptions::from_config` and
     /// `::for_ladder`).
     pub min_runs: Option<u32>,
+    /// `budget`: the wall time a whole run may take (`pipeline::budget`); `None`: the
+    /// default.
+    pub budget: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -443,6 +446,7 @@ impl Default for BenchConfig {
             margin: 0.01,
             warmup: 0,
             min_runs: None,
+            budget: None,
         }
     }
 }

@@ -27,7 +27,7 @@ pub(super) const STAGES_KEYS: &[&str] = &[
     "bolt-mode",
     "bolt-args",
 ];
-pub(super) const BENCH_KEYS: &[&str] = &["max-time", "margin", "warmup", "min-runs"];
+pub(super) const BENCH_KEYS: &[&str] = &["max-time", "margin", "warmup", "min-runs", "budget"];
 pub(super) const VERIFY_KEYS: &[&str] = &["tests"];
 pub(super) const CACHE_KEYS: &[&str] = &["max-size"];
 pub(super) const CHECK_KEYS: &[&str] = &["max-regression", "max-binary-size"];
@@ -184,6 +184,7 @@ pub(super) struct RawBench {
     pub(super) margin: Option<Spanned<f64>>,
     pub(super) warmup: Option<u32>,
     pub(super) min_runs: Option<Spanned<u32>>,
+    pub(super) budget: Option<Spanned<RawDuration>>,
 }
 
 #[derive(serde::Deserialize)]

@@ -310,6 +310,9 @@ impl<'a> Validator<'a> {
         if let Some(w) = raw.warmup {
             bench.warmup = w;
         }
+        if let Some(t) = &raw.budget {
+            bench.budget = Some(self.duration(t, "budget")?);
+        }
         if let Some(n) = &raw.min_runs {
             if *n.get_ref() < 2 {
                 return Err(self.at(

@@ -1,0 +1,325 @@
+//! The run's time budget (`--budget`, `[bench] budget`; [`DEFAULT`] when neither is given):
+//! the wall time a whole run may take, builds included, and the projection printed once the
+//! baseline has been built and run.
+//!
+//! What each kind of work costs is learnt from the baseline ([`Costs`]: its build, one run of
+//! each workload). Before a stage builds anything, [`Budget::affords`] asks whether what is
+//! left pays for the stage's builds, verifications and training and a first look at each of
+//! its comparisons, keeping a first look for the final comparison; a stage that does not fit
+//! is not tried, and its row says so with the fix. Each comparison then gets a share of what is
+//! left after the work still to come ([`Budget::max_time`]), the final comparison (what ships)
+//! twice the others' share; a comparison its share cut short is *budget-limited*.
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+use crate::bench::runner::LADDER_MIN_PAIRS;
+use crate::spec::StageName;
+
+/// Ten minutes: a run on a typical crate (builds of a minute or less, workloads of a second
+/// or less) fits with room to measure — the demo takes about a minute —, and a crate with
+/// slow builds or 10 s workloads gets a bounded run that says what it could not do, instead
+/// of the 35 minutes an unbounded one took.
+pub const DEFAULT: Duration = Duration::from_secs(600);
+
+/// What one piece of work costs, in seconds, as the baseline showed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Costs {
+    /// One build.
+    pub build: f64,
+    /// One run of every workload (a candidate's verification).
+    pub verify: f64,
+    /// One run of every train workload (a training; instrumented binaries run slower,
+    /// counted twice).
+    pub train: f64,
+    /// One run of every eval workload (a pair of runs costs twice this).
+    pub eval: f64,
+    /// How many eval workloads there are.
+    pub eval_workloads: usize,
+}
+
+/// What a stage spends besides measuring, and how many comparisons it makes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Shape {
+    builds: f64,
+    verifications: f64,
+    trainings: f64,
+    comparisons: f64,
+}
+
+fn shape(stage: StageName, cpu_levels: usize) -> Shape {
+    let (builds, verifications, trainings, comparisons) = match stage {
+        StageName::Profile => (1.0, 1.0, 0.0, 1.0),
+        StageName::Cpu => {
+            let n = cpu_levels.max(1) as f64;
+            (n, n, 0.0, n)
+        }
+        // Instrumented + optimized builds, the training and the eval coverage pass.
+        StageName::Pgo => (2.0, 1.0, 3.0, 1.0),
+        StageName::Bolt => (1.0, 1.0, 2.0, 1.0),
+        StageName::Baseline => (0.0, 0.0, 0.0, 0.0),
+    };
+    Shape {
+        builds,
+        verifications,
+        trainings,
+        comparisons,
+    }
+}
+
+/// The seconds a stage costs besides measuring, and the seconds of its first looks.
+fn stage_cost(costs: &Costs, stage: StageName, cpu_levels: usize) -> (f64, f64) {
+    let s = shape(stage, cpu_levels);
+    let work = s.builds * costs.build + s.verifications * costs.verify + s.trainings * costs.train;
+    (work, s.comparisons * first_look(costs))
+}
+
+/// A comparison's first look: [`LADDER_MIN_PAIRS`] pairs of every eval workload.
+fn first_look(costs: &Costs) -> f64 {
+    f64::from(LADDER_MIN_PAIRS) * 2.0 * costs.eval
+}
+
+pub struct Budget {
+    pub total: Duration,
+    started: Instant,
+    costs: Cell<Option<Costs>>,
+    cpu_levels: usize,
+}
+
+impl Budget {
+    /// A budget of `total` counted from now; `cpu_levels` is how many levels the cpu stage
+    /// may try.
+    pub fn new(total: Duration, cpu_levels: usize) -> Self {
+        Budget {
+            total,
+            started: Instant::now(),
+            costs: Cell::new(None),
+            cpu_levels,
+        }
+    }
+
+    /// What the baseline showed each piece of work costs.
+    pub fn learn(&self, costs: Costs) {
+        self.costs.set(Some(costs));
+    }
+
+    pub fn costs(&self) -> Option<Costs> {
+        self.costs.get()
+    }
+
+    /// Seconds left (negative once overspent).
+    pub fn left(&self) -> f64 {
+        self.total.as_secs_f64() - self.started.elapsed().as_secs_f64()
+    }
+
+    /// Whether what is left pays for `stage` (its work and first looks) and the final
+    /// comparison's first look. Without known costs (the baseline's outputs were reused, so
+    /// nothing was run), only whether anything is left.
+    pub fn affords(&self, stage: StageName) -> Result<(), String> {
+        let left = self.left();
+        let needed = match self.costs.get() {
+            Some(c) => {
+                let (work, looks) = stage_cost(&c, stage, self.cpu_levels);
+                work + looks + first_look(&c)
+            }
+            None => 0.0,
+        };
+        if left > needed {
+            return Ok(());
+        }
+        Err(format!(
+            "not tried: {} of the run's budget of {} is left, and this stage needs about {} (builds, verification, training and a first look at its candidates)",
+            crate::util::format_span(left.max(0.0)),
+            crate::util::format_span(self.total.as_secs_f64()),
+            crate::util::format_span(needed)
+        ))
+    }
+
+    /// The `max-time` per workload of the next comparison: its share of what is left once
+    /// the `to_come` stages' work is paid for, over the comparisons still to make (the final
+    /// one counted twice); at least its first look, at most `spec_max`.
+    pub fn max_time(&self, spec_max: Duration, to_come: &[StageName], is_final: bool) -> Duration {
+        let Some(c) = self.costs.get() else {
+            return spec_max;
+        };
+        let (mut work, mut comparisons) = (0.0, if is_final { 2.0 } else { 3.0 });
+        for &stage in to_come {
+            let s = shape(stage, self.cpu_levels);
+            work += stage_cost(&c, stage, self.cpu_levels).0;
+            comparisons += s.comparisons;
+        }
+        let mine = if is_final { 2.0 } else { 1.0 };
+        let share = (self.left() - work).max(0.0) * mine / comparisons;
+        let per_workload = share / c.eval_workloads.max(1) as f64;
+        let floor = first_look(&c) / c.eval_workloads.max(1) as f64;
+        Duration::from_secs_f64(per_workload.max(floor)).min(spec_max)
+    }
+}
+
+/// What a run is expected to cost, by part, printed before the first candidate is built and
+/// kept in report.json next to what it took.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Projection {
+    pub budget_secs: f64,
+    pub builds: f64,
+    pub build_secs: f64,
+    pub verify_secs: f64,
+    pub training_secs: f64,
+    /// Measuring when every comparison settles at its first look, and when every one runs
+    /// to its share.
+    pub measure_secs: [f64; 2],
+    /// Pairs per workload a non-final comparison's share buys, and pairs a ±1 % interval
+    /// needs at the baseline's run-to-run variation.
+    pub pairs_bought: f64,
+    pub pairs_for_1pct: f64,
+}
+
+impl Projection {
+    /// The cost of climbing `stages` (and the final comparison) at `costs`, within `budget`;
+    /// `cv` is the baseline's run-to-run variation (a fraction).
+    pub fn of(costs: &Costs, stages: &[StageName], budget: &Budget, spec_max: Duration, cv: f64) -> Self {
+        let mut p = Projection {
+            budget_secs: budget.total.as_secs_f64(),
+            builds: 0.0,
+            build_secs: 0.0,
+            verify_secs: 0.0,
+            training_secs: 0.0,
+            measure_secs: [first_look(costs), first_look(costs)],
+            pairs_bought: 0.0,
+            pairs_for_1pct: 0.0,
+        };
+        let mut comparisons = 1.0;
+        for &stage in stages {
+            let s = shape(stage, budget.cpu_levels);
+            p.builds += s.builds;
+            p.build_secs += s.builds * costs.build;
+            p.verify_secs += s.verifications * costs.verify;
+            p.training_secs += s.trainings * costs.train;
+            p.measure_secs[0] += s.comparisons * first_look(costs);
+            comparisons += s.comparisons;
+        }
+        let work = p.build_secs + p.verify_secs + p.training_secs;
+        let share = budget.max_time(spec_max, stages, false).as_secs_f64();
+        let room = (budget.left() - work).max(p.measure_secs[0]);
+        p.measure_secs[1] = (share * costs.eval_workloads as f64 * comparisons).min(room);
+        let per_pair = 2.0 * costs.eval / costs.eval_workloads.max(1) as f64;
+        p.pairs_bought = if per_pair > 0.0 { share / per_pair } else { 0.0 };
+        // Half-width of a 95 % interval of the mean log ratio: 1.96 · √2 · cv / √n ≤ 1 %.
+        let cv = cv.max(0.005);
+        p.pairs_for_1pct = (1.96 * std::f64::consts::SQRT_2 * cv / 0.01).powi(2).ceil();
+        p
+    }
+
+    pub fn total(&self) -> [f64; 2] {
+        let work = self.build_secs + self.verify_secs + self.training_secs;
+        [work + self.measure_secs[0], work + self.measure_secs[1]]
+    }
+
+    /// One line for the terminal.
+    pub fn line(&self, eval_workloads: usize, eval_run: f64) -> String {
+        let span = crate::util::format_span;
+        let [lo, hi] = self.total();
+        format!(
+            "projection: {}–{} (≈{:.0} builds {}, verification {}, training {}, measuring {}–{}) within the budget of {}; {eval_workloads} eval workload(s) of ~{} a run: a comparison's share buys up to ~{:.0} pairs each, ±1 % needs ~{:.0}",
+            span(lo),
+            span(hi),
+            self.builds,
+            span(self.build_secs),
+            span(self.verify_secs),
+            span(self.training_secs),
+            span(self.measure_secs[0]),
+            span(self.measure_secs[1]),
+            span(self.budget_secs),
+            crate::util::format_secs(eval_run / eval_workloads.max(1) as f64),
+            self.pairs_bought,
+            self.pairs_for_1pct,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn costs() -> Costs {
+        Costs {
+            build: 60.0,
+            verify: 50.0,
+            train: 25.0,
+            eval: 24.0,
+            eval_workloads: 3,
+        }
+    }
+
+    #[test]
+    fn a_stage_is_tried_only_when_its_work_and_first_looks_fit() {
+        let b = Budget::new(Duration::from_secs(600), 2);
+        assert!(b.affords(StageName::Pgo).is_ok(), "no costs known: anything left will do");
+        b.learn(costs());
+        // pgo: 2 builds (120) + 1 verification (50) + 3 trainings (75) + its first look and
+        // the final's (2 × 4 pairs × 2 × 24 s = 384): 629 s > 600 s.
+        let e = b.affords(StageName::Pgo).unwrap_err();
+        assert!(e.starts_with("not tried: 10m") || e.starts_with("not tried: 9m"), "{e}");
+        assert!(e.contains("budget of 10m"), "{e}");
+        // profile: 60 + 50 + 192 + 192 = 494 s < 600 s.
+        assert!(b.affords(StageName::Profile).is_ok());
+        let big = Budget::new(Duration::from_secs(3600), 2);
+        big.learn(costs());
+        assert!(big.affords(StageName::Pgo).is_ok());
+    }
+
+    #[test]
+    fn a_comparison_gets_its_share_of_what_is_left_after_the_work_to_come() {
+        let b = Budget::new(Duration::from_secs(3600), 2);
+        b.learn(costs());
+        let spec_max = Duration::from_secs(30);
+        // Plenty left: the spec's max-time.
+        assert_eq!(b.max_time(spec_max, &[StageName::Pgo], false), spec_max);
+        let tight = Budget::new(Duration::from_secs(1000), 2);
+        tight.learn(Costs {
+            eval: 0.3,
+            ..costs()
+        });
+        // 1000 s − pgo's work (245 s) over 1 (this) + 1 (pgo) + 2 (final) comparisons,
+        // per workload: ≈ 62.9 s, capped at max-time.
+        let t = tight.max_time(Duration::from_secs(120), &[StageName::Pgo], false);
+        assert!((t.as_secs_f64() - 62.9).abs() < 0.5, "{t:?}");
+        // The final comparison gets all that is left when nothing else is to come.
+        let f = tight.max_time(Duration::from_secs(900), &[], true);
+        assert!((f.as_secs_f64() - 1000.0 / 3.0).abs() < 1.0, "{f:?}");
+        // Never below a first look (4 pairs × 2 runs × 24 s over 3 workloads).
+        let spent = Budget::new(Duration::from_millis(1), 2);
+        spent.learn(costs());
+        let t = spent.max_time(Duration::from_secs(100), &[], false);
+        assert_eq!(t.as_secs_f64(), first_look(&costs()) / 3.0);
+    }
+
+    #[test]
+    fn the_projection_adds_up_the_stages_and_says_what_precision_buys() {
+        let b = Budget::new(Duration::from_secs(600), 2);
+        let c = Costs {
+            build: 2.0,
+            verify: 1.0,
+            train: 0.5,
+            eval: 0.3,
+            eval_workloads: 2,
+        };
+        b.learn(c);
+        let stages = [StageName::Profile, StageName::Cpu, StageName::Pgo, StageName::Bolt];
+        let p = Projection::of(&c, &stages, &b, Duration::from_secs(10), 0.02);
+        assert_eq!(p.builds, 6.0);
+        assert_eq!(p.build_secs, 12.0);
+        assert_eq!(p.verify_secs, 5.0);
+        assert_eq!(p.training_secs, 2.5);
+        // First looks: 6 comparisons (1 + 2 + 1 + 1 + the final) × 4 pairs × 2 × 0.3 s.
+        assert!((p.measure_secs[0] - 14.4).abs() < 1e-9, "{p:?}");
+        assert!(p.measure_secs[1] >= p.measure_secs[0]);
+        // 2 % per run: (1.96 · √2 · 2)² ≈ 30.7 → 31 pairs for ±1 %.
+        assert_eq!(p.pairs_for_1pct, 31.0);
+        // A share of 10 s (max-time) per workload of 0.15 s runs: ~33 pairs.
+        assert!((p.pairs_bought - 10.0 / 0.3).abs() < 1e-6, "{p:?}");
+        let line = p.line(2, 0.3);
+        assert!(line.starts_with("projection: "), "{line}");
+        assert!(line.contains("within the budget of 10m"), "{line}");
+    }
+}
