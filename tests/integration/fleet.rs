@@ -262,6 +262,32 @@ fn two_hosts_merge_into_their_union_and_a_weight_multiplies_its_counts() {
         r.stdout
     );
 
+    // One file under other names (another spelling, a symlink, a hard link) is merged
+    // once, each other name said; a weight given to one name is the file's.
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&a, dir.join("link.profraw")).unwrap();
+    std::fs::hard_link(&a, dir.join("hard.profraw")).unwrap();
+    let same = ["sub/../host-a.profraw", "link.profraw", "hard.profraw"];
+    let mut args = vec!["-o", "once.profdata", "host-a.profraw", "host-b.profraw"];
+    args.extend(same);
+    let r = merge(dir, &args);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert_eq!(counts(&dir.join("once.profdata")), union, "{}", r.all());
+    for name in same {
+        let said = format!("warning: {name} is the same file as host-a.profraw");
+        assert!(r.stderr.contains(&said), "{said:?} not in\n{}", r.stderr);
+    }
+    assert!(
+        r.stdout.contains("merged 2 of 2 profile(s)"),
+        "{}",
+        r.stdout
+    );
+    let mut args = vec!["-o", "once-weighted.profdata", "--weight", "link.profraw=3"];
+    args.extend(["host-a.profraw", "host-b.profraw", "hard.profraw"]);
+    let r = merge(dir, &args);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert_eq!(counts(&dir.join("once-weighted.profdata")), weighted);
+
     // A weight that is not an integer ≥ 1 is bad input.
     let r = merge(dir, &["-o", "x.profdata", "--weight", "host-a.profraw=0"]);
     assert_eq!(r.code, Some(2), "{}", r.all());
