@@ -187,6 +187,83 @@ fn the_collector_writes_one_profile_per_binary_into_its_folder_merged_online() {
 }
 
 #[test]
+fn the_collector_s_default_folder_is_private_and_one_another_user_could_plant_in_is_refused() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let _guard = shared();
+    let tmp = copy_fixture(FIXTURE);
+    let dir = tmp.path();
+    let state = dir.join("state");
+    let collector = dir.join("deploy/c");
+    let collect = |extra: &[&str]| {
+        let mut args = vec!["profile", "collect", "-o", collector.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        run(dir, &args, &[("XDG_STATE_HOME", state.to_str().unwrap())])
+    };
+    // The default: a folder of yours, made private, said where.
+    let r = collect(&[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let private = state.join("cargo-optimize/coverage-gap-pgo");
+    let file = format!("{}/default_%m.profraw", private.display());
+    assert!(r.stdout.contains(&file), "{file:?} not in\n{}", r.stdout);
+    assert!(
+        r.stdout.contains("a private one of yours (mode 0700)"),
+        "{}",
+        r.stdout
+    );
+    let meta = std::fs::metadata(&private).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    deploy_run(&collector, &["a", "1000"], None);
+    assert!(only_file(&private).to_string_lossy().ends_with(".profraw"));
+
+    // Another user made the folder first and planted a symlink where the profile goes.
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let planted = dir.join("planted-pgo");
+    std::fs::create_dir(&planted).unwrap();
+    std::os::unix::fs::symlink(&victim, planted.join("default_1.profraw")).unwrap();
+    let chmod = |p: &Path, m: u32| std::fs::set_permissions(p, PermissionsExt::from_mode(m));
+    chmod(&planted, 0o777).unwrap();
+    let mut refusals = vec![(
+        "can be written by everyone (mode 0777, not sticky)",
+        &planted,
+    )];
+    if meta.uid() == 0 {
+        // As root: the folder belongs to `nobody`, the owner of the default too.
+        std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
+        std::fs::remove_dir_all(&private).unwrap();
+        std::fs::create_dir(&private).unwrap();
+        std::os::unix::fs::chown(&private, Some(65534), Some(65534)).unwrap();
+        refusals = vec![
+            (
+                "belongs to another user (uid 65534; you are uid 0)",
+                &planted,
+            ),
+            (
+                "belongs to another user (uid 65534; you are uid 0)",
+                &private,
+            ),
+        ];
+    } else {
+        eprintln!("not root: a folder of another user is checked by the unit tests only");
+    }
+    for (why, folder) in refusals {
+        let given = folder == &planted;
+        let flag = ["--dir", planted.to_str().unwrap()];
+        let r = collect(if given { &flag } else { &[] });
+        assert_eq!(r.code, Some(2), "{}", r.all());
+        let what = match given {
+            true => format!("--dir {}: {}", planted.display(), planted.display()),
+            false => format!("the collector's default folder: {}", private.display()),
+        };
+        assert!(r.stderr.contains(&what), "{what:?} not in\n{}", r.stderr);
+        assert!(r.stderr.contains(why), "{why:?} not in\n{}", r.stderr);
+        assert!(r.stderr.contains("  fix: "), "{}", r.stderr);
+        assert!(!r.stderr.contains("building the collector"), "{}", r.stderr);
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+}
+
+#[test]
 fn two_hosts_merge_into_their_union_and_a_weight_multiplies_its_counts() {
     let _guard = shared();
     let tmp = copy_fixture(FIXTURE);
