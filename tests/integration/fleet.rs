@@ -555,3 +555,59 @@ fn a_run_builds_pgo_from_a_merged_profile_without_training_and_says_how_stale_it
         r.stdout
     );
 }
+
+#[test]
+fn a_profile_of_another_program_is_said_not_to_belong_and_names_no_hotspots() {
+    let _guard = shared();
+    // Another program's profile: pgo-basic's collector, run once, merged.
+    let other = copy_fixture("pgo-basic");
+    let o = other.path();
+    let collector = o.join("c");
+    let into = o.join("profiles");
+    let mut args = vec!["profile", "collect", "--dir", into.to_str().unwrap()];
+    args.extend(["-o", collector.to_str().unwrap()]);
+    let r = run(o, &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    deploy_run(&collector, &["20000"], None);
+    let r = merge(o, &["-o", "other.profdata", "profiles"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let given = o.join("other.profdata");
+
+    let tmp = copy_fixture(FIXTURE);
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let mut args = vec!["--stages", "pgo", "--pgo-profile", given.to_str().unwrap()];
+    args.extend(["--target-dir", td.to_str().unwrap()]);
+    let r = run(dir, &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let said = "does not belong to this program: 0 of its";
+    assert!(r.stderr.contains(said), "{said:?} not in\n{}", r.stderr);
+    assert!(r.stderr.contains("  fix: collect again"), "{}", r.stderr);
+    let line = format!(
+        "└ profile: {} (given, not trained here); it does not belong to this program",
+        given.display()
+    );
+    assert!(r.stdout.contains(&line), "{line:?} not in\n{}", r.stdout);
+    assert!(!r.stdout.contains("it fits this source"), "{}", r.stdout);
+    let report = latest_report(&td);
+    let pgo = stage(&report, "pgo");
+    assert!(
+        pgo.notes.iter().any(|n| n.contains(said)),
+        "{:#?}",
+        pgo.notes
+    );
+    // Its hot functions are the other program's: none are shown as this one's.
+    assert!(report.hotspots.is_none(), "{:#?}", report.hotspots);
+    let r = run(
+        dir,
+        &["hotspots", "--target-dir", td.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("does not belong to this program"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("  fix: "), "{}", r.stderr);
+}
