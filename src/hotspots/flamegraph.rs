@@ -42,13 +42,13 @@ pub enum FlameError {
         reason: String,
         fix: String,
     },
-    #[error("workload `{workload}` timed out under perf: it was stopped after {limit} (twice its `timeout` of {timeout}, {spec}:{line}; perf's sampling slows a program down), so there is nothing to draw\n  fix: raise the workload's `timeout` at {spec}:{line} (e.g. `timeout = \"{suggest}\"`), or sample a shorter workload with --flamegraph=WORKLOAD")]
+    #[error("workload `{workload}` timed out under perf: it was stopped after {limit} (twice its `timeout` of {timeout}, {at}; perf's sampling slows a program down), so there is nothing to draw\n  fix: raise the workload's `timeout` at {at} (e.g. `timeout = \"{suggest}\"`), or sample a shorter workload with --flamegraph=WORKLOAD")]
     WorkloadTimedOut {
         workload: String,
         limit: String,
         timeout: String,
-        spec: String,
-        line: usize,
+        /// `<spec>:<line>`: where the workload is.
+        at: String,
         suggest: String,
     },
     #[error("`perf script` failed ({status}): {reason}")]
@@ -208,8 +208,7 @@ fn timed_out(w: &Workload, spec: &Path) -> FlameError {
         workload: w.name.clone(),
         limit: span(w.timeout.saturating_mul(2)),
         timeout: span(w.timeout),
-        spec: spec.display().to_string(),
-        line: w.line,
+        at: format!("{}:{}", spec.display(), w.line),
         suggest: format!("{}s", suggest as u64),
     }
 }
