@@ -241,7 +241,10 @@ fn a_corrupt_cached_profile_is_detected_and_rewritten_never_used() {
 #[test]
 fn a_binary_changed_in_the_target_dir_is_built_again_never_reused() {
     let _g = shared();
-    let td = target_dir("faults-tampered-build");
+    // A target dir of its own: a record an older version kept of a truncated binary would
+    // be trusted (it was the binary cargo reported then).
+    let tmp = tempfile::tempdir().unwrap();
+    let td = tmp.path().join("target");
     let args = |fresh: bool| {
         let mut a = vec!["optimize", "--target-dir", td.to_str().unwrap()];
         a.extend(["--stages", "none"]);
