@@ -11,6 +11,10 @@
 //! edit) builds nothing either. A build is reused when every input of one of them still
 //! has its digest, with its binary from the target dir when that is still the one it
 //! built, else from its kept copy (checked against its digest); anything else builds.
+//! When cargo calls a build fresh but the target dir's binary is no longer the one a kept
+//! record of the same inputs says it built (truncated or edited: cargo judges freshness by
+//! file times, not bytes), the binary and its `deps/` original are removed and cargo links
+//! it again ([`tampered`], [`remove_output`]), so a damaged output is never kept or reused.
 //!
 //! Not seen (and why `--fresh` rebuilds everything): files a build script reads without
 //! declaring them, and environment variables outside the prefixes below.
