@@ -102,7 +102,8 @@ pub struct CollectArgs {
     /// target/optimize/collect/<bin>-instrumented).
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
-    /// The folder the deployed binary writes its profile into (default: /tmp/<bin>-pgo).
+    /// The folder the deployed binary writes its profile into (default: a private folder of
+    /// yours, $XDG_STATE_HOME/cargo-optimize/<bin>-pgo, else ~/.local/state/cargo-optimize/<bin>-pgo).
     /// Absolute: it is compiled into the binary. LLVM_PROFILE_FILE overrides it at run time.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,

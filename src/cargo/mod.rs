@@ -700,16 +700,31 @@ impl BuildCache<'_> {
         reuse::reusable(&self.store(), &self.blobs(), &key)
     }
 
-    /// [`build`], then keep what it was made from for the next run.
+    /// [`build`], then keep what it was made from for the next run. A binary cargo calls
+    /// fresh that is not the one its kept record says this build made (truncated or
+    /// changed in the target dir: cargo's freshness looks at times, not bytes) is removed
+    /// so cargo links it again; the warning saying so comes back with the build.
     pub fn build(
         &self,
         project: &Project,
         settings: &BuildSettings,
         target_dir: &Path,
         on_line: &mut dyn FnMut(&str),
-    ) -> Result<Built, CargoError> {
-        let built = build(project, settings, target_dir, on_line)?;
+    ) -> Result<(Built, Option<String>), CargoError> {
         let key = reuse::key(project, settings, target_dir, self.toolchain);
+        let (mut built, fresh) = build_once(project, settings, target_dir, on_line)?;
+        let mut warning = None;
+        if fresh {
+            if let Some(recorded) = reuse::tampered(&self.store(), &key, &built.binary) {
+                let removed = reuse::remove_output(&built.binary);
+                warning = Some(format!(
+                    "{} is not the binary cargo built (its digest is not {recorded}, the one \
+                     recorded when it was built): removed ({removed}) and built again",
+                    built.binary.display()
+                ));
+                built = build_once(project, settings, target_dir, on_line)?.0;
+            }
+        }
         reuse::keep(
             &self.store(),
             &self.blobs(),
@@ -717,7 +732,7 @@ impl BuildCache<'_> {
             &built,
             &project.workspace_root,
         );
-        Ok(built)
+        Ok((built, warning))
     }
 
     fn store(&self) -> crate::store::Store {
@@ -736,6 +751,16 @@ pub fn build(
     target_dir: &Path,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<Built, CargoError> {
+    build_once(project, settings, target_dir, on_line).map(|(built, _)| built)
+}
+
+/// [`build`], and whether cargo called the binary's artifact fresh (it compiled nothing).
+fn build_once(
+    project: &Project,
+    settings: &BuildSettings,
+    target_dir: &Path,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<(Built, bool), CargoError> {
     let mut args = settings.cargo_args(project, target_dir);
     args.insert(1, "--message-format=json".into());
     let flags = settings.all_rustflags();
@@ -783,7 +808,7 @@ pub fn build(
                     stderr.push('\n');
                 }
             }
-            BuildEvent::Executable(path) => exe = Some(path),
+            BuildEvent::Executable(path, fresh) => exe = Some((path, fresh)),
         }
     }
     for r in readers {
@@ -797,13 +822,14 @@ pub fn build(
             tail: crate::process::tail_lines(stderr.as_bytes(), 30),
         });
     }
-    let binary = exe.ok_or_else(|| CargoError::NoArtifact(project.bin.clone()))?;
-    Ok(Built {
+    let (binary, fresh) = exe.ok_or_else(|| CargoError::NoArtifact(project.bin.clone()))?;
+    let built = Built {
         binary,
         seconds: start.elapsed().as_secs_f64(),
         stderr,
         command,
-    })
+    };
+    Ok((built, fresh))
 }
 
 /// Which runner [`test`] uses for the package's own tests.
@@ -964,8 +990,8 @@ enum BuildEvent {
     /// Text for the build log: a line cargo printed on stderr, or one rendered rustc
     /// diagnostic (possibly several lines).
     Text(String),
-    /// A `compiler-artifact` message with an executable.
-    Executable(PathBuf),
+    /// A `compiler-artifact` message with an executable, and whether cargo called it fresh.
+    Executable(PathBuf, bool),
 }
 
 /// The events in cargo's `--message-format=json` stdout: executables of compiled
@@ -975,7 +1001,7 @@ fn build_events<R: BufRead>(stdout: R) -> impl Iterator<Item = BuildEvent> {
     Message::parse_stream(stdout).filter_map(|m| match m.ok()? {
         Message::CompilerArtifact(a) => a
             .executable
-            .map(|e| BuildEvent::Executable(e.into_std_path_buf())),
+            .map(|e| BuildEvent::Executable(e.into_std_path_buf(), a.fresh)),
         Message::CompilerMessage(m) => m.message.rendered.map(BuildEvent::Text),
         _ => None,
     })
@@ -1339,7 +1365,7 @@ rustflags = ["-Cwindows"]
             events,
             [
                 BuildEvent::Text("warning: no profile data available for function f\n\n".into()),
-                BuildEvent::Executable(PathBuf::from("/t/release/demo")),
+                BuildEvent::Executable(PathBuf::from("/t/release/demo"), false),
             ]
         );
     }

@@ -11,6 +11,10 @@
 //! edit) builds nothing either. A build is reused when every input of one of them still
 //! has its digest, with its binary from the target dir when that is still the one it
 //! built, else from its kept copy (checked against its digest); anything else builds.
+//! When cargo calls a build fresh but the target dir's binary is no longer the one a kept
+//! record of the same inputs says it built (truncated or edited: cargo judges freshness by
+//! file times, not bytes), the binary and its `deps/` original are removed and cargo links
+//! it again ([`tampered`], [`remove_output`]), so a damaged output is never kept or reused.
 //!
 //! Not seen (and why `--fresh` rebuilds everything): files a build script reads without
 //! declaring them, and environment variables outside the prefixes below.
@@ -122,6 +126,56 @@ pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str) -> Option<Built>
     })
 }
 
+/// When `binary` is the target dir's binary of a build kept under `key` whose inputs all
+/// still have their digests, but no longer has that build's digest (truncated, edited):
+/// the recorded digest. Cargo cannot see this (a fresh artifact is judged by file times).
+pub(super) fn tampered(store: &Store, key: &str, binary: &Path) -> Option<String> {
+    let unchanged =
+        |(path, digest): &(PathBuf, String)| file_hash(path).is_ok_and(|d| d == *digest);
+    let records: Vec<Record> = store.get(key)?;
+    let r = records
+        .into_iter()
+        .find(|r| r.binary == binary && r.inputs.iter().all(unchanged))?;
+    (!unchanged(&(r.binary, r.digest.clone()))).then_some(r.digest)
+}
+
+/// Remove `binary` and cargo's own copy of it in `deps/` (the file it is a hard link of, or
+/// one with the same bytes), so the next build links it again: cargo rebuilds a unit whose
+/// output is missing. Says what was removed.
+pub(super) fn remove_output(binary: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let mut removed = Vec::new();
+    let same = std::fs::metadata(binary).ok().map(|m| (m.dev(), m.ino()));
+    let digest = file_hash(binary).ok();
+    let stem = binary
+        .file_stem()
+        .map(|s| format!("{}-", s.to_string_lossy()));
+    let deps = binary.parent().map(|d| d.join("deps"));
+    let entries = deps.and_then(|d| std::fs::read_dir(d).ok());
+    for e in entries.into_iter().flatten().flatten() {
+        let path = e.path();
+        // `deps/` names a binary with `_` for `-`: `my-bin` is `deps/my_bin-<hash>`.
+        let named = stem.as_ref().is_some_and(|s| {
+            let name = e.file_name().to_string_lossy().replace('-', "_");
+            name.starts_with(&s.replace('-', "_")) && path.extension().is_none()
+        });
+        let meta = e.metadata().ok();
+        let linked = same.is_some() && meta.map(|m| (m.dev(), m.ino())) == same;
+        let copied = named && digest.is_some() && file_hash(&path).ok() == digest;
+        if (linked || copied) && std::fs::remove_file(&path).is_ok() {
+            removed.push(path.display().to_string());
+        }
+    }
+    if std::fs::remove_file(binary).is_ok() {
+        removed.insert(0, binary.display().to_string());
+    }
+    if removed.is_empty() {
+        "nothing could be removed".into()
+    } else {
+        removed.join(", ")
+    }
+}
+
 /// Keep `built` under `key` with the inputs its dep-info names, and a copy of its binary
 /// (nothing is kept when the dep-info is missing or names a file that cannot be read).
 pub(super) fn keep(store: &Store, blobs: &Blobs, key: &str, built: &Built, root: &Path) {
@@ -197,6 +251,42 @@ mod tests {
         assert_eq!(
             split_make_words("/a/src/main.rs /a/my\\ dir/x.rs  /b.txt"),
             ["/a/src/main.rs", "/a/my dir/x.rs", "/b.txt"]
+        );
+    }
+
+    #[test]
+    fn a_changed_target_dir_binary_is_found_and_removed_with_its_deps_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("deps")).unwrap();
+        let (bin, linked) = (root.join("my-prog"), root.join("deps/my_prog-0123abcd"));
+        std::fs::write(&linked, "ELF whole").unwrap();
+        std::fs::hard_link(&linked, &bin).unwrap();
+        std::fs::write(root.join("deps/my_prog-0123abcd.d"), "x").unwrap();
+        std::fs::write(
+            root.join("my-prog.d"),
+            format!("{}: main.rs\n", bin.display()),
+        )
+        .unwrap();
+        std::fs::write(root.join("main.rs"), "fn main() {}").unwrap();
+        let (store, blobs) = (Store::new(root, "builds"), Blobs::new(root, "blobs"));
+        let built = Built {
+            binary: bin.clone(),
+            seconds: 1.0,
+            stderr: String::new(),
+            command: "cargo build".into(),
+        };
+        keep(&store, &blobs, "k", &built, root);
+        assert_eq!(tampered(&store, "k", &bin), None, "as built");
+        std::fs::write(&bin, "ELF trunc").unwrap();
+        let recorded = tampered(&store, "k", &bin).expect("a changed binary is seen");
+        let records: Vec<Record> = store.get("k").unwrap();
+        assert_eq!(recorded, records[0].digest);
+        let removed = remove_output(&bin);
+        assert!(!bin.exists() && !linked.exists(), "{removed}");
+        assert!(
+            root.join("deps/my_prog-0123abcd.d").exists(),
+            "only the binary goes"
         );
     }
 

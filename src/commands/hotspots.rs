@@ -66,7 +66,7 @@ fn draw(
         .canonicalize()
         .unwrap_or_else(|_| parent.to_path_buf());
     let exclude = [located.project.target_dir.clone()];
-    let svg = flamegraph::draw(report, &run_dir, workload, &exclude)?;
+    let svg = flamegraph::draw(report, &run_dir, workload, &located.spec.path, &exclude)?;
     ui.info(&format!("flamegraph: {}", svg.display()));
     Ok(svg)
 }

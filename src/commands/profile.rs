@@ -29,7 +29,10 @@ fn run_merge(g: &GlobalArgs, args: &MergeArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|w| merge::parse_weight(w))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let inputs = merge::inputs(&args.inputs, &weights)?;
+    let (inputs, duplicates) = merge::inputs(&args.inputs, &weights)?;
+    for d in &duplicates {
+        ui.warn(d);
+    }
     let rustc = toolchain::rustc()?;
     let tool = toolchain::llvm_profdata(&rustc)?;
     let merged = merge::merge(&tool, &rustc, &inputs, &args.output, &ui)?;

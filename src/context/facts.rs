@@ -107,9 +107,36 @@ pub struct ProfileFit {
     pub changed_functions: usize,
     /// The counts discarded with them (the largest count of each, summed).
     pub discarded_counts: u64,
+    /// A given profile (`--pgo-profile`): how many of its functions other than `main` are
+    /// functions of the program built with it (its symbol table), of
+    /// [`functions_compared`](Self::functions_compared). None or almost none: the profile
+    /// was collected from another program ([`ProfileFit::foreign`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub functions_in_program: Option<u64>,
+    /// The profile's functions other than `main` that were looked for in the program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub functions_compared: Option<u64>,
 }
 
 impl ProfileFit {
+    /// The profile is another program's: under 1 % of its functions (other than `main`,
+    /// which every program has) are in the program built with it — none, for a small one.
+    pub fn foreign(&self) -> bool {
+        match (self.functions_in_program, self.functions_compared) {
+            (Some(found), Some(compared)) => compared > 0 && found * 100 < compared,
+            _ => false,
+        }
+    }
+
+    /// `it does not belong to this program: 0 of its 7 functions (besides main) are in it`.
+    pub fn describe_foreign(&self) -> String {
+        format!(
+            "it does not belong to this program: {} of its {} function(s) (besides `main`) are in it, so it was collected from another program and this build is optimized as if without a profile",
+            self.functions_in_program.unwrap_or(0),
+            self.functions_compared.unwrap_or(0)
+        )
+    }
+
     /// `3 of 120 profiled functions changed since it was trained (their counts are
     /// discarded)`.
     pub fn describe(&self) -> String {

@@ -448,7 +448,10 @@ impl<'a> Context<'a> {
             }
         });
         spinner.finish_and_clear();
-        let built = built?;
+        let (built, warning) = built?;
+        if let Some(warning) = warning {
+            self.ui.warn(&format!("{label}: {warning}"));
+        }
         self.ui.done(&format!("{label} built"), built.seconds);
         self.record(&format!("{label} build"), built.seconds, None);
         Ok(built)

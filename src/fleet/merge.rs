@@ -1,7 +1,9 @@
 //! `cargo optimize profile merge`: the profiles of many hosts merged into one, with the
 //! llvm-profdata of rustc's LLVM (`toolchain::llvm_profdata`). Each input counts once, or N
 //! times with `--weight FILE=N` (`N,FILE` in llvm-profdata's input list); folders stand for
-//! the profiles in them. `--failure-mode=warn`: a file llvm-profdata cannot read is dropped
+//! the profiles in them. A file is one input whatever it is called (by device and inode:
+//! another spelling of its path, a symlink, a hard link), each other name said in a warning;
+//! a weight is the file's, whichever name it was given to. `--failure-mode=warn`: a file llvm-profdata cannot read is dropped
 //! and named — except one in another LLVM version's profile format, which refuses the whole
 //! merge (exit 2: naming it, what llvm-profdata said, and the fix), since its host's counts
 //! would otherwise be silently missing. The result is written whole (a temporary file
@@ -42,45 +44,92 @@ pub(crate) fn parse_weight(arg: &str) -> anyhow::Result<(PathBuf, u64)> {
     Ok((PathBuf::from(file), n))
 }
 
+/// A file's identity: its device and inode (symlinks followed), so the same file under
+/// two names (`a.profraw` and `sub/../a.profraw`, a symlink, a hard link) is one input.
+type FileId = (u64, u64);
+
+fn file_id(p: &Path) -> anyhow::Result<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(p).map_err(|e| {
+        anyhow::anyhow!("{}: {e}\n  fix: name profiles that exist (.profraw from the hosts, .profdata merged before)", p.display())
+    })?;
+    Ok((meta.dev(), meta.ino()))
+}
+
 /// The inputs: `paths` (each counted once) and the weighted files (folders expanded), in
-/// that order, each file once.
-pub(crate) fn inputs(paths: &[PathBuf], weighted: &[(PathBuf, u64)]) -> anyhow::Result<Vec<Input>> {
-    let mut out: Vec<Input> = Vec::new();
+/// that order, each file once — by device and inode, whatever its name —, and a warning for
+/// each name that was the same file as an earlier one. A weight names a file, not a
+/// spelling: it applies whichever name the file is also given by, and two different weights
+/// for one file are refused.
+pub(crate) fn inputs(
+    paths: &[PathBuf],
+    weighted: &[(PathBuf, u64)],
+) -> anyhow::Result<(Vec<Input>, Vec<String>)> {
+    let mut found = Found::default();
     for p in paths {
         for shown in expand(p)? {
-            let path = crate::util::absolute(&shown);
-            if !out.iter().any(|i| i.path == path) {
-                out.push(Input {
-                    shown,
-                    path,
-                    weight: 1,
-                });
-            }
+            found.add(shown, 1)?;
         }
     }
-    let mut set: BTreeMap<PathBuf, (u64, String)> = BTreeMap::new();
+    let mut set: BTreeMap<FileId, (u64, String)> = BTreeMap::new();
     for (p, n) in weighted {
         for shown in expand(p)? {
-            let path = crate::util::absolute(&shown);
+            let id = file_id(&shown)?;
             let arg = format!("{}={n}", p.display());
-            if let Some((m, first)) = set.get(&path).filter(|(m, _)| m != n) {
-                anyhow::bail!("--weight {first} and --weight {arg} give {} two weights ({m} and {n})\n  fix: give each file one weight", shown.display());
+            if let Some((m, first)) = set.get(&id).filter(|(m, _)| m != n) {
+                anyhow::bail!("--weight {first} and --weight {arg} give {} two weights ({m} and {n}): a weight is the file's, whichever name it is given by\n  fix: give each file one weight", shown.display());
             }
-            set.insert(path.clone(), (*n, arg));
-            match out.iter_mut().find(|i| i.path == path) {
-                Some(i) => i.weight = *n,
-                None => out.push(Input {
-                    shown,
-                    path,
-                    weight: *n,
-                }),
-            }
+            set.insert(id, (*n, arg));
+            let k = found.add(shown, *n)?;
+            found.inputs[k].weight = *n;
         }
     }
-    if out.is_empty() {
+    if found.inputs.is_empty() {
         anyhow::bail!("no profile to merge\n  fix: name the .profraw/.profdata files (or folders of them): cargo optimize profile merge -o merged.profdata host-a.profraw host-b.profraw");
     }
-    Ok(out)
+    Ok((found.inputs, found.duplicates))
+}
+
+/// The inputs so far, each file once, and what was said about names given twice.
+#[derive(Default)]
+struct Found {
+    inputs: Vec<Input>,
+    ids: Vec<FileId>,
+    duplicates: Vec<String>,
+}
+
+impl Found {
+    /// `shown` with `weight`, unless its file is in already; its index either way.
+    fn add(&mut self, shown: PathBuf, weight: u64) -> anyhow::Result<usize> {
+        let id = file_id(&shown)?;
+        let path = crate::util::absolute(&shown);
+        let Some(k) = self.ids.iter().position(|i| *i == id) else {
+            self.ids.push(id);
+            self.inputs.push(Input {
+                shown,
+                path,
+                weight,
+            });
+            return Ok(self.inputs.len() - 1);
+        };
+        let first = &self.inputs[k];
+        if first.path != path {
+            let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+            let how = if canonical(&first.path) == canonical(&path) {
+                "its path spelled another way or through a symlink"
+            } else {
+                "a hard link to it"
+            };
+            self.duplicates.push(format!(
+                "{} is the same file as {} ({how}: device {}, inode {}): merged once, not twice",
+                shown.display(),
+                first.shown.display(),
+                id.0,
+                id.1
+            ));
+        }
+        Ok(k)
+    }
 }
 
 /// A file as itself; a folder as its .profraw and .profdata files, sorted.
@@ -347,7 +396,8 @@ mod tests {
             std::fs::write(d.join(f), b"x").unwrap();
         }
         let a = d.join("a.profraw");
-        let got = inputs(&[a.clone(), d.to_path_buf()], &[(a.clone(), 3)]).unwrap();
+        let (got, duplicates) = inputs(&[a.clone(), d.to_path_buf()], &[(a.clone(), 3)]).unwrap();
+        assert!(duplicates.is_empty(), "{duplicates:?}");
         let names: Vec<(String, u64)> = got
             .iter()
             .map(|i| {
@@ -373,6 +423,39 @@ mod tests {
         let missing = inputs(&[d.join("nope.profraw")], &[]).unwrap_err();
         assert!(missing.to_string().contains("nope.profraw"), "{missing}");
         assert!(inputs(&[], &[]).is_err());
+    }
+
+    #[test]
+    fn one_file_under_several_names_is_one_input_with_a_warning_and_its_weight() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        let a = d.join("a.profraw");
+        std::fs::write(&a, b"x").unwrap();
+        std::fs::write(d.join("b.profraw"), b"y").unwrap();
+        std::os::unix::fs::symlink(&a, d.join("link.profraw")).unwrap();
+        std::fs::hard_link(&a, d.join("hard.profraw")).unwrap();
+        let names = [
+            a.clone(),
+            d.join("sub/../a.profraw"),
+            d.join("link.profraw"),
+            d.join("hard.profraw"),
+            d.join("b.profraw"),
+        ];
+        let (got, duplicates) = inputs(&names, &[]).unwrap();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!((got[0].shown.as_path(), got[0].weight), (a.as_path(), 1));
+        assert_eq!(duplicates.len(), 3, "{duplicates:?}");
+        assert!(duplicates[0].contains("sub/../a.profraw is the same file as"));
+        assert!(duplicates[1].contains("link.profraw") && duplicates[1].contains("symlink"));
+        assert!(duplicates[2].contains("hard.profraw") && duplicates[2].contains("hard link"));
+        assert!(duplicates.iter().all(|w| w.contains("merged once")));
+        // A weight given to one name is the file's.
+        let (got, _) = inputs(&names[..2], &[(d.join("link.profraw"), 4)]).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].shown.as_path(), got[0].weight), (a.as_path(), 4));
+        let e = inputs(&[], &[(a.clone(), 2), (d.join("hard.profraw"), 3)]).unwrap_err();
+        assert!(e.to_string().contains("two weights (2 and 3)"), "{e}");
     }
 
     fn paths(ins: &[Input]) -> Vec<&Path> {

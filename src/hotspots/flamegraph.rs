@@ -42,6 +42,15 @@ pub enum FlameError {
         reason: String,
         fix: String,
     },
+    #[error("workload `{workload}` timed out under perf: it was stopped after {limit} (twice its `timeout` of {timeout}, {at}; perf's sampling slows a program down), so there is nothing to draw\n  fix: raise the workload's `timeout` at {at} (e.g. `timeout = \"{suggest}\"`), or sample a shorter workload with --flamegraph=WORKLOAD")]
+    WorkloadTimedOut {
+        workload: String,
+        limit: String,
+        timeout: String,
+        /// `<spec>:<line>`: where the workload is.
+        at: String,
+        suggest: String,
+    },
     #[error("`perf script` failed ({status}): {reason}")]
     Script { status: String, reason: String },
     #[error("perf took no sample of workload `{0}`: it ran too briefly (one sample every 250 µs)\n  fix: give the workload more work, or pick a longer one with --flamegraph=WORKLOAD")]
@@ -110,12 +119,14 @@ pub fn shipped_binary(report: &Report, run_dir: &Path) -> Result<PathBuf, FlameE
         .ok_or(FlameError::NoBinary(named))
 }
 
-/// Sample `workload` on the run's shipped binary and draw `<run_dir>/hotspots/<workload>.svg`.
-/// A workload that writes files runs in a private copy of its cwd (without `exclude`).
+/// Sample `workload` (of the spec at `spec`) on the run's shipped binary and draw
+/// `<run_dir>/hotspots/<workload>.svg`. A workload that writes files runs in a private copy
+/// of its cwd (without `exclude`).
 pub fn draw(
     report: &Report,
     run_dir: &Path,
     workload: &Workload,
+    spec: &Path,
     exclude: &[PathBuf],
 ) -> Result<PathBuf, FlameError> {
     let perf = toolchain::find_on_path("perf").ok_or(FlameError::NoPerf)?;
@@ -130,28 +141,6 @@ pub fn draw(
     let data = dir.join(format!("{stem}.perf.data"));
     // Else perf keeps the earlier record as `.old`.
     let _ = std::fs::remove_file(&data);
-    record(&perf, event, &binary, workload, &data, &dir, exclude)?;
-    let folded = fold(&script(&perf, &data)?)?;
-    if folded.trim().is_empty() {
-        return Err(FlameError::NoSamples(workload.name.clone()));
-    }
-    let svg = dir.join(format!("{stem}.svg"));
-    let title = format!("{}: workload `{}` ({event})", report.bin, workload.name);
-    plot(&folded, &title, &svg)?;
-    Ok(svg)
-}
-
-/// `perf record -e EVENT -g -o DATA -- BINARY ARGS…` as the workload runs (in a private
-/// copy of its cwd when it writes files).
-fn record(
-    perf: &Path,
-    event: &str,
-    binary: &Path,
-    workload: &Workload,
-    data: &Path,
-    dir: &Path,
-    exclude: &[PathBuf],
-) -> Result<(), FlameError> {
     let mut w = workload.clone();
     let _sandbox = if w.files.is_empty() {
         None
@@ -162,6 +151,27 @@ fn record(
         w.cwd = sb.cwd().to_path_buf();
         Some(sb)
     };
+    record(&perf, event, &binary, &w, &data, spec)?;
+    let folded = fold(&script(&perf, &data)?)?;
+    if folded.trim().is_empty() {
+        return Err(FlameError::NoSamples(workload.name.clone()));
+    }
+    let svg = dir.join(format!("{stem}.svg"));
+    let title = format!("{}: workload `{}` ({event})", report.bin, workload.name);
+    plot(&folded, &title, &svg)?;
+    Ok(svg)
+}
+
+/// `perf record -e EVENT -g -o DATA -- BINARY ARGS…` as workload `w` runs, bounded by twice
+/// its `timeout` (a timeout is the workload's, said with its line in `spec`, not perf's).
+fn record(
+    perf: &Path,
+    event: &str,
+    binary: &Path,
+    w: &Workload,
+    data: &Path,
+    spec: &Path,
+) -> Result<(), FlameError> {
     let mut cmd = w.command(binary);
     let mut args: Vec<std::ffi::OsString> = ["record", "-q", "-e", event, "-g", "-o"]
         .iter()
@@ -178,17 +188,29 @@ fn record(
     if out.status.success() && data.is_file() {
         return Ok(());
     }
+    if out.timed_out {
+        return Err(timed_out(w, spec));
+    }
     let text = String::from_utf8_lossy(&out.stderr);
     Err(FlameError::Record {
-        workload: workload.name.clone(),
-        status: if out.timed_out {
-            format!("timed out after {:?}", cmd.timeout.unwrap_or_default())
-        } else {
-            out.status.to_string()
-        },
+        workload: w.name.clone(),
+        status: out.status.to_string(),
         reason: last_words(&text),
         fix: record_fix(&text).into(),
     })
+}
+
+/// Workload `w` ran past twice its `timeout` under perf: its own limit, with a larger one.
+fn timed_out(w: &Workload, spec: &Path) -> FlameError {
+    let span = |d: Duration| crate::util::format_span(d.as_secs_f64());
+    let suggest = (w.timeout.as_secs_f64() * 4.0).ceil().max(1.0);
+    FlameError::WorkloadTimedOut {
+        workload: w.name.clone(),
+        limit: span(w.timeout.saturating_mul(2)),
+        timeout: span(w.timeout),
+        at: format!("{}:{}", spec.display(), w.line),
+        suggest: format!("{}s", suggest as u64),
+    }
 }
 
 /// The last line that says something (perf ends with a bare `Error:` line at times).

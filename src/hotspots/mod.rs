@@ -209,6 +209,8 @@ pub enum HotspotsError {
         row: String,
         paths: Vec<PathBuf>,
     },
+    #[error("the PGO profile of run `{run}` ({}, given with --pgo-profile) does not belong to this program: it was collected from another one, so its hot functions are not this program's\n  fix: run `cargo optimize --stages pgo` (trained here), or give a profile collected with this project's collector (`cargo optimize profile collect`)", profile.display())]
+    ForeignProfile { run: String, profile: PathBuf },
     #[error(transparent)]
     Counts(#[from] CountsError),
 }
@@ -231,6 +233,21 @@ pub struct View {
 /// ([`Report::pgo_profile`]).
 pub fn profile_of(report: &Report) -> Result<(String, PathBuf), HotspotsError> {
     let Some(pgo) = report.pgo_profile() else {
+        let foreign = report.stages.iter().find_map(|s| {
+            let fit = s.facts.profile_fit.as_ref().filter(|f| f.foreign())?;
+            Some(
+                s.facts
+                    .profile_source
+                    .clone()
+                    .unwrap_or(fit.profile.clone()),
+            )
+        });
+        if let Some(profile) = foreign {
+            return Err(HotspotsError::ForeignProfile {
+                run: report.run_id.clone(),
+                profile,
+            });
+        }
         let mut stages: Vec<String> = report.stages.iter().map(|s| s.label()).collect();
         stages.dedup();
         return Err(HotspotsError::NoProfile {

@@ -104,6 +104,8 @@ pub fn pgo_profile(stages: &[super::StageReport], shipped: Option<&str>) -> Opti
         .iter()
         .filter(|s| s.name == "pgo")
         .filter(|s| s.facts.profile.is_some() || s.facts.profile_fit.is_some())
+        // Another program's profile (`--pgo-profile`) says nothing about this one's work.
+        .filter(|s| !s.facts.profile_fit.as_ref().is_some_and(|f| f.foreign()))
         .collect();
     let row = with_profile
         .iter()
@@ -211,5 +213,11 @@ mod tests {
         assert_eq!(any.paths[0], PathBuf::from("/c/1.profdata"));
         assert_eq!(pgo_profile(&rows[..1], None), None);
         assert_eq!(any.existing(), None);
+
+        // A given profile of another program names no hotspots.
+        let mut foreign = rows[..2].to_vec();
+        let fit = foreign[1].facts.profile_fit.as_mut().unwrap();
+        (fit.functions_in_program, fit.functions_compared) = (Some(0), Some(7));
+        assert_eq!(pgo_profile(&foreign, Some("/b/pgo")), None);
     }
 }

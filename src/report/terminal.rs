@@ -211,6 +211,11 @@ pub(crate) fn settings_line(v: &Settings) -> String {
 fn given_profile_line(st: &StageReport) -> Option<String> {
     let src = st.facts.profile_source.as_ref()?;
     let fit = match &st.facts.profile_fit {
+        Some(f) if f.foreign() => format!(
+            "; it does not belong to this program ({} of its {} profiled function(s) are in it)",
+            f.functions_in_program.unwrap_or(0),
+            f.functions_compared.unwrap_or(0)
+        ),
         Some(f) if f.changed_functions == 0 => {
             "; it fits this source (no profiled function changed)".to_string()
         }

@@ -445,6 +445,52 @@ fn a_corrupt_cached_profile_is_detected_and_rewritten_never_used() {
 }
 
 #[test]
+fn a_binary_changed_in_the_target_dir_is_built_again_never_reused() {
+    let _g = shared();
+    // A target dir of its own: a record an older version kept of a truncated binary would
+    // be trusted (it was the binary cargo reported then).
+    let tmp = tempfile::tempdir().unwrap();
+    let td = tmp.path().join("target");
+    let args = |fresh: bool| {
+        let mut a = vec!["optimize", "--target-dir", td.to_str().unwrap()];
+        a.extend(["--stages", "none"]);
+        a.extend(fresh.then_some("--fresh"));
+        a
+    };
+    let r = run_unchanged(&fixture("pgo-basic"), &args(false));
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let built: Vec<_> = walk(&td.join("optimize/build"))
+        .into_iter()
+        .filter(|p| p.ends_with("release/pgo-basic"))
+        .collect();
+    assert_eq!(built.len(), 1, "{built:?}");
+    let good = std::fs::read(&built[0]).unwrap();
+    // Cargo's freshness looks at file times: it calls a truncated output fresh.
+    let f = std::fs::OpenOptions::new().write(true).open(&built[0]);
+    f.unwrap().set_len(1000).unwrap();
+    let baseline = td.join("optimize/latest/bin/baseline");
+    let mut said = Vec::new();
+    for fresh in [true, false] {
+        let r = run_unchanged(&fixture("pgo-basic"), &args(fresh));
+        assert_eq!(r.code, Some(0), "fresh: {fresh}\n{}", r.all());
+        assert_eq!(
+            std::fs::read(&baseline).unwrap().len(),
+            good.len(),
+            "the truncated binary was used (fresh: {fresh})\n{}",
+            r.stderr
+        );
+        said.push(r.stderr);
+    }
+    assert!(
+        said[0].contains("is not the binary cargo built") && said[0].contains("built again"),
+        "{}",
+        said[0]
+    );
+    assert!(said[1].contains("build reused"), "{}", said[1]);
+    assert_eq!(std::fs::read(&built[0]).unwrap().len(), good.len());
+}
+
+#[test]
 fn a_cpu_name_rustc_does_not_know_is_bad_input_with_its_line() {
     let _g = shared();
     let spec = tempfile::tempdir().unwrap();

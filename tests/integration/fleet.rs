@@ -187,6 +187,83 @@ fn the_collector_writes_one_profile_per_binary_into_its_folder_merged_online() {
 }
 
 #[test]
+fn the_collector_s_default_folder_is_private_and_one_another_user_could_plant_in_is_refused() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let _guard = shared();
+    let tmp = copy_fixture(FIXTURE);
+    let dir = tmp.path();
+    let state = dir.join("state");
+    let collector = dir.join("deploy/c");
+    let collect = |extra: &[&str]| {
+        let mut args = vec!["profile", "collect", "-o", collector.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        run(dir, &args, &[("XDG_STATE_HOME", state.to_str().unwrap())])
+    };
+    // The default: a folder of yours, made private, said where.
+    let r = collect(&[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let private = state.join("cargo-optimize/coverage-gap-pgo");
+    let file = format!("{}/default_%m.profraw", private.display());
+    assert!(r.stdout.contains(&file), "{file:?} not in\n{}", r.stdout);
+    assert!(
+        r.stdout.contains("a private one of yours (mode 0700)"),
+        "{}",
+        r.stdout
+    );
+    let meta = std::fs::metadata(&private).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    deploy_run(&collector, &["a", "1000"], None);
+    assert!(only_file(&private).to_string_lossy().ends_with(".profraw"));
+
+    // Another user made the folder first and planted a symlink where the profile goes.
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let planted = dir.join("planted-pgo");
+    std::fs::create_dir(&planted).unwrap();
+    std::os::unix::fs::symlink(&victim, planted.join("default_1.profraw")).unwrap();
+    let chmod = |p: &Path, m: u32| std::fs::set_permissions(p, PermissionsExt::from_mode(m));
+    chmod(&planted, 0o777).unwrap();
+    let mut refusals = vec![(
+        "can be written by everyone (mode 0777, not sticky)",
+        &planted,
+    )];
+    if meta.uid() == 0 {
+        // As root: the folder belongs to `nobody`, the owner of the default too.
+        std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
+        std::fs::remove_dir_all(&private).unwrap();
+        std::fs::create_dir(&private).unwrap();
+        std::os::unix::fs::chown(&private, Some(65534), Some(65534)).unwrap();
+        refusals = vec![
+            (
+                "belongs to another user (uid 65534; you are uid 0)",
+                &planted,
+            ),
+            (
+                "belongs to another user (uid 65534; you are uid 0)",
+                &private,
+            ),
+        ];
+    } else {
+        eprintln!("not root: a folder of another user is checked by the unit tests only");
+    }
+    for (why, folder) in refusals {
+        let given = folder == &planted;
+        let flag = ["--dir", planted.to_str().unwrap()];
+        let r = collect(if given { &flag } else { &[] });
+        assert_eq!(r.code, Some(2), "{}", r.all());
+        let what = match given {
+            true => format!("--dir {}: {}", planted.display(), planted.display()),
+            false => format!("the collector's default folder: {}", private.display()),
+        };
+        assert!(r.stderr.contains(&what), "{what:?} not in\n{}", r.stderr);
+        assert!(r.stderr.contains(why), "{why:?} not in\n{}", r.stderr);
+        assert!(r.stderr.contains("  fix: "), "{}", r.stderr);
+        assert!(!r.stderr.contains("building the collector"), "{}", r.stderr);
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+}
+
+#[test]
 fn two_hosts_merge_into_their_union_and_a_weight_multiplies_its_counts() {
     let _guard = shared();
     let tmp = copy_fixture(FIXTURE);
@@ -261,6 +338,32 @@ fn two_hosts_merge_into_their_union_and_a_weight_multiplies_its_counts() {
         "{}",
         r.stdout
     );
+
+    // One file under other names (another spelling, a symlink, a hard link) is merged
+    // once, each other name said; a weight given to one name is the file's.
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&a, dir.join("link.profraw")).unwrap();
+    std::fs::hard_link(&a, dir.join("hard.profraw")).unwrap();
+    let same = ["sub/../host-a.profraw", "link.profraw", "hard.profraw"];
+    let mut args = vec!["-o", "once.profdata", "host-a.profraw", "host-b.profraw"];
+    args.extend(same);
+    let r = merge(dir, &args);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert_eq!(counts(&dir.join("once.profdata")), union, "{}", r.all());
+    for name in same {
+        let said = format!("warning: {name} is the same file as host-a.profraw");
+        assert!(r.stderr.contains(&said), "{said:?} not in\n{}", r.stderr);
+    }
+    assert!(
+        r.stdout.contains("merged 2 of 2 profile(s)"),
+        "{}",
+        r.stdout
+    );
+    let mut args = vec!["-o", "once-weighted.profdata", "--weight", "link.profraw=3"];
+    args.extend(["host-a.profraw", "host-b.profraw", "hard.profraw"]);
+    let r = merge(dir, &args);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert_eq!(counts(&dir.join("once-weighted.profdata")), weighted);
 
     // A weight that is not an integer ≥ 1 is bad input.
     let r = merge(dir, &["-o", "x.profdata", "--weight", "host-a.profraw=0"]);
@@ -451,4 +554,60 @@ fn a_run_builds_pgo_from_a_merged_profile_without_training_and_says_how_stale_it
         "{}",
         r.stdout
     );
+}
+
+#[test]
+fn a_profile_of_another_program_is_said_not_to_belong_and_names_no_hotspots() {
+    let _guard = shared();
+    // Another program's profile: pgo-basic's collector, run once, merged.
+    let other = copy_fixture("pgo-basic");
+    let o = other.path();
+    let collector = o.join("c");
+    let into = o.join("profiles");
+    let mut args = vec!["profile", "collect", "--dir", into.to_str().unwrap()];
+    args.extend(["-o", collector.to_str().unwrap()]);
+    let r = run(o, &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    deploy_run(&collector, &["20000"], None);
+    let r = merge(o, &["-o", "other.profdata", "profiles"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let given = o.join("other.profdata");
+
+    let tmp = copy_fixture(FIXTURE);
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let mut args = vec!["--stages", "pgo", "--pgo-profile", given.to_str().unwrap()];
+    args.extend(["--target-dir", td.to_str().unwrap()]);
+    let r = run(dir, &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let said = "does not belong to this program: 0 of its";
+    assert!(r.stderr.contains(said), "{said:?} not in\n{}", r.stderr);
+    assert!(r.stderr.contains("  fix: collect again"), "{}", r.stderr);
+    let line = format!(
+        "└ profile: {} (given, not trained here); it does not belong to this program",
+        given.display()
+    );
+    assert!(r.stdout.contains(&line), "{line:?} not in\n{}", r.stdout);
+    assert!(!r.stdout.contains("it fits this source"), "{}", r.stdout);
+    let report = latest_report(&td);
+    let pgo = stage(&report, "pgo");
+    assert!(
+        pgo.notes.iter().any(|n| n.contains(said)),
+        "{:#?}",
+        pgo.notes
+    );
+    // Its hot functions are the other program's: none are shown as this one's.
+    assert!(report.hotspots.is_none(), "{:#?}", report.hotspots);
+    let r = run(
+        dir,
+        &["hotspots", "--target-dir", td.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("does not belong to this program"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("  fix: "), "{}", r.stderr);
 }

@@ -166,6 +166,37 @@ fn a_flamegraph_of_the_shipped_binary_names_the_hot_loop() {
     assert!(text.contains(HOT), "the flamegraph does not name {HOT}");
 }
 
+#[test]
+fn a_workload_timing_out_under_perf_is_said_with_its_timeout_and_the_fix() {
+    let _g = lock_target_dir(FIXTURE);
+    if let Err(why) = perf_can_record() {
+        eprintln!("skipped: perf cannot record on this machine: {why}");
+        return;
+    }
+    pgo_run();
+    // The fixture's spec with a `timeout` the eval workload cannot meet under perf.
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("optimize.toml");
+    let text = std::fs::read_to_string(fixture(FIXTURE).join("optimize.toml")).unwrap();
+    let short = text.replace(
+        "expect = \"exact\"",
+        "expect = \"exact\"\ntimeout = \"5ms\"",
+    );
+    assert_ne!(text, short);
+    std::fs::write(&spec, short).unwrap();
+    let out = hotspots(&["--spec", spec.to_str().unwrap(), "--flamegraph=eval"]);
+    assert_eq!(out.code, Some(2), "{}", out.all());
+    for want in [
+        "workload `eval` timed out under perf: it was stopped after 10.0 ms (twice its `timeout` of 5.00 ms, ",
+        &format!("{}:", spec.display()),
+        "fix: raise the workload's `timeout` at ",
+        "(e.g. `timeout = \"1s\"`)",
+    ] {
+        assert!(out.stderr.contains(want), "{want:?} not in\n{}", out.stderr);
+    }
+    assert!(!out.stderr.contains("no error message"), "{}", out.stderr);
+}
+
 fn demo_report() -> serde_json::Value {
     let text = std::fs::read_to_string(fixture("reports/demo/report.json")).unwrap();
     serde_json::from_str(&text).unwrap()

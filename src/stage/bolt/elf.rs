@@ -98,6 +98,23 @@ fn facts_of(data: &[u8]) -> Result<ElfFacts, String> {
     Ok(facts)
 }
 
+/// The names in the `.symtab` of the ELF file at `path` (empty when it is stripped).
+pub fn symbol_names(path: &Path) -> Result<std::collections::HashSet<Vec<u8>>, String> {
+    let data = std::fs::read(path).map_err(|e| e.to_string())?;
+    let (header, endian) = parse(&data)?;
+    let sections = header
+        .sections(endian, &*data)
+        .map_err(|e| format!("unreadable section headers ({e})"))?;
+    let symbols = sections
+        .symbols(endian, &*data, elf::SHT_SYMTAB)
+        .map_err(|e| format!("unreadable symbol table ({e})"))?;
+    Ok(symbols
+        .iter()
+        .filter_map(|sym| sym.name(endian, symbols.strings()).ok())
+        .map(<[u8]>::to_vec)
+        .collect())
+}
+
 /// What [`copy_with_short_names`] did.
 pub use crate::context::facts::Shortened;
 

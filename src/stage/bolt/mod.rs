@@ -26,7 +26,7 @@
 //! Must not: run cargo (through `ctx.build` only) or spawn processes other than through
 //! `crate::process`. Verification and measurement are the pipeline's job.
 
-mod elf;
+pub(crate) mod elf;
 mod failure;
 mod profile;
 mod stats;

@@ -9,6 +9,8 @@
 
 use std::path::Path;
 
+use crate::context::facts::ProfileFit;
+
 use super::{
     bolt_follows, build_with, cache_profile, profdata, show, with_host_target, Profile, PORTABLE,
 };
@@ -75,4 +77,40 @@ fn load(ctx: &Context, file: &Path) -> Result<Profile, StageError> {
         quality: None,
         source: Some(file.to_path_buf()),
     })
+}
+
+/// How many of the given `profile`'s functions other than `main` are functions of `binary`
+/// (built with it), by the symbols the profile names and the binary's symbol table: `fit`
+/// with `functions_in_program` and `functions_compared` set. A profile of this program, even
+/// stale, names many of them (those not inlined away); another program's, none. Left as it
+/// is when either cannot be read (a stripped binary has no symbol table).
+pub(super) fn with_functions_in_program(
+    ctx: &Context,
+    fit: ProfileFit,
+    profile: &Path,
+    binary: &Path,
+) -> ProfileFit {
+    let Ok(tool) = profdata(ctx) else { return fit };
+    let functions = crate::toolchain::profdata::function_counts(&tool.path, profile);
+    let symbols = crate::stage::bolt::elf::symbol_names(binary);
+    let (Ok(functions), Ok(symbols)) = (functions, symbols) else {
+        return fit;
+    };
+    if symbols.is_empty() {
+        return fit;
+    }
+    let named: Vec<&str> = functions
+        .iter()
+        .map(|f| f.symbol.as_str())
+        .filter(|s| *s != "main")
+        .collect();
+    let found = named
+        .iter()
+        .filter(|s| symbols.contains(s.as_bytes()))
+        .count();
+    ProfileFit {
+        functions_in_program: Some(found as u64),
+        functions_compared: Some(named.len() as u64),
+        ..fit
+    }
 }

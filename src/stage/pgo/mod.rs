@@ -362,10 +362,13 @@ pub fn build_with(
             ctx.rustc.llvm_version
         )));
     }
-    let fit = ProfileFit {
+    let mut fit = ProfileFit {
         profile_functions: Some(profile.stats.functions),
         ..profile_fit(&built.stderr, stable)
     };
+    if profile.source.is_some() {
+        fit = given::with_functions_in_program(ctx, fit, stable, &built.binary);
+    }
     notes.extend(fit_note(ctx, profile, variant, &fit));
     let missing = count_missing_functions(&built.stderr);
     if missing > 0 {
@@ -415,9 +418,21 @@ fn fit_note(
             src.display(),
             fit.describe()
         );
+        let fix = "fix: collect again with a collector built from this source and these settings (`cargo optimize profile collect`)";
+        if fit.foreign() {
+            let whose = format!(
+                "the profile from {}: {}",
+                src.display(),
+                fit.describe_foreign()
+            );
+            ctx.ui.warn(&format!(
+                "{label}: {whose}\n  {fix} in this project, and give that profile"
+            ));
+            return Some(whose);
+        }
         match fit.changed_functions {
             0 => ctx.ui.info(&msg),
-            _ => ctx.ui.warn(&format!("{msg}\n  fix: collect again with a collector built from this source and these settings (`cargo optimize profile collect`)")),
+            _ => ctx.ui.warn(&format!("{msg}\n  {fix}")),
         }
     }
     if fit.changed_functions == 0 {
@@ -680,6 +695,29 @@ mod tests {
         assert!(
             described.starts_with("2 of 40 profiled function(s) changed"),
             "{described}"
+        );
+    }
+
+    #[test]
+    fn a_given_profile_with_almost_none_of_its_functions_in_the_program_is_foreign() {
+        let fit = |found, compared| ProfileFit {
+            functions_in_program: found,
+            functions_compared: compared,
+            ..Default::default()
+        };
+        assert!(fit(Some(0), Some(7)).foreign());
+        assert!(fit(Some(3), Some(1000)).foreign(), "almost none");
+        assert!(!fit(Some(10), Some(1000)).foreign());
+        assert!(!fit(Some(1), Some(7)).foreign());
+        assert!(!fit(Some(0), Some(0)).foreign(), "nothing to compare");
+        assert!(
+            !fit(None, None).foreign(),
+            "a trained profile, or no symbols"
+        );
+        let said = fit(Some(0), Some(7)).describe_foreign();
+        assert!(
+            said.starts_with("it does not belong to this program: 0 of its 7"),
+            "{said}"
         );
     }
 
