@@ -1872,6 +1872,7 @@ mod tests {
             margin: 0.02,
             warmup: 3,
             min_runs: Some(12),
+            budget: None,
         };
         let o = BenchOptions::from_config(&cfg);
         assert_eq!(

@@ -411,6 +411,7 @@ mod tests {
                 margin: 0.01,
                 warmup: 1,
                 min_runs: Some(10),
+                budget: None,
             },
             verify: Default::default(),
             cache_max_bytes: crate::spec::DEFAULT_CACHE_MAX_BYTES,

@@ -11,9 +11,11 @@
 //! twice the others' share; a comparison its share cut short is *budget-limited*.
 
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::bench::runner::LADDER_MIN_PAIRS;
+use crate::report::Projection;
 use crate::spec::StageName;
 
 /// Ten minutes: a run on a typical crate (builds of a minute or less, workloads of a second
@@ -21,6 +23,11 @@ use crate::spec::StageName;
 /// slow builds or 10 s workloads gets a bounded run that says what it could not do, instead
 /// of the 35 minutes an unbounded one took.
 pub const DEFAULT: Duration = Duration::from_secs(600);
+
+/// How many levels the cpu stage may try: the spec's list, else a level and `native`.
+pub fn cpu_levels(spec: &crate::spec::Spec) -> usize {
+    spec.stages.cpu.as_ref().map_or(2, Vec::len)
+}
 
 /// What one piece of work costs, in seconds, as the baseline showed.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -36,6 +43,26 @@ pub struct Costs {
     pub eval: f64,
     /// How many eval workloads there are.
     pub eval_workloads: usize,
+}
+
+impl Costs {
+    /// From the baseline's build time and each workload's run time on it.
+    pub fn of(spec: &crate::spec::Spec, build_secs: f64, times: &BTreeMap<String, f64>) -> Self {
+        let sum = |keep: &dyn Fn(&crate::spec::Workload) -> bool| -> f64 {
+            spec.workloads
+                .iter()
+                .filter(|w| keep(w))
+                .filter_map(|w| times.get(&w.name))
+                .sum()
+        };
+        Costs {
+            build: build_secs,
+            verify: sum(&|_| true),
+            train: 2.0 * sum(&|w| w.train),
+            eval: sum(&|w| w.eval),
+            eval_workloads: spec.workloads.iter().filter(|w| w.eval).count(),
+        }
+    }
 }
 
 /// What a stage spends besides measuring, and how many comparisons it makes.
@@ -103,10 +130,6 @@ impl Budget {
         self.costs.set(Some(costs));
     }
 
-    pub fn costs(&self) -> Option<Costs> {
-        self.costs.get()
-    }
-
     /// Seconds left (negative once overspent).
     pub fn left(&self) -> f64 {
         self.total.as_secs_f64() - self.started.elapsed().as_secs_f64()
@@ -156,85 +179,70 @@ impl Budget {
     }
 }
 
-/// What a run is expected to cost, by part, printed before the first candidate is built and
-/// kept in report.json next to what it took.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Projection {
-    pub budget_secs: f64,
-    pub builds: f64,
-    pub build_secs: f64,
-    pub verify_secs: f64,
-    pub training_secs: f64,
-    /// Measuring when every comparison settles at its first look, and when every one runs
-    /// to its share.
-    pub measure_secs: [f64; 2],
-    /// Pairs per workload a non-final comparison's share buys, and pairs a ±1 % interval
-    /// needs at the baseline's run-to-run variation.
-    pub pairs_bought: f64,
-    pub pairs_for_1pct: f64,
+/// What climbing `stages` (and the final comparison) is expected to cost at `costs`, within
+/// `budget`; `cv` is the workloads' run-to-run variation (a fraction).
+pub fn project(
+    costs: &Costs,
+    stages: &[StageName],
+    budget: &Budget,
+    spec_max: Duration,
+    cv: f64,
+) -> Projection {
+    let mut p = Projection {
+        builds: 0.0,
+        build_secs: 0.0,
+        verify_secs: 0.0,
+        training_secs: 0.0,
+        measure_secs: [first_look(costs), first_look(costs)],
+        pairs_bought: 0.0,
+        pairs_for_1pct: 0.0,
+    };
+    let mut comparisons = 1.0;
+    for &stage in stages {
+        let s = shape(stage, budget.cpu_levels);
+        p.builds += s.builds;
+        p.build_secs += s.builds * costs.build;
+        p.verify_secs += s.verifications * costs.verify;
+        p.training_secs += s.trainings * costs.train;
+        p.measure_secs[0] += s.comparisons * first_look(costs);
+        comparisons += s.comparisons;
+    }
+    let work = p.build_secs + p.verify_secs + p.training_secs;
+    let share = budget.max_time(spec_max, stages, false).as_secs_f64();
+    let room = (budget.left() - work).max(p.measure_secs[0]);
+    p.measure_secs[1] = (share * costs.eval_workloads as f64 * comparisons).min(room);
+    let per_pair = 2.0 * costs.eval / costs.eval_workloads.max(1) as f64;
+    p.pairs_bought = if per_pair > 0.0 {
+        share / per_pair
+    } else {
+        0.0
+    };
+    // Half-width of a 95 % interval of the mean log ratio: 1.96 · √2 · cv / √n ≤ 1 %.
+    let cv = cv.max(0.005);
+    p.pairs_for_1pct = (1.96 * std::f64::consts::SQRT_2 * cv / 0.01).powi(2).ceil();
+    p
 }
 
-impl Projection {
-    /// The cost of climbing `stages` (and the final comparison) at `costs`, within `budget`;
-    /// `cv` is the baseline's run-to-run variation (a fraction).
-    pub fn of(costs: &Costs, stages: &[StageName], budget: &Budget, spec_max: Duration, cv: f64) -> Self {
-        let mut p = Projection {
-            budget_secs: budget.total.as_secs_f64(),
-            builds: 0.0,
-            build_secs: 0.0,
-            verify_secs: 0.0,
-            training_secs: 0.0,
-            measure_secs: [first_look(costs), first_look(costs)],
-            pairs_bought: 0.0,
-            pairs_for_1pct: 0.0,
-        };
-        let mut comparisons = 1.0;
-        for &stage in stages {
-            let s = shape(stage, budget.cpu_levels);
-            p.builds += s.builds;
-            p.build_secs += s.builds * costs.build;
-            p.verify_secs += s.verifications * costs.verify;
-            p.training_secs += s.trainings * costs.train;
-            p.measure_secs[0] += s.comparisons * first_look(costs);
-            comparisons += s.comparisons;
-        }
-        let work = p.build_secs + p.verify_secs + p.training_secs;
-        let share = budget.max_time(spec_max, stages, false).as_secs_f64();
-        let room = (budget.left() - work).max(p.measure_secs[0]);
-        p.measure_secs[1] = (share * costs.eval_workloads as f64 * comparisons).min(room);
-        let per_pair = 2.0 * costs.eval / costs.eval_workloads.max(1) as f64;
-        p.pairs_bought = if per_pair > 0.0 { share / per_pair } else { 0.0 };
-        // Half-width of a 95 % interval of the mean log ratio: 1.96 · √2 · cv / √n ≤ 1 %.
-        let cv = cv.max(0.005);
-        p.pairs_for_1pct = (1.96 * std::f64::consts::SQRT_2 * cv / 0.01).powi(2).ceil();
-        p
-    }
-
-    pub fn total(&self) -> [f64; 2] {
-        let work = self.build_secs + self.verify_secs + self.training_secs;
-        [work + self.measure_secs[0], work + self.measure_secs[1]]
-    }
-
-    /// One line for the terminal.
-    pub fn line(&self, eval_workloads: usize, eval_run: f64) -> String {
-        let span = crate::util::format_span;
-        let [lo, hi] = self.total();
-        format!(
-            "projection: {}–{} (≈{:.0} builds {}, verification {}, training {}, measuring {}–{}) within the budget of {}; {eval_workloads} eval workload(s) of ~{} a run: a comparison's share buys up to ~{:.0} pairs each, ±1 % needs ~{:.0}",
-            span(lo),
-            span(hi),
-            self.builds,
-            span(self.build_secs),
-            span(self.verify_secs),
-            span(self.training_secs),
-            span(self.measure_secs[0]),
-            span(self.measure_secs[1]),
-            span(self.budget_secs),
-            crate::util::format_secs(eval_run / eval_workloads.max(1) as f64),
-            self.pairs_bought,
-            self.pairs_for_1pct,
-        )
-    }
+/// The projection as one line for the terminal.
+pub fn line(p: &Projection, budget_secs: f64, costs: &Costs) -> String {
+    let span = crate::util::format_span;
+    let [lo, hi] = p.total();
+    let n = costs.eval_workloads;
+    format!(
+        "projection: {}–{} (≈{:.0} builds {}, verification {}, training {}, measuring {}–{}) within the budget of {}; {n} eval workload(s) of ~{} a run: a comparison's share buys up to ~{:.0} pairs each, ±1 % needs ~{:.0}",
+        span(lo),
+        span(hi),
+        p.builds,
+        span(p.build_secs),
+        span(p.verify_secs),
+        span(p.training_secs),
+        span(p.measure_secs[0]),
+        span(p.measure_secs[1]),
+        span(budget_secs),
+        crate::util::format_secs(costs.eval / n.max(1) as f64),
+        p.pairs_bought,
+        p.pairs_for_1pct,
+    )
 }
 
 #[cfg(test)]
@@ -254,12 +262,18 @@ mod tests {
     #[test]
     fn a_stage_is_tried_only_when_its_work_and_first_looks_fit() {
         let b = Budget::new(Duration::from_secs(600), 2);
-        assert!(b.affords(StageName::Pgo).is_ok(), "no costs known: anything left will do");
+        assert!(
+            b.affords(StageName::Pgo).is_ok(),
+            "no costs known: anything left will do"
+        );
         b.learn(costs());
         // pgo: 2 builds (120) + 1 verification (50) + 3 trainings (75) + its first look and
         // the final's (2 × 4 pairs × 2 × 24 s = 384): 629 s > 600 s.
         let e = b.affords(StageName::Pgo).unwrap_err();
-        assert!(e.starts_with("not tried: 10m") || e.starts_with("not tried: 9m"), "{e}");
+        assert!(
+            e.starts_with("not tried: 10m") || e.starts_with("not tried: 9m"),
+            "{e}"
+        );
         assert!(e.contains("budget of 10m"), "{e}");
         // profile: 60 + 50 + 192 + 192 = 494 s < 600 s.
         assert!(b.affords(StageName::Profile).is_ok());
@@ -305,8 +319,13 @@ mod tests {
             eval_workloads: 2,
         };
         b.learn(c);
-        let stages = [StageName::Profile, StageName::Cpu, StageName::Pgo, StageName::Bolt];
-        let p = Projection::of(&c, &stages, &b, Duration::from_secs(10), 0.02);
+        let stages = [
+            StageName::Profile,
+            StageName::Cpu,
+            StageName::Pgo,
+            StageName::Bolt,
+        ];
+        let p = project(&c, &stages, &b, Duration::from_secs(10), 0.02);
         assert_eq!(p.builds, 6.0);
         assert_eq!(p.build_secs, 12.0);
         assert_eq!(p.verify_secs, 5.0);
@@ -318,7 +337,7 @@ mod tests {
         assert_eq!(p.pairs_for_1pct, 31.0);
         // A share of 10 s (max-time) per workload of 0.15 s runs: ~33 pairs.
         assert!((p.pairs_bought - 10.0 / 0.3).abs() < 1e-6, "{p:?}");
-        let line = p.line(2, 0.3);
+        let line = line(&p, 600.0, &c);
         assert!(line.starts_with("projection: "), "{line}");
         assert!(line.contains("within the budget of 10m"), "{line}");
     }

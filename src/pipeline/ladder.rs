@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use super::budget::Budget;
 use super::measure::{self, Measured};
 use crate::bench::stats::{self, LogEstimate};
 use crate::bench::{Comparison, Estimate, Verdict};
@@ -46,6 +47,11 @@ impl ToBaseline {
 pub struct Ladder<'a> {
     ctx: &'a Context<'a>,
     cache: &'a VerdictCache,
+    budget: &'a Budget,
+    /// The stages still to climb after the current one.
+    to_come: Vec<StageName>,
+    /// Stages the budget could not pay for.
+    pub not_tried: Vec<String>,
     verifier: Verifier<'a>,
     baseline: Candidate,
     best: Holder,
@@ -64,6 +70,7 @@ impl<'a> Ladder<'a> {
         cache: &'a VerdictCache,
         baseline: Candidate,
         verifier: Verifier<'a>,
+        budget: &'a Budget,
     ) -> Self {
         let mut row = candidate_row(&baseline, Status::Kept, "the reference");
         row.verified = Some(true);
@@ -74,6 +81,9 @@ impl<'a> Ladder<'a> {
         Ladder {
             ctx,
             cache,
+            budget,
+            to_come: ctx.spec.stages.try_.clone(),
+            not_tried: Vec::new(),
             verifier,
             baseline,
             best: holder.clone(),
@@ -85,6 +95,23 @@ impl<'a> Ladder<'a> {
 
     /// Try every offer of one stage; after the profile stage, `--explain` when asked.
     pub fn climb(&mut self, name: StageName, explain: bool) -> anyhow::Result<()> {
+        if let Some(i) = self.to_come.iter().position(|s| *s == name) {
+            self.to_come.remove(i);
+        }
+        if let Err(why) = self.budget.affords(name) {
+            self.ctx.ui.warn(&format!("{name}: {why}"));
+            let fix = format!(
+                "{why}; fix: --budget {} (or [bench] budget), or --stages {name} to climb it alone",
+                crate::util::format_span(2.0 * self.budget.total.as_secs_f64())
+            );
+            self.rows.push(StageReport::without_candidate(
+                name.as_str(),
+                Status::Skipped,
+                fix,
+            ));
+            self.not_tried.push(name.as_str().to_string());
+            return Ok(());
+        }
         let standing = Standing {
             best: &self.best.candidate,
             portable: &self.portable.candidate,
@@ -157,7 +184,15 @@ impl<'a> Ladder<'a> {
             self.rows.push(r);
             return Ok(());
         }
-        match measure::measure(self.ctx, rival, &cand, &self.verifier, true, self.cache) {
+        let max_time = self.max_time(false);
+        match measure::measure(
+            self.ctx,
+            rival,
+            &cand,
+            &self.verifier,
+            (true, max_time),
+            self.cache,
+        ) {
             Ok(m) => self.decide(cand, offer.rival, m),
             Err(e) => {
                 ui.warn(&format!("{row}: measuring failed: {e:#}"));
@@ -201,6 +236,13 @@ impl<'a> Ladder<'a> {
             describe(&m.estimate)
         );
         let status = if keep { Status::Kept } else { Status::Dropped };
+        let reason = match &m.budget_limited {
+            Some(why) if !keep => {
+                self.ctx.ui.warn(&format!("{}: {why}", cand.label()));
+                format!("{reason}; {why}")
+            }
+            _ => reason,
+        };
         let mut r = candidate_row(&cand, status, &reason);
         r.verified = Some(true);
         r.vs_best = Some(m.estimate);
@@ -236,8 +278,9 @@ impl<'a> Ladder<'a> {
         let baseline = &self.baseline;
         let verifier = &self.verifier;
         let cache = self.cache;
+        let max_time = self.max_time(false);
         let explained = stage::profile::explain(ctx, baseline, &mut |c| {
-            Ok(measure::measure(ctx, baseline, c, verifier, false, cache)?.estimate)
+            Ok(measure::measure(ctx, baseline, c, verifier, (false, max_time), cache)?.estimate)
         });
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);
@@ -249,6 +292,12 @@ impl<'a> Ladder<'a> {
         &self.verifier
     }
 
+    /// The next comparison's `max-time` per workload: its share of the budget.
+    fn max_time(&self, is_final: bool) -> std::time::Duration {
+        self.budget
+            .max_time(self.ctx.spec.bench.max_time, &self.to_come, is_final)
+    }
+
     fn margin(&self) -> f64 {
         self.ctx.spec.bench.margin
     }
@@ -258,6 +307,7 @@ impl<'a> Ladder<'a> {
     /// kept per workload under `<tag> vs baseline`.
     pub fn measure_final(&mut self) -> anyhow::Result<()> {
         let portable_is_best = self.portable.candidate.binary == self.best.candidate.binary;
+        let max_time = self.max_time(true);
         for which in [&mut self.best, &mut self.portable] {
             if which.vs_baseline.is_none_or(|t| t.measured) {
                 continue;
@@ -267,7 +317,7 @@ impl<'a> Ladder<'a> {
                 &self.baseline,
                 &which.candidate,
                 &self.verifier,
-                false,
+                (false, max_time),
                 self.cache,
             )?;
             which.vs_baseline = Some(ToBaseline {

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use crate::bench::stats::LogEstimate;
 use crate::bench::{
-    self, BenchOptions, Comparison, Estimate, ExpectedStatus, Job, Phase, Progress, Verdict,
+    self, BenchOptions, Comparison, Estimate, ExpectedStatus, Job, Phase, Progress, StopReason,
+    Verdict,
 };
 use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
@@ -24,23 +25,28 @@ pub struct Measured {
     /// The level `estimate`'s interval is at (the strictest of the workloads').
     pub confidence: f64,
     pub per_workload: Vec<(String, Comparison)>,
+    /// Why the comparison is *budget-limited*: its share of the run's budget ran out before
+    /// a verdict, and about how long it would need.
+    pub budget_limited: Option<String>,
 }
 
-/// Compare `cand` with `rival` on every eval workload. With `only_faster` (a keep-or-drop
-/// decision) a workload's comparison stops as soon as *faster* is out of reach.
+/// Compare `cand` with `rival` on every eval workload, each for at most `max_time` (its share
+/// of the run's budget). With `only_faster` (a keep-or-drop decision) a workload's comparison
+/// stops as soon as *faster* is out of reach.
 pub fn measure(
     ctx: &Context,
     rival: &Candidate,
     cand: &Candidate,
     verifier: &Verifier,
-    only_faster: bool,
+    (only_faster, max_time): (bool, std::time::Duration),
     cache: &VerdictCache,
 ) -> anyhow::Result<Measured> {
-    let opts = if only_faster {
+    let mut opts = if only_faster {
         BenchOptions::for_ladder(&ctx.spec.bench)
     } else {
         BenchOptions::from_config(&ctx.spec.bench)
     };
+    opts.max_time = max_time.min(opts.max_time);
     let per_workload = compare_over_workloads(
         ctx,
         (&rival.label(), &rival.binary),
@@ -51,12 +57,38 @@ pub fn measure(
     )?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
     let (log, confidence) = bench::geomean_log(&all);
+    let estimate = bench::geomean(&all, opts.margin);
+    let budget_limited = budget_limited(&all, &estimate, &opts, ctx.spec.bench.max_time);
     Ok(Measured {
-        estimate: bench::geomean(&all, opts.margin),
+        estimate,
         log,
         confidence,
         per_workload,
+        budget_limited,
     })
+}
+
+/// Whether the budget's share, not the spec's `max-time`, ended a comparison short of a
+/// verdict; then what it bought and about what deciding would take (the interval narrows
+/// as 1/√n, and deciding needs it about as narrow as the margin).
+fn budget_limited(
+    all: &[Comparison],
+    estimate: &Estimate,
+    opts: &BenchOptions,
+    spec_max: std::time::Duration,
+) -> Option<String> {
+    let cut = opts.max_time < spec_max && all.iter().any(|c| c.stop == StopReason::MaxTime);
+    if !cut || estimate.verdict.is_decided() {
+        return None;
+    }
+    let half = (estimate.ci_high.ln() - estimate.ci_low.ln()) / 2.0;
+    let factor = (half / opts.margin.max(1e-6)).powi(2).max(1.0);
+    let pairs = all.iter().map(|c| c.n).min().unwrap_or(0);
+    Some(format!(
+        "budget-limited: its share of the run's budget, {} per workload, bought {pairs} pair(s); about {} per workload would decide it (a larger --budget)",
+        crate::util::format_span(opts.max_time.as_secs_f64()),
+        crate::util::format_span(opts.max_time.as_secs_f64() * factor),
+    ))
 }
 
 /// The exit status a timed run of `w` must have: 0, or for `expect = "exit-code"` the
@@ -97,10 +129,18 @@ pub fn compare_over_workloads(
         );
     }
     let start = Instant::now();
+    // Keyed under the spec's max-time, not the budget's share (which differs from run to
+    // run); a comparison the share cut short is not kept, so a larger budget measures again.
+    let key_opts = BenchOptions {
+        max_time: opts.max_time.max(ctx.spec.bench.max_time),
+        ..opts.clone()
+    };
     let keys: Vec<Option<String>> = eval
         .iter()
-        .map(|w| cache.key(a.1, b.1, w, opts).ok())
+        .map(|w| cache.key(a.1, b.1, w, &key_opts).ok())
         .collect();
+    let cut_short =
+        |c: &Comparison| opts.max_time < key_opts.max_time && c.stop == StopReason::MaxTime;
     let mut found: Vec<Option<Comparison>> = Vec::new();
     for (w, key) in eval.iter().zip(&keys) {
         let kept = key.as_deref().and_then(|k| cache.get(k));
@@ -125,7 +165,7 @@ pub fn compare_over_workloads(
         for (key, slot) in keys.iter().zip(found.iter_mut()) {
             if slot.is_none() {
                 let c = measured.next().expect("one per workload measured");
-                if let Some(k) = key {
+                if let Some(k) = key.as_ref().filter(|_| !cut_short(&c)) {
                     cache.put(k, &c);
                 }
                 *slot = Some(c);

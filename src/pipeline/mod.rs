@@ -23,10 +23,15 @@ use crate::context::{Context, DirLock, RunDir};
 use crate::report::{self, CacheCounts, MachineInfo, Report, ToolchainInfo, WorkloadReport};
 use crate::spec::Workload;
 use crate::{stage, verify};
+use budget::Budget;
 
 /// Run the whole pipeline; the exit code is 1 when a stage failed, else 0.
 pub fn run(plan: &Plan) -> anyhow::Result<i32> {
+    if plan.dry_run {
+        return Ok(dry_run(plan));
+    }
     let started = Instant::now();
+    let budget = Budget::new(plan.budget, budget::cpu_levels(&plan.spec));
     let lock = DirLock::for_run(&plan.optimize_dir)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
@@ -35,17 +40,24 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let sccache_before = sccache.as_deref().and_then(crate::cargo::wrapper::stats);
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
+    let projection = projection(plan, &baseline, &verifier, &budget);
     let machine = machine();
     let fingerprint = cache::machine_fingerprint(machine.cpu_model.as_deref());
     let verdicts = VerdictCache::new(&plan.optimize_dir, plan.fresh, fingerprint);
-    let mut ladder = Ladder::new(&ctx, &verdicts, baseline, verifier);
+    let mut ladder = Ladder::new(&ctx, &verdicts, baseline, verifier, &budget);
     for &name in &plan.spec.stages.try_ {
         ladder.climb(name, plan.explain)?;
     }
     ladder.measure_final()?;
     let hotspots = hotspots(plan, &ctx, &ladder);
     ctx.record("total", started.elapsed().as_secs_f64(), None);
+    let not_tried = ladder.not_tried.clone();
     let mut report = assemble(plan, &ctx, ladder, machine, verdicts.counts());
+    report.budget = Some(report::RunBudget {
+        budget_secs: plan.budget.as_secs_f64(),
+        projection,
+        not_tried: not_tried.clone(),
+    });
     report.hotspots = hotspots;
     report.compile_cache = compile_cache(sccache.as_deref(), sccache_before);
     report.write_json(&run.root)?;
@@ -53,6 +65,15 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     report::terminal::print_ladder(&report, &plan.ui);
     run.point_latest(&plan.optimize_dir)?;
     plan.ui.info(&time_line(&report));
+    if !not_tried.is_empty() {
+        plan.ui.warn(&format!(
+            "not tried for lack of time: {} (the budget of {} was spent)\n  fix: give the run more time (--budget {}, or [bench] budget), or climb only those stages on top of this run's (--stages {})",
+            not_tried.join(", "),
+            crate::util::format_span(plan.budget.as_secs_f64()),
+            crate::util::format_span(2.0 * plan.budget.as_secs_f64()),
+            not_tried.join(",")
+        ));
+    }
     drop(lock);
     trim_cache(plan);
     // A stage that could not run is a failure the user must see, even though the run
@@ -163,7 +184,66 @@ fn assemble(
         }),
         hotspots: None,
         compile_cache: None,
+        budget: None,
     }
+}
+
+/// The run's projection, printed once the baseline is built and run: `None` when its
+/// outputs were reused from an earlier run (no run time was measured).
+fn projection(
+    plan: &Plan,
+    baseline: &crate::context::Candidate,
+    verifier: &verify::Verifier,
+    budget: &Budget,
+) -> Option<report::Projection> {
+    let times = verifier.run_times()?;
+    let costs = budget::Costs::of(&plan.spec, baseline.build_seconds, &times);
+    budget.learn(costs);
+    let stages: Vec<_> = plan.spec.stages.try_.clone();
+    let p = budget::project(&costs, &stages, budget, plan.spec.bench.max_time, 0.02);
+    plan.ui
+        .info(&budget::line(&p, plan.budget.as_secs_f64(), &costs));
+    Some(p)
+}
+
+/// `--dry-run`: the plan, and what the last run of it cost; nothing is built or run.
+fn dry_run(plan: &Plan) -> i32 {
+    let spec = &plan.spec;
+    let stages: Vec<&str> = spec.stages.try_.iter().map(|s| s.as_str()).collect();
+    let (train, eval) = (
+        spec.workloads.iter().filter(|w| w.train).count(),
+        spec.workloads.iter().filter(|w| w.eval).count(),
+    );
+    println!(
+        "plan: `{}` from {}; stages: {}; {} workload(s) ({train} train, {eval} eval); max-time {} per workload per comparison; budget {}",
+        plan.project.bin,
+        spec.path.display(),
+        if stages.is_empty() { "none".to_string() } else { stages.join(" → ") },
+        spec.workloads.len(),
+        crate::util::format_span(spec.bench.max_time.as_secs_f64()),
+        crate::util::format_span(plan.budget.as_secs_f64()),
+    );
+    let last = report::load(&plan.optimize_dir.join("latest").join(report::FILE)).ok();
+    match last {
+        Some(r) => {
+            let (total, kinds) = r.time_spent();
+            let parts: Vec<String> = kinds
+                .iter()
+                .map(|(k, s)| format!("{k} {}", crate::util::format_span(*s)))
+                .collect();
+            println!(
+                "the last run ({}) took {}: {}; what has not changed since is reused",
+                r.run_id,
+                crate::util::format_span(total),
+                parts.join(", ")
+            );
+        }
+        None => println!(
+            "no earlier run: the projection is printed once the baseline is built and run (its build and run times set it)"
+        ),
+    }
+    println!("dry run: nothing was built or run");
+    0
 }
 
 /// The hottest functions of the run's PGO profile, for report.json (one `llvm-profdata
@@ -207,6 +287,13 @@ fn unmet_requests(plan: &Plan, report: &Report) -> Vec<&'static str> {
         .filter(|name| {
             let rows: Vec<_> = report.stages.iter().filter(|r| r.name == *name).collect();
             !rows.is_empty() && rows.iter().all(|r| r.status == report::Status::Skipped)
+        })
+        // Not tried for lack of time is the budget the user gave, said on its own.
+        .filter(|name| {
+            report
+                .budget
+                .as_ref()
+                .is_none_or(|b| !b.not_tried.iter().any(|n| n == name))
         })
         .collect()
 }
@@ -275,6 +362,14 @@ fn time_line(report: &Report) -> String {
     } else {
         format!("{total:.0}")
     };
+    if let Some(b) = &report.budget {
+        let span = crate::util::format_span;
+        if let Some(p) = &b.projection {
+            let [lo, hi] = p.total();
+            cache.push_str(&format!("; projected {}–{}", span(lo), span(hi)));
+        }
+        cache.push_str(&format!("; budget {}", span(b.budget_secs)));
+    }
     format!("time: {total} s in all — {}{cache}", parts.join(", "))
 }
 

@@ -115,6 +115,47 @@ pub struct Report {
     /// What the user's sccache (`RUSTC_WRAPPER`) did during the run (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compile_cache: Option<CompileCache>,
+    /// The run's time budget, what the run was projected to cost, and the stages it did not
+    /// try for lack of time (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<RunBudget>,
+}
+
+/// `--budget` / `[bench] budget`: the whole run's wall time, and what it bought.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunBudget {
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub budget_secs: f64,
+    /// Printed before the first candidate was built (absent when the baseline's outputs were
+    /// reused, so no run time was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projection: Option<Projection>,
+    /// Stages not tried because what was left of the budget could not pay for them.
+    #[serde(default)]
+    pub not_tried: Vec<String>,
+}
+
+/// What a run was expected to cost, by part, in seconds (see `pipeline::budget`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Projection {
+    pub builds: f64,
+    pub build_secs: f64,
+    pub verify_secs: f64,
+    pub training_secs: f64,
+    /// Measuring when every comparison settles at its first look, and when every one runs
+    /// to its share of the budget.
+    pub measure_secs: [f64; 2],
+    /// Pairs per workload a comparison's share buys, and pairs a ±1 % interval needs.
+    pub pairs_bought: f64,
+    pub pairs_for_1pct: f64,
+}
+
+impl Projection {
+    /// The whole run: at least, at most.
+    pub fn total(&self) -> [f64; 2] {
+        let work = self.build_secs + self.verify_secs + self.training_secs;
+        [work + self.measure_secs[0], work + self.measure_secs[1]]
+    }
 }
 
 /// The compilations of a run as the user's sccache counted them (its server's counters
@@ -589,6 +630,7 @@ mod tests {
             verdict_cache: None,
             build_cache: None,
             compile_cache: None,
+            budget: None,
             hotspots: None,
             pipeline: vec![
                 step("baseline build", 2.0),

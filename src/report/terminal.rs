@@ -400,6 +400,7 @@ mod tests {
             verdict_cache: None,
             build_cache: None,
             compile_cache: None,
+            budget: None,
             hotspots: None,
         };
         let text = ladder(&report, &ui());

@@ -69,6 +69,18 @@ impl<'c> Verifier<'c> {
         Ok(self.reference.get_or_init(|| r))
     }
 
+    /// Each workload's wall time on the baseline, in seconds, when this run recorded the
+    /// reference (an earlier run's kept one holds no times).
+    pub fn run_times(&self) -> Option<BTreeMap<String, f64>> {
+        let r = self.reference.get()?;
+        Some(
+            r.observed
+                .iter()
+                .map(|(name, o)| (name.clone(), o.outcome.wall.as_secs_f64()))
+                .collect(),
+        )
+    }
+
     /// The workloads whose baseline disagreed with itself.
     pub fn nondeterministic(&self) -> &BTreeMap<String, Nondeterminism> {
         match (self.reference.get(), &self.kept) {

@@ -574,3 +574,80 @@ fn a_run_trims_what_it_keeps_to_the_specs_cache_max_size() {
     );
     assert!(td.join("optimize/latest/report.json").is_file());
 }
+
+/// The run's budget (issue 24): `--budget 0s` is bad input; `--dry-run` builds nothing and
+/// says what the last run cost; a run projects its cost once the baseline is run and keeps
+/// the projection; a budget that cannot pay for a stage leaves it untried, ships the best so
+/// far, and says which stages and how to try them (exit 0: not a failure).
+#[test]
+fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_nothing() {
+    let _g = shared();
+    let td = tempfile::tempdir().unwrap();
+    let dir = fixture("pgo-basic");
+    let with = |extra: &[&str]| {
+        let mut args = vec!["optimize", "--target-dir", td.path().to_str().unwrap()];
+        args.extend_from_slice(extra);
+        run(&dir, &args, &[])
+    };
+    let r = with(&["--budget", "0s"]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("`--budget` must be longer than zero"),
+        "{}",
+        r.stderr
+    );
+
+    let r = with(&["--dry-run"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stdout.contains("stages: profile → cpu → pgo → bolt"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("budget 10m") && r.stdout.contains("no earlier run"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !td.path().join("optimize/build").exists(),
+        "a dry run built"
+    );
+
+    let r = with(&["--stages", "profile"]);
+    assert!(matches!(r.code, Some(0)), "{}", r.all());
+    assert!(r.stderr.contains("projection: "), "{}", r.stderr);
+    let report = latest_report(td.path());
+    let b = report.budget.as_ref().expect("the budget is recorded");
+    assert_eq!(b.budget_secs, 600.0);
+    let p = b.projection.as_ref().expect("a projection");
+    assert_eq!(p.builds, 1.0, "{p:?}");
+    assert!(p.total()[0] > 0.0 && p.total()[0] <= p.total()[1], "{p:?}");
+
+    let r = with(&["--dry-run"]);
+    assert!(
+        r.stdout.contains("the last run (") && r.stdout.contains("took"),
+        "{}",
+        r.stdout
+    );
+
+    // A budget spent by the baseline alone: nothing else is tried, the baseline ships.
+    let r = with(&["--budget", "1ms", "--stages", "cpu,pgo", "--fresh"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr.contains("not tried for lack of time: cpu, pgo")
+            && r.stderr.contains("fix: give the run more time (--budget"),
+        "{}",
+        r.stderr
+    );
+    let report = latest_report(td.path());
+    assert_eq!(report.budget.as_ref().unwrap().not_tried, ["cpu", "pgo"]);
+    let pgo = stage(&report, "pgo");
+    assert_eq!(pgo.status, Status::Skipped, "{pgo:?}");
+    assert!(
+        pgo.reason.starts_with("not tried: ") && pgo.reason.contains("fix: --budget"),
+        "{}",
+        pgo.reason
+    );
+    assert_eq!(final_choice(&report).stage, "baseline");
+}
