@@ -245,6 +245,18 @@ fn value_profile_counter_exhaustion_is_collapsed_and_cured() {
         .filter(|l| l.contains("Running out of static counters"))
         .count();
     assert!(warning_lines <= 2, "{}", r.stderr);
+    // Its one workload trains and is timed: the eval coverage pass would only rerun it.
+    assert!(
+        r.stderr
+            .contains("eval coverage not measured: every eval workload is also a train workload"),
+        "{}",
+        r.stderr
+    );
+    assert!(pgo.facts.profile_quality.is_none(), "{pgo:#?}");
+    assert!(!report
+        .pipeline
+        .iter()
+        .any(|s| s.step.contains("eval coverage")));
 }
 
 #[test]

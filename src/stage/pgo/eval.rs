@@ -35,6 +35,14 @@ pub fn profile_quality(
         return Ok(None);
     }
     let train: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
+    if eval_is_trained(&eval) {
+        // The training ran exactly these workloads on this binary: the pass would only say
+        // that training covers them, for a run of each.
+        ctx.ui.info(&format!(
+            "{label}: eval coverage not measured: every eval workload is also a train workload"
+        ));
+        return Ok(None);
+    }
     let store = Store::new(&ctx.optimize_dir, "coverage");
     let key = cache_key(binary, profile, &train, &eval).ok();
     let kept = key.as_deref().filter(|_| !ctx.fresh);
@@ -56,6 +64,11 @@ pub fn profile_quality(
         store.put(k, &quality);
     }
     Ok(quality)
+}
+
+/// Whether every eval workload is also trained on (then training covers eval by definition).
+fn eval_is_trained(eval: &[&Workload]) -> bool {
+    eval.iter().all(|w| w.train)
 }
 
 /// The key of the pass: the instrumented binary, every train and eval workload, the
