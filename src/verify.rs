@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 pub use candidate::{check_candidate, record_baseline};
 pub use crate_tests::TestFailure;
-pub use observe::{check_determinism, observe, Nondeterminism, Reference};
+pub use observe::{check_determinism, observe, observed_from, Nondeterminism, Reference};
 pub use verifier::Verifier;
 
 use crate::process::{Outcome, ProcessError, Status};

@@ -189,6 +189,9 @@ pub enum BenchError {
         side: Side,
         error: process::ProcessError,
     },
+    /// B's first run did not pass [`Job::check_b`].
+    #[error("B's first run was rejected: {0}")]
+    Rejected(String),
 }
 
 fn tail_block(tail: &str) -> String {
@@ -467,6 +470,7 @@ impl<'c> ProcessSource<'c> {
             counters_status,
             expected,
             lingering: Lingering::None,
+            check_b: None,
         }
     }
 
@@ -477,12 +481,19 @@ impl<'c> ProcessSource<'c> {
     }
 }
 
+/// A check of one run's whole outcome: `Err` says why it is refused.
+pub type CheckRun<'a> = dyn Fn(&process::Outcome) -> Result<(), String> + 'a;
+
 /// One comparison of [`compare_jointly`]: the two commands and the status their runs must
 /// have.
 pub struct Job<'c> {
     pub a: &'c Command,
     pub b: &'c Command,
     pub expected: ExpectedStatus,
+    /// B's first run, whole (its output not cut), is handed to this before its time counts:
+    /// an `Err` ends the comparison ([`BenchError::Rejected`]). The ladder's verification of
+    /// a candidate on a workload it times.
+    pub check_b: Option<&'c CheckRun<'c>>,
 }
 
 /// Several comparisons (one per workload) run look by look: each to its first look, then
@@ -507,7 +518,10 @@ pub fn compare_jointly(
         .map(|j| {
             j.a.prime();
             j.b.prime();
-            ProcessSource::new(j.a, j.b, j.expected)
+            ProcessSource {
+                check_b: j.check_b,
+                ..ProcessSource::new(j.a, j.b, j.expected)
+            }
         })
         .collect();
     let mut cs = drive_jointly(&mut srcs, done, opts, on_progress)?;
@@ -674,6 +688,7 @@ struct ProcessSource<'c> {
     expected: ExpectedStatus,
     /// The worst seen.
     lingering: Lingering,
+    check_b: Option<&'c CheckRun<'c>>,
 }
 
 /// Bytes of a timed run's stdout (its head) and stderr (its tail) kept in memory.
@@ -687,8 +702,12 @@ impl Source for ProcessSource<'_> {
         };
         cmd.env.push((PAD_VAR.into(), "x".repeat(pad_bytes).into()));
         // A timed run's output is read (the program must not block on a full pipe) but not
-        // kept beyond what an error message shows.
-        cmd.keep = Some(TIMED_OUTPUT_KEPT);
+        // kept beyond what an error message shows — but for the run `check_b` looks at.
+        let check = match side {
+            Side::B => self.check_b.take(),
+            Side::A => None,
+        };
+        cmd.keep = check.is_none().then_some(TIMED_OUTPUT_KEPT);
         let counting = match &mut self.counters {
             Some(set) => set.start().is_ok(),
             None => false,
@@ -703,6 +722,9 @@ impl Source for ProcessSource<'_> {
         let out = result.map_err(|error| BenchError::Process { side, error })?;
         if out.lingering != Lingering::None && self.lingering != Lingering::Escaped {
             self.lingering = out.lingering;
+        }
+        if let Some(check) = check.filter(|_| !out.timed_out) {
+            check(&out).map_err(BenchError::Rejected)?;
         }
         if self.expected == ExpectedStatus::SameAsFirstRun && !out.timed_out {
             self.expected = ExpectedStatus::Exactly(out.status);

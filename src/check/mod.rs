@@ -402,7 +402,7 @@ fn measure_all(
         a,
         (b_label, &new.binary),
         &opts,
-        verifier,
+        (verifier, None),
         &cache,
     )?;
     let measured = comps

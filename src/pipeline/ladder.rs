@@ -20,7 +20,7 @@ use crate::context::{Candidate, Context};
 use crate::report::{FinalChoice, Settings, StageReport, Status};
 use crate::spec::StageName;
 use crate::stage::{self, Build, Offer, Rival, StageError, Standing};
-use crate::verify::Verifier;
+use crate::verify::{Rejection, Verifier};
 
 /// A candidate that holds a place on the ladder, with its ratio to the baseline (`None`
 /// for the baseline itself).
@@ -177,29 +177,70 @@ impl<'a> Ladder<'a> {
             self.push_verified(&cand, Status::Dropped, &why);
             return Ok(());
         }
-        if let Err(m) = self.verifier.check(&cand)? {
-            ui.warn(&format!("{row} rejected: {}\n  {m}", m.headline()));
-            let mut r = candidate_row(&cand, Status::Rejected, &m.to_string());
-            r.verified = Some(false);
-            self.rows.push(r);
-            return Ok(());
-        }
+        self.verify_and_measure(&row, cand, offer.rival)
+    }
+
+    /// Check `cand` and measure it against its rival; its first timed run of each eval
+    /// workload is its verification there (`Verifier::check_untimed`). Rejected, failed, or
+    /// measured and decided.
+    fn verify_and_measure(
+        &mut self,
+        row: &str,
+        cand: Candidate,
+        which: Rival,
+    ) -> anyhow::Result<()> {
+        let ui = self.ctx.ui;
+        let all_checked = match self.verifier.check_untimed(&cand)? {
+            Ok(all) => all,
+            Err(m) => {
+                self.reject(row, &cand, m);
+                return Ok(());
+            }
+        };
+        let rival = match which {
+            Rival::Best => &self.best.candidate,
+            Rival::Portable => &self.portable.candidate,
+        };
+        let check = measure::TimedCheck::new(&cand);
         let max_time = self.max_time(false);
-        match measure::measure(
+        let measured = measure::measure(
             self.ctx,
             rival,
             &cand,
             &self.verifier,
             (true, max_time),
             self.cache,
-        ) {
-            Ok(m) => self.decide(cand, offer.rival, m),
+            (!all_checked).then_some(&check),
+        );
+        if let Some(m) = check.rejected.take() {
+            self.reject(row, &cand, Rejection::Outputs(m));
+            return Ok(());
+        }
+        let m = match measured {
+            Ok(m) => m,
             Err(e) => {
                 ui.warn(&format!("{row}: measuring failed: {e:#}"));
                 self.push_verified(&cand, Status::Failed, &format!("measuring failed: {e:#}"));
+                return Ok(());
+            }
+        };
+        if !all_checked {
+            if let Err(r) = self.verifier.finish_check(&cand, &check.checked.borrow())? {
+                self.reject(row, &cand, r);
+                return Ok(());
             }
         }
+        self.decide(cand, which, m);
         Ok(())
+    }
+
+    fn reject(&mut self, row: &str, cand: &Candidate, m: Rejection) {
+        self.ctx
+            .ui
+            .warn(&format!("{row} rejected: {}\n  {m}", m.headline()));
+        let mut r = candidate_row(cand, Status::Rejected, &m.to_string());
+        r.verified = Some(false);
+        self.rows.push(r);
     }
 
     /// The one keep-or-drop rule: kept when measurably faster than its rival. A kept
@@ -280,7 +321,10 @@ impl<'a> Ladder<'a> {
         let cache = self.cache;
         let max_time = self.max_time(false);
         let explained = stage::profile::explain(ctx, baseline, &mut |c| {
-            Ok(measure::measure(ctx, baseline, c, verifier, (false, max_time), cache)?.estimate)
+            Ok(
+                measure::measure(ctx, baseline, c, verifier, (false, max_time), cache, None)?
+                    .estimate,
+            )
         });
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);
@@ -319,6 +363,7 @@ impl<'a> Ladder<'a> {
                 &self.verifier,
                 (false, max_time),
                 self.cache,
+                None,
             )?;
             which.vs_baseline = Some(ToBaseline {
                 log: m.log,

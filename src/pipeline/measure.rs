@@ -3,6 +3,8 @@
 //! workload on a terminal (pairs, a bar and an upper bound of the time left, the running
 //! interval coloured by verdict).
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Instant;
 
@@ -15,7 +17,7 @@ use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
 use crate::spec::{Expect, Workload};
 use crate::ui::{Tone, Ui};
-use crate::verify::{Reference, Verifier};
+use crate::verify::{Mismatch, Reference, Verifier};
 
 /// A candidate against another over every eval workload: the geometric mean (its estimate,
 /// and on the log scale, to chain it with others), and each workload's comparison.
@@ -30,9 +32,28 @@ pub struct Measured {
     pub budget_limited: Option<String>,
 }
 
+/// A candidate verified by its timed runs (see `Verifier::check_untimed`): the eval
+/// workloads its first timed run checked, and the difference that rejected it.
+pub struct TimedCheck<'c> {
+    pub cand: &'c Candidate,
+    pub checked: RefCell<BTreeSet<String>>,
+    pub rejected: RefCell<Option<Mismatch>>,
+}
+
+impl<'c> TimedCheck<'c> {
+    pub fn new(cand: &'c Candidate) -> Self {
+        TimedCheck {
+            cand,
+            checked: RefCell::default(),
+            rejected: RefCell::default(),
+        }
+    }
+}
+
 /// Compare `cand` with `rival` on every eval workload, each for at most `max_time` (its share
 /// of the run's budget). With `only_faster` (a keep-or-drop decision) a workload's comparison
-/// stops as soon as *faster* is out of reach.
+/// stops as soon as *faster* is out of reach. With `check`, the candidate's first timed run
+/// of each workload is its verification run.
 pub fn measure(
     ctx: &Context,
     rival: &Candidate,
@@ -40,6 +61,7 @@ pub fn measure(
     verifier: &Verifier,
     (only_faster, max_time): (bool, std::time::Duration),
     cache: &VerdictCache,
+    check: Option<&TimedCheck>,
 ) -> anyhow::Result<Measured> {
     let mut opts = if only_faster {
         BenchOptions::for_ladder(&ctx.spec.bench)
@@ -52,7 +74,7 @@ pub fn measure(
         (&rival.label(), &rival.binary),
         (&cand.label(), &cand.binary),
         &opts,
-        verifier,
+        (verifier, check),
         cache,
     )?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
@@ -118,7 +140,7 @@ pub fn compare_over_workloads(
     a: (&str, &Path),
     b: (&str, &Path),
     opts: &BenchOptions,
-    verifier: &Verifier,
+    (verifier, check): (&Verifier, Option<&TimedCheck>),
     cache: &VerdictCache,
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
     let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
@@ -161,7 +183,8 @@ pub fn compare_over_workloads(
         .collect();
     if !todo.is_empty() {
         let done: Vec<Comparison> = found.iter().flatten().cloned().collect();
-        let mut measured = measure_jointly(ctx, a, b, opts, verifier, &todo, &done)?.into_iter();
+        let mut measured =
+            measure_jointly(ctx, a, b, opts, (verifier, check), &todo, &done)?.into_iter();
         for (key, slot) in keys.iter().zip(found.iter_mut()) {
             if slot.is_none() {
                 let c = measured.next().expect("one per workload measured");
@@ -191,7 +214,7 @@ fn measure_jointly(
     (a_label, a): (&str, &Path),
     (b_label, b): (&str, &Path),
     opts: &BenchOptions,
-    verifier: &Verifier,
+    (verifier, check): (&Verifier, Option<&TimedCheck>),
     todo: &[&Workload],
     done: &[Comparison],
 ) -> anyhow::Result<Vec<Comparison>> {
@@ -205,12 +228,19 @@ fn measure_jointly(
         commands.push((wa.command(a), wb.command(b), expected));
         sandboxes.push((sa, sb));
     }
+    let hooks: Vec<_> = todo
+        .iter()
+        .zip(&sandboxes)
+        .map(|(w, (_, sb))| check.map(|c| verify_first_run(verifier, c, w, sb.as_ref())))
+        .collect();
     let jobs: Vec<Job> = commands
         .iter()
-        .map(|(ca, cb, expected)| Job {
+        .zip(&hooks)
+        .map(|((ca, cb, expected), hook)| Job {
             a: ca,
             b: cb,
             expected: *expected,
+            check_b: hook.as_deref(),
         })
         .collect();
     let pair = format!("{b_label} vs {a_label}");
@@ -224,6 +254,8 @@ fn measure_jointly(
         spinner.set_message(progress_message(&label(j), p, ctx.ui));
     });
     spinner.finish_and_clear();
+    drop(jobs);
+    drop(hooks);
     drop(sandboxes);
     let measured = result
         .map_err(|(j, e)| anyhow::Error::new(e).context(format!("workload `{}`", todo[j].name)))?;
@@ -237,6 +269,31 @@ fn measure_jointly(
         ctx.ui.info(&format!("{}: {}", w.name, c.headline()));
     }
     Ok(measured)
+}
+
+/// The check of a candidate's first timed run of `w` (in its private copy `sb`, when the
+/// workload writes files): a pass is remembered in `check`, a difference kept there too and
+/// returned as the reason the comparison ends.
+fn verify_first_run<'a>(
+    verifier: &'a Verifier,
+    check: &'a TimedCheck,
+    w: &'a Workload,
+    sb: Option<&'a crate::context::sandbox::Sandbox>,
+) -> Box<bench::runner::CheckRun<'a>> {
+    Box::new(
+        move |out| match verifier.check_timed(check.cand, w, out, sb) {
+            Ok(Ok(())) => {
+                check.checked.borrow_mut().insert(w.name.clone());
+                Ok(())
+            }
+            Ok(Err(m)) => {
+                let said = m.to_string();
+                *check.rejected.borrow_mut() = Some(m);
+                Err(said)
+            }
+            Err(e) => Err(format!("{e:#}")),
+        },
+    )
 }
 
 /// `label: 12/40 pairs [#####···············] ≤ 14 s left, B/A = 0.93 [0.90, 0.96] faster`:

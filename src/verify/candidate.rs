@@ -164,11 +164,23 @@ pub fn check_candidate(
     cand: &Candidate,
     reference: &Reference,
 ) -> anyhow::Result<Result<(), Rejection>> {
+    check_candidate_on(ctx, cand, reference, &|_| true, true)
+}
+
+/// [`check_candidate`] on the workloads `which` picks, and the crate's tests when `tests`.
+pub fn check_candidate_on(
+    ctx: &Context,
+    cand: &Candidate,
+    reference: &Reference,
+    which: &dyn Fn(&crate::spec::Workload) -> bool,
+    tests: bool,
+) -> anyhow::Result<Result<(), Rejection>> {
     let start = Instant::now();
-    let n = ctx.spec.workloads.len();
+    let picked: Vec<_> = ctx.spec.workloads.iter().filter(|w| which(w)).collect();
+    let n = picked.len();
     let outputs = ctx.run.outputs(&cand.tag());
     let mut result = Ok(());
-    for (i, w) in ctx.spec.workloads.iter().enumerate() {
+    for (i, w) in picked.into_iter().enumerate() {
         ctx.ui.step(&format!(
             "{}: verifying [{}/{n}] {}",
             cand.label(),
@@ -186,7 +198,7 @@ pub fn check_candidate(
         start.elapsed().as_secs_f64(),
         None,
     );
-    if result.is_ok() {
+    if result.is_ok() && tests {
         if let Err(t) = super::crate_tests::check(ctx, cand, reference)? {
             result = Err(Rejection::Tests(t));
         }

@@ -27,30 +27,40 @@ pub fn observe(
     workload: &Workload,
     outputs: &Path,
 ) -> Result<Observed, VerifyError> {
-    let (outcome, mut files) = if workload.files.is_empty() {
-        (ctx.run_in_place(binary, workload, &[])?, Vec::new())
-    } else {
-        let tag = outputs
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let (w, sb) = ctx
-            .sandboxed(workload, &tag)
-            .map_err(|e| VerifyError::io("copy the working directory of", &workload.cwd, e))?;
-        let outcome = ctx.run_in_place(binary, &w, &[])?;
-        let files = workload
-            .files
-            .iter()
-            .map(|f| OutputFile {
-                declared: f.clone(),
-                contents: sb
-                    .as_ref()
-                    .and_then(|sb| std::fs::read(sb.locate(&workload.cwd, f)).ok()),
-                saved: None,
-            })
-            .collect();
-        (outcome, files)
-    };
+    if workload.files.is_empty() {
+        let outcome = ctx.run_in_place(binary, workload, &[])?;
+        return observed_from(workload, outcome, None, outputs);
+    }
+    let tag = outputs
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (w, sb) = ctx
+        .sandboxed(workload, &tag)
+        .map_err(|e| VerifyError::io("copy the working directory of", &workload.cwd, e))?;
+    let outcome = ctx.run_in_place(binary, &w, &[])?;
+    observed_from(workload, outcome, sb.as_ref(), outputs)
+}
+
+/// What a run of `workload` produced — its outcome, and the declared files in `sandbox`
+/// (the private copy it ran in) —, saved under `outputs`. The ladder's timed runs are
+/// checked through it too: a candidate's first timed run of an eval workload is its
+/// verification.
+pub fn observed_from(
+    workload: &Workload,
+    outcome: Outcome,
+    sandbox: Option<&sandbox::Sandbox>,
+    outputs: &Path,
+) -> Result<Observed, VerifyError> {
+    let mut files: Vec<OutputFile> = workload
+        .files
+        .iter()
+        .map(|f| OutputFile {
+            declared: f.clone(),
+            contents: sandbox.and_then(|sb| std::fs::read(sb.locate(&workload.cwd, f)).ok()),
+            saved: None,
+        })
+        .collect();
     save_outputs(outputs, workload, &outcome, &mut files)?;
     Ok(Observed {
         outcome,

@@ -93,24 +93,83 @@ impl<'c> Verifier<'c> {
         }
     }
 
-    /// Does `cand` behave like the baseline? (see [`super::check_candidate`]).
-    pub fn check(&self, cand: &Candidate) -> anyhow::Result<Result<(), Rejection>> {
-        let key = self
-            .key(Some(&cand.binary))
-            .filter(|_| !self.ctx.spec.verify.tests);
-        let kept = key.as_deref().filter(|_| !self.ctx.fresh);
-        if kept.and_then(|k| self.store.get::<bool>(k)) == Some(true) {
+    /// The part of checking `cand` that comes before it is measured: nothing when an
+    /// earlier run checked the same binaries and workloads (`Ok(true)`: all checked), else
+    /// every workload that is not timed (not eval) and the crate's own tests — the eval
+    /// workloads are checked on the candidate's first timed run of each ([`check_timed`]),
+    /// and [`finish_check`] completes it (`Ok(false)`).
+    ///
+    /// [`check_timed`]: Self::check_timed
+    /// [`finish_check`]: Self::finish_check
+    pub fn check_untimed(&self, cand: &Candidate) -> anyhow::Result<Result<bool, Rejection>> {
+        if self.kept_check(cand) {
+            return Ok(Ok(true));
+        }
+        let reference = self.reference()?;
+        let untimed =
+            super::candidate::check_candidate_on(self.ctx, cand, reference, &|w| !w.eval, true)?;
+        Ok(untimed.map(|()| false))
+    }
+
+    /// A candidate's first timed run of the eval workload `w` (its outcome, and the private
+    /// copy it ran in), checked as a verification run is; its outputs are saved with the
+    /// candidate's.
+    pub fn check_timed(
+        &self,
+        cand: &Candidate,
+        w: &crate::spec::Workload,
+        outcome: &crate::process::Outcome,
+        sandbox: Option<&crate::context::sandbox::Sandbox>,
+    ) -> anyhow::Result<Result<(), super::Mismatch>> {
+        let outputs = self.ctx.run.outputs(&cand.tag());
+        let obs = super::observed_from(w, outcome.clone(), sandbox, &outputs)?;
+        Ok(self.reference()?.check(w, &cand.label(), &obs))
+    }
+
+    /// After measuring: the eval workloads no timed run checked (their verdicts were kept
+    /// from an earlier run, so none ran) are run and checked now; then the candidate's check
+    /// is kept for later runs.
+    pub fn finish_check(
+        &self,
+        cand: &Candidate,
+        checked: &std::collections::BTreeSet<String>,
+    ) -> anyhow::Result<Result<(), Rejection>> {
+        let rest = |w: &crate::spec::Workload| w.eval && !checked.contains(&w.name);
+        if self.ctx.spec.workloads.iter().any(rest) {
+            let r = super::candidate::check_candidate_on(
+                self.ctx,
+                cand,
+                self.reference()?,
+                &rest,
+                false,
+            )?;
+            if r.is_err() {
+                return Ok(r);
+            }
+        }
+        if let Some(k) = self.check_key(cand) {
+            self.store.put(&k, &true);
+        }
+        Ok(Ok(()))
+    }
+
+    /// Whether an earlier run checked `cand` on the same binaries and workloads (said so).
+    fn kept_check(&self, cand: &Candidate) -> bool {
+        let key = self.check_key(cand).filter(|_| !self.ctx.fresh);
+        let kept = key.is_some_and(|k| self.store.get::<bool>(&k) == Some(true));
+        if kept {
             self.ctx.ui.info(&format!(
                 "{}: outputs match the baseline's (checked by an earlier run on the same binaries and workloads)",
                 cand.label()
             ));
-            return Ok(Ok(()));
         }
-        let result = super::check_candidate(self.ctx, cand, self.reference()?)?;
-        if let (Ok(()), Some(k)) = (&result, key) {
-            self.store.put(&k, &true);
-        }
-        Ok(result)
+        kept
+    }
+
+    /// The key of `cand`'s check (none with `[verify] tests = true`: tests are run again).
+    fn check_key(&self, cand: &Candidate) -> Option<String> {
+        self.key(Some(&cand.binary))
+            .filter(|_| !self.ctx.spec.verify.tests)
     }
 
     /// The key of checking `cand` (the baseline itself for `None`).
