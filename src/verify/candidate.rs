@@ -99,27 +99,24 @@ fn check_writes_nothing(
         return Ok(());
     }
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-    if let Some(out) = names.iter().find(|n| n.starts_with("..")) {
-        anyhow::bail!(
-            "{}:{}: workload `{}` writes outside its working directory {} ({out}, beside it), which would change files next to your project on every run\n  fix: make it write inside its cwd and declare that with `files = [...]`, or give it a `cwd` whose parent it may write into",
-            ctx.spec.path.display(),
-            w.line,
-            w.name,
-            w.cwd.display(),
-        );
-    }
+    let (what, fix) = match names.iter().find(|n| n.starts_with("..")) {
+        Some(out) => (
+            format!("writes outside its working directory {} ({out}, beside it), which would change files next to your project", w.cwd.display()),
+            "make it write inside its cwd and declare that with `files = [...]`, or give it a `cwd` whose parent it may write into".to_string(),
+        ),
+        None => (
+            format!("writes into its working directory {} ({}), which would change your files", w.cwd.display(), names.join(", ")),
+            format!(
+                "declare what it writes with `files = [{}]` (it then runs in a private copy of its cwd, and the files are compared), or point its output outside the project",
+                names.iter().map(|n| crate::util::toml_string(n)).collect::<Vec<_>>().join(", ")
+            ),
+        ),
+    };
     anyhow::bail!(
-        "{}:{}: workload `{}` writes into its working directory {} ({}), which would change your files on every run\n  fix: declare what it writes with `files = [{}]` (it then runs in a private copy of its cwd, and the files are compared), or point its output outside the project",
+        "{}:{}: workload `{}` {what} on every run\n  fix: {fix}",
         ctx.spec.path.display(),
         w.line,
         w.name,
-        w.cwd.display(),
-        names.join(", "),
-        names
-            .iter()
-            .map(|n| crate::util::toml_string(n))
-            .collect::<Vec<_>>()
-            .join(", ")
     )
 }
 

@@ -45,16 +45,17 @@ fn a_workload_writing_undeclared_files_is_refused_before_it_touches_the_tree() {
     )
     .unwrap();
     let td = target_dir("faults-undeclared");
-    let r = run_unchanged(
-        dir,
-        &[
+    let pgo = || {
+        let args = [
             "optimize",
             "--target-dir",
             td.to_str().unwrap(),
             "--stages",
             "pgo",
-        ],
-    );
+        ];
+        run_unchanged(dir, &args)
+    };
+    let r = pgo();
     assert_eq!(r.code, Some(2), "{}", r.all());
     for needle in [
         "optimize.toml:3: workload `write` writes into its working directory",
@@ -71,16 +72,7 @@ fn a_workload_writing_undeclared_files_is_refused_before_it_touches_the_tree() {
         "bin = \"verify-files\"\n\n[[workload]]\nname = \"beside\"\nargs = [\"2000\", \"../beside.txt\"]\ncwd = \"work\"\n",
     )
     .unwrap();
-    let r = run_unchanged(
-        dir,
-        &[
-            "optimize",
-            "--target-dir",
-            td.to_str().unwrap(),
-            "--stages",
-            "pgo",
-        ],
-    );
+    let r = pgo();
     assert_eq!(r.code, Some(2), "{}", r.all());
     for needle in [
         "optimize.toml:3: workload `beside` writes outside its working directory",
