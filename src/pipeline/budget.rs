@@ -68,6 +68,38 @@ impl Costs {
     }
 }
 
+impl Costs {
+    /// From the last run of the same program (its report), before anything is built: its
+    /// builds' mean time, and each workload's run time on the slowest side it was timed on
+    /// (the baseline, as a rule); a workload it did not time (train only) counts as their
+    /// mean. `None` without a timed workload.
+    pub fn from_report(report: &crate::report::Report, spec: &crate::spec::Spec) -> Option<Self> {
+        let builds: Vec<f64> = (report.stages.iter())
+            .filter_map(|s| s.build_seconds)
+            .filter(|&b| b > 0.0)
+            .collect();
+        let timed: BTreeMap<String, f64> = (report.workloads.iter())
+            .filter_map(|w| {
+                let slowest = w
+                    .per_stage
+                    .values()
+                    .map(|c| c.median_a_secs)
+                    .fold(f64::NAN, f64::max);
+                slowest.is_finite().then(|| (w.name.clone(), slowest))
+            })
+            .collect();
+        if timed.is_empty() {
+            return None;
+        }
+        let mean = timed.values().sum::<f64>() / timed.len() as f64;
+        let times = (spec.workloads.iter())
+            .map(|w| (w.name.clone(), timed.get(&w.name).copied().unwrap_or(mean)))
+            .collect();
+        let build = builds.iter().sum::<f64>() / builds.len().max(1) as f64;
+        Some(Costs::of(spec, build, &times))
+    }
+}
+
 /// What a stage spends besides measuring, and how many comparisons it makes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Shape {

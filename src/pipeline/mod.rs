@@ -36,11 +36,12 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
     let ctx = context(plan, &plan.spec, &run);
+    let early = early_projection(plan, &budget);
     let sccache = crate::cargo::wrapper::sccache();
     let sccache_before = sccache.as_deref().and_then(crate::cargo::wrapper::stats);
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
-    let projection = projection(plan, &baseline, &verifier, &budget);
+    let projection = projection(plan, &baseline, &verifier, &budget, early);
     let machine = machine();
     let fingerprint = cache::machine_fingerprint(machine.cpu_model.as_deref());
     let verdicts = VerdictCache::new(&plan.optimize_dir, plan.fresh, fingerprint);
@@ -188,22 +189,61 @@ fn assemble(
     }
 }
 
-/// The run's projection, printed once the baseline is built and run: `None` when its
-/// outputs were reused from an earlier run (no run time was measured).
+/// The projection before the first build, from the last run of the same program (its
+/// builds' and workloads' times), printed; `None` without one.
+fn early_projection(plan: &Plan, budget: &Budget) -> Option<report::Projection> {
+    let last = report::load(&plan.optimize_dir.join("latest").join(report::FILE)).ok()?;
+    let same = last.crate_name == plan.project.package && last.bin == plan.project.bin;
+    let costs = budget::Costs::from_report(&last, &plan.spec).filter(|_| same)?;
+    Some(project_and_say(
+        plan,
+        budget,
+        costs,
+        "from the last run's times",
+    ))
+}
+
+/// The run's projection once the baseline is built and run (its build and run times teach
+/// the budget better costs): the early one when there was one (what the user was shown),
+/// else this one, printed; `None` when neither is known (the baseline's outputs were
+/// reused, so nothing ran).
 fn projection(
     plan: &Plan,
     baseline: &crate::context::Candidate,
     verifier: &verify::Verifier,
     budget: &Budget,
+    early: Option<report::Projection>,
 ) -> Option<report::Projection> {
-    let times = verifier.run_times()?;
+    let Some(times) = verifier.run_times() else {
+        return early;
+    };
     let costs = budget::Costs::of(&plan.spec, baseline.build_seconds, &times);
+    match early {
+        Some(p) => {
+            budget.learn(costs);
+            Some(p)
+        }
+        None => Some(project_and_say(
+            plan,
+            budget,
+            costs,
+            "from the baseline's times",
+        )),
+    }
+}
+
+fn project_and_say(
+    plan: &Plan,
+    budget: &Budget,
+    costs: budget::Costs,
+    whence: &str,
+) -> report::Projection {
     budget.learn(costs);
     let stages: Vec<_> = plan.spec.stages.try_.clone();
     let p = budget::project(&costs, &stages, budget, plan.spec.bench.max_time, 0.02);
-    plan.ui
-        .info(&budget::line(&p, plan.budget.as_secs_f64(), &costs));
-    Some(p)
+    let line = budget::line(&p, plan.budget.as_secs_f64(), &costs);
+    plan.ui.info(&format!("{line} ({whence})"));
+    p
 }
 
 /// `--dry-run`: the plan, and what the last run of it cost; nothing is built or run.

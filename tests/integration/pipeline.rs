@@ -636,12 +636,22 @@ fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_not
     assert_eq!(p.builds, 1.0, "{p:?}");
     assert!(p.total()[0] > 0.0 && p.total()[0] <= p.total()[1], "{p:?}");
 
+    assert!(
+        r.stderr.contains("(from the baseline's times)"),
+        "{}",
+        r.stderr
+    );
     let r = with(&["--dry-run"]);
     assert!(
         r.stdout.contains("the last run (") && r.stdout.contains("took"),
         "{}",
         r.stdout
     );
+    // Before the first build, from the last run's times.
+    let r = with(&["--stages", "profile", "--fresh"]);
+    let early = r.stderr.find("(from the last run's times)");
+    let built = r.stderr.find("baseline built");
+    assert!(early.is_some() && early < built, "{}", r.stderr);
 
     // A budget spent by the baseline alone: nothing else is tried, the baseline ships.
     let r = with(&["--budget", "1ms", "--stages", "cpu,pgo", "--fresh"]);
