@@ -373,7 +373,8 @@ fn cpu_change(
 ) -> anyhow::Result<Option<Change>> {
     match (win.target_cpu(), write_cpu) {
         (Some(cpu), true) => {
-            let path = project.workspace_root.join(".cargo").join("config.toml");
+            // The file cargo reads there (`config` when it exists), not one it would ignore.
+            let path = crate::cargo::config_file(&project.workspace_root.join(".cargo"));
             let change = Change::text(
                 path,
                 format!("-Ctarget-cpu={cpu}"),

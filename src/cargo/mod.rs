@@ -1075,6 +1075,18 @@ fn split_flags(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_string).collect()
 }
 
+/// The config file cargo reads in the `.cargo` folder `dir`: `config` when it exists — cargo
+/// prefers it to `config.toml` beside it (and warns "both … exist. Using …/config") —, else
+/// `config.toml`.
+pub fn config_file(dir: &Path) -> PathBuf {
+    let plain = dir.join("config");
+    if plain.is_file() {
+        plain
+    } else {
+        dir.join("config.toml")
+    }
+}
+
 /// The cargo config files that apply, lowest precedence first (cargo's merge order:
 /// `$CARGO_HOME/config.toml`, then the directories from `/` down to `cwd`).
 struct CargoConfig {
@@ -1092,18 +1104,15 @@ impl CargoConfig {
         }
         let mut files = Vec::new();
         for dir in dirs {
-            for name in ["config.toml", "config"] {
-                let path = dir.join(name);
-                if let Ok(text) = std::fs::read_to_string(&path) {
-                    let table: toml::Table =
-                        text.parse()
-                            .map_err(|e: toml::de::Error| CargoError::Config {
-                                path: path.clone(),
-                                message: e.to_string(),
-                            })?;
-                    files.push((path, table));
-                    break; // cargo reads `config.toml` and ignores `config` beside it
-                }
+            let path = config_file(&dir);
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let table: toml::Table =
+                    text.parse()
+                        .map_err(|e: toml::de::Error| CargoError::Config {
+                            path: path.clone(),
+                            message: e.to_string(),
+                        })?;
+                files.push((path, table));
             }
         }
         Ok(CargoConfig { files })
@@ -1240,6 +1249,24 @@ mod tests {
         .unwrap();
         let f = user_rustflags(&env_of(&[]), &proj, Some(&home), HOST, &cfg()).unwrap();
         assert_eq!(f, vec!["-Chome", "-Cparent", "--cfg", "user_flag"]);
+    }
+
+    #[test]
+    fn with_config_and_config_toml_in_one_folder_cargo_reads_config() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(".cargo");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.toml"),
+            "[build]\nrustflags = [\"-Ctoml\"]\n",
+        )
+        .unwrap();
+        let f = user_rustflags(&env_of(&[]), root.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Ctoml"]);
+        std::fs::write(dir.join("config"), "[build]\nrustflags = [\"-Cplain\"]\n").unwrap();
+        let f = user_rustflags(&env_of(&[]), root.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Cplain"], "cargo reads `config` when both exist");
+        assert_eq!(config_file(&dir), dir.join("config"));
     }
 
     #[test]

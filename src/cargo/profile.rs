@@ -86,12 +86,10 @@ fn default_of(key: &str, release: bool) -> Option<String> {
 
 /// Whether a `.cargo/config(.toml)` in `dir` has a `[profile]` table.
 fn config_sets_profiles(dir: &Path) -> bool {
-    ["config.toml", "config"].iter().any(|f| {
-        std::fs::read_to_string(dir.join(f))
-            .ok()
-            .and_then(|t| t.parse::<toml::Table>().ok())
-            .is_some_and(|t| t.contains_key("profile"))
-    })
+    std::fs::read_to_string(super::config_file(dir))
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .is_some_and(|t| t.contains_key("profile"))
 }
 
 #[cfg(test)]
