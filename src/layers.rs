@@ -57,19 +57,44 @@ fn crate_refs(text: &str) -> Vec<(usize, String)> {
     out
 }
 
-/// `use crate::{a, b::c}` groups name several modules at once.
+/// `use crate::{a, b::c}` groups name several modules at once — over several lines as
+/// rustfmt writes them, and nested (`crate::{a::{b, c}, d}` names `a` and `d`).
 fn grouped_refs(text: &str) -> Vec<(usize, String)> {
-    let re = regex::Regex::new(r"use crate::\{([^}]*)\}").unwrap();
+    let code: Vec<&str> = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect();
+    let code = code.join("\n");
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if let Some(c) = re.captures(line) {
-            for item in c[1].split(',') {
-                let m = item.trim().split("::").next().unwrap_or("").to_string();
-                if !m.is_empty() && m != "self" {
-                    out.push((i + 1, m));
-                }
-            }
+    let mut push = |from: usize, to: usize| {
+        let item = &code[from..to];
+        let first = item.trim().split("::").next().unwrap_or("").trim();
+        if !first.is_empty() && first != "self" {
+            let at = from + (item.len() - item.trim_start().len());
+            out.push((code[..at].matches('\n').count() + 1, first.to_string()));
         }
+    };
+    let mut from = 0;
+    while let Some(found) = code[from..].find("crate::{") {
+        let mut i = from + found + "crate::{".len();
+        let (mut depth, mut item) = (1, i);
+        while depth > 0 && i < code.len() {
+            match code.as_bytes()[i] {
+                b'{' => depth += 1,
+                b'}' if depth == 1 => {
+                    push(item, i);
+                    depth = 0;
+                }
+                b'}' => depth -= 1,
+                b',' if depth == 1 => {
+                    push(item, i);
+                    item = i + 1;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        from = i;
     }
     out
 }
@@ -111,6 +136,23 @@ fn every_module_imports_only_from_lower_layers() {
         }
     }
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn groups_over_several_lines_and_nested_groups_name_their_modules() {
+    let text = "use crate::{\n    bench::{self, Comparison},\n    // a comment, not an item: crate::{nope}\n    cache::{\n        key_of,\n        Store, // trailing\n    },\n    self,\n    spec::Workload,\n};\nuse crate::{a, b::{c::{d, e}, f}};\n";
+    let got: Vec<(usize, String)> = grouped_refs(text);
+    let want: Vec<(usize, String)> = [
+        (2, "bench"),
+        (4, "cache"),
+        (9, "spec"),
+        (11, "a"),
+        (11, "b"),
+    ]
+    .iter()
+    .map(|(l, m)| (*l, m.to_string()))
+    .collect();
+    assert_eq!(got, want);
 }
 
 #[test]
