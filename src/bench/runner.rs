@@ -7,14 +7,17 @@
 //!
 //! The loop is written against [`Source`] so that the stopping rule can be exercised with
 //! simulated run times (see the tests): the real source runs the commands, the simulated
-//! one draws times from a distribution and advances a simulated clock.
+//! one draws times from a distribution and advances a simulated clock. The loops themselves
+//! are `drive` (one comparison) and `joint` (the workloads of a candidate pair together);
+//! this file holds what they share: the options, the comparison and its parts, the source
+//! of runs.
 
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::counters::{self, CounterSet, CounterSummary, Counts};
-use super::stats::{self, Estimate, LookSchedule, PairedAnalysis, Summary, Verdict};
+use super::counters::{CounterSet, CounterSummary, Counts};
+use super::stats::{self, Estimate, Summary, Verdict};
 use crate::process::{self, Command, Lingering, Status};
 
 /// Name of the environment variable whose random length (0–4095 bytes) shifts the
@@ -23,7 +26,7 @@ use crate::process::{self, Command, Lingering, Status};
 pub const PAD_VAR: &str = "CARGO_OPTIMIZE_PAD";
 
 /// Largest padding, exclusive.
-const PAD_MAX: usize = 4096;
+pub(super) const PAD_MAX: usize = 4096;
 
 /// How to compare.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -425,39 +428,8 @@ pub fn geomean_log(comparisons: &[Comparison]) -> (stats::LogEstimate, f64) {
     (stats::geomean_log(&logs), confidence)
 }
 
-/// Compare B against A: read both programs and the files they name into the page cache
-/// (`Command::prime`), warm up both, then run randomized ABBA blocks until a look
-/// reaches a verdict, the pair cap or `max_time` (see `stats::LookSchedule` for why the
-/// repeated looks keep the error rate at 5 %). Both commands get identical treatment;
-/// each run gets a random `CARGO_OPTIMIZE_PAD`. Any failed run (not exit code 0, or timed
-/// out) is an error naming its side.
-pub fn compare(
-    a: &Command,
-    b: &Command,
-    opts: &BenchOptions,
-    on_progress: &mut dyn FnMut(&Progress),
-) -> Result<Comparison, BenchError> {
-    compare_expecting(a, b, opts, ExpectedStatus::Success, on_progress)
-}
-
-/// [`compare`], where a run fails when its status is not `expected` (or it timed out).
-pub fn compare_expecting(
-    a: &Command,
-    b: &Command,
-    opts: &BenchOptions,
-    expected: ExpectedStatus,
-    on_progress: &mut dyn FnMut(&Progress),
-) -> Result<Comparison, BenchError> {
-    a.prime();
-    b.prime();
-    let mut src = ProcessSource::new(a, b, expected);
-    let mut c = drive(&mut src, opts, on_progress)?;
-    src.fill_in(&mut c);
-    Ok(c)
-}
-
 impl<'c> ProcessSource<'c> {
-    fn new(a: &'c Command, b: &'c Command, expected: ExpectedStatus) -> Self {
+    pub(super) fn new(a: &'c Command, b: &'c Command, expected: ExpectedStatus) -> Self {
         let (counters, counters_status) = match CounterSet::open_inherited() {
             Ok(set) => (Some(set), "supported".to_string()),
             Err(why) => (None, why),
@@ -475,7 +447,17 @@ impl<'c> ProcessSource<'c> {
     }
 
     /// What the source knows and the comparison reports.
-    fn fill_in(&self, c: &mut Comparison) {
+    /// B's first run handed to `check` before its time counts (see [`Job::check_b`]).
+    ///
+    /// [`Job::check_b`]: super::Job::check_b
+    pub(super) fn checking_b(self, check: Option<&'c CheckRun<'c>>) -> Self {
+        ProcessSource {
+            check_b: check,
+            ..self
+        }
+    }
+
+    pub(super) fn fill_in(&self, c: &mut Comparison) {
         c.counters_status = self.counters_status.clone();
         c.lingering = self.lingering;
     }
@@ -483,181 +465,6 @@ impl<'c> ProcessSource<'c> {
 
 /// A check of one run's whole outcome: `Err` says why it is refused.
 pub type CheckRun<'a> = dyn Fn(&process::Outcome) -> Result<(), String> + 'a;
-
-/// One comparison of [`compare_jointly`]: the two commands and the status their runs must
-/// have.
-pub struct Job<'c> {
-    pub a: &'c Command,
-    pub b: &'c Command,
-    pub expected: ExpectedStatus,
-    /// B's first run, whole (its output not cut), is handed to this before its time counts:
-    /// an `Err` ends the comparison ([`BenchError::Rejected`]). The ladder's verification of
-    /// a candidate on a workload it times.
-    pub check_b: Option<&'c CheckRun<'c>>,
-}
-
-/// Several comparisons (one per workload) run look by look: each to its first look, then
-/// always the one whose next look buys the geometric mean the most precision per second
-/// (time goes where the variance is), each with its own `max_time` and stopping rules. With
-/// `opts.only_faster` (a keep-or-drop decision on the geometric mean) the ones still
-/// running also stop together as soon as the geometric mean of every comparison's latest
-/// estimate (`done` ones, kept from earlier runs, included) is *faster*, or *faster* is
-/// out of its reach at the futility level: time goes to the workloads that still decide
-/// something, and none once the answer is known. Stopping together never calls anything
-/// faster that the geometric mean does not already call faster at its own (strictest)
-/// level, so it adds no wrong *faster* verdicts. `on_progress(i, p)` reports job `i`;
-/// an error names the job it came from.
-pub fn compare_jointly(
-    jobs: &[Job],
-    done: &[Comparison],
-    opts: &BenchOptions,
-    on_progress: &mut dyn FnMut(usize, &Progress),
-) -> Result<Vec<Comparison>, (usize, BenchError)> {
-    let mut srcs: Vec<ProcessSource> = jobs
-        .iter()
-        .map(|j| {
-            j.a.prime();
-            j.b.prime();
-            ProcessSource {
-                check_b: j.check_b,
-                ..ProcessSource::new(j.a, j.b, j.expected)
-            }
-        })
-        .collect();
-    let mut cs = drive_jointly(&mut srcs, done, opts, on_progress)?;
-    for (c, src) in cs.iter_mut().zip(&srcs) {
-        src.fill_in(c);
-    }
-    Ok(cs)
-}
-
-/// [`compare_jointly`] over any sources.
-pub(crate) fn drive_jointly<S: Source>(
-    srcs: &mut [S],
-    done: &[Comparison],
-    opts: &BenchOptions,
-    on_progress: &mut dyn FnMut(usize, &Progress),
-) -> Result<Vec<Comparison>, (usize, BenchError)> {
-    let mut drives = Vec::new();
-    for (i, src) in srcs.iter_mut().enumerate() {
-        let d = Drive::warm_up(src, opts, &mut |p| on_progress(i, p)).map_err(|e| (i, e))?;
-        drives.push(d);
-    }
-    let mut stops: Vec<Option<StopReason>> = vec![None; srcs.len()];
-    while let Some(i) = next_to_advance(&drives, srcs, &stops) {
-        stops[i] = drives[i]
-            .advance_to_look(&mut srcs[i], &mut |p| on_progress(i, p))
-            .map_err(|e| (i, e))?;
-        let all_looked = drives.iter().all(|d| d.latest().is_some());
-        if opts.only_faster && all_looked && stops.iter().any(Option::is_none) {
-            if let Some(reason) = together(&drives, &stops, done, opts) {
-                for s in stops.iter_mut().filter(|s| s.is_none()) {
-                    *s = Some(reason);
-                }
-            }
-        }
-    }
-    Ok(drives
-        .into_iter()
-        .zip(srcs.iter())
-        .zip(stops)
-        .map(|((d, src), stop)| d.finish(src, stop.expect("every job stopped")))
-        .collect())
-}
-
-/// Which running comparison to advance to its next look: first every one to its first
-/// look, then the one whose next look buys the geometric mean the most precision per
-/// second. The mean's variance is `Σ se_i² / k²`; the next look about doubles a
-/// comparison's pairs, which halves its `se_i²` at the cost of the time it has taken so
-/// far, so the score is `se_i² / time_i`: the noisiest workload per second of running it.
-fn next_to_advance<S: Source>(
-    drives: &[Drive],
-    srcs: &[S],
-    stops: &[Option<StopReason>],
-) -> Option<usize> {
-    let running = (0..drives.len()).filter(|&i| stops[i].is_none());
-    if let Some(i) = running.clone().find(|&i| drives[i].latest().is_none()) {
-        return Some(i);
-    }
-    let score = |i: usize| {
-        let se = drives[i].latest().map_or(f64::INFINITY, |a| a.log.se);
-        let secs = srcs[i].elapsed().as_secs_f64().max(1e-9);
-        let s = se * se / secs;
-        if s.is_nan() {
-            f64::INFINITY
-        } else {
-            s
-        }
-    };
-    running.max_by(|&a, &b| score(a).total_cmp(&score(b)))
-}
-
-/// Whether the geometric mean of every latest estimate has answered a keep-or-drop
-/// question: [`StopReason::TogetherDecided`] or [`StopReason::TogetherFutile`].
-fn together(
-    drives: &[Drive],
-    stops: &[Option<StopReason>],
-    done: &[Comparison],
-    opts: &BenchOptions,
-) -> Option<StopReason> {
-    let mut logs: Vec<stats::LogEstimate> = done.iter().map(|c| c.log).collect();
-    let mut confidence = done
-        .iter()
-        .map(|c| c.confidence)
-        .fold(1.0 - ALPHA, f64::max);
-    for a in drives.iter().map(|d| d.latest().expect("each looked once")) {
-        logs.push(a.log);
-        confidence = confidence.max(a.estimate.confidence);
-    }
-    let log = stats::geomean_log(&logs);
-    // What the mean's standard error would be with every running comparison run to its
-    // budget. One that has stopped on its own (decided, or *faster* out of its own reach)
-    // gets no more pairs: its standard error stays what it is. (Counting its budget too
-    // made a near tie whose noisy workloads had stopped look still winnable, and it ran
-    // on to max-time: the demo's `bolt vs pgo` took 28 s for 1.000 [0.982, 1.019].)
-    let mut at_budget: Vec<stats::LogEstimate> = done.iter().map(|c| c.log).collect();
-    at_budget.extend(drives.iter().zip(stops).filter_map(|(d, s)| match s {
-        Some(_) => d.latest().map(|a| a.log),
-        None => d.at_budget(),
-    }));
-    let se_at_budget = stats::geomean_log(&at_budget).se;
-    if Estimate::from_log(&log, confidence, opts.margin).verdict == Verdict::Faster {
-        Some(StopReason::TogetherDecided)
-    } else if cannot_be_faster(&log, opts.margin)
-        || unlikely_to_become_faster(&log, se_at_budget, opts.margin)
-    {
-        Some(StopReason::TogetherFutile)
-    } else {
-        None
-    }
-}
-
-/// Stochastic curtailment of a joint comparison: below this conditional power — the chance
-/// that, were the current estimate the truth, the comparison run to its time budget would
-/// end *faster* — it stops. Like the interval rule above it is non-binding (it never calls
-/// anything faster), so it cannot raise the rate of wrong *faster* verdicts; it saves the
-/// budget a near-tie spends narrowing an interval around `1 − margin`, and costs power only
-/// for a real speedup whose estimate, once every workload has looked, still sits near 1.
-/// It applies from that first joint look: waiting for a second look (as it first did) cost
-/// a noisy near tie twice the time in simulation and bought no power
-/// (`a_noisy_near_tie_is_curtailed_at_the_first_joint_look`).
-const CURTAIL_POWER: f64 = 0.05;
-
-/// Whether the conditional power of reaching *faster* is below [`CURTAIL_POWER`]: the final
-/// mean, given the current one (`log`) and the final standard error `se_final`, is normal
-/// around the current mean with variance `se² − se_final²` (what the remaining pairs add),
-/// and *faster* needs it below `ln(1 − margin) − z·se_final`.
-fn unlikely_to_become_faster(log: &stats::LogEstimate, se_final: f64, margin: f64) -> bool {
-    if !(log.se.is_finite() && se_final.is_finite()) {
-        return false;
-    }
-    let needed = (1.0 - margin).ln() - stats::normal_quantile(1.0 - ALPHA / 2.0) * se_final;
-    let spread = (log.se * log.se - se_final * se_final).max(0.0).sqrt();
-    if spread <= 0.0 {
-        return log.mean > needed;
-    }
-    stats::normal_cdf((needed - log.mean) / spread) < CURTAIL_POWER
-}
 
 /// What one run produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -677,7 +484,7 @@ pub(crate) trait Source {
     fn elapsed(&self) -> Duration;
 }
 
-struct ProcessSource<'c> {
+pub(super) struct ProcessSource<'c> {
     a: &'c Command,
     b: &'c Command,
     /// Time spent running this comparison's commands (comparisons run in turn each have
@@ -770,443 +577,13 @@ fn cmd_display(src: &ProcessSource<'_>, side: Side) -> String {
     }
 }
 
-/// The run order and stopping loop, over any source.
-pub(crate) fn drive(
-    src: &mut dyn Source,
-    opts: &BenchOptions,
-    on_progress: &mut dyn FnMut(&Progress),
-) -> Result<Comparison, BenchError> {
-    let mut d = Drive::warm_up(src, opts, on_progress)?;
-    loop {
-        if let Some(stop) = d.advance_to_look(src, on_progress)? {
-            return Ok(d.finish(src, stop));
-        }
-    }
-}
-
-/// One comparison under way: warmed up, then run look by look ([`Drive::advance_to_look`])
-/// until a look ends it, or until its caller stops it ([`Drive::finish`]).
-pub(crate) struct Drive<'o> {
-    opts: &'o BenchOptions,
-    rng: fastrand::Rng,
-    min_pairs: u32,
-    max_pairs: u32,
-    warmed: u32,
-    schedule: Option<LookSchedule>,
-    runs: Vec<RunRecord>,
-    wall_a: Vec<f64>,
-    wall_b: Vec<f64>,
-    look: usize,
-    measure_start: Duration,
-    /// The latest look's analysis.
-    latest: Option<PairedAnalysis>,
-}
-
-impl<'o> Drive<'o> {
-    /// Warm up both sides (`opts.warmup` pairs, within `max_time`).
-    pub(crate) fn warm_up(
-        src: &mut dyn Source,
-        opts: &'o BenchOptions,
-        on_progress: &mut dyn FnMut(&Progress),
-    ) -> Result<Self, BenchError> {
-        let mut rng = fastrand::Rng::with_seed(opts.seed);
-        let min_pairs = opts.min_pairs.max(2);
-        let mut warmed = 0;
-        for i in 0..opts.warmup {
-            // max-time bounds everything, the warm-up included.
-            if src.elapsed() >= opts.max_time {
-                break;
-            }
-            warmed += 1;
-            on_progress(&Progress {
-                phase: Phase::Warmup {
-                    done: i,
-                    total: opts.warmup,
-                },
-                pairs: 0,
-                planned_pairs: None,
-                elapsed: src.elapsed(),
-                max_time: opts.max_time,
-                estimate: None,
-            });
-            let first = if rng.bool() { Side::A } else { Side::B };
-            for side in [first, other(first)] {
-                src.run(side, rng.usize(0..PAD_MAX))?;
-            }
-        }
-        let mut d = Drive {
-            opts,
-            rng,
-            min_pairs,
-            max_pairs: opts.max_pairs.max(min_pairs),
-            warmed,
-            schedule: None,
-            runs: Vec::new(),
-            wall_a: Vec::new(),
-            wall_b: Vec::new(),
-            look: 0,
-            measure_start: src.elapsed(),
-            latest: None,
-        };
-        if warmed > 0 {
-            d.schedule = Some(d.plan(warmed, src.elapsed(), src.elapsed()));
-        }
-        Ok(d)
-    }
-
-    /// The schedule depends only on the pace of the warm-up (or, without warm-up, of the
-    /// first block), never on the measured ratios.
-    fn plan(&self, pairs_done: u32, time_for_them: Duration, now: Duration) -> LookSchedule {
-        let opts = self.opts;
-        let per_pair = time_for_them.as_secs_f64() / f64::from(pairs_done.max(1));
-        let left = opts.max_time.saturating_sub(now).as_secs_f64();
-        let by_time = if per_pair > 0.0 {
-            (left / per_pair).floor().min(f64::from(u32::MAX / 2)) as u32
-        } else {
-            self.max_pairs
-        };
-        let already = if self.warmed > 0 { 0 } else { pairs_done };
-        LookSchedule::plan(
-            self.min_pairs,
-            self.max_pairs.min(already.saturating_add(by_time)),
-            ALPHA,
-        )
-    }
-
-    /// The latest look's estimate (none before the first look).
-    pub(crate) fn latest(&self) -> Option<&PairedAnalysis> {
-        self.latest.as_ref()
-    }
-
-    /// The latest estimate as it would be with the pairs the schedule can still reach:
-    /// the same mean, its standard error shrunk by `√(n / cap)` (`None` before a look).
-    fn at_budget(&self) -> Option<stats::LogEstimate> {
-        let log = self.latest()?.log;
-        let cap = f64::from(self.schedule.as_ref()?.cap());
-        let n = (log.n as f64).max(1.0);
-        Some(stats::LogEstimate {
-            se: log.se * (n / cap.max(n)).sqrt(),
-            ..log
-        })
-    }
-
-    /// One block: ABBA or BAAB, i.e. two pairs in mirrored order.
-    fn block(&mut self, src: &mut dyn Source) -> Result<(), BenchError> {
-        let first = if self.rng.bool() { Side::A } else { Side::B };
-        let order = [first, other(first), other(first), first];
-        for (k, side) in order.into_iter().enumerate() {
-            let pad = self.rng.usize(0..PAD_MAX);
-            let o = src.run(side, pad)?;
-            match side {
-                Side::A => self.wall_a.push(o.wall.as_secs_f64()),
-                Side::B => self.wall_b.push(o.wall.as_secs_f64()),
-            }
-            self.runs.push(RunRecord {
-                pair: pair_index(k, self.wall_a.len().min(self.wall_b.len())),
-                side,
-                seq: self.runs.len() as u32,
-                wall_secs: o.wall.as_secs_f64(),
-                user_secs: o.user.as_secs_f64(),
-                sys_secs: o.sys.as_secs_f64(),
-                max_rss_bytes: o.max_rss_bytes,
-                status: o.status,
-                pad_bytes: pad,
-                outlier: false,
-                counters: o.counters,
-            });
-        }
-        Ok(())
-    }
-
-    /// Run blocks up to the next look and analyse it; `Some(reason)` when that look ends
-    /// the comparison.
-    pub(crate) fn advance_to_look(
-        &mut self,
-        src: &mut dyn Source,
-        on_progress: &mut dyn FnMut(&Progress),
-    ) -> Result<Option<StopReason>, BenchError> {
-        let opts = self.opts;
-        loop {
-            self.block(src)?;
-            let n = self.wall_a.len() as u32;
-            let now = src.elapsed();
-            if self.schedule.is_none() {
-                self.schedule = Some(self.plan(n, now - self.measure_start, now));
-            }
-            let sched = self.schedule.as_ref().expect("planned above");
-            let time_up = now >= opts.max_time;
-            let due = n >= sched.looks[self.look.min(sched.looks.len() - 1)];
-            // When time is up, stop at this look even short of `min_pairs`: max-time is
-            // the bound a user can rely on (`stop_note` says what it cost).
-            if due || time_up {
-                let final_look = time_up || n >= sched.cap() || self.look + 1 >= sched.looks.len();
-                let confidence = sched.confidence_at(self.look, final_look);
-                let seed = opts.seed ^ (u64::from(n) << 32) ^ 0x9e37_79b9_7f4a_7c15;
-                let a =
-                    stats::analyze_pairs(&self.wall_a, &self.wall_b, confidence, opts.margin, seed);
-                self.look += 1;
-                let last = self.look >= sched.looks.len();
-                let stop = if a.estimate.verdict.is_decided() {
-                    Some(StopReason::Decided)
-                } else if opts.only_faster
-                    && self.look >= 2
-                    && cannot_be_faster(&a.log, opts.margin)
-                {
-                    // From a workload's second look on: stopped at its first, a real speedup
-                    // whose first few pairs happened to look slow stays frozen in the
-                    // geometric mean (in simulation at 6 pairs, a 2 % speedup was called
-                    // faster 235 times of 300 instead of 208, for the same time on ties).
-                    Some(StopReason::Futile)
-                } else if n >= sched.cap() {
-                    Some(StopReason::MaxPairs)
-                } else if time_up {
-                    Some(StopReason::MaxTime)
-                } else if last {
-                    Some(StopReason::MaxPairs)
-                } else {
-                    None
-                };
-                self.latest = Some(a);
-                return Ok(stop);
-            }
-            let d = stats::log_ratios(&self.wall_a, &self.wall_b);
-            let confidence = sched.confidence_at(self.look, false);
-            on_progress(&Progress {
-                phase: Phase::Measuring,
-                pairs: n,
-                planned_pairs: Some(sched.cap()),
-                elapsed: now,
-                max_time: opts.max_time,
-                estimate: Some(Estimate::from_log(
-                    &stats::LogEstimate::of(&d),
-                    confidence,
-                    opts.margin,
-                )),
-            });
-        }
-    }
-
-    /// The comparison as it stands at its latest look (which must have been taken).
-    pub(crate) fn finish(self, src: &dyn Source, stop: StopReason) -> Comparison {
-        let sched = self.schedule.expect("planned before the first look");
-        let n = self.wall_a.len() as u32;
-        let min_pairs = self.min_pairs;
-        let stop_note = (n < min_pairs).then(|| {
-            format!(
-                "max-time ({}) was reached after {n} pairs, fewer than the {min_pairs} asked for: the interval is wider than it would be; raise max-time or ask for fewer runs",
-                humantime::format_duration(self.opts.max_time)
-            )
-        });
-        let analysis = self.latest.expect("a look was taken");
-        let mut c = assemble(
-            self.runs,
-            &self.wall_a,
-            &self.wall_b,
-            analysis,
-            stop,
-            self.look as u32,
-            &sched,
-            self.opts,
-            src.elapsed(),
-        );
-        c.stop_note = stop_note;
-        c
-    }
-}
-
-/// The level of the futility check: a ladder comparison stops once the lower end of the
-/// two-sided 80 % interval (a one-sided 90 % bound) lies above `1 − margin`. Stopping for
-/// futility never calls anything faster, so it cannot raise the rate of wrong *faster*
-/// verdicts however loose it is (a non-binding futility rule); it only costs power, and at
-/// this level little: a true 2·margin speedup is stopped for futility at a look with
-/// probability < 1 % (its point estimate would have to lie ~2.4 standard errors above the
-/// truth), which `futility_ends_ties_early_and_keeps_speedups` checks in simulation.
-const FUTILITY_CONFIDENCE: f64 = 0.80;
-
-/// Whether *faster* is out of reach: see [`FUTILITY_CONFIDENCE`].
-fn cannot_be_faster(log: &stats::LogEstimate, margin: f64) -> bool {
-    log.interval(FUTILITY_CONFIDENCE).0.exp() > 1.0 - margin
-}
-
-/// Pair index of the k-th run of a block, given how many complete pairs exist after it.
-fn pair_index(k: usize, complete_pairs: usize) -> u32 {
-    // Runs 0,1 form one pair and runs 2,3 the next; after run 0 or 2 the pair is not yet
-    // complete, so its index is `complete_pairs`; after run 1 or 3 it is `complete − 1`.
-    if k.is_multiple_of(2) {
-        complete_pairs as u32
-    } else {
-        complete_pairs as u32 - 1
-    }
-}
-
-fn other(s: Side) -> Side {
-    match s {
-        Side::A => Side::B,
-        Side::B => Side::A,
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn assemble(
-    mut runs: Vec<RunRecord>,
-    wall_a: &[f64],
-    wall_b: &[f64],
-    analysis: PairedAnalysis,
-    stop: StopReason,
-    looks: u32,
-    sched: &LookSchedule,
-    opts: &BenchOptions,
-    elapsed: Duration,
-) -> Comparison {
-    let d = stats::log_ratios(wall_a, wall_b);
-    let pair_flags = stats::mad_outliers(&d);
-    let pair_indices: Vec<u32> = (0..pair_flags.len() as u32)
-        .filter(|&i| pair_flags[i as usize])
-        .collect();
-    for r in &mut runs {
-        r.outlier = pair_flags.get(r.pair as usize).copied().unwrap_or(false);
-    }
-    let side_col = |side: Side, f: &dyn Fn(&RunRecord) -> f64| -> Vec<f64> {
-        runs.iter().filter(|r| r.side == side).map(f).collect()
-    };
-    let sides = |f: &dyn Fn(&RunRecord) -> f64| Sides {
-        a: Summary::of(&side_col(Side::A, f)),
-        b: Summary::of(&side_col(Side::B, f)),
-    };
-    let count = |x: &[f64]| {
-        stats::mad_outliers(&x.iter().map(|v| v.ln()).collect::<Vec<_>>())
-            .into_iter()
-            .filter(|&o| o)
-            .count() as u32
-    };
-    let outliers = Outliers {
-        pairs: pair_indices.len() as u32,
-        a: count(wall_a),
-        b: count(wall_b),
-        pair_indices,
-    };
-    let cpu_wall = |r: &RunRecord| (r.user_secs + r.sys_secs) / r.wall_secs.max(1e-9);
-    let cpu_wall = Sides {
-        a: stats::median(&side_col(Side::A, &cpu_wall)),
-        b: stats::median(&side_col(Side::B, &cpu_wall)),
-    };
-    let cv = Sides {
-        a: stats::cv(wall_a),
-        b: stats::cv(wall_b),
-    };
-    let n = wall_a.len() as u32;
-    let mut noise = Noise {
-        cpu_wall,
-        cv,
-        spread: stats::std_dev(&d),
-        outlier_fraction: f64::from(outliers.pairs) / f64::from(n.max(1)),
-        warning: None,
-    };
-    noise.warning = noise_warning(&noise, stats::median(wall_a), &analysis);
-    let counts_of = |side: Side| -> Vec<Option<Counts>> {
-        runs.iter()
-            .filter(|r| r.side == side)
-            .map(|r| r.counters)
-            .collect()
-    };
-    let counters = counters::summarize(&counts_of(Side::A), &counts_of(Side::B));
-    let e = analysis.estimate;
-    Comparison {
-        ratio: e.ratio,
-        ci_low: e.ci_low,
-        ci_high: e.ci_high,
-        verdict: e.verdict,
-        confidence: e.confidence,
-        margin: opts.margin,
-        n,
-        looks,
-        planned_looks: sched.looks.len() as u32,
-        stop,
-        log: analysis.log,
-        t_interval: analysis.t_interval,
-        bootstrap_interval: analysis.bootstrap_interval,
-        median_ratio: analysis.median_ratio,
-        median_interval: analysis.median_interval,
-        median_disagrees: analysis.median_disagrees,
-        cv_a: cv.a,
-        cv_b: cv.b,
-        outliers,
-        median_a_secs: stats::median(wall_a),
-        median_b_secs: stats::median(wall_b),
-        wall: sides(&|r| r.wall_secs),
-        user: sides(&|r| r.user_secs),
-        sys: sides(&|r| r.sys_secs),
-        rss: sides(&|r| r.max_rss_bytes as f64),
-        noise_warning: noise.warning.clone(),
-        noise,
-        counters,
-        counters_status: "not measured".into(),
-        elapsed_secs: elapsed.as_secs_f64(),
-        seed: opts.seed,
-        samples: runs,
-        lingering: Lingering::None,
-        stop_note: None,
-    }
-}
-
-/// A warning when the measurements look too noisy to trust, or `None`.
-///
-/// The CPU/wall check only applies to runs of 10 ms or more: below that, process start-up
-/// and the parent's bookkeeping are a visible share of the wall time on any machine.
-fn noise_warning(
-    noise: &Noise,
-    median_wall_secs: f64,
-    analysis: &PairedAnalysis,
-) -> Option<String> {
-    let verdict = analysis.estimate.verdict;
-    let mut why = Vec::new();
-    if analysis.median_disagrees {
-        why.push(format!(
-            "the typical pair (median B/A {:.3} [{:.3}, {:.3}]) contradicts the mean, so a few \
-             disturbed runs drive it; verdict withheld",
-            analysis.median_ratio, analysis.median_interval[0], analysis.median_interval[1]
-        ));
-    }
-    let worst_cv = noise.cv.a.max(noise.cv.b);
-    if worst_cv > NOISY_CV {
-        why.push(format!(
-            "run-to-run variation is high (CV A {:.1} %, B {:.1} %)",
-            noise.cv.a * 100.0,
-            noise.cv.b * 100.0
-        ));
-    }
-    if noise.outlier_fraction > 0.10 {
-        why.push(format!(
-            "{:.0} % of the pairs are outliers",
-            noise.outlier_fraction * 100.0
-        ));
-    }
-    let cpu = noise.cpu_wall.a.min(noise.cpu_wall.b);
-    if median_wall_secs >= 0.010 && cpu < 0.9 {
-        why.push(format!(
-            "the program had a CPU for only {:.0} % of its wall time (if it is CPU-bound, \
-             other processes are competing for the CPU)",
-            cpu * 100.0
-        ));
-    }
-    if why.is_empty() {
-        return None;
-    }
-    let head = if !verdict.is_decided() {
-        "the machine is too noisy to decide: "
-    } else {
-        "noisy measurements: "
-    };
-    Some(format!(
-        "{head}{}; close other programs, or raise max-time",
-        why.join("; ")
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::drive::*;
+    use crate::bench::joint::*;
     use crate::bench::stats::tests::normal;
+    use crate::bench::stats::LookSchedule;
 
     /// Simulated runs: lognormal times around `base` (B is `ratio` times slower), a clock
     /// that advances by each run's wall time plus a little overhead.
