@@ -4,21 +4,22 @@
 //! typos get a "did you mean" (optimal-string-alignment distance from `strsim`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use toml::Spanned;
 
 use super::bounds::{self, Key};
-use super::matrix::{combinations, Expander};
 use super::raw::{
     RawBench, RawDuration, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable, TABLES,
 };
 use super::{
-    clean_path, BenchConfig, BoltMode, Budget, Expect, ProfileChoice, SpecError, StageName, Stages,
-    Workload, DEFAULT_TIMEOUT, PROFILE_PRESETS,
+    BenchConfig, BoltMode, Budget, Expect, ProfileChoice, SpecError, StageName, Stages, Workload,
+    PROFILE_PRESETS,
 };
 use crate::util::indent;
+
+mod workload;
 
 pub(super) const STAGE_NAMES: [&str; 4] = [
     StageName::TRIED[0].as_str(),
@@ -398,248 +399,6 @@ impl<'a> Validator<'a> {
             ));
         }
         Ok((out, budgets))
-    }
-
-    pub(super) fn workload(
-        &self,
-        w: RawWorkload,
-        header: usize,
-        root: &Path,
-        seen: &mut BTreeMap<String, usize>,
-        out: &mut Vec<Workload>,
-    ) -> Result<(), SpecError> {
-        let line = self.line(header);
-        let name = w.name.get_ref();
-        if name.trim().is_empty() {
-            return Err(self.at(
-                &w.name,
-                "workload `name` is empty",
-                Some("give the workload a short unique name such as \"parse-large\"".into()),
-            ));
-        }
-        if let Some(c) = name
-            .chars()
-            .find(|c| matches!(c, '/' | '\\') || c.is_control())
-        {
-            return Err(self.at(
-                &w.name,
-                format!("workload name \"{}\" contains {c:?}", name.escape_debug()),
-                Some("names are used in file names: use letters, digits, '-' and '_'".into()),
-            ));
-        }
-        let start = match &w.start {
-            None => super::Start::Warm,
-            Some(v) => match v.get_ref().as_str() {
-                "warm" => super::Start::Warm,
-                "cold" => super::Start::Cold,
-                other => {
-                    return Err(self.at(
-                        v,
-                        format!("`start` is \"warm\" or \"cold\", not \"{other}\""),
-                        Some("start = \"cold\" drops the binary and the workload's input files from the page cache before every run (a first start); \"warm\" (the default) does not".into()),
-                    ))
-                }
-            },
-        };
-        let timeout = match &w.timeout {
-            Some(t) => self.duration(t, "timeout")?,
-            None => DEFAULT_TIMEOUT,
-        };
-        let (train, eval) = match &w.use_ {
-            Some(u) => self.uses(u)?,
-            None => (true, true),
-        };
-        let cargo = self.cargo_kind(&w.cargo)?;
-        let expect = match (w.expect, cargo) {
-            (Some(e), _) => self.expect(e)?,
-            // A harness prints its own timings: only its exit status can be compared.
-            (None, Some(_)) => Expect::ExitCode,
-            (None, None) => Expect::Exact,
-        };
-        let root_str = root.to_string_lossy().into_owned();
-        let matrix = match &w.matrix {
-            Some(m) => self.matrix(m, &root_str)?,
-            None => Vec::new(),
-        };
-        let combos = combinations(&matrix);
-        let mut used = vec![false; matrix.len()];
-        for (i, combo) in combos.iter().enumerate() {
-            let vars: Vec<(&str, &str)> = matrix
-                .iter()
-                .zip(combo)
-                .map(|(k, &j)| (k.key.get_ref().as_str(), k.values[j].1.as_str()))
-                .collect();
-            let ex = Expander {
-                cx: self,
-                root: &root_str,
-                vars: &vars,
-            };
-            // `{key}` in the name takes the value; keys the name does not mention are
-            // appended as `[k=v,…]` so every expanded name stays unique and readable.
-            let mut expanded = name.clone();
-            let mut parts: Vec<String> = Vec::new();
-            for (k, &j) in matrix.iter().zip(combo) {
-                let placeholder = format!("{{{}}}", k.key.get_ref());
-                if expanded.contains(&placeholder) {
-                    expanded = expanded.replace(&placeholder, &k.values[j].0);
-                } else {
-                    parts.push(format!("{}={}", k.key.get_ref(), k.values[j].0));
-                }
-            }
-            let name = if parts.is_empty() {
-                expanded
-            } else {
-                format!("{expanded}[{}]", parts.join(","))
-            };
-            if let Some(first) = seen.get(&name) {
-                return Err(self.at(
-                    &w.name,
-                    format!("duplicate workload name \"{name}\" (first defined on line {first})"),
-                    Some("workload names must be unique: rename one of them".into()),
-                ));
-            }
-            seen.insert(name.clone(), line);
-            let mut args = Vec::new();
-            for a in w.args.iter().flatten() {
-                args.push(ex.expand(a, &mut used)?);
-            }
-            let stdin = match &w.stdin {
-                Some(s) => {
-                    let p = clean_path(&root.join(ex.expand(s, &mut used)?));
-                    if !p.is_file() {
-                        let what = if p.exists() {
-                            "is not a file"
-                        } else {
-                            "does not exist"
-                        };
-                        return Err(self.at(
-                            s,
-                            format!("stdin file {} {what}", p.display()),
-                            Some(format!(
-                                "create it or correct the path (relative paths are relative to {})",
-                                root.display()
-                            )),
-                        ));
-                    }
-                    Some(p)
-                }
-                None => None,
-            };
-            let mut env = BTreeMap::new();
-            for (k, v) in w.env.iter().flatten() {
-                if i == 0 && (k.get_ref().is_empty() || k.get_ref().contains(['=', '\0'])) {
-                    return Err(self.at(
-                        k,
-                        format!(
-                            "invalid environment variable name \"{}\"",
-                            k.get_ref().escape_debug()
-                        ),
-                        Some("names must be non-empty and contain no '=' or NUL".into()),
-                    ));
-                }
-                env.insert(k.get_ref().clone(), ex.expand(v, &mut used)?);
-            }
-            let cwd = match &w.cwd {
-                Some(c) => {
-                    let p = clean_path(&root.join(ex.expand(c, &mut used)?));
-                    if !p.is_dir() {
-                        let what = if p.exists() {
-                            "is not a directory"
-                        } else {
-                            "does not exist"
-                        };
-                        return Err(self.at(
-                            c,
-                            format!("cwd {} {what}", p.display()),
-                            Some(format!("create the directory or correct the path (relative paths are relative to {})", root.display())),
-                        ));
-                    }
-                    p
-                }
-                None => root.to_path_buf(),
-            };
-            let mut files = Vec::new();
-            for f in w.files.iter().flatten() {
-                let p = PathBuf::from(ex.expand(f, &mut used)?);
-                self.output_file(f, &p, &cwd)?;
-                files.push(p);
-            }
-            // Checked once: every combination expands the same templates.
-            let unused = matrix.iter().zip(&used).find(|(_, u)| i == 0 && !**u);
-            if let Some((k, _)) = unused {
-                let key = k.key.get_ref();
-                return Err(self.at(
-                    &k.key,
-                    format!("matrix key `{key}` is not used, so every expanded workload would be the same"),
-                    Some(format!("use \"{{{key}}}\" in args, stdin, env, cwd or files, or remove `{key}` from the matrix")),
-                ));
-            }
-            out.push(Workload {
-                name,
-                args,
-                stdin,
-                env,
-                cwd,
-                timeout,
-                train,
-                eval,
-                expect: expect.clone(),
-                files,
-                sort_lines: w.sort_lines.unwrap_or(false),
-                stderr: w.stderr.unwrap_or(false),
-                start,
-                cargo,
-                line,
-            });
-        }
-        Ok(())
-    }
-
-    /// A declared output file must be a relative path inside the workload's cwd: each run
-    /// gets a private copy of the cwd, and a path outside it would be written in the
-    /// user's tree.
-    fn output_file(&self, f: &Spanned<String>, p: &Path, cwd: &Path) -> Result<(), SpecError> {
-        if p.is_absolute() {
-            let fix = match p.strip_prefix(cwd) {
-                Ok(rel) if !rel.as_os_str().is_empty() => format!(
-                    "write files = [{}] (paths in `files` are relative to the workload's cwd {})",
-                    crate::util::toml_string(&rel.to_string_lossy()),
-                    cwd.display()
-                ),
-                _ => format!(
-                    "write the path relative to the workload's cwd {}, or set `cwd` to a folder that holds the file",
-                    cwd.display()
-                ),
-            };
-            return Err(self.at(
-                f,
-                format!(
-                    "output file {} is an absolute path; `files` must be relative to the workload's cwd",
-                    p.display()
-                ),
-                Some(fix),
-            ));
-        }
-        let mut depth: i32 = 0;
-        for c in p.components() {
-            match c {
-                std::path::Component::ParentDir => depth -= 1,
-                std::path::Component::Normal(_) => depth += 1,
-                _ => {}
-            }
-            if depth < 0 {
-                return Err(self.at(
-                    f,
-                    format!(
-                        "output file {} is outside the workload's cwd {}",
-                        p.display(),
-                        cwd.display()
-                    ),
-                    Some("each run gets a private copy of the cwd, so `files` must stay inside it: set `cwd` to a folder that holds the file and write the path from there".into()),
-                ));
-            }
-        }
-        Ok(())
     }
 
     pub(super) fn uses(
