@@ -332,13 +332,10 @@ fn assemble(
     elapsed: Duration,
 ) -> Comparison {
     let d = stats::log_ratios(wall_a, wall_b);
-    let pair_flags = stats::mad_outliers(&d);
-    let pair_indices: Vec<u32> = (0..pair_flags.len() as u32)
-        .filter(|&i| pair_flags[i as usize])
-        .collect();
-    for r in &mut runs {
-        r.outlier = pair_flags.get(r.pair as usize).copied().unwrap_or(false);
-    }
+    let outliers = mark_outliers(&mut runs, &d, wall_a, wall_b);
+    let n = wall_a.len() as u32;
+    let mut noise = noise_of(&runs, &d, (wall_a, wall_b), &outliers);
+    noise.warning = noise_warning(&noise, stats::median(wall_a), &analysis);
     let side_col = |side: Side, f: &dyn Fn(&RunRecord) -> f64| -> Vec<f64> {
         runs.iter().filter(|r| r.side == side).map(f).collect()
     };
@@ -346,36 +343,7 @@ fn assemble(
         a: Summary::of(&side_col(Side::A, f)),
         b: Summary::of(&side_col(Side::B, f)),
     };
-    let count = |x: &[f64]| {
-        stats::mad_outliers(&x.iter().map(|v| v.ln()).collect::<Vec<_>>())
-            .into_iter()
-            .filter(|&o| o)
-            .count() as u32
-    };
-    let outliers = Outliers {
-        pairs: pair_indices.len() as u32,
-        a: count(wall_a),
-        b: count(wall_b),
-        pair_indices,
-    };
-    let cpu_wall = |r: &RunRecord| (r.user_secs + r.sys_secs) / r.wall_secs.max(1e-9);
-    let cpu_wall = Sides {
-        a: stats::median(&side_col(Side::A, &cpu_wall)),
-        b: stats::median(&side_col(Side::B, &cpu_wall)),
-    };
-    let cv = Sides {
-        a: stats::cv(wall_a),
-        b: stats::cv(wall_b),
-    };
-    let n = wall_a.len() as u32;
-    let mut noise = Noise {
-        cpu_wall,
-        cv,
-        spread: stats::std_dev(&d),
-        outlier_fraction: f64::from(outliers.pairs) / f64::from(n.max(1)),
-        warning: None,
-    };
-    noise.warning = noise_warning(&noise, stats::median(wall_a), &analysis);
+    let cv = noise.cv;
     let counts_of = |side: Side| -> Vec<Option<Counts>> {
         runs.iter()
             .filter(|r| r.side == side)
@@ -419,6 +387,57 @@ fn assemble(
         samples: runs,
         lingering: Lingering::None,
         stop_note: None,
+    }
+}
+
+/// The pairs whose log ratio is an outlier (each run marked), and each side's outliers.
+fn mark_outliers(runs: &mut [RunRecord], d: &[f64], wall_a: &[f64], wall_b: &[f64]) -> Outliers {
+    let pair_flags = stats::mad_outliers(d);
+    let pair_indices: Vec<u32> = (0..pair_flags.len() as u32)
+        .filter(|&i| pair_flags[i as usize])
+        .collect();
+    for r in runs.iter_mut() {
+        r.outlier = pair_flags.get(r.pair as usize).copied().unwrap_or(false);
+    }
+    let count = |x: &[f64]| {
+        stats::mad_outliers(&x.iter().map(|v| v.ln()).collect::<Vec<_>>())
+            .into_iter()
+            .filter(|&o| o)
+            .count() as u32
+    };
+    Outliers {
+        pairs: pair_indices.len() as u32,
+        a: count(wall_a),
+        b: count(wall_b),
+        pair_indices,
+    }
+}
+
+/// How noisy the runs were (the warning is added by the caller).
+fn noise_of(
+    runs: &[RunRecord],
+    d: &[f64],
+    (wall_a, wall_b): (&[f64], &[f64]),
+    outliers: &Outliers,
+) -> Noise {
+    let cpu_wall = |side: Side| {
+        let v: Vec<f64> = (runs.iter().filter(|r| r.side == side))
+            .map(|r| (r.user_secs + r.sys_secs) / r.wall_secs.max(1e-9))
+            .collect();
+        stats::median(&v)
+    };
+    Noise {
+        cpu_wall: Sides {
+            a: cpu_wall(Side::A),
+            b: cpu_wall(Side::B),
+        },
+        cv: Sides {
+            a: stats::cv(wall_a),
+            b: stats::cv(wall_b),
+        },
+        spread: stats::std_dev(d),
+        outlier_fraction: f64::from(outliers.pairs) / (wall_a.len().max(1) as f64),
+        warning: None,
     }
 }
 
