@@ -843,7 +843,7 @@ mod evict_tests {
     use super::*;
 
     fn resident_pages(path: &Path) -> usize {
-        sys::testing::resident_pages(path).expect("the page cache is visible on Linux")
+        sys::testing::resident_pages(path)
     }
 
     #[test]
