@@ -24,6 +24,7 @@ mod hotspots;
 mod ladder;
 mod library;
 mod pipeline;
+mod platforms;
 mod release;
 mod report;
 mod verify;
