@@ -397,6 +397,57 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         evict(f);
     }
     let program = cmd.program.display().to_string();
+    let mut std_cmd = std_command(cmd)?;
+    let start = Instant::now();
+    let mut tree = sys::Tree::spawn(&mut std_cmd).map_err(|error| ProcessError::Spawn {
+        program: program.clone(),
+        label: cmd.label.clone(),
+        args: cmd.args.len(),
+        arg_bytes: arg_bytes(cmd),
+        error,
+    })?;
+    let wait_error = |error| ProcessError::Wait {
+        program: program.clone(),
+        label: cmd.label.clone(),
+        error,
+    };
+    let mut bufs = [
+        Buf::new(cmd.keep, Keep::Head),
+        Buf::new(cmd.keep, Keep::Tail),
+    ];
+    let mut sink = |stream: usize, bytes: &[u8]| bufs[stream].keep(bytes);
+    let deadline = cmd.timeout.map(|t| start + t);
+    let drained = match tree
+        .watch()
+        .and_then(|()| drain(&mut tree, deadline, &mut sink))
+    {
+        Ok(d) => d,
+        Err(e) => {
+            tree.abort();
+            return Err(wait_error(e));
+        }
+    };
+    let wall = drained.exited.saturating_duration_since(start);
+    // Reap (the child has exited, so this returns at once) for the status and usage;
+    // reading stops there (a holder that escaped the group gets EPIPE from then on).
+    let (status, usage) = tree.finish(&mut sink).map_err(wait_error)?;
+    let [stdout, stderr] = bufs.map(Buf::into_bytes);
+    Ok(Outcome {
+        status: Status::from_std(status),
+        stdout,
+        stderr,
+        wall,
+        user: usage.user,
+        sys: usage.sys,
+        max_rss_bytes: usage.max_rss_bytes,
+        timed_out: drained.timed_out,
+        lingering: drained.lingering,
+    })
+}
+
+/// The std command of `cmd`: its program, arguments, environment, cwd and stdin, and
+/// stdout and stderr piped.
+fn std_command(cmd: &Command) -> Result<StdCommand, ProcessError> {
     let mut std_cmd = StdCommand::new(&cmd.program);
     std_cmd.args(&cmd.args);
     for k in &cmd.env_remove {
@@ -422,30 +473,25 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         }
     }
     std_cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    Ok(std_cmd)
+}
 
-    let start = Instant::now();
-    let mut tree = sys::Tree::spawn(&mut std_cmd).map_err(|error| ProcessError::Spawn {
-        program: program.clone(),
-        label: cmd.label.clone(),
-        args: cmd.args.len(),
-        arg_bytes: arg_bytes(cmd),
-        error,
-    })?;
-    let wait_error = |error| ProcessError::Wait {
-        program: program.clone(),
-        label: cmd.label.clone(),
-        error,
-    };
-    let mut bufs = [
-        Buf::new(cmd.keep, Keep::Head),
-        Buf::new(cmd.keep, Keep::Tail),
-    ];
-    let mut sink = |stream: usize, bytes: &[u8]| bufs[stream].keep(bytes);
-    if let Err(e) = tree.watch() {
-        tree.abort();
-        return Err(wait_error(e));
-    }
-    let deadline = cmd.timeout.map(|t| start + t);
+/// How a child's run ended, as [`drain`] saw it.
+struct Drained {
+    /// When the child exited (when reading stopped, if that was never seen).
+    exited: Instant,
+    timed_out: bool,
+    lingering: Lingering,
+}
+
+/// Read the child's output until it has exited and its pipes are closed: the timeout kills
+/// its group; after the exit, holders of the pipes get [`PIPE_GRACE`], then the group is
+/// killed, and after [`KILL_GRACE`] reading stops.
+fn drain(
+    tree: &mut sys::Tree,
+    deadline: Option<Instant>,
+    sink: &mut dyn FnMut(usize, &[u8]),
+) -> std::io::Result<Drained> {
     let mut timed_out = false;
     let mut exited: Option<Instant> = None;
     let mut group_killed_at: Option<Instant> = None;
@@ -495,29 +541,12 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
                 },
             }),
         };
-        match tree.pump(next, &mut sink) {
-            Ok(Some(at)) => exited = Some(at),
-            Ok(None) => {}
-            Err(e) => {
-                tree.abort();
-                return Err(wait_error(e));
-            }
+        if let Some(at) = tree.pump(next, sink)? {
+            exited = Some(at);
         }
     }
-    let exited_at = exited.unwrap_or_else(Instant::now);
-    let wall = exited_at.saturating_duration_since(start);
-    // Reap (the child has exited, so this returns at once) for the status and usage;
-    // reading stops there (a holder that escaped the group gets EPIPE from then on).
-    let (status, usage) = tree.finish(&mut sink).map_err(wait_error)?;
-    let [stdout, stderr] = bufs.map(Buf::into_bytes);
-    Ok(Outcome {
-        status: Status::from_std(status),
-        stdout,
-        stderr,
-        wall,
-        user: usage.user,
-        sys: usage.sys,
-        max_rss_bytes: usage.max_rss_bytes,
+    Ok(Drained {
+        exited: exited.unwrap_or_else(Instant::now),
         timed_out,
         lingering,
     })

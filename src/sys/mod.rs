@@ -200,3 +200,59 @@ pub(crate) mod testing {
         super::linux::on_tmpfs(path)
     }
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// `pid_alive` replaced a `/proc/<pid>` test (package) and `kill(pid, 0)` (check): our
+    /// own pid is alive, a reaped child's is not, and one we may not signal (pid 1, when not
+    /// root) still counts as alive.
+    #[test]
+    fn pids_are_alive_until_reaped() {
+        assert!(pid_alive(std::process::id()));
+        assert!(pid_alive(1), "init exists, signalable or not");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!pid_alive(pid), "a reaped child's pid is free");
+        assert!(!pid_alive(u32::MAX), "no such pid");
+    }
+
+    #[test]
+    fn errno_names_and_the_argument_limit() {
+        let e = std::io::Error::from_raw_os_error(libc::ETXTBSY);
+        assert_eq!(errno_name(&e), Some("ETXTBSY"));
+        assert_eq!(errno_name(&std::io::Error::other("x")), None);
+        assert!(arg_list_too_long(&std::io::Error::from_raw_os_error(
+            libc::E2BIG
+        )));
+        assert!(!arg_list_too_long(&e));
+    }
+
+    /// `kernel_release` (uname) is what the machine fingerprint read from /proc before.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_kernel_release_is_procs() {
+        let proc = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        assert_eq!(kernel_release(), proc.trim());
+    }
+
+    #[test]
+    fn a_named_pipe_without_a_reader_is_answered_at_once_and_modes_are_set() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("p");
+        testing::mkfifo(&fifo).unwrap();
+        assert!(open_stream(&fifo).unwrap().is_none());
+        let f = d.path().join("f");
+        std::fs::write(&f, "x").unwrap();
+        set_mode(&f, 0o640).unwrap();
+        let meta = std::fs::metadata(&f).unwrap();
+        assert_eq!(testing::mode(&meta) & 0o777, 0o640);
+        assert!(!is_executable(&meta));
+        set_mode(&f, 0o750).unwrap();
+        assert!(is_executable(&std::fs::metadata(&f).unwrap()));
+        symlink("f", d.path().join("l")).unwrap();
+        assert_eq!(std::fs::read_to_string(d.path().join("l")).unwrap(), "x");
+    }
+}
