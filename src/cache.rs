@@ -291,7 +291,7 @@ pub fn gc(optimize_dir: &Path, max_bytes: u64) -> std::io::Result<(u64, u64)> {
 /// What identifies this machine for timing: CPU model, logical CPUs, kernel release.
 pub fn machine_fingerprint(cpu_model: Option<&str>) -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let kernel = crate::sys::kernel_release();
     format!("{}|{cpus}|{}", cpu_model.unwrap_or("?"), kernel.trim())
 }
 
@@ -329,11 +329,11 @@ mod tests {
         std::fs::write(away.join("canary"), "c").unwrap();
         std::fs::create_dir_all(opt.join("cache/verdicts")).unwrap();
         std::fs::write(opt.join("cache/verdicts/k.json"), "{}").unwrap();
-        std::os::unix::fs::symlink(&away, opt.join("cache/builds")).unwrap();
-        std::os::unix::fs::symlink(&away, opt.join("build")).unwrap();
+        crate::sys::symlink(&away, opt.join("cache/builds")).unwrap();
+        crate::sys::symlink(&away, opt.join("build")).unwrap();
         let entry = opt.join("cache/blobs/linked");
         std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(&away, &entry).unwrap();
+        crate::sys::symlink(&away, &entry).unwrap();
         gc(&opt, 0).unwrap();
         assert_eq!(std::fs::read_to_string(away.join("canary")).unwrap(), "c");
         for gone in [
@@ -348,7 +348,7 @@ mod tests {
             );
         }
         // A linked `cache` folder: removed as one link too.
-        std::os::unix::fs::symlink(&away, opt.join("cache2")).unwrap();
+        crate::sys::symlink(&away, opt.join("cache2")).unwrap();
         std::fs::remove_dir_all(opt.join("cache")).unwrap();
         std::fs::rename(opt.join("cache2"), opt.join("cache")).unwrap();
         gc(&opt, 0).unwrap();

@@ -741,18 +741,7 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 /// User + system CPU seconds of this process and of every child it waited for so far.
 fn cpu_seconds() -> f64 {
-    let mut total = 0.0;
-    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
-        // SAFETY: rusage is plain old data; zeroed is a valid value for it.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `usage` is a valid, writable rusage.
-        if unsafe { libc::getrusage(who, &mut usage) } == 0 {
-            for tv in [usage.ru_utime, usage.ru_stime] {
-                total += tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-            }
-        }
-    }
-    total
+    crate::sys::cpu_seconds()
 }
 
 #[cfg(test)]

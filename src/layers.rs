@@ -161,3 +161,57 @@ fn the_layer_list_parses() {
     assert_eq!(l["ui"], 1);
     assert_eq!(l["util"], 0);
 }
+
+/// Code (not comments) that names an OS-specific API: `std::os::{unix,windows,fd,…}`,
+/// `libc`, `windows_sys`.
+fn os_specific(text: &str) -> Vec<(usize, String)> {
+    let re = regex::Regex::new(
+        r"\b(std::)?os::(unix|windows|fd|linux|macos|darwin|wasi)\b|\buse std::os\b|\blibc\b|\bwindows_sys\b",
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        if let Some(m) = re.find(code) {
+            out.push((i + 1, m.as_str().to_string()));
+        }
+    }
+    out
+}
+
+/// The platform layer is the only place that calls the OS directly: every other file of
+/// `src/` — its unit tests included, no exemption — goes through `crate::sys`, so the
+/// crate builds for every target `sys` has a part for.
+#[test]
+fn only_sys_touches_the_os() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for file in files {
+        let in_sys = file.starts_with(src.join("sys"));
+        if in_sys || file == src.join("layers.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (line, what) in os_specific(&text) {
+            problems.push(format!(
+                "{}:{line}: `{what}` outside src/sys/ (add what you need to the platform layer)",
+                file.display()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn os_specific_code_is_found_and_comments_are_not() {
+    let text = "use std::os::unix::fs::PermissionsExt;\n\
+                // libc::kill in a comment\n\
+                let r = unsafe { libc::geteuid() };\n\
+                use std::os::{fd::AsRawFd, unix};\n\
+                std::os::windows::fs::symlink_file(a, b)\n\
+                let os = \"unix\"; std::env::consts::OS\n";
+    let found: Vec<usize> = os_specific(text).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(found, [1, 3, 4, 5]);
+}

@@ -24,6 +24,7 @@ pub mod report;
 pub(crate) mod spec;
 pub(crate) mod stage;
 pub(crate) mod store;
+pub(crate) mod sys;
 pub(crate) mod toolchain;
 pub(crate) mod ui;
 pub(crate) mod util;

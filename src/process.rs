@@ -6,12 +6,11 @@
 //! exactly what happened (status, outputs, wall/user/sys time, peak RSS).
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use crate::sys;
 
 /// A fully described command: nothing about it is inherited implicitly except the
 /// parent's environment (to which `env` is added and from which `env_remove` is taken).
@@ -141,7 +140,7 @@ impl Status {
     fn from_std(s: ExitStatus) -> Self {
         Status {
             code: s.code(),
-            signal: s.signal(),
+            signal: sys::exit_signal(&s),
         }
     }
 }
@@ -161,22 +160,7 @@ impl std::fmt::Display for Status {
 
 /// The name of a signal a crash or a kill is made of, for messages.
 pub fn signal_name(signal: i32) -> Option<&'static str> {
-    Some(match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        _ => return None,
-    })
+    sys::signal_name(signal)
 }
 
 /// Everything observed about one run.
@@ -284,7 +268,7 @@ fn for_label(label: &Option<String>) -> String {
 }
 
 fn spawn_hint(error: &std::io::Error, args: usize, arg_bytes: usize) -> String {
-    if error.raw_os_error() == Some(libc::E2BIG) {
+    if sys::arg_list_too_long(error) {
         format!(
             "; {args} argument{}, {} of arguments and environment (one argument may hold at most 128 KiB, all of them together about a quarter of the stack limit)\n  fix: pass large inputs in a file (read through stdin or a path argument) instead of on the command line",
             if args == 1 { "" } else { "s" },
@@ -373,7 +357,6 @@ const PRIME_MAX: u64 = 256 << 20;
 /// holds the comparison up for long.
 pub fn prime(path: &Path) {
     use std::io::Read;
-    use std::os::fd::AsRawFd;
     // Look before opening: opening a named pipe waits for a writer that may never come.
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         return;
@@ -385,28 +368,19 @@ pub fn prime(path: &Path) {
         Ok(m) if m.is_file() && m.len() <= PRIME_MAX => {
             let _ = std::io::copy(&mut (&mut f).take(PRIME_MAX), &mut std::io::sink());
         }
-        Ok(m) if m.is_file() => {
-            // SAFETY: a valid open descriptor; POSIX_FADV_WILLNEED only advises the kernel.
-            unsafe {
-                libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED);
-            }
-        }
+        Ok(m) if m.is_file() => sys::read_ahead(&f),
         _ => {}
     }
 }
 
 /// Drop `path`'s pages from the page cache (best effort: written back first; a file that
-/// cannot be opened is left alone, and the run is then as warm as it is).
+/// cannot be opened is left alone, and the run is then as warm as it is; so is a run where
+/// the OS cannot drop pages: `sys::CAN_EVICT`).
 pub fn evict(path: &Path) {
-    use std::os::fd::AsRawFd;
     let Ok(f) = std::fs::File::open(path) else {
         return;
     };
-    let _ = f.sync_data();
-    // SAFETY: a valid open descriptor; POSIX_FADV_DONTNEED only advises the kernel.
-    unsafe {
-        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
-    }
+    let _ = sys::evict(&f);
 }
 
 /// Run a command to completion, capturing stdout and stderr through pipes (never
@@ -423,6 +397,57 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         evict(f);
     }
     let program = cmd.program.display().to_string();
+    let mut std_cmd = std_command(cmd)?;
+    let start = Instant::now();
+    let mut tree = sys::Tree::spawn(&mut std_cmd).map_err(|error| ProcessError::Spawn {
+        program: program.clone(),
+        label: cmd.label.clone(),
+        args: cmd.args.len(),
+        arg_bytes: arg_bytes(cmd),
+        error,
+    })?;
+    let wait_error = |error| ProcessError::Wait {
+        program: program.clone(),
+        label: cmd.label.clone(),
+        error,
+    };
+    let mut bufs = [
+        Buf::new(cmd.keep, Keep::Head),
+        Buf::new(cmd.keep, Keep::Tail),
+    ];
+    let mut sink = |stream: usize, bytes: &[u8]| bufs[stream].keep(bytes);
+    let deadline = cmd.timeout.map(|t| start + t);
+    let drained = match tree
+        .watch()
+        .and_then(|()| drain(&mut tree, deadline, &mut sink))
+    {
+        Ok(d) => d,
+        Err(e) => {
+            tree.abort();
+            return Err(wait_error(e));
+        }
+    };
+    let wall = drained.exited.saturating_duration_since(start);
+    // Reap (the child has exited, so this returns at once) for the status and usage;
+    // reading stops there (a holder that escaped the group gets EPIPE from then on).
+    let (status, usage) = tree.finish(&mut sink).map_err(wait_error)?;
+    let [stdout, stderr] = bufs.map(Buf::into_bytes);
+    Ok(Outcome {
+        status: Status::from_std(status),
+        stdout,
+        stderr,
+        wall,
+        user: usage.user,
+        sys: usage.sys,
+        max_rss_bytes: usage.max_rss_bytes,
+        timed_out: drained.timed_out,
+        lingering: drained.lingering,
+    })
+}
+
+/// The std command of `cmd`: its program, arguments, environment, cwd and stdin, and
+/// stdout and stderr piped.
+fn std_command(cmd: &Command) -> Result<StdCommand, ProcessError> {
     let mut std_cmd = StdCommand::new(&cmd.program);
     std_cmd.args(&cmd.args);
     for k in &cmd.env_remove {
@@ -448,64 +473,41 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         }
     }
     std_cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    std_cmd.process_group(0);
+    Ok(std_cmd)
+}
 
-    let start = Instant::now();
-    let mut child = std_cmd.spawn().map_err(|error| ProcessError::Spawn {
-        program: program.clone(),
-        label: cmd.label.clone(),
-        args: cmd.args.len(),
-        arg_bytes: arg_bytes(cmd),
-        error,
-    })?;
-    let pid = child.id() as libc::pid_t;
-    let wait_error = |error| ProcessError::Wait {
-        program: program.clone(),
-        label: cmd.label.clone(),
-        error,
-    };
-    let mut pipes: Vec<Pipe> = [
-        child.stdout.take().map(OwnedFd::from),
-        child.stderr.take().map(OwnedFd::from),
-    ]
-    .into_iter()
-    .zip([Keep::Head, Keep::Tail])
-    .map(|(fd, end)| Pipe::new(fd, cmd.keep.map(|n| (n, end))))
-    .collect();
+/// How a child's run ended, as [`drain`] saw it.
+struct Drained {
+    /// When the child exited (when reading stopped, if that was never seen).
+    exited: Instant,
+    timed_out: bool,
+    lingering: Lingering,
+}
 
-    // A thread blocks in waitid(WNOWAIT) on exactly this pid: it learns of the exit
-    // without reaping, so the zombie keeps the pid (and with it the process group id)
-    // reserved until every group kill below is done. It wakes the poll loop through a
-    // pipe. `child` is never waited on by std, so there is no double reap.
-    let (wake_r, wake_w) = wake_pipe().map_err(wait_error)?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let r = wait_exit(pid);
-        let at = Instant::now();
-        // The byte first: the loop cannot finish before it has the message, so the read
-        // end is still open when the byte is written (no EPIPE).
-        // SAFETY: one byte from a valid buffer to our own pipe.
-        unsafe { libc::write(wake_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
-        let _ = tx.send((at, r));
-    });
-    let deadline = cmd.timeout.map(|t| start + t);
+/// Read the child's output until it has exited and its pipes are closed: the timeout kills
+/// its group; after the exit, holders of the pipes get [`PIPE_GRACE`], then the group is
+/// killed, and after [`KILL_GRACE`] reading stops.
+fn drain(
+    tree: &mut sys::Tree,
+    deadline: Option<Instant>,
+    sink: &mut dyn FnMut(usize, &[u8]),
+) -> std::io::Result<Drained> {
     let mut timed_out = false;
     let mut exited: Option<Instant> = None;
     let mut group_killed_at: Option<Instant> = None;
     let mut lingering = Lingering::None;
     loop {
         let now = Instant::now();
-        let open = pipes.iter().any(Pipe::is_open);
         match exited {
             None => {
                 if let Some(d) = deadline {
                     if now >= d && !timed_out {
                         timed_out = true;
-                        kill_group(pid);
+                        tree.kill();
                     }
                 }
             }
-            Some(_) if !open => break,
+            Some(_) if !tree.pipes_open() => break,
             Some(at) => {
                 // The grace after the exit, never past the timeout.
                 let grace_end = match deadline {
@@ -514,7 +516,7 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
                 };
                 match group_killed_at {
                     None if now >= grace_end => {
-                        kill_group(pid);
+                        tree.kill();
                         group_killed_at = Some(now);
                         if !timed_out {
                             lingering = Lingering::Killed;
@@ -539,87 +541,12 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
                 },
             }),
         };
-        let timeout_ms = match next {
-            Some(t) => {
-                let left = t.saturating_duration_since(Instant::now());
-                // Round up so the loop does not spin just before a deadline.
-                (left.as_micros().div_ceil(1000)).min(i32::MAX as u128) as i32
-            }
-            None => -1,
-        };
-        let mut fds: Vec<libc::pollfd> = pipes
-            .iter()
-            .filter_map(|p| p.fd.as_ref())
-            .map(|fd| libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        if exited.is_none() {
-            fds.push(libc::pollfd {
-                fd: wake_r.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
-        }
-        // SAFETY: fds is a valid array of pollfd of the given length.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-        if n < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() != std::io::ErrorKind::Interrupted {
-                kill_group(pid);
-                let _ = rx.recv();
-                let _ = wait4(pid);
-                return Err(wait_error(err));
-            }
-        }
-        for p in &mut pipes {
-            p.read_available();
-        }
-        let woken = exited.is_none() && n > 0 && fds.last().is_some_and(|f| f.revents != 0);
-        if woken {
-            // The wait thread sends right after the byte.
-            let (at, r) = rx.recv().unwrap_or_else(|_| {
-                (
-                    Instant::now(),
-                    Err(std::io::Error::other("wait thread died")),
-                )
-            });
-            if let Err(e) = r {
-                kill_group(pid);
-                return Err(wait_error(e));
-            }
+        if let Some(at) = tree.pump(next, sink)? {
             exited = Some(at);
         }
     }
-    let exited_at = exited.unwrap_or_else(Instant::now);
-    let wall = exited_at.saturating_duration_since(start);
-    // Reap (the child has exited, so this returns at once) for the status and rusage.
-    let (raw_status, usage) = wait4(pid).map_err(wait_error)?;
-    // Reading stops here; a holder that escaped the group gets EPIPE from now on.
-    for p in &mut pipes {
-        p.read_available();
-    }
-    let mut bufs = pipes.into_iter().map(|mut p| {
-        if let Some((n, Keep::Tail)) = p.keep {
-            let extra = p.buf.len().saturating_sub(n);
-            p.buf.drain(..extra);
-        }
-        p.buf
-    });
-    let stdout = bufs.next().unwrap_or_default();
-    let stderr = bufs.next().unwrap_or_default();
-    drop(child);
-    Ok(Outcome {
-        status: Status::from_std(ExitStatus::from_raw(raw_status)),
-        stdout,
-        stderr,
-        wall,
-        user: timeval(usage.ru_utime),
-        sys: timeval(usage.ru_stime),
-        // Linux reports ru_maxrss in KiB.
-        max_rss_bytes: (usage.ru_maxrss.max(0) as u64) * 1024,
+    Ok(Drained {
+        exited: exited.unwrap_or_else(Instant::now),
         timed_out,
         lingering,
     })
@@ -645,34 +572,25 @@ fn arg_bytes(cmd: &Command) -> usize {
     n
 }
 
-/// One output pipe, read without blocking into `buf` until it closes.
-struct Pipe {
-    fd: Option<OwnedFd>,
+/// One output stream's bytes, bounded or not.
+struct Buf {
     buf: Vec<u8>,
     /// At most this many bytes kept, of the head or the tail.
     keep: Option<(usize, Keep)>,
 }
 
-/// Which end of a stream a bounded [`Pipe`] keeps.
+/// Which end of a stream a bounded [`Buf`] keeps.
 #[derive(Clone, Copy)]
 enum Keep {
     Head,
     Tail,
 }
 
-impl Pipe {
-    fn new(fd: Option<OwnedFd>, keep: Option<(usize, Keep)>) -> Self {
-        if let Some(fd) = &fd {
-            // SAFETY: fcntl on an fd we own.
-            unsafe {
-                let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-                libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
-            }
-        }
-        Pipe {
-            fd,
+impl Buf {
+    fn new(keep: Option<usize>, end: Keep) -> Self {
+        Buf {
             buf: Vec::new(),
-            keep,
+            keep: keep.map(|n| (n, end)),
         }
     }
 
@@ -693,69 +611,12 @@ impl Pipe {
         }
     }
 
-    fn is_open(&self) -> bool {
-        self.fd.is_some()
-    }
-
-    /// Read what is there; at end of file (or on an error) close the pipe.
-    fn read_available(&mut self) {
-        let Some(fd) = self.fd.as_ref().map(|fd| fd.as_raw_fd()) else {
-            return;
-        };
-        let mut chunk = [0u8; 64 * 1024];
-        loop {
-            // SAFETY: reading into a valid buffer of the given length from our own fd.
-            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
-            if n > 0 {
-                self.keep(&chunk[..n as usize]);
-                continue;
-            }
-            if n < 0 {
-                let err = std::io::Error::last_os_error();
-                match err.kind() {
-                    std::io::ErrorKind::Interrupted => continue,
-                    std::io::ErrorKind::WouldBlock => return,
-                    _ => {}
-                }
-            }
-            self.fd = None;
-            return;
+    fn into_bytes(mut self) -> Vec<u8> {
+        if let Some((n, Keep::Tail)) = self.keep {
+            let extra = self.buf.len().saturating_sub(n);
+            self.buf.drain(..extra);
         }
-    }
-}
-
-/// A close-on-exec pipe (read end, write end) for waking the poll loop.
-fn wake_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: fds is a valid array of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 returned two fresh fds that nothing else owns.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// Block until `pid` (our child) has exited, leaving it unreaped.
-fn wait_exit(pid: libc::pid_t) -> std::io::Result<()> {
-    loop {
-        // SAFETY: siginfo_t is plain old data; zeroed is a valid value for it.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: pid is our own child; info is valid for writes.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
-            return Ok(());
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
-        }
+        self.buf
     }
 }
 
@@ -781,37 +642,10 @@ where
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, libc::rusage)> {
-    let mut status: libc::c_int = 0;
-    // SAFETY: rusage is plain old data; zeroed is a valid value for it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: pid is our own child; status and usage are valid for writes.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            return Ok((status, usage));
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-}
-
-fn kill_group(pid: libc::pid_t) {
-    // SAFETY: signalling a process group we created; failure (already gone) is harmless.
-    unsafe {
-        libc::kill(-pid, libc::SIGKILL);
-    }
-}
-
-fn timeval(t: libc::timeval) -> Duration {
-    Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
 
     /// The files a command names are found relative to its cwd; priming reads regular files
     /// only, so a device argument (`/dev/zero`, endless), a named pipe (opening it waits for a
@@ -835,9 +669,7 @@ mod tests {
             ]
         );
         let fifo = dir.path().join("pipe");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        sys::testing::mkfifo(&fifo).unwrap();
         let cmd = Command::new("/bin/sh")
             .args(["in.json", "/dev/zero", ".", "pipe"])
             .cwd(dir.path());
@@ -889,7 +721,7 @@ mod tests {
             .timeout(Duration::from_millis(300)))
         .unwrap();
         assert!(out.timed_out);
-        assert_eq!(out.status.signal, Some(libc::SIGKILL));
+        assert_eq!(out.status.signal, Some(sys::testing::SIGKILL));
         assert!(start.elapsed() < Duration::from_secs(10));
     }
 
@@ -1035,42 +867,12 @@ mod tests {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod evict_tests {
     use super::*;
 
-    /// How many of `path`'s pages are in the page cache (`mmap` + `mincore`).
     fn resident_pages(path: &Path) -> usize {
-        use std::os::fd::AsRawFd;
-        let f = std::fs::File::open(path).unwrap();
-        let len = f.metadata().unwrap().len() as usize;
-        let page = 4096;
-        let mut vec = vec![0u8; len.div_ceil(page)];
-        // SAFETY: a read-only shared mapping of an open file, unmapped below; mincore
-        // writes one byte per page into `vec`, which has that many.
-        unsafe {
-            let addr = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                0,
-            );
-            assert_ne!(addr, libc::MAP_FAILED);
-            assert_eq!(libc::mincore(addr, len, vec.as_mut_ptr()), 0);
-            libc::munmap(addr, len);
-        }
-        vec.iter().filter(|b| **b & 1 == 1).count()
-    }
-
-    fn on_tmpfs(path: &Path) -> bool {
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: statfs fills the struct for a valid C path.
-        unsafe {
-            let mut st: libc::statfs = std::mem::zeroed();
-            libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == 0x0102_1994
-        }
+        sys::testing::resident_pages(path)
     }
 
     #[test]
@@ -1078,7 +880,7 @@ mod evict_tests {
         let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
         std::fs::create_dir_all(&base).unwrap();
         let dir = tempfile::tempdir_in(&base).unwrap();
-        if on_tmpfs(dir.path()) {
+        if sys::testing::on_tmpfs(dir.path()) {
             eprintln!(
                 "skipped: {} is on tmpfs, whose pages are the file itself",
                 dir.path().display()

@@ -87,13 +87,12 @@ impl Blobs {
     /// Keep a copy of `file` (executable: blobs are binaries, and a kept build is run from
     /// its copy); returns its digest (the name to ask for it by).
     pub fn put(&self, file: &Path) -> std::io::Result<String> {
-        use std::os::unix::fs::PermissionsExt;
         let digest = file_hash(file)?;
         let dest = self.dir.join(&digest);
         if file_hash(&dest).ok().as_deref() != Some(&digest) {
             write_whole(&self.dir, &dest, &std::fs::read(file)?)?;
         }
-        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))?;
+        crate::sys::set_mode(&dest, 0o755)?;
         Ok(digest)
     }
 
@@ -216,8 +215,7 @@ mod tests {
         let d = blobs.put(&src).unwrap();
         let kept = blobs.get(&d).unwrap();
         assert_eq!(std::fs::read(&kept).unwrap(), b"binary one");
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+        let mode = crate::sys::testing::mode(&std::fs::metadata(&kept).unwrap());
         assert_eq!(mode & 0o111, 0o111, "a kept binary can be run: {mode:o}");
         std::fs::write(&kept, b"binary two").unwrap();
         assert!(blobs.get(&d).is_none(), "a changed blob must not be used");

@@ -208,9 +208,8 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .map(|m| crate::sys::is_executable(&m))
         .unwrap_or(false)
 }
 
@@ -603,18 +602,17 @@ BOLT revision <unknown>
 
     /// A fake tool: a shell script printing `version_text` for `--version`.
     fn fake_tool(dir: &Path, name: &str, version_text: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         std::fs::create_dir_all(dir).unwrap();
         let p = dir.join(name);
         let script = format!("#!/bin/sh\ncat <<'EOF'\n{version_text}\nEOF\n");
         std::fs::write(&p, script).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::sys::set_mode(&p, 0o755).unwrap();
         // Another test thread forking while the file was open for writing makes exec fail
         // with ETXTBSY until that child execs; wait until it runs.
         for _ in 0..100 {
             match process::run(&process::Command::new(&p)) {
                 Err(process::ProcessError::Spawn { error, .. })
-                    if error.raw_os_error() == Some(libc::ETXTBSY) =>
+                    if crate::sys::errno_name(&error) == Some("ETXTBSY") =>
                 {
                     std::thread::sleep(Duration::from_millis(10))
                 }

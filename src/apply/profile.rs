@@ -197,9 +197,9 @@ mod tests {
         let beside = d.run.join("secret.profdata");
         std::fs::write(&beside, b"secret").unwrap();
         let link = d.run.join("profiles/pgo/merged.profdata");
-        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        crate::sys::symlink(&secret, &link).unwrap();
         let cache_link = d.cache.join(format!("{}.profdata", &digest[..24]));
-        std::os::unix::fs::symlink(&secret, &cache_link).unwrap();
+        crate::sys::symlink(&secret, &cache_link).unwrap();
         for src in [&secret, &beside, &link, &cache_link] {
             let e = check(&d, &report(src, Some(&digest)), src).unwrap_err();
             assert!(

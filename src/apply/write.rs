@@ -418,11 +418,10 @@ fn create_temp(target: &Path, content: &[u8]) -> std::io::Result<PathBuf> {
 /// Give `file` the permissions of `like` (when it exists), and its owner when this process
 /// may (root writing a user's file); an owner it may not set is left as is.
 fn copy_owner_and_mode(file: &std::fs::File, like: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt as _;
     let Ok(meta) = std::fs::metadata(like) else {
         return Ok(());
     };
-    let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
+    crate::sys::copy_owner(file, &meta);
     file.set_permissions(meta.permissions())
 }
 
@@ -511,8 +510,8 @@ mod tests {
         let d = tmp.path();
         std::fs::create_dir(d.join("real")).unwrap();
         std::fs::write(d.join("real/f"), "old").unwrap();
-        std::os::unix::fs::symlink("real/f", d.join("mid")).unwrap();
-        std::os::unix::fs::symlink("mid", d.join("f")).unwrap();
+        crate::sys::symlink("real/f", d.join("mid")).unwrap();
+        crate::sys::symlink("mid", d.join("f")).unwrap();
         let done = write_all(&[w(d.join("f"), Some("old"), "new")]).unwrap();
         assert_eq!(done[0].through, Some(d.join("real/f")));
         assert_eq!(
@@ -563,7 +562,7 @@ mod tests {
         let d = tmp.path();
         std::fs::write(d.join("a"), "old a").unwrap();
         std::fs::write(d.join("notdir"), "x").unwrap();
-        std::os::unix::fs::symlink("gone/l", d.join("link")).unwrap();
+        crate::sys::symlink("gone/l", d.join("link")).unwrap();
         std::fs::create_dir(d.join("folder")).unwrap();
         let before = tree(d);
         for (second, says) in [
@@ -580,13 +579,12 @@ mod tests {
 
     #[test]
     fn keeps_the_permissions() {
-        use std::os::unix::fs::PermissionsExt as _;
         let tmp = tempfile::tempdir().unwrap();
         let f = tmp.path().join("x");
         std::fs::write(&f, "old").unwrap();
-        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+        crate::sys::set_mode(&f, 0o640).unwrap();
         write_all(&[w(f.clone(), Some("old"), "new")]).unwrap();
-        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let mode = |p: &Path| crate::sys::testing::mode(&std::fs::metadata(p).unwrap()) & 0o777;
         assert_eq!(mode(&f), 0o640);
         assert_eq!(mode(&tmp.path().join("x.bak")), 0o640);
     }

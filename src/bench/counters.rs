@@ -60,6 +60,7 @@ impl Counts {
             Kind::CacheMisses => self.cache_misses,
         }
     }
+    #[cfg(target_os = "linux")]
     fn set(&mut self, k: Kind, v: u64) {
         let slot = match k {
             Kind::Cycles => &mut self.cycles,

@@ -143,9 +143,10 @@ pub(super) fn tampered(store: &Store, key: &str, binary: &Path) -> Option<String
 /// one with the same bytes), so the next build links it again: cargo rebuilds a unit whose
 /// output is missing. Says what was removed.
 pub(super) fn remove_output(binary: &Path) -> String {
-    use std::os::unix::fs::MetadataExt;
     let mut removed = Vec::new();
-    let same = std::fs::metadata(binary).ok().map(|m| (m.dev(), m.ino()));
+    let same = std::fs::metadata(binary)
+        .ok()
+        .and_then(|m| crate::sys::file_id(&m));
     let digest = file_hash(binary).ok();
     let stem = binary
         .file_stem()
@@ -160,7 +161,7 @@ pub(super) fn remove_output(binary: &Path) -> String {
             name.starts_with(&s.replace('-', "_")) && path.extension().is_none()
         });
         let meta = e.metadata().ok();
-        let linked = same.is_some() && meta.map(|m| (m.dev(), m.ino())) == same;
+        let linked = same.is_some() && meta.and_then(|m| crate::sys::file_id(&m)) == same;
         let copied = named && digest.is_some() && file_hash(&path).ok() == digest;
         if (linked || copied) && std::fs::remove_file(&path).is_ok() {
             removed.push(path.display().to_string());

@@ -251,6 +251,5 @@ pub fn sweep(repo: &Repo, dir: &Path) {
 }
 
 fn alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+    u32::try_from(pid).is_ok_and(crate::sys::pid_alive)
 }

@@ -124,7 +124,7 @@ impl RunDir {
         let link = optimize_dir.join("latest");
         let tmp = optimize_dir.join(format!(".latest-{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(Path::new("runs").join(&self.id), &tmp)?;
+        crate::sys::symlink(Path::new("runs").join(&self.id), &tmp)?;
         std::fs::rename(&tmp, &link).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             crate::util::io_error(e, "cannot point to the newest run", &link)
@@ -466,8 +466,7 @@ impl<'a> Context<'a> {
             std::fs::copy(built, &tmp)?;
             // Executable whatever it was copied from: a kept copy in the cache's blobs was
             // not, and a reused BOLTed binary then failed to start when it was measured.
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+            crate::sys::set_mode(&tmp, 0o755)?;
             std::fs::rename(&tmp, &dest)?;
             Ok(std::fs::metadata(&dest)?.len())
         };

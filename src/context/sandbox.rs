@@ -142,7 +142,7 @@ fn copy_tree(from: &Path, to: &Path, roots: &Roots, sb: &mut Sandbox) -> std::io
         let target = to.join(entry.file_name());
         let kind = entry.file_type()?;
         if kind.is_symlink() {
-            std::os::unix::fs::symlink(repointed(&path, roots)?, &target)?;
+            crate::sys::symlink(repointed(&path, roots)?, &target)?;
         } else if kind.is_dir() {
             if skip_dir(&path, &roots.dest_canon, &roots.exclude) {
                 continue;
@@ -284,7 +284,7 @@ mod tests {
         std::fs::create_dir_all(src.join(".git")).unwrap();
         std::fs::create_dir_all(src.join("big")).unwrap();
         std::fs::write(src.join("big/blob"), "x").unwrap();
-        std::os::unix::fs::symlink("top.txt", src.join("link")).unwrap();
+        crate::sys::symlink("top.txt", src.join("link")).unwrap();
         // The copy goes inside the source (as the run folder does), in a non-target dir.
         let dest = src.join("work/runs/1/sandbox/w");
         let sb = Sandbox::create(&src, &dest, &[src.join("big")]).unwrap();
@@ -345,9 +345,9 @@ mod tests {
         let src = tmp.path().join("proj");
         std::fs::create_dir_all(src.join("realout")).unwrap();
         std::fs::create_dir_all(tmp.path().join("elsewhere")).unwrap();
-        std::os::unix::fs::symlink(src.join("realout"), src.join("abs")).unwrap();
-        std::os::unix::fs::symlink("../proj/realout", src.join("rel")).unwrap();
-        std::os::unix::fs::symlink(tmp.path().join("elsewhere"), src.join("out")).unwrap();
+        crate::sys::symlink(src.join("realout"), src.join("abs")).unwrap();
+        crate::sys::symlink("../proj/realout", src.join("rel")).unwrap();
+        crate::sys::symlink(tmp.path().join("elsewhere"), src.join("out")).unwrap();
         let sb = Sandbox::create(&src, &tmp.path().join("copy"), &[]).unwrap();
         for link in ["abs", "rel"] {
             std::fs::write(sb.cwd().join(link).join("res.txt"), link).unwrap();

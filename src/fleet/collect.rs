@@ -40,8 +40,7 @@ pub(crate) fn build(
 ) -> anyhow::Result<Collector> {
     let bin = plan.project.bin.clone();
     let safe = crate::util::file_safe(&bin, "-_.");
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = crate::sys::current_uid();
     let default = dir.is_none();
     let dir = match dir {
         Some(d) => {
@@ -113,10 +112,8 @@ fn default_dir(safe: &str, env: &dyn Fn(&str) -> Option<OsString>) -> anyhow::Re
 
 /// Make `dir` (and its missing parents) when it is missing, the folder itself mode 0700.
 fn create_private(dir: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
     let parent = dir.parent().unwrap_or(Path::new("/"));
-    let made = std::fs::create_dir_all(parent)
-        .and_then(|_| std::fs::DirBuilder::new().mode(0o700).create(dir));
+    let made = std::fs::create_dir_all(parent).and_then(|_| crate::sys::create_private_dir(dir));
     match made {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e).with_context(|| {
             format!("cannot create the collector's folder {}\n  fix: --dir DIR, a folder only you can write", dir.display())
@@ -130,8 +127,11 @@ fn create_private(dir: &Path) -> anyhow::Result<()> {
 /// bit, under which others cannot replace what is in it: else another local user could
 /// plant a symlink where the profile goes, and the binary would overwrite its target.
 /// `what` names it in the error (the flag, or the default).
-fn check_private(dir: &Path, uid: u32, what: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::MetadataExt;
+fn check_private(dir: &Path, uid: Option<u32>, what: &str) -> anyhow::Result<()> {
+    // Where the platform has no owners and modes (Windows), a folder's ACL is its own.
+    let Some(uid) = uid else {
+        return Ok(());
+    };
     let fix = |how: &str| {
         format!("  fix: {how}, or give a folder only you can write: --dir DIR (mode 0700)")
     };
@@ -144,7 +144,7 @@ fn check_private(dir: &Path, uid: u32, what: &str) -> anyhow::Result<()> {
     let d = dir.display();
     let owner = [&link, &meta]
         .into_iter()
-        .map(|m| m.uid())
+        .filter_map(crate::sys::owner)
         .find(|&o| o != uid);
     if let Some(owner) = owner {
         anyhow::bail!("{what}: {d} belongs to another user (uid {owner}; you are uid {uid}), who could plant a symlink where the profile goes and have the collector overwrite any file you can write\n{}", fix(&format!("remove it (`rm -r {d}`) and collect again")));
@@ -155,7 +155,7 @@ fn check_private(dir: &Path, uid: u32, what: &str) -> anyhow::Result<()> {
             fix(&format!("remove it (`rm {d}`)"))
         );
     }
-    let mode = meta.mode() & 0o7777;
+    let mode = crate::sys::mode(&meta) & 0o7777;
     // The kernel follows no other user's symlink in a sticky world-writable folder (/tmp)
     // while `fs.protected_symlinks` is on; in a group-writable one it does.
     let protected = mode & 0o1002 == 0o1002 && protected_symlinks();
@@ -287,21 +287,19 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("a/b/demo-pgo");
         create_private(&dir).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        let mode = crate::sys::mode(&std::fs::metadata(&dir).unwrap());
         assert_eq!(mode & 0o777, 0o700);
         create_private(&dir).unwrap();
     }
 
     #[test]
     fn a_folder_another_user_owns_or_can_write_into_is_refused() {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("p");
-        let me = std::fs::metadata(tmp.path()).unwrap().uid();
+        let me = crate::sys::owner(&std::fs::metadata(tmp.path()).unwrap());
         assert!(check_private(&dir, me, "--dir").is_ok(), "a missing folder");
         std::fs::create_dir(&dir).unwrap();
-        let chmod = |m: u32| std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(m));
+        let chmod = |m: u32| crate::sys::set_mode(&dir, m);
         for ok in [0o700, 0o755] {
             chmod(ok).unwrap();
             assert!(check_private(&dir, me, "--dir").is_ok(), "{ok:o}");
@@ -321,7 +319,7 @@ mod tests {
             protected_symlinks()
         );
         chmod(0o700).unwrap();
-        let err = check_private(&dir, me + 1, "the default")
+        let err = check_private(&dir, me.map(|u| u + 1), "the default")
             .unwrap_err()
             .to_string();
         assert!(err.contains("belongs to another user"), "{err}");

@@ -49,11 +49,17 @@ pub(crate) fn parse_weight(arg: &str) -> anyhow::Result<(PathBuf, u64)> {
 type FileId = (u64, u64);
 
 fn file_id(p: &Path) -> anyhow::Result<FileId> {
-    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(p).map_err(|e| {
         anyhow::anyhow!("{}: {e}\n  fix: name profiles that exist (.profraw from the hosts, .profdata merged before)", p.display())
     })?;
-    Ok((meta.dev(), meta.ino()))
+    // Without a file identity (Windows), the canonical path stands in for one.
+    Ok(crate::sys::file_id(&meta).unwrap_or_else(|| {
+        use std::hash::{Hash as _, Hasher as _};
+        let canon = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        canon.hash(&mut h);
+        (0, h.finish())
+    }))
 }
 
 /// The inputs: `paths` (each counted once) and the weighted files (folders expanded), in
@@ -433,7 +439,7 @@ mod tests {
         let a = d.join("a.profraw");
         std::fs::write(&a, b"x").unwrap();
         std::fs::write(d.join("b.profraw"), b"y").unwrap();
-        std::os::unix::fs::symlink(&a, d.join("link.profraw")).unwrap();
+        crate::sys::symlink(&a, d.join("link.profraw")).unwrap();
         std::fs::hard_link(&a, d.join("hard.profraw")).unwrap();
         let names = [
             a.clone(),

@@ -130,8 +130,7 @@ pub fn draw(
     exclude: &[PathBuf],
 ) -> Result<PathBuf, FlameError> {
     let perf = toolchain::find_on_path("perf").ok_or(FlameError::NoPerf)?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = crate::sys::is_root();
     let event = event_for(root, toolchain::perf_paranoid())?;
     let binary = shipped_binary(report, run_dir)?;
     let dir = run_dir.join("hotspots");

@@ -304,7 +304,6 @@ fn no_duplicates(cells: &[Cell]) -> anyhow::Result<()> {
 /// Copy every listed file into `staging`, checking each copy against its `SHA256SUMS`;
 /// then the one `SHA256SUMS` and `manifest.json`.
 fn fill(cells: &[Cell], merged: &Manifest, staging: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
     let mut all: Vec<(String, String)> = Vec::new();
     for cell in cells {
         let binaries: Vec<&str> = (cell.manifest.artifacts.iter())
@@ -328,7 +327,7 @@ fn fill(cells: &[Cell], merged: &Manifest, staging: &Path) -> anyhow::Result<()>
             } else {
                 0o644
             };
-            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(mode))?;
+            crate::sys::set_mode(&to, mode)?;
             all.push((file.clone(), digest.clone()));
         }
     }

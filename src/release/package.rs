@@ -189,7 +189,7 @@ pub(crate) fn sweep_stale(out: &Path) {
         let pid = name
             .strip_prefix(&prefix)
             .and_then(|p| p.parse::<u32>().ok());
-        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+        if pid.is_some_and(|p| !crate::sys::pid_alive(p)) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }

@@ -172,7 +172,7 @@ impl CpuFacts {
     /// The CPU model and x86-64 level from /proc/cpuinfo alone (no rustc query), for the
     /// run's record. Never fails: unknowns are `None`.
     pub fn model_and_level() -> (Option<String>, Option<X86Level>) {
-        let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let text = crate::sys::cpuinfo().unwrap_or_default();
         let (model, flags) = parse_cpuinfo(&text);
         let level = if std::env::consts::ARCH == "x86_64" {
             x86_64_level(&flags)
@@ -184,7 +184,7 @@ impl CpuFacts {
 
     /// Read /proc/cpuinfo and ask rustc what `native` means. Never fails: unknowns are `None`.
     pub fn gather() -> CpuFacts {
-        let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let text = crate::sys::cpuinfo().unwrap_or_default();
         let (model, flags) = parse_cpuinfo(&text);
         let x86 = std::env::consts::ARCH == "x86_64";
         CpuFacts {

@@ -134,8 +134,7 @@ pub fn doctor_command(fix_it: bool, json: bool) -> anyhow::Result<i32> {
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        // SAFETY: isatty only inspects the descriptor.
-        let tty = unsafe { libc::isatty(libc::STDOUT_FILENO) } == 1;
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
         print!("{}", render(&facts, tty));
     }
     Ok(if facts.ready() { 0 } else { 1 })
@@ -176,8 +175,7 @@ fn fix(facts: &Facts) {
         );
     } else if facts.bolt.is_err() {
         let n = rustc.llvm_major;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let root = unsafe { libc::geteuid() } == 0;
+        let root = crate::sys::is_root();
         match super::find_on_path("apt-get") {
             _ if !root => eprintln!("not installing bolt-{n}: needs root. Run as root: {}", bolt_fix(n)),
             None => eprintln!("not installing bolt-{n}: apt-get is not on PATH (install LLVM {n}'s BOLT yourself)"),

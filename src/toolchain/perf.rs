@@ -57,8 +57,7 @@ impl PerfFacts {
         let runnable = perf.available.then_some(perf_path.as_deref()).flatten();
         PerfFacts {
             paranoid: paranoid(),
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            root: unsafe { libc::geteuid() } == 0,
+            root: crate::sys::is_root(),
             hw_counters: hw_counters(),
             lbr: lbr_usable(runnable),
             perf,
@@ -92,11 +91,7 @@ fn perf_version(perf: &Path) -> Capability {
 
 /// /proc/sys/kernel/perf_event_paranoid (`None` when the kernel has no perf events).
 pub fn paranoid() -> Option<i32> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    crate::sys::perf_event_paranoid()
 }
 
 /// Open a hardware cycles counter on this process, run a little work, read it.
@@ -136,11 +131,11 @@ pub fn hw_counters() -> Capability {
 
 #[cfg(target_os = "linux")]
 fn open_error_reason(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => {
+    match crate::sys::errno_name(e) {
+        Some("ENOENT" | "EOPNOTSUPP" | "ENODEV") => {
             format!("no hardware PMU exposed (typical in VMs): perf_event_open cycles: {e}")
         }
-        Some(libc::EACCES) | Some(libc::EPERM) => {
+        Some("EACCES" | "EPERM") => {
             format!("not permitted (perf_event_paranoid too high): perf_event_open cycles: {e}")
         }
         _ => format!("perf_event_open cycles: {e}"),

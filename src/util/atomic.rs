@@ -80,15 +80,8 @@ fn refused(path: &Path, why: &str, fix: &str) -> std::io::Error {
 /// A device or named pipe: opened for writing without creating or truncating; a pipe
 /// without a reader is an error at once (`O_NONBLOCK` open), not a wait.
 fn write_stream(path: &Path, target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
-    let fifo = std::fs::metadata(target)?.file_type().is_fifo();
-    let mut open = std::fs::OpenOptions::new();
-    open.write(true);
-    if fifo {
-        open.custom_flags(libc::O_NONBLOCK);
-    }
-    let mut file = match open.open(target) {
-        Err(e) if fifo && e.raw_os_error() == Some(libc::ENXIO) => {
+    let mut file = match crate::sys::open_stream(target) {
+        Ok(None) => {
             return Err(refused(
                 path,
                 "it is a named pipe that no process is reading",
@@ -96,26 +89,11 @@ fn write_stream(path: &Path, target: &Path, bytes: &[u8]) -> std::io::Result<()>
             ))
         }
         Err(e) => return Err(super::io_error(e, "cannot open", path)),
-        Ok(f) => f,
+        Ok(Some(f)) => f,
     };
-    if fifo {
-        set_blocking(&file)?;
-    }
     file.write_all(bytes)
         .and_then(|()| file.flush())
         .map_err(|e| super::io_error(e, "cannot write", path))
-}
-
-/// Clear `O_NONBLOCK`: a pipe's reader may be slower than we write.
-fn set_blocking(file: &std::fs::File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd as _;
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl on a descriptor this function's caller owns, with integer arguments.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// A temporary file beside `target` (created new, never over another), then renamed over it.
@@ -155,17 +133,17 @@ fn replace(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+    use crate::sys;
 
     #[test]
     fn a_regular_file_is_replaced_whole_and_keeps_its_mode() {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("r.md");
         std::fs::write(&f, "old").unwrap();
-        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+        sys::set_mode(&f, 0o640).unwrap();
         write(&f, b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");
-        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        let mode = sys::testing::mode(&std::fs::metadata(&f).unwrap()) & 0o777;
         assert_eq!(mode, 0o640);
         let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "no temporary file is left");
@@ -177,7 +155,7 @@ mod tests {
         std::fs::create_dir(d.path().join("real")).unwrap();
         std::fs::write(d.path().join("real/out.md"), "old").unwrap();
         let link = d.path().join("link");
-        std::os::unix::fs::symlink("real/out.md", &link).unwrap();
+        sys::symlink("real/out.md", &link).unwrap();
         write(&link, b"new").unwrap();
         assert!(std::fs::symlink_metadata(&link)
             .unwrap()
@@ -189,7 +167,7 @@ mod tests {
         );
         // A dangling link into a folder that exists creates the file it names.
         let dangling = d.path().join("dangling");
-        std::os::unix::fs::symlink("real/new.md", &dangling).unwrap();
+        sys::symlink("real/new.md", &dangling).unwrap();
         write(&dangling, b"x").unwrap();
         assert_eq!(
             std::fs::read_to_string(d.path().join("real/new.md")).unwrap(),
@@ -197,7 +175,7 @@ mod tests {
         );
         // One into a missing folder is refused with the fix.
         let broken = d.path().join("broken");
-        std::os::unix::fs::symlink("gone/x.md", &broken).unwrap();
+        sys::symlink("gone/x.md", &broken).unwrap();
         let e = write(&broken, b"x").unwrap_err().to_string();
         assert!(
             e.contains("does not exist") && e.contains("fix: create"),
@@ -211,19 +189,17 @@ mod tests {
         // check what stays: still a device, and the write succeeded.
         let null = Path::new("/dev/null");
         write(null, b"x").unwrap();
-        assert!(std::fs::metadata(null)
-            .unwrap()
-            .file_type()
-            .is_char_device());
+        assert!(sys::testing::is_char_device(
+            &std::fs::metadata(null).unwrap().file_type()
+        ));
         // /dev/full: written to (ENOSPC reported), never replaced.
         let full = Path::new("/dev/full");
         if full.exists() {
             let e = write(full, b"x").unwrap_err().to_string();
             assert!(e.contains("/dev/full"), "{e}");
-            assert!(std::fs::metadata(full)
-                .unwrap()
-                .file_type()
-                .is_char_device());
+            assert!(sys::testing::is_char_device(
+                &std::fs::metadata(full).unwrap().file_type()
+            ));
         }
     }
 
@@ -231,9 +207,7 @@ mod tests {
     fn a_named_pipe_is_streamed_to_its_reader_and_refused_without_one() {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("p");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        sys::testing::mkfifo(&fifo).unwrap();
         let e = write(&fifo, b"x").unwrap_err().to_string();
         assert!(e.contains("no process is reading"), "{e}");
         let reader = {
@@ -247,7 +221,9 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert_eq!(reader.join().unwrap(), b"through the pipe");
-        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(sys::testing::is_fifo(
+            &std::fs::metadata(&fifo).unwrap().file_type()
+        ));
     }
 
     #[test]

@@ -1,6 +1,11 @@
 //! The integration tests, in one test binary (`cargo test --test integration`): each module
 //! was a test binary of its own. Tests run in parallel threads; see `common` for the locks
 //! that keep apart the ones that must not overlap.
+//!
+//! Unix only: they run the real toolchain on fixtures through `/bin/sh` scripts, symlinks
+//! and Unix modes; on Windows this binary is empty (the crate itself builds there, which
+//! `scripts/check-targets` checks).
+#![cfg(unix)]
 
 mod common;
 mod faults;
@@ -19,6 +24,7 @@ mod hotspots;
 mod ladder;
 mod library;
 mod pipeline;
+mod platforms;
 mod release;
 mod report;
 mod verify;

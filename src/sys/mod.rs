@@ -1,0 +1,283 @@
+//! The platform layer: every call that differs between operating systems is made here,
+//! and nowhere else in `src/` (`layers::only_sys_touches_the_os` checks that no other file
+//! names `std::os::{unix,windows,fd}` or `libc`).
+//!
+//! The API below is the same on every platform. `unix.rs` (Linux and macOS) and
+//! `windows.rs` implement it; `linux.rs` adds what only Linux has (the page cache advice
+//! of `posix_fadvise`, `/proc`). Where a platform has no equivalent yet the answer says so
+//! (`None`, an `Unsupported` error, `false`) instead of failing to compile or panicking;
+//! the callers turn it into a skipped row or a doctor line.
+//!
+//! What each part can do:
+//! - a child in its own process tree ([`Tree`]): Unix: a process group, killed with one
+//!   signal, its pipes drained with `poll`, its end learnt by `waitid(WNOWAIT)` and reaped
+//!   by `wait4` (rusage). Windows: a job object (killed with `TerminateJobObject`), pipes
+//!   read by a thread each, the end learnt by `WaitForSingleObject`, times from the job's
+//!   accounting and peak memory from the process' peak working set;
+//! - page-cache priming and eviction: Linux only (`posix_fadvise`); elsewhere priming
+//!   reads the file and eviction is `Unsupported`;
+//! - file modes and owners, symlinks, named pipes, errno names, whether a pid is alive,
+//!   whether we run as root, the CPU time of this process and its children, `/proc` facts.
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(unix)]
+mod unix;
+#[cfg(windows)]
+mod windows;
+
+#[cfg(unix)]
+use unix as imp;
+#[cfg(windows)]
+use windows as imp;
+
+use std::path::Path;
+use std::time::Duration;
+
+pub(crate) use imp::Tree;
+
+/// What a reaped child used.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Usage {
+    /// User and system CPU time of the child and its waited-for descendants (Unix), or of
+    /// every process of its job (Windows).
+    pub user: Duration,
+    pub sys: Duration,
+    /// Peak resident set size (Unix `ru_maxrss`; Windows: the peak working set).
+    pub max_rss_bytes: u64,
+}
+
+/// The signal that ended a process (`None` when it exited, and always on Windows).
+pub(crate) fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+    imp::exit_signal(status)
+}
+
+/// The name of a signal, for messages.
+pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
+    imp::signal_name(signal)
+}
+
+/// The symbolic name of an OS error (`"E2BIG"`, `"ETXTBSY"`, `"ENOENT"` …), for the few
+/// places that tell errors apart by their errno. `None` when it is none of the names this
+/// layer knows, and on Windows. (Off Linux only tests ask yet: perf is Linux-only.)
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn errno_name(error: &std::io::Error) -> Option<&'static str> {
+    imp::errno_name(error.raw_os_error()?)
+}
+
+/// Whether spawning failed because the arguments and environment were too large.
+pub(crate) fn arg_list_too_long(error: &std::io::Error) -> bool {
+    imp::arg_list_too_long(error)
+}
+
+/// Whether a process with this id exists (a zombie counts; one we may not signal too).
+pub(crate) fn pid_alive(pid: u32) -> bool {
+    imp::pid_alive(pid)
+}
+
+/// Whether this process runs as root (never on Windows: elevation is not asked).
+pub(crate) fn is_root() -> bool {
+    imp::is_root()
+}
+
+/// User + system CPU seconds of this process and of every child it waited for so far
+/// (Windows: this process only).
+pub(crate) fn cpu_seconds() -> f64 {
+    imp::cpu_seconds()
+}
+
+/// Ask the OS to read a file's pages ahead (best effort; nothing where it cannot).
+pub(crate) fn read_ahead(file: &std::fs::File) {
+    #[cfg(target_os = "linux")]
+    linux::read_ahead(file);
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+}
+
+/// Drop an open file's pages from the page cache (written back first). `Unsupported`
+/// where the OS has no such advice (every OS but Linux, for now).
+pub(crate) fn evict(file: &std::fs::File) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    return linux::evict(file);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "dropping a file from the page cache is implemented on Linux only",
+        ))
+    }
+}
+
+/// The text of `/proc/cpuinfo` (`None` where there is none: macOS, Windows).
+pub(crate) fn cpuinfo() -> Option<String> {
+    #[cfg(target_os = "linux")]
+    return linux::cpuinfo();
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// The kernel's release (`uname -r`; empty when unknown).
+pub(crate) fn kernel_release() -> String {
+    imp::kernel_release()
+}
+
+/// `/proc/sys/kernel/perf_event_paranoid` (`None` when the kernel has no perf events, and
+/// off Linux).
+pub(crate) fn perf_event_paranoid() -> Option<i32> {
+    #[cfg(target_os = "linux")]
+    return linux::perf_event_paranoid();
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// Make `link` a symbolic link to `target` (relative targets are read from `link`'s folder).
+/// Windows: a directory link when `target` is a folder, else a file link (both need the
+/// privilege to create symlinks, or developer mode).
+pub(crate) fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> std::io::Result<()> {
+    imp::symlink(target.as_ref(), link.as_ref())
+}
+
+/// Set a file's permission bits. Windows: only the write bits count (read-only or not).
+pub(crate) fn set_mode(path: impl AsRef<Path>, mode: u32) -> std::io::Result<()> {
+    imp::set_mode(path.as_ref(), mode)
+}
+
+/// A file's permission bits (`0o755` …). Windows: `0o444` for a read-only file, else
+/// `0o644`.
+pub(crate) fn mode(meta: &std::fs::Metadata) -> u32 {
+    imp::mode(meta)
+}
+
+/// What identifies a file whatever it is called (device and inode): two paths with the
+/// same identity are one file (another spelling, a symlink, a hard link). `None` where the
+/// platform does not say (Windows).
+pub(crate) fn file_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    imp::file_id(meta)
+}
+
+/// The user id that owns a file (`None` on Windows).
+pub(crate) fn owner(meta: &std::fs::Metadata) -> Option<u32> {
+    imp::owner(meta)
+}
+
+/// This process's effective user id (`None` on Windows).
+pub(crate) fn current_uid() -> Option<u32> {
+    imp::current_uid()
+}
+
+/// Create the folder `dir` (its parent must exist) readable and writable by this user only
+/// (Unix: mode 0700).
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    imp::create_private_dir(dir)
+}
+
+/// Whether a file can be run (Unix: any execute bit; Windows: it is a file).
+pub(crate) fn is_executable(meta: &std::fs::Metadata) -> bool {
+    meta.is_file() && imp::is_executable(meta)
+}
+
+/// Give `file` the owner and group of `like` when this process may (root writing a user's
+/// file); an owner it may not set is left as is. Nothing on Windows.
+pub(crate) fn copy_owner(file: &std::fs::File, like: &std::fs::Metadata) {
+    imp::copy_owner(file, like)
+}
+
+/// Open an existing device or named pipe for writing as a stream (never created or
+/// truncated). `Ok(None)` for a named pipe no process is reading: the open does not wait
+/// for a reader (Unix `O_NONBLOCK`, then blocking writes again).
+pub(crate) fn open_stream(target: &Path) -> std::io::Result<Option<std::fs::File>> {
+    imp::open_stream(target)
+}
+
+/// Helpers for unit tests that need the OS: named pipes, the page cache.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// The signal number of SIGKILL (the same on every Unix; Windows has no signals).
+    pub(crate) const SIGKILL: i32 = 9;
+
+    pub(crate) use super::mode;
+
+    /// Whether a file type is a named pipe (FIFO).
+    pub(crate) fn is_fifo(kind: &std::fs::FileType) -> bool {
+        super::imp::is_fifo(kind)
+    }
+
+    /// Whether a file type is a character device (`/dev/null`).
+    pub(crate) fn is_char_device(kind: &std::fs::FileType) -> bool {
+        super::imp::is_char_device(kind)
+    }
+
+    /// Make a named pipe (Unix); `Unsupported` on Windows.
+    pub(crate) fn mkfifo(path: &std::path::Path) -> std::io::Result<()> {
+        super::imp::mkfifo(path)
+    }
+
+    /// How many of a file's pages are in the page cache.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn resident_pages(path: &std::path::Path) -> usize {
+        super::linux::resident_pages(path)
+    }
+
+    /// Whether a path is on tmpfs (whose pages are the file itself).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn on_tmpfs(path: &std::path::Path) -> bool {
+        super::linux::on_tmpfs(path)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// `pid_alive` replaced a `/proc/<pid>` test (package) and `kill(pid, 0)` (check): our
+    /// own pid is alive, a reaped child's is not, and one we may not signal (pid 1, when not
+    /// root) still counts as alive.
+    #[test]
+    fn pids_are_alive_until_reaped() {
+        assert!(pid_alive(std::process::id()));
+        assert!(pid_alive(1), "init exists, signalable or not");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!pid_alive(pid), "a reaped child's pid is free");
+        assert!(!pid_alive(u32::MAX), "no such pid");
+    }
+
+    #[test]
+    fn errno_names_and_the_argument_limit() {
+        let e = std::io::Error::from_raw_os_error(libc::ETXTBSY);
+        assert_eq!(errno_name(&e), Some("ETXTBSY"));
+        assert_eq!(errno_name(&std::io::Error::other("x")), None);
+        assert!(arg_list_too_long(&std::io::Error::from_raw_os_error(
+            libc::E2BIG
+        )));
+        assert!(!arg_list_too_long(&e));
+    }
+
+    /// `kernel_release` (uname) is what the machine fingerprint read from /proc before.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_kernel_release_is_procs() {
+        let proc = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        assert_eq!(kernel_release(), proc.trim());
+    }
+
+    #[test]
+    fn a_named_pipe_without_a_reader_is_answered_at_once_and_modes_are_set() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("p");
+        testing::mkfifo(&fifo).unwrap();
+        assert!(open_stream(&fifo).unwrap().is_none());
+        let f = d.path().join("f");
+        std::fs::write(&f, "x").unwrap();
+        set_mode(&f, 0o640).unwrap();
+        let meta = std::fs::metadata(&f).unwrap();
+        assert_eq!(testing::mode(&meta) & 0o777, 0o640);
+        assert!(!is_executable(&meta));
+        set_mode(&f, 0o750).unwrap();
+        assert!(is_executable(&std::fs::metadata(&f).unwrap()));
+        symlink("f", d.path().join("l")).unwrap();
+        assert_eq!(std::fs::read_to_string(d.path().join("l")).unwrap(), "x");
+    }
+}
