@@ -34,12 +34,15 @@ fn a_library_is_optimized_through_its_bench_harness() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("hot/large: 6135095 steps"), "{text}");
-    // Its timing lines differ from run to run: only the exit status is compared.
+    // Its timing lines differ from run to run: only the exit status is compared. The train
+    // workload is verified before measuring, the timed one on its first timed run.
     assert!(
-        r.stderr.contains("pgo: verifying [2/2] large"),
+        r.stderr.contains("pgo: verifying [1/1] train")
+            && r.stderr.contains("pgo vs baseline: measuring"),
         "{}",
         r.stderr
     );
+    assert_eq!(pgo.verified, Some(true), "{pgo:#?}");
 }
 
 #[test]
