@@ -199,7 +199,7 @@ fn early_projection(plan: &Plan, budget: &Budget) -> Option<report::Projection> 
         plan,
         budget,
         costs,
-        "from the last run's times",
+        "from the last run's times; what has not changed since is reused and costs nothing",
     ))
 }
 
