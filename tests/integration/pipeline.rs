@@ -649,7 +649,7 @@ fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_not
     );
     // Before the first build, from the last run's times.
     let r = with(&["--stages", "profile", "--fresh"]);
-    let early = r.stderr.find("(from the last run's times)");
+    let early = r.stderr.find("(from the last run's times;");
     let built = r.stderr.find("baseline built");
     assert!(early.is_some() && early < built, "{}", r.stderr);
 
