@@ -569,115 +569,35 @@ pub fn run<T: Sync>(
     let tokens = opts.tokens.max(1);
     let began = Instant::now();
     let cpu_before = cpu_seconds();
-    let n = graph.len();
-    let label = |i: usize| {
-        let job = &graph.jobs[i];
-        let w = n.to_string().len();
-        format!("[{:>w$}/{n}] {} {}", i + 1, job.kind, job.name)
-    };
     let (tx, rx) = mpsc::channel::<Event>();
     let mut slots = Slots::new(tokens, &tx, ui);
     let work = &work;
 
     let records = std::thread::scope(|scope| {
-        let mut state = vec![State::Waiting; n];
-        let mut records: Vec<Option<Record>> = (0..n).map(|_| None).collect();
-        let mut started = vec![0.0; n];
-        let mut ready = BTreeSet::new();
-        let mut running = 0;
-        let mut finished = 0;
-        let record = |i: usize, outcome: Outcome, start_seconds: f64, seconds: f64| {
-            let job = &graph.jobs[i];
-            Some(Record {
-                id: JobId(i),
-                kind: job.kind,
-                name: job.name.clone(),
-                deps: job.deps.clone(),
-                outcome,
-                start_seconds,
-                seconds,
-            })
-        };
+        let mut s = Scheduler::new(graph, ui, began);
         loop {
-            // Settle the waiting jobs whose dependencies have all ended. Ids are in
-            // topological order, so one pass carries a skip down a whole chain.
-            for i in 0..n {
-                if state[i] != State::Waiting {
-                    continue;
-                }
-                let deps = &graph.jobs[i].deps;
-                let blocked = deps.iter().find_map(|d| match &records[d.0] {
-                    Some(r) if r.outcome != Outcome::Done => Some(r),
-                    _ => None,
-                });
-                if let Some(cause) = blocked {
-                    let why = skip_reason(cause);
-                    ui.info(&format!("{} skipped: {why}", label(i)));
-                    records[i] =
-                        record(i, Outcome::Skipped(why), began.elapsed().as_secs_f64(), 0.0);
-                    state[i] = State::Finished;
-                    finished += 1;
-                } else if deps.iter().all(|d| records[d.0].is_some()) {
-                    state[i] = State::Ready;
-                    ready.insert(i);
-                }
-            }
+            s.settle();
             // Start what may start.
-            while running < workers {
-                let Some(&i) = ready.first() else { break };
-                let token = match slots.take(running, ui) {
+            while s.running < workers {
+                let Some(&i) = s.ready.first() else { break };
+                let token = match slots.take(s.running, ui) {
                     Take::Token(t) => Some(t),
                     Take::Without => None,
                     Take::Wait => break,
                 };
-                ready.remove(&i);
-                state[i] = State::Running;
-                running += 1;
-                started[i] = began.elapsed().as_secs_f64();
-                ui.step(&label(i));
-                let (id, job, done) = (JobId(i), &graph.jobs[i], tx.clone());
-                let spawned = std::thread::Builder::new()
-                    .name(format!("job {}", i + 1))
-                    .spawn_scoped(scope, move || {
-                        let t0 = Instant::now();
-                        let outcome = catch_unwind(AssertUnwindSafe(|| work(id, job)))
-                            .unwrap_or_else(|p| {
-                                Outcome::Failed(format!("panicked: {}", panic_message(&*p)))
-                            });
-                        let _ = done.send(Event::Finished {
-                            id,
-                            outcome,
-                            seconds: t0.elapsed().as_secs_f64(),
-                            token,
-                        });
-                    });
-                if let Err(e) = spawned {
-                    let _ = tx.send(Event::Finished {
-                        id,
-                        outcome: Outcome::Failed(format!("cannot start a thread for it: {e}")),
-                        seconds: 0.0,
-                        token: None,
-                    });
-                }
+                s.begin(i);
+                spawn_job(scope, (JobId(i), &graph.jobs[i]), work, tx.clone(), token);
             }
-            let want = if slots.helper.is_some() {
-                ready.len().min(workers - running)
-            } else {
-                0
+            let want = match slots.helper {
+                Some(_) => s.ready.len().min(workers - s.running),
+                None => 0,
             };
             slots.balance(want);
-            if finished == n {
+            if s.finished == graph.len() {
                 break;
             }
-            if running == 0 && ready.is_empty() {
-                // Cannot happen (the lowest unfinished job's dependencies have all ended,
-                // so it is ready or skipped), but never wait for nothing.
-                for (i, r) in records.iter_mut().enumerate() {
-                    if r.is_none() {
-                        let why = "never became ready (a scheduler bug)".to_string();
-                        *r = record(i, Outcome::Failed(why), 0.0, 0.0);
-                    }
-                }
+            if s.running == 0 && s.ready.is_empty() {
+                s.give_up();
                 break;
             }
             match rx.recv_timeout(TICK) {
@@ -688,22 +608,13 @@ pub fn run<T: Sync>(
                     seconds,
                     token,
                 }) => {
-                    let i = id.0;
-                    running -= 1;
-                    finished += 1;
-                    state[i] = State::Finished;
                     slots.held.extend(token);
-                    match &outcome {
-                        Outcome::Done => ui.done(&label(i), seconds),
-                        Outcome::Failed(why) => ui.warn(&format!("{} failed: {why}", label(i))),
-                        Outcome::Skipped(why) => ui.info(&format!("{} skipped: {why}", label(i))),
-                    }
-                    records[i] = record(i, outcome, started[i], seconds);
+                    s.end(id.0, outcome, seconds);
                 }
                 Err(_) => {}
             }
         }
-        records.into_iter().flatten().collect::<Vec<Record>>()
+        s.records.into_iter().flatten().collect::<Vec<Record>>()
     });
     // Give back the tokens in hand, stop the helper, clear the current jobserver.
     drop(slots);
@@ -713,6 +624,156 @@ pub fn run<T: Sync>(
         cpu_seconds: (cpu_seconds() - cpu_before).max(0.0),
         workers,
         tokens,
+    }
+}
+
+/// Run `job` on a thread of `scope`; its end (a panic is a failure) comes back on `done`
+/// with the CPU slot it held. A thread that cannot start is a failed job.
+fn spawn_job<'scope, 'env, T: Sync>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    (id, job): (JobId, &'env Job<T>),
+    work: &'env (impl Fn(JobId, &Job<T>) -> Outcome + Sync),
+    done: mpsc::Sender<Event>,
+    token: Option<jobserver::Acquired>,
+) {
+    let failed = done.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("job {}", id.0 + 1))
+        .spawn_scoped(scope, move || {
+            let t0 = Instant::now();
+            let outcome = catch_unwind(AssertUnwindSafe(|| work(id, job)))
+                .unwrap_or_else(|p| Outcome::Failed(format!("panicked: {}", panic_message(&*p))));
+            let _ = done.send(Event::Finished {
+                id,
+                outcome,
+                seconds: t0.elapsed().as_secs_f64(),
+                token,
+            });
+        });
+    if let Err(e) = spawned {
+        let _ = failed.send(Event::Finished {
+            id,
+            outcome: Outcome::Failed(format!("cannot start a thread for it: {e}")),
+            seconds: 0.0,
+            token: None,
+        });
+    }
+}
+
+/// Where every job of a run is: waiting, ready (lowest id first), running or finished,
+/// with the record of each one that ended.
+struct Scheduler<'g, T> {
+    graph: &'g Graph<T>,
+    ui: &'g Ui,
+    began: Instant,
+    state: Vec<State>,
+    records: Vec<Option<Record>>,
+    started: Vec<f64>,
+    ready: BTreeSet<usize>,
+    running: usize,
+    finished: usize,
+}
+
+impl<'g, T> Scheduler<'g, T> {
+    fn new(graph: &'g Graph<T>, ui: &'g Ui, began: Instant) -> Self {
+        let n = graph.len();
+        Scheduler {
+            graph,
+            ui,
+            began,
+            state: vec![State::Waiting; n],
+            records: (0..n).map(|_| None).collect(),
+            started: vec![0.0; n],
+            ready: BTreeSet::new(),
+            running: 0,
+            finished: 0,
+        }
+    }
+
+    /// `[ 3/12] build pgo (x86_64-…)`.
+    fn label(&self, i: usize) -> String {
+        let job = &self.graph.jobs[i];
+        let n = self.graph.len();
+        let w = n.to_string().len();
+        format!("[{:>w$}/{n}] {} {}", i + 1, job.kind, job.name)
+    }
+
+    fn record(
+        &self,
+        i: usize,
+        outcome: Outcome,
+        start_seconds: f64,
+        seconds: f64,
+    ) -> Option<Record> {
+        let job = &self.graph.jobs[i];
+        Some(Record {
+            id: JobId(i),
+            kind: job.kind,
+            name: job.name.clone(),
+            deps: job.deps.clone(),
+            outcome,
+            start_seconds,
+            seconds,
+        })
+    }
+
+    /// Settle the waiting jobs whose dependencies have all ended: skipped after one that
+    /// did not succeed, else ready. Ids are in topological order, so one pass carries a
+    /// skip down a whole chain.
+    fn settle(&mut self) {
+        for i in 0..self.graph.len() {
+            if self.state[i] != State::Waiting {
+                continue;
+            }
+            let deps = &self.graph.jobs[i].deps;
+            let blocked = deps.iter().find_map(|d| match &self.records[d.0] {
+                Some(r) if r.outcome != Outcome::Done => Some(r),
+                _ => None,
+            });
+            if let Some(cause) = blocked {
+                let why = skip_reason(cause);
+                self.ui.info(&format!("{} skipped: {why}", self.label(i)));
+                let now = self.began.elapsed().as_secs_f64();
+                self.records[i] = self.record(i, Outcome::Skipped(why), now, 0.0);
+                self.state[i] = State::Finished;
+                self.finished += 1;
+            } else if deps.iter().all(|d| self.records[d.0].is_some()) {
+                self.state[i] = State::Ready;
+                self.ready.insert(i);
+            }
+        }
+    }
+
+    fn begin(&mut self, i: usize) {
+        self.ready.remove(&i);
+        self.state[i] = State::Running;
+        self.running += 1;
+        self.started[i] = self.began.elapsed().as_secs_f64();
+        self.ui.step(&self.label(i));
+    }
+
+    fn end(&mut self, i: usize, outcome: Outcome, seconds: f64) {
+        self.running -= 1;
+        self.finished += 1;
+        self.state[i] = State::Finished;
+        match &outcome {
+            Outcome::Done => self.ui.done(&self.label(i), seconds),
+            Outcome::Failed(why) => self.ui.warn(&format!("{} failed: {why}", self.label(i))),
+            Outcome::Skipped(why) => self.ui.info(&format!("{} skipped: {why}", self.label(i))),
+        }
+        self.records[i] = self.record(i, outcome, self.started[i], seconds);
+    }
+
+    /// Nothing runs and nothing is ready, yet not every job ended. Cannot happen (the lowest
+    /// unfinished job's dependencies have all ended, so it is ready or skipped), but never
+    /// wait for nothing: what is left fails.
+    fn give_up(&mut self) {
+        for i in 0..self.graph.len() {
+            if self.records[i].is_none() {
+                let why = "never became ready (a scheduler bug)".to_string();
+                self.records[i] = self.record(i, Outcome::Failed(why), 0.0, 0.0);
+            }
+        }
     }
 }
 
