@@ -46,18 +46,15 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     if let Some(dirs) = &args.gather {
         let out = match &args.out_dir {
             Some(out) => out.clone(),
-            None => default_out(&plan::locate(g)?),
+            None => {
+                let located = plan::locate(g)?;
+                default_out(&located.spec, &located.project)
+            }
         };
         return gather::run(dirs, &package::out_dir(&out)?);
     }
     let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
-    let Located { spec, project } = plan::locate(g)?;
-    if project.harness.is_some() {
-        bail!(
-            "{}: the workloads run the package's bench or test harness (`cargo = …`), and a release ships binaries\n  fix: release a package with a binary, or give a spec whose workloads run it with --spec",
-            spec.path.display()
-        );
-    }
+    let Located { spec, project } = locate_binary(g)?;
     let rustc = toolchain::rustc()?;
     let optimize_dir = project.target_dir.join("optimize");
     // A CI cell's runner installs its target: none is skipped.
@@ -76,6 +73,89 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     if emit {
         return ci::emit(g, args, &project, &spec, &matrix);
     }
+    let (artifacts, groups) = artifacts_of(&matrix, &project, &g.selection.profile, &rustc)?;
+    let out = package::out_dir(&match &args.out_dir {
+        Some(out) => out.clone(),
+        None => default_out(&spec, &project),
+    })?;
+    let graph = work::graph(&artifacts, &groups);
+    announce(&ui, &project, &matrix, &artifacts, &graph, &out);
+    if args.dry_run {
+        print!("{}", dry_run_text(&artifacts, &matrix, &graph, &out));
+        return Ok(0);
+    }
+    if graph.is_empty() {
+        bail!("nothing to build: {}", skipped_text(&matrix));
+    }
+    package::check_replaceable(&out)?;
+    let job_ui = Ui {
+        quiet: g.quiet || g.verbose == 0,
+        animate: false,
+        ..ui.clone()
+    };
+    let located = Located {
+        spec: spec.clone(),
+        project: project.clone(),
+    };
+    let plan = job_plan(located, rustc, (&artifacts, &groups), args.fresh, job_ui)?;
+    let _lock = DirLock::for_run(&optimize_dir)?;
+    let folder = RunDir::create_in(&optimize_dir.join("releases"))?;
+    let staging = package::staging_dir(&out);
+    package::sweep_stale(&out);
+    crate::util::reset_dir(&staging)?;
+    let release = Release {
+        plan: &plan,
+        artifacts: &artifacts,
+        groups: &groups,
+        specs: (matrix.flavors.iter())
+            .map(|f| flavor_spec(&spec, f))
+            .collect(),
+        root: folder.root.clone(),
+        staging: staging.clone(),
+        state: Mutex::new(Release::new_state(artifacts.len(), groups.len())),
+        references: groups.iter().map(|_| Mutex::new(None)).collect(),
+        mtime: source_date_epoch(),
+    };
+    let options = jobs::Options::for_machine(args.jobs);
+    let summary = jobs::run(&graph, &options, &ui, |_, job| release.execute(job.payload));
+    finish(&ui, &release, &matrix, &graph, &summary, &out, &staging)
+}
+
+/// The project and spec, which must ship a binary (not a bench or test harness).
+fn locate_binary(g: &GlobalArgs) -> anyhow::Result<Located> {
+    let located = plan::locate(g)?;
+    if located.project.harness.is_some() {
+        bail!(
+            "{}: the workloads run the package's bench or test harness (`cargo = …`), and a release ships binaries\n  fix: release a package with a binary, or give a spec whose workloads run it with --spec",
+            located.spec.path.display()
+        );
+    }
+    Ok(located)
+}
+
+/// `--dry-run`: what each artifact is, the job graph, and where the release would go.
+fn dry_run_text(
+    artifacts: &[Artifact],
+    matrix: &Matrix,
+    graph: &jobs::Graph<work::Step>,
+    out: &Path,
+) -> String {
+    format!(
+        "{}\n{}then: SHA256SUMS and {} into {}\n",
+        what_each_is(artifacts, matrix),
+        graph.render(),
+        manifest::MANIFEST,
+        out.display()
+    )
+}
+
+/// The matrix's artifacts and groups, with what this machine cannot run said per artifact.
+fn artifacts_of(
+    matrix: &Matrix,
+    project: &crate::cargo::Project,
+    profile: &str,
+    rustc: &Rustc,
+) -> anyhow::Result<(Vec<Artifact>, Vec<matrix::Group>)> {
     let user_rustflags = |triple: &str| -> anyhow::Result<Vec<String>> {
         let cfg = crate::process::tool_stdout("rustc", ["--print", "cfg", "--target", triple])
             .unwrap_or_default();
@@ -90,97 +170,52 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         None => None,
         Some(cpu) => crate::stage::cpu::cannot_run(&rustc.host, triple, cpu),
     };
-    let (artifacts, groups) = matrix.artifacts(&Base {
-        project: &project,
-        profile: &g.selection.profile,
+    matrix.artifacts(&Base {
+        project,
+        profile,
         user_rustflags: &user_rustflags,
         cannot_run: &cannot_run,
-    })?;
-    let out = match &args.out_dir {
-        Some(out) => out.clone(),
-        None => default_out(&Located {
-            spec: spec.clone(),
-            project: project.clone(),
-        }),
-    };
-    let out = package::out_dir(&out)?;
-    let graph = work::graph(&artifacts, &groups);
-    announce(&ui, &project, &matrix, &artifacts, &graph, &out);
-    if args.dry_run {
-        println!("{}", what_each_is(&artifacts, &matrix));
-        print!("{}", graph.render());
-        println!(
-            "then: SHA256SUMS and {} into {}",
-            manifest::MANIFEST,
-            out.display()
-        );
-        return Ok(0);
-    }
-    if graph.is_empty() {
-        bail!("nothing to build: {}", skipped_text(&matrix));
-    }
-    package::check_replaceable(&out)?;
+    })
+}
+
+/// The plan every job's `Context` shares: the tools the artifacts need (llvm-profdata for
+/// PGO, llvm-bolt for BOLT), the first group's baseline settings.
+fn job_plan(
+    Located { spec, project }: Located,
+    rustc: Rustc,
+    (artifacts, groups): (&[Artifact], &[matrix::Group]),
+    fresh: bool,
+    ui: Ui,
+) -> anyhow::Result<Plan> {
     let llvm_profdata = match artifacts.iter().any(|a| a.pgo) {
         true => Some(toolchain::llvm_profdata(&rustc)?),
         false => toolchain::llvm_profdata(&rustc).ok(),
     };
-    let bolt_tools = artifacts
-        .iter()
-        .any(|a| a.bolt)
-        .then(|| toolchain::bolt_tools(&rustc));
-    let _lock = DirLock::for_run(&optimize_dir)?;
-    let folder = RunDir::create_in(&optimize_dir.join("releases"))?;
-    let job_ui = Ui {
-        quiet: g.quiet || g.verbose == 0,
-        animate: false,
-        ..ui.clone()
-    };
-    let plan = Plan {
-        spec: spec.clone(),
-        rustc: rustc.clone(),
+    let bolt_tools = (artifacts.iter().any(|a| a.bolt)).then(|| toolchain::bolt_tools(&rustc));
+    Ok(Plan {
         llvm_profdata,
         bolt_tools,
         baseline: groups
             .first()
             .map(|g| g.baseline.clone())
             .unwrap_or_else(|| artifacts[0].settings.clone()),
-        optimize_dir: optimize_dir.clone(),
+        optimize_dir: project.target_dir.join("optimize"),
         explain: false,
         pgo_profile: None,
-        fresh: args.fresh,
+        fresh,
         // A release is not a ladder: its jobs are bounded by their own timeouts.
         budget: crate::pipeline::budget::DEFAULT,
         dry_run: false,
-        ui: job_ui,
-        project: project.clone(),
-    };
-    let staging = package::staging_dir(&out);
-    package::sweep_stale(&out);
-    crate::util::reset_dir(&staging)?;
-    let release = Release {
-        plan: &plan,
-        artifacts: &artifacts,
-        groups: &groups,
-        specs: matrix
-            .flavors
-            .iter()
-            .map(|f| flavor_spec(&spec, f))
-            .collect(),
-        root: folder.root.clone(),
-        staging: staging.clone(),
-        state: Mutex::new(Release::new_state(artifacts.len(), groups.len())),
-        references: groups.iter().map(|_| Mutex::new(None)).collect(),
-        mtime: source_date_epoch(),
-    };
-    let options = jobs::Options::for_machine(args.jobs);
-    let summary = jobs::run(&graph, &options, &ui, |_, job| release.execute(job.payload));
-    finish(&ui, &release, &matrix, &graph, &summary, &out, &staging)
+        ui,
+        spec,
+        rustc,
+        project,
+    })
 }
 
 /// `[release] out-dir`, else `dist/` in the workspace.
-fn default_out(located: &Located) -> std::path::PathBuf {
-    let out = (located.spec.release.out_dir.clone())
-        .unwrap_or_else(|| located.project.workspace_root.join("dist"));
+fn default_out(spec: &crate::spec::Spec, project: &crate::cargo::Project) -> std::path::PathBuf {
+    let out = (spec.release.out_dir.clone()).unwrap_or_else(|| project.workspace_root.join("dist"));
     crate::util::absolute(&out)
 }
 
@@ -217,12 +252,57 @@ fn finish(
     }
     let packaged: Vec<_> = entries.iter().map(|e| &e.packaged).collect();
     std::fs::write(staging.join("SHA256SUMS"), package::sums(&packaged))?;
+    let m = manifest_of(release, matrix, summary, entries, failed)?;
+    let json = serde_json::to_string_pretty(&m)? + "\n";
+    std::fs::write(staging.join(manifest::MANIFEST), json)?;
+    package::put_in_place(staging, out)?;
+    println!("{}", shipped_table(&m));
+    println!(
+        "→ {} ({} artifact(s), SHA256SUMS, {})",
+        out.display(),
+        m.artifacts.len(),
+        manifest::MANIFEST
+    );
+    let (reused, run) = state.builds;
+    ui.info(&format!(
+        "builds: {run} run, {reused} reused from earlier runs"
+    ));
+    if !ui.quiet {
+        eprintln!("{}", summary.render());
+    }
+    let partial = !m.skipped.is_empty() || !m.failed.is_empty();
+    if partial {
+        ui.warn(&format!("partial release: {}", partial_text(&m, matrix)));
+    }
+    Ok(i32::from(partial))
+}
+
+/// What failed and what was skipped, for the closing warning of a partial release.
+fn partial_text(m: &manifest::Manifest, matrix: &Matrix) -> String {
+    let mut parts: Vec<String> = (m.failed.iter())
+        .map(|f| format!("{} failed ({})", f.artifact, first_line(&f.reason)))
+        .collect();
+    if !m.skipped.is_empty() {
+        parts.push(skipped_text(matrix));
+    }
+    parts.join("; ")
+}
+
+/// The release's manifest: the crate, the source revision, the toolchain, what was chosen
+/// and skipped, what failed, the jobs, and an entry per packaged artifact.
+fn manifest_of(
+    release: &Release,
+    matrix: &Matrix,
+    summary: &jobs::Summary,
+    artifacts: Vec<manifest::ArtifactEntry>,
+    failed: Vec<manifest::Failed>,
+) -> anyhow::Result<manifest::Manifest> {
     let p = &release.plan;
     let source = crate::check::rev::Repo::of(&p.project.workspace_root)
         .ok()
         .and_then(|r| r.head())
         .map(|(revision, dirty)| manifest::Source { revision, dirty });
-    let m = manifest::Manifest {
+    Ok(manifest::Manifest {
         schema: manifest::schema(),
         created_by: manifest::CREATED_BY,
         tool_version: env!("CARGO_PKG_VERSION"),
@@ -250,47 +330,9 @@ fn finish(
             .collect(),
         failed,
         jobs: serde_json::to_value(summary)?,
-        artifacts: entries,
+        artifacts,
         cells: Vec::new(),
-    };
-    let json = serde_json::to_string_pretty(&m)? + "\n";
-    std::fs::write(staging.join(manifest::MANIFEST), json)?;
-    package::put_in_place(staging, out)?;
-    println!("{}", shipped_table(&m));
-    println!(
-        "→ {} ({} artifact(s), SHA256SUMS, {})",
-        out.display(),
-        m.artifacts.len(),
-        manifest::MANIFEST
-    );
-    let (reused, run) = state.builds;
-    ui.info(&format!(
-        "builds: {run} run, {reused} reused from earlier runs"
-    ));
-    if !ui.quiet {
-        eprintln!("{}", summary.render());
-    }
-    let partial = !m.skipped.is_empty() || !m.failed.is_empty();
-    if partial {
-        ui.warn(&format!(
-            "partial release: {}{}",
-            m.failed
-                .iter()
-                .map(|f| format!("{} failed ({})", f.artifact, first_line(&f.reason)))
-                .collect::<Vec<_>>()
-                .join("; "),
-            if m.skipped.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "{}{}",
-                    if m.failed.is_empty() { "" } else { "; " },
-                    skipped_text(matrix)
-                )
-            }
-        ));
-    }
-    Ok(i32::from(partial))
+    })
 }
 
 /// The artifacts whose package job did not run, and why (the first job of its chain that
