@@ -185,105 +185,43 @@ impl Release<'_> {
 
     fn try_execute(&self, step: Step) -> Result<(), StageError> {
         match step {
-            Step::Baseline(g) => {
-                let group = &self.groups[g];
-                let run = self.folder(&format!("{}-baseline", group_dir(&group.label)));
-                let ctx = self.context(group.flavor, &run);
-                let cand = stage::baseline::build(&ctx, group.baseline.clone());
-                self.count(&ctx);
+            Step::Baseline(g) => self.in_group(g, |group, ctx| {
+                let cand = stage::baseline::build(ctx, group.baseline.clone());
+                self.count(ctx);
                 self.state().baselines[g] = Some(cand?);
-            }
-            Step::Record(g) => {
-                let group = &self.groups[g];
-                let run = self.folder(&format!("{}-baseline", group_dir(&group.label)));
-                let ctx = self.context(group.flavor, &run);
+                Ok(())
+            }),
+            Step::Record(g) => self.in_group(g, |_, ctx| {
                 let baseline = self.state().baselines[g].clone().ok_or_else(missing)?;
-                let reference = crate::verify::record_baseline(&ctx, &baseline)
+                let reference = crate::verify::record_baseline(ctx, &baseline)
                     .map_err(|e| StageError::Failed(format!("{e:#}")))?;
                 *lock(&self.references[g]) = Some(reference);
-            }
-            Step::Instrument(a) => {
-                let art = &self.artifacts[a];
-                let run = self.folder(&art.name);
-                let ctx = self.context(art.flavor, &run);
-                let built = pgo::instrument(&ctx, &art.settings, &art.label, None);
-                self.count(&ctx);
+                Ok(())
+            }),
+            Step::Instrument(a) => self.in_artifact(a, |art, ctx| {
+                let built = pgo::instrument(ctx, &art.settings, &art.label, None);
+                self.count(ctx);
                 self.state().instrumented[a] = Some(built?);
-            }
-            Step::Train(a) => {
-                let art = &self.artifacts[a];
-                let run = self.folder(&art.name);
-                let ctx = self.context(art.flavor, &run);
+                Ok(())
+            }),
+            Step::Train(a) => self.in_artifact(a, |art, ctx| {
                 let built = self.state().instrumented[a].take().ok_or_else(missing)?;
-                let profile =
-                    pgo::train_instrumented(&ctx, &art.settings, built, "pgo", &art.label);
-                self.count(&ctx);
+                let profile = pgo::train_instrumented(ctx, &art.settings, built, "pgo", &art.label);
+                self.count(ctx);
                 self.state().profiles[a] = Some(profile?);
-            }
-            Step::Optimize(a) => {
-                let art = &self.artifacts[a];
-                let run = self.folder(&art.name);
-                let ctx = self.context(art.flavor, &run);
-                let relocs = art.bolt && pgo::bolt_takes_as_is(&ctx, &art.settings);
-                let cand = {
-                    let state = self.state();
-                    let profile = state.profiles[a].as_ref().ok_or_else(missing)?;
-                    // The lock is not held across the build: copy what it needs.
-                    let profile = pgo::Profile::clone(profile);
-                    drop(state);
-                    pgo::build_with(&ctx, &art.settings, &profile, None, relocs)
-                };
-                self.count(&ctx);
-                self.state().binaries[a] = Some(cand?);
-            }
-            Step::Build(a) => {
-                let art = &self.artifacts[a];
-                let run = self.folder(&art.name);
-                let ctx = self.context(art.flavor, &run);
-                let built = stage::build_candidate(
-                    &ctx,
-                    StageName::Profile,
-                    art.settings.clone(),
-                    Default::default(),
-                );
-                self.count(&ctx);
+                Ok(())
+            }),
+            Step::Optimize(a) => self.in_artifact(a, |art, ctx| self.optimize(a, art, ctx)),
+            Step::Build(a) => self.in_artifact(a, |art, ctx| {
+                let settings = art.settings.clone();
+                let built =
+                    stage::build_candidate(ctx, StageName::Profile, settings, Default::default());
+                self.count(ctx);
                 self.state().binaries[a] = Some(built?.0);
-            }
-            Step::Bolt(a) => {
-                let art = &self.artifacts[a];
-                let run = self.folder(&art.name);
-                let ctx = self.context(art.flavor, &run);
-                let input = self.state().binaries[a].clone().ok_or_else(missing)?;
-                let bolted = stage::bolt::prepare(&ctx, &input);
-                self.count(&ctx);
-                match bolted {
-                    Ok(c) => self.state().binaries[a] = Some(c),
-                    // BOLT cannot run on this binary here: it ships without, and says so.
-                    Err(StageError::NotAvailable(why)) => self.state().bolt_skipped[a] = Some(why),
-                    Err(e) => return Err(e),
-                }
-            }
-            Step::Verify(a) => {
-                let art = &self.artifacts[a];
-                let run = self.folder(&art.name);
-                let ctx = self.context(art.flavor, &run);
-                let cand = self.state().binaries[a].clone().ok_or_else(missing)?;
-                let reference = lock(&self.references[art.group]);
-                let reference = reference.as_ref().ok_or_else(missing)?;
-                let checked = crate::verify::check_candidate(&ctx, &cand, reference)
-                    .map_err(|e| StageError::Failed(format!("{e:#}")))?;
-                if let Err(rejection) = checked {
-                    return Err(StageError::Failed(format!(
-                        "{}: not packaged\n{}",
-                        rejection.headline(),
-                        rejection
-                    )));
-                }
-                let n = ctx.spec.workloads.len();
-                self.state().verified[a] = Some(format!(
-                    "outputs match the portable baseline's on {n} workload(s)"
-                ));
-            }
+                Ok(())
+            }),
+            Step::Bolt(a) => self.in_artifact(a, |_, ctx| self.bolt(a, ctx)),
+            Step::Verify(a) => self.in_artifact(a, |art, ctx| self.verify(a, art, ctx)),
             Step::Package(a) => {
                 let art = &self.artifacts[a];
                 let cand = self.state().binaries[a].clone().ok_or_else(missing)?;
@@ -291,8 +229,82 @@ impl Release<'_> {
                 let packaged =
                     package::package(&cand.binary, &self.staging, &art.name, bin, self.mtime)?;
                 self.state().packaged[a] = Some(packaged);
+                Ok(())
             }
         }
+    }
+
+    /// `f` with group `g` and a `Context` over its flavor and its baseline's folder.
+    fn in_group(
+        &self,
+        g: usize,
+        f: impl FnOnce(&Group, &Context) -> Result<(), StageError>,
+    ) -> Result<(), StageError> {
+        let group = &self.groups[g];
+        let run = self.folder(&format!("{}-baseline", group_dir(&group.label)));
+        f(group, &self.context(group.flavor, &run))
+    }
+
+    /// `f` with artifact `a` and a `Context` over its flavor and its own folder.
+    fn in_artifact(
+        &self,
+        a: usize,
+        f: impl FnOnce(&Artifact, &Context) -> Result<(), StageError>,
+    ) -> Result<(), StageError> {
+        let art = &self.artifacts[a];
+        let run = self.folder(&art.name);
+        f(art, &self.context(art.flavor, &run))
+    }
+
+    /// The PGO build with the artifact's own profile (linked with relocations when BOLT
+    /// follows and takes it as is).
+    fn optimize(&self, a: usize, art: &Artifact, ctx: &Context) -> Result<(), StageError> {
+        let relocs = art.bolt && pgo::bolt_takes_as_is(ctx, &art.settings);
+        let cand = {
+            let state = self.state();
+            let profile = state.profiles[a].as_ref().ok_or_else(missing)?;
+            // The lock is not held across the build: copy what it needs.
+            let profile = pgo::Profile::clone(profile);
+            drop(state);
+            pgo::build_with(ctx, &art.settings, &profile, None, relocs)
+        };
+        self.count(ctx);
+        self.state().binaries[a] = Some(cand?);
+        Ok(())
+    }
+
+    fn bolt(&self, a: usize, ctx: &Context) -> Result<(), StageError> {
+        let input = self.state().binaries[a].clone().ok_or_else(missing)?;
+        let bolted = stage::bolt::prepare(ctx, &input);
+        self.count(ctx);
+        match bolted {
+            Ok(c) => self.state().binaries[a] = Some(c),
+            // BOLT cannot run on this binary here: it ships without, and says so.
+            Err(StageError::NotAvailable(why)) => self.state().bolt_skipped[a] = Some(why),
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    /// The artifact's outputs against its group's portable baseline; a difference fails
+    /// the job (the artifact is not packaged).
+    fn verify(&self, a: usize, art: &Artifact, ctx: &Context) -> Result<(), StageError> {
+        let cand = self.state().binaries[a].clone().ok_or_else(missing)?;
+        let reference = lock(&self.references[art.group]);
+        let reference = reference.as_ref().ok_or_else(missing)?;
+        let checked = crate::verify::check_candidate(ctx, &cand, reference)
+            .map_err(|e| StageError::Failed(format!("{e:#}")))?;
+        if let Err(rejection) = checked {
+            return Err(StageError::Failed(format!(
+                "{}: not packaged\n{}",
+                rejection.headline(),
+                rejection
+            )));
+        }
+        let n = ctx.spec.workloads.len();
+        self.state().verified[a] = Some(format!(
+            "outputs match the portable baseline's on {n} workload(s)"
+        ));
         Ok(())
     }
 
