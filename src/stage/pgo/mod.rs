@@ -347,13 +347,7 @@ pub fn build_with(
     // What `apply` checks before it copies the profile into the project.
     let profile_sha256 = crate::store::file_sha256(stable).ok();
     if profile.repaired {
-        let msg = format!(
-            "the cached profile {} did not match its content (a run was interrupted while writing it?): it was written again, and the build that used it is redone",
-            stable.display()
-        );
-        ctx.ui.warn(&msg);
-        notes.push(msg);
-        let _ = std::fs::remove_dir_all(ctx.optimize_dir.join("build").join(use_settings.hash()));
+        notes.push(redo_after_repair(ctx, stable, &use_settings));
     }
     let built = ctx.build(&format!("{label}: optimized"), &use_settings)?;
     if let Some(problem) = profile_problems(&built.stderr, stable).first() {
@@ -400,6 +394,22 @@ pub fn build_with(
         notes,
         facts,
     })
+}
+
+/// A cached profile that did not match its content was written again: the build that used
+/// it is redone (its target dir removed), and the warning is the row's note.
+fn redo_after_repair(
+    ctx: &Context,
+    stable: &std::path::Path,
+    settings: &crate::cargo::BuildSettings,
+) -> String {
+    let msg = format!(
+        "the cached profile {} did not match its content (a run was interrupted while writing it?): it was written again, and the build that used it is redone",
+        stable.display()
+    );
+    ctx.ui.warn(&msg);
+    let _ = std::fs::remove_dir_all(ctx.optimize_dir.join("build").join(settings.hash()));
+    msg
 }
 
 /// How `profile` fits the build of `variant` (`fit`), said: a given profile's fit always
