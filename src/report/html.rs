@@ -8,62 +8,25 @@
 
 use std::fmt::Write as _;
 
+use maud::PreEscaped;
+
 use super::hotspots::{calls_cell, CALLS_UNKNOWN};
-use super::svg::{bars, esc, forest, strip, Bar, Interval, Strip};
-use super::terminal::{estimate_cell, portable_hint, settings_line, short_name, speedup_line};
-use super::{pair_ratios, Hotspots, Renderer, Report, StageReport, Status};
-use crate::bench::export::{format_secs, BenchReport};
+use super::text::{estimate_cell, portable_hint, settings_line, short_name, speedup_line};
+use super::{pair_ratios, Hotspots, Report, StageReport, Status};
+use crate::bench::export::format_secs;
 use crate::bench::Comparison;
+use crate::render::html as esc;
+use crate::render::page::{document, status_legend};
+use crate::render::svg::{bars, forest, strip, Bar, Interval, Strip};
+use crate::render::Render;
 use crate::util::human_bytes;
 
 pub struct HtmlRenderer;
 
-impl Renderer for HtmlRenderer {
+impl Render<Report> for HtmlRenderer {
     fn render(&self, report: &Report) -> String {
         page(report)
     }
-}
-
-const CSS: &str = r#"
-:root { --kept: #1a7f37; --dropped: #6e7781; --rejected: #bc4c00; --failed: #cf222e; --skipped: #afb8c1; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; max-width: 980px; margin: 24px auto; padding: 0 16px; }
-h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
-h3 { font-size: 14px; margin: 16px 0 4px; }
-.meta, .caption { color: #59636e; } .caption { font-size: 12px; margin: 2px 0 8px; }
-code { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f6f8fa; padding: 1px 4px; border-radius: 4px; overflow-wrap: anywhere; }
-table { border-collapse: collapse; margin: 8px 0; font-size: 13px; max-width: 100%; } th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical-align: top; overflow-wrap: break-word; } td.why { overflow-wrap: anywhere; min-width: 200px; }
-th { background: #f6f8fa; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.ship { border: 1px solid #1a7f37; background: #f0fff4; border-radius: 6px; padding: 8px 16px; }
-.ship dt { font-weight: 600; } .ship dd { margin: 0 0 6px 0; }
-.status { font-weight: 600; } .status.kept { color: var(--kept); } .status.dropped { color: var(--dropped); }
-.status.rejected { color: var(--rejected); } .status.failed { color: var(--failed); } .status.skipped { color: var(--skipped); }
-svg.chart { display: block; max-width: 100%; height: auto; font: 12px system-ui, sans-serif; }
-svg .axis { stroke: #59636e; } svg .grid { stroke: #eaeef2; } svg .tick, svg .axis-label { fill: #59636e; font-size: 11px; }
-svg .label { fill: #1f2328; } svg .band { fill: #ddf4ff; } svg .ref { stroke: #1f2328; stroke-dasharray: 4 3; }
-svg .ci { stroke-width: 3; stroke: currentColor; } svg .point { fill: currentColor; } svg .missing { fill: #59636e; font-style: italic; }
-svg .cross { stroke: currentColor; stroke-width: 2; } svg .dot { fill: #0969da; fill-opacity: .55; } svg .center { stroke: #1f2328; stroke-width: 2; }
-svg .bar { fill: currentColor; } svg .value { fill: #1f2328; font-size: 11px; } svg .value.inside { fill: #fff; }
-svg .mark { color: #0969da; } svg .mark.kept, svg .mark.faster { color: var(--kept); } svg .mark.dropped, svg .mark.equivalent, svg .mark.inconclusive { color: var(--dropped); }
-svg .mark.rejected { color: var(--rejected); } svg .mark.failed, svg .mark.slower { color: var(--failed); } svg .mark.skipped { color: var(--skipped); }
-svg .mark.build { color: #8250df; } svg .mark.measure { color: #0969da; } svg .mark.verify { color: #bf8700; } svg .mark.train { color: #1a7f37; } svg .mark.other { color: #6e7781; }
-.legend span { margin-right: 14px; } .legend i { display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px; vertical-align: -1px; }
-@media print { body { margin: 0; max-width: none; } h2 { break-after: avoid; } svg.chart, table, .ship { break-inside: avoid; } }
-"#;
-
-fn document(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
-        esc(title)
-    )
-}
-
-fn legend() -> &'static str {
-    "<p class=\"legend caption\"><span><i style=\"background:var(--kept)\"></i>kept / faster</span><span><i style=\"background:var(--dropped)\"></i>dropped / inconclusive / equivalent</span><span><i style=\"background:var(--rejected)\"></i>rejected</span><span><i style=\"background:var(--failed)\"></i>failed / slower</span><span><i style=\"background:#ddf4ff;border:1px solid #9ccfe8\"></i>margin band (equivalent)</span></p>\n"
-}
-
-/// The legend of a chart coloured by verdict only (`bench`).
-fn verdict_legend() -> &'static str {
-    "<p class=\"legend caption\"><span><i style=\"background:var(--kept)\"></i>faster</span><span><i style=\"background:var(--dropped)\"></i>inconclusive / equivalent</span><span><i style=\"background:var(--failed)\"></i>slower</span><span><i style=\"background:#ddf4ff;border:1px solid #9ccfe8\"></i>margin band (equivalent)</span></p>\n"
 }
 
 /// The run's page.
@@ -88,7 +51,10 @@ pub fn page(r: &Report) -> String {
     timeline(&mut b, r);
     sizes_and_memory(&mut b, r);
     facts(&mut b, r);
-    document(&format!("cargo-optimize: {} ({})", r.bin, r.run_id), &b)
+    document(
+        &format!("cargo-optimize: {} ({})", r.bin, r.run_id),
+        PreEscaped(b),
+    )
 }
 
 fn margin_of(r: &Report) -> f64 {
@@ -174,7 +140,7 @@ fn ladder(b: &mut String, r: &Report) {
         "<p class=\"caption\">Each stage's time ratio against the baseline with its 95 % interval (below 1 is faster); the band is the ±{:.1} % margin. A stage is kept only when it is faster than the best before it (the table's first column of ratios).</p>",
         margin * 100.0
     );
-    b.push_str(legend());
+    b.push_str(&status_legend().into_string());
     let rows: Vec<Interval> = r
         .stages
         .iter()
@@ -681,99 +647,6 @@ fn facts(b: &mut String, r: &Report) {
     let _ = writeln!(b, "</table>");
 }
 
-/// The page of a standalone `bench` comparison (`bench --export-html`).
-pub fn bench_page(r: &BenchReport) -> String {
-    let margin = r.options.margin;
-    let mut b = String::new();
-    let g = &r.geomean;
-    let _ = writeln!(
-        b,
-        "<h1>cargo-optimize bench: B vs A</h1>\n<p class=\"meta\">cargo-optimize {} · {} workload{} · margin ±{:.1} % · seed {}</p>",
-        esc(r.tool_version),
-        r.workloads.len(),
-        if r.workloads.len() == 1 { "" } else { "s" },
-        margin * 100.0,
-        r.options.seed
-    );
-    let _ = writeln!(
-        b,
-        "<div class=\"ship\"><dl><dt>geometric mean of B/A</dt><dd>{:.3} [{:.3}, {:.3}] ({:.1} %) — {}</dd></dl></div>",
-        g.ratio,
-        g.ci_low,
-        g.ci_high,
-        g.confidence * 100.0,
-        esc(&g.verdict.to_string())
-    );
-    let _ = writeln!(b, "<h2 id=\"workloads\">Per workload</h2>");
-    b.push_str(verdict_legend());
-    let items: Vec<Interval> = r
-        .workloads
-        .iter()
-        .map(|w| {
-            let c = &w.comparison;
-            Interval {
-                label: w.name.clone(),
-                key: w.name.clone(),
-                class: c.verdict.to_string(),
-                est: Some((c.ratio, c.ci_low, c.ci_high)),
-                note: format!(
-                    "{}: {:.3} [{:.3}, {:.3}] {}",
-                    w.name, c.ratio, c.ci_low, c.ci_high, c.verdict
-                ),
-            }
-        })
-        .collect();
-    b.push_str(&forest("workloads", &items, margin, "time ratio B / A"));
-    let _ = writeln!(b, "<h2 id=\"distributions\">Every pair</h2>\n<p class=\"caption\">Each dot is one interleaved pair's time ratio B/A; the tick is the estimate.</p>");
-    let strips: Vec<Strip> = r
-        .workloads
-        .iter()
-        .map(|w| Strip {
-            label: w.name.clone(),
-            key: w.name.clone(),
-            values: pair_ratios(&w.comparison),
-            center: Some(w.comparison.ratio),
-        })
-        .collect();
-    b.push_str(&strip(
-        "pairs",
-        &strips,
-        margin,
-        "per-pair time ratio B / A",
-    ));
-    let _ = writeln!(
-        b,
-        "<h2 id=\"facts\">Commands and noise</h2>\n<table>\n<tr><th>workload</th><th>A</th><th>B</th><th>pairs</th><th>median A</th><th>median B</th><th>CV A</th><th>CV B</th><th>peak RSS A / B</th><th>outlier pairs</th></tr>"
-    );
-    for w in &r.workloads {
-        let c = &w.comparison;
-        let _ = writeln!(
-            b,
-            "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1} %</td><td class=\"num\">{:.1} %</td><td class=\"num\">{} / {}</td><td class=\"num\">{}</td></tr>",
-            esc(&w.name),
-            esc(&w.command_a),
-            esc(&w.command_b),
-            c.n,
-            esc(&format_secs(c.median_a_secs)),
-            esc(&format_secs(c.median_b_secs)),
-            c.cv_a * 100.0,
-            c.cv_b * 100.0,
-            esc(&human_bytes(c.rss.a.median as u64)),
-            esc(&human_bytes(c.rss.b.median as u64)),
-            c.outliers.pairs
-        );
-    }
-    let _ = writeln!(b, "</table>");
-    if let Some(w) = r.workloads.first() {
-        let _ = writeln!(
-            b,
-            "<p class=\"caption\">hardware counters: {}</p>",
-            esc(&w.comparison.counters_status)
-        );
-    }
-    document("cargo-optimize bench", &b)
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -798,18 +671,5 @@ mod tests {
         let mut again = String::new();
         super::hotspots(&mut again, &crate::report::hotspots::sample());
         assert_eq!(again, b);
-    }
-
-    #[test]
-    fn bench_page_has_one_mark_per_workload_and_escapes() {
-        let r = crate::bench::export::fixture::report();
-        let html = super::bench_page(&r);
-        assert_eq!(
-            html.matches(r#"data-chart="workloads" data-key="#).count(),
-            1
-        );
-        assert!(html.contains("big|input,x"));
-        assert!(html.contains("/bin/a &#39;big input&#39;"), "{html}");
-        assert!(!html.contains("<script"));
     }
 }

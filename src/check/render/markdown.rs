@@ -4,10 +4,11 @@
 use super::{against_text, judgement_text, ratio_text, time_text, Render};
 use crate::check::gate::Judgement;
 use crate::check::report::CheckReport;
+use crate::render::markdown_cell as cell;
 
 pub struct Markdown;
 
-impl Render for Markdown {
+impl Render<CheckReport> for Markdown {
     fn render(&self, r: &CheckReport) -> String {
         let headline = if r.failures.is_empty() {
             "✅ passed".to_string()
@@ -92,16 +93,6 @@ impl Render for Markdown {
         ));
         out
     }
-}
-
-/// Text safe inside a table cell or a list item: one line, no `|`.
-fn cell(s: &str) -> String {
-    s.split('\n')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
 }
 
 #[cfg(test)]
