@@ -53,6 +53,18 @@ fn render(r: &Report) -> String {
         );
     }
     ship(&mut s, r);
+    ladder(&mut s, r);
+    not_kept(&mut s, r);
+    coverage(&mut s, r);
+    if let Some(h) = &r.hotspots {
+        hotspots(&mut s, h);
+    }
+    workloads(&mut s, r);
+    s
+}
+
+/// The ladder's table, a row per stage, and how to read it.
+fn ladder(s: &mut String, r: &Report) {
     let _ = writeln!(
         s,
         "| stage | status | time vs previous best [95% CI] | time vs baseline [95% CI] | build s | size |"
@@ -80,6 +92,10 @@ fn render(r: &Report) -> String {
         s,
         "\nA ratio is the candidate's time over the reference's (below 1 is faster); a stage is kept only when it is *faster* than the best before it."
     );
+}
+
+/// The rows not kept, each with its reason line by line and its notes.
+fn not_kept(s: &mut String, r: &Report) {
     let not_kept: Vec<_> = r
         .stages
         .iter()
@@ -105,12 +121,6 @@ fn render(r: &Report) -> String {
             }
         }
     }
-    coverage(&mut s, r);
-    if let Some(h) = &r.hotspots {
-        hotspots(&mut s, h);
-    }
-    workloads(&mut s, r);
-    s
 }
 
 /// The PGO profile's eval coverage and the hot eval code training missed.

@@ -3,7 +3,7 @@
 //! pipeline and by any command that shows a past run.
 
 use super::text::{estimate_cell, portable_hint, settings_line, short_name, speedup_line};
-use super::{Hotspots, Report, StageReport, Status};
+use super::{FinalChoice, Hotspots, Report, StageReport, Status};
 use crate::context::facts::Explained;
 use crate::render::Render;
 use crate::ui::{Tone, Ui};
@@ -86,56 +86,62 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
         s.push_str(&hotspots_lines(h));
     }
     if let Some(f) = &report.final_ {
-        let _ = writeln!(s);
-        let _ = writeln!(s, "ship: {} ({})", f.binary, f.label());
-        let _ = writeln!(s, "  {}", speedup_line(f));
-        if let Some(settings) = &f.settings {
-            let _ = writeln!(s, "  settings: {}", settings_line(settings));
-        }
-        if let Some(p) = f.portable.as_ref().filter(|_| f.stage != "baseline") {
-            if p.binary == f.binary {
-                let _ = writeln!(
-                    s,
-                    "portable: the same binary (it does not pick a CPU: runs on any {} machine)",
-                    report.toolchain.host
-                );
-            } else {
-                let _ = writeln!(
-                    s,
-                    "portable alternative (no target-cpu, runs on any {} machine): {} ({})",
-                    report.toolchain.host,
-                    p.binary,
-                    p.label()
-                );
-                if p.stage == "baseline" {
-                    let _ = writeln!(
-                        s,
-                        "  your current build: no stage without a target-cpu was kept"
-                    );
-                } else {
-                    let _ = writeln!(s, "  {}", speedup_line(p));
-                    if let Some(settings) = &p.settings {
-                        let _ = writeln!(s, "  settings: {}", settings_line(settings));
-                    }
-                }
-                if let Some(hint) = portable_hint(report) {
-                    let _ = writeln!(s, "  {hint}");
-                }
-            }
-        }
-        if let Some(cpu) = f.apply_advice() {
-            let _ = writeln!(
-                s,
-                "write it into the project: cargo optimize apply{}",
-                if cpu {
-                    "   (add --cpu to also write its target-cpu, for this machine's CPU only)"
-                } else {
-                    ""
-                }
-            );
-        }
+        ship(&mut s, report, f);
     }
     s
+}
+
+/// What to ship, the portable alternative and how to write it into the project.
+fn ship(s: &mut String, report: &Report, f: &FinalChoice) {
+    use std::fmt::Write;
+    let _ = writeln!(s);
+    let _ = writeln!(s, "ship: {} ({})", f.binary, f.label());
+    let _ = writeln!(s, "  {}", speedup_line(f));
+    if let Some(settings) = &f.settings {
+        let _ = writeln!(s, "  settings: {}", settings_line(settings));
+    }
+    if let Some(p) = f.portable.as_ref().filter(|_| f.stage != "baseline") {
+        if p.binary == f.binary {
+            let _ = writeln!(
+                s,
+                "portable: the same binary (it does not pick a CPU: runs on any {} machine)",
+                report.toolchain.host
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "portable alternative (no target-cpu, runs on any {} machine): {} ({})",
+                report.toolchain.host,
+                p.binary,
+                p.label()
+            );
+            if p.stage == "baseline" {
+                let _ = writeln!(
+                    s,
+                    "  your current build: no stage without a target-cpu was kept"
+                );
+            } else {
+                let _ = writeln!(s, "  {}", speedup_line(p));
+                if let Some(settings) = &p.settings {
+                    let _ = writeln!(s, "  settings: {}", settings_line(settings));
+                }
+            }
+            if let Some(hint) = portable_hint(report) {
+                let _ = writeln!(s, "  {hint}");
+            }
+        }
+    }
+    if let Some(cpu) = f.apply_advice() {
+        let _ = writeln!(
+            s,
+            "write it into the project: cargo optimize apply{}",
+            if cpu {
+                "   (add --cpu to also write its target-cpu, for this machine's CPU only)"
+            } else {
+                ""
+            }
+        );
+    }
 }
 
 /// `profile: <file> (given, not trained here); …`: where a row's profile came from when it

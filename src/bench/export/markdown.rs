@@ -94,4 +94,19 @@ Warnings:
 "
         );
     }
+
+    #[test]
+    fn a_name_with_html_is_shown_not_rendered() {
+        let mut r = super::super::fixture::report();
+        r.workloads[0].name = "<b>x</b> & y".into();
+        let text = MarkdownExporter.render(&r);
+        assert!(
+            text.contains("\n| &lt;b&gt;x&lt;/b&gt; &amp; y | 0.900 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n- &lt;b&gt;x&lt;/b&gt; &amp; y: noisy"),
+            "{text}"
+        );
+    }
 }
