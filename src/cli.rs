@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// The output formats of `report`, `hotspots` and `check` (one per family, in `render`).
+pub use crate::render::{CheckFormat, HotspotsFormat, ReportFormat};
+
 /// Make a Rust binary faster, measured and verified: baseline, release-profile tuning,
 /// CPU level, PGO and BOLT, each checked for identical outputs and benchmarked with
 /// confidence intervals; only what measurably helps is kept.
@@ -319,19 +322,6 @@ pub struct ReportArgs {
     pub open: bool,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
-pub enum ReportFormat {
-    /// The ladder as the run printed it (without colour).
-    #[default]
-    Term,
-    /// report.json itself.
-    Json,
-    /// GitHub-flavoured Markdown.
-    Md,
-    /// One self-contained HTML page with charts.
-    Html,
-}
-
 #[derive(Debug, Clone, Args)]
 pub struct HotspotsArgs {
     /// The run: an id under target/optimize/runs, a run folder or a report.json
@@ -359,17 +349,6 @@ pub struct HotspotsArgs {
         require_equals = true
     )]
     pub flamegraph: Option<Option<String>>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
-pub enum HotspotsFormat {
-    /// Tables for the terminal.
-    #[default]
-    Term,
-    /// The ranking as JSON.
-    Json,
-    /// GitHub-flavoured Markdown tables.
-    Md,
 }
 
 /// `check --help`: what its exit code means.
@@ -408,19 +387,6 @@ pub struct CheckArgs {
     /// Time a workload whose output changed anyway (it is still reported, and still fails).
     #[arg(long)]
     pub allow_changed_output: bool,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
-pub enum CheckFormat {
-    /// A table for the terminal.
-    #[default]
-    Term,
-    /// check.json.
-    Json,
-    /// GitHub-flavoured Markdown (a PR comment, $GITHUB_STEP_SUMMARY).
-    Md,
-    /// GitHub Actions annotations (::error, ::warning, ::notice).
-    Github,
 }
 
 const RELEASE_EXIT_CODES: &str = "Exit codes:\n  0  every artifact of the matrix was built and packaged (those this machine cannot run are built without PGO and unverified, and the manifest says so)\n  1  partial release: a target is not installed or cannot link here, or a job failed (each is named with its fix); the artifacts that were built are in the output folder\n  2  error: bad input (optimize.toml, a flag), or nothing could be built; with --gather, a file whose checksum differs from its SHA256SUMS, or folders of different commits";

@@ -20,6 +20,7 @@ mod layers;
 pub(crate) mod pipeline;
 pub mod process;
 pub(crate) mod release;
+pub mod render;
 pub mod report;
 pub(crate) mod spec;
 pub(crate) mod stage;

@@ -29,7 +29,7 @@ use anyhow::Context as _;
 
 use crate::bench::{BenchOptions, Comparison, Side};
 use crate::cache::VerdictCache;
-use crate::cli::{CheckArgs, CheckFormat, GlobalArgs, RunArgs};
+use crate::cli::{CheckArgs, GlobalArgs, RunArgs};
 use crate::context::{Candidate, Context, DirLock, RunDir};
 use crate::pipeline::{measure, Plan};
 use crate::spec::{Spec, StageName};
@@ -77,7 +77,7 @@ pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     }
     report.seconds = started.elapsed().as_secs_f64();
     write(&run, &check_dir, &report)?;
-    let text = format(args.format).renderer().render(&report);
+    let text = args.format.renderer().render(&report);
     print!("{text}");
     if let Some(path) = &args.output {
         crate::util::atomic::write(path, text.as_bytes())?;
@@ -95,15 +95,6 @@ fn run_args(args: &CheckArgs) -> RunArgs {
         pgo_profile: None,
         args: Vec::new(),
         ..RunArgs::default()
-    }
-}
-
-fn format(f: CheckFormat) -> Format {
-    match f {
-        CheckFormat::Term => Format::Term,
-        CheckFormat::Json => Format::Json,
-        CheckFormat::Md => Format::Markdown,
-        CheckFormat::Github => Format::Github,
     }
 }
 

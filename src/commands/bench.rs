@@ -111,9 +111,6 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
         }
     }
     write_exports(args, &report)?;
-    if let Some(path) = &args.export_html {
-        crate::util::atomic::write(path, crate::report::html::bench_page(&report).as_bytes())?;
-    }
     Ok(0)
 }
 
@@ -330,6 +327,7 @@ fn write_exports(args: &BenchArgs, report: &export::BenchReport) -> anyhow::Resu
             (export::Format::Json, args.export_json.as_deref()),
             (export::Format::Markdown, args.export_markdown.as_deref()),
             (export::Format::Csv, args.export_csv.as_deref()),
+            (export::Format::Html, args.export_html.as_deref()),
         ],
     )
 }

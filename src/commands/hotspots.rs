@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::cli::{GlobalArgs, HotspotsArgs, HotspotsFormat};
-use crate::hotspots::{self, flamegraph, render};
+use crate::cli::{GlobalArgs, HotspotsArgs};
+use crate::hotspots::{self, flamegraph};
 use crate::report::{self, Report};
 use crate::{toolchain, ui::Ui};
 
@@ -30,11 +30,7 @@ pub fn run(g: &GlobalArgs, args: &HotspotsArgs) -> anyhow::Result<i32> {
             Err(e) => Some(e),
         },
     };
-    let text = match args.format {
-        HotspotsFormat::Term => render::term(&view),
-        HotspotsFormat::Json => render::json(&view),
-        HotspotsFormat::Md => render::markdown(&view),
-    };
+    let text = args.format.renderer().render(&view);
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(text.as_bytes())

@@ -7,22 +7,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::cli::{GlobalArgs, ReportArgs, ReportFormat};
+use crate::cli::{GlobalArgs, ReportArgs};
 use crate::report::{self, Format};
 
 pub fn run(g: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<i32> {
     let path = crate::apply::find_report(g, args.run.as_deref())?;
     let report = report::load(&path)?;
-    let format = if args.open {
-        Format::Html
-    } else {
-        match args.format {
-            ReportFormat::Term => Format::Term,
-            ReportFormat::Json => Format::Json,
-            ReportFormat::Md => Format::Markdown,
-            ReportFormat::Html => Format::Html,
-        }
-    };
+    let format = if args.open { Format::Html } else { args.format };
     let text = format.renderer().render(&report);
     let out: Option<PathBuf> = match (&args.output, args.open) {
         (Some(o), _) => Some(o.clone()),

@@ -1,21 +1,45 @@
-//! `cargo optimize hotspots` as text: a terminal table, GitHub-flavoured Markdown, or the
-//! [`View`] as JSON. Deterministic: the same view gives the same bytes.
+//! `cargo optimize hotspots` as text, behind the one render trait ([`Format`]): a terminal
+//! table, GitHub-flavoured Markdown, or the [`View`] as JSON. Deterministic: the same view
+//! gives the same bytes.
 
 use std::fmt::Write as _;
 
 use super::{Group, View};
+use crate::render::{markdown_cell as cell, markdown_code as code, Json, Render};
 use crate::report::hotspots::{calls_cell, CALLS_UNKNOWN};
-use crate::report::markdown::{cell, code};
+
+/// `hotspots --format`, and what renders each.
+pub use crate::render::HotspotsFormat as Format;
+
+impl Format {
+    pub fn renderer(self) -> Box<dyn Render<View>> {
+        match self {
+            Format::Term => Box::new(Term),
+            Format::Json => Box::new(Json),
+            Format::Markdown => Box::new(Markdown),
+        }
+    }
+}
+
+struct Term;
+
+impl Render<View> for Term {
+    fn render(&self, v: &View) -> String {
+        term(v)
+    }
+}
+
+struct Markdown;
+
+impl Render<View> for Markdown {
+    fn render(&self, v: &View) -> String {
+        markdown(v)
+    }
+}
 
 /// `41.3 %`.
 pub fn percent(share: f64) -> String {
     format!("{:.1} %", share * 100.0)
-}
-
-/// The view as pretty JSON.
-pub fn json(v: &View) -> String {
-    // Plain data with string keys: always serialises.
-    serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
 }
 
 fn summary(v: &View) -> String {
@@ -27,7 +51,7 @@ fn summary(v: &View) -> String {
 }
 
 /// The terminal table: the hottest functions, then by crate and by module.
-pub fn term(v: &View) -> String {
+fn term(v: &View) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -116,7 +140,7 @@ fn groups_term(s: &mut String, what: &str, groups: &[Group]) {
 }
 
 /// GitHub-flavoured Markdown: the tables of [`term`].
-pub fn markdown(v: &View) -> String {
+fn markdown(v: &View) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -274,9 +298,9 @@ Flamegraph: `/run/hotspots/eval.svg`
     #[test]
     fn json_reads_back_as_the_view() {
         let v = view();
-        let back: View = serde_json::from_str(&json(&v)).unwrap();
+        let back: View = serde_json::from_str(&Json.render(&v)).unwrap();
         assert_eq!(back, v);
-        let value: serde_json::Value = serde_json::from_str(&json(&v)).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&Json.render(&v)).unwrap();
         assert_eq!(value["functions"][0]["name"], "hot::Vm::run");
         assert_eq!(value["functions"][0]["crate"], "hot");
     }

@@ -1,94 +1,59 @@
-//! The report as one self-contained HTML page: inline CSS and SVG (drawn by `svg`), no
-//! scripts, no network, readable from `file://` and printable. Sections: what to ship, the
-//! ladder (chart and table), per-workload forest plots, the per-pair distributions, the
-//! hotspots of the PGO profile (when the run made one), the pipeline's timeline, binary sizes, peak memory, toolchain/machine facts and noise.
+//! The report as one self-contained HTML page: a maud template in `render::page`'s shell
+//! (the stylesheet inline from `render/assets/report.css`), charts as inline SVG drawn by
+//! `render::svg`; no scripts, no network, readable from `file://` and printable. Sections:
+//! what to ship, the ladder (chart and table), the profile's coverage, per-workload forest
+//! plots, the per-pair distributions, the hotspots of the PGO profile (when the run made
+//! one), the pipeline's timeline, binary sizes, peak memory, toolchain/machine facts and
+//! noise.
 //!
-//! Every string from the report goes through [`esc`]. [`bench_page`] draws the same kind
-//! of page for a standalone `bench` A/B comparison.
+//! Every value from the report is spliced with `(…)`, which the template escapes
+//! (`render::html`); only the charts, markup we draw, go in as `PreEscaped`.
 
-use std::fmt::Write as _;
+use maud::{html, Markup, PreEscaped};
 
 use super::hotspots::{calls_cell, CALLS_UNKNOWN};
-use super::svg::{bars, esc, forest, strip, Bar, Interval, Strip};
-use super::terminal::{estimate_cell, portable_hint, settings_line, short_name, speedup_line};
-use super::{pair_ratios, Hotspots, Renderer, Report, StageReport, Status};
-use crate::bench::export::{format_secs, BenchReport};
+use super::text::{estimate_cell, portable_hint, settings_line, short_name, speedup_line};
+use super::{pair_ratios, FinalChoice, Hotspots, Report, StageReport, Status};
+use crate::bench::export::format_secs;
 use crate::bench::Comparison;
+use crate::render::page::{document, status_legend};
+use crate::render::svg::{bars, forest, strip, Bar, Interval, Strip};
+use crate::render::Render;
 use crate::util::human_bytes;
 
 pub struct HtmlRenderer;
 
-impl Renderer for HtmlRenderer {
+impl Render<Report> for HtmlRenderer {
     fn render(&self, report: &Report) -> String {
         page(report)
     }
 }
 
-const CSS: &str = r#"
-:root { --kept: #1a7f37; --dropped: #6e7781; --rejected: #bc4c00; --failed: #cf222e; --skipped: #afb8c1; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; max-width: 980px; margin: 24px auto; padding: 0 16px; }
-h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
-h3 { font-size: 14px; margin: 16px 0 4px; }
-.meta, .caption { color: #59636e; } .caption { font-size: 12px; margin: 2px 0 8px; }
-code { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f6f8fa; padding: 1px 4px; border-radius: 4px; overflow-wrap: anywhere; }
-table { border-collapse: collapse; margin: 8px 0; font-size: 13px; max-width: 100%; } th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical-align: top; overflow-wrap: break-word; } td.why { overflow-wrap: anywhere; min-width: 200px; }
-th { background: #f6f8fa; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.ship { border: 1px solid #1a7f37; background: #f0fff4; border-radius: 6px; padding: 8px 16px; }
-.ship dt { font-weight: 600; } .ship dd { margin: 0 0 6px 0; }
-.status { font-weight: 600; } .status.kept { color: var(--kept); } .status.dropped { color: var(--dropped); }
-.status.rejected { color: var(--rejected); } .status.failed { color: var(--failed); } .status.skipped { color: var(--skipped); }
-svg.chart { display: block; max-width: 100%; height: auto; font: 12px system-ui, sans-serif; }
-svg .axis { stroke: #59636e; } svg .grid { stroke: #eaeef2; } svg .tick, svg .axis-label { fill: #59636e; font-size: 11px; }
-svg .label { fill: #1f2328; } svg .band { fill: #ddf4ff; } svg .ref { stroke: #1f2328; stroke-dasharray: 4 3; }
-svg .ci { stroke-width: 3; stroke: currentColor; } svg .point { fill: currentColor; } svg .missing { fill: #59636e; font-style: italic; }
-svg .cross { stroke: currentColor; stroke-width: 2; } svg .dot { fill: #0969da; fill-opacity: .55; } svg .center { stroke: #1f2328; stroke-width: 2; }
-svg .bar { fill: currentColor; } svg .value { fill: #1f2328; font-size: 11px; } svg .value.inside { fill: #fff; }
-svg .mark { color: #0969da; } svg .mark.kept, svg .mark.faster { color: var(--kept); } svg .mark.dropped, svg .mark.equivalent, svg .mark.inconclusive { color: var(--dropped); }
-svg .mark.rejected { color: var(--rejected); } svg .mark.failed, svg .mark.slower { color: var(--failed); } svg .mark.skipped { color: var(--skipped); }
-svg .mark.build { color: #8250df; } svg .mark.measure { color: #0969da; } svg .mark.verify { color: #bf8700; } svg .mark.train { color: #1a7f37; } svg .mark.other { color: #6e7781; }
-.legend span { margin-right: 14px; } .legend i { display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px; vertical-align: -1px; }
-@media print { body { margin: 0; max-width: none; } h2 { break-after: avoid; } svg.chart, table, .ship { break-inside: avoid; } }
-"#;
-
-fn document(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
-        esc(title)
-    )
-}
-
-fn legend() -> &'static str {
-    "<p class=\"legend caption\"><span><i style=\"background:var(--kept)\"></i>kept / faster</span><span><i style=\"background:var(--dropped)\"></i>dropped / inconclusive / equivalent</span><span><i style=\"background:var(--rejected)\"></i>rejected</span><span><i style=\"background:var(--failed)\"></i>failed / slower</span><span><i style=\"background:#ddf4ff;border:1px solid #9ccfe8\"></i>margin band (equivalent)</span></p>\n"
-}
-
-/// The legend of a chart coloured by verdict only (`bench`).
-fn verdict_legend() -> &'static str {
-    "<p class=\"legend caption\"><span><i style=\"background:var(--kept)\"></i>faster</span><span><i style=\"background:var(--dropped)\"></i>inconclusive / equivalent</span><span><i style=\"background:var(--failed)\"></i>slower</span><span><i style=\"background:#ddf4ff;border:1px solid #9ccfe8\"></i>margin band (equivalent)</span></p>\n"
-}
-
 /// The run's page.
 pub fn page(r: &Report) -> String {
-    let mut b = String::new();
-    let _ = writeln!(
-        b,
-        "<h1>cargo-optimize: <code>{}</code></h1>\n<p class=\"meta\">crate <code>{}</code> · run <code>{}</code> · cargo-optimize {}</p>",
-        esc(&r.bin),
-        esc(&r.crate_name),
-        esc(&r.run_id),
-        esc(&r.tool_version)
-    );
-    ship(&mut b, r);
-    ladder(&mut b, r);
-    coverage(&mut b, r);
-    workloads(&mut b, r);
-    distributions(&mut b, r);
-    if let Some(h) = &r.hotspots {
-        hotspots(&mut b, h);
-    }
-    timeline(&mut b, r);
-    sizes_and_memory(&mut b, r);
-    facts(&mut b, r);
-    document(&format!("cargo-optimize: {} ({})", r.bin, r.run_id), &b)
+    let body = html! {
+        h1 { "cargo-optimize: " code { (r.bin) } }
+        p class="meta" {
+            "crate " code { (r.crate_name) } " · run " code { (r.run_id) }
+            " · cargo-optimize " (r.tool_version)
+        }
+        (ship(r))
+        (ladder(r))
+        (coverage(r))
+        (workloads(r))
+        (distributions(r))
+        @if let Some(h) = &r.hotspots { (hotspots(h)) }
+        (timeline(r))
+        (sizes(r))
+        (memory(r))
+        (facts(r))
+    };
+    document(&format!("cargo-optimize: {} ({})", r.bin, r.run_id), body)
+}
+
+/// A chart we drew (SVG markup, its text escaped by `render::svg`).
+fn chart(svg: String) -> PreEscaped<String> {
+    PreEscaped(svg)
 }
 
 fn margin_of(r: &Report) -> f64 {
@@ -100,178 +65,169 @@ fn margin_of(r: &Report) -> f64 {
         .unwrap_or(0.01)
 }
 
-fn ship(b: &mut String, r: &Report) {
-    let _ = writeln!(b, "<h2 id=\"ship\">What to ship</h2>");
-    let Some(f) = &r.final_ else {
-        let _ = writeln!(b, "<p>The run chose nothing.</p>");
-        return;
-    };
-    let _ = writeln!(
-        b,
-        "<div class=\"ship\"><dl>\n<dt>{}</dt><dd>{}</dd>\n<dt>binary</dt><dd><code>{}</code></dd>",
-        esc(&f.label()),
-        esc(&speedup_line(f)),
-        esc(&f.binary)
-    );
-    if let Some(v) = &f.settings {
-        let _ = writeln!(
-            b,
-            "<dt>settings</dt><dd><code>{}</code></dd>",
-            esc(&settings_line(v))
-        );
-    }
-    if let Some(p) = f.portable.as_ref().filter(|_| f.stage != "baseline") {
-        let text = if p.binary == f.binary {
-            format!(
-                "the same binary: it picks no CPU, runs on any {} machine",
-                r.toolchain.host
-            )
-        } else if p.stage == "baseline" {
-            "the baseline (your current build): no stage without a target-cpu was kept".into()
-        } else {
-            format!(
-                "{} — {}; runs on any {} machine",
-                p.label(),
-                speedup_line(p),
-                r.toolchain.host
-            )
-        };
-        let _ = writeln!(b, "<dt>portable alternative</dt><dd>{}", esc(&text));
-        if p.binary != f.binary {
-            let _ = write!(b, "<br><code>{}</code>", esc(&p.binary));
-            if let Some(v) = &p.settings {
-                let _ = write!(b, "<br>settings: <code>{}</code>", esc(&settings_line(v)));
-            }
-            if let Some(h) = portable_hint(r) {
-                let _ = write!(b, "<br>{}", esc(&h));
-            }
+fn ship(r: &Report) -> Markup {
+    html! {
+        h2 id="ship" { "What to ship" }
+        @if let Some(f) = &r.final_ {
+            div class="ship" { dl {
+                dt { (f.label()) } dd { (speedup_line(f)) }
+                dt { "binary" } dd { code { (f.binary) } }
+                @if let Some(v) = &f.settings {
+                    dt { "settings" } dd { code { (settings_line(v)) } }
+                }
+                @if let Some(p) = f.portable.as_ref().filter(|_| f.stage != "baseline") {
+                    dt { "portable alternative" } dd { (portable(r, f, p)) }
+                }
+                @if let Some(cpu) = f.apply_advice() {
+                    dt { "write it into the project" }
+                    dd {
+                        code { "cargo optimize apply" }
+                        @if cpu {
+                            " (add " code { "--cpu" }
+                            " to also write its target-cpu, for this machine's CPU only)"
+                        }
+                    }
+                }
+            } }
+        } @else {
+            p { "The run chose nothing." }
         }
-        let _ = writeln!(b, "</dd>");
     }
-    if let Some(cpu) = f.apply_advice() {
-        let _ = writeln!(
-            b,
-            "<dt>write it into the project</dt><dd><code>cargo optimize apply</code>{}</dd>",
-            if cpu {
-                " (add <code>--cpu</code> to also write its target-cpu, for this machine's CPU only)"
-            } else {
-                ""
-            }
-        );
+}
+
+/// The portable alternative to what ships: the same binary, the baseline, or its own.
+fn portable(r: &Report, f: &FinalChoice, p: &FinalChoice) -> Markup {
+    let host = &r.toolchain.host;
+    let text = if p.binary == f.binary {
+        format!("the same binary: it picks no CPU, runs on any {host} machine")
+    } else if p.stage == "baseline" {
+        "the baseline (your current build): no stage without a target-cpu was kept".into()
+    } else {
+        format!(
+            "{} — {}; runs on any {host} machine",
+            p.label(),
+            speedup_line(p)
+        )
+    };
+    html! {
+        (text)
+        @if p.binary != f.binary {
+            br; code { (p.binary) }
+            @if let Some(v) = &p.settings { br; "settings: " code { (settings_line(v)) } }
+            @if let Some(h) = portable_hint(r) { br; (h) }
+        }
     }
-    let _ = writeln!(b, "</dl></div>");
 }
 
 fn status_class(st: &StageReport) -> &'static str {
     st.status.as_str()
 }
 
-fn ladder(b: &mut String, r: &Report) {
+fn ladder(r: &Report) -> Markup {
     let margin = margin_of(r);
-    let _ = writeln!(b, "<h2 id=\"ladder\">The ladder</h2>");
-    let _ = writeln!(
-        b,
-        "<p class=\"caption\">Each stage's time ratio against the baseline with its 95 % interval (below 1 is faster); the band is the ±{:.1} % margin. A stage is kept only when it is faster than the best before it (the table's first column of ratios).</p>",
-        margin * 100.0
-    );
-    b.push_str(legend());
-    let rows: Vec<Interval> = r
-        .stages
-        .iter()
-        .map(|st| {
-            let est = if st.name == "baseline" && st.status == Status::Kept {
-                Some((1.0, 1.0, 1.0))
-            } else {
-                st.vs_baseline
-                    .as_ref()
-                    .map(|e| (e.ratio, e.ci_low, e.ci_high))
-            };
-            let note = match (&st.vs_baseline, st.status) {
-                (Some(e), _) => format!(
-                    "{}: {} vs baseline {}",
-                    st.status.as_str(),
-                    st.label(),
-                    estimate_cell(Some(e))
-                ),
-                (None, Status::Kept) => "the reference".into(),
-                (None, s) => format!(
-                    "{}, not measured: {}",
-                    s.as_str(),
-                    st.reason.lines().next().unwrap_or("")
-                ),
-            };
-            Interval {
-                label: st.label(),
-                key: st.label(),
-                class: status_class(st).into(),
-                est,
-                note,
-            }
-        })
-        .collect();
-    b.push_str(&forest(
-        "ladder",
-        &rows,
-        margin,
-        "time ratio vs baseline (below 1 is faster)",
-    ));
-    let _ = writeln!(
-        b,
-        "<table class=\"ladder\">\n<tr><th>stage</th><th>status</th><th>time vs previous best [95% CI]</th><th>time vs baseline [95% CI]</th><th>build s</th><th>size</th><th>why</th></tr>"
-    );
-    for st in &r.stages {
-        let mut why = esc(&st.reason).replace('\n', "<br>");
-        for n in &st.notes {
-            let _ = write!(why, "<br><em>{}</em>", esc(n));
+    let rows: Vec<Interval> = r.stages.iter().map(ladder_mark).collect();
+    html! {
+        h2 id="ladder" { "The ladder" }
+        p class="caption" {
+            (format!("Each stage's time ratio against the baseline with its 95 % interval (below 1 is faster); the band is the ±{:.1} % margin. A stage is kept only when it is faster than the best before it (the table's first column of ratios).", margin * 100.0))
         }
-        let _ = writeln!(
-            b,
-            "<tr data-status=\"{}\"><td>{}</td><td class=\"status {}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"why\">{}</td></tr>",
-            status_class(st),
-            esc(&st.label()),
-            status_class(st),
-            st.status.as_str(),
-            esc(&estimate_cell(st.vs_best.as_ref())),
-            esc(&estimate_cell(st.vs_baseline.as_ref())),
-            st.build_seconds
-                .map(|s| format!("{s:.1}"))
-                .unwrap_or_else(|| "-".into()),
-            esc(&st.size_bytes.map(human_bytes).unwrap_or_else(|| "-".into())),
-            why
-        );
+        (status_legend())
+        (chart(forest("ladder", &rows, margin, "time ratio vs baseline (below 1 is faster)")))
+        table class="ladder" {
+            tr {
+                @for h in ["stage", "status", "time vs previous best [95% CI]",
+                    "time vs baseline [95% CI]", "build s", "size", "why"] { th { (h) } }
+            }
+            @for st in &r.stages { (ladder_row(st)) }
+        }
     }
-    let _ = writeln!(b, "</table>");
+}
+
+/// A stage's mark on the ladder's chart.
+fn ladder_mark(st: &StageReport) -> Interval {
+    let est = if st.name == "baseline" && st.status == Status::Kept {
+        Some((1.0, 1.0, 1.0))
+    } else {
+        st.vs_baseline
+            .as_ref()
+            .map(|e| (e.ratio, e.ci_low, e.ci_high))
+    };
+    let note = match (&st.vs_baseline, st.status) {
+        (Some(e), _) => format!(
+            "{}: {} vs baseline {}",
+            st.status.as_str(),
+            st.label(),
+            estimate_cell(Some(e))
+        ),
+        (None, Status::Kept) => "the reference".into(),
+        (None, s) => format!(
+            "{}, not measured: {}",
+            s.as_str(),
+            st.reason.lines().next().unwrap_or("")
+        ),
+    };
+    Interval {
+        label: st.label(),
+        key: st.label(),
+        class: status_class(st).into(),
+        est,
+        note,
+    }
+}
+
+/// A stage's row of the ladder's table: its reason line by line, then its notes.
+fn ladder_row(st: &StageReport) -> Markup {
+    let build = st
+        .build_seconds
+        .map(|s| format!("{s:.1}"))
+        .unwrap_or_else(|| "-".into());
+    let size = st.size_bytes.map(human_bytes).unwrap_or_else(|| "-".into());
+    html! {
+        tr data-status=(status_class(st)) {
+            td { (st.label()) }
+            td class={ "status " (status_class(st)) } { (st.status.as_str()) }
+            td class="num" { (estimate_cell(st.vs_best.as_ref())) }
+            td class="num" { (estimate_cell(st.vs_baseline.as_ref())) }
+            td class="num" { (build) }
+            td class="num" { (size) }
+            td class="why" {
+                @for (i, line) in st.reason.split('\n').enumerate() {
+                    @if i > 0 { br; } (line)
+                }
+                @for n in &st.notes { br; em { (n) } }
+            }
+        }
+    }
 }
 
 /// The PGO profile's eval coverage and the hot eval code training missed (when recorded).
-fn coverage(b: &mut String, r: &Report) {
+fn coverage(r: &Report) -> Markup {
     let Some((row, q)) = r.profile_quality() else {
-        return;
+        return html! {};
     };
-    let _ = writeln!(
-        b,
-        "<h2 id=\"coverage\">Profile coverage</h2>\n<p>{}: {}.</p>",
-        esc(&row.label()),
-        esc(&q.describe())
-    );
-    if q.untrained_hot.is_empty() {
-        return;
+    html! {
+        h2 id="coverage" { "Profile coverage" }
+        p { (row.label()) ": " (q.describe()) "." }
+        @if !q.untrained_hot.is_empty() {
+            p class="caption" {
+                "Functions hot in the eval workloads that training ran under 1/20 as much (or not at all); each eval workload weighs the same. Add train workloads like the ones named."
+            }
+            table class="coverage" {
+                tr {
+                    th { "function" } th { "eval share" } th { "train share" }
+                    th { "hottest in eval workload" }
+                }
+                @for u in &q.untrained_hot {
+                    tr {
+                        td { code { (u.function) } }
+                        td class="num" { (format!("{:.1} %", u.eval_share * 100.0)) }
+                        td class="num" { (format!("{:.2} %", u.train_share * 100.0)) }
+                        td { (u.workload) }
+                    }
+                }
+            }
+        }
     }
-    let _ = writeln!(
-        b,
-        "<p class=\"caption\">Functions hot in the eval workloads that training ran under 1/20 as much (or not at all); each eval workload weighs the same. Add train workloads like the ones named.</p>\n<table class=\"coverage\">\n<tr><th>function</th><th>eval share</th><th>train share</th><th>hottest in eval workload</th></tr>"
-    );
-    for u in &q.untrained_hot {
-        let _ = writeln!(
-            b,
-            "<tr><td><code>{}</code></td><td class=\"num\">{:.1} %</td><td class=\"num\">{:.2} %</td><td>{}</td></tr>",
-            esc(&u.function),
-            u.eval_share * 100.0,
-            u.train_share * 100.0,
-            esc(&u.workload)
-        );
-    }
-    let _ = writeln!(b, "</table>");
 }
 
 /// The candidates with comparisons, in ladder order: (row label, tag, row).
@@ -288,114 +244,92 @@ fn measured_rows(r: &Report) -> Vec<(String, String, &StageReport)> {
     out
 }
 
-fn workloads(b: &mut String, r: &Report) {
+fn workloads(r: &Report) -> Markup {
     let margin = margin_of(r);
     let shipped = r.final_.as_ref().map(|f| f.binary.clone());
+    let is_shipped = |st: &StageReport| st.binary.is_some() && st.binary == shipped;
     let rows: Vec<_> = measured_rows(r)
         .into_iter()
-        .filter(|(_, _, st)| {
-            st.status == Status::Kept || st.binary.is_some() && st.binary == shipped
-        })
+        .filter(|(_, _, st)| st.status == Status::Kept || is_shipped(st))
         .collect();
-    let _ = writeln!(b, "<h2 id=\"workloads\">Per workload</h2>");
-    if rows.is_empty() {
-        let _ = writeln!(b, "<p>No stage was kept: nothing to break down.</p>");
-        return;
-    }
-    let _ = writeln!(
-        b,
-        "<p class=\"caption\">For the shipped candidate and each kept stage: its time ratio on each workload against the candidate it had to beat, with the interval.</p>"
-    );
-    for (label, tag, st) in rows {
-        let rival = st.rival().unwrap_or_else(|| "its rival".into());
-        let items: Vec<Interval> = r
-            .workloads
-            .iter()
-            .filter_map(|w| {
-                let c = w.per_stage.get(&tag)?;
-                Some(Interval {
-                    label: w.name.clone(),
-                    key: w.name.clone(),
-                    class: c.verdict.to_string(),
-                    est: Some((c.ratio, c.ci_low, c.ci_high)),
-                    note: format!(
-                        "{}: {:.3} [{:.3}, {:.3}] {} ({} pairs)",
-                        w.name, c.ratio, c.ci_low, c.ci_high, c.verdict, c.n
-                    ),
-                })
-            })
-            .collect();
-        let _ = writeln!(
-            b,
-            "<h3>{} vs {}{}</h3>",
-            esc(&label),
-            esc(&rival),
-            if st.binary.is_some() && st.binary == shipped {
-                " (shipped)"
-            } else {
-                ""
+    html! {
+        h2 id="workloads" { "Per workload" }
+        @if rows.is_empty() {
+            p { "No stage was kept: nothing to break down." }
+        } @else {
+            p class="caption" {
+                "For the shipped candidate and each kept stage: its time ratio on each workload against the candidate it had to beat, with the interval."
             }
-        );
-        b.push_str(&forest(
-            &format!("workloads:{tag}"),
-            &items,
-            margin,
-            &format!("time ratio {label} / {rival}"),
-        ));
+            @for (label, tag, st) in &rows {
+                @let rival = st.rival().unwrap_or_else(|| "its rival".into());
+                h3 { (label) " vs " (rival) @if is_shipped(st) { " (shipped)" } }
+                (chart(forest(
+                    &format!("workloads:{tag}"),
+                    &workload_marks(r, tag),
+                    margin,
+                    &format!("time ratio {label} / {rival}"),
+                )))
+            }
+        }
     }
 }
 
-fn distributions(b: &mut String, r: &Report) {
+/// Each workload's ratio for the candidate `tag`, a mark each.
+fn workload_marks(r: &Report, tag: &str) -> Vec<Interval> {
+    r.workloads
+        .iter()
+        .filter_map(|w| {
+            let c = w.per_stage.get(tag)?;
+            Some(Interval {
+                label: w.name.clone(),
+                key: w.name.clone(),
+                class: c.verdict.to_string(),
+                est: Some((c.ratio, c.ci_low, c.ci_high)),
+                note: format!(
+                    "{}: {:.3} [{:.3}, {:.3}] {} ({} pairs)",
+                    w.name, c.ratio, c.ci_low, c.ci_high, c.verdict, c.n
+                ),
+            })
+        })
+        .collect()
+}
+
+fn distributions(r: &Report) -> Markup {
     let margin = margin_of(r);
     let rows = measured_rows(r);
-    let _ = writeln!(b, "<h2 id=\"distributions\">Every pair</h2>");
-    if rows.is_empty() {
-        let _ = writeln!(b, "<p>Nothing was measured.</p>");
-        return;
-    }
-    let _ = writeln!(
-        b,
-        "<p class=\"caption\">Each dot is one interleaved pair's time ratio (candidate / reference); the tick is the estimate. A wide cloud is noise; a lone dot far away, an outlier.</p>"
-    );
-    for (label, tag, st) in rows {
-        let rival = st.rival().unwrap_or_else(|| "its rival".into());
-        let items: Vec<Strip> = r
-            .workloads
-            .iter()
-            .filter_map(|w| {
-                let c = w.per_stage.get(&tag)?;
-                Some(Strip {
-                    label: w.name.clone(),
-                    key: w.name.clone(),
-                    values: pair_ratios(c),
-                    center: Some(c.ratio),
-                })
-            })
-            .collect();
-        let _ = writeln!(b, "<h3>{} vs {}</h3>", esc(&label), esc(&rival));
-        b.push_str(&strip(
-            &format!("pairs:{tag}"),
-            &items,
-            margin,
-            &format!("per-pair time ratio {label} / {rival}"),
-        ));
+    html! {
+        h2 id="distributions" { "Every pair" }
+        @if rows.is_empty() {
+            p { "Nothing was measured." }
+        } @else {
+            p class="caption" {
+                "Each dot is one interleaved pair's time ratio (candidate / reference); the tick is the estimate. A wide cloud is noise; a lone dot far away, an outlier."
+            }
+            @for (label, tag, st) in &rows {
+                @let rival = st.rival().unwrap_or_else(|| "its rival".into());
+                @let items: Vec<Strip> = r.workloads.iter().filter_map(|w| {
+                    let c = w.per_stage.get(tag)?;
+                    Some(Strip {
+                        label: w.name.clone(),
+                        key: w.name.clone(),
+                        values: pair_ratios(c),
+                        center: Some(c.ratio),
+                    })
+                }).collect();
+                h3 { (label) " vs " (rival) }
+                (chart(strip(
+                    &format!("pairs:{tag}"),
+                    &items,
+                    margin,
+                    &format!("per-pair time ratio {label} / {rival}"),
+                )))
+            }
+        }
     }
 }
 
 /// The hottest functions of the run's PGO profile: a bar per function, then the table.
-fn hotspots(b: &mut String, h: &Hotspots) {
-    let _ = writeln!(b, "<h2 id=\"hotspots\">Hotspots</h2>");
-    let _ = writeln!(
-        b,
-        "<p class=\"caption\">The hottest functions of the merged PGO profile, by their share of its counters summed (work done in the train workloads, not time): {} of {} functions ran, and these {} hold {:.1} %. More, by crate and module: <code>cargo optimize hotspots</code>.</p>",
-        h.functions_with_counts,
-        h.functions_in_profile,
-        h.functions.len(),
-        h.listed_share() * 100.0
-    );
-    if h.functions.is_empty() {
-        return;
-    }
+fn hotspots(h: &Hotspots) -> Markup {
     let rows: Vec<Bar> = h
         .functions
         .iter()
@@ -408,42 +342,40 @@ fn hotspots(b: &mut String, h: &Hotspots) {
             text: format!("{:.1} %", f.share * 100.0),
         })
         .collect();
-    b.push_str(&bars(
-        "hotspots",
-        &rows,
-        "share of the profile's counts (%)",
-    ));
-    hotspots_table(b, h);
+    html! {
+        h2 id="hotspots" { "Hotspots" }
+        p class="caption" {
+            (format!("The hottest functions of the merged PGO profile, by their share of its counters summed (work done in the train workloads, not time): {} of {} functions ran, and these {} hold {:.1} %. More, by crate and module: ",
+                h.functions_with_counts, h.functions_in_profile, h.functions.len(), h.listed_share() * 100.0))
+            code { "cargo optimize hotspots" } "."
+        }
+        @if !h.functions.is_empty() {
+            (chart(bars("hotspots", &rows, "share of the profile's counts (%)")))
+            (hotspots_table(h))
+        }
+    }
 }
 
 /// The hotspots as a table (a calls column only when some are known).
-fn hotspots_table(b: &mut String, h: &Hotspots) {
-    let calls = |c: &str, tag: &str| {
-        if h.any_calls() {
-            format!("<{tag}>{c}</{}>", &tag[..2])
-        } else {
-            String::new()
+fn hotspots_table(h: &Hotspots) -> Markup {
+    let calls = h.any_calls();
+    html! {
+        table class="hotspots" {
+            tr {
+                th { "#" } th { "function" } th { "crate" } th { "share" }
+                @if calls { th { "calls" } }
+            }
+            @for (i, f) in h.functions.iter().enumerate() {
+                tr {
+                    td class="num" { (i + 1) }
+                    td { code { (f.name) } }
+                    td { (f.crate_name) }
+                    td class="num" { (format!("{:.1} %", f.share * 100.0)) }
+                    @if calls { td class="num" { (calls_cell(f.entries)) } }
+                }
+            }
         }
-    };
-    let _ = writeln!(
-        b,
-        "<table class=\"hotspots\">\n<tr><th>#</th><th>function</th><th>crate</th><th>share</th>{}</tr>",
-        calls("calls", "th")
-    );
-    for (i, f) in h.functions.iter().enumerate() {
-        let _ = writeln!(
-            b,
-            "<tr><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td class=\"num\">{:.1} %</td>{}</tr>",
-            i + 1,
-            esc(&f.name),
-            esc(&f.crate_name),
-            f.share * 100.0,
-            calls(&calls_cell(f.entries), "td class=\"num\"")
-        );
-    }
-    let _ = writeln!(b, "</table>");
-    if h.calls_unknown() {
-        let _ = writeln!(b, "<p class=\"caption\">{}</p>", esc(CALLS_UNKNOWN));
+        @if h.calls_unknown() { p class="caption" { (CALLS_UNKNOWN) } }
     }
 }
 
@@ -466,24 +398,14 @@ fn step_kind(step: &str) -> &'static str {
     }
 }
 
-fn timeline(b: &mut String, r: &Report) {
+fn timeline(r: &Report) -> Markup {
     let steps: Vec<_> = r.pipeline.iter().filter(|p| p.step != "total").collect();
-    let _ = writeln!(b, "<h2 id=\"timeline\">Where the time went</h2>");
-    if steps.is_empty() {
-        let _ = writeln!(b, "<p>The report has no timings.</p>");
-        return;
-    }
     let total = r
         .pipeline
         .iter()
         .find(|p| p.step == "total")
         .map(|p| p.seconds)
         .unwrap_or_else(|| steps.iter().map(|p| p.seconds).sum());
-    let _ = writeln!(
-        b,
-        "<p class=\"caption\">The pipeline's steps in order, {:.1} s in all: <span style=\"color:#8250df\">builds</span>, <span style=\"color:#1a7f37\">training</span>, <span style=\"color:#bf8700\">verification</span>, <span style=\"color:#0969da\">measuring</span>.</p>",
-        total
-    );
     let mut at = 0.0;
     let items: Vec<Bar> = steps
         .iter()
@@ -508,11 +430,24 @@ fn timeline(b: &mut String, r: &Report) {
             bar
         })
         .collect();
-    b.push_str(&bars("timeline", &items, "seconds since the run started"));
+    html! {
+        h2 id="timeline" { "Where the time went" }
+        @if steps.is_empty() {
+            p { "The report has no timings." }
+        } @else {
+            p class="caption" {
+                (format!("The pipeline's steps in order, {total:.1} s in all: "))
+                span style="color:#8250df" { "builds" } ", "
+                span style="color:#1a7f37" { "training" } ", "
+                span style="color:#bf8700" { "verification" } ", "
+                span style="color:#0969da" { "measuring" } "."
+            }
+            (chart(bars("timeline", &items, "seconds since the run started")))
+        }
+    }
 }
 
-fn sizes_and_memory(b: &mut String, r: &Report) {
-    let _ = writeln!(b, "<h2 id=\"sizes\">Binary sizes</h2>");
+fn sizes(r: &Report) -> Markup {
     let sized: Vec<Bar> = r
         .stages
         .iter()
@@ -528,13 +463,17 @@ fn sizes_and_memory(b: &mut String, r: &Report) {
             })
         })
         .collect();
-    if sized.is_empty() {
-        let _ = writeln!(b, "<p>No sizes recorded.</p>");
-    } else {
-        b.push_str(&bars("sizes", &sized, "KiB"));
+    html! {
+        h2 id="sizes" { "Binary sizes" }
+        @if sized.is_empty() {
+            p { "No sizes recorded." }
+        } @else {
+            (chart(bars("sizes", &sized, "KiB")))
+        }
     }
+}
 
-    let _ = writeln!(b, "<h2 id=\"memory\">Peak memory</h2>");
+fn memory(r: &Report) -> Markup {
     let mut mem: Vec<Bar> = Vec::new();
     let baseline_rss = r
         .workloads
@@ -563,14 +502,16 @@ fn sizes_and_memory(b: &mut String, r: &Report) {
             mem.push(rss_bar(&label, status_class(st), m));
         }
     }
-    if mem.is_empty() {
-        let _ = writeln!(b, "<p>No memory measurements.</p>");
-    } else {
-        let _ = writeln!(
-            b,
-            "<p class=\"caption\">Each candidate's peak resident memory: the median over its measured runs, the largest over the workloads. The tools' own peaks are in the timeline's labels.</p>"
-        );
-        b.push_str(&bars("memory", &mem, "MiB"));
+    html! {
+        h2 id="memory" { "Peak memory" }
+        @if mem.is_empty() {
+            p { "No memory measurements." }
+        } @else {
+            p class="caption" {
+                "Each candidate's peak resident memory: the median over its measured runs, the largest over the workloads. The tools' own peaks are in the timeline's labels."
+            }
+            (chart(bars("memory", &mem, "MiB")))
+        }
     }
 }
 
@@ -585,23 +526,40 @@ fn rss_bar(label: &str, class: &str, bytes: f64) -> Bar {
     }
 }
 
-fn facts(b: &mut String, r: &Report) {
+/// Every comparison of the run: (workload, candidate tag, comparison).
+fn comparisons(r: &Report) -> Vec<(&str, &str, &Comparison)> {
+    r.workloads
+        .iter()
+        .flat_map(|w| {
+            w.per_stage
+                .iter()
+                .map(move |(tag, c)| (w.name.as_str(), tag.as_str(), c))
+        })
+        .collect()
+}
+
+fn facts(r: &Report) -> Markup {
+    let comps = comparisons(r);
+    html! {
+        h2 id="facts" { "Toolchain, machine and noise" }
+        table {
+            @for (k, v) in fact_rows(r, &comps) { tr { th { (k) } td { (v) } } }
+        }
+        @if !comps.is_empty() { (noise_table(&comps)) }
+    }
+}
+
+/// The facts table's rows: toolchain, machine, CPU, BOLT's profile, counters, noise.
+fn fact_rows(r: &Report, comps: &[(&str, &str, &Comparison)]) -> Vec<(&'static str, String)> {
     let t = &r.toolchain;
-    let _ = writeln!(
-        b,
-        "<h2 id=\"facts\">Toolchain, machine and noise</h2>\n<table>"
-    );
-    let mut row = |k: &str, v: &str| {
-        let _ = writeln!(b, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
-    };
-    row("rustc", &t.rustc);
-    row("LLVM", &t.llvm);
-    row(
-        "llvm-profdata",
-        t.llvm_profdata.as_deref().unwrap_or("not found"),
-    );
-    row("llvm-bolt", t.llvm_bolt.as_deref().unwrap_or("not found"));
-    row("host", &t.host);
+    let found = |p: &Option<String>| p.clone().unwrap_or_else(|| "not found".into());
+    let mut rows = vec![
+        ("rustc", t.rustc.clone()),
+        ("LLVM", t.llvm.clone()),
+        ("llvm-profdata", found(&t.llvm_profdata)),
+        ("llvm-bolt", found(&t.llvm_bolt)),
+        ("host", t.host.clone()),
+    ];
     if let Some(m) = &r.machine {
         let mut cpu = m.cpu_model.clone().unwrap_or_else(|| "unknown CPU".into());
         if let Some(n) = m.logical_cpus {
@@ -610,33 +568,19 @@ fn facts(b: &mut String, r: &Report) {
         if let Some(l) = &m.x86_64_level {
             cpu.push_str(&format!(", {l}"));
         }
-        row("machine", &cpu);
-        row(
-            "hardware counters (this machine)",
-            &format!(
-                "{}: {}",
-                if m.hardware_counters { "yes" } else { "no" },
-                m.hardware_counters_detail
-            ),
-        );
+        rows.push(("machine", cpu));
+        let yes = if m.hardware_counters { "yes" } else { "no" };
+        let detail = format!("{yes}: {}", m.hardware_counters_detail);
+        rows.push(("hardware counters (this machine)", detail));
     }
     if let Some(cpu) = r.stages.iter().find_map(|s| s.facts.native_cpu.clone()) {
-        row("CPU (LLVM's name for it)", &cpu);
+        rows.push(("CPU (LLVM's name for it)", cpu));
     }
     if let Some(bf) = r.stages.iter().find_map(|s| s.facts.bolt.as_ref()) {
-        row("BOLT profile", &format!("{}: {}", bf.mode, bf.mode_reason));
+        rows.push(("BOLT profile", format!("{}: {}", bf.mode, bf.mode_reason)));
     }
-    let comps: Vec<(&str, &str, &Comparison)> = r
-        .workloads
-        .iter()
-        .flat_map(|w| {
-            w.per_stage
-                .iter()
-                .map(move |(tag, c)| (w.name.as_str(), tag.as_str(), c))
-        })
-        .collect();
     if let Some((_, _, c)) = comps.first() {
-        row("hardware counters (measuring)", &c.counters_status);
+        rows.push(("hardware counters (measuring)", c.counters_status.clone()));
     }
     let mut cvs: Vec<f64> = comps
         .iter()
@@ -644,143 +588,51 @@ fn facts(b: &mut String, r: &Report) {
         .filter(|v| v.is_finite())
         .collect();
     cvs.sort_by(f64::total_cmp);
-    if !cvs.is_empty() {
-        row(
-            "noise (CV of run times)",
-            &format!(
-                "median {:.1} %, largest {:.1} % over {} comparisons",
-                cvs[cvs.len() / 2] * 100.0,
-                cvs[cvs.len() - 1] * 100.0,
-                comps.len()
-            ),
+    if let (Some(mid), Some(max)) = (cvs.get(cvs.len() / 2), cvs.last()) {
+        let text = format!(
+            "median {:.1} %, largest {:.1} % over {} comparisons",
+            mid * 100.0,
+            max * 100.0,
+            comps.len()
         );
+        rows.push(("noise (CV of run times)", text));
     }
-    let _ = writeln!(b, "</table>");
-    if comps.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        b,
-        "<table class=\"noise\">\n<tr><th>workload</th><th>candidate</th><th>pairs</th><th>median A</th><th>median B</th><th>CV A</th><th>CV B</th><th>outlier pairs</th><th>note</th></tr>"
-    );
-    for (w, tag, c) in comps {
-        let _ = writeln!(
-            b,
-            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1} %</td><td class=\"num\">{:.1} %</td><td class=\"num\">{}</td><td>{}</td></tr>",
-            esc(w),
-            esc(tag),
-            c.n,
-            esc(&format_secs(c.median_a_secs)),
-            esc(&format_secs(c.median_b_secs)),
-            c.cv_a * 100.0,
-            c.cv_b * 100.0,
-            c.outliers.pairs,
-            esc(c.noise_warning.as_deref().unwrap_or(""))
-        );
-    }
-    let _ = writeln!(b, "</table>");
+    rows
 }
 
-/// The page of a standalone `bench` comparison (`bench --export-html`).
-pub fn bench_page(r: &BenchReport) -> String {
-    let margin = r.options.margin;
-    let mut b = String::new();
-    let g = &r.geomean;
-    let _ = writeln!(
-        b,
-        "<h1>cargo-optimize bench: B vs A</h1>\n<p class=\"meta\">cargo-optimize {} · {} workload{} · margin ±{:.1} % · seed {}</p>",
-        esc(r.tool_version),
-        r.workloads.len(),
-        if r.workloads.len() == 1 { "" } else { "s" },
-        margin * 100.0,
-        r.options.seed
-    );
-    let _ = writeln!(
-        b,
-        "<div class=\"ship\"><dl><dt>geometric mean of B/A</dt><dd>{:.3} [{:.3}, {:.3}] ({:.1} %) — {}</dd></dl></div>",
-        g.ratio,
-        g.ci_low,
-        g.ci_high,
-        g.confidence * 100.0,
-        esc(&g.verdict.to_string())
-    );
-    let _ = writeln!(b, "<h2 id=\"workloads\">Per workload</h2>");
-    b.push_str(verdict_legend());
-    let items: Vec<Interval> = r
-        .workloads
-        .iter()
-        .map(|w| {
-            let c = &w.comparison;
-            Interval {
-                label: w.name.clone(),
-                key: w.name.clone(),
-                class: c.verdict.to_string(),
-                est: Some((c.ratio, c.ci_low, c.ci_high)),
-                note: format!(
-                    "{}: {:.3} [{:.3}, {:.3}] {}",
-                    w.name, c.ratio, c.ci_low, c.ci_high, c.verdict
-                ),
+/// Every comparison's pairs, medians, noise and outliers.
+fn noise_table(comps: &[(&str, &str, &Comparison)]) -> Markup {
+    html! {
+        table class="noise" {
+            tr {
+                @for h in ["workload", "candidate", "pairs", "median A", "median B", "CV A",
+                    "CV B", "outlier pairs", "note"] { th { (h) } }
             }
-        })
-        .collect();
-    b.push_str(&forest("workloads", &items, margin, "time ratio B / A"));
-    let _ = writeln!(b, "<h2 id=\"distributions\">Every pair</h2>\n<p class=\"caption\">Each dot is one interleaved pair's time ratio B/A; the tick is the estimate.</p>");
-    let strips: Vec<Strip> = r
-        .workloads
-        .iter()
-        .map(|w| Strip {
-            label: w.name.clone(),
-            key: w.name.clone(),
-            values: pair_ratios(&w.comparison),
-            center: Some(w.comparison.ratio),
-        })
-        .collect();
-    b.push_str(&strip(
-        "pairs",
-        &strips,
-        margin,
-        "per-pair time ratio B / A",
-    ));
-    let _ = writeln!(
-        b,
-        "<h2 id=\"facts\">Commands and noise</h2>\n<table>\n<tr><th>workload</th><th>A</th><th>B</th><th>pairs</th><th>median A</th><th>median B</th><th>CV A</th><th>CV B</th><th>peak RSS A / B</th><th>outlier pairs</th></tr>"
-    );
-    for w in &r.workloads {
-        let c = &w.comparison;
-        let _ = writeln!(
-            b,
-            "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1} %</td><td class=\"num\">{:.1} %</td><td class=\"num\">{} / {}</td><td class=\"num\">{}</td></tr>",
-            esc(&w.name),
-            esc(&w.command_a),
-            esc(&w.command_b),
-            c.n,
-            esc(&format_secs(c.median_a_secs)),
-            esc(&format_secs(c.median_b_secs)),
-            c.cv_a * 100.0,
-            c.cv_b * 100.0,
-            esc(&human_bytes(c.rss.a.median as u64)),
-            esc(&human_bytes(c.rss.b.median as u64)),
-            c.outliers.pairs
-        );
+            @for (w, tag, c) in comps {
+                tr {
+                    td { (w) }
+                    td { (tag) }
+                    td class="num" { (c.n) }
+                    td class="num" { (format_secs(c.median_a_secs)) }
+                    td class="num" { (format_secs(c.median_b_secs)) }
+                    td class="num" { (format!("{:.1} %", c.cv_a * 100.0)) }
+                    td class="num" { (format!("{:.1} %", c.cv_b * 100.0)) }
+                    td class="num" { (c.outliers.pairs) }
+                    td { (c.noise_warning.as_deref().unwrap_or("")) }
+                }
+            }
+        }
     }
-    let _ = writeln!(b, "</table>");
-    if let Some(w) = r.workloads.first() {
-        let _ = writeln!(
-            b,
-            "<p class=\"caption\">hardware counters: {}</p>",
-            esc(&w.comparison.counters_status)
-        );
-    }
-    document("cargo-optimize bench", &b)
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::render::Render;
+
     #[test]
     fn hotspots_are_a_bar_chart_with_a_mark_per_function_and_a_table() {
-        let mut b = String::new();
-        super::hotspots(&mut b, &crate::report::hotspots::sample());
-        assert!(b.starts_with("<h2 id=\"hotspots\">Hotspots</h2>\n"), "{b}");
+        let b = super::hotspots(&crate::report::hotspots::sample()).into_string();
+        assert!(b.starts_with("<h2 id=\"hotspots\">Hotspots</h2>"), "{b}");
         assert!(
             b.contains("4 of 9 functions ran, and these 3 hold 76.2 %"),
             "{b}"
@@ -794,22 +646,24 @@ mod tests {
             b.contains(r#"data-key="&lt;alloc::vec::Vec&lt;T&gt; as core::ops::Drop&gt;::drop""#),
             "{b}"
         );
-        assert!(b.contains("<tr><td class=\"num\">1</td><td><code>demo::interp::Vm::run</code></td><td>demo</td><td class=\"num\">41.2 %</td><td class=\"num\">3</td></tr>\n"), "{b}");
-        let mut again = String::new();
-        super::hotspots(&mut again, &crate::report::hotspots::sample());
+        assert!(b.contains("<tr><td class=\"num\">1</td><td><code>demo::interp::Vm::run</code></td><td>demo</td><td class=\"num\">41.2 %</td><td class=\"num\">3</td></tr>"), "{b}");
+        let again = super::hotspots(&crate::report::hotspots::sample()).into_string();
         assert_eq!(again, b);
     }
 
     #[test]
-    fn bench_page_has_one_mark_per_workload_and_escapes() {
-        let r = crate::bench::export::fixture::report();
-        let html = super::bench_page(&r);
-        assert_eq!(
-            html.matches(r#"data-chart="workloads" data-key="#).count(),
-            1
+    fn a_stage_reason_is_escaped_line_by_line_with_its_notes() {
+        let mut r: crate::report::Report = serde_json::from_str(include_str!(
+            "../../tests/fixtures/reports/demo/report.json"
+        ))
+        .unwrap();
+        r.stages[1].reason = "a <b>\n& \"c\"".into();
+        r.stages[1].notes = vec!["<note>".into()];
+        let page = super::HtmlRenderer.render(&r);
+        assert!(
+            page.contains("<td class=\"why\">a &lt;b&gt;<br>&amp; &quot;c&quot;<br><em>&lt;note&gt;</em></td>"),
+            "{page}"
         );
-        assert!(html.contains("big|input,x"));
-        assert!(html.contains("/bin/a &#39;big input&#39;"), "{html}");
-        assert!(!html.contains("<script"));
+        assert!(!page.contains("<b>") && !page.contains("<note>"));
     }
 }

@@ -6,14 +6,15 @@
 use std::fmt::Write as _;
 
 use super::hotspots::{calls_cell, CALLS_UNKNOWN};
-use super::terminal::{estimate_cell, portable_hint, settings_line, speedup_line};
-use super::{Hotspots, Renderer, Report, Status};
+use super::text::{estimate_cell, portable_hint, settings_line, speedup_line};
+use super::{Hotspots, Report, Status};
 use crate::bench::export::format_secs;
+use crate::render::{markdown_cell as cell, markdown_code as code, Render};
 use crate::util::human_bytes;
 
 pub struct MarkdownRenderer;
 
-impl Renderer for MarkdownRenderer {
+impl Render<Report> for MarkdownRenderer {
     fn render(&self, report: &Report) -> String {
         render(report)
     }
@@ -52,6 +53,18 @@ fn render(r: &Report) -> String {
         );
     }
     ship(&mut s, r);
+    ladder(&mut s, r);
+    not_kept(&mut s, r);
+    coverage(&mut s, r);
+    if let Some(h) = &r.hotspots {
+        hotspots(&mut s, h);
+    }
+    workloads(&mut s, r);
+    s
+}
+
+/// The ladder's table, a row per stage, and how to read it.
+fn ladder(s: &mut String, r: &Report) {
     let _ = writeln!(
         s,
         "| stage | status | time vs previous best [95% CI] | time vs baseline [95% CI] | build s | size |"
@@ -79,6 +92,10 @@ fn render(r: &Report) -> String {
         s,
         "\nA ratio is the candidate's time over the reference's (below 1 is faster); a stage is kept only when it is *faster* than the best before it."
     );
+}
+
+/// The rows not kept, each with its reason line by line and its notes.
+fn not_kept(s: &mut String, r: &Report) {
     let not_kept: Vec<_> = r
         .stages
         .iter()
@@ -104,12 +121,6 @@ fn render(r: &Report) -> String {
             }
         }
     }
-    coverage(&mut s, r);
-    if let Some(h) = &r.hotspots {
-        hotspots(&mut s, h);
-    }
-    workloads(&mut s, r);
-    s
 }
 
 /// The PGO profile's eval coverage and the hot eval code training missed.
@@ -289,31 +300,6 @@ fn workloads(s: &mut String, r: &Report) {
         s,
         "\nA is the reference (the best before the candidate), B the candidate.\n\n</details>"
     );
-}
-
-/// Text for a table cell or list item: `|` escaped, no line breaks, and outside `code`
-/// spans `<`/`>`/`&` as entities (GitHub renders raw HTML in Markdown; inside a code span
-/// an entity would show as written).
-pub(crate) fn cell(s: &str) -> String {
-    let flat = s.replace('|', "\\|").replace(['\n', '\r'], " ");
-    flat.split('`')
-        .enumerate()
-        .map(|(i, part)| {
-            if i % 2 == 1 {
-                part.to_string()
-            } else {
-                part.replace('&', "&amp;")
-                    .replace('<', "&lt;")
-                    .replace('>', "&gt;")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("`")
-}
-
-/// Text inside backticks: a backtick would end the span, `|` would split a table.
-pub(crate) fn code(s: &str) -> String {
-    s.replace('`', "'").replace('|', "\\|")
 }
 
 #[cfg(test)]

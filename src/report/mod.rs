@@ -1,8 +1,9 @@
 //! The run record: `report.json`'s schema (ARCHITECTURE.md, "Report schema"), its one reader
-//! ([`load`], [`locate`]) and its renderings, one module per format behind [`Renderer`]
-//! ([`Format`]): [`terminal`] (the ladder), [`markdown`] (GitHub-flavoured, for a PR or
-//! `$GITHUB_STEP_SUMMARY`), [`html`] (one self-contained page with hand-written SVG charts,
-//! drawn by `svg`) and JSON (the file itself). Renderings are deterministic: the same
+//! ([`load`], [`locate`]) and its renderings, one module per format behind the one render
+//! trait ([`crate::render::Render`], [`Format`]): [`terminal`] (the ladder), [`markdown`]
+//! (GitHub-flavoured, for a PR or `$GITHUB_STEP_SUMMARY`), [`html`] (one self-contained page,
+//! a maud template with `render::svg`'s charts) and JSON (the file itself); [`text`] holds
+//! what they share. Renderings are deterministic: the same
 //! report gives the same bytes (no clock, no hash-map order).
 //!
 //! `report.json` is a contract (`apply`, the CI gate and other tools read it): add fields
@@ -15,8 +16,8 @@
 pub mod hotspots;
 pub mod html;
 pub mod markdown;
-mod svg;
 pub mod terminal;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use crate::bench::{Comparison, Estimate};
 use crate::cargo::{BuildSettings, Features};
 pub use crate::context::facts::{ProfileQuality, StageFacts, UntrainedHot};
 pub use crate::context::PipelineStep;
+use crate::render::Render;
 use crate::verify::Nondeterminism;
 pub use hotspots::{HotFunction, Hotspots, PgoProfile};
 
@@ -35,27 +37,14 @@ pub const SCHEMA: u32 = 1;
 /// The file every run writes into its folder.
 pub const FILE: &str = "report.json";
 
-/// One rendering of a report, as text.
-pub trait Renderer {
-    fn render(&self, report: &Report) -> String;
-}
-
-/// The formats a report renders to (`cargo optimize report --format`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// The terminal ladder, without colour.
-    Term,
-    /// `report.json` itself (pretty, as the run wrote it).
-    Json,
-    Markdown,
-    Html,
-}
+/// The formats a report renders to (`cargo optimize report --format`), and what renders each.
+pub use crate::render::ReportFormat as Format;
 
 impl Format {
-    pub fn renderer(self) -> Box<dyn Renderer> {
+    pub fn renderer(self) -> Box<dyn Render<Report>> {
         match self {
             Format::Term => Box::new(terminal::TerminalRenderer),
-            Format::Json => Box::new(JsonRenderer),
+            Format::Json => Box::new(crate::render::Json),
             Format::Markdown => Box::new(markdown::MarkdownRenderer),
             Format::Html => Box::new(html::HtmlRenderer),
         }
@@ -69,15 +58,6 @@ impl Format {
             Format::Markdown => "report.md",
             Format::Html => "report.html",
         }
-    }
-}
-
-struct JsonRenderer;
-
-impl Renderer for JsonRenderer {
-    fn render(&self, report: &Report) -> String {
-        // A Report always serialises (plain data, string keys).
-        serde_json::to_string_pretty(report).unwrap_or_default() + "\n"
     }
 }
 
@@ -547,22 +527,7 @@ impl StageReport {
     }
 }
 
-/// The per-pair time ratios (B's wall time over A's, in pair order) of a comparison.
-pub fn pair_ratios(c: &Comparison) -> Vec<f64> {
-    let mut pairs: BTreeMap<u32, (Option<f64>, Option<f64>)> = BTreeMap::new();
-    for r in &c.samples {
-        let e = pairs.entry(r.pair).or_default();
-        match r.side {
-            crate::bench::Side::A => e.0 = Some(r.wall_secs),
-            crate::bench::Side::B => e.1 = Some(r.wall_secs),
-        }
-    }
-    pairs
-        .values()
-        .filter_map(|&(a, b)| Some(b? / a?))
-        .filter(|x| x.is_finite() && *x > 0.0)
-        .collect()
-}
+pub use crate::bench::export::pair_ratios;
 
 #[cfg(test)]
 mod tests {

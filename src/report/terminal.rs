@@ -2,16 +2,17 @@
 //! (when the run made one), then what to ship. Printed to stdout by the
 //! pipeline and by any command that shows a past run.
 
-use super::{FinalChoice, Hotspots, Renderer, Report, Settings, StageReport, Status};
-use crate::bench::Estimate;
+use super::text::{estimate_cell, portable_hint, settings_line, short_name, speedup_line};
+use super::{FinalChoice, Hotspots, Report, StageReport, Status};
 use crate::context::facts::Explained;
+use crate::render::Render;
 use crate::ui::{Tone, Ui};
 use crate::util::human_bytes;
 
 /// The ladder without colour (`cargo optimize report --format term`).
 pub struct TerminalRenderer;
 
-impl Renderer for TerminalRenderer {
+impl Render<Report> for TerminalRenderer {
     fn render(&self, report: &Report) -> String {
         ladder(report, &Ui::plain())
     }
@@ -85,125 +86,62 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
         s.push_str(&hotspots_lines(h));
     }
     if let Some(f) = &report.final_ {
-        let _ = writeln!(s);
-        let _ = writeln!(s, "ship: {} ({})", f.binary, f.label());
-        let _ = writeln!(s, "  {}", speedup_line(f));
-        if let Some(settings) = &f.settings {
-            let _ = writeln!(s, "  settings: {}", settings_line(settings));
-        }
-        if let Some(p) = f.portable.as_ref().filter(|_| f.stage != "baseline") {
-            if p.binary == f.binary {
-                let _ = writeln!(
-                    s,
-                    "portable: the same binary (it does not pick a CPU: runs on any {} machine)",
-                    report.toolchain.host
-                );
-            } else {
-                let _ = writeln!(
-                    s,
-                    "portable alternative (no target-cpu, runs on any {} machine): {} ({})",
-                    report.toolchain.host,
-                    p.binary,
-                    p.label()
-                );
-                if p.stage == "baseline" {
-                    let _ = writeln!(
-                        s,
-                        "  your current build: no stage without a target-cpu was kept"
-                    );
-                } else {
-                    let _ = writeln!(s, "  {}", speedup_line(p));
-                    if let Some(settings) = &p.settings {
-                        let _ = writeln!(s, "  settings: {}", settings_line(settings));
-                    }
-                }
-                if let Some(hint) = portable_hint(report) {
-                    let _ = writeln!(s, "  {hint}");
-                }
-            }
-        }
-        if let Some(cpu) = f.apply_advice() {
-            let _ = writeln!(
-                s,
-                "write it into the project: cargo optimize apply{}",
-                if cpu {
-                    "   (add --cpu to also write its target-cpu, for this machine's CPU only)"
-                } else {
-                    ""
-                }
-            );
-        }
+        ship(&mut s, report, f);
     }
     s
 }
 
-/// Stages kept on top of a cpu candidate are missing from the portable alternative: say
-/// which, and how to get a portable build with them.
-pub(crate) fn portable_hint(report: &Report) -> Option<String> {
-    let on_cpu: Vec<&str> = report
-        .stages
-        .iter()
-        .filter(|st| st.status == Status::Kept && st.name != "cpu")
-        .filter(|st| {
-            st.settings
-                .as_ref()
-                .is_some_and(|v| v.target_cpu().is_some())
-        })
-        .map(|st| st.name.as_str())
-        // A stage whose own portable variant was kept needs no hint (pgo (portable)).
-        .filter(|n| {
-            report
-                .final_
-                .as_ref()
-                .and_then(|f| f.portable.as_ref())
-                .is_none_or(|p| p.stage != *n)
-        })
-        .collect();
-    if on_cpu.is_empty() {
-        return None;
+/// What to ship, the portable alternative and how to write it into the project.
+fn ship(s: &mut String, report: &Report, f: &FinalChoice) {
+    use std::fmt::Write;
+    let _ = writeln!(s);
+    let _ = writeln!(s, "ship: {} ({})", f.binary, f.label());
+    let _ = writeln!(s, "  {}", speedup_line(f));
+    if let Some(settings) = &f.settings {
+        let _ = writeln!(s, "  settings: {}", settings_line(settings));
     }
-    let mut without_cpu: Vec<&str> = Vec::new();
-    for st in &report.stages {
-        let n = st.name.as_str();
-        if n != "baseline" && n != "cpu" && !without_cpu.contains(&n) {
-            without_cpu.push(n);
+    if let Some(p) = f.portable.as_ref().filter(|_| f.stage != "baseline") {
+        if p.binary == f.binary {
+            let _ = writeln!(
+                s,
+                "portable: the same binary (it does not pick a CPU: runs on any {} machine)",
+                report.toolchain.host
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "portable alternative (no target-cpu, runs on any {} machine): {} ({})",
+                report.toolchain.host,
+                p.binary,
+                p.label()
+            );
+            if p.stage == "baseline" {
+                let _ = writeln!(
+                    s,
+                    "  your current build: no stage without a target-cpu was kept"
+                );
+            } else {
+                let _ = writeln!(s, "  {}", speedup_line(p));
+                if let Some(settings) = &p.settings {
+                    let _ = writeln!(s, "  settings: {}", settings_line(settings));
+                }
+            }
+            if let Some(hint) = portable_hint(report) {
+                let _ = writeln!(s, "  {hint}");
+            }
         }
     }
-    Some(format!(
-        "({} built on the cpu candidate; for a portable build with {}: cargo optimize --stages {})",
-        on_cpu.join(" and "),
-        if on_cpu.len() == 1 { "it" } else { "them" },
-        without_cpu.join(",")
-    ))
-}
-
-pub(crate) fn speedup_line(f: &FinalChoice) -> String {
-    match (f.speedup_vs_baseline, f.speedup_ci) {
-        (Some(x), Some((lo, hi))) => {
-            format!("measured {x:.2}× the baseline's speed [95% CI {lo:.2}–{hi:.2}×]")
-        }
-        _ if f.stage == "baseline" => {
-            "no stage was measurably faster than the baseline: keep building as you do".into()
-        }
-        _ => "not measured against the baseline".into(),
+    if let Some(cpu) = f.apply_advice() {
+        let _ = writeln!(
+            s,
+            "write it into the project: cargo optimize apply{}",
+            if cpu {
+                "   (add --cpu to also write its target-cpu, for this machine's CPU only)"
+            } else {
+                ""
+            }
+        );
     }
-}
-
-/// `--profile release + lto = "fat", codegen-units = 1; rustflags: -Ctarget-cpu=native`.
-pub(crate) fn settings_line(v: &Settings) -> String {
-    let mut out = format!("--profile {}", v.profile);
-    if !v.profile_overrides.is_empty() {
-        let list: Vec<String> = v
-            .profile_overrides
-            .iter()
-            .map(|(k, v)| format!("{k} = {v}"))
-            .collect();
-        out.push_str(&format!(" + {}", list.join(", ")));
-    }
-    if !v.stage_rustflags.is_empty() {
-        out.push_str(&format!("; rustflags: {}", v.stage_rustflags.join(" ")));
-    }
-    out
 }
 
 /// `profile: <file> (given, not trained here); …`: where a row's profile came from when it
@@ -256,18 +194,6 @@ pub(crate) fn hotspots_lines(h: &Hotspots) -> String {
     )
 }
 
-/// `name` cut to at most `max` characters, the middle replaced by `…`.
-pub(crate) fn short_name(name: &str, max: usize) -> String {
-    let n = name.chars().count();
-    if n <= max {
-        return name.to_string();
-    }
-    let keep = max.saturating_sub(1);
-    let head: String = name.chars().take(keep / 2).collect();
-    let tail: String = name.chars().skip(n - (keep - keep / 2)).collect();
-    format!("{head}…{tail}")
-}
-
 /// Each profile setting alone against the baseline (`--explain`).
 fn explain_block(s: &mut String, items: &[Explained]) {
     use std::fmt::Write;
@@ -289,21 +215,11 @@ fn explain_block(s: &mut String, items: &[Explained]) {
     }
 }
 
-/// `0.902 [0.855, 0.953] faster`, or `-`.
-pub fn estimate_cell(e: Option<&Estimate>) -> String {
-    match e {
-        Some(e) => format!(
-            "{:.3} [{:.3}, {:.3}] {}",
-            e.ratio, e.ci_low, e.ci_high, e.verdict
-        ),
-        None => "-".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::{FinalChoice, Report, StageReport, Status, ToolchainInfo};
+    use super::super::{FinalChoice, Report, Settings, StageReport, Status, ToolchainInfo};
     use super::*;
+    use crate::bench::Estimate;
     use crate::bench::Verdict;
 
     fn settings(flags: &[&str], lto: bool) -> Settings {

@@ -1,10 +1,9 @@
 //! CSV export: one row per measured run (warm-up runs are not recorded), written with the
 //! `csv` crate (fields quoted only when they need it).
 
-use anyhow::Result;
-
-use super::{BenchReport, Exporter};
+use super::BenchReport;
 use crate::bench::runner::Side;
+use crate::render::Render;
 
 pub struct CsvExporter;
 
@@ -22,38 +21,45 @@ const HEADER: [&str; 11] = [
     "outlier",
 ];
 
-impl Exporter for CsvExporter {
-    fn serialize(&self, report: &BenchReport) -> Result<Vec<u8>> {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(HEADER)?;
-        for wl in &report.workloads {
-            for run in &wl.comparison.samples {
-                let status = match (run.status.code, run.status.signal) {
-                    (Some(c), _) => c.to_string(),
-                    (None, Some(sig)) => format!("signal {sig}"),
-                    _ => String::new(),
-                };
-                w.write_record([
-                    wl.name.clone(),
-                    match run.side {
-                        Side::A => "A",
-                        Side::B => "B",
-                    }
-                    .to_string(),
-                    run.pair.to_string(),
-                    run.seq.to_string(),
-                    format!("{:.9}", run.wall_secs),
-                    format!("{:.6}", run.user_secs),
-                    format!("{:.6}", run.sys_secs),
-                    run.max_rss_bytes.to_string(),
-                    status,
-                    run.pad_bytes.to_string(),
-                    run.outlier.to_string(),
-                ])?;
-            }
-        }
-        Ok(w.into_inner()?)
+impl Render<BenchReport> for CsvExporter {
+    fn render(&self, report: &BenchReport) -> String {
+        // Writing into memory cannot fail, and every field is a `String`: UTF-8.
+        rows(report)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
     }
+}
+
+fn rows(report: &BenchReport) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(HEADER)?;
+    for wl in &report.workloads {
+        for run in &wl.comparison.samples {
+            let status = match (run.status.code, run.status.signal) {
+                (Some(c), _) => c.to_string(),
+                (None, Some(sig)) => format!("signal {sig}"),
+                _ => String::new(),
+            };
+            w.write_record([
+                wl.name.clone(),
+                match run.side {
+                    Side::A => "A",
+                    Side::B => "B",
+                }
+                .to_string(),
+                run.pair.to_string(),
+                run.seq.to_string(),
+                format!("{:.9}", run.wall_secs),
+                format!("{:.6}", run.user_secs),
+                format!("{:.6}", run.sys_secs),
+                run.max_rss_bytes.to_string(),
+                status,
+                run.pad_bytes.to_string(),
+                run.outlier.to_string(),
+            ])?;
+        }
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
 }
 
 #[cfg(test)]
@@ -63,7 +69,7 @@ mod tests {
     #[test]
     fn exact_rows() {
         let r = super::super::fixture::report();
-        let text = String::from_utf8(CsvExporter.serialize(&r).unwrap()).unwrap();
+        let text = CsvExporter.render(&r);
         assert_eq!(
             text,
             "\
@@ -80,7 +86,7 @@ workload,side,pair,seq,wall_secs,user_secs,sys_secs,max_rss_bytes,status,pad_byt
     fn quotes_only_what_needs_it() {
         let mut r = super::super::fixture::report();
         r.workloads[0].name = "say \"hi\"\nplain".into();
-        let text = String::from_utf8(CsvExporter.serialize(&r).unwrap()).unwrap();
+        let text = CsvExporter.render(&r);
         assert!(
             text.contains("\n\"say \"\"hi\"\"\nplain\",A,0,0,"),
             "{text}"

@@ -3,15 +3,14 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
-
-use super::{format_secs, BenchReport, Exporter};
+use super::{format_secs, BenchReport};
+use crate::render::{markdown_cell, Render};
 
 pub struct MarkdownExporter;
 
-impl Exporter for MarkdownExporter {
-    fn serialize(&self, report: &BenchReport) -> Result<Vec<u8>> {
-        Ok(table(report).into_bytes())
+impl Render<BenchReport> for MarkdownExporter {
+    fn render(&self, report: &BenchReport) -> String {
+        table(report)
     }
 }
 
@@ -27,7 +26,7 @@ fn table(r: &BenchReport) -> String {
         let _ = writeln!(
             s,
             "| {} | {:.3} | [{:.3}, {:.3}] ({:.1} %) | {} | {} | {} | {} | {:.1} % | {:.1} % | {} |",
-            md_escape(&w.name),
+            markdown_cell(&w.name),
             c.ratio,
             c.ci_low,
             c.ci_high,
@@ -58,7 +57,7 @@ fn table(r: &BenchReport) -> String {
             w.comparison
                 .noise_warning
                 .as_ref()
-                .map(|n| format!("- {}: {}", md_escape(&w.name), n))
+                .map(|n| format!("- {}: {}", markdown_cell(&w.name), n))
         })
         .collect();
     let _ = writeln!(
@@ -72,10 +71,6 @@ fn table(r: &BenchReport) -> String {
     s
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,7 +78,7 @@ mod tests {
     #[test]
     fn exact_table() {
         let r = super::super::fixture::report();
-        let text = String::from_utf8(MarkdownExporter.serialize(&r).unwrap()).unwrap();
+        let text = MarkdownExporter.render(&r);
         assert_eq!(
             text,
             "\
@@ -97,6 +92,21 @@ B/A is B's wall time over A's (below 1: B is faster); verdicts use a 1.0 % margi
 Warnings:
 - big\\|input,x: noisy measurements: CV 3.4 %
 "
+        );
+    }
+
+    #[test]
+    fn a_name_with_html_is_shown_not_rendered() {
+        let mut r = super::super::fixture::report();
+        r.workloads[0].name = "<b>x</b> & y".into();
+        let text = MarkdownExporter.render(&r);
+        assert!(
+            text.contains("\n| &lt;b&gt;x&lt;/b&gt; &amp; y | 0.900 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n- &lt;b&gt;x&lt;/b&gt; &amp; y: noisy"),
+            "{text}"
         );
     }
 }

@@ -1,17 +1,20 @@
-//! Writing `cargo optimize bench` results to files, one format per submodule behind the
-//! [`Exporter`] trait: JSON (everything), Markdown (a table), CSV (one row per measured run).
+//! Writing `cargo optimize bench` results to files, one format per submodule behind the one
+//! render trait ([`crate::render::Render`], [`Format`]): JSON (everything), Markdown (a
+//! table), CSV (one row per measured run), HTML (a page with charts: `html`).
 //!
 //! Owns: the exported report types, the file formats, writing the files. Must not: measure
 //! or print to the terminal.
 
 mod csv;
-mod json;
+mod html;
 mod markdown;
 
 use std::path::Path;
 
 use anyhow::Result;
 use serde::Serialize;
+
+use crate::render::Render;
 
 use super::runner::{BenchOptions, Comparison};
 use super::stats::Estimate;
@@ -56,35 +59,44 @@ impl BenchReport {
     }
 }
 
-/// One export format, serialized to bytes.
-pub trait Exporter {
-    fn serialize(&self, report: &BenchReport) -> Result<Vec<u8>>;
-}
-
-/// The formats `bench` can write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Json,
-    Markdown,
-    Csv,
-}
+/// The formats `bench` can write, and what renders each.
+pub use crate::render::ExportFormat as Format;
 
 impl Format {
-    pub fn exporter(self) -> Box<dyn Exporter> {
+    pub fn renderer(self) -> Box<dyn Render<BenchReport>> {
         match self {
-            Format::Json => Box::new(json::JsonExporter),
+            Format::Json => Box::new(crate::render::Json),
             Format::Markdown => Box::new(markdown::MarkdownExporter),
             Format::Csv => Box::new(csv::CsvExporter),
+            Format::Html => Box::new(html::HtmlExporter),
         }
     }
+}
+
+/// The per-pair time ratios (B's wall time over A's, in pair order) of a comparison.
+pub fn pair_ratios(c: &Comparison) -> Vec<f64> {
+    let mut pairs: std::collections::BTreeMap<u32, (Option<f64>, Option<f64>)> =
+        std::collections::BTreeMap::new();
+    for r in &c.samples {
+        let e = pairs.entry(r.pair).or_default();
+        match r.side {
+            super::runner::Side::A => e.0 = Some(r.wall_secs),
+            super::runner::Side::B => e.1 = Some(r.wall_secs),
+        }
+    }
+    pairs
+        .values()
+        .filter_map(|&(a, b)| Some(b? / a?))
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect()
 }
 
 /// Write `report` in each format that has a path, in the order given.
 pub fn write_files(report: &BenchReport, targets: &[(Format, Option<&Path>)]) -> Result<()> {
     for (format, path) in targets {
         if let Some(p) = path {
-            let bytes = format.exporter().serialize(report)?;
-            crate::util::atomic::write(p, &bytes)?;
+            let text = format.renderer().render(report);
+            crate::util::atomic::write(p, text.as_bytes())?;
         }
     }
     Ok(())
@@ -93,6 +105,23 @@ pub fn write_files(report: &BenchReport, targets: &[(Format, Option<&Path>)]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_is_everything_pretty_with_a_final_newline() {
+        let r = fixture::report();
+        let text = Format::Json.renderer().render(&r);
+        assert!(
+            text.starts_with("{\n  \"schema\": 1,\n  \"kind\": \"bench\",\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("\n}\n"));
+        // Byte for byte what the exporter wrote before it was split out.
+        assert_eq!(text, serde_json::to_string_pretty(&r).unwrap() + "\n");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["workloads"][0]["name"], "big|input,x");
+        assert_eq!(v["workloads"][0]["samples"].as_array().unwrap().len(), 4);
+        assert_eq!(v["options"]["max_time"], 3.0);
+    }
 
     #[test]
     fn writes_each_requested_format_and_nothing_else() {
@@ -110,11 +139,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             std::fs::read(&j).unwrap(),
-            Format::Json.exporter().serialize(&r).unwrap()
+            Format::Json.renderer().render(&r).into_bytes()
         );
         assert_eq!(
             std::fs::read(&c).unwrap(),
-            Format::Csv.exporter().serialize(&r).unwrap()
+            Format::Csv.renderer().render(&r).into_bytes()
         );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
         let missing = dir.path().join("no/such/dir/r.md");

@@ -9,7 +9,7 @@ use crate::check::report::CheckReport;
 
 pub struct Github;
 
-impl Render for Github {
+impl Render<CheckReport> for Github {
     fn render(&self, r: &CheckReport) -> String {
         let mut out = String::new();
         let mut line = |level: &str, props: String, msg: &str| {

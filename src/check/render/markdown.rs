@@ -4,10 +4,11 @@
 use super::{against_text, judgement_text, ratio_text, time_text, Render};
 use crate::check::gate::Judgement;
 use crate::check::report::CheckReport;
+use crate::render::{markdown_cell as cell, markdown_code as code};
 
 pub struct Markdown;
 
-impl Render for Markdown {
+impl Render<CheckReport> for Markdown {
     fn render(&self, r: &CheckReport) -> String {
         let headline = if r.failures.is_empty() {
             "✅ passed".to_string()
@@ -30,45 +31,7 @@ impl Render for Markdown {
         for n in &r.against.notes {
             out.push_str(&format!("> **Note:** {}\n\n", cell(n)));
         }
-        out.push_str(
-            "| workload | new / old [95 % CI] | judgement | new time [95 % CI] | budgets |\n",
-        );
-        out.push_str("|---|---|---|---|---|\n");
-        for w in &r.workloads {
-            let mark = if w.fails() {
-                "❌ "
-            } else if w.judgement == Some(Judgement::Inconclusive) {
-                "⚠️ "
-            } else {
-                ""
-            };
-            let time = time_text(w.time.as_ref());
-            let budgets: Vec<String> = w
-                .budgets
-                .iter()
-                .map(|b| {
-                    format!(
-                        "{}{}: {}",
-                        if b.over { "❌ " } else { "" },
-                        b.kind,
-                        b.describe()
-                    )
-                })
-                .collect();
-            out.push_str(&format!(
-                "| `{}` | {} | {mark}{} | {} | {} |\n",
-                cell(&w.name),
-                ratio_text(w.ratio.as_ref()),
-                judgement_text(w),
-                time,
-                if budgets.is_empty() {
-                    "–".into()
-                } else {
-                    cell(&budgets.join("; "))
-                }
-            ));
-        }
-        out.push('\n');
+        table(&mut out, r);
         out.push_str(&format!(
             "{}\n\n",
             super::terminal::size_line(r).replacen("binary size", "Binary size:", 1)
@@ -94,14 +57,40 @@ impl Render for Markdown {
     }
 }
 
-/// Text safe inside a table cell or a list item: one line, no `|`.
-fn cell(s: &str) -> String {
-    s.split('\n')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
+/// The workloads' table, a row each, then a blank line.
+fn table(out: &mut String, r: &CheckReport) {
+    out.push_str("| workload | new / old [95 % CI] | judgement | new time [95 % CI] | budgets |\n");
+    out.push_str("|---|---|---|---|---|\n");
+    for w in &r.workloads {
+        let mark = if w.fails() {
+            "❌ "
+        } else if w.judgement == Some(Judgement::Inconclusive) {
+            "⚠️ "
+        } else {
+            ""
+        };
+        let budgets: Vec<String> = w
+            .budgets
+            .iter()
+            .map(|b| {
+                let over = if b.over { "❌ " } else { "" };
+                format!("{over}{}: {}", b.kind, b.describe())
+            })
+            .collect();
+        out.push_str(&format!(
+            "| `{}` | {} | {mark}{} | {} | {} |\n",
+            code(&w.name),
+            ratio_text(w.ratio.as_ref()),
+            judgement_text(w),
+            time_text(w.time.as_ref()),
+            if budgets.is_empty() {
+                "–".into()
+            } else {
+                cell(&budgets.join("; "))
+            }
+        ));
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]
@@ -147,5 +136,22 @@ mod tests {
         assert!(Markdown
             .render(&ok)
             .starts_with("## cargo optimize check: ✅ passed\n"));
+    }
+
+    #[test]
+    fn html_in_a_cell_is_shown_not_rendered_and_a_name_stays_a_code_span() {
+        let mut r = crate::check::render::fixture::report();
+        r.workloads[2].name = "a<b>|c".into();
+        r.workloads[2].output_changed = Some("stdout differs:\n  <script> & more".into());
+        r.failures = r.list_failures();
+        let md = Markdown.render(&r);
+        assert!(md.contains("| `a<b>\\|c` | not compared |"), "{md}");
+        assert!(
+            md.contains(
+                "- workload `a<b>\\|c`: output changed: stdout differs: &lt;script&gt; &amp; more\n"
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("<script>"), "{md}");
     }
 }

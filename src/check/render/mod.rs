@@ -1,4 +1,5 @@
-//! Renderings of a [`CheckReport`], one module per format behind [`Render`]: `terminal`
+//! Renderings of a [`CheckReport`], one module per format behind the one render trait
+//! ([`crate::render::Render`], [`Format`]): `terminal`
 //! (the default), `markdown` (a PR comment or `$GITHUB_STEP_SUMMARY`), `github` (workflow
 //! command annotations: `::error`, `::warning`, `::notice`) and JSON (`check.json`).
 //!
@@ -11,37 +12,19 @@ mod terminal;
 
 use super::gate::Judgement;
 use super::report::{format_ratio, CheckReport, Ratio};
+use crate::render::Render;
 
-/// One rendering of a check report, as text.
-pub trait Render {
-    fn render(&self, report: &CheckReport) -> String;
-}
-
-/// `check --format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Term,
-    Json,
-    Markdown,
-    Github,
-}
+/// `check --format`, and what renders each.
+pub use crate::render::CheckFormat as Format;
 
 impl Format {
-    pub fn renderer(self) -> Box<dyn Render> {
+    pub fn renderer(self) -> Box<dyn Render<CheckReport>> {
         match self {
             Format::Term => Box::new(terminal::Terminal),
-            Format::Json => Box::new(Json),
+            Format::Json => Box::new(crate::render::Json),
             Format::Markdown => Box::new(markdown::Markdown),
             Format::Github => Box::new(github::Github),
         }
-    }
-}
-
-struct Json;
-
-impl Render for Json {
-    fn render(&self, report: &CheckReport) -> String {
-        serde_json::to_string_pretty(report).unwrap_or_default() + "\n"
     }
 }
 

@@ -7,7 +7,7 @@ use crate::util::human_bytes;
 
 pub struct Terminal;
 
-impl Render for Terminal {
+impl Render<CheckReport> for Terminal {
     fn render(&self, r: &CheckReport) -> String {
         let mut out = format!(
             "check `{}` ({}): {}; max regression {:.0} %\n",

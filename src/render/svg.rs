@@ -1,4 +1,4 @@
-//! Hand-written SVG charts for the HTML pages: a forest plot (ratios with intervals, the
+//! Hand-written SVG charts for the HTML pages (the run's report, `bench --export-html`): a forest plot (ratios with intervals, the
 //! margin band), a strip plot (one dot per pair), and horizontal bars (sizes, memory, the
 //! pipeline's timeline). Inline SVG with CSS classes: no JavaScript, no fonts or files to
 //! load, and the same input gives the same bytes.
@@ -8,26 +8,12 @@
 
 use std::fmt::Write as _;
 
+use super::html as esc;
+
 const WIDTH: f64 = 760.0;
 const RIGHT: f64 = 24.0;
 const TOP: f64 = 12.0;
 const AXIS_H: f64 = 38.0;
-
-/// HTML-escape text for an element or a quoted attribute.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// One row of a forest plot.
 pub struct Interval {
@@ -370,11 +356,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escapes_and_steps() {
-        assert_eq!(
-            esc(r#"<a href="x">&'"#),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-        );
+    fn steps() {
         assert_eq!(step(0.3, 6.0), 0.05);
         assert_eq!(step(230.0, 6.0), 50.0);
         assert_eq!(decimals(0.05), 2);

@@ -1,0 +1,98 @@
+//! What the report's renderings share: the text of an estimate, of the shipped choice's
+//! speedup and settings, the portable alternative's hint, long names shortened. The
+//! terminal ladder, the Markdown and the HTML page all take them from here.
+
+use super::{FinalChoice, Report, Settings, Status};
+use crate::bench::Estimate;
+
+/// Stages kept on top of a cpu candidate are missing from the portable alternative: say
+/// which, and how to get a portable build with them.
+pub fn portable_hint(report: &Report) -> Option<String> {
+    let on_cpu: Vec<&str> = report
+        .stages
+        .iter()
+        .filter(|st| st.status == Status::Kept && st.name != "cpu")
+        .filter(|st| {
+            st.settings
+                .as_ref()
+                .is_some_and(|v| v.target_cpu().is_some())
+        })
+        .map(|st| st.name.as_str())
+        // A stage whose own portable variant was kept needs no hint (pgo (portable)).
+        .filter(|n| {
+            report
+                .final_
+                .as_ref()
+                .and_then(|f| f.portable.as_ref())
+                .is_none_or(|p| p.stage != *n)
+        })
+        .collect();
+    if on_cpu.is_empty() {
+        return None;
+    }
+    let mut without_cpu: Vec<&str> = Vec::new();
+    for st in &report.stages {
+        let n = st.name.as_str();
+        if n != "baseline" && n != "cpu" && !without_cpu.contains(&n) {
+            without_cpu.push(n);
+        }
+    }
+    Some(format!(
+        "({} built on the cpu candidate; for a portable build with {}: cargo optimize --stages {})",
+        on_cpu.join(" and "),
+        if on_cpu.len() == 1 { "it" } else { "them" },
+        without_cpu.join(",")
+    ))
+}
+
+pub fn speedup_line(f: &FinalChoice) -> String {
+    match (f.speedup_vs_baseline, f.speedup_ci) {
+        (Some(x), Some((lo, hi))) => {
+            format!("measured {x:.2}× the baseline's speed [95% CI {lo:.2}–{hi:.2}×]")
+        }
+        _ if f.stage == "baseline" => {
+            "no stage was measurably faster than the baseline: keep building as you do".into()
+        }
+        _ => "not measured against the baseline".into(),
+    }
+}
+
+/// `--profile release + lto = "fat", codegen-units = 1; rustflags: -Ctarget-cpu=native`.
+pub fn settings_line(v: &Settings) -> String {
+    let mut out = format!("--profile {}", v.profile);
+    if !v.profile_overrides.is_empty() {
+        let list: Vec<String> = v
+            .profile_overrides
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        out.push_str(&format!(" + {}", list.join(", ")));
+    }
+    if !v.stage_rustflags.is_empty() {
+        out.push_str(&format!("; rustflags: {}", v.stage_rustflags.join(" ")));
+    }
+    out
+}
+
+/// `name` cut to at most `max` characters, the middle replaced by `…`.
+pub fn short_name(name: &str, max: usize) -> String {
+    let n = name.chars().count();
+    if n <= max {
+        return name.to_string();
+    }
+    let keep = max.saturating_sub(1);
+    let head: String = name.chars().take(keep / 2).collect();
+    let tail: String = name.chars().skip(n - (keep - keep / 2)).collect();
+    format!("{head}…{tail}")
+}
+
+/// `0.902 [0.855, 0.953] faster`, or `-`.
+pub fn estimate_cell(e: Option<&Estimate>) -> String {
+    match e {
+        Some(e) => format!(
+            "{:.3} [{:.3}, {:.3}] {}",
+            e.ratio, e.ci_low, e.ci_high, e.verdict
+        ),
+        None => "-".into(),
+    }
+}
