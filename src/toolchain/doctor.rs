@@ -286,9 +286,30 @@ fn render(facts: &Facts, tty: bool) -> String {
         tty,
         text: String::new(),
     };
+    let major = rust_section(&mut o, facts);
+    pgo_section(&mut o, facts, major);
+    bolt_section(&mut o, facts, major);
+    perf_section(&mut o, &facts.perf);
+    cpu_section(&mut o, &facts.cpu);
+    o.text.push('\n');
+    let problems = facts.problems();
+    if problems.is_empty() {
+        o.text.push_str(
+            "ready: everything the default pipeline (profile, cpu, pgo, bolt) needs is here\n",
+        );
+    } else {
+        o.text.push_str(&format!(
+            "NOT ready: {} missing piece(s) — run the fix commands above, or `cargo optimize doctor --fix`\n",
+            problems.len()
+        ));
+    }
+    o.text
+}
 
+/// rustc and its LLVM; the LLVM major, when rustc was found.
+fn rust_section(o: &mut Out, facts: &Facts) -> Option<u32> {
     o.section("Rust toolchain");
-    let major = match &facts.rustc {
+    match &facts.rustc {
         Ok(r) => {
             o.line(
                 Mark::Ok,
@@ -302,8 +323,10 @@ fn render(facts: &Facts, tty: bool) -> String {
             o.error("rustc", e);
             None
         }
-    };
+    }
+}
 
+fn pgo_section(o: &mut Out, facts: &Facts, major: Option<u32>) {
     o.section("PGO");
     match &facts.llvm_profdata {
         Ok(t) => {
@@ -320,35 +343,37 @@ fn render(facts: &Facts, tty: bool) -> String {
         }
         Err(e) => o.error("llvm-profdata", e),
     }
+}
 
+fn bolt_section(o: &mut Out, facts: &Facts, major: Option<u32>) {
     o.section("BOLT");
-    match &facts.bolt {
-        Ok(b) => {
-            o.line(Mark::Ok, "llvm-bolt", tool_line(&b.llvm_bolt));
-            o.line(Mark::Ok, "merge-fdata", tool_line(&b.merge_fdata));
-            match &b.perf2bolt {
-                Some(t) => o.line(Mark::Ok, "perf2bolt", tool_line(t)),
-                None => {
-                    o.line(
-                        Mark::Warn,
-                        "perf2bolt",
-                        "not found (only BOLT's perf mode needs it)",
-                    );
-                    o.fix(&bolt_fix(major.unwrap_or(0)));
-                }
-            }
-            let mode = if facts.bolt_perf_mode_usable() {
-                "perf + LBR sampling available (instrumentation is the default)"
-            } else {
-                "instrumentation (perf + LBR not usable here)"
-            };
-            o.line(Mark::Info, "mode", mode);
+    let b = match &facts.bolt {
+        Ok(b) => b,
+        Err(e) => return o.error("llvm-bolt", e),
+    };
+    o.line(Mark::Ok, "llvm-bolt", tool_line(&b.llvm_bolt));
+    o.line(Mark::Ok, "merge-fdata", tool_line(&b.merge_fdata));
+    match &b.perf2bolt {
+        Some(t) => o.line(Mark::Ok, "perf2bolt", tool_line(t)),
+        None => {
+            o.line(
+                Mark::Warn,
+                "perf2bolt",
+                "not found (only BOLT's perf mode needs it)",
+            );
+            o.fix(&bolt_fix(major.unwrap_or(0)));
         }
-        Err(e) => o.error("llvm-bolt", e),
     }
+    let mode = if facts.bolt_perf_mode_usable() {
+        "perf + LBR sampling available (instrumentation is the default)"
+    } else {
+        "instrumentation (perf + LBR not usable here)"
+    };
+    o.line(Mark::Info, "mode", mode);
+}
 
+fn perf_section(o: &mut Out, p: &PerfFacts) {
     o.section("perf");
-    let p = &facts.perf;
     match (&p.perf_path, p.perf.available) {
         (Some(path), true) => o.line(
             Mark::Ok,
@@ -368,6 +393,11 @@ fn render(facts: &Facts, tty: bool) -> String {
             o.fix(PerfFacts::install_fix());
         }
     }
+    paranoid_line(o, p);
+    counters_lines(o, p);
+}
+
+fn paranoid_line(o: &mut Out, p: &PerfFacts) {
     match p.paranoid {
         Some(v) if p.root => o.line(
             Mark::Ok,
@@ -393,14 +423,18 @@ fn render(facts: &Facts, tty: bool) -> String {
             "unknown (no /proc/sys/kernel/perf_event_paranoid)",
         ),
     }
+}
+
+/// Hardware counters and LBR: what the machine offers, and why it is fine without.
+fn counters_lines(o: &mut Out, p: &PerfFacts) {
     let yes_no =
         |c: &super::Capability| format!("{}: {}", if c.available { "yes" } else { "no" }, c.detail);
-    let hw_mark = if p.hw_counters.available {
-        Mark::Ok
-    } else {
-        Mark::Warn
-    };
-    o.line(hw_mark, "hardware counters", yes_no(&p.hw_counters));
+    let mark = |c: &super::Capability| if c.available { Mark::Ok } else { Mark::Warn };
+    o.line(
+        mark(&p.hw_counters),
+        "hardware counters",
+        yes_no(&p.hw_counters),
+    );
     if !p.hw_counters.available {
         if p.hw_counters.detail.starts_with("not permitted") {
             o.fix("sysctl -w kernel.perf_event_paranoid=2   # as root");
@@ -408,18 +442,14 @@ fn render(facts: &Facts, tty: bool) -> String {
             o.note("no command fixes a machine/VM without a usable PMU; benchmarks use time only");
         }
     }
-    let lbr_mark = if p.lbr.available {
-        Mark::Ok
-    } else {
-        Mark::Warn
-    };
-    o.line(lbr_mark, "LBR", yes_no(&p.lbr));
+    o.line(mark(&p.lbr), "LBR", yes_no(&p.lbr));
     if !p.lbr.available {
         o.note("not needed: BOLT uses instrumentation mode");
     }
+}
 
+fn cpu_section(o: &mut Out, c: &CpuFacts) {
     o.section("CPU");
-    let c = &facts.cpu;
     o.line(
         if c.model.is_some() {
             Mark::Ok
@@ -458,20 +488,6 @@ fn render(facts: &Facts, tty: bool) -> String {
             format!("{n}  (what -Ctarget-cpu=native selects)"),
         );
     }
-
-    o.text.push('\n');
-    let problems = facts.problems();
-    if problems.is_empty() {
-        o.text.push_str(
-            "ready: everything the default pipeline (profile, cpu, pgo, bolt) needs is here\n",
-        );
-    } else {
-        o.text.push_str(&format!(
-            "NOT ready: {} missing piece(s) — run the fix commands above, or `cargo optimize doctor --fix`\n",
-            problems.len()
-        ));
-    }
-    o.text
 }
 
 #[cfg(test)]
