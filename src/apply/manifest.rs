@@ -157,18 +157,40 @@ fn same_value(a: &Value, b: &Value) -> bool {
 /// `-Ctarget-cpu=<cpu>` in a cargo config's rustflags: appended to
 /// `[target.<triple>] rustflags` or `[build] rustflags` when the file already has one (any
 /// other target-cpu there is replaced, with a note), else as a new `[build] rustflags`.
-pub fn edit_config(text: &str, cpu: &str) -> anyhow::Result<Edited> {
-    let mut doc: DocumentMut = text.parse().context("not valid TOML")?;
-    let flag = format!("-Ctarget-cpu={cpu}");
-    // An existing target table with rustflags wins over [build] in cargo: edit that one.
-    let target_key = doc
-        .get("target")
+/// An existing `[target.X]` table with rustflags wins over `[build]` in cargo: its key.
+fn target_with_rustflags(doc: &DocumentMut) -> Option<String> {
+    doc.get("target")
         .and_then(|t| t.as_table_like())
         .and_then(|t| {
             t.iter()
                 .find(|(_, v)| v.get("rustflags").is_some())
                 .map(|(k, _)| k.to_string())
-        });
+        })
+}
+
+/// `flag` (a `-Ctarget-cpu=`) into a rustflags array: in the first target-cpu's place (and
+/// spacing), the others removed; at the end when there is none.
+fn put_cpu(arr: &mut toml_edit::Array, flag: &str) {
+    let is_cpu = |v: &toml_edit::Value| v.as_str().is_some_and(|f| f.starts_with("-Ctarget-cpu="));
+    let first = arr.iter().position(is_cpu);
+    match first {
+        Some(i) => {
+            // `replace` keeps the old element's spaces.
+            arr.replace(i, flag);
+            let mut j = 0;
+            arr.retain(|v| {
+                j += 1;
+                j - 1 == i || !is_cpu(v)
+            });
+        }
+        None => arr.push(flag),
+    }
+}
+
+pub fn edit_config(text: &str, cpu: &str) -> anyhow::Result<Edited> {
+    let mut doc: DocumentMut = text.parse().context("not valid TOML")?;
+    let flag = format!("-Ctarget-cpu={cpu}");
+    let target_key = target_with_rustflags(&doc);
     let here = match &target_key {
         Some(k) => format!("[target.{k}] rustflags"),
         None => "[build] rustflags".to_string(),
@@ -212,20 +234,7 @@ pub fn edit_config(text: &str, cpu: &str) -> anyhow::Result<Edited> {
                     });
                 }
                 replaced(present);
-                // The first target-cpu's place (and decor) takes the new one.
-                let first = arr.iter().position(|v| v.as_str().is_some_and(is_cpu));
-                match first {
-                    Some(i) => {
-                        // `replace` keeps the old element's spaces.
-                        arr.replace(i, flag.as_str());
-                        let mut j = 0;
-                        arr.retain(|v| {
-                            j += 1;
-                            j - 1 == i || !v.as_str().is_some_and(is_cpu)
-                        });
-                    }
-                    None => arr.push(flag.as_str()),
-                }
+                put_cpu(arr, &flag);
             } else if let Some(s) = item.as_str() {
                 replaced(s.split_whitespace().map(str::to_string).collect());
                 let mut parts: Vec<&str> = s.split_whitespace().filter(|f| !is_cpu(f)).collect();
