@@ -82,21 +82,11 @@ pub fn edit_manifest(
             replaced("inherits", old, bare(&Value::from(base)));
         }
     }
-    let mut kept = Vec::new();
-    for key in MANAGED_KEYS {
-        if overrides.contains_key(*key) || name == base {
-            // The base profile is what the run measured on: its keys stay as they are.
-            continue;
-        }
-        let Some(old) = table.get(key).and_then(|i| i.as_value()).map(bare) else {
-            continue;
-        };
-        if ours {
-            table.remove(key);
-        } else {
-            kept.push(format!("`{key} = {old}`"));
-        }
-    }
+    let kept = match name == base {
+        // The base profile is what the run measured on: its keys stay as they are.
+        true => Vec::new(),
+        false => unmeasured_keys(table, overrides, ours),
+    };
     for (key, literal) in overrides {
         let v: Value = literal
             .parse()
@@ -118,6 +108,27 @@ pub fn edit_manifest(
         text: doc.to_string(),
         notes,
     })
+}
+
+/// The managed keys the run did not set: removed from a profile `apply` created (`ours`),
+/// kept in the user's own and returned (`key = value`) for the note.
+fn unmeasured_keys(
+    table: &mut dyn toml_edit::TableLike,
+    overrides: &BTreeMap<String, String>,
+    ours: bool,
+) -> Vec<String> {
+    let mut kept = Vec::new();
+    for key in MANAGED_KEYS.iter().filter(|k| !overrides.contains_key(**k)) {
+        let Some(old) = table.get(key).and_then(|i| i.as_value()).map(bare) else {
+            continue;
+        };
+        if ours {
+            table.remove(key);
+        } else {
+            kept.push(format!("`{key} = {old}`"));
+        }
+    }
+    kept
 }
 
 /// A value as TOML without its surrounding spaces and comment.
