@@ -181,68 +181,64 @@ pub fn explain(
             vs_baseline: None,
             error: None,
         };
-        let mut settings = baseline.settings.clone();
-        settings
-            .profile_overrides
-            .insert(key.clone(), value.clone());
-        let label = format!("profile --explain {key}");
-        let built = match ctx.build(&label, &settings) {
-            Ok(b) => b,
-            Err(e) => {
-                ctx.ui.warn(&format!("{label}: {e}"));
-                entry.error = Some(e.to_string());
-                out.push(entry);
-                continue;
-            }
-        };
-        let name = format!("profile-explain-{}", crate::util::file_safe(key, "-"));
-        let (binary, size) = match ctx.install_as(&name, &built.binary) {
-            Ok(x) => x,
-            Err(e) => {
-                entry.error = Some(e.to_string());
-                out.push(entry);
-                continue;
-            }
-        };
-        entry.binary = Some(binary.display().to_string());
-        entry.size_bytes = Some(size);
-        entry.build_seconds = Some(built.seconds);
-        if same_code(&baseline.binary, &binary) {
-            ctx.ui.info(&format!(
-                "{key} = {value}: same machine code as the baseline (its profile already has it)"
-            ));
-            entry.same_code_as_baseline = true;
-            out.push(entry);
-            continue;
-        }
-        let cand = Candidate {
-            stage: StageName::Profile,
-            binary,
-            settings,
-            size_bytes: size,
-            build_seconds: built.seconds,
-            notes: Vec::new(),
-            facts: StageFacts {
-                variant: Some(format!("{key} alone")),
-                ..Default::default()
-            },
-        };
-        match measure(&cand) {
-            Ok(e) => {
-                ctx.ui.info(&format!(
-                    "{key} = {value} alone vs baseline: time ratio {:.3} [{:.3}, {:.3}] → {}",
-                    e.ratio, e.ci_low, e.ci_high, e.verdict
-                ));
-                entry.vs_baseline = Some(e);
-            }
-            Err(e) => {
-                ctx.ui.warn(&format!("{label}: measuring failed: {e:#}"));
-                entry.error = Some(format!("measuring failed: {e:#}"));
-            }
+        if let Err(e) = explain_one(ctx, baseline, (key, value), &mut entry, measure) {
+            entry.error = Some(e);
         }
         out.push(entry);
     }
     out
+}
+
+/// One setting alone: built on the baseline's settings, compared with the baseline's code,
+/// measured when the code differs; what was found goes into `entry`, an error is returned.
+fn explain_one(
+    ctx: &Context,
+    baseline: &Candidate,
+    (key, value): (&String, &String),
+    entry: &mut Explained,
+    measure: &mut dyn FnMut(&Candidate) -> anyhow::Result<Estimate>,
+) -> Result<(), String> {
+    let mut settings = baseline.settings.clone();
+    (settings.profile_overrides).insert(key.clone(), value.clone());
+    let label = format!("profile --explain {key}");
+    let built = ctx.build(&label, &settings).map_err(|e| {
+        ctx.ui.warn(&format!("{label}: {e}"));
+        e.to_string()
+    })?;
+    let name = format!("profile-explain-{}", crate::util::file_safe(key, "-"));
+    let (binary, size) = (ctx.install_as(&name, &built.binary)).map_err(|e| e.to_string())?;
+    entry.binary = Some(binary.display().to_string());
+    entry.size_bytes = Some(size);
+    entry.build_seconds = Some(built.seconds);
+    if same_code(&baseline.binary, &binary) {
+        ctx.ui.info(&format!(
+            "{key} = {value}: same machine code as the baseline (its profile already has it)"
+        ));
+        entry.same_code_as_baseline = true;
+        return Ok(());
+    }
+    let cand = Candidate {
+        stage: StageName::Profile,
+        binary,
+        settings,
+        size_bytes: size,
+        build_seconds: built.seconds,
+        notes: Vec::new(),
+        facts: StageFacts {
+            variant: Some(format!("{key} alone")),
+            ..Default::default()
+        },
+    };
+    let e = measure(&cand).map_err(|e| {
+        ctx.ui.warn(&format!("{label}: measuring failed: {e:#}"));
+        format!("measuring failed: {e:#}")
+    })?;
+    ctx.ui.info(&format!(
+        "{key} = {value} alone vs baseline: time ratio {:.3} [{:.3}, {:.3}] → {}",
+        e.ratio, e.ci_low, e.ci_high, e.verdict
+    ));
+    entry.vs_baseline = Some(e);
+    Ok(())
 }
 
 /// Whether two executables have the same code (their `.text` sections are equal). The whole
