@@ -89,29 +89,31 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
             width = width.max(14)
         );
     }
-    if !g.quiet {
-        if let Some(w) = report.workloads.first() {
-            let levels: Vec<f64> = report
-                .workloads
-                .iter()
-                .map(|w| w.comparison.confidence * 100.0)
-                .collect();
-            let lo = levels.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = levels.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let level = if hi - lo < 0.05 {
-                format!("{hi:.1} %")
-            } else {
-                format!("{lo:.1}–{hi:.1} %")
-            };
-            println!(
-                "intervals are {level} (95 % corrected for repeated looks); margin {:.1} %; hardware counters: {}",
-                report.options.margin * 100.0,
-                w.comparison.counters_status
-            );
-        }
+    if let Some(line) = report_footer(&report).filter(|_| !g.quiet) {
+        println!("{line}");
     }
     write_exports(args, &report)?;
     Ok(0)
+}
+
+/// `intervals are 95.0 % …; margin 1.0 %; hardware counters: …` under the results.
+fn report_footer(report: &export::BenchReport) -> Option<String> {
+    let w = report.workloads.first()?;
+    let levels: Vec<f64> = (report.workloads.iter())
+        .map(|w| w.comparison.confidence * 100.0)
+        .collect();
+    let lo = levels.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = levels.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let level = if hi - lo < 0.05 {
+        format!("{hi:.1} %")
+    } else {
+        format!("{lo:.1}–{hi:.1} %")
+    };
+    Some(format!(
+        "intervals are {level} (95 % corrected for repeated looks); margin {:.1} %; hardware counters: {}",
+        report.options.margin * 100.0,
+        w.comparison.counters_status
+    ))
 }
 
 /// The comparisons `bench` will run, and the spec's `[bench]` settings when a spec was read.
