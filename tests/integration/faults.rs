@@ -280,16 +280,16 @@ fn clean_is_refused_while_a_run_uses_the_folder() {
     let _g = shared();
     let tmp = tempfile::tempdir().unwrap();
     let td = tmp.path().join("target");
+    let clean = |dir: &Path| {
+        let args = ["optimize", "clean", "--target-dir", dir.to_str().unwrap()];
+        run(&fixture("pgo-basic"), &args, &[])
+    };
     std::fs::create_dir_all(td.join("optimize/runs/r1")).unwrap();
     std::fs::write(td.join("optimize/runs/r1/report.json"), "{}").unwrap();
     // A run holds its share of the folder for as long as it works.
     let lock = std::fs::File::create(td.join("optimize.lock")).unwrap();
     lock.lock_shared().unwrap();
-    let r = run(
-        &fixture("pgo-basic"),
-        &["optimize", "clean", "--target-dir", td.to_str().unwrap()],
-        &[],
-    );
+    let r = clean(&td);
     assert_eq!(r.code, Some(2), "{}", r.all());
     assert!(
         r.stderr.contains("in use by a running `cargo optimize`"),
@@ -325,11 +325,7 @@ fn clean_is_refused_while_a_run_uses_the_folder() {
     );
     // Once the run is over, clean works.
     drop(lock);
-    let r = run(
-        &fixture("pgo-basic"),
-        &["optimize", "clean", "--target-dir", td.to_str().unwrap()],
-        &[],
-    );
+    let r = clean(&td);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(!td.join("optimize").exists());
 
@@ -337,11 +333,7 @@ fn clean_is_refused_while_a_run_uses_the_folder() {
     let away = tmp.path().join("away");
     std::fs::create_dir_all(away.join("runs/r2")).unwrap();
     std::os::unix::fs::symlink(&away, td.join("optimize")).unwrap();
-    let r = run(
-        &fixture("pgo-basic"),
-        &["optimize", "clean", "--target-dir", td.to_str().unwrap()],
-        &[],
-    );
+    let r = clean(&td);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(r.stderr.contains("the link is kept"), "{}", r.stderr);
     assert!(std::fs::symlink_metadata(td.join("optimize"))
@@ -353,11 +345,7 @@ fn clean_is_refused_while_a_run_uses_the_folder() {
     // A --target-dir that is a file: the fix, not a bare "File exists".
     let file = tmp.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
-    let r = run(
-        &fixture("pgo-basic"),
-        &["optimize", "clean", "--target-dir", file.to_str().unwrap()],
-        &[],
-    );
+    let r = clean(&file);
     assert_eq!(r.code, Some(2), "{}", r.all());
     assert!(
         r.stderr
