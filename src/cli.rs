@@ -249,7 +249,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION")]
     pub max_time: Option<String>,
     /// The wall time the whole run may take, builds included (e.g. 10m), overriding
-    /// [bench] budget; default 10m. Comparisons share what is left, the final one first; a
+    /// [bench] budget; default 15m. Comparisons share what is left, the final one first; a
     /// stage that does not fit is not tried, and the output says how to try it.
     #[arg(long, value_name = "DURATION")]
     pub budget: Option<String>,

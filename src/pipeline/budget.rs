@@ -18,11 +18,13 @@ use crate::bench::runner::LADDER_MIN_PAIRS;
 use crate::report::Projection;
 use crate::spec::StageName;
 
-/// Ten minutes: a run on a typical crate (builds of a minute or less, workloads of a second
-/// or less) fits with room to measure — the demo takes about a minute —, and a crate with
-/// slow builds or 10 s workloads gets a bounded run that says what it could not do, instead
-/// of the 35 minutes an unbounded one took.
-pub const DEFAULT: Duration = Duration::from_secs(600);
+/// Fifteen minutes. A typical crate (builds of a minute or less, workloads of a second or
+/// less) climbs every stage well within it — the demo takes about a minute. A crate with
+/// minute-long builds and 10 s workloads spends ~3 minutes on its baseline and ~7 on the pgo
+/// stage alone (two builds, training, a first look at 2 pairs of each workload): 15 minutes
+/// buys that stage and says which others it could not try (10 minutes bought none), where
+/// an unbounded run took 35.
+pub const DEFAULT: Duration = Duration::from_secs(900);
 
 /// How many levels the cpu stage may try: the spec's list, else a level and `native`.
 pub fn cpu_levels(spec: &crate::spec::Spec) -> usize {
@@ -105,40 +107,43 @@ impl Costs {
 struct Shape {
     builds: f64,
     verifications: f64,
+    /// Trainings (train workloads on an instrumented binary).
     trainings: f64,
+    /// Instrumented runs of the eval workloads (the eval coverage pass), each counted twice.
+    evals: f64,
     comparisons: f64,
 }
 
 fn shape(stage: StageName, cpu_levels: usize) -> Shape {
-    let (builds, verifications, trainings, comparisons) = match stage {
-        StageName::Profile => (1.0, 1.0, 0.0, 1.0),
+    let (builds, verifications, trainings, evals, comparisons) = match stage {
+        StageName::Profile => (1.0, 1.0, 0.0, 0.0, 1.0),
         StageName::Cpu => {
             let n = cpu_levels.max(1) as f64;
-            (n, n, 0.0, n)
+            (n, n, 0.0, 0.0, n)
         }
         // Instrumented + optimized builds, the training and the eval coverage pass.
-        StageName::Pgo => (2.0, 1.0, 3.0, 1.0),
-        StageName::Bolt => (1.0, 1.0, 2.0, 1.0),
-        StageName::Baseline => (0.0, 0.0, 0.0, 0.0),
+        StageName::Pgo => (2.0, 1.0, 1.0, 2.0, 1.0),
+        StageName::Bolt => (1.0, 1.0, 1.0, 0.0, 1.0),
+        StageName::Baseline => (0.0, 0.0, 0.0, 0.0, 0.0),
     };
     Shape {
         builds,
         verifications,
         trainings,
+        evals,
         comparisons,
     }
 }
 
-/// The seconds a stage costs besides measuring, and the seconds of its first looks.
-fn stage_cost(costs: &Costs, stage: StageName, cpu_levels: usize) -> (f64, f64) {
-    let s = shape(stage, cpu_levels);
-    let work = s.builds * costs.build + s.verifications * costs.verify + s.trainings * costs.train;
-    (work, s.comparisons * first_look(costs))
-}
-
-/// A comparison's first look: [`LADDER_MIN_PAIRS`] pairs of every eval workload.
-fn first_look(costs: &Costs) -> f64 {
-    f64::from(LADDER_MIN_PAIRS) * 2.0 * costs.eval
+/// Which stages get time first when not all fit: by the gain they usually bring (PGO's is
+/// the largest, BOLT's on top of it the smallest).
+fn priority(stage: StageName) -> u8 {
+    match stage {
+        StageName::Pgo => 3,
+        StageName::Cpu => 2,
+        StageName::Profile => 1,
+        StageName::Bolt | StageName::Baseline => 0,
+    }
 }
 
 pub struct Budget {
@@ -146,18 +151,41 @@ pub struct Budget {
     started: Instant,
     costs: Cell<Option<Costs>>,
     cpu_levels: usize,
+    /// The spec's `max-time` per workload: a comparison's first look never runs past it by
+    /// more than one block of runs.
+    spec_max: Duration,
 }
 
 impl Budget {
     /// A budget of `total` counted from now; `cpu_levels` is how many levels the cpu stage
-    /// may try.
-    pub fn new(total: Duration, cpu_levels: usize) -> Self {
+    /// may try, `spec_max` the spec's `max-time`.
+    pub fn new(total: Duration, cpu_levels: usize, spec_max: Duration) -> Self {
         Budget {
             total,
             started: Instant::now(),
             costs: Cell::new(None),
             cpu_levels,
+            spec_max,
         }
+    }
+
+    /// The seconds a stage costs besides measuring, and the seconds of its first looks.
+    fn stage_cost(&self, costs: &Costs, stage: StageName) -> (f64, f64) {
+        let s = shape(stage, self.cpu_levels);
+        let work = s.builds * costs.build
+            + s.verifications * costs.verify
+            + s.trainings * costs.train
+            + s.evals * costs.eval;
+        (work, s.comparisons * self.first_look(costs))
+    }
+
+    /// A comparison's first look: [`LADDER_MIN_PAIRS`] pairs of every eval workload, or,
+    /// when `max-time` comes first, the block of runs (two pairs) that ends after it.
+    fn first_look(&self, costs: &Costs) -> f64 {
+        let n = costs.eval_workloads.max(1) as f64;
+        let run = costs.eval / n;
+        let pairs = f64::from(LADDER_MIN_PAIRS) * 2.0 * run;
+        n * pairs.min(self.spec_max.as_secs_f64() + 4.0 * run)
     }
 
     /// What the baseline showed each piece of work costs.
@@ -170,27 +198,56 @@ impl Budget {
         self.total.as_secs_f64() - self.started.elapsed().as_secs_f64()
     }
 
-    /// Whether what is left pays for `stage` (its work and first looks) and the final
+    /// Whether what is left pays for `stage` (its work and first looks), for the stages of
+    /// higher priority still `to_come` (they get time first), and — once a stage was kept
+    /// (`chained`), so what ships is compared with the baseline at the end — for the final
     /// comparison's first look. Without known costs (the baseline's outputs were reused, so
     /// nothing was run), only whether anything is left.
-    pub fn affords(&self, stage: StageName) -> Result<(), String> {
+    pub fn affords(
+        &self,
+        stage: StageName,
+        to_come: &[StageName],
+        chained: bool,
+    ) -> Result<(), String> {
         let left = self.left();
-        let needed = match self.costs.get() {
-            Some(c) => {
-                let (work, looks) = stage_cost(&c, stage, self.cpu_levels);
-                work + looks + first_look(&c)
-            }
-            None => 0.0,
+        let Some(c) = self.costs.get() else {
+            return match left > 0.0 {
+                true => Ok(()),
+                false => Err(self.not_tried(left, 0.0, "")),
+            };
         };
-        if left > needed {
+        let cost = |s: StageName| {
+            let (work, looks) = self.stage_cost(&c, s);
+            work + looks
+        };
+        let own = cost(stage);
+        let first: Vec<StageName> = (to_come.iter().copied())
+            .filter(|s| priority(*s) > priority(stage))
+            .collect();
+        let reserved: f64 = first.iter().map(|s| cost(*s)).sum::<f64>()
+            + if chained { self.first_look(&c) } else { 0.0 };
+        if left > own + reserved {
             return Ok(());
         }
-        Err(format!(
-            "not tried: {} of the run's budget of {} is left, and this stage needs about {} (builds, verification, training and a first look at its candidates)",
+        let names: Vec<&str> = first.iter().map(|s| s.as_str()).collect();
+        let why = match names.is_empty() {
+            true => String::new(),
+            false => format!(
+                ", after {} kept for {}",
+                crate::util::format_span(reserved),
+                names.join(" and ")
+            ),
+        };
+        Err(self.not_tried(left, own, &why))
+    }
+
+    fn not_tried(&self, left: f64, needed: f64, why: &str) -> String {
+        format!(
+            "not tried: {} of the run's budget of {} is left{why}, and this stage needs about {} (builds, verification, training and a first look at its candidates)",
             crate::util::format_span(left.max(0.0)),
             crate::util::format_span(self.total.as_secs_f64()),
             crate::util::format_span(needed)
-        ))
+        )
     }
 
     /// The `max-time` per workload of the next comparison: its share of what is left once
@@ -203,13 +260,13 @@ impl Budget {
         let (mut work, mut comparisons) = (0.0, if is_final { 2.0 } else { 3.0 });
         for &stage in to_come {
             let s = shape(stage, self.cpu_levels);
-            work += stage_cost(&c, stage, self.cpu_levels).0;
+            work += self.stage_cost(&c, stage).0;
             comparisons += s.comparisons;
         }
         let mine = if is_final { 2.0 } else { 1.0 };
         let share = (self.left() - work).max(0.0) * mine / comparisons;
         let per_workload = share / c.eval_workloads.max(1) as f64;
-        let floor = first_look(&c) / c.eval_workloads.max(1) as f64;
+        let floor = self.first_look(&c) / c.eval_workloads.max(1) as f64;
         Duration::from_secs_f64(per_workload.max(floor)).min(spec_max)
     }
 }
@@ -228,7 +285,7 @@ pub fn project(
         build_secs: 0.0,
         verify_secs: 0.0,
         training_secs: 0.0,
-        measure_secs: [first_look(costs), first_look(costs)],
+        measure_secs: [budget.first_look(costs), budget.first_look(costs)],
         pairs_bought: 0.0,
         pairs_for_1pct: 0.0,
     };
@@ -238,14 +295,16 @@ pub fn project(
         p.builds += s.builds;
         p.build_secs += s.builds * costs.build;
         p.verify_secs += s.verifications * costs.verify;
-        p.training_secs += s.trainings * costs.train;
-        p.measure_secs[0] += s.comparisons * first_look(costs);
+        p.training_secs += s.trainings * costs.train + s.evals * costs.eval;
+        p.measure_secs[0] += s.comparisons * budget.first_look(costs);
         comparisons += s.comparisons;
     }
     let work = p.build_secs + p.verify_secs + p.training_secs;
     let share = budget.max_time(spec_max, stages, false).as_secs_f64();
     let room = (budget.left() - work).max(p.measure_secs[0]);
-    p.measure_secs[1] = (share * costs.eval_workloads as f64 * comparisons).min(room);
+    p.measure_secs[1] = (share * costs.eval_workloads as f64 * comparisons)
+        .min(room)
+        .max(p.measure_secs[0]);
     let per_pair = 2.0 * costs.eval / costs.eval_workloads.max(1) as f64;
     p.pairs_bought = if per_pair > 0.0 {
         share / per_pair
@@ -294,58 +353,86 @@ mod tests {
         }
     }
 
+    /// The costs a real crate showed (resvg 0.49 rendering 3000×3000 scenes: ~45 s builds,
+    /// three train and three eval workloads of ~8–13 s).
+    fn renderer() -> Costs {
+        Costs {
+            build: 44.0,
+            verify: 24.0,
+            train: 48.0,
+            eval: 29.0,
+            eval_workloads: 3,
+        }
+    }
+
     #[test]
-    fn a_stage_is_tried_only_when_its_work_and_first_looks_fit() {
-        let b = Budget::new(Duration::from_secs(600), 2);
+    fn stages_that_do_not_fit_give_way_to_pgo_and_say_why() {
+        let stages = [
+            StageName::Profile,
+            StageName::Cpu,
+            StageName::Pgo,
+            StageName::Bolt,
+        ];
+        // What 15 minutes leave after that crate's baseline (~205 s).
+        let b = Budget::new(Duration::from_secs(695), 2, Duration::from_secs(30));
         assert!(
-            b.affords(StageName::Pgo).is_ok(),
+            b.affords(StageName::Pgo, &[], false).is_ok(),
             "no costs known: anything left will do"
         );
-        b.learn(costs());
-        // pgo: 2 builds (120) + 1 verification (50) + 3 trainings (75) + its first look and
-        // the final's (2 × 4 pairs × 2 × 24 s = 384): 629 s > 600 s.
-        let e = b.affords(StageName::Pgo).unwrap_err();
+        b.learn(renderer());
+        // A first look stops at the block past max-time: 3 × min(8 × 9.7, 30 + 4 × 9.7)
+        // ≈ 206 s. pgo: 2 builds, the untimed workloads, a training and the coverage pass
+        // (218 s) + its first look = 424 s.
+        let e = b
+            .affords(StageName::Profile, &stages[1..], false)
+            .unwrap_err();
+        assert!(e.contains("kept for cpu and pgo"), "{e}");
+        assert!(e.contains("budget of 11m 35s"), "{e}");
+        assert!(b.affords(StageName::Cpu, &stages[2..], false).is_err());
+        assert!(b.affords(StageName::Pgo, &stages[3..], false).is_ok());
+        // BOLT after a kept pgo: its own 322 s and the final comparison's first look.
+        let after = Budget::new(Duration::from_secs(271), 2, Duration::from_secs(30));
+        after.learn(renderer());
+        let e = after.affords(StageName::Bolt, &[], true).unwrap_err();
         assert!(
-            e.starts_with("not tried: 10m") || e.starts_with("not tried: 9m"),
+            e.starts_with("not tried: 4m 31s of the run's budget"),
             "{e}"
         );
-        assert!(e.contains("budget of 10m"), "{e}");
-        // profile: 60 + 50 + 192 + 192 = 494 s < 600 s.
-        assert!(b.affords(StageName::Profile).is_ok());
-        let big = Budget::new(Duration::from_secs(3600), 2);
-        big.learn(costs());
-        assert!(big.affords(StageName::Pgo).is_ok());
+        // What 10 minutes leave after the baseline (395 s) buys no stage at all.
+        let ten = Budget::new(Duration::from_secs(395), 2, Duration::from_secs(30));
+        ten.learn(renderer());
+        assert!(ten.affords(StageName::Pgo, &stages[3..], false).is_err());
     }
 
     #[test]
     fn a_comparison_gets_its_share_of_what_is_left_after_the_work_to_come() {
-        let b = Budget::new(Duration::from_secs(3600), 2);
-        b.learn(costs());
         let spec_max = Duration::from_secs(30);
+        let b = Budget::new(Duration::from_secs(3600), 2, spec_max);
+        b.learn(costs());
         // Plenty left: the spec's max-time.
         assert_eq!(b.max_time(spec_max, &[StageName::Pgo], false), spec_max);
-        let tight = Budget::new(Duration::from_secs(1000), 2);
+        let tight = Budget::new(Duration::from_secs(1000), 2, Duration::from_secs(120));
         tight.learn(Costs {
             eval: 0.3,
             ..costs()
         });
-        // 1000 s − pgo's work (245 s) over 1 (this) + 1 (pgo) + 2 (final) comparisons,
-        // per workload: ≈ 62.9 s, capped at max-time.
+        // 1000 s − pgo's work (195.6 s) over 1 (this) + 1 (pgo) + 2 (final) comparisons,
+        // per workload: ≈ 67.0 s, capped at max-time.
         let t = tight.max_time(Duration::from_secs(120), &[StageName::Pgo], false);
-        assert!((t.as_secs_f64() - 62.9).abs() < 0.5, "{t:?}");
+        assert!((t.as_secs_f64() - 67.0).abs() < 0.5, "{t:?}");
         // The final comparison gets all that is left when nothing else is to come.
         let f = tight.max_time(Duration::from_secs(900), &[], true);
         assert!((f.as_secs_f64() - 1000.0 / 3.0).abs() < 1.0, "{f:?}");
-        // Never below a first look (4 pairs × 2 runs × 24 s over 3 workloads).
-        let spent = Budget::new(Duration::from_millis(1), 2);
+        // Never below a first look (4 pairs × 2 runs × 8 s per workload).
+        let spent = Budget::new(Duration::from_millis(1), 2, Duration::from_secs(100));
         spent.learn(costs());
         let t = spent.max_time(Duration::from_secs(100), &[], false);
-        assert_eq!(t.as_secs_f64(), first_look(&costs()) / 3.0);
+        assert_eq!(t.as_secs_f64(), 64.0);
     }
 
     #[test]
     fn the_projection_adds_up_the_stages_and_says_what_precision_buys() {
-        let b = Budget::new(Duration::from_secs(600), 2);
+        let b = Budget::new(Duration::from_secs(600), 2, Duration::from_secs(10));
         let c = Costs {
             build: 2.0,
             verify: 1.0,
@@ -364,7 +451,8 @@ mod tests {
         assert_eq!(p.builds, 6.0);
         assert_eq!(p.build_secs, 12.0);
         assert_eq!(p.verify_secs, 5.0);
-        assert_eq!(p.training_secs, 2.5);
+        // pgo: a training (0.5) and the coverage pass (2 × 0.3); bolt: a training.
+        assert!((p.training_secs - 1.6).abs() < 1e-9, "{p:?}");
         // First looks: 6 comparisons (1 + 2 + 1 + 1 + the final) × 4 pairs × 2 × 0.3 s.
         assert!((p.measure_secs[0] - 14.4).abs() < 1e-9, "{p:?}");
         assert!(p.measure_secs[1] >= p.measure_secs[0]);

@@ -98,7 +98,8 @@ impl<'a> Ladder<'a> {
         if let Some(i) = self.to_come.iter().position(|s| *s == name) {
             self.to_come.remove(i);
         }
-        if let Err(why) = self.budget.affords(name) {
+        let chained = self.best.candidate.binary != self.baseline.binary;
+        if let Err(why) = self.budget.affords(name, &self.to_come, chained) {
             self.ctx.ui.warn(&format!("{name}: {why}"));
             let fix = format!(
                 "{why}; fix: --budget {} (or [bench] budget), or --stages {name} to climb it alone",

@@ -31,7 +31,11 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
         return Ok(dry_run(plan));
     }
     let started = Instant::now();
-    let budget = Budget::new(plan.budget, budget::cpu_levels(&plan.spec));
+    let budget = Budget::new(
+        plan.budget,
+        budget::cpu_levels(&plan.spec),
+        plan.spec.bench.max_time,
+    );
     let lock = DirLock::for_run(&plan.optimize_dir)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);

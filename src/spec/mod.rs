@@ -647,7 +647,7 @@ pub fn skeleton(bin: &str) -> String {
 # max-time = "30s"                # time budget per workload per comparison ("500ms", "30s", "2m")
 # margin = 0.01                   # differences within 1 % count as "equivalent"
 # warmup = 0                      # unmeasured runs of each side first (files are read in anyway)
-# budget = "10m"                  # the whole run's wall time, builds included; comparisons share it
+# budget = "15m"                  # the whole run's wall time, builds included; comparisons share it
 
 # [verify]
 # tests = false                   # also run the crate's own tests with each candidate's settings

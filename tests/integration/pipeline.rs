@@ -617,7 +617,7 @@ fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_not
         r.stdout
     );
     assert!(
-        r.stdout.contains("budget 10m") && r.stdout.contains("no earlier run"),
+        r.stdout.contains("budget 15m") && r.stdout.contains("no earlier run"),
         "{}",
         r.stdout
     );
@@ -631,7 +631,7 @@ fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_not
     assert!(r.stderr.contains("projection: "), "{}", r.stderr);
     let report = latest_report(td.path());
     let b = report.budget.as_ref().expect("the budget is recorded");
-    assert_eq!(b.budget_secs, 600.0);
+    assert_eq!(b.budget_secs, 900.0);
     let p = b.projection.as_ref().expect("a projection");
     assert_eq!(p.builds, 1.0, "{p:?}");
     assert!(p.total()[0] > 0.0 && p.total()[0] <= p.total()[1], "{p:?}");
