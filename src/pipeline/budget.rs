@@ -322,6 +322,10 @@ pub fn line(p: &Projection, budget_secs: f64, costs: &Costs) -> String {
     let span = crate::util::format_span;
     let [lo, hi] = p.total();
     let n = costs.eval_workloads;
+    let over = match lo > budget_secs {
+        true => "; more than the budget: the stages that fit are tried, pgo first",
+        false => "",
+    };
     format!(
         "projection: {}–{} (≈{:.0} builds {}, verification {}, training {}, measuring {}–{}) within the budget of {}; {n} eval workload(s) of ~{} a run: a comparison's share buys up to ~{:.0} pairs each, ±1 % needs ~{:.0}",
         span(lo),
@@ -336,7 +340,7 @@ pub fn line(p: &Projection, budget_secs: f64, costs: &Costs) -> String {
         crate::util::format_secs(costs.eval / n.max(1) as f64),
         p.pairs_bought,
         p.pairs_for_1pct,
-    )
+    ) + over
 }
 
 #[cfg(test)]
@@ -463,5 +467,12 @@ mod tests {
         let line = line(&p, 600.0, &c);
         assert!(line.starts_with("projection: "), "{line}");
         assert!(line.contains("within the budget of 10m"), "{line}");
+        assert!(!line.contains("more than the budget"), "{line}");
+        // A ladder that cannot fit says what happens instead.
+        let small = line(&p, 20.0, &c);
+        assert!(
+            small.ends_with("more than the budget: the stages that fit are tried, pgo first"),
+            "{small}"
+        );
     }
 }
