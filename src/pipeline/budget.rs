@@ -469,7 +469,7 @@ mod tests {
         assert!(line.contains("within the budget of 10m"), "{line}");
         assert!(!line.contains("more than the budget"), "{line}");
         // A ladder that cannot fit says what happens instead.
-        let small = line(&p, 20.0, &c);
+        let small = super::line(&p, 20.0, &c);
         assert!(
             small.ends_with("more than the budget: the stages that fit are tried, pgo first"),
             "{small}"
