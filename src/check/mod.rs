@@ -392,7 +392,7 @@ fn measure_all(
         &timing,
         a,
         (b_label, &new.binary),
-        &opts,
+        (&opts, opts.max_time),
         (verifier, None),
         &cache,
     )?;

@@ -68,19 +68,24 @@ pub fn measure(
     } else {
         BenchOptions::from_config(&ctx.spec.bench)
     };
-    opts.max_time = max_time.min(opts.max_time);
+    // A keep-or-drop question gets time by what it can change (`budget::weight`).
+    let full = match only_faster {
+        true => (opts.max_time).mul_f64(super::budget::weight(cand.stage, cand.variant())),
+        false => opts.max_time,
+    };
+    opts.max_time = max_time.min(full);
     let per_workload = compare_over_workloads(
         ctx,
         (&rival.label(), &rival.binary),
         (&cand.label(), &cand.binary),
-        &opts,
+        (&opts, full),
         (verifier, check),
         cache,
     )?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
     let (log, confidence) = bench::geomean_log(&all);
     let estimate = bench::geomean(&all, opts.margin);
-    let budget_limited = budget_limited(&all, &estimate, &opts, ctx.spec.bench.max_time);
+    let budget_limited = budget_limited(&all, &estimate, &opts, full);
     Ok(Measured {
         estimate,
         log,
@@ -139,7 +144,7 @@ pub fn compare_over_workloads(
     ctx: &Context,
     a: (&str, &Path),
     b: (&str, &Path),
-    opts: &BenchOptions,
+    (opts, full_max): (&BenchOptions, std::time::Duration),
     (verifier, check): (&Verifier, Option<&TimedCheck>),
     cache: &VerdictCache,
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
@@ -151,10 +156,11 @@ pub fn compare_over_workloads(
         );
     }
     let start = Instant::now();
-    // Keyed under the spec's max-time, not the budget's share (which differs from run to
-    // run); a comparison the share cut short is not kept, so a larger budget measures again.
+    // Keyed under the comparison's full max-time (`full_max`: the spec's, weighted), not
+    // the budget's share (which differs from run to run); a comparison the share cut short is
+    // not kept, so a larger budget measures again.
     let key_opts = BenchOptions {
-        max_time: opts.max_time.max(ctx.spec.bench.max_time),
+        max_time: opts.max_time.max(full_max),
         ..opts.clone()
     };
     let keys: Vec<Option<String>> = eval
