@@ -247,63 +247,10 @@ impl Workspace {
     ) -> Result<Project, CargoError> {
         let pkg = match sel.package.as_deref().or(spec_package) {
             Some(name) => self.find_package(name)?,
-            None => match self.default_package() {
-                Some(p) => p,
-                None => {
-                    let with_bins: Vec<_> = self
-                        .members()
-                        .filter(|p| !bin_names(p).is_empty())
-                        .collect();
-                    match with_bins.as_slice() {
-                        [one] => *one,
-                        _ => {
-                            return Err(CargoError::AmbiguousPackage(
-                                format!(
-                                    "{} is a workspace with several packages",
-                                    self.root().display()
-                                ),
-                                with_bins
-                                    .iter()
-                                    .map(|p| p.name.to_string())
-                                    .collect::<Vec<_>>()
-                                    .join(", "),
-                            ))
-                        }
-                    }
-                }
-            },
+            None => self.only_package()?,
         };
         let bins = bin_names(pkg);
-        let bin = match sel.bin.as_deref().or(spec_bin) {
-            Some(b) if bins.iter().any(|x| x == b) => b.to_string(),
-            Some(b) => {
-                return Err(CargoError::UnknownBin {
-                    package: pkg.name.to_string(),
-                    bin: b.to_string(),
-                    available: if bins.is_empty() {
-                        "(none)".into()
-                    } else {
-                        bins.join(", ")
-                    },
-                })
-            }
-            None => match bins.as_slice() {
-                [] => return Err(CargoError::NoBinary(pkg.name.to_string())),
-                [one] => one.clone(),
-                _ => {
-                    // cargo's own rule: `default-run` picks one.
-                    match &pkg.default_run {
-                        Some(d) => d.clone(),
-                        None => {
-                            return Err(CargoError::AmbiguousBin {
-                                package: pkg.name.to_string(),
-                                available: bins.join(", "),
-                            })
-                        }
-                    }
-                }
-            },
-        };
+        let bin = choose_bin(pkg, &bins, sel.bin.as_deref().or(spec_bin))?;
         let target_dir = match &sel.target_dir {
             Some(d) => crate::util::absolute(d),
             None => self.meta.target_directory.clone().into_std_path_buf(),
@@ -322,6 +269,29 @@ impl Workspace {
             harness: None,
             bench_framework: None,
         })
+    }
+
+    /// The package to use when none is named: cargo's default one, else the only member
+    /// with a binary.
+    fn only_package(&self) -> Result<&cargo_metadata::Package, CargoError> {
+        if let Some(p) = self.default_package() {
+            return Ok(p);
+        }
+        let with_bins: Vec<_> = (self.members())
+            .filter(|p| !bin_names(p).is_empty())
+            .collect();
+        match with_bins.as_slice() {
+            [one] => Ok(*one),
+            _ => Err(CargoError::AmbiguousPackage(
+                format!(
+                    "{} is a workspace with several packages",
+                    self.root().display()
+                ),
+                (with_bins.iter().map(|p| p.name.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )),
+        }
     }
 
     /// [`Workspace::project`], or with `harness`, the package whose bench or test harness
@@ -1073,6 +1043,39 @@ pub fn user_rustflags_here(triple: &str, cfg: &[String]) -> Result<Vec<String>, 
 
 fn split_flags(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_string).collect()
+}
+
+/// The binary of `pkg` to use: the one named (it must exist), else the only one, else
+/// cargo's `default-run`.
+fn choose_bin(
+    pkg: &cargo_metadata::Package,
+    bins: &[String],
+    named: Option<&str>,
+) -> Result<String, CargoError> {
+    match named {
+        Some(b) if bins.iter().any(|x| x == b) => Ok(b.to_string()),
+        Some(b) => Err(CargoError::UnknownBin {
+            package: pkg.name.to_string(),
+            bin: b.to_string(),
+            available: if bins.is_empty() {
+                "(none)".into()
+            } else {
+                bins.join(", ")
+            },
+        }),
+        None => match bins {
+            [] => Err(CargoError::NoBinary(pkg.name.to_string())),
+            [one] => Ok(one.clone()),
+            // cargo's own rule: `default-run` picks one.
+            _ => pkg
+                .default_run
+                .clone()
+                .ok_or_else(|| CargoError::AmbiguousBin {
+                    package: pkg.name.to_string(),
+                    available: bins.join(", "),
+                }),
+        },
+    }
 }
 
 /// The config file cargo reads in the `.cargo` folder `dir`: `config` when it exists — cargo

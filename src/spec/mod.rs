@@ -619,95 +619,13 @@ pub fn bench_proposals(benches: &[String]) -> String {
     s
 }
 
-/// A commented skeleton for `cargo optimize init`.
+/// A commented skeleton for `cargo optimize init` (the asset `skeleton.toml`, its
+/// `@BIN_LINE@` the binary's line).
 pub fn skeleton(bin: &str) -> String {
     // Always a basic ("…") string, as `init` has always written it.
     let bin_line = format!("bin = {}", toml::Value::String(bin.to_owned()));
     let bin_line = format!("{bin_line:<33} # the binary to optimize");
-    format!(
-        r#"# optimize.toml: what `cargo optimize` builds, runs and measures (spec v1).
-# Relative paths are relative to this file's folder, and "{{root}}" expands to that folder.
-# Unknown keys are errors, so a typo is reported instead of silently ignored.
-
-{bin_line}
-# package = "my-package"          # needed in a workspace with several packages
-
-# Stages tried after the baseline (your binary built as you build it today). A stage's
-# candidate is kept only when its outputs match the baseline's and it is measurably faster.
-# [stages]
-# try = ["profile", "cpu", "pgo", "bolt"]   # default: all four, in this order ("none": baseline only)
-# profile = "max"                 # max | balanced | size, or a table of cargo profile overrides:
-#                                 #   profile = {{ lto = "fat", codegen-units = 1, opt-level = 3 }}
-# cpu = ["x86-64-v3", "native"]   # -Ctarget-cpu candidates (default: chosen for this machine)
-# allow-panic-abort = false       # may the profile stage try panic = "abort"?
-# bolt-mode = "auto"              # auto | instrument | perf
-
-# How two binaries are compared.
-# [bench]
-# max-time = "30s"                # time budget per workload per comparison ("500ms", "30s", "2m")
-# margin = 0.01                   # differences within 1 % count as "equivalent"
-# warmup = 0                      # unmeasured runs of each side first (files are read in anyway)
-# budget = "15m"                  # the whole run's wall time, builds included; comparisons share it
-
-# [verify]
-# tests = false                   # also run the crate's own tests with each candidate's settings
-
-# What later runs reuse (builds, profiles, verdicts) is trimmed to this, oldest use first.
-# [cache]
-# max-size = "10G"
-
-# `cargo optimize check` (a CI gate) fails when an eval workload is slower than this beyond
-# its interval, a workload's budget is exceeded, or the binary grows past max-binary-size.
-# [check]
-# max-regression = 0.05           # 5 %: fail when the whole interval of new/old is above 1.05
-# max-binary-size = "20M"
-
-# `cargo optimize release` builds targets x flavors x CPU levels, each artifact PGO-trained on
-# its own build, into dist/ with SHA256SUMS and manifest.json (default: the host, one flavor
-# from the command line's features, the stages, profile and CPU level the last run kept).
-# [release]
-# targets = ["x86_64-unknown-linux-gnu"]
-# cpu = ["x86-64-v3"]             # levels besides `portable`, which is always built
-# stages = ["pgo"]                # pgo, bolt
-# [release.flavors.default]       # a flavor: a feature set (add one table per flavor)
-# features = []
-# no-default-features = false
-# run = true                      # false: this machine cannot run it (e.g. a GPU backend)
-
-# Workloads are runs of your binary. "train" workloads are run to collect PGO and BOLT profiles;
-# "eval" workloads are timed to decide what to keep. Make both look like real use: the
-# optimizations only help what the training runs exercise.
-# REPLACE the "--help" placeholders below with real arguments and inputs.
-
-[[workload]]
-name = "train-example"            # unique; used in reports
-args = ["--help"]                 # e.g. ["--input", "{{root}}/data/large.json"]
-use = ["train"]                   # train = profiling only (default: ["train", "eval"])
-# stdin = "data/input.txt"        # file fed to stdin (must exist)
-# env = {{ RUST_LOG = "off" }}      # extra environment variables
-# cwd = "."                       # working directory (default: this folder)
-# timeout = "10m"                 # a run taking longer fails
-# matrix = {{ size = ["1", "100"] }}  # one workload per value: "{{size}}" in args, stdin, env, cwd
-#                                 # and files is replaced; the name becomes train-example[size=1]
-
-[[workload]]
-name = "eval-example"
-args = ["--help"]
-use = ["eval"]                    # eval = timed against the best candidate so far
-expect = "exact"                  # how outputs are compared with the baseline's:
-#   "exact"                       stdout and exit status equal (the default)
-#   "exit-code"                   exit status only
-#   {{ numeric = 0.01 }}            numbers within 1 % (relative), other text equal
-#   {{ numeric-abs = 1e-9 }}        numbers within an absolute tolerance, other text equal
-#   {{ ignore = "^took [0-9.]+s$" }}  lines matching the regex are masked, the rest equal
-# files = ["out.json"]            # output files compared too (relative to cwd)
-# sort-lines = false              # sort stdout lines before comparing (unordered output)
-# stderr = false                  # compare stderr too
-# budget = {{ time = "10ms", max-rss = "500MB" }}  # `check` fails when the mean is above it
-# start = "warm"                  # "cold": drop the binary and inputs from the page cache
-#                                 # before every run (a first start, for startup-bound programs)
-"#
-    )
+    include_str!("skeleton.toml").replace("@BIN_LINE@", &bin_line)
 }
 
 /// Drops `.` components (lexically; `..` is kept).
