@@ -172,52 +172,12 @@ fn restore(target: &Path, old: &[u8]) -> std::io::Result<()> {
 }
 
 /// Where a write to `path` lands: `path` itself (`false`), or the file its symlink chain
-/// ends at (`true`), with its folder canonical where it exists.
+/// ends at (`true`), with its folder canonical where it exists (`util::atomic::link_target`).
 fn resolve(path: &Path) -> Result<(PathBuf, bool), WriteError> {
-    let mut p = path.to_path_buf();
-    let mut linked = false;
-    for _ in 0..40 {
-        match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let t = std::fs::read_link(&p)
-                    .map_err(|e| fail(path, format!("cannot read the symlink: {e}"), None))?;
-                p = match p.parent() {
-                    Some(dir) => dir.join(t),
-                    None => t,
-                };
-                linked = true;
-            }
-            _ => {
-                return Ok(if linked {
-                    (clean(&p), true)
-                } else {
-                    (p, false)
-                })
-            }
-        }
-    }
-    Err(fail(
-        path,
-        "too many levels of symlinks",
-        Some(format!("point {} at a file", path.display())),
-    ))
-}
-
-/// `p` with its deepest existing folder canonical (`proj/../shared/x` → `/…/shared/x`).
-fn clean(p: &Path) -> PathBuf {
-    let mut rest = Vec::new();
-    let mut d = p;
-    loop {
-        if let Ok(c) = d.canonicalize() {
-            return rest.iter().rev().fold(c, |acc, r| acc.join(r));
-        }
-        match (d.parent(), d.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                d = parent;
-            }
-            _ => return p.to_path_buf(),
-        }
+    match crate::util::atomic::link_target(path) {
+        Ok(Some(target)) => Ok((target, true)),
+        Ok(None) => Ok((path.to_path_buf(), false)),
+        Err(e) => Err(fail(path, e.to_string(), None)),
     }
 }
 

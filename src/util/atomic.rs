@@ -30,7 +30,34 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Where a write to `path` lands: the file its symlink chain ends at (relative links read
 /// against their own folder), or `path` itself.
 pub fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+    let target = link_target(path)?;
+    let p = target.as_deref().unwrap_or(path);
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+        let why = match &target {
+            None => format!("its folder {} does not exist", dir.display()),
+            Some(t) => format!(
+                "it is a symlink to {}, whose folder {} does not exist",
+                t.display(),
+                dir.display()
+            ),
+        };
+        return Err(refused(
+            path,
+            &why,
+            &format!("create {} first", dir.display()),
+        ));
+    }
+    Ok(p.to_path_buf())
+}
+
+/// Where the symlink chain at `path` ends — relative links read against their own folder,
+/// the deepest existing folder of the end made canonical (`proj/../shared/x` →
+/// `/…/shared/x`) —, or `None` when `path` is not a symlink. `apply` writes through links the
+/// same way.
+pub fn link_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
     let mut p = path.to_path_buf();
+    let mut linked = false;
     for _ in 0..40 {
         match std::fs::symlink_metadata(&p) {
             Ok(m) if m.file_type().is_symlink() => {
@@ -40,27 +67,9 @@ pub fn resolve(path: &Path) -> std::io::Result<PathBuf> {
                     Some(dir) => dir.join(to),
                     None => to,
                 };
+                linked = true;
             }
-            _ => {
-                let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-                if let Some(dir) = dir.filter(|d| !d.is_dir()) {
-                    let why = if p == path {
-                        format!("its folder {} does not exist", dir.display())
-                    } else {
-                        format!(
-                            "it is a symlink to {}, whose folder {} does not exist",
-                            p.display(),
-                            dir.display()
-                        )
-                    };
-                    return Err(refused(
-                        path,
-                        &why,
-                        &format!("create {} first", dir.display()),
-                    ));
-                }
-                return Ok(p);
-            }
+            _ => return Ok(linked.then(|| canonical_folder(&p))),
         }
     }
     Err(refused(
@@ -68,6 +77,24 @@ pub fn resolve(path: &Path) -> std::io::Result<PathBuf> {
         "too many levels of symlinks",
         &format!("point {} at a file", path.display()),
     ))
+}
+
+/// `p` with its deepest existing folder canonical.
+fn canonical_folder(p: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut d = p;
+    loop {
+        if let Ok(c) = d.canonicalize() {
+            return rest.iter().rev().fold(c, |acc, r| acc.join(r));
+        }
+        match (d.parent(), d.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                d = parent;
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
 }
 
 fn refused(path: &Path, why: &str, fix: &str) -> std::io::Error {
