@@ -6,6 +6,7 @@
 //!
 //! Must not: decide, verify or measure (the pipeline, verify and bench do).
 
+pub mod ahead;
 pub mod facts;
 pub mod sandbox;
 
@@ -384,6 +385,8 @@ pub struct Context<'a> {
     pub warned: RefCell<std::collections::BTreeSet<String>>,
     /// Builds reused and builds run (`Context::build`).
     pub builds: std::cell::Cell<(u32, u32)>,
+    /// Builds started ahead of need ([`Context::build_ahead`]).
+    pub ahead: ahead::Ahead,
 }
 
 impl<'a> Context<'a> {
@@ -405,7 +408,43 @@ impl<'a> Context<'a> {
             steps: RefCell::new(Vec::new()),
             warned: Default::default(),
             builds: Default::default(),
+            ahead: Default::default(),
         }
+    }
+
+    /// The target dir a build of `settings` uses: `target/optimize/build/<hash>`.
+    fn build_dir(&self, settings: &BuildSettings) -> PathBuf {
+        self.optimize_dir.join("build").join(settings.hash())
+    }
+
+    /// Start building each of `settings` on a second thread (see [`ahead`]), leaving out
+    /// those the build cache already holds; [`Context::build`] then takes the result.
+    pub fn build_ahead(&self, settings: Vec<BuildSettings>) {
+        let cache = cargo::BuildCache {
+            optimize_dir: &self.optimize_dir,
+            toolchain: &self.rustc.version,
+        };
+        let jobs: Vec<ahead::Job> = settings
+            .into_iter()
+            .filter(|s| {
+                self.fresh
+                    || cache
+                        .reusable(self.project, s, &self.build_dir(s))
+                        .is_none()
+            })
+            .map(|settings| ahead::Job {
+                target_dir: self.build_dir(&settings),
+                settings,
+            })
+            .collect();
+        if !jobs.is_empty() {
+            self.ui.info(&format!(
+                "building {} candidate(s) ahead, beside the baseline",
+                jobs.len()
+            ));
+        }
+        let toolchain = self.rustc.version.clone();
+        (self.ahead).start(self.project, self.optimize_dir.clone(), &toolchain, jobs);
     }
 
     /// Build `settings` into its own target dir (`target/optimize/build/<hash>`), showing
@@ -415,8 +454,13 @@ impl<'a> Context<'a> {
         label: &str,
         settings: &BuildSettings,
     ) -> Result<cargo::Built, cargo::CargoError> {
-        let target_dir = self.optimize_dir.join("build").join(settings.hash());
+        let target_dir = self.build_dir(settings);
         let started = Instant::now();
+        if self.ahead.has(settings) {
+            if let Some(done) = self.ahead_result(label, settings, started) {
+                return done;
+            }
+        }
         let cache = cargo::BuildCache {
             optimize_dir: &self.optimize_dir,
             toolchain: &self.rustc.version,
@@ -455,6 +499,37 @@ impl<'a> Context<'a> {
         self.ui.done(&format!("{label} built"), built.seconds);
         self.record(&format!("{label} build"), built.seconds, None);
         Ok(built)
+    }
+
+    /// The build of `settings` started ahead, once it is finished (`None`: its thread is
+    /// gone, so the caller builds it itself).
+    fn ahead_result(
+        &self,
+        label: &str,
+        settings: &BuildSettings,
+        started: Instant,
+    ) -> Option<Result<cargo::Built, cargo::CargoError>> {
+        let spinner = self
+            .ui
+            .spinner(format!("{label}: waiting for its build started ahead"));
+        let done = self.ahead.take(settings);
+        spinner.finish_and_clear();
+        let (built, warning) = match done? {
+            Ok(done) => done,
+            Err(e) => return Some(Err(e)),
+        };
+        let (reused, run) = self.builds.get();
+        self.builds.set((reused, run + 1));
+        if let Some(warning) = warning {
+            self.ui.warn(&format!("{label}: {warning}"));
+        }
+        let waited = started.elapsed().as_secs_f64();
+        self.ui.done(
+            &format!("{label} built ahead in {:.1}s; waited", built.seconds),
+            waited,
+        );
+        self.record(&format!("{label} build"), waited, None);
+        Some(Ok(built))
     }
 
     /// Copy a built binary into the run folder as `bin/<name>` (the candidate's tag).

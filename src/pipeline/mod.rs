@@ -43,6 +43,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let early = early_projection(plan, &budget);
     let sccache = crate::cargo::wrapper::sccache();
     let sccache_before = sccache.as_deref().and_then(crate::cargo::wrapper::stats);
+    ctx.build_ahead(stage::ahead(&ctx, &plan.spec.stages.try_, &plan.baseline));
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
     let projection = projection(plan, &baseline, &verifier, &budget, early);
@@ -131,6 +132,7 @@ pub fn context<'a>(plan: &'a Plan, spec: &'a crate::spec::Spec, run: &'a RunDir)
         steps: RefCell::new(Vec::new()),
         warned: Default::default(),
         builds: Default::default(),
+        ahead: Default::default(),
     }
 }
 
