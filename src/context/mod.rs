@@ -417,30 +417,36 @@ impl<'a> Context<'a> {
         self.optimize_dir.join("build").join(settings.hash())
     }
 
-    /// Start building each of `settings` on a second thread (see [`ahead`]), leaving out
+    /// Start building each of `wanted` (label, settings) on a second thread (see [`ahead`]), leaving out
     /// those the build cache already holds; [`Context::build`] then takes the result.
-    pub fn build_ahead(&self, settings: Vec<BuildSettings>) {
+    pub fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
         let cache = cargo::BuildCache {
             optimize_dir: &self.optimize_dir,
             toolchain: &self.rustc.version,
         };
-        let jobs: Vec<ahead::Job> = settings
+        let (labels, jobs): (Vec<String>, Vec<ahead::Job>) = wanted
             .into_iter()
-            .filter(|s| {
+            .filter(|(_, s)| {
                 self.fresh
                     || cache
                         .reusable(self.project, s, &self.build_dir(s))
                         .is_none()
             })
-            .map(|settings| ahead::Job {
-                target_dir: self.build_dir(&settings),
-                settings,
+            .map(|(label, settings)| {
+                let target_dir = self.build_dir(&settings);
+                (
+                    label,
+                    ahead::Job {
+                        target_dir,
+                        settings,
+                    },
+                )
             })
-            .collect();
+            .unzip();
         if !jobs.is_empty() {
             self.ui.info(&format!(
-                "building {} candidate(s) ahead, beside the baseline",
-                jobs.len()
+                "building ahead, on a second thread: {}",
+                labels.join(", ")
             ));
         }
         let toolchain = self.rustc.version.clone();

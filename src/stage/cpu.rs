@@ -208,7 +208,7 @@ fn settings_for(best: &BuildSettings, name: &str) -> BuildSettings {
 /// The settings [`offers`] builds at once on top of `best` (for [`super::ahead`]): every
 /// candidate CPU this machine runs, except a `native` built only if the level before it
 /// is kept.
-pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<BuildSettings> {
+pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
     let triple = best.target.clone().unwrap_or_else(|| ctx.host.clone());
     if triple != ctx.host {
         return Vec::new();
@@ -226,7 +226,7 @@ pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<BuildSettings> {
         .iter()
         .filter(|n| !(after_level && *n == "native"))
         .filter(|n| check(&triple, n, &native).is_ok())
-        .map(|n| settings_for(best, n))
+        .map(|n| (crate::context::label("cpu", Some(n)), settings_for(best, n)))
         .collect()
 }
 

@@ -91,7 +91,7 @@ pub fn ahead(
     ctx: &Context,
     stages: &[StageName],
     baseline: &cargo::BuildSettings,
-) -> Vec<cargo::BuildSettings> {
+) -> Vec<(String, cargo::BuildSettings)> {
     let mut best = baseline.clone();
     let mut out = Vec::new();
     for &name in stages {
@@ -100,7 +100,7 @@ pub fn ahead(
             StageName::Profile => {
                 if let Some(s) = profile::ahead(ctx, &best) {
                     best = s.clone();
-                    out.push(s);
+                    out.push((StageName::Profile.as_str().to_string(), s));
                 }
             }
             StageName::Cpu => {

@@ -44,7 +44,8 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
             if shares_profile(standing) {
                 // The portable build needs only this profile: it builds beside this one.
                 let portable = use_settings(ctx, &standing.portable.settings, &p, false);
-                ctx.build_ahead(vec![portable]);
+                let label = crate::context::label("pgo", Some(PORTABLE));
+                ctx.build_ahead(vec![(format!("{label}: optimized"), portable)]);
             }
             let best = build_with(ctx, &standing.best.settings, &p, None, relocs).map(|mut c| {
                 c.notes.extend(note);
