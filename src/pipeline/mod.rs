@@ -43,7 +43,14 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let early = early_projection(plan, &budget);
     let sccache = crate::cargo::wrapper::sccache();
     let sccache_before = sccache.as_deref().and_then(crate::cargo::wrapper::stats);
-    ctx.build_ahead(stage::ahead(&ctx, &plan.spec.stages.try_, &plan.baseline));
+    let stages = &plan.spec.stages.try_;
+    // Only what the budget pays for, as far as it can tell yet (no build is wasted on a
+    // stage the ladder will not try).
+    let affordable: Vec<_> = (0..stages.len())
+        .take_while(|&i| budget.affords(stages[i], &stages[i + 1..], false).is_ok())
+        .map(|i| stages[i])
+        .collect();
+    ctx.build_ahead(stage::ahead(&ctx, &affordable, &plan.baseline));
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
     let projection = projection(plan, &baseline, &verifier, &budget, early);
