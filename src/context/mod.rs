@@ -1,7 +1,7 @@
 //! The run context: what every stage and every check of one pipeline run shares — the
 //! project, the spec, the toolchain, the run folder, the UI and the step timings — and the
-//! [`Candidate`] a stage produces. Builds go through [`Context::build`] (cargo.rs), workload
-//! runs through [`Context::run_workload`] (process.rs), each workload that writes files in
+//! [`Candidate`] a stage produces. Builds go through [`Context::build`] (the `cargo` module), workload
+//! runs through [`Context::run_workload`] (`process`), each workload that writes files in
 //! a private copy of its cwd ([`sandbox`]).
 //!
 //! Must not: decide, verify or measure (the pipeline, verify and bench do).

@@ -6,7 +6,7 @@
 //! builds the baseline plus each setting alone, so the report can say what each one is
 //! worth on its own ([`explain`]).
 //!
-//! Presets (also documented in docs/stages.md and the spec skeleton):
+//! Presets (also documented in docs/src/stages.md and the spec skeleton):
 //! - `max`: `lto = "fat"`, `codegen-units = 1`, `opt-level = 3`, `incremental = false`, and
 //!   `panic = "abort"` only when `allow-panic-abort = true` (it breaks `catch_unwind` and
 //!   skips `Drop` on panic);
