@@ -103,6 +103,9 @@ pub fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_RUSTFLAGS")
+        // A target dir from the caller's environment would move every report out of the
+        // fixture (tests pass `--target-dir` when they want one).
+        .env_remove("CARGO_TARGET_DIR")
         .env("NO_COLOR", "1");
     for (k, v) in env {
         cmd.env(k, v);
