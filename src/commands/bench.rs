@@ -216,7 +216,7 @@ pub fn command_from_line(line: &str) -> anyhow::Result<Command> {
 }
 
 fn apply_overrides(opts: &mut BenchOptions, args: &BenchArgs) -> anyhow::Result<()> {
-    if let Some(n) = args.runs {
+    if let Some(n) = args.min_runs {
         opts.min_pairs = n.max(2);
         opts.max_pairs = opts.max_pairs.max(opts.min_pairs);
     }
@@ -247,7 +247,7 @@ fn spinner(visible: bool) -> indicatif::ProgressBar {
 fn progress_line(name: &str, p: &Progress) -> String {
     match p.phase {
         Phase::Warmup { done, total } => format!("{name}: warm-up {}/{total}", done + 1),
-        Phase::Measuring => {
+        Phase::Measuring | Phase::Look { .. } => {
             let mut s = format!(
                 "{name}: {}{} pairs · {:.1}/{:.0} s",
                 p.pairs,
