@@ -94,12 +94,7 @@ impl Ui {
         if !self.events {
             return;
         }
-        let mut object = serde_json::Map::new();
-        object.insert("event".into(), kind.into());
-        if let serde_json::Value::Object(f) = fields {
-            object.extend(f);
-        }
-        let line = serde_json::Value::Object(object).to_string();
+        let line = event_line(kind, fields);
         let mut out = std::io::stdout().lock();
         // A closed stdout ends nothing here: the run's results are in its folder.
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
@@ -161,9 +156,33 @@ impl Ui {
     }
 }
 
+/// `{"event": kind, …fields}` on one line: `event` first, then the fields in key order.
+fn event_line(kind: &str, fields: serde_json::Value) -> String {
+    let kind = serde_json::Value::from(kind);
+    match fields {
+        serde_json::Value::Object(f) if !f.is_empty() => {
+            let rest = serde_json::Value::Object(f).to_string();
+            format!("{{\"event\":{kind},{}", &rest[1..])
+        }
+        _ => format!("{{\"event\":{kind}}}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_are_one_object_per_line_event_first() {
+        let l = event_line("built", serde_json::json!({"z": 1, "a": "x\ny"}));
+        assert_eq!(l, r#"{"event":"built","a":"x\ny","z":1}"#);
+        let v: serde_json::Value = serde_json::from_str(&l).unwrap();
+        assert_eq!(v["a"], "x\ny");
+        assert_eq!(
+            event_line("ship", serde_json::json!({})),
+            r#"{"event":"ship"}"#
+        );
+    }
 
     #[test]
     fn paint_only_with_colour() {
