@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::opts::{
-    BuildOpts, DoctorFormat, MessageFormat, PackageOpts, RunLookupOpts, SpecOpt, TargetDirOpt,
+    BenchFormat, BuildOpts, DoctorFormat, MessageFormat, PackageOpts, RunLookupOpts, SpecOpt,
+    TargetDirOpt,
 };
 
 /// The output formats of `report`, `hotspots` and `check` (one per family, in `render`).
@@ -408,6 +409,13 @@ pub struct BenchArgs {
     /// Equivalence margin (0.01 = 1 %).
     #[arg(long, value_name = "FRACTION")]
     pub margin: Option<f64>,
+    /// What to print: the lines for a person (term; on stderr with another format), or the
+    /// results as json, md, csv or html.
+    #[arg(long, value_enum, default_value_t = BenchFormat::Term)]
+    pub format: BenchFormat,
+    /// Write the result to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,

@@ -171,6 +171,31 @@ pub enum DoctorFormat {
     Json,
 }
 
+/// `bench --format`: the lines for a person, or one of the export formats.
+#[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
+pub enum BenchFormat {
+    #[default]
+    Term,
+    Json,
+    Md,
+    Csv,
+    Html,
+}
+
+impl BenchFormat {
+    /// The export format (`None` for `term`).
+    pub fn export(self) -> Option<crate::render::ExportFormat> {
+        use crate::render::ExportFormat as E;
+        match self {
+            BenchFormat::Term => None,
+            BenchFormat::Json => Some(E::Json),
+            BenchFormat::Md => Some(E::Markdown),
+            BenchFormat::Csv => Some(E::Csv),
+            BenchFormat::Html => Some(E::Html),
+        }
+    }
+}
+
 /// `cargo optimize completions SHELL`.
 #[derive(Debug, Clone, Args)]
 pub struct CompletionsArgs {

@@ -321,3 +321,45 @@ fn message_format_json_is_one_event_per_line_and_matches_the_report() {
     assert!(!r.stdout.contains("stage "), "{}", r.stdout);
     assert!(r.stderr.contains("baseline"), "{}", r.stderr);
 }
+
+/// `bench --format json` prints only the JSON on stdout (the lines for a person go to
+/// stderr); `-o FILE` writes the result there and nothing to stdout.
+#[test]
+fn bench_takes_format_and_o_like_every_command() {
+    let _g = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let base = [
+        "optimize",
+        "bench",
+        "--cmd",
+        "true",
+        "--cmd",
+        "true",
+        "--max-time",
+        "1s",
+    ];
+    let json = run(
+        tmp.path(),
+        &[&base[..], &["--format", "json"]].concat(),
+        &[],
+    );
+    assert_eq!(json.code, Some(0), "{}", json.all());
+    let v: Value =
+        serde_json::from_str(&json.stdout).unwrap_or_else(|e| panic!("{e}: {}", json.stdout));
+    assert_eq!(v["kind"], "bench");
+    assert!(json.stderr.contains("A: true"), "{}", json.stderr);
+    let file = tmp.path().join("bench.md");
+    let md = run(
+        tmp.path(),
+        &[&base[..], &["--format", "md", "-o", file.to_str().unwrap()]].concat(),
+        &[],
+    );
+    assert_eq!(md.code, Some(0), "{}", md.all());
+    assert!(md.stdout.is_empty(), "{}", md.stdout);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("| command |") || text.contains("command"),
+        "{text}"
+    );
+    assert!(!text.contains("A: true"), "{text}");
+}
