@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::opts::{
-    BenchFormat, BuildOpts, DoctorFormat, MessageFormat, PackageOpts, RunLookupOpts, SpecOpt,
-    TargetDirOpt,
+    BenchFormat, BuildOpts, MessageFormat, PackageOpts, RunLookupOpts, SpecOpt, TermJson,
 };
 
 /// The output formats of `report`, `hotspots` and `check` (one per family, in `render`).
@@ -67,16 +66,27 @@ pub struct MergeArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct CacheArgs {
-    #[command(flatten)]
-    pub target_dir: TargetDirOpt,
+    /// Directory for all generated artifacts (default: cargo's target directory).
+    #[arg(long, global = true, value_name = "DIRECTORY", help_heading = super::opts::COMPILATION)]
+    pub target_dir: Option<PathBuf>,
     #[command(subcommand)]
     pub action: CacheAction,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CacheStatsArgs {
+    /// What to print: a table (term) or JSON.
+    #[arg(long, value_enum, default_value_t = TermJson::Term)]
+    pub format: TermJson,
+    /// Write the result to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum CacheAction {
     /// Entries and sizes per kind.
-    Stats,
+    Stats(CacheStatsArgs),
     /// Remove the least recently used entries until the cache fits in --max-size.
     Gc {
         /// The size to trim to (e.g. 500M, 5G).
@@ -367,8 +377,8 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub fix: bool,
     /// What to print: the facts for a person (term) or as JSON.
-    #[arg(long, value_enum, default_value_t = DoctorFormat::Term)]
-    pub format: DoctorFormat,
+    #[arg(long, value_enum, default_value_t = TermJson::Term)]
+    pub format: TermJson,
     /// Same as `--format json`.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,

@@ -163,9 +163,9 @@ pub enum MessageFormat {
     Json,
 }
 
-/// `doctor --format`.
+/// `--format` of `doctor` and `cache stats`: for a person, or JSON.
 #[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
-pub enum DoctorFormat {
+pub enum TermJson {
     #[default]
     Term,
     Json,

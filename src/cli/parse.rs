@@ -200,11 +200,13 @@ fn resolve(cli: Cli) -> Parsed {
         Command::Profile(ProfileArgs {
             action: ProfileAction::Collect(a),
         }) => build(&mut g, &a.build),
-        Command::Clean(CleanArgs { target_dir: t })
-        | Command::Cache(CacheArgs { target_dir: t, .. }) => target_dir(&mut g, t),
+        Command::Clean(CleanArgs { target_dir: t }) => target_dir(&mut g, t),
+        Command::Cache(CacheArgs { target_dir: t, .. }) => {
+            g.selection.target_dir = t.clone().or(g.selection.target_dir.take());
+        }
         Command::Doctor(a) => {
             if a.json {
-                a.format = DoctorFormat::Json;
+                a.format = TermJson::Json;
             }
         }
         Command::Profile(_) | Command::Completions(_) | Command::Man => {}

@@ -92,8 +92,15 @@ fn package_options_before_a_subcommand_that_takes_them_are_its_own() {
         assert_eq!(s.jobs, Some(3));
         assert_eq!(s.profile, "release");
     }
-    let p = ok(&["--target-dir", "/t", "cache", "stats"]);
-    assert_eq!(p.global.selection.target_dir, Some("/t".into()));
+    for args in [
+        &["--target-dir", "/t", "cache", "stats"][..],
+        &["cache", "--target-dir", "/t", "stats"],
+        &["cache", "stats", "--target-dir", "/t"],
+        &["cache", "gc", "--max-size", "1G", "--target-dir", "/t"],
+    ] {
+        let p = ok(args);
+        assert_eq!(p.global.selection.target_dir, Some("/t".into()), "{args:?}");
+    }
     let p = ok(&["-j", "2", "release", "--dry-run"]);
     let Command::Release(r) = &p.command else {
         panic!()
@@ -257,7 +264,7 @@ fn deprecated_spellings_still_parse_with_a_warning() {
     let Command::Doctor(d) = &p.command else {
         panic!()
     };
-    assert_eq!(d.format, DoctorFormat::Json);
+    assert_eq!(d.format, TermJson::Json);
     assert!(err(&["doctor", "--json", "--format", "term"]).contains("cannot be used"));
 }
 
