@@ -104,14 +104,26 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
         say.line(line);
     }
     write_exports(args, &report)?;
-    if say.to != To::Stdout {
-        let text = match args.format.export() {
-            Some(f) => f.renderer().render(&report),
-            None => say.kept.take(),
-        };
-        super::emit(args.output.as_deref(), &text, g.quiet)?;
-    }
+    emit_result(g, args, &say, &report)?;
     Ok(0)
+}
+
+/// The result when stdout is not the lines for a person: `--format`'s rendering, or (for
+/// `term` with `-o FILE`) the lines themselves; to `-o FILE` or stdout.
+fn emit_result(
+    g: &GlobalArgs,
+    args: &BenchArgs,
+    say: &Say,
+    report: &export::BenchReport,
+) -> anyhow::Result<()> {
+    if say.to == To::Stdout {
+        return Ok(());
+    }
+    let text = match args.format.export() {
+        Some(f) => f.renderer().render(report),
+        None => say.kept.take(),
+    };
+    super::emit(args.output.as_deref(), &text, g.quiet)
 }
 
 /// Where `bench`'s lines for a person go (see `run`), kept too: `--format term -o FILE`
