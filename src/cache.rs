@@ -136,7 +136,7 @@ impl VerdictCache {
 }
 
 /// One kind of kept thing and how much of it there is.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Usage {
     pub kind: &'static str,
     pub entries: u64,

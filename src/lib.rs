@@ -33,24 +33,36 @@ pub(crate) mod ui;
 pub(crate) mod util;
 pub(crate) mod verify;
 
-use cli::{Cli, Command};
+use cli::{Command, Parsed};
 
 /// Run a parsed command line; returns the process exit code.
-pub fn run_cli(cli: Cli) -> anyhow::Result<i32> {
-    match cli.command {
-        None => commands::run::run(&cli.global, &cli.run),
-        Some(Command::Run(args)) => commands::run::run(&cli.global, &args),
-        Some(Command::Init(args)) => commands::init::run(&cli.global, &args),
-        Some(Command::Doctor(args)) => commands::doctor::run(&args),
-        Some(Command::Bench(args)) => commands::bench::run(&cli.global, &args),
-        Some(Command::Apply(args)) => commands::apply::run(&cli.global, &args),
-        Some(Command::Report(args)) => commands::report::run(&cli.global, &args),
-        Some(Command::Hotspots(args)) => commands::hotspots::run(&cli.global, &args),
-        Some(Command::Check(args)) => commands::check::run(&cli.global, &args),
-        Some(Command::Release(args)) => commands::release::run(&cli.global, &args),
-        Some(Command::Ci(args)) => commands::ci::run(&cli.global, &args),
-        Some(Command::Profile(args)) => commands::profile::run(&cli.global, &args),
-        Some(Command::Clean) => commands::clean::run(&cli.global),
-        Some(Command::Cache(args)) => commands::cache::run(&cli.global, &args),
+pub fn run_cli(parsed: Parsed) -> anyhow::Result<i32> {
+    let Parsed {
+        global: g,
+        command,
+        warnings,
+    } = parsed;
+    ui::set_color_choice(g.color.forced());
+    let ui = ui::Ui::new(g.quiet, g.verbose, g.color.forced());
+    for w in &warnings {
+        ui.warn(w);
+    }
+    cargo::set_flags(g.selection.cargo_flags());
+    match command {
+        Command::Run(args) => commands::run::run(&g, &args),
+        Command::Init(args) => commands::init::run(&g, &args),
+        Command::Doctor(args) => commands::doctor::run(&g, &args),
+        Command::Bench(args) => commands::bench::run(&g, &args),
+        Command::Apply(args) => commands::apply::run(&g, &args),
+        Command::Report(args) => commands::report::run(&g, &args),
+        Command::Hotspots(args) => commands::hotspots::run(&g, &args),
+        Command::Check(args) => commands::check::run(&g, &args),
+        Command::Release(args) => commands::release::run(&g, &args),
+        Command::Ci(args) => commands::ci::run(&g, &args),
+        Command::Profile(args) => commands::profile::run(&g, &args),
+        Command::Clean(_) => commands::clean::run(&g),
+        Command::Cache(args) => commands::cache::run(&g, &args),
+        Command::Completions(args) => commands::completions::run(&args),
+        Command::Man => commands::completions::man(),
     }
 }

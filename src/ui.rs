@@ -1,9 +1,15 @@
 //! What the user sees while work goes on: step lines, spinners, warnings, colour. All of it
-//! goes to stderr so stdout stays clean for scripts (the ladder and reports print there).
+//! goes to stderr so stdout stays clean for scripts (the ladder and reports print there);
+//! with `--message-format json`, [`Ui::event`] writes one JSON object per line to stdout
+//! (docs/src/message-format.md). Colour is decided once per stream through `anstream`:
+//! `--color`/`CARGO_TERM_COLOR` force it ([`set_color_choice`]), else a terminal is
+//! coloured unless `NO_COLOR`, and `CLICOLOR_FORCE` colours any stream.
 //! Knows nothing of runs or reports; every layer above may use it.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
+
+use anstream::ColorChoice;
 
 use anstyle::{AnsiColor, Style};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -15,6 +21,24 @@ pub struct Ui {
     pub verbose: u8,
     pub animate: bool,
     pub color: bool,
+    /// `--message-format json`: [`Ui::event`] prints events on stdout.
+    pub events: bool,
+}
+
+/// Force colour on or off for every stream (`Some`), or leave it to each stream (`None`).
+pub fn set_color_choice(forced: Option<bool>) {
+    let choice = match forced {
+        Some(true) => ColorChoice::Always,
+        Some(false) => ColorChoice::Never,
+        None => ColorChoice::Auto,
+    };
+    choice.write_global();
+}
+
+/// Whether text written to stdout is coloured (`forced`, else the global choice and the
+/// environment, see the module doc).
+pub fn stdout_color(forced: Option<bool>) -> bool {
+    forced.unwrap_or_else(|| anstream::AutoStream::choice(&std::io::stdout()) != ColorChoice::Never)
 }
 
 /// The colours the tool uses, by meaning.
@@ -46,7 +70,10 @@ impl Ui {
             quiet,
             verbose,
             animate: tty && !quiet,
-            color: color.unwrap_or(tty && std::env::var_os("NO_COLOR").is_none()),
+            color: color.unwrap_or_else(|| {
+                anstream::AutoStream::choice(&std::io::stderr()) != ColorChoice::Never
+            }),
+            events: false,
         }
     }
 
@@ -57,7 +84,20 @@ impl Ui {
             verbose: 0,
             animate: false,
             color: false,
+            events: false,
         }
+    }
+
+    /// One event of `kind` with `fields` (an object) as a line of JSON on stdout, when
+    /// `--message-format json` asked for events; `{"event": kind, …fields}`.
+    pub fn event(&self, kind: &str, fields: serde_json::Value) {
+        if !self.events {
+            return;
+        }
+        let line = event_line(kind, fields);
+        let mut out = std::io::stdout().lock();
+        // A closed stdout ends nothing here: the run's results are in its folder.
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     }
 
     /// A spinner for long work; a no-op when not on a terminal.
@@ -116,9 +156,33 @@ impl Ui {
     }
 }
 
+/// `{"event": kind, …fields}` on one line: `event` first, then the fields in key order.
+fn event_line(kind: &str, fields: serde_json::Value) -> String {
+    let kind = serde_json::Value::from(kind);
+    match fields {
+        serde_json::Value::Object(f) if !f.is_empty() => {
+            let rest = serde_json::Value::Object(f).to_string();
+            format!("{{\"event\":{kind},{}", &rest[1..])
+        }
+        _ => format!("{{\"event\":{kind}}}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_are_one_object_per_line_event_first() {
+        let l = event_line("built", serde_json::json!({"z": 1, "a": "x\ny"}));
+        assert_eq!(l, r#"{"event":"built","a":"x\ny","z":1}"#);
+        let v: serde_json::Value = serde_json::from_str(&l).unwrap();
+        assert_eq!(v["a"], "x\ny");
+        assert_eq!(
+            event_line("ship", serde_json::json!({})),
+            r#"{"event":"ship"}"#
+        );
+    }
 
     #[test]
     fn paint_only_with_colour() {

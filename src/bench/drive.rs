@@ -218,6 +218,16 @@ impl<'o> Drive<'o> {
                 let a =
                     stats::analyze_pairs(&self.wall_a, &self.wall_b, confidence, opts.margin, seed);
                 self.look += 1;
+                on_progress(&Progress {
+                    phase: Phase::Look {
+                        look: self.look as u32,
+                    },
+                    pairs: n,
+                    planned_pairs: Some(sched.cap()),
+                    elapsed: now,
+                    max_time: opts.max_time,
+                    estimate: Some(a.estimate),
+                });
                 let last = self.look >= sched.looks.len();
                 let stop = if a.estimate.verdict.is_decided() {
                     Some(StopReason::Decided)

@@ -224,8 +224,16 @@ pub struct Progress {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
-    Warmup { done: u32, total: u32 },
+    Warmup {
+        done: u32,
+        total: u32,
+    },
     Measuring,
+    /// A look was just taken (the `look`-th, from 1): `estimate` is its own, at the
+    /// confidence that look spends.
+    Look {
+        look: u32,
+    },
 }
 
 /// Why the measurement stopped.

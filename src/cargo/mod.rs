@@ -10,6 +10,7 @@
 //! the user's, so [`user_rustflags`] reproduces cargo's choice and every build passes
 //! `user flags + stage flags` as `CARGO_ENCODED_RUSTFLAGS`.
 
+mod flags;
 pub mod profile;
 mod reuse;
 pub mod wrapper;
@@ -19,6 +20,9 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+use flags::flags;
+pub use flags::{set_flags, Flags};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CargoError {
@@ -173,6 +177,8 @@ impl Workspace {
         if let Some(m) = &sel.manifest_path {
             cmd.manifest_path(m);
         }
+        let f = flags();
+        cmd.other_options([f.network_args(), f.config_args()].concat());
         let meta = cmd.exec().map_err(|e| CargoError::Metadata {
             manifest: sel
                 .manifest_path
@@ -544,6 +550,7 @@ impl BuildSettings {
             args.push(t.clone());
         }
         args.extend(self.features.cargo_args());
+        args.extend(flags().config_args());
         for (k, v) in &self.profile_overrides {
             args.push("--config".into());
             args.push(format!("profile.{}.{}={}", self.profile, k, v));
@@ -937,10 +944,22 @@ fn spawn(args: &[String], flags: &[String]) -> Result<std::process::Child, Cargo
 /// `src/cargo/core/compiler/build_runner/mod.rs` in releases before the move). Its first
 /// rustc runs on the token the job holds (cargo's "implicit token", `job_queue/mod.rs`),
 /// further ones on tokens from the shared pool, so concurrent builds share the run's CPU
-/// slots. (cargo ignores `-j` with a warning then, `build_config.rs`; we pass none.)
+/// slots. (cargo ignores `-j` with a warning then, `build_config.rs`; we pass none.) The
+/// command line's `-j`, `--locked`, `--frozen`, `--offline` follow cargo's subcommand
+/// ([`Flags::spawn_args`]).
 fn command(args: &[String], flags: &[String]) -> Command {
+    command_with(args, flags, &self::flags())
+}
+
+/// [`command`] with `cargo_flags` instead of the command line's.
+fn command_with(args: &[String], flags: &[String], cargo_flags: &Flags) -> Command {
     let mut cmd = Command::new(cargo_program());
-    cmd.args(args)
+    let server = crate::jobs::current_jobserver();
+    let nextest = args.first().is_some_and(|a| a == "nextest");
+    let at = (1 + usize::from(nextest)).min(args.len());
+    let mut all = args.to_vec();
+    all.splice(at..at, cargo_flags.spawn_args(nextest, server.is_some()));
+    cmd.args(all)
         .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
         .env_remove("RUSTFLAGS")
         .env("CARGO_TERM_COLOR", "never")
@@ -948,7 +967,7 @@ fn command(args: &[String], flags: &[String]) -> Command {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(client) = crate::jobs::current_jobserver() {
+    if let Some(client) = server {
         client.configure_make(&mut cmd);
     }
     cmd
@@ -1405,6 +1424,29 @@ rustflags = ["-Cwindows"]
         cmd.get_envs()
             .find(|(k, _)| *k == key)
             .and_then(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    #[test]
+    fn the_command_line_s_cargo_flags_follow_cargo_s_subcommand() {
+        // No run's jobserver around (it would take -j's place).
+        let _serial = crate::jobs::tests::serial();
+        let f = Flags {
+            jobs: Some(2),
+            frozen: true,
+            ..Flags::default()
+        };
+        let args = |c: &Command| -> Vec<String> {
+            c.get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        let build = command_with(&["build".into(), "--lib".into()], &[], &f);
+        assert_eq!(args(&build), ["build", "--frozen", "--jobs", "2", "--lib"]);
+        let nextest = command_with(&["nextest".into(), "run".into()], &[], &f);
+        assert_eq!(
+            args(&nextest),
+            ["nextest", "run", "--frozen", "--build-jobs", "2"]
+        );
     }
 
     #[test]

@@ -217,7 +217,7 @@ pub fn workflow(s: &Shape) -> anyhow::Result<String> {
         .replace("{env}\n", &env_lines("  ", &s.env())?))
 }
 
-const WORKFLOW_TEMPLATE: &str = r#"# Written by `cargo optimize ci --github` (cargo-optimize {version}); edit freely.
+const WORKFLOW_TEMPLATE: &str = r#"# Written by `cargo optimize ci` (cargo-optimize {version}); edit freely.
 # Pull requests: the PR's build against its base branch, old and new binaries run
 # interleaved on optimize.toml's eval workloads; the job fails on a regression beyond
 # [check] max-regression, a changed output, a budget or max-binary-size.

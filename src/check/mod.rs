@@ -78,10 +78,7 @@ pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     report.seconds = started.elapsed().as_secs_f64();
     write(&run, &check_dir, &report)?;
     let text = args.format.renderer().render(&report);
-    print!("{text}");
-    if let Some(path) = &args.output {
-        crate::util::atomic::write(path, text.as_bytes())?;
-    }
+    crate::util::atomic::emit(args.output.as_deref(), &text, g.quiet)?;
     Ok(report.exit_code)
 }
 

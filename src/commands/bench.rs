@@ -11,7 +11,7 @@ use anyhow::{bail, Context};
 use crate::bench::{
     compare_expecting, export, BenchOptions, Comparison, ExpectedStatus, Phase, Progress,
 };
-use crate::cli::{BenchArgs, GlobalArgs};
+use crate::cli::{BenchArgs, BenchFormat, GlobalArgs};
 use crate::process::Command;
 use crate::spec::bounds::{self, Key};
 
@@ -37,14 +37,25 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
     apply_overrides(&mut opts, args)?;
 
     let progress = !g.quiet && std::io::stderr().is_terminal();
+    // The lines for a person: on stdout for `--format term`, else on stderr (stdout is
+    // the rendering's).
+    let to = match (args.format, args.output.is_some()) {
+        (BenchFormat::Term, false) => To::Stdout,
+        _ if g.quiet => To::Nowhere,
+        _ => To::Stderr,
+    };
+    let say = Say {
+        to,
+        kept: Default::default(),
+    };
     if !g.quiet {
         if let Some(first) = jobs.first() {
             if jobs.len() == 1 || args.commands.len() == 2 {
-                println!("A: {}", first.a.display());
-                println!("B: {}", first.b.display());
+                say.line(format!("A: {}", first.a.display()));
+                say.line(format!("B: {}", first.b.display()));
             } else {
-                println!("A: {}", first.a.program.display());
-                println!("B: {}", first.b.program.display());
+                say.line(format!("A: {}", first.a.program.display()));
+                say.line(format!("B: {}", first.b.program.display()));
             }
         }
     }
@@ -65,7 +76,7 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
         });
         bar.finish_and_clear();
         let c = c.with_context(|| format!("benchmarking workload `{}`", job.name))?;
-        print_result(&job.name, width, &c, g.verbose);
+        print_result(&say, &job.name, width, &c, g.verbose);
         if let Some(w) = c.lingering.warning() {
             eprintln!("warning: workload `{}` {w}", job.name);
         }
@@ -81,19 +92,65 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
     }
     let report = export::BenchReport::new(opts, results);
     if report.workloads.len() > 1 {
-        println!(
+        say.line(format!(
             "{:width$}  {} ({} workloads)",
             "geometric mean",
             report.geomean,
             report.workloads.len(),
             width = width.max(14)
-        );
+        ));
     }
     if let Some(line) = report_footer(&report).filter(|_| !g.quiet) {
-        println!("{line}");
+        say.line(line);
     }
     write_exports(args, &report)?;
+    emit_result(g, args, &say, &report)?;
     Ok(0)
+}
+
+/// The result when stdout is not the lines for a person: `--format`'s rendering, or (for
+/// `term` with `-o FILE`) the lines themselves; to `-o FILE` or stdout.
+fn emit_result(
+    g: &GlobalArgs,
+    args: &BenchArgs,
+    say: &Say,
+    report: &export::BenchReport,
+) -> anyhow::Result<()> {
+    if say.to == To::Stdout {
+        return Ok(());
+    }
+    let text = match args.format.export() {
+        Some(f) => f.renderer().render(report),
+        None => say.kept.take(),
+    };
+    super::emit(args.output.as_deref(), &text, g.quiet)
+}
+
+/// Where `bench`'s lines for a person go (see `run`), kept too: `--format term -o FILE`
+/// writes them to FILE.
+struct Say {
+    to: To,
+    kept: std::cell::RefCell<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum To {
+    Stdout,
+    Stderr,
+    Nowhere,
+}
+
+impl Say {
+    fn line(&self, text: String) {
+        match self.to {
+            To::Stdout => println!("{text}"),
+            To::Stderr => eprintln!("{text}"),
+            To::Nowhere => {}
+        }
+        let mut kept = self.kept.borrow_mut();
+        kept.push_str(&text);
+        kept.push('\n');
+    }
 }
 
 /// `intervals are 95.0 % …; margin 1.0 %; hardware counters: …` under the results.
@@ -216,7 +273,7 @@ pub fn command_from_line(line: &str) -> anyhow::Result<Command> {
 }
 
 fn apply_overrides(opts: &mut BenchOptions, args: &BenchArgs) -> anyhow::Result<()> {
-    if let Some(n) = args.runs {
+    if let Some(n) = args.min_runs {
         opts.min_pairs = n.max(2);
         opts.max_pairs = opts.max_pairs.max(opts.min_pairs);
     }
@@ -247,7 +304,7 @@ fn spinner(visible: bool) -> indicatif::ProgressBar {
 fn progress_line(name: &str, p: &Progress) -> String {
     match p.phase {
         Phase::Warmup { done, total } => format!("{name}: warm-up {}/{total}", done + 1),
-        Phase::Measuring => {
+        Phase::Measuring | Phase::Look { .. } => {
             let mut s = format!(
                 "{name}: {}{} pairs · {:.1}/{:.0} s",
                 p.pairs,
@@ -267,8 +324,8 @@ fn progress_line(name: &str, p: &Progress) -> String {
     }
 }
 
-fn print_result(name: &str, width: usize, c: &Comparison, verbose: u8) {
-    println!(
+fn print_result(say: &Say, name: &str, width: usize, c: &Comparison, verbose: u8) {
+    say.line(format!(
         "{name:width$}  {}   A {} · B {} · CV {:.1} % / {:.1} % · {} outlier pair{}",
         c.headline(),
         export::format_secs(c.median_a_secs),
@@ -277,13 +334,13 @@ fn print_result(name: &str, width: usize, c: &Comparison, verbose: u8) {
         c.cv_b * 100.0,
         c.outliers.pairs,
         if c.outliers.pairs == 1 { "" } else { "s" },
-    );
+    ));
     if let Some(w) = &c.noise_warning {
-        println!("{:width$}  warning: {w}", "");
+        say.line(format!("{:width$}  warning: {w}", ""));
     }
     if verbose > 0 {
         let mib = |b: f64| b / (1024.0 * 1024.0);
-        println!(
+        say.line(format!(
             "{:width$}  t interval [{:.3}, {:.3}]{}; median {:.3} [{:.3}, {:.3}]; stopped: {:?} after {} of {} looks, {:.1} s",
             "",
             c.t_interval[0],
@@ -298,8 +355,8 @@ fn print_result(name: &str, width: usize, c: &Comparison, verbose: u8) {
             c.looks,
             c.planned_looks,
             c.elapsed_secs
-        );
-        println!(
+        ));
+        say.line(format!(
             "{:width$}  user {} / {} · sys {} / {} · peak RSS {:.1} / {:.1} MiB · CPU/wall {:.2} / {:.2}",
             "",
             export::format_secs(c.user.a.median),
@@ -310,13 +367,13 @@ fn print_result(name: &str, width: usize, c: &Comparison, verbose: u8) {
             mib(c.rss.b.median),
             c.noise.cpu_wall.a,
             c.noise.cpu_wall.b
-        );
+        ));
         if let Some(counters) = &c.counters {
             for k in &counters.counters {
-                println!(
+                say.line(format!(
                     "{:width$}  {}: {:.0} / {:.0} (B/A {:.3})",
                     "", k.name, k.median_a, k.median_b, k.ratio
-                );
+                ));
             }
         }
     }

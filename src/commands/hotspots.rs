@@ -3,11 +3,9 @@
 //! llvm-profdata of rustc's LLVM), as terminal tables, Markdown or JSON; with
 //! `--flamegraph[=WORKLOAD]`, a perf-sampled flamegraph of its shipped binary too. The
 //! ranking is printed even when the flamegraph cannot be drawn (then the exit code is 2).
+//! To stdout, or atomically to `-o FILE`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-
-use anyhow::Context;
 
 use crate::cli::{GlobalArgs, HotspotsArgs};
 use crate::hotspots::{self, flamegraph};
@@ -31,11 +29,7 @@ pub fn run(g: &GlobalArgs, args: &HotspotsArgs) -> anyhow::Result<i32> {
         },
     };
     let text = args.format.renderer().render(&view);
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .context("cannot write to stdout")?;
+    super::emit(args.output.as_deref(), &text, g.quiet)?;
     match failed {
         Some(e) => Err(e.context("no flamegraph")),
         None => Ok(0),

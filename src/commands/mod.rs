@@ -7,6 +7,7 @@ pub mod cache;
 pub mod check;
 pub mod ci;
 pub mod clean;
+pub mod completions;
 pub mod doctor;
 pub mod hotspots;
 pub mod init;
@@ -14,3 +15,8 @@ pub mod profile;
 pub mod release;
 pub mod report;
 pub mod run;
+
+/// A command's result, to `-o FILE` or stdout (`util::atomic::emit`).
+pub(crate) fn emit(out: Option<&std::path::Path>, text: &str, quiet: bool) -> anyhow::Result<()> {
+    Ok(crate::util::atomic::emit(out, text, quiet)?)
+}

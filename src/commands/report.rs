@@ -2,19 +2,25 @@
 //! reader, `report::locate` + `report::load`) as the terminal ladder, JSON, Markdown or
 //! HTML; to stdout, or atomically to `-o FILE`; `--open` shows the HTML page.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-
-use anyhow::Context;
 
 use crate::cli::{GlobalArgs, ReportArgs};
 use crate::report::{self, Format};
+use crate::ui::Ui;
 
 pub fn run(g: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<i32> {
     let path = crate::apply::find_report(g, args.run.as_deref())?;
     let report = report::load(&path)?;
     let format = if args.open { Format::Html } else { args.format };
-    let text = format.renderer().render(&report);
+    let text = match format {
+        // The ladder on a stdout that takes colour is coloured (`--color`, NO_COLOR, …).
+        Format::Term if args.output.is_none() => {
+            let mut ui = Ui::plain();
+            ui.color = crate::ui::stdout_color(g.color.forced());
+            report::terminal::ladder(&report, &ui)
+        }
+        _ => format.renderer().render(&report),
+    };
     let out: Option<PathBuf> = match (&args.output, args.open) {
         (Some(o), _) => Some(o.clone()),
         // --open needs a file: the run's own report.html.
@@ -25,21 +31,7 @@ pub fn run(g: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<i32> {
         ),
         (None, false) => None,
     };
-    match &out {
-        Some(o) => {
-            crate::util::atomic::write(o, text.as_bytes())?;
-            if !g.quiet {
-                eprintln!("wrote {}", o.display());
-            }
-        }
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(text.as_bytes())
-                .and_then(|()| stdout.flush())
-                .context("cannot write to stdout")?;
-        }
-    }
+    super::emit(out.as_deref(), &text, g.quiet)?;
     if args.open {
         if let Some(o) = &out {
             open(o);

@@ -483,6 +483,7 @@ impl<'a> Context<'a> {
                 started.elapsed().as_secs_f64(),
                 None,
             );
+            built_event(self.ui, label, &kept, true);
             return Ok(kept);
         }
         self.builds.set((reused, run + 1));
@@ -504,6 +505,7 @@ impl<'a> Context<'a> {
         }
         self.ui.done(&format!("{label} built"), built.seconds);
         self.record(&format!("{label} build"), built.seconds, None);
+        built_event(self.ui, label, &built, false);
         Ok(built)
     }
 
@@ -691,6 +693,18 @@ impl<'a> Context<'a> {
     }
 }
 
+/// The `built` event: what was built (or reused), where, how long it took.
+fn built_event(ui: &Ui, label: &str, built: &crate::cargo::Built, reused: bool) {
+    ui.event(
+        "built",
+        serde_json::json!({
+            "candidate": label,
+            "binary": built.binary,
+            "seconds": built.seconds,
+            "reused": reused,
+        }),
+    );
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -98,6 +98,11 @@ impl<'a> Ladder<'a> {
         if let Some(i) = self.to_come.iter().position(|s| *s == name) {
             self.to_come.remove(i);
         }
+        let ui = self.ctx.ui;
+        ui.event(
+            "stage-started",
+            serde_json::json!({ "stage": name.as_str() }),
+        );
         let chained = self.best.candidate.binary != self.baseline.binary;
         if let Err(why) = self.budget.affords(name, &self.to_come, chained) {
             self.ctx.ui.warn(&format!("{name}: {why}"));
@@ -192,7 +197,12 @@ impl<'a> Ladder<'a> {
     ) -> anyhow::Result<()> {
         let ui = self.ctx.ui;
         let all_checked = match self.verifier.check_untimed(&cand)? {
-            Ok(all) => all,
+            Ok(all) => {
+                if all {
+                    verified_event(ui, &cand, None);
+                }
+                all
+            }
             Err(m) => {
                 self.reject(row, &cand, m);
                 return Ok(());
@@ -230,6 +240,7 @@ impl<'a> Ladder<'a> {
                 self.reject(row, &cand, r);
                 return Ok(());
             }
+            verified_event(ui, &cand, None);
         }
         self.decide(cand, which, m);
         Ok(())
@@ -239,6 +250,7 @@ impl<'a> Ladder<'a> {
         self.ctx
             .ui
             .warn(&format!("{row} rejected: {}\n  {m}", m.headline()));
+        verified_event(self.ctx.ui, cand, Some(m.headline()));
         let mut r = candidate_row(cand, Status::Rejected, &m.to_string());
         r.verified = Some(false);
         self.rows.push(r);
@@ -285,6 +297,17 @@ impl<'a> Ladder<'a> {
             }
             _ => reason,
         };
+        self.ctx.ui.event(
+            "verdict",
+            serde_json::json!({
+                "candidate": cand.label(),
+                "rival": holder.candidate.label(),
+                "status": status.as_str(),
+                "estimate": m.estimate,
+                "vs_baseline": to_baseline.estimate(self.margin()),
+                "chained": !to_baseline.measured,
+            }),
+        );
         let mut r = candidate_row(&cand, status, &reason);
         r.verified = Some(true);
         r.vs_best = Some(m.estimate);
@@ -408,6 +431,14 @@ impl<'a> Ladder<'a> {
             portable: None,
         }
     }
+}
+
+/// The `verified` event: `cand` passed every output check, or was rejected (`why`).
+fn verified_event(ui: &crate::ui::Ui, cand: &Candidate, why: Option<&str>) {
+    ui.event(
+        "verified",
+        serde_json::json!({ "candidate": cand.label(), "passed": why.is_none(), "reason": why }),
+    );
 }
 
 fn candidate_row(c: &Candidate, status: Status, reason: &str) -> StageReport {

@@ -259,6 +259,15 @@ fn measure_jointly(
     let spinner = ctx.ui.spinner(pair.clone());
     let label = |j: usize| format!("{pair}: measuring [{}/{n}] {}", j + 1, todo[j].name);
     let result = bench::compare_jointly(&jobs, done, opts, &mut |j, p| {
+        if let Phase::Look { look } = p.phase {
+            ctx.ui.event(
+                "estimate",
+                serde_json::json!({
+                    "candidate": b_label, "rival": a_label, "workload": todo[j].name,
+                    "look": look, "pairs": p.pairs, "estimate": p.estimate,
+                }),
+            );
+        }
         spinner.set_message(progress_message(&label(j), p, ctx.ui));
     });
     spinner.finish_and_clear();

@@ -51,6 +51,8 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
         .map(|i| stages[i])
         .collect();
     ctx.build_ahead(stage::ahead(&ctx, &affordable, &plan.baseline));
+    plan.ui
+        .event("stage-started", serde_json::json!({ "stage": "baseline" }));
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
     let projection = projection(plan, &baseline, &verifier, &budget, early);
@@ -75,7 +77,13 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     report.compile_cache = compile_cache(sccache.as_deref(), sccache_before);
     report.write_json(&run.root)?;
     report.write_renderings(&run.root)?;
-    report::terminal::print_ladder(&report, &plan.ui);
+    match plan.ui.events {
+        true => plan.ui.event(
+            "ship",
+            serde_json::json!({ "final": report.final_, "run": run.root, "report": run.root.join(report::FILE) }),
+        ),
+        false => report::terminal::print_ladder(&report, &plan.ui),
+    }
     run.point_latest(&plan.optimize_dir)?;
     plan.ui.info(&time_line(&report));
     if !not_tried.is_empty() {

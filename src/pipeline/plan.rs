@@ -116,7 +116,8 @@ pub struct Plan {
 
 impl Plan {
     pub fn resolve(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<Plan> {
-        let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
+        let mut ui = Ui::new(g.quiet, g.verbose, g.color.forced());
+        ui.events = args.message_format == crate::cli::MessageFormat::Json;
         let Located {
             mut spec, project, ..
         } = locate_with_args(g, &args.args)?;

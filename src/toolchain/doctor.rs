@@ -112,32 +112,33 @@ struct DoctorJson<'a> {
     facts: &'a Facts,
 }
 
-/// `cargo optimize doctor`: print the facts (or JSON), fix what `--fix` can.
+/// `cargo optimize doctor`: the facts as text (coloured marks when `color`) or JSON, and
+/// the exit code; fixes what `--fix` can first.
 ///
 /// Exit code rule: 0 when everything the default stage list needs is present — rustc, an
 /// llvm-profdata of rustc's LLVM major (pgo), and llvm-bolt + merge-fdata of that major
 /// (bolt, which is in the default stage list) — otherwise 1. perf, hardware counters, LBR
 /// and perf2bolt are reported (with fixes where there are any) but never fail it: without
 /// them benchmarks report time only and BOLT uses instrumentation mode.
-pub fn doctor_command(fix_it: bool, json: bool) -> anyhow::Result<i32> {
+pub fn doctor_command(fix_it: bool, json: bool, color: bool) -> anyhow::Result<(String, i32)> {
     let mut facts = Facts::gather();
     if fix_it && !facts.ready() {
         fix(&facts);
         eprintln!("re-checking …");
         facts = Facts::gather();
     }
-    if json {
+    let text = if json {
         let out = DoctorJson {
             ready: facts.ready(),
             problems: facts.problems(),
             facts: &facts,
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        format!("{}\n", serde_json::to_string_pretty(&out)?)
     } else {
         let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
-        print!("{}", render(&facts, tty));
-    }
-    Ok(if facts.ready() { 0 } else { 1 })
+        render(&facts, tty, color)
+    };
+    Ok((text, if facts.ready() { 0 } else { 1 }))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -233,6 +234,7 @@ enum Mark {
 
 struct Out {
     tty: bool,
+    color: bool,
     text: String,
 }
 
@@ -256,8 +258,17 @@ impl Out {
             (Mark::Warn, false) => "warn   ",
             (Mark::Info, false) => "       ",
         };
-        self.text
-            .push_str(&format!("  {m} {label:<20} {}\n", value.as_ref()));
+        let colour = match mark {
+            Mark::Ok => Some(anstyle::AnsiColor::Green),
+            Mark::Missing => Some(anstyle::AnsiColor::Red),
+            Mark::Warn => Some(anstyle::AnsiColor::Yellow),
+            Mark::Info => None,
+        };
+        let style = anstyle::Style::new().fg_color(colour.filter(|_| self.color).map(Into::into));
+        self.text.push_str(&format!(
+            "  {style}{m}{style:#} {label:<20} {}\n",
+            value.as_ref()
+        ));
     }
 
     fn fix(&mut self, fix: &str) {
@@ -281,9 +292,10 @@ fn tool_line(t: &Tool) -> String {
     format!("{}  ({})", t.path.display(), t.version)
 }
 
-fn render(facts: &Facts, tty: bool) -> String {
+fn render(facts: &Facts, tty: bool, color: bool) -> String {
     let mut o = Out {
         tty,
+        color,
         text: String::new(),
     };
     let major = rust_section(&mut o, facts);
@@ -497,7 +509,7 @@ mod tests {
     #[test]
     fn gathers_and_renders_without_panicking() {
         let facts = Facts::gather();
-        let text = render(&facts, false);
+        let text = render(&facts, false, false);
         for section in ["Rust toolchain", "PGO", "BOLT", "perf", "CPU"] {
             assert!(text.contains(section), "{text}");
         }

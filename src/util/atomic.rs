@@ -9,9 +9,31 @@
 //!   replaced, only written to; `/dev/stdout`, a FIFO a viewer reads). A pipe nobody reads is
 //!   refused at once instead of waiting for a reader;
 //! - a directory: refused, with the fix.
+//!
+//! [`emit`] is the one `-o FILE` of every command: the result to FILE, else to stdout.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+
+/// A command's result (`-o FILE`): written to `out` as [`write`] does (then named on
+/// stderr unless `quiet`), else to stdout. A stdout whose reader has gone is the error
+/// `BrokenPipe`, which `main` ends quietly on with exit 0.
+pub fn emit(out: Option<&Path>, text: &str, quiet: bool) -> std::io::Result<()> {
+    match out {
+        Some(o) => {
+            write(o, text.as_bytes())?;
+            if !quiet {
+                eprintln!("wrote {}", o.display());
+            }
+            Ok(())
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            stdout.flush()
+        }
+    }
+}
 
 /// Write `bytes` to `path` as described in the module doc.
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -158,7 +158,15 @@ fn bench_command_compares_two_commands_and_exports() {
     let _guard = exclusive();
     let out = process::run(
         &Command::new(env!("CARGO_BIN_EXE_cargo-optimize"))
-            .args(["bench", "--max-time", "3s", "--warmup", "1", "--runs", "6"])
+            .args([
+                "bench",
+                "--max-time",
+                "3s",
+                "--warmup",
+                "1",
+                "--min-runs",
+                "6",
+            ])
             .arg("--cmd")
             .arg(format!("'{spin}' work 10"))
             .arg("--cmd")

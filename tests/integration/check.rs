@@ -1,4 +1,4 @@
-//! `cargo optimize check` and `ci --github` on a real git repository: the `check-regress`
+//! `cargo optimize check` and `ci` on a real git repository: the `check-regress`
 //! fixture copied into a temp dir, committed, and changed by a second commit (a hot loop
 //! that runs more rounds: slower, same output) or in the working tree (another output).
 //! The timing tests run alone; their effect is large by construction (several times the
@@ -153,6 +153,26 @@ fn the_same_commit_against_itself_passes_and_its_build_is_kept() {
         !again.stderr.contains("building check-regress at"),
         "{}",
         again.stderr
+    );
+    // `-o FILE`: the result goes to FILE instead of stdout (as for every command).
+    let to_file = dir.join("check-out.md");
+    let o = check(
+        dir,
+        &[
+            "--against",
+            "main",
+            "--format",
+            "md",
+            "-o",
+            to_file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+    let written = std::fs::read_to_string(&to_file).unwrap();
+    assert!(
+        written.starts_with("## cargo optimize check: ✅ passed"),
+        "{written}"
     );
     // A kept build whose bytes changed is not trusted: built again.
     let revs = dir.join("target/optimize/cache/revs");
@@ -355,7 +375,7 @@ fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
     let _guard = shared();
     let tmp = repo();
     let dir = tmp.path();
-    let r = run(dir, &["optimize", "ci", "--github"], &[]);
+    let r = run(dir, &["optimize", "ci", "--emit-ci", "github"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     let path = dir.join(".github/workflows/optimize.yml");
     let written = std::fs::read_to_string(&path).unwrap();
@@ -381,7 +401,15 @@ fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
         r.stderr
     );
     lint_workflow(dir, ".github/workflows/optimize.yml");
+    // The old spelling still works, with a warning naming the new one.
     let again = run(dir, &["optimize", "ci", "--github"], &[]);
+    assert!(
+        again
+            .stderr
+            .contains("`ci --github` is deprecated: use `ci --emit-ci github`"),
+        "{}",
+        again.stderr
+    );
     assert_eq!(again.code, Some(0));
     assert!(
         again.stdout.contains("already up to date"),
@@ -389,7 +417,7 @@ fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
         again.stdout
     );
     std::fs::write(&path, "mine\n").unwrap();
-    let refused = run(dir, &["optimize", "ci", "--github"], &[]);
+    let refused = run(dir, &["optimize", "ci"], &[]);
     assert_eq!(refused.code, Some(2), "{}", refused.all());
     assert!(refused.stdout.contains("-mine"), "{}", refused.stdout);
     assert!(
@@ -398,7 +426,7 @@ fn ci_github_writes_the_workflow_and_replaces_it_only_with_force() {
         refused.stderr
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine\n");
-    let forced = run(dir, &["optimize", "ci", "--github", "--force"], &[]);
+    let forced = run(dir, &["optimize", "ci", "--force"], &[]);
     assert_eq!(forced.code, Some(0), "{}", forced.all());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
     assert_eq!(
@@ -428,7 +456,7 @@ fn repo_in(sub: &str) -> tempfile::TempDir {
     tmp
 }
 
-/// `ci --github` in the crate's folder `sub`, then the workflow linted (actionlint, and
+/// `ci` in the crate's folder `sub`, then the workflow linted (actionlint, and
 /// shellcheck on every script) and every `run:` step of both jobs run by bash at the
 /// repository's root as GitHub runs it (but the installs: this build is on PATH): the PR
 /// job checks the crate and puts check.md in the job summary, the tag job builds the
@@ -438,7 +466,7 @@ fn ci_workflow_runs_from_the_root(sub: &str) {
     let root = tmp.path();
     let r = run(
         &root.join(sub),
-        &["optimize", "ci", "--github"],
+        &["optimize", "ci"],
         &[("GIT_CONFIG_GLOBAL", "/dev/null")],
     );
     assert_eq!(r.code, Some(0), "{}", r.all());

@@ -155,7 +155,7 @@ fn a_child_that_escapes_the_process_group_does_not_hang_bench() {
             &cmd,
             "--cmd",
             &cmd,
-            "--runs",
+            "--min-runs",
             "2",
             "--warmup",
             "0",
@@ -188,7 +188,7 @@ fn fixture_binary() -> PathBuf {
 
 // ---- bounds ---------------------------------------------------------------------------
 
-/// Item 2: `--max-time` bounds the comparison even when `--runs` asks for more pairs than
+/// Item 2: `--max-time` bounds the comparison even when `--min-runs` asks for more pairs than
 /// fit (before: 100000 pairs were collected whatever the time), and says so.
 #[test]
 fn bench_max_time_bounds_the_comparison_even_short_of_runs() {
@@ -203,7 +203,7 @@ fn bench_max_time_bounds_the_comparison_even_short_of_runs() {
             "true",
             "--cmd",
             "true",
-            "--runs",
+            "--min-runs",
             "100000",
             "--max-time",
             "1s",

@@ -15,6 +15,7 @@ mod bad_input;
 mod bench_engine;
 mod bolt;
 mod check;
+mod cli;
 mod compile_cache;
 mod coverage;
 mod docs;

@@ -517,6 +517,14 @@ fn cache_stats_and_clear_see_what_a_run_kept_and_clear_waits_for_no_run() {
     };
     let stats = cache(&["stats"]);
     assert_eq!(stats.code, Some(0), "{}", stats.all());
+    let json = cache(&["stats", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("cache stats JSON");
+    let kinds = v["kinds"].as_array().expect("kinds");
+    let verdicts = kinds
+        .iter()
+        .find(|k| k["kind"] == "verdicts")
+        .expect("verdicts");
+    assert!(verdicts["entries"].as_u64() >= Some(2), "{v}");
     let entries = |out: &str, kind: &str| -> u64 {
         out.lines()
             .find(|l| l.starts_with(kind))

@@ -1,9 +1,12 @@
-//! Command-line types (clap) only: no behaviour lives here. The commands (`commands/`)
-//! and the run plan (`pipeline::plan`) read them; lower layers take their own types.
+//! Each subcommand's own options (clap types only); the groups they share are in `opts`.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::opts::{
+    BenchFormat, BuildOpts, MessageFormat, PackageOpts, RunLookupOpts, SpecOpt, TermJson,
+};
 
 /// The output formats of `report`, `hotspots` and `check` (one per family, in `render`).
 pub use crate::render::{CheckFormat, HotspotsFormat, ReportFormat};
@@ -11,74 +14,6 @@ pub use crate::render::{CheckFormat, HotspotsFormat, ReportFormat};
 /// Make a Rust binary faster, measured and verified: baseline, release-profile tuning,
 /// CPU level, PGO and BOLT, each checked for identical outputs and benchmarked with
 /// confidence intervals; only what measurably helps is kept.
-#[derive(Debug, Parser)]
-#[command(name = "cargo-optimize", bin_name = "cargo optimize", version)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Option<Command>,
-
-    /// Options of `run` (the default command).
-    #[command(flatten)]
-    pub run: RunArgs,
-
-    #[command(flatten)]
-    pub global: GlobalArgs,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Run the pipeline (the default): baseline → stages → verify → bench → report.
-    Run(RunArgs),
-    /// Write a commented optimize.toml for the package's binary (never overwrites).
-    Init(InitArgs),
-    /// Show the toolchain, LLVM tools, CPU and perf facts; say how to fix what is missing.
-    Doctor(DoctorArgs),
-    /// Compare two binaries (over optimize.toml's workloads) or two commands, interleaved,
-    /// with a confidence interval and a verdict.
-    Bench(BenchArgs),
-    /// Write a run's winning settings into the project: a named cargo profile in
-    /// Cargo.toml, the PGO profile under pgo/, and (with --cpu) the target-cpu in
-    /// .cargo/config.toml. Shows a diff first; keeps a backup of every file it changes
-    /// (<file>.bak, or .bak.1, .bak.2, … when that name is taken); all or nothing.
-    Apply(ApplyArgs),
-    /// Render a past run from its report.json: the terminal ladder, JSON, Markdown (for a
-    /// PR or $GITHUB_STEP_SUMMARY) or a self-contained HTML page with charts.
-    Report(ReportArgs),
-    /// Where the work is: the hottest functions of a run's merged PGO profile (each one's
-    /// share of all counts, the cumulative share, crate, and calls where the profile counts
-    /// them), then the counts by crate and by module. With --flamegraph, the run's shipped binary sampled by `perf record
-    /// -e cpu-clock -g` on a workload and drawn as <run folder>/hotspots/<workload>.svg.
-    Hotspots(HotspotsArgs),
-    /// A performance gate for CI: the working tree against a git revision (built in a
-    /// temporary worktree) or a saved baseline, old and new run interleaved on the eval
-    /// workloads after their outputs are verified; fails on a regression beyond [check]
-    /// max-regression, a changed output, a workload's budget or max-binary-size.
-    #[command(after_help = CHECK_EXIT_CODES)]
-    Check(CheckArgs),
-    /// Write a GitHub Actions workflow (.github/workflows/optimize.yml) that runs `check
-    /// --against origin/main` on pull requests and builds releases with the committed PGO
-    /// profile on tags; shown as a diff first, never overwriting without --force.
-    Ci(CiArgs),
-    /// Build the release matrix — targets × flavors (feature sets) × CPU levels — each
-    /// artifact PGO-trained on its own build (BOLTed when asked), verified against its
-    /// flavor's portable baseline, packaged into dist/ with SHA256SUMS and manifest.json;
-    /// the jobs run in parallel (-j) and share the cores through cargo's jobserver. With
-    /// --emit-ci github, a workflow that builds each cell on a runner of its own target;
-    /// with --gather, those cells' folders merged into one release.
-    #[command(after_help = RELEASE_EXIT_CODES)]
-    Release(ReleaseArgs),
-    /// Profiles from production: build the instrumented binary to deploy on your hosts
-    /// (`collect`), merge the profiles they write (`merge`), then build with the result:
-    /// `cargo optimize --stages pgo --pgo-profile merged.profdata`.
-    Profile(ProfileArgs),
-    /// Remove target/optimize (refused while a run is using it).
-    Clean,
-    /// What later runs reuse (builds, binaries, merged profiles, trainings, eval coverage,
-    /// output checks, verdicts): how much there is, trim it, or clear it.
-    Cache(CacheArgs),
-}
-
 #[derive(Debug, Clone, Args)]
 pub struct ProfileArgs {
     #[command(subcommand)]
@@ -101,6 +36,8 @@ pub enum ProfileAction {
 
 #[derive(Debug, Clone, Args)]
 pub struct CollectArgs {
+    #[command(flatten)]
+    pub build: BuildOpts,
     /// Where to copy the instrumented binary (default:
     /// target/optimize/collect/<bin>-instrumented).
     #[arg(short, long, value_name = "PATH")]
@@ -129,14 +66,27 @@ pub struct MergeArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct CacheArgs {
+    /// Directory for all generated artifacts (default: cargo's target directory).
+    #[arg(long, global = true, value_name = "DIRECTORY", help_heading = super::opts::COMPILATION)]
+    pub target_dir: Option<PathBuf>,
     #[command(subcommand)]
     pub action: CacheAction,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CacheStatsArgs {
+    /// What to print: a table (term) or JSON.
+    #[arg(long, value_enum, default_value_t = TermJson::Term)]
+    pub format: TermJson,
+    /// Write the result to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum CacheAction {
     /// Entries and sizes per kind.
-    Stats,
+    Stats(CacheStatsArgs),
     /// Remove the least recently used entries until the cache fits in --max-size.
     Gc {
         /// The size to trim to (e.g. 500M, 5G).
@@ -147,139 +97,68 @@ pub enum CacheAction {
     Clear,
 }
 
-/// Options every command takes.
-#[derive(Debug, Clone, Args, Default)]
-pub struct GlobalArgs {
-    #[command(flatten)]
-    pub selection: Selection,
-    /// The spec file (default: optimize.toml next to the package's Cargo.toml).
-    #[arg(long, global = true, value_name = "PATH")]
-    pub spec: Option<PathBuf>,
-    /// More output (repeat for more).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-    /// Less output.
-    #[arg(short, long, global = true)]
-    pub quiet: bool,
-    /// Coloring.
-    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
-}
-
-/// Cargo's package/target selection flags, passed through to every build.
-#[derive(Debug, Clone, Args, Default)]
-pub struct Selection {
-    /// Path to Cargo.toml.
-    #[arg(long, global = true, value_name = "PATH")]
-    pub manifest_path: Option<PathBuf>,
-    /// Package to optimize.
-    #[arg(short, long, global = true, value_name = "SPEC")]
-    pub package: Option<String>,
-    /// Binary target to optimize.
-    #[arg(long, global = true, value_name = "NAME")]
-    pub bin: Option<String>,
-    /// Space or comma separated list of features to activate.
-    #[arg(short = 'F', long, global = true, value_name = "FEATURES")]
-    pub features: Vec<String>,
-    /// Activate all available features.
-    #[arg(long, global = true)]
-    pub all_features: bool,
-    /// Do not activate the `default` feature.
-    #[arg(long, global = true)]
-    pub no_default_features: bool,
-    /// Build for the target triple (default: the host).
-    #[arg(long, global = true, value_name = "TRIPLE")]
-    pub target: Option<String>,
-    /// The cargo profile the baseline is built with.
-    #[arg(
-        long,
-        global = true,
-        value_name = "PROFILE-NAME",
-        default_value = "release"
-    )]
-    pub profile: String,
-    /// Directory for all generated artifacts (default: cargo's target directory).
-    #[arg(long, global = true, value_name = "DIRECTORY")]
-    pub target_dir: Option<PathBuf>,
-}
-
-impl Selection {
-    /// The same flags as cargo.rs's own type.
-    pub fn cargo(&self) -> crate::cargo::Selection {
-        crate::cargo::Selection {
-            manifest_path: self.manifest_path.clone(),
-            package: self.package.clone(),
-            bin: self.bin.clone(),
-            features: self.features.clone(),
-            all_features: self.all_features,
-            no_default_features: self.no_default_features,
-            target: self.target.clone(),
-            profile: self.profile.clone(),
-            target_dir: self.target_dir.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
-pub enum Color {
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
-impl Color {
-    /// `Some(on)` when forced, `None` for auto (see `ui::Ui::new`).
-    pub fn forced(self) -> Option<bool> {
-        match self {
-            Color::Auto => None,
-            Color::Always => Some(true),
-            Color::Never => Some(false),
-        }
-    }
-}
-
 #[derive(Debug, Clone, Args, Default)]
 pub struct RunArgs {
-    /// Stages to try, overriding the spec's `[stages] try`: comma separated, in the order
-    /// profile, cpu, pgo, bolt; `none` for the baseline only.
+    /// Stages to try, overriding optimize.toml's `[stages] try` (e.g. pgo,bolt; `none`).
+    ///
+    /// Comma separated, in the order profile, cpu, pgo, bolt; `none` for the baseline only.
     #[arg(long, value_delimiter = ',', value_name = "STAGES")]
     pub stages: Option<Vec<String>>,
     /// Upper bound of benchmarking time per workload per comparison (e.g. 20s).
     #[arg(long, value_name = "DURATION")]
     pub max_time: Option<String>,
-    /// The wall time the whole run may take, builds included (e.g. 10m), overriding
-    /// [bench] budget; default 15m. Comparisons share what is left, the final one first; a
+    /// The wall time the whole run may take, builds included (default 15m).
+    ///
+    /// Overrides [bench] budget. Comparisons share what is left, the final one first; a
     /// stage that does not fit is not tried, and the output says how to try it.
     #[arg(long, value_name = "DURATION")]
     pub budget: Option<String>,
-    /// Print the plan (stages, workloads, budget) and what an earlier run of it cost, then
-    /// stop: nothing is built or run.
+    /// Print the plan and what an earlier run of it cost; build nothing.
+    ///
+    /// The plan: stages, workloads, budget. Nothing is built or run.
     #[arg(long)]
     pub dry_run: bool,
-    /// Also measure each profile setting alone against the baseline (one build and
-    /// measurement per setting) and report what each is worth.
+    /// Also measure each profile setting alone and report what each is worth.
+    ///
+    /// One build and measurement per setting, against the baseline.
     #[arg(long)]
     pub explain: bool,
-    /// Build, train, verify and measure everything again, ignoring the builds, profiles,
-    /// checks and verdicts kept from earlier runs (a run reuses each only while everything
-    /// that decides it is unchanged).
+    /// Reuse nothing kept from earlier runs: build, train, verify and measure again.
+    ///
+    /// Builds, profiles, checks and verdicts are otherwise reused only while everything that
+    /// decides them is unchanged.
     #[arg(long)]
     pub fresh: bool,
-    /// Build the pgo candidate (and `pgo (portable)`) with this merged profile instead of
-    /// instrumenting and training here: profiles collected in production (`profile collect`)
-    /// and merged (`profile merge`). It is verified and measured like any candidate; the
+    /// Build the pgo candidate with this merged profile instead of training here.
+    ///
+    /// Profiles collected in production (`profile collect`) and merged (`profile merge`);
+    /// also used for `pgo (portable)`. It is verified and measured like any candidate; the
     /// report says where the profile came from and how many of its functions changed since.
     #[arg(long, value_name = "FILE")]
     pub pgo_profile: Option<PathBuf>,
-    /// Run the binary with these arguments as the one train + eval workload (after `--`):
-    /// no optimize.toml needed; with one, these replace its workloads.
+    /// How to report progress: human, or json (one JSON object per line on stdout).
+    ///
+    /// `json`: an event per line for each stage started, build, verification, look's
+    /// estimate, verdict, and the ship; the schema is in docs/src/message-format.md. Human
+    /// progress lines stay on stderr; the ladder is not printed.
+    #[arg(long, value_enum, value_name = "FMT", default_value_t = MessageFormat::Human)]
+    pub message_format: MessageFormat,
+    #[command(flatten)]
+    pub build: BuildOpts,
+    /// The binary's arguments (after `--`) as the one workload.
+    ///
+    /// Run the binary with these arguments as the one train + eval workload: no
+    /// optimize.toml needed; with one, these replace its workloads.
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct InitArgs {
+    #[command(flatten)]
+    pub package: PackageOpts,
+    #[command(flatten)]
+    pub spec: SpecOpt,
     /// The binary's arguments for the spec's workloads (after `--`), instead of the
     /// `--help` placeholders.
     #[arg(last = true, value_name = "ARGS")]
@@ -288,6 +167,8 @@ pub struct InitArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ApplyArgs {
+    #[command(flatten)]
+    pub lookup: RunLookupOpts,
     /// The run: an id under target/optimize/runs, a run folder or a report.json
     /// (default: the latest run).
     #[arg(value_name = "RUN")]
@@ -306,6 +187,8 @@ pub struct ApplyArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
+    #[command(flatten)]
+    pub lookup: RunLookupOpts,
     /// The run: an id under target/optimize/runs, a run folder or a report.json
     /// (default: the latest run).
     #[arg(value_name = "RUN")]
@@ -313,7 +196,7 @@ pub struct ReportArgs {
     /// What to render.
     #[arg(long, value_enum, default_value_t = ReportFormat::Term)]
     pub format: ReportFormat,
-    /// Write the rendering to FILE (atomically) instead of stdout.
+    /// Write the result to FILE (atomically) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Open the HTML page with xdg-open (implies --format html; written to -o FILE, or to
@@ -324,6 +207,8 @@ pub struct ReportArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct HotspotsArgs {
+    #[command(flatten)]
+    pub lookup: RunLookupOpts,
     /// The run: an id under target/optimize/runs, a run folder or a report.json
     /// (default: the latest run). It needs a PGO profile (`cargo optimize --stages pgo`).
     #[arg(value_name = "RUN")]
@@ -349,13 +234,15 @@ pub struct HotspotsArgs {
         require_equals = true
     )]
     pub flamegraph: Option<Option<String>>,
+    /// Write the result to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
-
-/// `check --help`: what its exit code means.
-const CHECK_EXIT_CODES: &str = "Exit codes:\n  0  pass: no workload slower beyond max-regression (judged on its whole 95 % interval), no changed output, every budget and max-binary-size met\n  1  fail: a regression, a changed output, a budget or max-binary-size exceeded (each is named)\n  2  error: bad input (a REV that does not exist, a bad optimize.toml, …) or a failed build; the message says what and how to fix it";
 
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
+    #[command(flatten)]
+    pub build: BuildOpts,
     /// Compare with this git revision (a branch, tag, `HEAD~1`, `origin/main`, a commit),
     /// built in a temporary worktree with the same settings; kept by commit for later checks.
     #[arg(long, value_name = "REV", conflicts_with = "baseline")]
@@ -369,10 +256,10 @@ pub struct CheckArgs {
     /// and its binary as target/optimize/baselines/NAME.
     #[arg(long, value_name = "NAME")]
     pub save_baseline: Option<String>,
-    /// Output on stdout.
+    /// What to print: term, md, json, or github (annotations for a GitHub Actions log).
     #[arg(long, value_enum, default_value_t = CheckFormat::Term)]
     pub format: CheckFormat,
-    /// Also write the output to FILE (atomically).
+    /// Write the result to FILE (atomically) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Only these workloads (comma separated; default: the eval workloads).
@@ -389,10 +276,10 @@ pub struct CheckArgs {
     pub allow_changed_output: bool,
 }
 
-const RELEASE_EXIT_CODES: &str = "Exit codes:\n  0  every artifact of the matrix was built and packaged (those this machine cannot run are built without PGO and unverified, and the manifest says so)\n  1  partial release: a target is not installed or cannot link here, or a job failed (each is named with its fix); the artifacts that were built are in the output folder\n  2  error: bad input (optimize.toml, a flag), or nothing could be built; with --gather, a file whose checksum differs from its SHA256SUMS, or folders of different commits";
-
 #[derive(Debug, Clone, Args, Default)]
 pub struct ReleaseArgs {
+    #[command(flatten)]
+    pub build: BuildOpts,
     /// Only these target triples (comma separated), instead of [release] targets (default:
     /// the host).
     #[arg(long, value_delimiter = ',', value_name = "TRIPLES")]
@@ -408,9 +295,9 @@ pub struct ReleaseArgs {
     /// stages (default: what the last run kept).
     #[arg(long, value_delimiter = ',', value_name = "STAGES")]
     pub stages: Option<Vec<String>>,
-    /// Jobs run at once (default: the number of CPUs). Compilation inside them shares
+    /// `-j`: jobs run at once (default: the number of CPUs). Compilation inside them shares
     /// that many CPU slots through cargo's jobserver.
-    #[arg(short, long, value_name = "N")]
+    #[arg(skip)]
     pub jobs: Option<usize>,
     /// Print the job graph and what each artifact will be, build nothing.
     #[arg(long)]
@@ -466,8 +353,15 @@ pub enum CiKind {
 
 #[derive(Debug, Clone, Args)]
 pub struct CiArgs {
-    /// Write the GitHub Actions workflow (the only CI supported so far).
-    #[arg(long, required = true)]
+    #[command(flatten)]
+    pub package: PackageOpts,
+    #[command(flatten)]
+    pub spec: SpecOpt,
+    /// The CI system to write the workflow for (GitHub Actions, the only one so far).
+    #[arg(long, value_enum, value_name = "CI", default_value_t = CiKind::Github)]
+    pub emit_ci: CiKind,
+    /// Deprecated spelling of `--emit-ci github`.
+    #[arg(long, hide = true)]
     pub github: bool,
     /// Replace an existing workflow file (a backup is kept).
     #[arg(long)]
@@ -482,13 +376,23 @@ pub struct DoctorArgs {
     /// Install what can be installed (rustup components; as root, Debian's bolt-N).
     #[arg(long)]
     pub fix: bool,
-    /// Print the facts as JSON.
-    #[arg(long)]
+    /// What to print: the facts for a person (term) or as JSON.
+    #[arg(long, value_enum, default_value_t = TermJson::Term)]
+    pub format: TermJson,
+    /// Same as `--format json`.
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Write the result to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
+    #[command(flatten)]
+    pub package: PackageOpts,
+    #[command(flatten)]
+    pub spec: SpecOpt,
     /// Binary A (the reference) and binary B, run over optimize.toml's eval workloads.
     #[arg(value_name = "BINARY", num_args = 0..=2)]
     pub binaries: Vec<PathBuf>,
@@ -499,8 +403,11 @@ pub struct BenchArgs {
     /// Only these workloads (comma separated).
     #[arg(long, value_delimiter = ',')]
     pub workloads: Option<Vec<String>>,
-    /// Minimum number of A/B pairs.
+    /// Minimum number of A/B pairs (more run until the verdict is clear or --max-time).
     #[arg(long, value_name = "N")]
+    pub min_runs: Option<u32>,
+    /// Deprecated spelling of --min-runs (a minimum, not hyperfine's exact --runs).
+    #[arg(long, value_name = "N", hide = true, conflicts_with = "min_runs")]
     pub runs: Option<u32>,
     /// Warm-up runs of each side (default 0: both binaries and the files the workload
     /// names are read into the page cache instead).
@@ -512,6 +419,13 @@ pub struct BenchArgs {
     /// Equivalence margin (0.01 = 1 %).
     #[arg(long, value_name = "FRACTION")]
     pub margin: Option<f64>,
+    /// What to print: the lines for a person (term; on stderr with another format), or the
+    /// results as json, md, csv or html.
+    #[arg(long, value_enum, default_value_t = BenchFormat::Term)]
+    pub format: BenchFormat,
+    /// Write the result to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
@@ -524,14 +438,4 @@ pub struct BenchArgs {
     /// Write a self-contained HTML page with charts (per-workload intervals, every pair).
     #[arg(long, value_name = "FILE")]
     pub export_html: Option<PathBuf>,
-}
-
-/// Parse the process arguments, dropping the `optimize` that cargo inserts when the
-/// binary is run as `cargo optimize …`.
-pub fn parse_from_env() -> Cli {
-    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == "optimize") {
-        args.remove(1);
-    }
-    Cli::parse_from(args)
 }

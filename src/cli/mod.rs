@@ -1,0 +1,187 @@
+//! Command-line types (clap) and their resolution into plain values: no behaviour lives
+//! here. `args` holds each subcommand's options, `opts` the option groups they share
+//! under cargo's headings, `help` the `--help` texts (examples, exit codes), `parse` the
+//! parse itself: options given before the subcommand handed to it, deprecated spellings
+//! turned into their replacements with a warning. The commands (`commands/`) and the run
+//! plan (`pipeline::plan`) read the result; lower layers take their own types.
+
+mod args;
+mod help;
+mod opts;
+mod parse;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+pub use args::*;
+pub use opts::*;
+pub use parse::{command, parse, parse_from_env, Parsed};
+
+/// Make a Rust binary faster, measured and verified.
+///
+/// Baseline, release-profile tuning, CPU level, PGO and BOLT, each checked for identical
+/// outputs and benchmarked with confidence intervals; only what measurably helps is kept.
+/// Without a subcommand, `cargo optimize` is `cargo optimize run`.
+#[derive(Debug, Parser)]
+#[command(name = "cargo-optimize", bin_name = "cargo optimize", version)]
+#[command(after_long_help = help::RUN)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Options of `run` (the default command).
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    #[command(flatten)]
+    pub global: GlobalOpts,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the pipeline (the default): baseline → stages → verify → bench → report.
+    #[command(after_long_help = help::RUN)]
+    Run(RunArgs),
+    /// Write a commented optimize.toml for the package's binary.
+    ///
+    /// Never overwrites an existing file.
+    #[command(after_long_help = help::INIT)]
+    Init(InitArgs),
+    /// Show the toolchain, LLVM tools, CPU and perf facts, and how to fix what is missing.
+    #[command(after_long_help = help::DOCTOR)]
+    Doctor(DoctorArgs),
+    /// Compare two binaries or two commands, interleaved, with a confidence interval.
+    ///
+    /// Two binaries run over optimize.toml's eval workloads; two commands (`--cmd` twice)
+    /// need no spec. Each workload gets a ratio B/A with its interval and a verdict.
+    #[command(after_long_help = help::BENCH)]
+    Bench(BenchArgs),
+    /// Write a run's winning settings into the project.
+    ///
+    /// A named cargo profile in Cargo.toml, the PGO profile under pgo/, and (with --cpu) the
+    /// target-cpu in .cargo/config.toml. Shows a diff first; keeps a backup of every file
+    /// it changes (<file>.bak, or .bak.1, .bak.2, … when that name is taken); all or nothing.
+    #[command(after_long_help = help::APPLY)]
+    Apply(ApplyArgs),
+    /// Render a past run: the terminal ladder, JSON, Markdown or an HTML page.
+    ///
+    /// Reads the run's report.json; Markdown suits a PR or $GITHUB_STEP_SUMMARY, the HTML
+    /// page is self-contained with charts.
+    #[command(after_long_help = help::REPORT)]
+    Report(ReportArgs),
+    /// The hottest functions of a run's merged PGO profile.
+    ///
+    /// Each function's share of all counts, the cumulative share, crate, and calls where
+    /// the profile counts them; then the counts by crate and by module. With --flamegraph,
+    /// the run's shipped binary sampled by `perf record -e cpu-clock -g` on a workload and
+    /// drawn as <run folder>/hotspots/<workload>.svg.
+    #[command(after_long_help = help::HOTSPOTS)]
+    Hotspots(HotspotsArgs),
+    /// A performance gate for CI: the working tree against a git revision or a baseline.
+    ///
+    /// The revision is built in a temporary worktree; old and new run interleaved on the
+    /// eval workloads after their outputs are verified; fails on a regression beyond
+    /// [check] max-regression, a changed output, a workload's budget or max-binary-size.
+    #[command(after_long_help = help::CHECK)]
+    Check(CheckArgs),
+    /// Write a CI workflow that gates pull requests and builds releases.
+    ///
+    /// .github/workflows/optimize.yml runs `check --against origin/main` on pull requests
+    /// and builds releases with the committed PGO profile on tags; shown as a diff first,
+    /// never overwriting without --force.
+    #[command(after_long_help = help::CI)]
+    Ci(CiArgs),
+    /// Build the release matrix: targets × flavors × CPU levels, packaged with checksums.
+    ///
+    /// Each artifact is PGO-trained on its own build (BOLTed when asked), verified against
+    /// its flavor's portable baseline, packaged into dist/ with SHA256SUMS and
+    /// manifest.json; the jobs run in parallel (-j) and share the cores through cargo's
+    /// jobserver. With --emit-ci github, a workflow that builds each cell on a runner of
+    /// its own target; with --gather, those cells' folders merged into one release.
+    #[command(after_long_help = help::RELEASE)]
+    Release(ReleaseArgs),
+    /// Profiles from production: build an instrumented binary, merge what it writes.
+    ///
+    /// Deploy the instrumented binary (`collect`) on your hosts, merge the profiles they
+    /// write (`merge`), then build with the result:
+    /// `cargo optimize --stages pgo --pgo-profile merged.profdata`.
+    #[command(after_long_help = help::PROFILE)]
+    Profile(ProfileArgs),
+    /// Remove target/optimize (refused while a run is using it).
+    #[command(after_long_help = help::CLEAN)]
+    Clean(CleanArgs),
+    /// What later runs reuse: how much there is, trim it, or clear it.
+    ///
+    /// Builds, binaries, merged profiles, trainings, eval coverage, output checks, verdicts.
+    #[command(after_long_help = help::CACHE)]
+    Cache(CacheArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    #[command(after_long_help = help::COMPLETIONS)]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout.
+    #[command(hide = true)]
+    Man,
+}
+
+/// What every command reads once the command line is parsed: the global options and the
+/// package, feature and compilation options, wherever they were given.
+#[derive(Debug, Clone, Default)]
+pub struct GlobalArgs {
+    pub selection: Selection,
+    /// `--spec`: the spec file (default: optimize.toml next to the package's Cargo.toml).
+    pub spec: Option<PathBuf>,
+    pub verbose: u8,
+    pub quiet: bool,
+    pub color: Color,
+}
+
+/// Cargo's selection and build flags as given (`-p`, `-F`, `--profile`, `-j`, `--locked`, …).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub manifest_path: Option<PathBuf>,
+    pub package: Option<String>,
+    pub bin: Option<String>,
+    pub features: Vec<String>,
+    pub all_features: bool,
+    pub no_default_features: bool,
+    pub target: Option<String>,
+    /// `--profile` (default `release`).
+    pub profile: String,
+    pub target_dir: Option<PathBuf>,
+    /// `-j N`.
+    pub jobs: Option<usize>,
+    pub locked: bool,
+    pub frozen: bool,
+    pub offline: bool,
+    /// `--config KEY=VALUE|PATH`, in order.
+    pub config: Vec<String>,
+}
+
+impl Selection {
+    /// The same flags as cargo.rs's own type.
+    pub fn cargo(&self) -> crate::cargo::Selection {
+        crate::cargo::Selection {
+            manifest_path: self.manifest_path.clone(),
+            package: self.package.clone(),
+            bin: self.bin.clone(),
+            features: self.features.clone(),
+            all_features: self.all_features,
+            no_default_features: self.no_default_features,
+            target: self.target.clone(),
+            profile: self.profile.clone(),
+            target_dir: self.target_dir.clone(),
+        }
+    }
+
+    /// The flags every cargo command line carries (see `cargo::Flags`).
+    pub fn cargo_flags(&self) -> crate::cargo::Flags {
+        crate::cargo::Flags {
+            jobs: self.jobs,
+            locked: self.locked,
+            frozen: self.frozen,
+            offline: self.offline,
+            config: self.config.clone(),
+        }
+    }
+}
