@@ -17,6 +17,7 @@
 mod cpu;
 mod doctor;
 mod perf;
+pub mod platform;
 pub mod profdata;
 
 pub use cpu::{CpuFacts, X86Level};
@@ -424,7 +425,20 @@ fn join_reasons(rejected: &[Rejected]) -> String {
 /// llvm-bolt or is called `merge-fdata-N` is accepted anyway. A reported version must match.
 /// perf2bolt is optional (only perf/LBR mode needs it).
 pub fn bolt_tools(rustc: &Rustc) -> Result<BoltTools, ToolError> {
+    if let Some(why) = bolt_unsupported_here() {
+        return Err(why);
+    }
     bolt_tools_in(rustc, &Search::from_env(), env_override(LLVM_BOLT_ENV))
+}
+
+/// Why BOLT cannot run on this OS at all (`None` on Linux): llvm-bolt rewrites ELF
+/// binaries, and macOS (Mach-O) and Windows (PE) build neither.
+pub fn bolt_unsupported_here() -> Option<ToolError> {
+    let os = std::env::consts::OS;
+    (os != "linux").then(|| ToolError {
+        problem: format!("BOLT rewrites Linux ELF binaries only; this machine builds {os} binaries, so the bolt stage is skipped here"),
+        fix: "none on this OS: BOLT a Linux build (a Linux CI cell, `release --emit-ci github`)".into(),
+    })
 }
 
 pub(crate) fn bolt_tools_in(

@@ -12,6 +12,7 @@
 
 pub mod profile;
 mod reuse;
+pub mod runner;
 pub mod wrapper;
 
 use std::collections::BTreeMap;

@@ -93,6 +93,10 @@ pub(crate) struct ArtifactEntry {
     pub(crate) verified: bool,
     /// How it was verified, or why it was not.
     pub(crate) verification: String,
+    /// Trained and verified through cargo's runner for its target (an emulator): which,
+    /// and that nothing was timed there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) runner: Option<String>,
     /// In a gathered release: the toolchain of the folder it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) toolchain: Option<Toolchain>,
@@ -214,6 +218,14 @@ pub(crate) fn entry(
         bolt,
         verified: state.verified[a].is_some(),
         verification,
+        runner: art.runner.as_ref().map(|r| {
+            match (profile.is_some(), state.verified[a].is_some()) {
+                (true, true) => format!("trained and verified under `{r}`; not timed"),
+                (true, false) => format!("trained under `{r}`; not timed"),
+                (false, true) => format!("verified under `{r}`; not timed"),
+                (false, false) => format!("cargo's runner `{r}` was not used; not timed"),
+            }
+        }),
         toolchain: None,
     })
 }

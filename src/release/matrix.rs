@@ -331,6 +331,9 @@ pub(crate) struct Artifact {
     pub(crate) settings: BuildSettings,
     /// Why this machine cannot run it (then it is built without PGO and not verified).
     pub(crate) cannot_run: Option<String>,
+    /// The name of cargo's runner its workloads run through (another architecture's
+    /// binary under `qemu-aarch64`): trained and verified there, never timed.
+    pub(crate) runner: Option<String>,
     pub(crate) pgo: bool,
     pub(crate) bolt: bool,
 }
@@ -405,6 +408,7 @@ impl Matrix {
                         group,
                         settings,
                         cannot_run,
+                        runner: None,
                         pgo: runs && self.stages.contains(&StageName::Pgo),
                         bolt: runs && self.stages.contains(&StageName::Bolt),
                     });

@@ -23,7 +23,15 @@ use crate::util::indent;
 
 /// What llvm-bolt says when it refuses an input it cannot handle (as opposed to a crash or
 /// a usage error).
-const UNSUPPORTED: &[&str] = &["not supported", "unsupported", "library not found"];
+/// (`linking object with arch x86_64 into context with arch aarch64`: the instrumentation
+/// runtime this llvm-bolt ships is built for its host only, so it cannot instrument another
+/// architecture's binary.)
+const UNSUPPORTED: &[&str] = &[
+    "not supported",
+    "unsupported",
+    "library not found",
+    "linking object with arch",
+];
 
 /// How BOLT's instrumentation runtime reports a failed check (bolt/runtime/common.h
 /// `assert`: `Assertion failed: <message>` on stderr, then exit code 1).
@@ -78,7 +86,10 @@ pub fn bolt_failure(
             "{tool} cannot handle this binary ({doing} {input}):\n{}\n  log: {}\n  what would enable it: {}",
             indent(&said, "    "),
             log.display(),
-            enable_hint(ctx)
+            match said.contains("linking object with arch") {
+                true => format!("an llvm-bolt whose instrumentation runtime (libbolt_rt_instr.a) is built for the binary's architecture — BOLT on the target's own machine (a CI cell of that target); or {}", enable_hint(ctx)),
+                false => enable_hint(ctx),
+            }
         ));
     }
     let how = match out.status.signal {
@@ -157,6 +168,10 @@ mod tests {
         ));
         assert!(!is_unsupported(
             "llvm-bolt: Unknown command line argument '--definitely-not-an-option'."
+        ));
+        // Instrumenting an aarch64 binary with an x86-64 llvm-bolt's runtime (LLVM 22).
+        assert!(is_unsupported(
+            "BOLT-ERROR: linking object with arch x86_64 into context with arch aarch64"
         ));
         assert!(!is_unsupported("BOLT-ERROR: failed to parse profile"));
         // Only BOLT's own errors count, not a warning that mentions the words.
