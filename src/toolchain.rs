@@ -188,11 +188,12 @@ impl Search {
         }
     }
 
-    /// The first executable file called `name` in PATH.
+    /// The first executable file called `name` in PATH (`name.exe` on Windows).
     pub fn which(&self, name: &str) -> Option<PathBuf> {
+        let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
         self.path_dirs
             .iter()
-            .map(|d| d.join(name))
+            .map(|d| d.join(&file))
             .find(|p| is_executable(p))
     }
 
@@ -346,7 +347,7 @@ pub fn rustup_llvm_tool(rustc: &Rustc, name: &str) -> PathBuf {
         .join("lib/rustlib")
         .join(&rustc.host)
         .join("bin")
-        .join(name)
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
 /// llvm-profdata whose LLVM major equals rustc's: rustup's llvm-tools first, then

@@ -17,6 +17,7 @@ mod bolt;
 mod check;
 mod compile_cache;
 mod coverage;
+mod cross;
 mod faults_apply;
 mod faults_proc;
 mod fleet;

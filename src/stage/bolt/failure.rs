@@ -30,8 +30,11 @@ const UNSUPPORTED: &[&str] = &[
     "not supported",
     "unsupported",
     "library not found",
-    "linking object with arch",
+    ARCH_MISMATCH,
 ];
+
+/// What llvm-bolt says when its instrumentation runtime is another architecture's.
+const ARCH_MISMATCH: &str = "linking object with arch";
 
 /// How BOLT's instrumentation runtime reports a failed check (bolt/runtime/common.h
 /// `assert`: `Assertion failed: <message>` on stderr, then exit code 1).
@@ -81,15 +84,19 @@ pub fn bolt_failure(
         .map(|a| a.to_string_lossy().into_owned())
         .unwrap_or_default();
     let user_args = ctx.spec.stages.bolt_args.is_some() && doing == "optimizing";
+    if let Some(line) = said.lines().find(|l| l.contains(ARCH_MISMATCH)) {
+        return StageError::NotAvailable(format!(
+            "{tool} cannot instrument this binary ({doing} {input}): its instrumentation runtime (libbolt_rt_instr.a) is built for this machine's architecture only:\n    {}\n  log: {}\n  what would enable it: BOLT on the target's own machine (a CI cell of that target, `release --emit-ci github`), or an llvm-bolt with a runtime built for the binary's architecture",
+            line.trim(),
+            log.display()
+        ));
+    }
     if out.status.signal.is_none() && !user_args && is_unsupported(&said) {
         return StageError::NotAvailable(format!(
             "{tool} cannot handle this binary ({doing} {input}):\n{}\n  log: {}\n  what would enable it: {}",
             indent(&said, "    "),
             log.display(),
-            match said.contains("linking object with arch") {
-                true => format!("an llvm-bolt whose instrumentation runtime (libbolt_rt_instr.a) is built for the binary's architecture — BOLT on the target's own machine (a CI cell of that target); or {}", enable_hint(ctx)),
-                false => enable_hint(ctx),
-            }
+            enable_hint(ctx)
         ));
     }
     let how = match out.status.signal {
