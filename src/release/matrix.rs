@@ -444,7 +444,14 @@ impl Matrix {
 /// targets (an aarch64 target of the same release gets its portable build); any other name
 /// for every target (rustc says whether it knows it).
 pub(crate) fn level_applies(cpu: &str, triple: &str) -> bool {
-    !cpu.starts_with("x86-64") || triple.starts_with("x86_64")
+    let arm = ["neoverse-", "apple-", "cortex-", "ampere", "a64fx"];
+    if cpu.starts_with("x86-64") {
+        triple.starts_with("x86_64")
+    } else if arm.iter().any(|p| cpu.starts_with(p)) {
+        triple.starts_with("aarch64") || triple.starts_with("arm64")
+    } else {
+        true
+    }
 }
 
 fn label(target: Option<&str>, flavor: &str, cpu: &str) -> String {
@@ -457,6 +464,15 @@ fn label(target: Option<&str>, flavor: &str, cpu: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_level_applies_to_its_architectures_targets_only() {
+        let (x86, arm) = ("x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu");
+        assert!(level_applies("x86-64-v3", x86) && !level_applies("x86-64-v3", arm));
+        assert!(level_applies("neoverse-v1", arm) && !level_applies("neoverse-v1", x86));
+        assert!(level_applies("apple-m1", "aarch64-apple-darwin"));
+        assert!(level_applies("native", x86) && level_applies("znver4", x86));
+    }
 
     fn flavor(name: &str, features: &[&str]) -> Flavor {
         Flavor {

@@ -804,6 +804,7 @@ use = ["train"]
             "max-time",
             "margin",
             "budget",
+            "runner-is-native",
         ] {
             assert!(
                 text.contains(&format!("# {key} = ")),
@@ -820,6 +821,7 @@ use = ["train"]
             .replace("# max-time = ", "max-time = ")
             .replace("# margin = ", "margin = ")
             .replace("# budget = ", "budget = ")
+            .replace("# runner-is-native = ", "runner-is-native = ")
             .replace("# [release]", "[release]")
             .replace(
                 "# cpu = [\"x86-64-v3\"]             #",

@@ -243,6 +243,7 @@ impl CpuFacts {
     pub fn model_and_level() -> (Option<String>, Option<X86Level>) {
         let text = crate::sys::cpuinfo().unwrap_or_default();
         let (model, flags) = parse_cpuinfo(&text);
+        let flags = with_detected(flags);
         let level = if std::env::consts::ARCH == "x86_64" {
             x86_64_level(&flags)
         } else {
@@ -255,6 +256,7 @@ impl CpuFacts {
     pub fn gather() -> CpuFacts {
         let text = crate::sys::cpuinfo().unwrap_or_default();
         let (model, flags) = parse_cpuinfo(&text);
+        let flags = with_detected(flags);
         let model = model.or_else(crate::sys::cpu_brand);
         let x86 = std::env::consts::ARCH == "x86_64";
         CpuFacts {
@@ -277,6 +279,39 @@ impl CpuFacts {
             aarch64_cpu: host_aarch64_cpu(&text),
         }
     }
+}
+
+/// The flags from /proc/cpuinfo, or where there is none (macOS, Windows) on x86-64 the
+/// same names for what the CPU says it has (CPUID, through std's feature detection). The
+/// x86-64 baseline and LAHF/SAHF, which std does not detect, are taken as present: every
+/// x86-64 CPU has the first, every one with POPCNT the second.
+fn with_detected(flags: Vec<String>) -> Vec<String> {
+    if !flags.is_empty() {
+        return flags;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut v: Vec<&str> = X86_64_V1_FLAGS.to_vec();
+        macro_rules! detect {
+            ($($feature:tt => $flag:literal),* $(,)?) => {
+                $(if std::arch::is_x86_feature_detected!($feature) { v.push($flag); })*
+            };
+        }
+        detect!(
+            "cmpxchg16b" => "cx16", "popcnt" => "popcnt", "sse3" => "pni", "sse4.1" => "sse4_1",
+            "sse4.2" => "sse4_2", "ssse3" => "ssse3", "avx" => "avx", "avx2" => "avx2",
+            "bmi1" => "bmi1", "bmi2" => "bmi2", "f16c" => "f16c", "fma" => "fma",
+            "lzcnt" => "abm", "movbe" => "movbe", "xsave" => "xsave", "avx512f" => "avx512f",
+            "avx512bw" => "avx512bw", "avx512cd" => "avx512cd", "avx512dq" => "avx512dq",
+            "avx512vl" => "avx512vl",
+        );
+        if v.contains(&"popcnt") {
+            v.push("lahf_lm");
+        }
+        v.into_iter().map(str::to_string).collect()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    flags
 }
 
 /// This aarch64 machine's core: from /proc/cpuinfo on Linux, from the brand string on
@@ -416,6 +451,18 @@ mod tests {
         let a53 = "Features\t: fp asimd evtstrm crc32 cpuid\nCPU implementer\t: 0x41\nCPU part\t: 0xd03\n";
         assert_eq!(aarch64_cpu(a53), None);
         assert_eq!(aarch64_cpu(""), None);
+    }
+
+    /// Where /proc/cpuinfo says nothing, CPUID does: the same level on this machine.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn detected_flags_give_the_level_cpuinfo_gives() {
+        let detected = with_detected(Vec::new());
+        assert!(x86_64_level(&detected).is_some(), "{detected:?}");
+        if let Some(text) = crate::sys::cpuinfo() {
+            let (_, flags) = parse_cpuinfo(&text);
+            assert_eq!(x86_64_level(&detected), x86_64_level(&flags));
+        }
     }
 
     #[test]
