@@ -44,7 +44,7 @@ pub fn rows(os: &str, arch: &str) -> Vec<Row> {
     };
     let not_linux = |what: &str| format!("skipped: {what} is Linux-only");
     vec![
-        row("run, bench, check, verification", true, tree),
+        row("workloads", true, tree),
         row(
             "PGO",
             true,
@@ -60,18 +60,18 @@ pub fn rows(os: &str, arch: &str) -> Vec<Row> {
             },
         ),
         row(
-            "perf flamegraphs (`hotspots --flamegraph`)",
+            "flamegraphs",
             linux,
             match linux {
-                true => "perf record".to_string(),
+                true => "`hotspots --flamegraph` with perf record".to_string(),
                 false => not_linux("perf") + "; `hotspots` (from the PGO profile) works",
             },
         ),
         row(
-            "cold starts (`start = \"cold\"`)",
+            "cold starts",
             linux,
             match linux {
-                true => "files dropped from the page cache (posix_fadvise) before each run".to_string(),
+                true => "`start = \"cold\"`: files dropped from the page cache (posix_fadvise) before each run".to_string(),
                 false => not_linux("dropping a file from the page cache") + ": such workloads run warm, and the run says so",
             },
         ),
@@ -115,13 +115,13 @@ mod tests {
         assert!(find(&linux, "CPU levels").detail.contains("neoverse-v1"));
         let mac = rows("macos", "aarch64");
         assert!(find(&mac, "CPU levels").detail.contains("apple-m1"));
-        for f in ["BOLT", "perf", "cold starts"] {
+        for f in ["BOLT", "flamegraphs", "cold starts"] {
             let r = find(&mac, f);
             assert!(!r.works && r.detail.starts_with("skipped: "), "{r:?}");
         }
         assert!(find(&mac, "BOLT").detail.contains("ELF"));
         let win = rows("windows", "x86_64");
-        assert!(find(&win, "run").detail.contains("job object"));
+        assert!(find(&win, "workloads").detail.contains("job object"));
         assert!(find(&win, "CPU levels").detail.contains("x86-64-v2"));
         assert!(find(&win, "PGO").works && !find(&win, "cold starts").works);
         assert!(find(&rows("linux", "riscv64"), "CPU levels")
