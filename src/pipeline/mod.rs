@@ -41,20 +41,18 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
     let ctx = context(plan, &plan.spec, &run);
-    if let Some(why) = crate::toolchain::platform::cold_start_skipped() {
-        let cold = plan.spec.workloads.iter();
-        for w in cold.filter(|w| w.start == crate::spec::Start::Cold) {
-            ctx.warn_once(&format!(
-                "{}:{}: workload `{}` start = \"cold\": {why}",
-                plan.spec.path.display(),
-                w.line,
-                w.name
-            ));
-        }
-    }
+    warn_cold_starts(plan, &ctx);
     let early = early_projection(plan, &budget);
     let sccache = crate::cargo::wrapper::sccache();
     let sccache_before = sccache.as_deref().and_then(crate::cargo::wrapper::stats);
+    let stages = &plan.spec.stages.try_;
+    // Only what the budget pays for, as far as it can tell yet (no build is wasted on a
+    // stage the ladder will not try).
+    let affordable: Vec<_> = (0..stages.len())
+        .take_while(|&i| budget.affords(stages[i], &stages[i + 1..], false).is_ok())
+        .map(|i| stages[i])
+        .collect();
+    ctx.build_ahead(stage::ahead(&ctx, &affordable, &plan.baseline));
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
     let projection = projection(plan, &baseline, &verifier, &budget, early);
@@ -144,6 +142,24 @@ pub fn context<'a>(plan: &'a Plan, spec: &'a crate::spec::Spec, run: &'a RunDir)
         warned: Default::default(),
         builds: Default::default(),
         runner: plan.runner.clone(),
+        ahead: Default::default(),
+    }
+}
+
+/// Each `start = "cold"` workload where cold starts are skipped (off Linux): it runs warm,
+/// and the run says so.
+fn warn_cold_starts(plan: &Plan, ctx: &Context) {
+    let Some(why) = crate::toolchain::platform::cold_start_skipped() else {
+        return;
+    };
+    let cold = plan.spec.workloads.iter();
+    for w in cold.filter(|w| w.start == crate::spec::Start::Cold) {
+        ctx.warn_once(&format!(
+            "{}:{}: workload `{}` start = \"cold\": {why}",
+            plan.spec.path.display(),
+            w.line,
+            w.name
+        ));
     }
 }
 

@@ -218,16 +218,20 @@ pub(crate) fn entry(
         bolt,
         verified: state.verified[a].is_some(),
         verification,
-        runner: art.runner.as_ref().map(|r| {
-            match (profile.is_some(), state.verified[a].is_some()) {
-                (true, true) => format!("trained and verified under `{r}`; not timed"),
-                (true, false) => format!("trained under `{r}`; not timed"),
-                (false, true) => format!("verified under `{r}`; not timed"),
-                (false, false) => format!("cargo's runner `{r}` was not used; not timed"),
-            }
-        }),
+        runner: (art.runner.as_ref())
+            .map(|r| runner_note(r, profile.is_some(), state.verified[a].is_some())),
         toolchain: None,
     })
+}
+
+/// What an artifact's runner did: trained and verified it (never timed).
+fn runner_note(runner: &str, trained: bool, verified: bool) -> String {
+    match (trained, verified) {
+        (true, true) => format!("trained and verified under `{runner}`; not timed"),
+        (true, false) => format!("trained under `{runner}`; not timed"),
+        (false, true) => format!("verified under `{runner}`; not timed"),
+        (false, false) => format!("cargo's runner `{runner}` was not used; not timed"),
+    }
 }
 
 pub(crate) fn schema() -> u32 {

@@ -76,8 +76,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         return ci::emit(g, args, &project, &spec, &matrix);
     }
     let runners = runners_of(&matrix, &rustc)?;
-    let (artifacts, groups) =
-        artifacts_of(&matrix, &project, &g.selection.profile, &rustc, &runners)?;
+    let (artifacts, groups) = artifacts_of(&matrix, &project, &g.selection, &rustc, &runners)?;
     let out = package::out_dir(&match &args.out_dir {
         Some(out) => out.clone(),
         None => default_out(&spec, &project),
@@ -160,10 +159,11 @@ fn dry_run_text(
 fn artifacts_of(
     matrix: &Matrix,
     project: &crate::cargo::Project,
-    profile: &str,
+    selection: &crate::cli::Selection,
     rustc: &Rustc,
     runners: &BTreeMap<String, Runner>,
 ) -> anyhow::Result<(Vec<Artifact>, Vec<matrix::Group>)> {
+    let profile = selection.profile.as_str();
     let user_rustflags = |triple: &str| -> anyhow::Result<Vec<String>> {
         Ok(crate::cargo::user_rustflags_here(
             triple,
