@@ -85,6 +85,17 @@ impl Command {
         self.evict = files;
         self
     }
+    /// The same command started through a runner (cargo's `target.<triple>.runner`, e.g.
+    /// `qemu-aarch64 -L /usr/aarch64-linux-gnu`): `program args… <this program> <its
+    /// args>`; label, environment, cwd, stdin, timeout and eviction kept.
+    pub fn through(mut self, program: &Path, runner_args: &[String]) -> Self {
+        let binary = std::mem::replace(&mut self.program, program.to_path_buf());
+        let mut args: Vec<OsString> = runner_args.iter().map(OsString::from).collect();
+        args.push(binary.into_os_string());
+        args.append(&mut self.args);
+        self.args = args;
+        self
+    }
     /// Feed this file to the program's stdin (default: no stdin).
     pub fn stdin_file(mut self, path: Option<PathBuf>) -> Self {
         self.stdin = path;

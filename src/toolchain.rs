@@ -17,6 +17,7 @@
 mod cpu;
 mod doctor;
 mod perf;
+pub mod platform;
 pub mod profdata;
 
 pub use cpu::{CpuFacts, X86Level};
@@ -187,11 +188,12 @@ impl Search {
         }
     }
 
-    /// The first executable file called `name` in PATH.
+    /// The first executable file called `name` in PATH (`name.exe` on Windows).
     pub fn which(&self, name: &str) -> Option<PathBuf> {
+        let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
         self.path_dirs
             .iter()
-            .map(|d| d.join(name))
+            .map(|d| d.join(&file))
             .find(|p| is_executable(p))
     }
 
@@ -345,7 +347,7 @@ pub fn rustup_llvm_tool(rustc: &Rustc, name: &str) -> PathBuf {
         .join("lib/rustlib")
         .join(&rustc.host)
         .join("bin")
-        .join(name)
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
 /// llvm-profdata whose LLVM major equals rustc's: rustup's llvm-tools first, then
@@ -424,7 +426,20 @@ fn join_reasons(rejected: &[Rejected]) -> String {
 /// llvm-bolt or is called `merge-fdata-N` is accepted anyway. A reported version must match.
 /// perf2bolt is optional (only perf/LBR mode needs it).
 pub fn bolt_tools(rustc: &Rustc) -> Result<BoltTools, ToolError> {
+    if let Some(why) = bolt_unsupported_here() {
+        return Err(why);
+    }
     bolt_tools_in(rustc, &Search::from_env(), env_override(LLVM_BOLT_ENV))
+}
+
+/// Why BOLT cannot run on this OS at all (`None` on Linux): llvm-bolt rewrites ELF
+/// binaries, and macOS (Mach-O) and Windows (PE) build neither.
+pub fn bolt_unsupported_here() -> Option<ToolError> {
+    let os = std::env::consts::OS;
+    (os != "linux").then(|| ToolError {
+        problem: format!("BOLT rewrites Linux ELF binaries only; this machine builds {os} binaries, so the bolt stage is skipped here"),
+        fix: "none on this OS: BOLT a Linux build (a Linux CI cell, `release --emit-ci github`)".into(),
+    })
 }
 
 pub(crate) fn bolt_tools_in(

@@ -1332,6 +1332,7 @@ mod tests {
             warmup: 3,
             min_runs: Some(12),
             budget: None,
+            runner_is_native: false,
         };
         let o = BenchOptions::from_config(&cfg);
         assert_eq!(

@@ -13,6 +13,7 @@
 mod flags;
 pub mod profile;
 mod reuse;
+pub mod runner;
 pub mod wrapper;
 
 use std::collections::BTreeMap;

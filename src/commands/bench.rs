@@ -469,6 +469,7 @@ mod tests {
                 warmup: 1,
                 min_runs: Some(10),
                 budget: None,
+                runner_is_native: false,
             },
             verify: Default::default(),
             cache_max_bytes: crate::spec::DEFAULT_CACHE_MAX_BYTES,

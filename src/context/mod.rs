@@ -385,6 +385,9 @@ pub struct Context<'a> {
     pub warned: RefCell<std::collections::BTreeSet<String>>,
     /// Builds reused and builds run (`Context::build`).
     pub builds: std::cell::Cell<(u32, u32)>,
+    /// cargo's runner for the target being built (another architecture's binaries run
+    /// through it: `qemu-aarch64`); `None`: binaries run natively.
+    pub runner: Option<cargo::runner::Runner>,
     /// Builds started ahead of need ([`Context::build_ahead`]).
     pub ahead: ahead::Ahead,
 }
@@ -408,6 +411,7 @@ impl<'a> Context<'a> {
             steps: RefCell::new(Vec::new()),
             warned: Default::default(),
             builds: Default::default(),
+            runner: self.runner.clone(),
             ahead: Default::default(),
         }
     }
@@ -582,7 +586,7 @@ impl<'a> Context<'a> {
         workload: &Workload,
         extra_env: &[(&str, &Path)],
     ) -> Result<Outcome, process::ProcessError> {
-        let mut cmd = workload.command(binary);
+        let mut cmd = self.command(workload, binary);
         for (k, v) in extra_env {
             cmd = cmd.env(k, v);
         }
@@ -591,6 +595,16 @@ impl<'a> Context<'a> {
             self.warn_once(&format!("workload `{}` {w}", workload.name));
         }
         Ok(out)
+    }
+
+    /// The command that runs `workload` on `binary`: through the target's runner when it
+    /// has one (see [`Context::runner`]).
+    pub fn command(&self, workload: &Workload, binary: &Path) -> process::Command {
+        let cmd = workload.command(binary);
+        match &self.runner {
+            Some(r) => cmd.through(&r.program, &r.args),
+            None => cmd,
+        }
     }
 
     /// A warning, unless the same one was already given in this run.

@@ -27,6 +27,8 @@ pub enum FlameError {
         PerfFacts::install_fix()
     )]
     NoPerf,
+    #[error("flamegraphs are sampled with Linux perf, which {0} does not have: skipped here (`cargo optimize hotspots` without --flamegraph ranks the functions from the PGO profile)\n  fix: draw the flamegraph on Linux")]
+    NotLinux(&'static str),
     #[error("this kernel has no perf events (/proc/sys/kernel/perf_event_paranoid is missing), so perf cannot sample\n  fix: run on a Linux kernel built with perf events (CONFIG_PERF_EVENTS)")]
     NoPerfEvents,
     #[error("perf may not sample here: kernel.perf_event_paranoid is {0}, which forbids it to users other than root\n  fix: `sudo sysctl kernel.perf_event_paranoid=2` (sampling your own processes in user space), or run as root")]
@@ -129,6 +131,9 @@ pub fn draw(
     spec: &Path,
     exclude: &[PathBuf],
 ) -> Result<PathBuf, FlameError> {
+    if std::env::consts::OS != "linux" {
+        return Err(FlameError::NotLinux(std::env::consts::OS));
+    }
     let perf = toolchain::find_on_path("perf").ok_or(FlameError::NoPerf)?;
     let root = crate::sys::is_root();
     let event = event_for(root, toolchain::perf_paranoid())?;

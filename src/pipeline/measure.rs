@@ -233,7 +233,7 @@ fn measure_jointly(
         let (wa, sa) = ctx.sandboxed(w, "bench-a")?;
         let (wb, sb) = ctx.sandboxed(w, "bench-b")?;
         let expected = expected_status(w, verifier.reference()?);
-        commands.push((wa.command(a), wb.command(b), expected));
+        commands.push((ctx.command(&wa, a), ctx.command(&wb, b), expected));
         sandboxes.push((sa, sb));
     }
     let hooks: Vec<_> = todo

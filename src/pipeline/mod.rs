@@ -11,6 +11,7 @@ pub mod budget;
 mod ladder;
 pub mod measure;
 pub mod plan;
+mod runner;
 
 use std::cell::RefCell;
 use std::time::Instant;
@@ -40,6 +41,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
     let ctx = context(plan, &plan.spec, &run);
+    warn_cold_starts(plan, &ctx);
     let early = early_projection(plan, &budget);
     let sccache = crate::cargo::wrapper::sccache();
     let sccache_before = sccache.as_deref().and_then(crate::cargo::wrapper::stats);
@@ -147,7 +149,25 @@ pub fn context<'a>(plan: &'a Plan, spec: &'a crate::spec::Spec, run: &'a RunDir)
         steps: RefCell::new(Vec::new()),
         warned: Default::default(),
         builds: Default::default(),
+        runner: plan.runner.clone(),
         ahead: Default::default(),
+    }
+}
+
+/// Each `start = "cold"` workload where cold starts are skipped (off Linux): it runs warm,
+/// and the run says so.
+fn warn_cold_starts(plan: &Plan, ctx: &Context) {
+    let Some(why) = crate::toolchain::platform::cold_start_skipped() else {
+        return;
+    };
+    let cold = plan.spec.workloads.iter();
+    for w in cold.filter(|w| w.start == crate::spec::Start::Cold) {
+        ctx.warn_once(&format!(
+            "{}:{}: workload `{}` start = \"cold\": {why}",
+            plan.spec.path.display(),
+            w.line,
+            w.name
+        ));
     }
 }
 

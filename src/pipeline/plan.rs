@@ -112,6 +112,9 @@ pub struct Plan {
     /// `--dry-run`: print the plan and what an earlier run of it cost; build nothing.
     pub dry_run: bool,
     pub ui: Ui,
+    /// cargo's runner for `--target`, which the user said is real hardware
+    /// (`[bench] runner-is-native`; `super::runner::for_ladder`).
+    pub runner: Option<crate::cargo::runner::Runner>,
 }
 
 impl Plan {
@@ -165,6 +168,7 @@ impl Plan {
             target: g.selection.target.clone(),
             features: project.features.clone(),
         };
+        let runner = super::runner::for_ladder(&spec, &rustc.host, &triple, &cfg)?;
         let spec_budget = spec.bench.budget.unwrap_or(super::budget::DEFAULT);
         Ok(Plan {
             optimize_dir: project.target_dir.join("optimize"),
@@ -180,6 +184,7 @@ impl Plan {
             budget: spec_budget,
             dry_run: args.dry_run,
             ui,
+            runner,
         })
     }
 }

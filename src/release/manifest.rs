@@ -93,6 +93,10 @@ pub(crate) struct ArtifactEntry {
     pub(crate) verified: bool,
     /// How it was verified, or why it was not.
     pub(crate) verification: String,
+    /// Trained and verified through cargo's runner for its target (an emulator): which,
+    /// and that nothing was timed there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) runner: Option<String>,
     /// In a gathered release: the toolchain of the folder it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) toolchain: Option<Toolchain>,
@@ -214,8 +218,20 @@ pub(crate) fn entry(
         bolt,
         verified: state.verified[a].is_some(),
         verification,
+        runner: (art.runner.as_ref())
+            .map(|r| runner_note(r, profile.is_some(), state.verified[a].is_some())),
         toolchain: None,
     })
+}
+
+/// What an artifact's runner did: trained and verified it (never timed).
+fn runner_note(runner: &str, trained: bool, verified: bool) -> String {
+    match (trained, verified) {
+        (true, true) => format!("trained and verified under `{runner}`; not timed"),
+        (true, false) => format!("trained under `{runner}`; not timed"),
+        (false, true) => format!("verified under `{runner}`; not timed"),
+        (false, false) => format!("cargo's runner `{runner}` was not used; not timed"),
+    }
 }
 
 pub(crate) fn schema() -> u32 {

@@ -331,6 +331,9 @@ pub(crate) struct Artifact {
     pub(crate) settings: BuildSettings,
     /// Why this machine cannot run it (then it is built without PGO and not verified).
     pub(crate) cannot_run: Option<String>,
+    /// The name of cargo's runner its workloads run through (another architecture's
+    /// binary under `qemu-aarch64`): trained and verified there, never timed.
+    pub(crate) runner: Option<String>,
     pub(crate) pgo: bool,
     pub(crate) bolt: bool,
 }
@@ -405,6 +408,7 @@ impl Matrix {
                         group,
                         settings,
                         cannot_run,
+                        runner: None,
                         pgo: runs && self.stages.contains(&StageName::Pgo),
                         bolt: runs && self.stages.contains(&StageName::Bolt),
                     });
@@ -440,7 +444,14 @@ impl Matrix {
 /// targets (an aarch64 target of the same release gets its portable build); any other name
 /// for every target (rustc says whether it knows it).
 pub(crate) fn level_applies(cpu: &str, triple: &str) -> bool {
-    !cpu.starts_with("x86-64") || triple.starts_with("x86_64")
+    let arm = ["neoverse-", "apple-", "cortex-", "ampere", "a64fx"];
+    if cpu.starts_with("x86-64") {
+        triple.starts_with("x86_64")
+    } else if arm.iter().any(|p| cpu.starts_with(p)) {
+        triple.starts_with("aarch64") || triple.starts_with("arm64")
+    } else {
+        true
+    }
 }
 
 fn label(target: Option<&str>, flavor: &str, cpu: &str) -> String {
@@ -453,6 +464,15 @@ fn label(target: Option<&str>, flavor: &str, cpu: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_level_applies_to_its_architectures_targets_only() {
+        let (x86, arm) = ("x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu");
+        assert!(level_applies("x86-64-v3", x86) && !level_applies("x86-64-v3", arm));
+        assert!(level_applies("neoverse-v1", arm) && !level_applies("neoverse-v1", x86));
+        assert!(level_applies("apple-m1", "aarch64-apple-darwin"));
+        assert!(level_applies("native", x86) && level_applies("znver4", x86));
+    }
 
     fn flavor(name: &str, features: &[&str]) -> Flavor {
         Flavor {

@@ -28,11 +28,13 @@ mod matrix;
 mod package;
 mod work;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::bail;
 
+use crate::cargo::runner::Runner;
 use crate::cli::{GlobalArgs, ReleaseArgs};
 use crate::context::{DirLock, RunDir};
 use crate::jobs::{self, Outcome};
@@ -73,7 +75,8 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     if emit {
         return ci::emit(g, args, &project, &spec, &matrix);
     }
-    let (artifacts, groups) = artifacts_of(&matrix, &project, &g.selection.profile, &rustc)?;
+    let runners = runners_of(&matrix, &rustc)?;
+    let (artifacts, groups) = artifacts_of(&matrix, &project, &g.selection, &rustc, &runners)?;
     let out = package::out_dir(&match &args.out_dir {
         Some(out) => out.clone(),
         None => default_out(&spec, &project),
@@ -115,6 +118,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         state: Mutex::new(Release::new_state(artifacts.len(), groups.len())),
         references: groups.iter().map(|_| Mutex::new(None)).collect(),
         mtime: source_date_epoch(),
+        runners,
     };
     let options = jobs::Options::for_machine(args.jobs);
     let summary = jobs::run(&graph, &options, &ui, |_, job| release.execute(job.payload));
@@ -150,32 +154,66 @@ fn dry_run_text(
 }
 
 /// The matrix's artifacts and groups, with what this machine cannot run said per artifact.
+/// Another target's binaries run through cargo's runner for it when it has one (trained and
+/// verified there, as `cargo run` would run them; an emulator's CPU runs every level).
 fn artifacts_of(
     matrix: &Matrix,
     project: &crate::cargo::Project,
-    profile: &str,
+    selection: &crate::cli::Selection,
     rustc: &Rustc,
+    runners: &BTreeMap<String, Runner>,
 ) -> anyhow::Result<(Vec<Artifact>, Vec<matrix::Group>)> {
+    let profile = selection.profile.as_str();
     let user_rustflags = |triple: &str| -> anyhow::Result<Vec<String>> {
-        let cfg = crate::process::tool_stdout("rustc", ["--print", "cfg", "--target", triple])
-            .unwrap_or_default();
-        let cfg: Vec<String> = cfg.lines().map(str::to_string).collect();
-        Ok(crate::cargo::user_rustflags_here(triple, &cfg)?)
+        Ok(crate::cargo::user_rustflags_here(
+            triple,
+            &target_cfg(triple),
+        )?)
     };
-    let cannot_run = |triple: &str, cpu: Option<&str>| match cpu {
+    let cannot_run = |triple: &str, cpu: Option<&str>| {
+        match cpu {
+        _ if triple != rustc.host && runners.contains_key(triple) => None,
         _ if triple != rustc.host => Some(format!(
-            "built for {triple}, not this machine ({})",
+            "built for {triple}, not this machine ({}), and cargo has no runner for it (target.{triple}.runner)",
             rustc.host
         )),
         None => None,
         Some(cpu) => crate::stage::cpu::cannot_run(&rustc.host, triple, cpu),
+    }
     };
-    matrix.artifacts(&Base {
+    let (mut artifacts, groups) = matrix.artifacts(&Base {
         project,
         profile,
         user_rustflags: &user_rustflags,
         cannot_run: &cannot_run,
-    })
+    })?;
+    for a in &mut artifacts {
+        a.runner = runners.get(&a.target).map(Runner::name);
+    }
+    Ok((artifacts, groups))
+}
+
+/// `rustc --print cfg --target <triple>`, one line each (empty when rustc cannot say).
+fn target_cfg(triple: &str) -> Vec<String> {
+    crate::process::tool_stdout("rustc", ["--print", "cfg", "--target", triple])
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// cargo's runner for each target to build that is not this machine's, when it has one;
+/// a runner whose program does not exist is an error with the fix (before anything is
+/// built).
+fn runners_of(matrix: &Matrix, rustc: &Rustc) -> anyhow::Result<BTreeMap<String, Runner>> {
+    let mut map = BTreeMap::new();
+    for triple in matrix.buildable().filter(|t| *t != rustc.host) {
+        if let Some(r) = crate::cargo::runner::target_runner_here(triple, &target_cfg(triple))? {
+            r.check_exists(triple).map_err(anyhow::Error::msg)?;
+            map.insert(triple.to_string(), r);
+        }
+    }
+    Ok(map)
 }
 
 /// The plan every job's `Context` shares: the tools the artifacts need (llvm-profdata for
@@ -202,6 +240,8 @@ fn job_plan(
         optimize_dir: project.target_dir.join("optimize"),
         explain: false,
         pgo_profile: None,
+        // Each job's context gets its target's runner (`work::Release::runners`).
+        runner: None,
         fresh,
         // A release is not a ladder: its jobs are bounded by their own timeouts.
         budget: crate::pipeline::budget::DEFAULT,

@@ -8,11 +8,13 @@
 //! Must not: decide what the matrix is (`matrix`), or write outside the release's folder
 //! and the staging output folder (`package` does that).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use super::matrix::{Artifact, Group};
 use super::package::{self, Packaged};
+use crate::cargo::runner::Runner;
 use crate::cargo::{BuildSettings, Built};
 use crate::context::{Candidate, Context, RunDir};
 use crate::jobs::{Graph, Outcome};
@@ -138,6 +140,8 @@ pub(crate) struct Release<'a> {
     pub(crate) references: Vec<Mutex<Option<Reference>>>,
     /// `SOURCE_DATE_EPOCH`, else 0: the time stamped into archives.
     pub(crate) mtime: u64,
+    /// cargo's runner of each target whose binaries run through one (`qemu-aarch64`).
+    pub(crate) runners: BTreeMap<String, Runner>,
 }
 
 impl Release<'_> {
@@ -158,11 +162,11 @@ impl Release<'_> {
     pub(crate) fn execute(&self, step: Step) -> Outcome {
         match self.try_execute(step) {
             Ok(()) => Outcome::Done,
-            Err(e) => Outcome::Failed(link_fix(
-                &e.to_string(),
-                self.target_of(step),
-                &self.plan.rustc.host,
-            )),
+            Err(e) => {
+                let target = self.target_of(step);
+                let why = link_fix(&e.to_string(), target, &self.plan.rustc.host);
+                Outcome::Failed(runner_fix(why, step, self.runners.get(target)))
+            }
         }
     }
 
@@ -242,7 +246,8 @@ impl Release<'_> {
     ) -> Result<(), StageError> {
         let group = &self.groups[g];
         let run = self.folder(&format!("{}-baseline", group_dir(&group.label)));
-        f(group, &self.context(group.flavor, &run))
+        let target = group.baseline.target.as_deref().unwrap_or_default();
+        f(group, &self.context(group.flavor, &run, target))
     }
 
     /// `f` with artifact `a` and a `Context` over its flavor and its own folder.
@@ -253,7 +258,7 @@ impl Release<'_> {
     ) -> Result<(), StageError> {
         let art = &self.artifacts[a];
         let run = self.folder(&art.name);
-        f(art, &self.context(art.flavor, &run))
+        f(art, &self.context(art.flavor, &run, &art.target))
     }
 
     /// The PGO build with the artifact's own profile (linked with relocations when BOLT
@@ -320,8 +325,11 @@ impl Release<'_> {
         }
     }
 
-    fn context<'c>(&'c self, flavor: usize, run: &'c RunDir) -> Context<'c> {
-        crate::pipeline::context(self.plan, &self.specs[flavor], run)
+    /// A `Context` whose workloads run through `target`'s runner when it has one.
+    fn context<'c>(&'c self, flavor: usize, run: &'c RunDir, target: &str) -> Context<'c> {
+        let mut ctx = crate::pipeline::context(self.plan, &self.specs[flavor], run);
+        ctx.runner = self.runners.get(target).cloned();
+        ctx
     }
 
     /// Add a job's build counts to the release's.
@@ -343,6 +351,21 @@ fn link_fix(error: &str, target: &str, host: &str) -> String {
         "{error}\n  fix: this machine has no linker for {target}: install one (on Debian, e.g. `gcc-{}-linux-gnu`) and name it in .cargo/config.toml:\n    [target.{target}]\n    linker = \"{}-linux-gnu-gcc\"",
         target.split('-').next().unwrap_or(target).replace('_', "-"),
         target.split('-').next().unwrap_or(target)
+    )
+}
+
+/// A job that ran workloads through a runner and failed gets the runner named, with the
+/// fix for the usual cause (an emulator that cannot find the target's libraries).
+fn runner_fix(error: String, step: Step, runner: Option<&Runner>) -> String {
+    let runs = matches!(step, Step::Record(_) | Step::Train(_) | Step::Verify(_));
+    let Some(r) = runner.filter(|_| runs) else {
+        return error;
+    };
+    format!(
+        "{error}\n  the workloads ran through cargo's runner `{}` ({})\n  fix: check that the runner starts the binary: `{} <binary> <args>`; qemu-user needs the target's libraries (on Debian `-L /usr/aarch64-linux-gnu`, from `gcc-aarch64-linux-gnu`)",
+        r.line(),
+        r.from,
+        r.line()
     )
 }
 

@@ -139,6 +139,11 @@ pub struct BenchConfig {
     /// `budget`: the wall time a whole run may take (`pipeline::budget`); `None`: the
     /// default.
     pub budget: Option<Duration>,
+    /// `runner-is-native`: cargo's runner for the target (`target.<triple>.runner`) runs
+    /// the binaries on real hardware of that target, so timing through it means something
+    /// (else the ladder refuses to time through a runner: an emulator's times are not the
+    /// target's).
+    pub runner_is_native: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -449,6 +454,7 @@ impl Default for BenchConfig {
             warmup: 0,
             min_runs: None,
             budget: None,
+            runner_is_native: false,
         }
     }
 }
@@ -800,6 +806,7 @@ use = ["train"]
             "max-time",
             "margin",
             "budget",
+            "runner-is-native",
         ] {
             assert!(
                 text.contains(&format!("# {key} = ")),
@@ -816,6 +823,7 @@ use = ["train"]
             .replace("# max-time = ", "max-time = ")
             .replace("# margin = ", "margin = ")
             .replace("# budget = ", "budget = ")
+            .replace("# runner-is-native = ", "runner-is-native = ")
             .replace("# [release]", "[release]")
             .replace(
                 "# cpu = [\"x86-64-v3\"]             #",

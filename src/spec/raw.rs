@@ -27,7 +27,14 @@ pub(super) const STAGES_KEYS: &[&str] = &[
     "bolt-mode",
     "bolt-args",
 ];
-pub(super) const BENCH_KEYS: &[&str] = &["max-time", "margin", "warmup", "min-runs", "budget"];
+pub(super) const BENCH_KEYS: &[&str] = &[
+    "max-time",
+    "margin",
+    "warmup",
+    "min-runs",
+    "budget",
+    "runner-is-native",
+];
 pub(super) const VERIFY_KEYS: &[&str] = &["tests"];
 pub(super) const CACHE_KEYS: &[&str] = &["max-size"];
 pub(super) const CHECK_KEYS: &[&str] = &["max-regression", "max-binary-size"];
@@ -185,6 +192,7 @@ pub(super) struct RawBench {
     pub(super) warmup: Option<u32>,
     pub(super) min_runs: Option<Spanned<u32>>,
     pub(super) budget: Option<Spanned<RawDuration>>,
+    pub(super) runner_is_native: Option<bool>,
 }
 
 #[derive(serde::Deserialize)]

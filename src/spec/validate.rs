@@ -314,6 +314,7 @@ impl<'a> Validator<'a> {
         if let Some(t) = &raw.budget {
             bench.budget = Some(self.duration(t, "budget")?);
         }
+        bench.runner_is_native = raw.runner_is_native.unwrap_or(false);
         if let Some(n) = &raw.min_runs {
             if *n.get_ref() < 2 {
                 return Err(self.at(

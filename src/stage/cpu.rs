@@ -39,7 +39,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     let facts = CpuFacts::gather();
     let names = match &ctx.spec.stages.cpu {
         Some(list) => list.clone(),
-        None => default_candidates(facts.arch, facts.x86_64_level),
+        None => default_candidates(facts.arch, facts.x86_64_level, facts.aarch64_cpu.as_deref()),
     };
     let native = match features(&triple, "native") {
         Ok(f) => f,
@@ -90,7 +90,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
             candidate: if after_level && name == "native" {
                 Build::IfPreviousKept {
                     build: Box::new(make),
-                    why_not: "not built: the x86-64 level before it was not kept, and `native` only adds this CPU's extra features and tuning to it (list it in `[stages] cpu` to try it anyway)".into(),
+                    why_not: "not built: the CPU level before it was not kept, and `native` only adds this CPU's extra features and tuning to it (list it in `[stages] cpu` to try it anyway)".into(),
                 }
             } else {
                 Build::Now(make())
@@ -102,13 +102,21 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
 }
 
 /// The highest x86-64 level this CPU reaches (when above the v1 baseline every x86-64
-/// binary already targets), then `native`.
-pub fn default_candidates(arch: &str, level: Option<X86Level>) -> Vec<String> {
+/// binary already targets), or on aarch64 the core LLVM names (`neoverse-v1`, `apple-m2`),
+/// then `native`.
+pub fn default_candidates(
+    arch: &str,
+    level: Option<X86Level>,
+    aarch64_cpu: Option<&str>,
+) -> Vec<String> {
     let mut v = Vec::new();
     if arch == "x86_64" {
         if let Some(l) = level.filter(|l| *l > X86Level::V1) {
             v.push(l.target_cpu().to_string());
         }
+    }
+    if let (true, Some(cpu)) = (arch == "aarch64", aarch64_cpu) {
+        v.push(cpu.to_string());
     }
     v.push("native".to_string());
     v
@@ -216,7 +224,7 @@ pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)
     let facts = CpuFacts::gather();
     let names = match &ctx.spec.stages.cpu {
         Some(list) => list.clone(),
-        None => default_candidates(facts.arch, facts.x86_64_level),
+        None => default_candidates(facts.arch, facts.x86_64_level, facts.aarch64_cpu.as_deref()),
     };
     let after_level = ctx.spec.stages.cpu.is_none() && names.len() > 1;
     let Ok(native) = features(&triple, "native") else {
@@ -261,12 +269,19 @@ mod tests {
     #[test]
     fn defaults_are_the_level_then_native() {
         assert_eq!(
-            default_candidates("x86_64", Some(X86Level::V4)),
+            default_candidates("x86_64", Some(X86Level::V4), None),
             ["x86-64-v4", "native"]
         );
-        assert_eq!(default_candidates("x86_64", Some(X86Level::V1)), ["native"]);
-        assert_eq!(default_candidates("x86_64", None), ["native"]);
-        assert_eq!(default_candidates("aarch64", None), ["native"]);
+        assert_eq!(
+            default_candidates("x86_64", Some(X86Level::V1), None),
+            ["native"]
+        );
+        assert_eq!(default_candidates("x86_64", None, None), ["native"]);
+        assert_eq!(default_candidates("aarch64", None, None), ["native"]);
+        assert_eq!(
+            default_candidates("aarch64", None, Some("neoverse-v1")),
+            ["neoverse-v1", "native"]
+        );
     }
 
     #[test]

@@ -117,6 +117,20 @@ pub(crate) fn cpuinfo() -> Option<String> {
     None
 }
 
+/// The CPU's marketing name where the OS gives it outside `/proc/cpuinfo` (macOS: `sysctl
+/// machdep.cpu.brand_string`, "Apple M2 Pro"); `None` elsewhere.
+pub(crate) fn cpu_brand() -> Option<String> {
+    #[cfg(target_os = "macos")]
+    return unix::sysctl_string("machdep.cpu.brand_string");
+    #[cfg(not(target_os = "macos"))]
+    None
+}
+
+/// Whether dropping a file from the page cache works here (a cold start: `evict`).
+pub(crate) fn can_evict() -> bool {
+    cfg!(target_os = "linux")
+}
+
 /// The kernel's release (`uname -r`; empty when unknown).
 pub(crate) fn kernel_release() -> String {
     imp::kernel_release()

@@ -312,6 +312,43 @@ pub(super) fn kernel_release() -> String {
     c.to_string_lossy().into_owned()
 }
 
+/// A `sysctl` string (`machdep.cpu.brand_string`): macOS only.
+#[cfg(target_os = "macos")]
+pub(super) fn sysctl_string(name: &str) -> Option<String> {
+    let name = std::ffi::CString::new(name).ok()?;
+    let mut len: libc::size_t = 0;
+    // SAFETY: a NULL buffer asks for the length only.
+    let asked = unsafe {
+        libc::sysctlbyname(
+            name.as_ptr(),
+            std::ptr::null_mut(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if asked != 0 || len == 0 {
+        return None;
+    }
+    let mut buf = vec![0u8; len];
+    // SAFETY: `buf` holds `len` writable bytes.
+    let got = unsafe {
+        libc::sysctlbyname(
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if got != 0 {
+        return None;
+    }
+    buf.truncate(len);
+    let text = String::from_utf8_lossy(&buf);
+    Some(text.trim_end_matches('\0').trim().to_string()).filter(|s| !s.is_empty())
+}
+
 pub(super) fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
     std::os::unix::fs::symlink(target, link)
 }

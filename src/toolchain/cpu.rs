@@ -1,6 +1,9 @@
 //! CPU facts: model name and flags from /proc/cpuinfo, the x86-64 microarchitecture level
 //! (psABI v1–v4) those flags allow, a few key target features, and what LLVM calls the
-//! host CPU (`-Ctarget-cpu=native`).
+//! host CPU (`-Ctarget-cpu=native`). On aarch64: the core LLVM names (`neoverse-n1`,
+//! `neoverse-v1`, `neoverse-v2` …) from the MIDR fields /proc/cpuinfo shows (`CPU
+//! implementer`, `CPU part`), else the highest of those the HWCAP features (`Features`)
+//! allow; on macOS the Apple core (`apple-m1` …) from `sysctl machdep.cpu.brand_string`.
 //!
 //! The level computation is a pure function of a flag set so it can be tested with known
 //! answers; only `CpuFacts::gather` reads the machine.
@@ -30,6 +33,68 @@ pub const KEY_FEATURES: &[(&str, &str)] = &[
     ("bmi2", "bmi2"),
     ("avx512f", "avx512f"),
 ];
+
+/// aarch64 cores by their MIDR fields (implementer, part), as LLVM names them.
+pub const AARCH64_CORES: &[(u32, u32, &str)] = &[
+    (0x41, 0xd08, "cortex-a72"),
+    (0x41, 0xd0b, "cortex-a76"),
+    (0x41, 0xd0c, "neoverse-n1"),
+    (0x41, 0xd40, "neoverse-v1"),
+    (0x41, 0xd49, "neoverse-n2"),
+    (0x41, 0xd4f, "neoverse-v2"),
+    (0x41, 0xd84, "neoverse-v3"),
+    (0x41, 0xd8e, "neoverse-n3"),
+    (0x46, 0x001, "a64fx"),
+    (0xc0, 0xac3, "ampere1"),
+    (0xc0, 0xac4, "ampere1a"),
+];
+
+/// aarch64 server cores as levels, each with the HWCAP features (/proc/cpuinfo names) its
+/// code needs on top of the one before: a CPU no table names gets the highest it reaches.
+pub const AARCH64_LEVELS: &[(&str, &[&str])] = &[
+    (
+        "neoverse-n1",
+        &[
+            "atomics", "asimdrdm", "lrcpc", "dcpop", "asimddp", "fphp", "asimdhp",
+        ],
+    ),
+    ("neoverse-v1", &["sve", "bf16", "i8mm", "ilrcpc", "uscat"]),
+    (
+        "neoverse-v2",
+        &["sve2", "svebf16", "svei8mm", "flagm2", "frint"],
+    ),
+];
+
+/// The aarch64 core /proc/cpuinfo text describes: its MIDR fields when a table entry names
+/// them, else the highest level of [`AARCH64_LEVELS`] its features reach.
+pub fn aarch64_cpu(text: &str) -> Option<&'static str> {
+    let hex = |key: &str| {
+        let v = value_of(text, key)?;
+        u32::from_str_radix(v.trim_start_matches("0x"), 16).ok()
+    };
+    if let (Some(imp), Some(part)) = (hex("CPU implementer"), hex("CPU part")) {
+        let known = AARCH64_CORES
+            .iter()
+            .find(|(i, p, _)| (*i, *p) == (imp, part));
+        if let Some((_, _, name)) = known {
+            return Some(name);
+        }
+    }
+    let (_, features) = parse_cpuinfo(text);
+    let has = |f: &&str| features.iter().any(|x| x == f);
+    AARCH64_LEVELS
+        .iter()
+        .take_while(|(_, needs)| needs.iter().all(has))
+        .last()
+        .map(|(name, _)| *name)
+}
+
+/// The Apple core of a `machdep.cpu.brand_string` ("Apple M2 Pro" → `apple-m2`).
+pub fn apple_cpu(brand: &str) -> Option<String> {
+    let chip = brand.strip_prefix("Apple M")?;
+    let gen: String = chip.chars().take_while(char::is_ascii_digit).collect();
+    (!gen.is_empty()).then(|| format!("apple-m{gen}"))
+}
 
 /// An x86-64 microarchitecture level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -129,19 +194,21 @@ pub fn missing_for_next_level<S: AsRef<str>>(flags: &[S]) -> Option<NextLevel> {
     })
 }
 
-/// Model name and flags from /proc/cpuinfo text (the first processor's).
+/// Model name and flags from /proc/cpuinfo text (the first processor's; aarch64 calls
+/// its flags `Features` and names no model).
 pub fn parse_cpuinfo(text: &str) -> (Option<String>, Vec<String>) {
-    let value = |key: &str| {
-        text.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == key).then(|| v.trim().to_string())
-        })
-    };
-    let model = value("model name").filter(|m| !m.is_empty());
-    let flags = value("flags")
+    let model = value_of(text, "model name").filter(|m| !m.is_empty());
+    let flags = (value_of(text, "flags").or_else(|| value_of(text, "Features")))
         .map(|f| f.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default();
     (model, flags)
+}
+
+fn value_of(text: &str, key: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
 }
 
 /// One key target feature and whether this CPU has it.
@@ -166,6 +233,8 @@ pub struct CpuFacts {
     pub features: Vec<CpuFeature>,
     /// What LLVM (rustc) takes `-Ctarget-cpu=native` to be, e.g. "znver4".
     pub native_cpu: Option<String>,
+    /// aarch64: the core LLVM names (`neoverse-v1`, `apple-m2`), the cpu stage's level.
+    pub aarch64_cpu: Option<String>,
 }
 
 impl CpuFacts {
@@ -174,6 +243,7 @@ impl CpuFacts {
     pub fn model_and_level() -> (Option<String>, Option<X86Level>) {
         let text = crate::sys::cpuinfo().unwrap_or_default();
         let (model, flags) = parse_cpuinfo(&text);
+        let flags = with_detected(flags);
         let level = if std::env::consts::ARCH == "x86_64" {
             x86_64_level(&flags)
         } else {
@@ -186,6 +256,8 @@ impl CpuFacts {
     pub fn gather() -> CpuFacts {
         let text = crate::sys::cpuinfo().unwrap_or_default();
         let (model, flags) = parse_cpuinfo(&text);
+        let flags = with_detected(flags);
+        let model = model.or_else(crate::sys::cpu_brand);
         let x86 = std::env::consts::ARCH == "x86_64";
         CpuFacts {
             arch: std::env::consts::ARCH,
@@ -204,7 +276,53 @@ impl CpuFacts {
                 })
                 .collect(),
             native_cpu: native_cpu(),
+            aarch64_cpu: host_aarch64_cpu(&text),
         }
+    }
+}
+
+/// The flags from /proc/cpuinfo, or where there is none (macOS, Windows) on x86-64 the
+/// same names for what the CPU says it has (CPUID, through std's feature detection). The
+/// x86-64 baseline and LAHF/SAHF, which std does not detect, are taken as present: every
+/// x86-64 CPU has the first, every one with POPCNT the second.
+fn with_detected(flags: Vec<String>) -> Vec<String> {
+    if !flags.is_empty() {
+        return flags;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut v: Vec<&str> = X86_64_V1_FLAGS.to_vec();
+        macro_rules! detect {
+            ($($feature:tt => $flag:literal),* $(,)?) => {
+                $(if std::arch::is_x86_feature_detected!($feature) { v.push($flag); })*
+            };
+        }
+        detect!(
+            "cmpxchg16b" => "cx16", "popcnt" => "popcnt", "sse3" => "pni", "sse4.1" => "sse4_1",
+            "sse4.2" => "sse4_2", "ssse3" => "ssse3", "avx" => "avx", "avx2" => "avx2",
+            "bmi1" => "bmi1", "bmi2" => "bmi2", "f16c" => "f16c", "fma" => "fma",
+            "lzcnt" => "abm", "movbe" => "movbe", "xsave" => "xsave", "avx512f" => "avx512f",
+            "avx512bw" => "avx512bw", "avx512cd" => "avx512cd", "avx512dq" => "avx512dq",
+            "avx512vl" => "avx512vl",
+        );
+        if v.contains(&"popcnt") {
+            v.push("lahf_lm");
+        }
+        v.into_iter().map(str::to_string).collect()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    flags
+}
+
+/// This aarch64 machine's core: from /proc/cpuinfo on Linux, from the brand string on
+/// macOS; `None` elsewhere.
+fn host_aarch64_cpu(cpuinfo: &str) -> Option<String> {
+    if std::env::consts::ARCH != "aarch64" {
+        return None;
+    }
+    match crate::sys::cpu_brand() {
+        Some(brand) if std::env::consts::OS == "macos" => apple_cpu(&brand),
+        _ => aarch64_cpu(cpuinfo).map(str::to_string),
     }
 }
 
@@ -297,6 +415,62 @@ mod tests {
         assert_eq!(model.as_deref(), Some("AMD EPYC"));
         assert_eq!(x86_64_level(&f), Some(X86Level::V4));
         assert_eq!(missing_for_next_level(&f), None);
+    }
+
+    /// /proc/cpuinfo of AWS Graviton 2, 3 and 4 (Neoverse N1, V1, V2), first processor.
+    const GRAVITON2: &str = "processor\t: 0\nBogoMIPS\t: 243.75\nFeatures\t: fp asimd evtstrm aes \
+        pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs\n\
+        CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\n\
+        CPU revision\t: 1\n";
+    const GRAVITON3_FEATURES: &str = "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp \
+        asimdhp cpuid asimdrdm jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm \
+        dit uscat ilrcpc flagm ssbs paca pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng";
+
+    #[test]
+    fn aarch64_cores_from_known_cpuinfo() {
+        assert_eq!(aarch64_cpu(GRAVITON2), Some("neoverse-n1"));
+        let (model, features) = parse_cpuinfo(GRAVITON2);
+        assert_eq!(model, None, "aarch64 names no model");
+        assert!(features.iter().any(|f| f == "asimddp"), "{features:?}");
+        let g3 = format!(
+            "processor\t: 0\nFeatures\t: {GRAVITON3_FEATURES}\nCPU implementer\t: 0x41\nCPU part\t: 0xd40\n"
+        );
+        assert_eq!(aarch64_cpu(&g3), Some("neoverse-v1"));
+        let g4 = g3.replace("0xd40", "0xd4f");
+        assert_eq!(aarch64_cpu(&g4), Some("neoverse-v2"));
+        // A part no table names: the highest level its features reach.
+        assert_eq!(
+            aarch64_cpu(&g3.replace("0xd40", "0x999")),
+            Some("neoverse-v1")
+        );
+        let v2_features = format!("{GRAVITON3_FEATURES} sve2 flagm2 frint");
+        let unknown =
+            format!("Features\t: {v2_features}\nCPU implementer\t: 0x48\nCPU part\t: 0xd01\n");
+        assert_eq!(aarch64_cpu(&unknown), Some("neoverse-v2"));
+        // A Cortex-A53 board (no atomics): no level, only `native`.
+        let a53 = "Features\t: fp asimd evtstrm crc32 cpuid\nCPU implementer\t: 0x41\nCPU part\t: 0xd03\n";
+        assert_eq!(aarch64_cpu(a53), None);
+        assert_eq!(aarch64_cpu(""), None);
+    }
+
+    /// Where /proc/cpuinfo says nothing, CPUID does: the same level on this machine.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn detected_flags_give_the_level_cpuinfo_gives() {
+        let detected = with_detected(Vec::new());
+        assert!(x86_64_level(&detected).is_some(), "{detected:?}");
+        if let Some(text) = crate::sys::cpuinfo() {
+            let (_, flags) = parse_cpuinfo(&text);
+            assert_eq!(x86_64_level(&detected), x86_64_level(&flags));
+        }
+    }
+
+    #[test]
+    fn apple_cores_from_the_brand_string() {
+        assert_eq!(apple_cpu("Apple M1").as_deref(), Some("apple-m1"));
+        assert_eq!(apple_cpu("Apple M2 Pro").as_deref(), Some("apple-m2"));
+        assert_eq!(apple_cpu("Apple M4 Max").as_deref(), Some("apple-m4"));
+        assert_eq!(apple_cpu("Intel(R) Core(TM) i9-9880H"), None);
     }
 
     #[test]

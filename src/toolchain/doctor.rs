@@ -25,6 +25,8 @@ pub struct Facts {
     pub bolt: Result<BoltTools, ToolError>,
     pub perf: PerfFacts,
     pub cpu: CpuFacts,
+    /// What works on this platform, and what is skipped with the reason.
+    pub platform: Vec<super::platform::Row>,
 }
 
 impl Facts {
@@ -54,6 +56,7 @@ impl Facts {
                 bolt,
                 perf: perf.join().expect("perf probe does not panic"),
                 cpu: cpu.join().expect("cpu probe does not panic"),
+                platform: super::platform::here(),
             }
         })
     }
@@ -74,7 +77,8 @@ impl Facts {
         if let Err(e) = &self.llvm_profdata {
             v.push(e);
         }
-        if let Err(e) = &self.bolt {
+        // Off Linux BOLT cannot run at all: a platform line, not a missing piece.
+        if let (Err(e), None) = (&self.bolt, super::bolt_unsupported_here()) {
             v.push(e);
         }
         v
@@ -174,7 +178,7 @@ fn fix(facts: &Facts) {
              unset it",
             super::LLVM_BOLT_ENV
         );
-    } else if facts.bolt.is_err() {
+    } else if facts.bolt.is_err() && super::bolt_unsupported_here().is_none() {
         let n = rustc.llvm_major;
         let root = crate::sys::is_root();
         match super::find_on_path("apt-get") {
@@ -303,6 +307,7 @@ fn render(facts: &Facts, tty: bool, color: bool) -> String {
     bolt_section(&mut o, facts, major);
     perf_section(&mut o, &facts.perf);
     cpu_section(&mut o, &facts.cpu);
+    platform_section(&mut o, &facts.platform);
     o.text.push('\n');
     let problems = facts.problems();
     if problems.is_empty() {
@@ -361,6 +366,10 @@ fn bolt_section(o: &mut Out, facts: &Facts, major: Option<u32>) {
     o.section("BOLT");
     let b = match &facts.bolt {
         Ok(b) => b,
+        Err(e) if super::bolt_unsupported_here().is_some() => {
+            o.line(Mark::Info, "llvm-bolt", &e.problem);
+            return o.fix(&e.fix);
+        }
         Err(e) => return o.error("llvm-bolt", e),
     };
     o.line(Mark::Ok, "llvm-bolt", tool_line(&b.llvm_bolt));
@@ -382,6 +391,19 @@ fn bolt_section(o: &mut Out, facts: &Facts, major: Option<u32>) {
         "instrumentation (perf + LBR not usable here)"
     };
     o.line(Mark::Info, "mode", mode);
+}
+
+/// "Platform": each feature, working or skipped here with the reason.
+fn platform_section(o: &mut Out, rows: &[super::platform::Row]) {
+    o.section(&format!(
+        "Platform ({} {})",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ));
+    for r in rows {
+        let mark = if r.works { Mark::Ok } else { Mark::Info };
+        o.line(mark, r.feature, &r.detail);
+    }
 }
 
 fn perf_section(o: &mut Out, p: &PerfFacts) {

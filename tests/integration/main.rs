@@ -18,6 +18,7 @@ mod check;
 mod cli;
 mod compile_cache;
 mod coverage;
+mod cross;
 mod docs;
 mod faults_apply;
 mod faults_proc;

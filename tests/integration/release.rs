@@ -599,3 +599,36 @@ fn gather_merges_two_releases_and_refuses_a_tampered_file_leaving_the_output_as_
         .collect();
     assert!(left.is_empty(), "staging left: {left:?}");
 }
+
+/// The macOS and Windows cells install and run cargo-optimize (it builds there now) and
+/// train PGO there; BOLT, Linux ELF only, is left out of their `--stages`, kept in the
+/// Linux cells (aarch64 natively on `ubuntu-24.04-arm`); actionlint passes.
+#[test]
+fn emit_ci_trains_pgo_on_windows_and_leaves_bolt_to_linux_cells() {
+    let _g = shared();
+    let tmp = three_target_repo();
+    let dir = tmp.path();
+    let r = emit(dir, &["--stages", "pgo,bolt"]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let text = std::fs::read_to_string(dir.join(WORKFLOW)).unwrap();
+    for row in cells(&text) {
+        let want = match row["target"].as_str().unwrap() {
+            "x86_64-pc-windows-msvc" => "pgo",
+            _ => "pgo,bolt",
+        };
+        assert_eq!(row["stages"], want, "{row}");
+    }
+    assert!(
+        text.contains("#   aarch64-unknown-linux-gnu on ubuntu-24.04-arm\n"),
+        "{text}"
+    );
+    assert!(
+        r.all()
+            .contains("the cells on windows-latest run cargo-optimize on macOS or Windows")
+            && r.all().contains("PGO is trained there"),
+        "{}",
+        r.all()
+    );
+    assert!(!r.all().contains("fail at its install step"), "{}", r.all());
+    lint_workflow(dir, WORKFLOW);
+}

@@ -23,7 +23,18 @@ use crate::util::indent;
 
 /// What llvm-bolt says when it refuses an input it cannot handle (as opposed to a crash or
 /// a usage error).
-const UNSUPPORTED: &[&str] = &["not supported", "unsupported", "library not found"];
+/// (`linking object with arch x86_64 into context with arch aarch64`: the instrumentation
+/// runtime this llvm-bolt ships is built for its host only, so it cannot instrument another
+/// architecture's binary.)
+const UNSUPPORTED: &[&str] = &[
+    "not supported",
+    "unsupported",
+    "library not found",
+    ARCH_MISMATCH,
+];
+
+/// What llvm-bolt says when its instrumentation runtime is another architecture's.
+const ARCH_MISMATCH: &str = "linking object with arch";
 
 /// How BOLT's instrumentation runtime reports a failed check (bolt/runtime/common.h
 /// `assert`: `Assertion failed: <message>` on stderr, then exit code 1).
@@ -73,6 +84,13 @@ pub fn bolt_failure(
         .map(|a| a.to_string_lossy().into_owned())
         .unwrap_or_default();
     let user_args = ctx.spec.stages.bolt_args.is_some() && doing == "optimizing";
+    if let Some(line) = said.lines().find(|l| l.contains(ARCH_MISMATCH)) {
+        return StageError::NotAvailable(format!(
+            "{tool} cannot instrument this binary ({doing} {input}): its instrumentation runtime (libbolt_rt_instr.a) is built for this machine's architecture only:\n    {}\n  log: {}\n  what would enable it: BOLT on the target's own machine (a CI cell of that target, `release --emit-ci github`), or an llvm-bolt with a runtime built for the binary's architecture",
+            line.trim(),
+            log.display()
+        ));
+    }
     if out.status.signal.is_none() && !user_args && is_unsupported(&said) {
         return StageError::NotAvailable(format!(
             "{tool} cannot handle this binary ({doing} {input}):\n{}\n  log: {}\n  what would enable it: {}",
@@ -157,6 +175,10 @@ mod tests {
         ));
         assert!(!is_unsupported(
             "llvm-bolt: Unknown command line argument '--definitely-not-an-option'."
+        ));
+        // Instrumenting an aarch64 binary with an x86-64 llvm-bolt's runtime (LLVM 22).
+        assert!(is_unsupported(
+            "BOLT-ERROR: linking object with arch x86_64 into context with arch aarch64"
         ));
         assert!(!is_unsupported("BOLT-ERROR: failed to parse profile"));
         // Only BOLT's own errors count, not a warning that mentions the words.
