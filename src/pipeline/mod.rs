@@ -45,14 +45,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let early = early_projection(plan, &budget);
     let sccache = crate::cargo::wrapper::sccache();
     let sccache_before = sccache.as_deref().and_then(crate::cargo::wrapper::stats);
-    let stages = &plan.spec.stages.try_;
-    // Only what the budget pays for, as far as it can tell yet (no build is wasted on a
-    // stage the ladder will not try).
-    let affordable: Vec<_> = (0..stages.len())
-        .take_while(|&i| budget.affords(stages[i], &stages[i + 1..], false).is_ok())
-        .map(|i| stages[i])
-        .collect();
-    ctx.build_ahead(stage::ahead(&ctx, &affordable, &plan.baseline));
+    build_ahead(plan, &ctx, &budget);
     plan.ui
         .event("stage-started", serde_json::json!({ "stage": "baseline" }));
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
@@ -113,6 +106,18 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// Start the builds the ladder will most likely ask for first (`stage::ahead`), for the
+/// stages the budget pays for as far as it can tell yet: no build is wasted on a stage the
+/// ladder will not try.
+fn build_ahead(plan: &Plan, ctx: &Context, budget: &Budget) {
+    let stages = &plan.spec.stages.try_;
+    let affordable: Vec<_> = (0..stages.len())
+        .take_while(|&i| budget.affords(stages[i], &stages[i + 1..], false).is_ok())
+        .map(|i| stages[i])
+        .collect();
+    ctx.build_ahead(stage::ahead(ctx, &affordable, &plan.baseline));
 }
 
 fn announce(plan: &Plan, run: &RunDir) {
