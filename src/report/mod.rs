@@ -436,6 +436,25 @@ pub fn load(path: &Path) -> Result<Report, LoadError> {
 }
 
 impl Report {
+    /// `656.2 KiB (baseline 644.4 KiB, +1.8 %)`: the size of a shipped binary (its row's)
+    /// against the baseline's; `None` when no row names it.
+    pub fn size_line(&self, binary: &str) -> Option<String> {
+        let size = |pred: &dyn Fn(&StageReport) -> bool| {
+            self.stages.iter().rev().find(|r| pred(r))?.size_bytes
+        };
+        let new = size(&|r| r.binary.as_deref() == Some(binary))?;
+        let h = crate::util::human_bytes;
+        Some(match size(&|r| r.name == "baseline") {
+            Some(old) if old > 0 => format!(
+                "{} (baseline {}, {:+.1} %)",
+                h(new),
+                h(old),
+                100.0 * (new as f64 / old as f64 - 1.0)
+            ),
+            _ => h(new),
+        })
+    }
+
     /// The first row with the eval coverage of its PGO profile (the pgo row; a portable
     /// row built with the same profile carries the same numbers).
     pub fn profile_quality(&self) -> Option<(&StageReport, &ProfileQuality)> {

@@ -97,6 +97,9 @@ fn ship(s: &mut String, report: &Report, f: &FinalChoice) {
     let _ = writeln!(s);
     let _ = writeln!(s, "ship: {} ({})", f.binary, f.label());
     let _ = writeln!(s, "  {}", speedup_line(f));
+    if let Some(size) = report.size_line(&f.binary) {
+        let _ = writeln!(s, "  size {size}");
+    }
     if let Some(settings) = &f.settings {
         let _ = writeln!(s, "  settings: {}", settings_line(settings));
     }
