@@ -82,6 +82,14 @@ impl Ui {
         }
     }
 
+    /// One item of a step (`pgo: verifying [2/7] infer`): on a terminal only. A log gets
+    /// the step's one line when it finishes ([`Ui::done`]).
+    pub fn progress(&self, msg: &str) {
+        if self.animate {
+            eprintln!("{} {msg}", self.paint("→", Tone::Step));
+        }
+    }
+
     /// A step finished.
     pub fn done(&self, msg: &str, seconds: f64) {
         if !self.quiet {

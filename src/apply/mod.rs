@@ -635,7 +635,8 @@ fn build_instructions(
     }
     if let Some(x) = win.speedup {
         s.push_str(&format!(
-            "(the run measured {x:.2}× the baseline's speed for `{}`)\n",
+            "(the run measured a time ratio of {:.3} against the baseline for `{}`; below 1 is faster)\n",
+            1.0 / x,
             label(win)
         ));
     }

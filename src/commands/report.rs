@@ -8,13 +8,19 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::cli::{GlobalArgs, ReportArgs};
+use crate::render::Render as _;
 use crate::report::{self, Format};
 
 pub fn run(g: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<i32> {
     let path = crate::apply::find_report(g, args.run.as_deref())?;
     let report = report::load(&path)?;
     let format = if args.open { Format::Html } else { args.format };
-    let text = format.renderer().render(&report);
+    let text = match format {
+        Format::Markdown if args.hotspots => {
+            report::markdown::MarkdownRenderer { hotspots: true }.render(&report)
+        }
+        _ => format.renderer().render(&report),
+    };
     let out: Option<PathBuf> = match (&args.output, args.open) {
         (Some(o), _) => Some(o.clone()),
         // --open needs a file: the run's own report.html.

@@ -16,6 +16,9 @@ pub struct StageFacts {
     /// for the PGO build of the portable best, `lto alone` for `--explain` builds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
+    /// The candidate it was measured against (its label), when it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rival: Option<String>,
 
     // cpu
     #[serde(default, skip_serializing_if = "Option::is_none")]

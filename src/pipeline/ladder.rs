@@ -287,6 +287,7 @@ impl<'a> Ladder<'a> {
         };
         let mut r = candidate_row(&cand, status, &reason);
         r.verified = Some(true);
+        r.facts.rival = Some(holder.candidate.label());
         r.vs_best = Some(m.estimate);
         r.vs_baseline = Some(to_baseline.estimate(self.margin()));
         self.rows.push(r);

@@ -45,10 +45,17 @@ pub fn portable_hint(report: &Report) -> Option<String> {
     ))
 }
 
+/// `time ratio 0.750 [0.726, 0.774] vs the baseline, measured directly`: the one wording of
+/// a ratio (below 1 is faster), as the rows and the workloads say it.
 pub fn speedup_line(f: &FinalChoice) -> String {
     match (f.speedup_vs_baseline, f.speedup_ci) {
         (Some(x), Some((lo, hi))) => {
-            format!("measured {x:.2}× the baseline's speed [95% CI {lo:.2}–{hi:.2}×]")
+            format!(
+                "time ratio {:.3} [{:.3}, {:.3}] vs the baseline, measured directly",
+                1.0 / x,
+                1.0 / hi,
+                1.0 / lo
+            )
         }
         _ if f.stage == "baseline" => {
             "no stage was measurably faster than the baseline: keep building as you do".into()
@@ -94,5 +101,79 @@ pub fn estimate_cell(e: Option<&Estimate>) -> String {
             e.ratio, e.ci_low, e.ci_high, e.verdict
         ),
         None => "-".into(),
+    }
+}
+
+/// `line` wrapped at spaces to `width` columns (colour codes take none); continuation lines
+/// are indented to where the first line's text starts after its indentation and any `└ `
+/// or `- ` marker. A word longer than the width stays whole.
+pub fn wrap(line: &str, width: usize) -> String {
+    if visible_len(line) <= width {
+        return line.to_string();
+    }
+    let lead = line.len() - line.trim_start().len();
+    let rest = &line[lead..];
+    let marker = ["└ ", "- "]
+        .iter()
+        .find(|m| rest.starts_with(**m))
+        .map_or(0, |m| m.chars().count());
+    let indent = " ".repeat(lead + marker.max(2));
+    let mut out = String::new();
+    let mut cur = line[..lead].to_string();
+    let mut cur_len = lead;
+    for word in rest.split(' ') {
+        let wl = visible_len(word);
+        let at_start = cur_len == lead || cur.trim().is_empty();
+        if !at_start && cur_len + 1 + wl > width {
+            out.push_str(cur.trim_end());
+            out.push('\n');
+            cur = indent.clone();
+            cur_len = indent.len();
+        } else if !at_start {
+            cur.push(' ');
+            cur_len += 1;
+        }
+        cur.push_str(word);
+        cur_len += wl;
+    }
+    out.push_str(cur.trim_end());
+    out
+}
+
+/// Characters a terminal shows: ANSI colour sequences (`ESC [ … m`) take no column.
+fn visible_len(s: &str) -> usize {
+    let mut n = 0;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_keeps_short_lines_and_indents_continuations() {
+        assert_eq!(wrap("  short", 80), "  short");
+        assert_eq!(
+            wrap("  settings: --profile release; rustflags: -Ca -Cb -Cc", 30),
+            "  settings: --profile release;\n    rustflags: -Ca -Cb -Cc"
+        );
+        assert_eq!(
+            wrap("      └ vs baseline: faster on 1 of 4 workloads", 30),
+            "      └ vs baseline: faster on\n        1 of 4 workloads"
+        );
+        assert_eq!(wrap("x an-overly-long-word", 5), "x\n  an-overly-long-word");
+        assert_eq!(visible_len("\x1b[32mkept\x1b[0m"), 4);
     }
 }

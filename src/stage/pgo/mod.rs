@@ -569,7 +569,7 @@ fn train(
     let mut warnings = BTreeMap::new();
     let start = std::time::Instant::now();
     for (i, w) in train.iter().enumerate() {
-        ctx.ui.step(&format!(
+        ctx.ui.progress(&format!(
             "{label}: training [{}/{}] {}",
             i + 1,
             train.len(),
@@ -588,6 +588,10 @@ fn train(
         &format!("{label}: training"),
         start.elapsed().as_secs_f64(),
         None,
+    );
+    ctx.ui.done(
+        &format!("{label}: trained on {n}/{n} workloads", n = train.len()),
+        start.elapsed().as_secs_f64(),
     );
     Ok(warnings)
 }
