@@ -86,20 +86,21 @@ impl Ui {
     /// the step's one line when it finishes ([`Ui::done`]).
     pub fn progress(&self, msg: &str) {
         if self.animate {
-            eprintln!("{} {msg}", self.paint("→", Tone::Step));
+            eprintln!("{}", fit(&format!("{} {msg}", self.paint("→", Tone::Step))));
         }
     }
 
     /// A step finished.
     pub fn done(&self, msg: &str, seconds: f64) {
         if !self.quiet {
-            eprintln!("{} {msg} ({seconds:.1}s)", self.paint("✓", Tone::Good));
+            let line = format!("{} {msg} ({seconds:.1}s)", self.paint("✓", Tone::Good));
+            eprintln!("{}", fit(&line));
         }
     }
 
     pub fn info(&self, msg: &str) {
         if !self.quiet {
-            eprintln!("  {msg}");
+            eprintln!("{}", fit(&format!("  {msg}")));
         }
     }
 
@@ -110,7 +111,10 @@ impl Ui {
     }
 
     pub fn warn(&self, msg: &str) {
-        eprintln!("{} {msg}", self.paint("warning:", Tone::Warn));
+        eprintln!(
+            "{}",
+            fit(&format!("{} {msg}", self.paint("warning:", Tone::Warn)))
+        );
     }
 
     /// `s` in the tone's colour when colour is on.
@@ -122,6 +126,22 @@ impl Ui {
             s.to_string()
         }
     }
+}
+
+/// Each line of `text` wrapped to stderr's width when it is a terminal (a log keeps a
+/// message on one line, for grep; the ladder on stdout is wrapped either way).
+fn fit(text: &str) -> String {
+    let Some(width) = console::Term::stderr()
+        .size_checked()
+        .map(|(_, cols)| usize::from(cols))
+        .filter(|w| *w >= 40)
+    else {
+        return text.to_string();
+    };
+    text.lines()
+        .map(|l| crate::util::wrap(l, width))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

@@ -81,18 +81,42 @@ pub fn tally(comps: &[(&str, &Comparison)]) -> Option<String> {
     ))
 }
 
-/// `tokenize: the machine is too noisy …`: each comparison's noise warning, once.
-pub fn noise(comps: &[(&str, &Comparison)]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for (w, c) in comps {
-        if let Some(n) = &c.noise_warning {
-            let line = format!("{w}: {n}");
-            if !out.contains(&line) {
-                out.push(line);
-            }
-        }
+/// `too noisy to decide on 2 of 4 workloads (tokenize, infer): run-to-run variation up to
+/// 40.7 %, up to 25 % of the pairs outliers`: the comparisons with a noise warning, in one
+/// line; `None` when none has one.
+pub fn noise(comps: &[(&str, &Comparison)]) -> Option<String> {
+    let noisy: Vec<_> = comps
+        .iter()
+        .filter(|(_, c)| c.noise_warning.is_some())
+        .collect();
+    if noisy.is_empty() {
+        return None;
     }
-    out
+    let names: Vec<&str> = noisy.iter().map(|(w, _)| *w).collect();
+    let cv = noisy
+        .iter()
+        .flat_map(|(_, c)| [c.cv_a, c.cv_b])
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let outliers = noisy
+        .iter()
+        .map(|(_, c)| f64::from(c.outliers.pairs) / f64::from(c.n.max(1)))
+        .fold(0.0f64, f64::max);
+    let mut line = format!(
+        "too noisy to decide on {} of {} workload{} ({}): run-to-run variation up to {:.1} %",
+        noisy.len(),
+        comps.len(),
+        if comps.len() == 1 { "" } else { "s" },
+        names.join(", "),
+        cv * 100.0
+    );
+    if outliers > 0.0 {
+        line.push_str(&format!(
+            ", up to {:.0} % of the pairs outliers",
+            outliers * 100.0
+        ));
+    }
+    Some(line)
 }
 
 /// One resource of the shipped candidate against the baseline, over its workloads.

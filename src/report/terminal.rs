@@ -93,6 +93,16 @@ pub fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
             let _ = writeln!(s, "{:<w$} └ {line}", "");
         }
     }
+    let noisy = report
+        .stages
+        .iter()
+        .any(|st| shipped::noise(&shipped::of_row(report, st)).is_some());
+    if noisy {
+        let _ = writeln!(
+            s,
+            "noise: the machine was too busy for some comparisons to decide: close other programs, or raise max-time (report.html has each comparison's noise)"
+        );
+    }
     for st in &report.stages {
         if let Some(items) = &st.facts.explain {
             explain_block(&mut s, items);
@@ -139,11 +149,7 @@ fn row_notes(report: &Report, st: &StageReport) -> Vec<String> {
         line.push_str(&format!("; {budget}"));
     }
     out.push(line);
-    out.extend(
-        shipped::noise(&comps)
-            .into_iter()
-            .map(|n| format!("noise: {n}")),
-    );
+    out.extend(shipped::noise(&comps).map(|n| format!("noise: {n}")));
     out
 }
 
@@ -489,7 +495,7 @@ mod tests {
         assert!(!log.contains("└ pgo vs"), "a row repeated: {log}");
         assert!(log.contains("tokenize         188 ms →    171 ms"), "{log}");
         assert!(
-            log.contains("└ noise: tokenize: the machine is too noisy"),
+            log.contains("└ noise: too noisy to decide on 1 of 2 workloads (tokenize)"),
             "{log}"
         );
         assert!(

@@ -43,7 +43,7 @@ fn the_hot_loop_comes_first_in_the_report_and_in_every_format() {
     let _g = lock_target_dir(FIXTURE);
     let run = pgo_run();
     assert!(
-        run.stdout.contains(&format!("\nhottest: {HOT} ")),
+        unwrapped(&run.stdout).contains(&format!("hottest: {HOT} ")),
         "{}",
         run.stdout
     );
