@@ -207,6 +207,46 @@ fn count(v: f64) -> String {
 mod tests {
     use super::*;
 
+    /// Tally, noise and resources of the frozen demo report's shipped candidate, with
+    /// counters added to its two comparisons: sums of medians, the largest RSS.
+    #[test]
+    fn the_shipped_candidate_against_the_baseline() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text =
+            std::fs::read_to_string(dir.join("tests/fixtures/reports/demo/report.json")).unwrap();
+        let mut r: Report = serde_json::from_str(&text).unwrap();
+        for (i, w) in r.workloads.iter_mut().enumerate() {
+            if let Some(c) = w.per_stage.get_mut("pgo vs baseline") {
+                c.counters = Some(crate::bench::counters::CounterSummary {
+                    counters: vec![crate::bench::counters::CounterComparison {
+                        name: "instructions".into(),
+                        median_a: 1e9 * (i as f64 + 1.0),
+                        median_b: 0.5e9 * (i as f64 + 1.0),
+                        ratio: 0.5,
+                    }],
+                });
+            }
+        }
+        let f = r.final_.clone().unwrap();
+        let comps = against_baseline(&r, &f);
+        assert_eq!(comps.len(), 2);
+        assert_eq!(
+            tally(&comps).as_deref(),
+            Some("faster on 2 of 2 workloads, none slower")
+        );
+        assert_eq!(noise(&comps), None);
+        let res = resources(&comps);
+        let names: Vec<&str> = res.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["user time", "system time", "peak RSS", "instructions"]
+        );
+        let ins = &res[3];
+        // Workloads 2 and 3 of the report (indices 1, 2): 2e9 + 3e9 → 1e9 + 1.5e9.
+        assert_eq!((ins.old.as_str(), ins.new.as_str()), ("5.00 G", "2.50 G"));
+        assert!((ins.ratio - 0.5).abs() < 1e-12);
+    }
+
     #[test]
     fn counts_are_short() {
         assert_eq!(count(1_234_000_000.0), "1.23 G");

@@ -498,7 +498,7 @@ fn a_run_builds_pgo_from_a_merged_profile_without_training_and_says_how_stale_it
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("pgo: verifying"), "{}", r.stderr);
+    assert!(r.stderr.contains("pgo verified"), "{}", r.stderr);
     let report = latest_report(&td);
     let pgo = stage(&report, "pgo");
     assert!(

@@ -91,8 +91,12 @@ fn fat_lto_that_inlines_across_crates_is_measured_and_kept() {
         .find(|l| l.starts_with("profile "))
         .unwrap_or_else(|| panic!("no profile row:\n{}", r.stdout));
     assert!(row.contains("kept") && row.contains("faster"), "{row}");
-    assert!(r.stdout.contains("ship: "), "{}", r.stdout);
-    assert!(r.stdout.contains("lto = \"fat\""), "{}", r.stdout);
+    assert!(unwrapped(&r.stdout).contains("ship: "), "{}", r.stdout);
+    assert!(
+        unwrapped(&r.stdout).contains("lto = \"fat\""),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("measured "), "{}", r.stdout);
     assert!(r.stdout.contains("cargo optimize apply"), "{}", r.stdout);
     assert_eq!(
@@ -163,7 +167,11 @@ fn profile_settings_are_reported_and_explained_one_at_a_time() {
         "{}",
         r.stdout
     );
-    assert!(r.stdout.contains("lto = \"fat\""), "{}", r.stdout);
+    assert!(
+        unwrapped(&r.stdout).contains("lto = \"fat\""),
+        "{}",
+        r.stdout
+    );
 }
 
 /// Whether /proc/cpuinfo lists `flag`.

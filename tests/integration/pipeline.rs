@@ -457,7 +457,8 @@ fn two_runs_at_once_share_the_cache_and_a_third_reuses_what_they_kept() {
             .lines()
             .find_map(|l| l.split_once(") → ").map(|(_, f)| f.trim().to_string()))
             .unwrap_or_else(|| panic!("{}", r.stderr));
-        read_report(&std::path::Path::new(&folder).join("report.json"));
+        // Announced relative to the workspace (the crate's own target dir is in it).
+        read_report(&dir.join(&folder).join("report.json"));
         folders.push(folder);
     }
     assert_ne!(folders[0], folders[1], "each run has its own folder");
