@@ -122,16 +122,25 @@ impl Ui {
         }
     }
 
+    /// One item of a step (`pgo: verifying [2/7] infer`): on a terminal only. A log gets
+    /// the step's one line when it finishes ([`Ui::done`]).
+    pub fn progress(&self, msg: &str) {
+        if self.animate {
+            eprintln!("{}", fit(&format!("{} {msg}", self.paint("→", Tone::Step))));
+        }
+    }
+
     /// A step finished.
     pub fn done(&self, msg: &str, seconds: f64) {
         if !self.quiet {
-            eprintln!("{} {msg} ({seconds:.1}s)", self.paint("✓", Tone::Good));
+            let line = format!("{} {msg} ({seconds:.1}s)", self.paint("✓", Tone::Good));
+            eprintln!("{}", fit(&line));
         }
     }
 
     pub fn info(&self, msg: &str) {
         if !self.quiet {
-            eprintln!("  {msg}");
+            eprintln!("{}", fit(&format!("  {msg}")));
         }
     }
 
@@ -142,7 +151,10 @@ impl Ui {
     }
 
     pub fn warn(&self, msg: &str) {
-        eprintln!("{} {msg}", self.paint("warning:", Tone::Warn));
+        eprintln!(
+            "{}",
+            fit(&format!("{} {msg}", self.paint("warning:", Tone::Warn)))
+        );
     }
 
     /// `s` in the tone's colour when colour is on.
@@ -166,6 +178,22 @@ fn event_line(kind: &str, fields: serde_json::Value) -> String {
         }
         _ => format!("{{\"event\":{kind}}}"),
     }
+}
+
+/// Each line of `text` wrapped to stderr's width when it is a terminal (a log keeps a
+/// message on one line, for grep; the ladder on stdout is wrapped either way).
+fn fit(text: &str) -> String {
+    let Some(width) = console::Term::stderr()
+        .size_checked()
+        .map(|(_, cols)| usize::from(cols))
+        .filter(|w| *w >= 40)
+    else {
+        return text.to_string();
+    };
+    text.lines()
+        .map(|l| crate::util::wrap(l, width))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

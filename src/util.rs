@@ -7,6 +7,60 @@ pub mod atomic;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// `line` wrapped at spaces to `width` columns (colour codes take none); continuation lines
+/// are indented to where the first line's text starts after its indentation and any `└ `
+/// or `- ` marker. A word longer than the width stays whole.
+pub fn wrap(line: &str, width: usize) -> String {
+    if visible_len(line) <= width {
+        return line.to_string();
+    }
+    let lead = line.len() - line.trim_start().len();
+    let rest = &line[lead..];
+    let marker = ["└ ", "- "]
+        .iter()
+        .find(|m| rest.starts_with(**m))
+        .map_or(0, |m| m.chars().count());
+    let indent = " ".repeat(lead + marker.max(2));
+    let mut out = String::new();
+    let mut cur = line[..lead].to_string();
+    let mut cur_len = lead;
+    for word in rest.split(' ') {
+        let wl = visible_len(word);
+        let at_start = cur_len == lead || cur.trim().is_empty();
+        if !at_start && cur_len + 1 + wl > width {
+            out.push_str(cur.trim_end());
+            out.push('\n');
+            cur = indent.clone();
+            cur_len = indent.len();
+        } else if !at_start {
+            cur.push(' ');
+            cur_len += 1;
+        }
+        cur.push_str(word);
+        cur_len += wl;
+    }
+    out.push_str(cur.trim_end());
+    out
+}
+
+/// Characters a terminal shows: ANSI colour sequences (`ESC [ … m`) take no column.
+pub fn visible_len(s: &str) -> usize {
+    let mut n = 0;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            n += 1;
+        }
+    }
+    n
+}
+
 /// Every non-empty line of `text` prefixed with `prefix` (empty lines stay empty, so a
 /// block pasted into a message carries no trailing spaces).
 pub fn indent(text: &str, prefix: &str) -> String {

@@ -71,12 +71,22 @@ pub struct Winner {
 }
 
 impl Winner {
-    /// What the report says to ship.
-    pub fn from_report(report: &Report) -> anyhow::Result<Winner> {
-        let fin = report
+    /// What the report says to ship: without `cpu`, its portable alternative when the
+    /// winner picks a CPU and the run found one (a binary built for one CPU can crash on
+    /// others); the CPU-specific winner with `cpu`, or when the report has no alternative.
+    pub fn from_report(report: &Report, cpu: bool) -> anyhow::Result<Winner> {
+        let best = report
             .final_
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("the report has no `final` choice"))?;
+        let fin = match &best.portable {
+            Some(p) if !cpu && p.binary != best.binary && picks_cpu(best) => p.as_ref(),
+            _ => best,
+        };
+        Self::of_choice(report, fin)
+    }
+
+    fn of_choice(report: &Report, fin: &report::FinalChoice) -> anyhow::Result<Winner> {
         // Newer reports carry the settings in `final`; older ones only in the stage row.
         let settings = fin
             .settings
@@ -122,6 +132,14 @@ impl Winner {
         })
     }
 
+    /// Whether this winner is the portable alternative of one that picks a CPU.
+    pub fn is_portable_alternative(&self, report: &Report) -> bool {
+        report
+            .final_
+            .as_ref()
+            .is_some_and(|f| f.binary != self.binary && picks_cpu(f))
+    }
+
     pub fn target_cpu(&self) -> Option<String> {
         crate::cargo::target_cpu_of(&self.stage_rustflags)
     }
@@ -145,6 +163,14 @@ impl Winner {
             .cloned()
             .collect()
     }
+}
+
+/// Whether a final choice was built with a `-Ctarget-cpu`.
+fn picks_cpu(f: &report::FinalChoice) -> bool {
+    f.settings.as_ref().is_some_and(|s| {
+        crate::cargo::target_cpu_of(&s.stage_rustflags).is_some()
+            || crate::cargo::target_cpu_of(&s.rustflags).is_some()
+    })
 }
 
 /// One file `apply` would write.
@@ -212,14 +238,27 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
     validate_profile_name(&args.profile_name)?;
     let report_path = find_report(g, args.run.as_deref())?;
     let report = report::load(&report_path)?;
-    let win =
-        Winner::from_report(&report).with_context(|| format!("in {}", report_path.display()))?;
+    let win = Winner::from_report(&report, args.cpu)
+        .with_context(|| format!("in {}", report_path.display()))?;
     eprintln!("applying run {} ({})", report.run_id, report_path.display());
+    let portable = win.is_portable_alternative(&report);
     if win.stage == "baseline" {
         println!(
-            "nothing to apply: no stage of this run was measurably faster than the baseline, so your current build is already the one to ship"
+            "{}",
+            if portable {
+                "nothing to apply without --cpu: the winner picks a CPU, and no candidate that runs on any machine was measurably faster than the baseline (--cpu applies the winner, for this machine's CPU only)"
+            } else {
+                "nothing to apply: no stage of this run was measurably faster than the baseline, so your current build is already the one to ship"
+            }
         );
         return Ok(0);
+    }
+    if portable {
+        eprintln!(
+            "applying the portable alternative `{}` (no target-cpu: it runs on any {} machine); --cpu applies the winner, built for this machine's CPU only",
+            label(&win),
+            win.target.as_deref().unwrap_or(&win.host)
+        );
     }
     let ws = Workspace::load(&g.selection.cargo())?;
     let sel_package = g.selection.package.clone();
@@ -263,13 +302,22 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
         "{}",
         build_instructions(
             &win,
-            &args.profile_name,
+            if win.overrides.is_empty() {
+                &win.base_profile
+            } else {
+                &args.profile_name
+            },
             &project.manifest_path,
             planned.pgo_dest.as_deref(),
             cpu.is_some() && !args.cpu,
         )
     );
     Ok(0)
+}
+
+/// `pgo (portable)`, or the stage's name.
+fn label(win: &Winner) -> String {
+    crate::context::label(&win.stage, win.variant.as_deref())
 }
 
 /// The profile caches a run's `-Cprofile-use` may name: the project's, and the one of the
@@ -312,17 +360,21 @@ fn plan(
     let mut changes = Vec::new();
     let mut notes = Vec::new();
 
-    // 1. The named profile, where cargo reads profiles: the workspace root manifest.
+    // 1. The named profile, where cargo reads profiles: the workspace root manifest. None
+    //    when the winner changes no profile key (it would only say `inherits`): the build
+    //    uses the run's base profile.
     let manifest = project.workspace_root.join("Cargo.toml");
     if !manifest.exists() {
         anyhow::bail!("cannot read {}: no such file", manifest.display());
     }
-    changes.push(Change::text(
-        manifest,
-        format!("[profile.{}]", args.profile_name),
-        |text| edit_manifest(text, &args.profile_name, &win.base_profile, &win.overrides),
-        &mut notes,
-    )?);
+    if !win.overrides.is_empty() {
+        changes.push(Change::text(
+            manifest,
+            format!("[profile.{}]", args.profile_name),
+            |text| edit_manifest(text, &args.profile_name, &win.base_profile, &win.overrides),
+            &mut notes,
+        )?);
+    }
 
     // 2. target-cpu, only when asked.
     changes.extend(cpu_change(project, win, args.cpu, &mut notes)?);
@@ -564,7 +616,8 @@ fn build_instructions(
             // RUSTFLAGS replaces every rustflags of the cargo config, so the command repeats
             // the user's own flags (and the target-cpu the winner was built with).
             let mut flags = win.user_rustflags.clone();
-            if let Some(c) = win.target_cpu() {
+            let cpu = win.target_cpu();
+            if let Some(c) = cpu.as_ref().filter(|_| !cpu_not_written) {
                 flags.push(format!("-Ctarget-cpu={c}"));
             }
             flags.push(format!("-Cprofile-use={}", p.display()));
@@ -575,15 +628,16 @@ fn build_instructions(
                 shell_quote(&flags.join(" ")),
                 win.bin
             ));
+            if let Some(c) = cpu.filter(|_| cpu_not_written) {
+                s.push_str(&format!("(the run measured it with -Ctarget-cpu={c}: add it to RUSTFLAGS only where you build for this machine)\n"));
+            }
         }
     }
     if let Some(x) = win.speedup {
         s.push_str(&format!(
-            "(the run measured {x:.2}× the baseline's speed for `{}`)\n",
-            match &win.variant {
-                Some(v) => format!("{} ({v})", win.stage),
-                None => win.stage.clone(),
-            }
+            "(the run measured a time ratio of {:.3} against the baseline for `{}`; below 1 is faster)\n",
+            1.0 / x,
+            label(win)
         ));
     }
     s
@@ -657,7 +711,7 @@ mod tests {
             }
         });
         let report: Report = serde_json::from_value(report).unwrap();
-        let w = Winner::from_report(&report).unwrap();
+        let w = Winner::from_report(&report, true).unwrap();
         assert_eq!(w.target_cpu().as_deref(), Some("x86-64-v3"));
         assert_eq!(w.profile_use(), Some(PathBuf::from("/c/x.profdata")));
         assert!(w.other_flags().is_empty());
@@ -666,11 +720,62 @@ mod tests {
             "optimized",
             Path::new("/p/Cargo.toml"),
             Some(Path::new("/p/pgo/demo.profdata")),
-            true,
+            false,
         );
         assert!(
             text.contains("RUSTFLAGS=\"--cfg user_flag -Ctarget-cpu=x86-64-v3 -Cprofile-use=/p/pgo/demo.profdata -Cllvm-args=-pgo-warn-missing-function\" cargo build --manifest-path /p/Cargo.toml --profile optimized --target x86_64-unknown-linux-gnu"),
             "{text}"
         );
+        // Not written (no --cpu): not in the command either, said beside it.
+        let text = build_instructions(
+            &w,
+            "optimized",
+            Path::new("/p/Cargo.toml"),
+            Some(Path::new("/p/pgo/demo.profdata")),
+            true,
+        );
+        assert!(
+            text.contains("RUSTFLAGS=\"--cfg user_flag -Cprofile-use=/p/pgo/demo.profdata -Cllvm-args=-pgo-warn-missing-function\" cargo build"),
+            "{text}"
+        );
+        assert!(
+            text.contains("measured it with -Ctarget-cpu=x86-64-v3"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn without_cpu_the_portable_alternative_is_applied() {
+        let settings = |flags: &[&str]| {
+            serde_json::json!({
+                "profile": "release", "profile_overrides": {}, "rustflags": [],
+                "stage_rustflags": flags, "user_rustflags": [], "target": null,
+                "features": {"features": [], "all_features": false, "no_default_features": false}
+            })
+        };
+        let report = serde_json::json!({
+            "schema": 1, "tool_version": "0", "run_id": "r",
+            "crate": "demo", "bin": "demo",
+            "toolchain": {"rustc": "1", "llvm": "22", "host": "x86_64-unknown-linux-gnu"},
+            "stages": [], "workloads": [], "pipeline": [],
+            "final": {
+                "stage": "pgo", "binary": "/r/bin/pgo", "speedup_vs_baseline": 1.34,
+                "settings": settings(&["-Ctarget-cpu=x86-64-v3", "-Cprofile-use=/c/x.profdata"]),
+                "portable": {
+                    "stage": "pgo", "variant": "portable", "binary": "/r/bin/pgo-portable",
+                    "speedup_vs_baseline": 1.09,
+                    "settings": settings(&["-Cprofile-use=/c/x.profdata"]),
+                }
+            }
+        });
+        let report: Report = serde_json::from_value(report).unwrap();
+        let w = Winner::from_report(&report, false).unwrap();
+        assert_eq!(w.binary, "/r/bin/pgo-portable");
+        assert_eq!(w.target_cpu(), None);
+        assert_eq!(w.speedup, Some(1.09));
+        assert!(w.is_portable_alternative(&report));
+        let w = Winner::from_report(&report, true).unwrap();
+        assert_eq!(w.binary, "/r/bin/pgo");
+        assert!(!w.is_portable_alternative(&report));
     }
 }

@@ -407,7 +407,7 @@ impl Comparison {
         }
     }
 
-    /// `B/A = 0.934 [0.912, 0.951] faster (n=24)`
+    /// `time ratio 0.934 [0.912, 0.951] faster (n=24)`
     pub fn headline(&self) -> String {
         format!("{} (n={})", self.estimate(), self.n)
     }
@@ -1259,7 +1259,7 @@ mod tests {
         assert_eq!(c.rss.a.median, f64::from(2u32 << 20));
         assert!(c.noise_warning.is_none());
         assert!(
-            c.headline().starts_with("B/A = 1.")
+            c.headline().starts_with("time ratio 1.")
                 && c.headline().ends_with(&format!("slower (n={})", c.n)),
             "{}",
             c.headline()

@@ -112,11 +112,11 @@ impl Estimate {
 }
 
 impl std::fmt::Display for Estimate {
-    /// `B/A = 0.934 [0.912, 0.951] faster`
+    /// `time ratio 0.934 [0.912, 0.951] faster` (B/A: below 1, B is faster)
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "B/A = {:.3} [{:.3}, {:.3}] {}",
+            "time ratio {:.3} [{:.3}, {:.3}] {}",
             self.ratio, self.ci_low, self.ci_high, self.verdict
         )
     }

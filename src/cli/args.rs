@@ -203,6 +203,9 @@ pub struct ReportArgs {
     /// report.html in the run folder).
     #[arg(long)]
     pub open: bool,
+    /// Markdown: include the hottest functions of the PGO profile (left out by default).
+    #[arg(long)]
+    pub hotspots: bool,
 }
 
 #[derive(Debug, Clone, Args)]

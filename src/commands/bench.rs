@@ -27,7 +27,7 @@ pub struct Job {
 }
 
 /// `cargo optimize bench`: compare two binaries over the spec's eval workloads, or two
-/// commands, and print per workload `B/A = r [lo, hi] verdict (n=…)` and the geometric mean.
+/// commands, and print per workload `time ratio r [lo, hi] verdict (n=…)` (B/A) and the geometric mean.
 pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
     let (jobs, config) = select_jobs(g, args)?;
     let mut opts = match &config {

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::{GlobalArgs, ReportArgs};
+use crate::render::Render as _;
 use crate::report::{self, Format};
 use crate::ui::Ui;
 
@@ -17,7 +18,10 @@ pub fn run(g: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<i32> {
         Format::Term if args.output.is_none() => {
             let mut ui = Ui::plain();
             ui.color = crate::ui::stdout_color(g.color.forced());
-            report::terminal::ladder(&report, &ui)
+            report::terminal::ladder(&report, &ui, report::terminal::terminal_width())
+        }
+        Format::Markdown if args.hotspots => {
+            report::markdown::MarkdownRenderer { hotspots: true }.render(&report)
         }
         _ => format.renderer().render(&report),
     };

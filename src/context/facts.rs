@@ -16,6 +16,9 @@ pub struct StageFacts {
     /// for the PGO build of the portable best, `lto alone` for `--explain` builds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
+    /// The candidate it was measured against (its label), when it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rival: Option<String>,
 
     // cpu
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +70,10 @@ pub struct StageFacts {
     /// Whether training ran what the eval workloads run (the eval coverage pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_quality: Option<ProfileQuality>,
+    /// The size of this build as first linked, with the relocations a BOLT stage needs
+    /// (`-Wl,-q`), when BOLT did not ship and it was linked again without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_with_relocs: Option<u64>,
 
     // bolt
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -491,10 +491,7 @@ impl<'a> Context<'a> {
             return Ok(kept);
         }
         self.builds.set((reused, run + 1));
-        if !self.ui.animate {
-            // Logs get a line per build; a terminal gets the spinner below.
-            self.ui.step(&format!("{label}: building"));
-        }
+        // A terminal gets the spinner below; a log the one line when it is built.
         let spinner = self.ui.spinner(format!("{label}: cargo build"));
         let built = cache.build(self.project, settings, &target_dir, &mut |line| {
             let line = line.trim();

@@ -253,9 +253,10 @@ fn measure_jointly(
         .collect();
     let pair = format!("{b_label} vs {a_label}");
     let n = todo.len();
-    ctx.ui.step(&format!(
+    ctx.ui.progress(&format!(
         "{pair}: measuring [{n} workload(s), where the variance is]"
     ));
+    let started = std::time::Instant::now();
     let spinner = ctx.ui.spinner(pair.clone());
     let label = |j: usize| format!("{pair}: measuring [{}/{n}] {}", j + 1, todo[j].name);
     let result = bench::compare_jointly(&jobs, done, opts, &mut |j, p| {
@@ -283,8 +284,20 @@ fn measure_jointly(
         if let Some(note) = &c.stop_note {
             ctx.ui.warn(&format!("workload `{}`: {note}", w.name));
         }
-        ctx.ui.info(&format!("{}: {}", w.name, c.headline()));
+        if ctx.ui.animate {
+            ctx.ui.info(&format!("{}: {}", w.name, c.headline()));
+        }
     }
+    let named: Vec<(&str, &Comparison)> = todo
+        .iter()
+        .zip(&measured)
+        .map(|(w, c)| (w.name.as_str(), c))
+        .collect();
+    let tally = crate::report::shipped::tally(&named).unwrap_or_default();
+    ctx.ui.done(
+        &format!("{pair} measured: {tally}"),
+        started.elapsed().as_secs_f64(),
+    );
     Ok(measured)
 }
 
@@ -313,7 +326,7 @@ fn verify_first_run<'a>(
     )
 }
 
-/// `label: 12/40 pairs [#####···············] ≤ 14 s left, B/A = 0.93 [0.90, 0.96] faster`:
+/// `label: 12/40 pairs [#####···············] ≤ 14 s left, time ratio 0.93 [0.90, 0.96] faster`:
 /// the time left is an upper bound (the schedule's last pair, or max-time, whichever is
 /// sooner; a decided verdict stops earlier).
 fn progress_message(label: &str, p: &Progress, ui: &Ui) -> String {
@@ -378,7 +391,7 @@ mod tests {
         // 30 more pairs at 0.5 s would take 15 s; max-time leaves 5 s.
         assert_eq!(
             progress_message("pgo vs baseline", &p, &Ui::plain()),
-            "pgo vs baseline: 10/40 pairs [##########··········] ≤ 5 s left, B/A = 0.930 [0.900, 0.960] faster"
+            "pgo vs baseline: 10/40 pairs [##########··········] ≤ 5 s left, time ratio 0.930 [0.900, 0.960] faster"
         );
         let warm = Progress {
             phase: Phase::Warmup { done: 0, total: 2 },

@@ -32,6 +32,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
         return Ok(dry_run(plan));
     }
     let started = Instant::now();
+    let started_at = std::time::SystemTime::now();
     let budget = Budget::new(
         plan.budget,
         budget::cpu_levels(&plan.spec),
@@ -69,6 +70,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
         not_tried: not_tried.clone(),
     });
     report.hotspots = hotspots;
+    report.source = Some(source(plan, started_at));
     report.compile_cache = compile_cache(sccache.as_deref(), sccache_before);
     report.write_json(&run.root)?;
     report.write_renderings(&run.root)?;
@@ -127,7 +129,10 @@ fn announce(plan: &Plan, run: &RunDir) {
         p.bin,
         p.package,
         p.version,
-        run.root.display()
+        run.root
+            .strip_prefix(&p.workspace_root)
+            .unwrap_or(&run.root)
+            .display()
     ));
     if !plan.baseline.user_rustflags.is_empty() {
         plan.ui.info(&format!(
@@ -232,6 +237,28 @@ fn assemble(
         hotspots: None,
         compile_cache: None,
         budget: None,
+        source: None,
+    }
+}
+
+/// When the run started and which revision of the workspace it measured.
+fn source(plan: &Plan, started: std::time::SystemTime) -> report::RunSource {
+    let root = &plan.project.workspace_root;
+    let git = |args: &[&str]| {
+        let mut all = vec!["-C".to_string(), root.display().to_string()];
+        all.extend(args.iter().map(|a| a.to_string()));
+        crate::process::tool_stdout("git", all)
+    };
+    let commit = git(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty());
+    let dirty = commit
+        .as_ref()
+        .and_then(|_| git(&["status", "--porcelain", "--untracked-files=no"]))
+        .map(|s| !s.is_empty());
+    report::RunSource {
+        started: humantime::format_rfc3339_seconds(started).to_string(),
+        workspace: root.display().to_string(),
+        git_commit: commit,
+        git_dirty: dirty,
     }
 }
 

@@ -26,6 +26,9 @@ pub struct Interval {
     pub est: Option<(f64, f64, f64)>,
     /// Tooltip and the text of a row without an estimate.
     pub note: String,
+    /// Where the row's reference (what it was compared with) sits on the same scale, drawn
+    /// as a hollow diamond.
+    pub reference: Option<f64>,
 }
 
 /// One row of a strip plot: one dot per value.
@@ -112,7 +115,7 @@ fn open(s: &mut String, chart: &str, rows: usize, row_h: f64, title: &str) -> f6
     let h = TOP + rows.max(1) as f64 * row_h + AXIS_H;
     let _ = writeln!(
         s,
-        r#"<svg class="chart" data-chart="{}" viewBox="0 0 {WIDTH} {h:.0}" width="{WIDTH}" height="{h:.0}" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg">"#,
+        r#"<svg class="chart" data-chart="{}" viewBox="0 0 {WIDTH} {h:.0}" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg">"#,
         esc(chart),
         esc(title)
     );
@@ -210,6 +213,13 @@ pub fn forest(chart: &str, rows: &[Interval], margin: f64, axis_label: &str) -> 
                         r#"<line class="ci" x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}"/>"#,
                         sc.x(lo),
                         sc.x(hi)
+                    );
+                }
+                if let Some(x) = r.reference.filter(|x| x.is_finite()).map(|x| sc.x(x)) {
+                    let _ = write!(
+                        s,
+                        r#"<path class="rival" d="M{x:.1} {:.1}l6 7l-6 7l-6 -7z"/>"#,
+                        y - 7.0
                     );
                 }
                 let _ = write!(
@@ -371,6 +381,7 @@ mod tests {
                 class: "kept".into(),
                 est: Some((0.9, f64::NAN, 0.95)),
                 note: "n".into(),
+                reference: Some(1.0),
             },
             Interval {
                 label: "c".into(),
@@ -378,10 +389,12 @@ mod tests {
                 class: "failed".into(),
                 est: None,
                 note: "not measured".into(),
+                reference: None,
             },
         ];
         let svg = forest("t", &rows, 0.01, "ratio");
         assert_eq!(svg.matches(r#"<g class="mark"#).count(), 2);
         assert!(svg.contains("a&lt;b") && !svg.contains("NaN"), "{svg}");
+        assert_eq!(svg.matches(r#"class="rival""#).count(), 1, "{svg}");
     }
 }

@@ -36,9 +36,14 @@ pub fn page(r: &Report) -> String {
         p class="meta" {
             "crate " code { (r.crate_name) } " · run " code { (r.run_id) }
             " · cargo-optimize " (r.tool_version)
+            @if let Some(src) = &r.source {
+                br;
+                span class="source" { (super::markdown::source_line(src)) }
+            }
         }
         (ship(r))
         (ladder(r))
+        (shipped(r))
         (coverage(r))
         (workloads(r))
         (distributions(r))
@@ -48,7 +53,50 @@ pub fn page(r: &Report) -> String {
         (memory(r))
         (facts(r))
     };
-    document(&format!("cargo-optimize: {} ({})", r.bin, r.run_id), body)
+    r.relative(&document(
+        &format!("cargo-optimize: {} ({})", r.bin, r.run_id),
+        body,
+    ))
+}
+
+/// The shipped candidate against the baseline: each workload's median time and ratio, then
+/// the resources it used (user and system time, peak RSS, hardware counters), old → new.
+fn shipped(r: &Report) -> Markup {
+    let Some(f) = r.final_.as_ref().filter(|f| f.stage != "baseline") else {
+        return html! {};
+    };
+    let comps = super::shipped::against_baseline(r, f);
+    if comps.is_empty() {
+        return html! {};
+    }
+    let res = super::shipped::resources(&comps);
+    html! {
+        h2 id="shipped" { (f.label()) " against the baseline" }
+        table class="shipped" {
+            tr { th { "workload" } th { "baseline (median)" } th { (f.label()) " (median)" } th { "time ratio [95% CI]" } }
+            @for (w, c) in &comps {
+                tr {
+                    td { (w) }
+                    td class="num" { (format_secs(c.median_a_secs)) }
+                    td class="num" { (format_secs(c.median_b_secs)) }
+                    td class="num" { (format!("{:.3} [{:.3}, {:.3}] {}", c.ratio, c.ci_low, c.ci_high, c.verdict)) }
+                }
+            }
+        }
+        @if !res.is_empty() {
+            table class="resources" {
+                tr { th { "resource (all workloads)" } th { "baseline" } th { (f.label()) } th { "ratio" } }
+                @for x in &res {
+                    tr {
+                        td { (x.name) }
+                        td class="num" { (x.old) }
+                        td class="num" { (x.new) }
+                        td class="num" { (format!("{:.3}", x.ratio)) }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A chart we drew (SVG markup, its text escaped by `render::svg`).
@@ -72,6 +120,7 @@ fn ship(r: &Report) -> Markup {
             div class="ship" { dl {
                 dt { (f.label()) } dd { (speedup_line(f)) }
                 dt { "binary" } dd { code { (f.binary) } }
+                @if let Some(size) = r.size_line(&f.binary) { dt { "size" } dd { (size) } }
                 @if let Some(v) = &f.settings {
                     dt { "settings" } dd { code { (settings_line(v)) } }
                 }
@@ -83,8 +132,8 @@ fn ship(r: &Report) -> Markup {
                     dd {
                         code { "cargo optimize apply" }
                         @if cpu {
-                            " (add " code { "--cpu" }
-                            " to also write its target-cpu, for this machine's CPU only)"
+                            " (the portable alternative; " code { "--cpu" }
+                            " applies the winner, for this machine's CPU only)"
                         }
                     }
                 }
@@ -125,26 +174,37 @@ fn status_class(st: &StageReport) -> &'static str {
 
 fn ladder(r: &Report) -> Markup {
     let margin = margin_of(r);
-    let rows: Vec<Interval> = r.stages.iter().map(ladder_mark).collect();
+    let rows: Vec<Interval> = r.stages.iter().map(|st| ladder_mark(r, st)).collect();
     html! {
         h2 id="ladder" { "The ladder" }
         p class="caption" {
-            (format!("Each stage's time ratio against the baseline with its 95 % interval (below 1 is faster); the band is the ±{:.1} % margin. A stage is kept only when it is faster than the best before it (the table's first column of ratios).", margin * 100.0))
+            (format!("Each stage's time ratio against the baseline with its 95 % interval (below 1 is faster); the band is the ±{:.1} % margin. The hollow diamond ◇ on a row marks its reference: the candidate it was measured against (the best before it, or the baseline). A stage is kept only when it is faster than its reference (the table's first column of ratios), so a dropped stage can sit left of the kept one it did not beat.", margin * 100.0))
         }
         (status_legend())
         (chart(forest("ladder", &rows, margin, "time ratio vs baseline (below 1 is faster)")))
         table class="ladder" {
             tr {
-                @for h in ["stage", "status", "time vs previous best [95% CI]",
-                    "time vs baseline [95% CI]", "build s", "size", "why"] { th { (h) } }
+                @for h in ["stage", "status", "measured against", "time ratio vs it [95% CI]",
+                    "time ratio vs baseline [95% CI]", "build s", "size", "why"] { th { (h) } }
             }
             @for st in &r.stages { (ladder_row(st)) }
         }
     }
 }
 
-/// A stage's mark on the ladder's chart.
-fn ladder_mark(st: &StageReport) -> Interval {
+/// A stage's mark on the ladder's chart, with its rival's place (the baseline at 1, or the
+/// kept row it was measured against).
+fn ladder_mark(r: &Report, st: &StageReport) -> Interval {
+    let reference = st.rival().and_then(|rival| {
+        if rival == "baseline" {
+            return Some(1.0);
+        }
+        let row = r
+            .stages
+            .iter()
+            .find(|x| x.label() == rival && x.status == Status::Kept)?;
+        Some(row.vs_baseline.as_ref()?.ratio)
+    });
     let est = if st.name == "baseline" && st.status == Status::Kept {
         Some((1.0, 1.0, 1.0))
     } else {
@@ -171,7 +231,11 @@ fn ladder_mark(st: &StageReport) -> Interval {
         key: st.label(),
         class: status_class(st).into(),
         est,
-        note,
+        note: match st.rival() {
+            Some(rival) => format!("{note} (measured against {rival}, the ◇)"),
+            None => note,
+        },
+        reference,
     }
 }
 
@@ -186,6 +250,7 @@ fn ladder_row(st: &StageReport) -> Markup {
         tr data-status=(status_class(st)) {
             td { (st.label()) }
             td class={ "status " (status_class(st)) } { (st.status.as_str()) }
+            td { (st.rival().unwrap_or_else(|| "-".into())) }
             td class="num" { (estimate_cell(st.vs_best.as_ref())) }
             td class="num" { (estimate_cell(st.vs_baseline.as_ref())) }
             td class="num" { (build) }
@@ -289,6 +354,7 @@ fn workload_marks(r: &Report, tag: &str) -> Vec<Interval> {
                     "{}: {:.3} [{:.3}, {:.3}] {} ({} pairs)",
                     w.name, c.ratio, c.ci_low, c.ci_high, c.verdict, c.n
                 ),
+                reference: None,
             })
         })
         .collect()
@@ -431,7 +497,8 @@ fn timeline(r: &Report) -> Markup {
         })
         .collect();
     html! {
-        h2 id="timeline" { "Where the time went" }
+        details class="maintainer" id="timeline" {
+        summary { h2 { "Where the time went" } }
         @if steps.is_empty() {
             p { "The report has no timings." }
         } @else {
@@ -443,6 +510,7 @@ fn timeline(r: &Report) -> Markup {
                 span style="color:#0969da" { "measuring" } "."
             }
             (chart(bars("timeline", &items, "seconds since the run started")))
+        }
         }
     }
 }
@@ -503,7 +571,8 @@ fn memory(r: &Report) -> Markup {
         }
     }
     html! {
-        h2 id="memory" { "Peak memory" }
+        details class="maintainer" id="memory" {
+        summary { h2 { "Peak memory" } }
         @if mem.is_empty() {
             p { "No memory measurements." }
         } @else {
@@ -511,6 +580,7 @@ fn memory(r: &Report) -> Markup {
                 "Each candidate's peak resident memory: the median over its measured runs, the largest over the workloads. The tools' own peaks are in the timeline's labels."
             }
             (chart(bars("memory", &mem, "MiB")))
+        }
         }
     }
 }

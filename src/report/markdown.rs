@@ -1,7 +1,10 @@
 //! The report in GitHub-flavoured Markdown, for a PR comment or `$GITHUB_STEP_SUMMARY`:
 //! the ladder table, what to ship (settings, portable alternative, the apply command), the
-//! rows that were not kept with their reasons, the hotspots of the PGO profile (when the
-//! run made one), and the per-workload results in a `<details>` block.
+//! rows that were not kept with their reasons, the shipped candidate against the baseline
+//! per workload and its resources, the hotspots of the PGO profile (only when asked:
+//! `report --format md --hotspots`), and the per-workload results in a `<details>` block
+//! (the confidence level of each interval explained in one footnote). Paths are relative
+//! to the workspace.
 
 use std::fmt::Write as _;
 
@@ -12,15 +15,18 @@ use crate::bench::export::format_secs;
 use crate::render::{markdown_cell as cell, markdown_code as code, Render};
 use crate::util::human_bytes;
 
-pub struct MarkdownRenderer;
+pub struct MarkdownRenderer {
+    /// Include the hotspots table.
+    pub hotspots: bool,
+}
 
 impl Render<Report> for MarkdownRenderer {
     fn render(&self, report: &Report) -> String {
-        render(report)
+        report.relative(&render(report, self.hotspots))
     }
 }
 
-fn render(r: &Report) -> String {
+fn render(r: &Report, with_hotspots: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -52,11 +58,15 @@ fn render(r: &Report) -> String {
             if m.hardware_counters { "yes" } else { "no" }
         );
     }
+    if let Some(src) = &r.source {
+        let _ = writeln!(s, "{}\n", cell(&source_line(src)));
+    }
     ship(&mut s, r);
     ladder(&mut s, r);
     not_kept(&mut s, r);
     coverage(&mut s, r);
-    if let Some(h) = &r.hotspots {
+    shipped(&mut s, r);
+    if let Some(h) = r.hotspots.as_ref().filter(|_| with_hotspots) {
         hotspots(&mut s, h);
     }
     workloads(&mut s, r);
@@ -67,9 +77,9 @@ fn render(r: &Report) -> String {
 fn ladder(s: &mut String, r: &Report) {
     let _ = writeln!(
         s,
-        "| stage | status | time vs previous best [95% CI] | time vs baseline [95% CI] | build s | size |"
+        "| stage | status | vs | time ratio vs it [95% CI] | time ratio vs baseline [95% CI] | build s | size |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---:|---:|");
+    let _ = writeln!(s, "|---|---|---|---|---|---:|---:|");
     for st in &r.stages {
         let status = match st.status {
             Status::Kept => "**kept**".to_string(),
@@ -77,9 +87,10 @@ fn ladder(s: &mut String, r: &Report) {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             cell(&st.label()),
             status,
+            cell(&st.rival().unwrap_or_else(|| "-".into())),
             estimate_cell(st.vs_best.as_ref()),
             estimate_cell(st.vs_baseline.as_ref()),
             st.build_seconds
@@ -90,7 +101,7 @@ fn ladder(s: &mut String, r: &Report) {
     }
     let _ = writeln!(
         s,
-        "\nA ratio is the candidate's time over the reference's (below 1 is faster); a stage is kept only when it is *faster* than the best before it."
+        "\nA ratio is the candidate's time over the reference's (below 1 is faster); a stage is kept only when it is *faster* than the candidate it is measured against (`vs`: the best before it)."
     );
 }
 
@@ -202,6 +213,9 @@ fn ship(s: &mut String, r: &Report) {
     };
     let _ = writeln!(s, "**Ship `{}`**: {}.\n", code(&f.label()), speedup_line(f));
     let _ = writeln!(s, "- binary: `{}`", code(&f.binary));
+    if let Some(size) = r.size_line(&f.binary) {
+        let _ = writeln!(s, "- size: {}", cell(&size));
+    }
     if let Some(v) = &f.settings {
         let _ = writeln!(s, "- settings: `{}`", code(&settings_line(v)));
     }
@@ -234,13 +248,75 @@ fn ship(s: &mut String, r: &Report) {
             s,
             "- write it into the project: `cargo optimize apply`{}",
             if cpu {
-                " (add `--cpu` to also write its target-cpu, for this machine's CPU only)"
+                " (the portable alternative; `--cpu` applies the winner, for this machine's CPU only)"
             } else {
                 ""
             }
         );
     }
     let _ = writeln!(s);
+}
+
+/// `Run started 2026-11-01T12:00:00Z on commit 3f2a9c1e8b7d (with uncommitted changes).`
+pub(crate) fn source_line(src: &super::RunSource) -> String {
+    let commit = match (&src.git_commit, src.git_dirty) {
+        (Some(c), Some(true)) => format!(
+            " on commit {} (with uncommitted changes)",
+            &c[..c.len().min(12)]
+        ),
+        (Some(c), _) => format!(" on commit {}", &c[..c.len().min(12)]),
+        (None, _) => " (not a git work tree)".to_string(),
+    };
+    format!("Run started {}{commit}.", src.started)
+}
+
+/// The shipped candidate against the baseline: each workload's median time and ratio, then
+/// its resources (user and system time, peak RSS, hardware counters), old → new.
+fn shipped(s: &mut String, r: &Report) {
+    let Some(f) = r.final_.as_ref().filter(|f| f.stage != "baseline") else {
+        return;
+    };
+    let comps = super::shipped::against_baseline(r, f);
+    if comps.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n### `{}` against the baseline\n\n| workload | baseline (median) | `{}` (median) | time ratio [95% CI] |\n|---|---:|---:|---|",
+        code(&f.label()),
+        code(&f.label())
+    );
+    for (w, c) in &comps {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.3} [{:.3}, {:.3}] {} |",
+            cell(w),
+            format_secs(c.median_a_secs),
+            format_secs(c.median_b_secs),
+            c.ratio,
+            c.ci_low,
+            c.ci_high,
+            c.verdict
+        );
+    }
+    let res = super::shipped::resources(&comps);
+    if !res.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n| resource (all workloads) | baseline | `{}` | ratio |\n|---|---:|---:|---:|",
+            code(&f.label())
+        );
+        for x in res {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:.3} |",
+                cell(&x.name),
+                cell(&x.old),
+                cell(&x.new),
+                x.ratio
+            );
+        }
+    }
 }
 
 fn workloads(s: &mut String, r: &Report) {
@@ -259,7 +335,7 @@ fn workloads(s: &mut String, r: &Report) {
     );
     let _ = writeln!(
         s,
-        "| workload | candidate | vs | time ratio [CI] | verdict | pairs | median A | median B | CV A | CV B |"
+        "| workload | candidate | vs | time ratio [CI] (level)[^levels] | verdict | pairs | median A | median B | CV A | CV B |"
     );
     let _ = writeln!(s, "|---|---|---|---|---|---:|---:|---:|---:|---:|");
     for w in measured {
@@ -276,7 +352,13 @@ fn workloads(s: &mut String, r: &Report) {
             let c = &w.per_stage[&tag];
             let row = r.stages.iter().find(|st| st.tag().as_deref() == Some(&tag));
             let label = row.map(|st| st.label()).unwrap_or_else(|| tag.clone());
-            let rival = row.and_then(|st| st.rival()).unwrap_or_else(|| "-".into());
+            let rival = match row {
+                Some(st) => st.rival(),
+                None => tag
+                    .ends_with(" vs baseline")
+                    .then(|| "baseline".to_string()),
+            }
+            .unwrap_or_else(|| "-".into());
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {:.3} [{:.3}, {:.3}] ({:.1} %) | {} | {} | {} | {} | {:.1} % | {:.1} % |",
@@ -298,12 +380,27 @@ fn workloads(s: &mut String, r: &Report) {
     }
     let _ = writeln!(
         s,
-        "\nA is the reference (the best before the candidate), B the candidate.\n\n</details>"
+        "\nA is the reference (the best before the candidate), B the candidate.\n\n</details>\n\n[^levels]: Each interval's confidence level. A comparison may stop at any of its looks, and each look spends part of the 5 % error the run allows, so a comparison that stopped early is held to a level above 95 %; the ladder's 95 % intervals combine them."
     );
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::render::Render as _;
+
+    #[test]
+    fn hotspots_only_when_asked() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text =
+            std::fs::read_to_string(dir.join("tests/fixtures/reports/demo/report.json")).unwrap();
+        let mut r: crate::report::Report = serde_json::from_str(&text).unwrap();
+        r.hotspots = Some(crate::report::hotspots::sample());
+        let without = super::MarkdownRenderer { hotspots: false }.render(&r);
+        let with = super::MarkdownRenderer { hotspots: true }.render(&r);
+        assert!(!without.contains("### Hotspots"), "{without}");
+        assert!(with.contains("### Hotspots"), "{with}");
+    }
+
     #[test]
     fn the_hotspots_table() {
         let mut s = String::new();

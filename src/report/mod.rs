@@ -16,6 +16,7 @@
 pub mod hotspots;
 pub mod html;
 pub mod markdown;
+pub mod shipped;
 pub mod terminal;
 pub mod text;
 
@@ -45,7 +46,7 @@ impl Format {
         match self {
             Format::Term => Box::new(terminal::TerminalRenderer),
             Format::Json => Box::new(crate::render::Json),
-            Format::Markdown => Box::new(markdown::MarkdownRenderer),
+            Format::Markdown => Box::new(markdown::MarkdownRenderer { hotspots: false }),
             Format::Html => Box::new(html::HtmlRenderer),
         }
     }
@@ -99,6 +100,23 @@ pub struct Report {
     /// try for lack of time (absent in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<RunBudget>,
+    /// When the run started, from which source tree and revision (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RunSource>,
+}
+
+/// When a run started and what it measured: the workspace, its git commit and whether the
+/// work tree had changes (`None`: not a git work tree, or git is not installed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSource {
+    /// UTC, RFC 3339 (`2026-11-24T18:38:38Z`).
+    pub started: String,
+    /// The workspace root: the renderings name files relative to it.
+    pub workspace: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_dirty: Option<bool>,
 }
 
 /// `--budget` / `[bench] budget`: the whole run's wall time, and what it bought.
@@ -436,6 +454,37 @@ pub fn load(path: &Path) -> Result<Report, LoadError> {
 }
 
 impl Report {
+    /// `text` with the workspace's path (the run's, `source.workspace`) left out of every
+    /// path under it: `target/optimize/runs/…` instead of `/home/me/crate/target/…`.
+    pub fn relative(&self, text: &str) -> String {
+        match &self.source {
+            Some(src) if !src.workspace.is_empty() => {
+                let root = src.workspace.trim_end_matches('/');
+                text.replace(&format!("{root}/"), "")
+            }
+            _ => text.to_string(),
+        }
+    }
+
+    /// `656.2 KiB (baseline 644.4 KiB, +1.8 %)`: the size of a shipped binary (its row's)
+    /// against the baseline's; `None` when no row names it.
+    pub fn size_line(&self, binary: &str) -> Option<String> {
+        let size = |pred: &dyn Fn(&StageReport) -> bool| {
+            self.stages.iter().rev().find(|r| pred(r))?.size_bytes
+        };
+        let new = size(&|r| r.binary.as_deref() == Some(binary))?;
+        let h = crate::util::human_bytes;
+        Some(match size(&|r| r.name == "baseline") {
+            Some(old) if old > 0 => format!(
+                "{} (baseline {}, {:+.1} %)",
+                h(new),
+                h(old),
+                100.0 * (new as f64 / old as f64 - 1.0)
+            ),
+            _ => h(new),
+        })
+    }
+
     /// The first row with the eval coverage of its PGO profile (the pgo row; a portable
     /// row built with the same profile carries the same numbers).
     pub fn profile_quality(&self) -> Option<(&StageReport, &ProfileQuality)> {
@@ -520,6 +569,9 @@ impl StageReport {
     /// What this row was measured against (`cpu (x86-64-v4)`), read from its reason
     /// (`pgo vs cpu (x86-64-v4): …`); `None` when the reason does not say.
     pub fn rival(&self) -> Option<String> {
+        if let Some(r) = &self.facts.rival {
+            return Some(r.clone());
+        }
         let first = self.reason.lines().next()?;
         let (head, _) = first.split_once(": ")?;
         let (_, rival) = head.split_once(" vs ")?;
@@ -596,6 +648,7 @@ mod tests {
             build_cache: None,
             compile_cache: None,
             budget: None,
+            source: None,
             hotspots: None,
             pipeline: vec![
                 step("baseline build", 2.0),

@@ -2,31 +2,54 @@
 //! (when the run made one), then what to ship. Printed to stdout by the
 //! pipeline and by any command that shows a past run.
 
-use super::text::{estimate_cell, portable_hint, settings_line, short_name, speedup_line};
+use super::shipped;
+use super::text::{estimate_cell, portable_hint, settings_line, short_name, speedup_line, wrap};
 use super::{FinalChoice, Hotspots, Report, StageReport, Status};
 use crate::context::facts::Explained;
 use crate::render::Render;
 use crate::ui::{Tone, Ui};
 use crate::util::human_bytes;
 
-/// The ladder without colour (`cargo optimize report --format term`).
+/// The ladder without colour, 80 columns wide (`cargo optimize report --format term`).
 pub struct TerminalRenderer;
 
 impl Render<Report> for TerminalRenderer {
     fn render(&self, report: &Report) -> String {
-        ladder(report, &Ui::plain())
+        ladder(report, &Ui::plain(), DEFAULT_WIDTH)
     }
 }
 
-/// The ladder: one row per stage, then what to ship. Printed to stdout.
+/// The width lines are wrapped to when the terminal's is unknown.
+pub const DEFAULT_WIDTH: usize = 80;
+
+/// The ladder: one row per stage, then what to ship. Printed to stdout, wrapped to its
+/// terminal's width (`COLUMNS`, else the terminal's, else 80).
 pub fn print_ladder(report: &Report, ui: &Ui) {
-    print!("{}", ladder(report, ui));
+    print!("{}", ladder(report, ui, terminal_width()));
+}
+
+/// `COLUMNS` when set, else stdout's terminal width, else [`DEFAULT_WIDTH`].
+pub fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .or_else(|| {
+            console::Term::stdout()
+                .size_checked()
+                .map(|(_, cols)| usize::from(cols))
+        })
+        .filter(|w| *w >= 40)
+        .unwrap_or(DEFAULT_WIDTH)
 }
 
 /// The ladder as text (see [`print_ladder`]): one row per stage (per candidate for the cpu
-/// stage), why each non-kept row was not kept, each profile setting's own effect when
-/// `--explain` measured it, then what to ship and the portable alternative.
-pub fn ladder(report: &Report, ui: &Ui) -> String {
+/// stage) with its time ratio against its rival; under a measured row what it was measured
+/// against, how many workloads it was faster on, its ratio to the baseline when its rival
+/// was another, and the noise warnings; under a row not kept, why; each profile setting's
+/// own effect when `--explain` measured it; the shipped candidate per workload and its
+/// resources against the baseline; then what to ship and the portable alternative. Paths
+/// are relative to the workspace, lines wrapped to `width`.
+pub fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let names: Vec<String> = report.stages.iter().map(StageReport::label).collect();
@@ -38,17 +61,12 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
         .max(5);
     let _ = writeln!(
         s,
-        "\n{:<w$} {:<9} {:<36} {:<36} {:>8} {:>10}",
-        "stage",
-        "status",
-        "time vs previous best [95% CI]",
-        "time vs baseline [95% CI]",
-        "build s",
-        "size"
+        "\n{:<w$} {:<8} {:<33} {:>7} {:>10}",
+        "stage", "status", "time ratio vs its rival [95% CI]", "build s", "size"
     );
     let coverage = report.profile_quality();
     for (st, name) in report.stages.iter().zip(&names) {
-        let status = format!("{:<9}", st.status.as_str());
+        let status = format!("{:<8}", st.status.as_str());
         let painted = match st.status {
             Status::Kept => ui.paint(&status, Tone::Good),
             Status::Rejected | Status::Failed => ui.paint(&status, Tone::Bad),
@@ -56,19 +74,17 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
         };
         let _ = writeln!(
             s,
-            "{:<w$} {} {:<36} {:<36} {:>8} {:>10}",
+            "{:<w$} {} {:<33} {:>7} {:>10}",
             name,
             painted,
             estimate_cell(st.vs_best.as_ref()),
-            estimate_cell(st.vs_baseline.as_ref()),
             st.build_seconds
                 .map(|b| format!("{b:.1}"))
                 .unwrap_or_else(|| "-".into()),
             st.size_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
         );
-        if st.status != Status::Kept {
-            let first = st.reason.lines().next().unwrap_or("");
-            let _ = writeln!(s, "{:<w$} └ {first}", "");
+        for line in row_notes(report, st) {
+            let _ = writeln!(s, "{:<w$} └ {line}", "");
         }
         if let Some((_, q)) = coverage.filter(|(row, _)| std::ptr::eq(*row, st)) {
             let _ = writeln!(s, "{:<w$} └ profile: {}", "", q.describe());
@@ -77,10 +93,23 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
             let _ = writeln!(s, "{:<w$} └ {line}", "");
         }
     }
+    let noisy = report
+        .stages
+        .iter()
+        .any(|st| shipped::noise(&shipped::of_row(report, st)).is_some());
+    if noisy {
+        let _ = writeln!(
+            s,
+            "noise: the machine was too busy for some comparisons to decide: close other programs, or raise max-time (report.html has each comparison's noise)"
+        );
+    }
     for st in &report.stages {
         if let Some(items) = &st.facts.explain {
             explain_block(&mut s, items);
         }
+    }
+    if let Some(f) = report.final_.as_ref().filter(|f| f.stage != "baseline") {
+        shipped_block(&mut s, report, f);
     }
     if let Some(h) = &report.hotspots {
         s.push_str(&hotspots_lines(h));
@@ -88,7 +117,82 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
     if let Some(f) = &report.final_ {
         ship(&mut s, report, f);
     }
-    s
+    let s = report.relative(&s);
+    s.lines()
+        .map(|l| wrap(l, width))
+        .fold(String::new(), |acc, l| acc + &l + "\n")
+}
+
+/// The lines under a row: a measured row's rival, workloads and (when its rival was not the
+/// baseline) its ratio to the baseline, then its noise warnings; a row not measured, why
+/// it was not kept. A measured row's reason is not repeated (its cells say it), only what
+/// the budget added to it.
+fn row_notes(report: &Report, st: &StageReport) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(rival) = st.rival().filter(|_| st.vs_best.is_some()) else {
+        if st.status != Status::Kept {
+            out.push(st.reason.lines().next().unwrap_or("").to_string());
+        }
+        return out;
+    };
+    let comps = shipped::of_row(report, st);
+    let mut line = format!("vs {rival}");
+    if let Some(t) = shipped::tally(&comps) {
+        line.push_str(&format!(": {t}"));
+    }
+    if rival != "baseline" {
+        if let Some(e) = &st.vs_baseline {
+            line.push_str(&format!("; vs baseline {}", estimate_cell(Some(e))));
+        }
+    }
+    if let Some((_, budget)) = st.reason.lines().next().unwrap_or("").split_once("; ") {
+        line.push_str(&format!("; {budget}"));
+    }
+    out.push(line);
+    out.extend(shipped::noise(&comps).map(|n| format!("noise: {n}")));
+    out
+}
+
+/// The shipped candidate against the baseline: each workload's median time old → new with
+/// its ratio, then the resources it used (issue 28: user and system time, peak RSS,
+/// counters), old → new.
+fn shipped_block(s: &mut String, report: &Report, f: &FinalChoice) {
+    use std::fmt::Write;
+    let comps = shipped::against_baseline(report, f);
+    if comps.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n{} vs baseline, per workload (median time, baseline → {}):",
+        f.label(),
+        f.label()
+    );
+    let w = comps
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(8);
+    for (name, c) in &comps {
+        let _ = writeln!(
+            s,
+            "  {name:<w$} {:>9} → {:>9}  {} [{:.3}, {:.3}] {} (n={})",
+            crate::util::format_secs(c.median_a_secs),
+            crate::util::format_secs(c.median_b_secs),
+            format_args!("{:.3}", c.ratio),
+            c.ci_low,
+            c.ci_high,
+            c.verdict,
+            c.n
+        );
+    }
+    let res: Vec<String> = shipped::resources(&comps)
+        .iter()
+        .map(|r| format!("{} {} → {} ({:.3})", r.name, r.old, r.new, r.ratio))
+        .collect();
+    if !res.is_empty() {
+        let _ = writeln!(s, "  {}", res.join(", "));
+    }
 }
 
 /// What to ship, the portable alternative and how to write it into the project.
@@ -97,6 +201,9 @@ fn ship(s: &mut String, report: &Report, f: &FinalChoice) {
     let _ = writeln!(s);
     let _ = writeln!(s, "ship: {} ({})", f.binary, f.label());
     let _ = writeln!(s, "  {}", speedup_line(f));
+    if let Some(size) = report.size_line(&f.binary) {
+        let _ = writeln!(s, "  size {size}");
+    }
     if let Some(settings) = &f.settings {
         let _ = writeln!(s, "  settings: {}", settings_line(settings));
     }
@@ -122,6 +229,9 @@ fn ship(s: &mut String, report: &Report, f: &FinalChoice) {
                 );
             } else {
                 let _ = writeln!(s, "  {}", speedup_line(p));
+                if let Some(size) = report.size_line(&p.binary) {
+                    let _ = writeln!(s, "  size {size}");
+                }
                 if let Some(settings) = &p.settings {
                     let _ = writeln!(s, "  settings: {}", settings_line(settings));
                 }
@@ -132,13 +242,14 @@ fn ship(s: &mut String, report: &Report, f: &FinalChoice) {
         }
     }
     if let Some(cpu) = f.apply_advice() {
+        let portable_kept = f.portable.as_ref().is_some_and(|p| p.stage != "baseline");
         let _ = writeln!(
             s,
             "write it into the project: cargo optimize apply{}",
-            if cpu {
-                "   (add --cpu to also write its target-cpu, for this machine's CPU only)"
-            } else {
-                ""
+            match (cpu, portable_kept) {
+                (false, _) => "",
+                (true, true) => "   (the portable alternative; --cpu applies the winner, for this machine's CPU only)",
+                (true, false) => " --cpu   (for this machine's CPU only: nothing that runs on any machine was faster)",
             }
         );
     }
@@ -317,9 +428,10 @@ mod tests {
             build_cache: None,
             compile_cache: None,
             budget: None,
+            source: None,
             hotspots: None,
         };
-        let text = ladder(&report, &ui());
+        let text = ladder(&report, &ui(), 200);
         let line = |start: &str| {
             text.lines()
                 .find(|l| l.starts_with(start))
@@ -335,7 +447,7 @@ mod tests {
         );
         assert!(line("ship: /run/bin/pgo (pgo)").ends_with("(pgo)"));
         assert!(
-            text.contains("measured 1.14× the baseline's speed"),
+            text.contains("time ratio 0.877 [0.806, 0.962] vs the baseline"),
             "{text}"
         );
         assert!(
@@ -348,6 +460,47 @@ mod tests {
             text.contains("pgo built on the cpu candidate; for a portable build with it: cargo optimize --stages profile,pgo"),
             "{text}"
         );
-        assert!(text.contains("cargo optimize apply   (add --cpu"), "{text}");
+        assert!(
+            text.contains("cargo optimize apply --cpu   (for this machine"),
+            "{text}"
+        );
+    }
+
+    /// The ladder of the frozen demo report as a terminal shows it (colour, 100 columns)
+    /// and as a log gets it (`report --format term`: no colour, 80 columns; the integration
+    /// test `report::markdown_and_terminal_renderings_match_the_snapshots` checks that one
+    /// too). `UPDATE_SNAPSHOTS=1` writes them anew; review the diff.
+    #[test]
+    fn ladder_snapshots_for_a_terminal_and_a_log() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/demo");
+        let report: Report =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap())
+                .unwrap();
+        let mut tty = Ui::plain();
+        tty.color = true;
+        for (file, text) in [
+            ("ladder-tty.txt", ladder(&report, &tty, 100)),
+            ("ladder.txt", TerminalRenderer.render(&report)),
+        ] {
+            if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+                std::fs::write(dir.join(file), &text).unwrap();
+            }
+            let want = std::fs::read_to_string(dir.join(file)).unwrap();
+            assert!(text == want, "{file} differs:\n{text}");
+        }
+        let log = TerminalRenderer.render(&report);
+        assert!(log.lines().all(|l| l.chars().count() <= 80), "{log}");
+        assert!(!log.contains("/home/dev/demo/"), "{log}");
+        assert!(!log.contains("└ pgo vs"), "a row repeated: {log}");
+        assert!(log.contains("tokenize         188 ms →    171 ms"), "{log}");
+        assert!(
+            log.contains("└ noise: too noisy to decide on 1 of 2 workloads (tokenize)"),
+            "{log}"
+        );
+        assert!(
+            log.contains("faster on 2 of 2 workloads, none slower"),
+            "{log}"
+        );
     }
 }

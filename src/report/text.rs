@@ -45,10 +45,17 @@ pub fn portable_hint(report: &Report) -> Option<String> {
     ))
 }
 
+/// `time ratio 0.750 [0.726, 0.774] vs the baseline, measured directly`: the one wording of
+/// a ratio (below 1 is faster), as the rows and the workloads say it.
 pub fn speedup_line(f: &FinalChoice) -> String {
     match (f.speedup_vs_baseline, f.speedup_ci) {
         (Some(x), Some((lo, hi))) => {
-            format!("measured {x:.2}× the baseline's speed [95% CI {lo:.2}–{hi:.2}×]")
+            format!(
+                "time ratio {:.3} [{:.3}, {:.3}] vs the baseline, measured directly",
+                1.0 / x,
+                1.0 / hi,
+                1.0 / lo
+            )
         }
         _ if f.stage == "baseline" => {
             "no stage was measurably faster than the baseline: keep building as you do".into()
@@ -94,5 +101,26 @@ pub fn estimate_cell(e: Option<&Estimate>) -> String {
             e.ratio, e.ci_low, e.ci_high, e.verdict
         ),
         None => "-".into(),
+    }
+}
+
+pub use crate::util::wrap;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_keeps_short_lines_and_indents_continuations() {
+        assert_eq!(wrap("  short", 80), "  short");
+        assert_eq!(
+            wrap("  settings: --profile release; rustflags: -Ca -Cb -Cc", 30),
+            "  settings: --profile release;\n    rustflags: -Ca -Cb -Cc"
+        );
+        assert_eq!(
+            wrap("      └ vs baseline: faster on 1 of 4 workloads", 30),
+            "      └ vs baseline: faster on\n        1 of 4 workloads"
+        );
+        assert_eq!(wrap("x an-overly-long-word", 5), "x\n  an-overly-long-word");
     }
 }

@@ -22,7 +22,7 @@ pub fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<Re
     let at = |line: usize| format!("{}:{line}", ctx.spec.path.display());
     for (i, w) in ctx.spec.workloads.iter().enumerate() {
         ctx.ui
-            .step(&format!("baseline: running [{}/{n}] {}", i + 1, w.name));
+            .progress(&format!("baseline: running [{}/{n}] {}", i + 1, w.name));
         if w.files.is_empty() {
             check_writes_nothing(ctx, baseline, w)?;
         }
@@ -71,6 +71,10 @@ pub fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<Re
         "baseline: workloads",
         start.elapsed().as_secs_f64(),
         Some(peak),
+    );
+    ctx.ui.done(
+        &format!("baseline ran {n}/{n} workloads"),
+        start.elapsed().as_secs_f64(),
     );
     super::check_determinism(ctx, baseline, &mut reference)?;
     Ok(reference)
@@ -178,7 +182,7 @@ pub fn check_candidate_on(
     let outputs = ctx.run.outputs(&cand.tag());
     let mut result = Ok(());
     for (i, w) in picked.into_iter().enumerate() {
-        ctx.ui.step(&format!(
+        ctx.ui.progress(&format!(
             "{}: verifying [{}/{n}] {}",
             cand.label(),
             i + 1,
@@ -195,6 +199,12 @@ pub fn check_candidate_on(
         start.elapsed().as_secs_f64(),
         None,
     );
+    if result.is_ok() && n > 0 {
+        ctx.ui.done(
+            &format!("{} verified {n}/{n}", cand.label()),
+            start.elapsed().as_secs_f64(),
+        );
+    }
     if result.is_ok() && tests {
         if let Err(t) = super::crate_tests::check(ctx, cand, reference)? {
             result = Err(Rejection::Tests(t));

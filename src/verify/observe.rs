@@ -168,7 +168,7 @@ pub fn check_determinism(
     let n = ctx.spec.workloads.len();
     let mut peak = 0;
     for (i, w) in ctx.spec.workloads.iter().enumerate() {
-        ctx.ui.step(&format!(
+        ctx.ui.progress(&format!(
             "baseline: determinism check [{}/{n}] {}",
             i + 1,
             w.name
@@ -206,6 +206,13 @@ pub fn check_determinism(
         "baseline: determinism check",
         start.elapsed().as_secs_f64(),
         Some(peak),
+    );
+    ctx.ui.done(
+        &format!(
+            "baseline determinism check {}/{n} agree",
+            n - reference.nondeterministic.len()
+        ),
+        start.elapsed().as_secs_f64(),
     );
     Ok(())
 }

@@ -398,3 +398,92 @@ fn apply_copies_a_real_runs_pgo_profile_with_its_recorded_digest() {
         a.all()
     );
 }
+
+/// Whether the ELF file at `path` has a section named `name`.
+fn has_section(path: &Path, name: &str) -> bool {
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let found = file.sections().any(|s| s.name() == Ok(name));
+    found
+}
+
+/// Issue 26, item 4: what ships is what was measured and no larger than needed. A PGO build
+/// linked with `-Wl,-q` for a BOLT stage that did not ship is linked again without it (its
+/// row says the size it had), the shipped binary has no `.rela.text`, the ship line shows
+/// the size against the baseline, and `apply`'s printed command rebuilds the shipped bytes.
+#[test]
+fn a_pgo_winner_without_bolt_ships_without_relocations_and_apply_rebuilds_it() {
+    let _guard = shared();
+    let tmp = copy_fixture("pgo-wins");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let td_s = td.to_str().unwrap();
+    let r = run(
+        dir,
+        &["optimize", "--target-dir", td_s, "--stages", "pgo,bolt"],
+        &[],
+    );
+    let report = latest_report(&td);
+    let fin = final_choice(&report);
+    eprintln!("the run shipped the {} stage", fin.stage);
+    let reloc = "-Clink-args=-Wl,-q";
+    for f in [Some(fin), fin.portable.as_deref()].into_iter().flatten() {
+        if f.stage == "bolt" || f.stage == "baseline" {
+            continue;
+        }
+        let flags = &settings(f).stage_rustflags;
+        assert!(!flags.iter().any(|x| x == reloc), "{f:#?}");
+        assert!(!has_section(Path::new(&f.binary), ".rela.text"), "{f:#?}");
+    }
+    if fin.stage != "baseline" {
+        assert!(r.stdout.contains("\n  size "), "{}", r.stdout);
+        assert!(r.stdout.contains("(baseline "), "{}", r.stdout);
+    }
+    let pgo = stage(&report, "pgo");
+    let bolt = stage(&report, "bolt");
+    if fin.stage != "pgo" || bolt.status == Status::Skipped {
+        eprintln!("pgo did not ship after a BOLT attempt: the rebuild is not exercised");
+        return;
+    }
+    // The pgo row shipped: it was linked with relocations for BOLT, and again without.
+    let before = pgo.facts.size_with_relocs.expect("size with relocations");
+    assert!(pgo.size_bytes.unwrap() < before, "{pgo:#?}");
+    assert!(
+        pgo.notes.iter().any(|n| n.contains("linked again without")),
+        "{pgo:#?}"
+    );
+    let a = run(dir, &["optimize", "apply", "--target-dir", td_s], &[]);
+    assert_eq!(a.code, Some(0), "{}", a.all());
+    // Nothing to write into Cargo.toml: PGO alone changes no profile key.
+    assert!(!std::fs::read_to_string(dir.join("Cargo.toml"))
+        .unwrap()
+        .contains("[profile.optimized]"));
+    let cmd = a
+        .stdout
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("RUSTFLAGS="))
+        .unwrap_or_else(|| panic!("no command in {}", a.stdout));
+    assert!(!cmd.contains("-Wl,-q"), "{cmd}");
+    let td2 = dir.join("plain-pgo");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{cmd} --target-dir {}", td2.display()))
+        .current_dir(dir)
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rebuilt = td2.join(&report.toolchain.host).join("release/pgo-wins");
+    assert!(
+        std::fs::read(&rebuilt).unwrap() == std::fs::read(&fin.binary).unwrap(),
+        "{} differs from the shipped {}",
+        rebuilt.display(),
+        fin.binary
+    );
+}

@@ -188,7 +188,7 @@ fn bench_command_compares_two_commands_and_exports() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("B/A = ") && stdout.contains("slower (n="),
+        stdout.contains("time ratio ") && stdout.contains("slower (n="),
         "{stdout}"
     );
 

@@ -57,7 +57,7 @@ fn bolt_after_pgo_profiles_optimizes_verifies_and_reports_dyno_stats() {
     let r = optimize("bolt-basic", &["--stages", "pgo,bolt"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(
-        r.stderr.contains("bolt: training [1/1] train"),
+        r.stderr.contains("bolt: trained on 1/1 workloads"),
         "{}",
         r.stderr
     );

@@ -521,3 +521,9 @@ pub fn files_named(dir: &Path, name: &str) -> Vec<PathBuf> {
     }
     found
 }
+
+/// `text` with every run of whitespace, line breaks included, as one space: what a
+/// rendering says whatever width its lines were wrapped to.
+pub fn unwrapped(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -37,8 +37,7 @@ fn a_library_is_optimized_through_its_bench_harness() {
     // Its timing lines differ from run to run: only the exit status is compared. The train
     // workload is verified before measuring, the timed one on its first timed run.
     assert!(
-        r.stderr.contains("pgo: verifying [1/1] train")
-            && r.stderr.contains("pgo vs baseline: measuring"),
+        r.stderr.contains("pgo verified 1/1") && r.stderr.contains("pgo vs baseline measured: "),
         "{}",
         r.stderr
     );

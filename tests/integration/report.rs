@@ -55,11 +55,26 @@ fn markdown_and_terminal_renderings_match_the_snapshots() {
         "- profile — dropped: profile vs baseline: time ratio 1.001",
         "- cpu (native) — rejected: cpu (native) differs from the baseline on workload `tokenize`",
         "- bolt — failed: llvm-bolt exited with signal 11 (SIGSEGV)",
-        "| cpu (x86-64-v4) | **kept** |",
+        "| cpu (x86-64-v4) | **kept** | baseline |",
+        "| pgo | **kept** | cpu (x86-64-v4) |",
         "<details><summary>Per-workload results (2 workloads)</summary>",
+        "- binary: `target/optimize/runs/20261101-120000-4242/bin/pgo`",
+        "Run started 2026-11-01T12:00:00Z on commit 3f2a9c1e8b7d (with uncommitted changes).",
+        "| tokenize | 188 ms | 171 ms | 0.921 [0.867, 0.978] faster |",
     ] {
         assert!(md.stdout.contains(line), "no `{line}` in\n{}", md.stdout);
     }
+    // Workspace-relative paths; one footnote explains the per-workload levels.
+    assert!(!md.stdout.contains("/home/dev/demo/"), "{}", md.stdout);
+    assert_eq!(md.stdout.matches("[^levels]:").count(), 1, "{}", md.stdout);
+    assert!(md.stdout.contains("(level)[^levels]"), "{}", md.stdout);
+    // The terminal ladder: no absolute paths, no line over 80 columns, no row repeated.
+    assert!(!term.stdout.contains("/home/dev/demo/"), "{}", term.stdout);
+    assert!(
+        term.stdout.lines().all(|l| l.chars().count() <= 80),
+        "{}",
+        term.stdout
+    );
 }
 
 #[test]
@@ -332,12 +347,14 @@ fn the_html_page_renders_in_a_real_browser() {
     for tag in ["profile", "cpu-x86-64-v4", "pgo", "pgo-portable"] {
         assert_eq!(marks(&format!("pairs:{tag}")), eval, "{tag}");
     }
-    // One dot per pair.
+    // One dot per pair (of each row's comparison against its rival; the final measurement
+    // against the baseline is in the shipped table).
     let pairs: usize = r
         .workloads
         .iter()
-        .flat_map(|w| w.per_stage.values())
-        .map(|c| report::pair_ratios(c).len())
+        .flat_map(|w| w.per_stage.iter())
+        .filter(|(tag, _)| !tag.ends_with(" vs baseline"))
+        .map(|(_, c)| report::pair_ratios(c).len())
         .sum();
     assert_eq!(dom.matches("class=\"dot\"").count(), pairs);
     // The timeline: one bar per step (but the total); sizes: one per row with a size.
@@ -353,11 +370,10 @@ fn the_html_page_renders_in_a_real_browser() {
     for section in [
         "ship",
         "ladder",
+        "shipped",
         "workloads",
         "distributions",
-        "timeline",
         "sizes",
-        "memory",
         "facts",
     ] {
         assert!(
@@ -365,7 +381,44 @@ fn the_html_page_renders_in_a_real_browser() {
             "no {section} section"
         );
     }
+    // The maintainers' charts are folded away (issue 26, item 5).
+    for section in ["timeline", "memory"] {
+        assert!(
+            dom.contains(&format!(
+                "<details class=\"maintainer\" id=\"{section}\"><summary><h2>"
+            )),
+            "{section} is not in a closed <details>"
+        );
+    }
     assert!(dom.contains("cargo optimize apply"));
+    // Each measured row's reference on the ladder chart: the baseline for profile, cpu
+    // (x86-64-v4) and pgo (portable), cpu (x86-64-v4) for pgo; none for the rows not measured.
+    let ladder_svg = dom
+        .split("<svg class=\"chart\" data-chart=\"ladder\"")
+        .nth(1)
+        .and_then(|s| s.split("</svg>").next())
+        .unwrap();
+    assert_eq!(
+        ladder_svg.matches("class=\"rival\"").count(),
+        4,
+        "{ladder_svg}"
+    );
+    assert!(ladder_svg.contains("(measured against cpu (x86-64-v4), the ◇)"));
+    assert_eq!(dom.matches("class=\"rival\"").count(), 4);
+    // The run's date, commit and dirty flag; paths relative to the workspace.
+    assert!(
+        dom.contains(
+            "Run started 2026-11-01T12:00:00Z on commit 3f2a9c1e8b7d (with uncommitted changes)."
+        ),
+        "no source line"
+    );
+    assert!(!dom.contains("/home/dev/demo/"), "an absolute path");
+    assert!(dom.contains("<code>target/optimize/runs/20261101-120000-4242/bin/pgo</code>"));
+    // Charts take the page's width: no fixed size, the stylesheet stretches them.
+    assert!(
+        !dom.contains("<svg class=\"chart\" data-chart=\"ladder\" viewBox=\"0 0 760 208\" width=")
+    );
+    assert!(dom.contains("svg.chart { display: block; width: 100%; height: auto;"));
 
     // A screenshot, for a person to look at.
     let shot = work.join("report.png");

@@ -63,6 +63,7 @@ fn intervals(r: &BenchReport) -> Vec<Interval> {
                     "{}: {:.3} [{:.3}, {:.3}] {}",
                     w.name, c.ratio, c.ci_low, c.ci_high, c.verdict
                 ),
+                reference: None,
             }
         })
         .collect()

@@ -50,7 +50,7 @@ pub fn instrument_and_train(
     let train = train_workloads(ctx);
     let start = Instant::now();
     for (i, w) in train.iter().enumerate() {
-        ctx.ui.step(&format!(
+        ctx.ui.progress(&format!(
             "bolt: training [{}/{}] {}",
             i + 1,
             train.len(),
@@ -66,6 +66,10 @@ pub fn instrument_and_train(
     }
     let train_seconds = start.elapsed().as_secs_f64();
     ctx.record("bolt: training", train_seconds, None);
+    ctx.ui.done(
+        &format!("bolt: trained on {n}/{n} workloads", n = train.len()),
+        train_seconds,
+    );
 
     let files = fdata_files(dir)?;
     if files.is_empty() {
@@ -105,7 +109,7 @@ pub fn perf_record(
     let start = Instant::now();
     let mut files = Vec::new();
     for (i, w) in train.iter().enumerate() {
-        ctx.ui.step(&format!(
+        ctx.ui.progress(&format!(
             "bolt: recording [{}/{}] {}",
             i + 1,
             train.len(),

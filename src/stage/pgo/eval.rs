@@ -101,8 +101,9 @@ fn measure(
     let profdata = &profdata(ctx)?.path;
     let dir = ctx.run.profiles(name).join("eval");
     let mut profiles = Vec::new();
+    let start = std::time::Instant::now();
     for (i, w) in eval.iter().enumerate() {
-        ctx.ui.step(&format!(
+        ctx.ui.progress(&format!(
             "{label}: eval coverage [{}/{}] {}",
             i + 1,
             eval.len(),
@@ -117,6 +118,10 @@ fn measure(
             functions: function_counts(profdata, &merged)?,
         });
     }
+    ctx.ui.done(
+        &format!("{label}: eval coverage {n}/{n}", n = eval.len()),
+        start.elapsed().as_secs_f64(),
+    );
     let train = function_counts(profdata, &profile.stable)?;
     Ok(coverage::assess(&train, &profiles))
 }

@@ -419,6 +419,53 @@ pub fn build_with(
     })
 }
 
+/// A candidate linked with relocations for BOLT ([`crate::cargo::EMIT_RELOCS_FLAG`]) when BOLT
+/// is not what ships: the same build without them, installed in its place.
+pub struct Unlinked {
+    pub candidate: Candidate,
+    /// The size with relocations.
+    pub size_before: u64,
+    /// Whether it loads the same bytes as the binary with relocations (the build-id note
+    /// aside): then every measurement of that one is a measurement of this one.
+    pub same_loaded_bytes: bool,
+}
+
+/// `cand` built again without the relocations BOLT needed (a build the cache may hold),
+/// installed under the same name; `Ok(None)` when it carries none or is BOLT's own.
+pub fn without_relocs(ctx: &Context, cand: &Candidate) -> Result<Option<Unlinked>, StageError> {
+    let flag = crate::cargo::EMIT_RELOCS_FLAG;
+    if cand.stage == StageName::Bolt || !cand.settings.rustflags.iter().any(|f| f == flag) {
+        return Ok(None);
+    }
+    let mut settings = cand.settings.clone();
+    settings.rustflags.retain(|f| f != flag);
+    let label = format!("{}: without relocations", cand.label());
+    let old = std::fs::read(&cand.binary).map_err(|e| StageError::Failed(e.to_string()))?;
+    let built = ctx.build(&label, &settings)?;
+    let new = std::fs::read(&built.binary).map_err(|e| StageError::Failed(e.to_string()))?;
+    let same = super::bolt::elf::same_loaded_bytes(&old, &new).unwrap_or(false);
+    let (binary, size_bytes) = ctx.install_as(&cand.tag(), &built.binary)?;
+    let mut candidate = cand.clone();
+    candidate.notes.push(format!(
+        "linked again without {flag} (the relocations BOLT needs; BOLT does not ship): {} → {}, {}",
+        crate::util::human_bytes(cand.size_bytes),
+        crate::util::human_bytes(size_bytes),
+        if same {
+            "every loaded segment byte-identical, so its measurements stand"
+        } else {
+            "its loaded bytes differ, so it is measured again against the baseline"
+        }
+    ));
+    candidate.binary = binary;
+    candidate.size_bytes = size_bytes;
+    candidate.settings = settings;
+    Ok(Some(Unlinked {
+        candidate,
+        size_before: cand.size_bytes,
+        same_loaded_bytes: same,
+    }))
+}
+
 /// A cached profile that did not match its content was written again: the build that used
 /// it is redone (its target dir removed), and the warning is the row's note.
 fn redo_after_repair(
@@ -545,7 +592,7 @@ fn train(
     let mut warnings = BTreeMap::new();
     let start = std::time::Instant::now();
     for (i, w) in train.iter().enumerate() {
-        ctx.ui.step(&format!(
+        ctx.ui.progress(&format!(
             "{label}: training [{}/{}] {}",
             i + 1,
             train.len(),
@@ -564,6 +611,10 @@ fn train(
         &format!("{label}: training"),
         start.elapsed().as_secs_f64(),
         None,
+    );
+    ctx.ui.done(
+        &format!("{label}: trained on {n}/{n} workloads", n = train.len()),
+        start.elapsed().as_secs_f64(),
     );
     Ok(warnings)
 }

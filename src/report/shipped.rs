@@ -1,0 +1,256 @@
+//! What the renderings say about each row's workloads and about what ships: how many
+//! workloads a measured row was faster or slower on, the noise warnings of its comparisons,
+//! and for the shipped candidate against the baseline the median time of each workload and
+//! the resources it used (user and system time, peak RSS, hardware counters), old → new.
+
+use super::{FinalChoice, Report, StageReport};
+use crate::bench::{Comparison, Verdict};
+use crate::util::{format_secs, human_bytes};
+
+/// The comparisons of a row against its rival, per workload.
+pub fn of_row<'r>(report: &'r Report, row: &StageReport) -> Vec<(&'r str, &'r Comparison)> {
+    let Some(tag) = row.tag() else {
+        return Vec::new();
+    };
+    keyed(report, &tag)
+}
+
+fn keyed<'r>(report: &'r Report, key: &str) -> Vec<(&'r str, &'r Comparison)> {
+    report
+        .workloads
+        .iter()
+        .filter_map(|w| Some((w.name.as_str(), w.per_stage.get(key)?)))
+        .collect()
+}
+
+/// The shipped candidate's comparisons against the baseline: measured at the end
+/// (`<tag> vs baseline`), or its own row's when its rival was the baseline.
+pub fn against_baseline<'r>(report: &'r Report, f: &FinalChoice) -> Vec<(&'r str, &'r Comparison)> {
+    let Some(tag) = std::path::Path::new(&f.binary)
+        .file_name()
+        .and_then(|n| n.to_str())
+    else {
+        return Vec::new();
+    };
+    let last = keyed(report, &format!("{tag} vs baseline"));
+    if !last.is_empty() {
+        return last;
+    }
+    let row = report
+        .stages
+        .iter()
+        .rev()
+        .find(|r| r.binary.as_deref() == Some(f.binary.as_str()));
+    match row {
+        Some(r) if r.rival().as_deref() == Some("baseline") => keyed(report, tag),
+        _ => Vec::new(),
+    }
+}
+
+/// `faster on 1 of 4 workloads (infer), none slower`; `None` without comparisons.
+pub fn tally(comps: &[(&str, &Comparison)]) -> Option<String> {
+    if comps.is_empty() {
+        return None;
+    }
+    let named = |v: Verdict| -> Vec<&str> {
+        comps
+            .iter()
+            .filter(|(_, c)| c.verdict == v)
+            .map(|(w, _)| *w)
+            .collect()
+    };
+    let (faster, slower) = (named(Verdict::Faster), named(Verdict::Slower));
+    let n = comps.len();
+    let which = |names: &[&str]| {
+        if names.is_empty() || names.len() == n {
+            String::new()
+        } else {
+            format!(" ({})", names.join(", "))
+        }
+    };
+    let slower = if slower.is_empty() {
+        "none slower".to_string()
+    } else {
+        format!("slower on {}{}", slower.len(), which(&slower))
+    };
+    Some(format!(
+        "faster on {} of {n} workload{}{}, {slower}",
+        faster.len(),
+        if n == 1 { "" } else { "s" },
+        which(&faster)
+    ))
+}
+
+/// `too noisy to decide on 2 of 4 workloads (tokenize, infer): run-to-run variation up to
+/// 40.7 %, up to 25 % of the pairs outliers`: the comparisons with a noise warning, in one
+/// line; `None` when none has one.
+pub fn noise(comps: &[(&str, &Comparison)]) -> Option<String> {
+    let noisy: Vec<_> = comps
+        .iter()
+        .filter(|(_, c)| c.noise_warning.is_some())
+        .collect();
+    if noisy.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = noisy.iter().map(|(w, _)| *w).collect();
+    let cv = noisy
+        .iter()
+        .flat_map(|(_, c)| [c.cv_a, c.cv_b])
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let outliers = noisy
+        .iter()
+        .map(|(_, c)| f64::from(c.outliers.pairs) / f64::from(c.n.max(1)))
+        .fold(0.0f64, f64::max);
+    let mut line = format!(
+        "too noisy to decide on {} of {} workload{} ({}): run-to-run variation up to {:.1} %",
+        noisy.len(),
+        comps.len(),
+        if comps.len() == 1 { "" } else { "s" },
+        names.join(", "),
+        cv * 100.0
+    );
+    if outliers > 0.0 {
+        line.push_str(&format!(
+            ", up to {:.0} % of the pairs outliers",
+            outliers * 100.0
+        ));
+    }
+    Some(line)
+}
+
+/// One resource of the shipped candidate against the baseline, over its workloads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resource {
+    pub name: String,
+    pub old: String,
+    pub new: String,
+    /// new / old.
+    pub ratio: f64,
+}
+
+/// User and system time (the sum of each workload's median), peak RSS (the largest
+/// median), and each hardware counter (the sum of medians) measured on every workload.
+pub fn resources(comps: &[(&str, &Comparison)]) -> Vec<Resource> {
+    if comps.is_empty() {
+        return Vec::new();
+    }
+    let sum = |f: &dyn Fn(&Comparison) -> (f64, f64)| {
+        comps.iter().fold((0.0, 0.0), |(a, b), (_, c)| {
+            let (x, y) = f(c);
+            (a + x, b + y)
+        })
+    };
+    let mut out = Vec::new();
+    let mut push = |name: &str, (old, new): (f64, f64), fmt: &dyn Fn(f64) -> String| {
+        if old.is_finite() && new.is_finite() && old > 0.0 {
+            out.push(Resource {
+                name: name.to_string(),
+                old: fmt(old),
+                new: fmt(new),
+                ratio: new / old,
+            });
+        }
+    };
+    push(
+        "user time",
+        sum(&|c| (c.user.a.median, c.user.b.median)),
+        &format_secs,
+    );
+    push(
+        "system time",
+        sum(&|c| (c.sys.a.median, c.sys.b.median)),
+        &format_secs,
+    );
+    let rss = comps.iter().fold((0.0f64, 0.0f64), |(a, b), (_, c)| {
+        (a.max(c.rss.a.median), b.max(c.rss.b.median))
+    });
+    push("peak RSS", rss, &|v| human_bytes(v as u64));
+    let names: Vec<String> = comps[0]
+        .1
+        .counters
+        .as_ref()
+        .map(|s| s.counters.iter().map(|c| c.name.clone()).collect())
+        .unwrap_or_default();
+    for name in names {
+        let all: Option<Vec<(f64, f64)>> = comps
+            .iter()
+            .map(|(_, c)| {
+                let k = c
+                    .counters
+                    .as_ref()?
+                    .counters
+                    .iter()
+                    .find(|k| k.name == name)?;
+                Some((k.median_a, k.median_b))
+            })
+            .collect();
+        if let Some(all) = all {
+            let total = all.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+            push(&name, total, &count);
+        }
+    }
+    out
+}
+
+/// `1.23 G`, `456.7 M`, `12.3 k`.
+fn count(v: f64) -> String {
+    match v {
+        v if v >= 1e9 => format!("{:.2} G", v / 1e9),
+        v if v >= 1e6 => format!("{:.1} M", v / 1e6),
+        v if v >= 1e3 => format!("{:.1} k", v / 1e3),
+        v => format!("{v:.0}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tally, noise and resources of the frozen demo report's shipped candidate, with
+    /// counters added to its two comparisons: sums of medians, the largest RSS.
+    #[test]
+    fn the_shipped_candidate_against_the_baseline() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text =
+            std::fs::read_to_string(dir.join("tests/fixtures/reports/demo/report.json")).unwrap();
+        let mut r: Report = serde_json::from_str(&text).unwrap();
+        for (i, w) in r.workloads.iter_mut().enumerate() {
+            if let Some(c) = w.per_stage.get_mut("pgo vs baseline") {
+                c.counters = Some(crate::bench::counters::CounterSummary {
+                    counters: vec![crate::bench::counters::CounterComparison {
+                        name: "instructions".into(),
+                        median_a: 1e9 * (i as f64 + 1.0),
+                        median_b: 0.5e9 * (i as f64 + 1.0),
+                        ratio: 0.5,
+                    }],
+                });
+            }
+        }
+        let f = r.final_.clone().unwrap();
+        let comps = against_baseline(&r, &f);
+        assert_eq!(comps.len(), 2);
+        assert_eq!(
+            tally(&comps).as_deref(),
+            Some("faster on 2 of 2 workloads, none slower")
+        );
+        assert_eq!(noise(&comps), None);
+        let res = resources(&comps);
+        let names: Vec<&str> = res.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["user time", "system time", "peak RSS", "instructions"]
+        );
+        let ins = &res[3];
+        // Workloads 2 and 3 of the report (indices 1, 2): 2e9 + 3e9 → 1e9 + 1.5e9.
+        assert_eq!((ins.old.as_str(), ins.new.as_str()), ("5.00 G", "2.50 G"));
+        assert!((ins.ratio - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn counts_are_short() {
+        assert_eq!(count(1_234_000_000.0), "1.23 G");
+        assert_eq!(count(4_560_000.0), "4.6 M");
+        assert_eq!(count(999.0), "999");
+    }
+}
