@@ -277,7 +277,20 @@ fn measure_jointly(
     drop(sandboxes);
     let measured = result
         .map_err(|(j, e)| anyhow::Error::new(e).context(format!("workload `{}`", todo[j].name)))?;
-    for (w, c) in todo.iter().zip(&measured) {
+    tell_measured(ctx, &pair, todo, &measured, started);
+    Ok(measured)
+}
+
+/// What a joint measurement found, said once it is done: warnings per workload, each
+/// workload's headline on a terminal, then the tally.
+fn tell_measured(
+    ctx: &Context,
+    pair: &str,
+    todo: &[&Workload],
+    measured: &[Comparison],
+    started: std::time::Instant,
+) {
+    for (w, c) in todo.iter().zip(measured) {
         if let Some(warning) = c.lingering.warning() {
             ctx.warn_once(&format!("workload `{}` {warning}", w.name));
         }
@@ -290,7 +303,7 @@ fn measure_jointly(
     }
     let named: Vec<(&str, &Comparison)> = todo
         .iter()
-        .zip(&measured)
+        .zip(measured)
         .map(|(w, c)| (w.name.as_str(), c))
         .collect();
     let tally = crate::report::shipped::tally(&named).unwrap_or_default();
@@ -298,7 +311,6 @@ fn measure_jointly(
         &format!("{pair} measured: {tally}"),
         started.elapsed().as_secs_f64(),
     );
-    Ok(measured)
 }
 
 /// The check of a candidate's first timed run of `w` (in its private copy `sb`, when the

@@ -74,24 +74,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     report.compile_cache = compile_cache(sccache.as_deref(), sccache_before);
     report.write_json(&run.root)?;
     report.write_renderings(&run.root)?;
-    match plan.ui.events {
-        true => plan.ui.event(
-            "ship",
-            serde_json::json!({ "final": report.final_, "run": run.root, "report": run.root.join(report::FILE) }),
-        ),
-        false => report::terminal::print_ladder(&report, &plan.ui),
-    }
-    run.point_latest(&plan.optimize_dir)?;
-    plan.ui.info(&time_line(&report));
-    if !not_tried.is_empty() {
-        plan.ui.warn(&format!(
-            "not tried for lack of time: {} (the budget of {} was spent)\n  fix: give the run more time (--budget {}, or [bench] budget), or climb only those stages on top of this run's (--stages {})",
-            not_tried.join(", "),
-            crate::util::format_span(plan.budget.as_secs_f64()),
-            crate::util::format_span(2.0 * plan.budget.as_secs_f64()),
-            not_tried.join(",")
-        ));
-    }
+    show(plan, &run, &report, &not_tried)?;
     drop(lock);
     trim_cache(plan);
     // A stage that could not run is a failure the user must see, even though the run
@@ -108,6 +91,30 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// Show the finished run: the ladder (or the `ship` event), the time line and the stages
+/// not tried; point `latest` at it.
+fn show(plan: &Plan, run: &RunDir, report: &Report, not_tried: &[String]) -> anyhow::Result<()> {
+    match plan.ui.events {
+        true => plan.ui.event(
+            "ship",
+            serde_json::json!({ "final": report.final_, "run": run.root, "report": run.root.join(report::FILE) }),
+        ),
+        false => report::terminal::print_ladder(report, &plan.ui),
+    }
+    run.point_latest(&plan.optimize_dir)?;
+    plan.ui.info(&time_line(report));
+    if !not_tried.is_empty() {
+        plan.ui.warn(&format!(
+            "not tried for lack of time: {} (the budget of {} was spent)\n  fix: give the run more time (--budget {}, or [bench] budget), or climb only those stages on top of this run's (--stages {})",
+            not_tried.join(", "),
+            crate::util::format_span(plan.budget.as_secs_f64()),
+            crate::util::format_span(2.0 * plan.budget.as_secs_f64()),
+            not_tried.join(",")
+        ));
+    }
+    Ok(())
 }
 
 /// Start the builds the ladder will most likely ask for first (`stage::ahead`), for the

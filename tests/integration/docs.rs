@@ -84,7 +84,10 @@ fn command_lines(text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     let mut take = |line: usize, s: &str| {
         if let Some(at) = s.find("cargo optimize") {
-            found.push((line, s[at..].replace("\\|", "|")));
+            // In a sample of output, a command is followed by its gloss in parentheses
+            // after a gap (`cargo optimize apply   (the portable alternative; …`).
+            let command = s[at..].split("  (").next().unwrap_or_default();
+            found.push((line, command.replace("\\|", "|")));
         }
     };
     let mut in_code = false;
