@@ -37,12 +37,9 @@ use crate::report::{self, Report, Status};
 
 mod manifest;
 mod profile;
-mod text;
-mod write;
 
+use crate::propose::{text, unified_diff, write};
 pub use manifest::{edit_config, edit_manifest, Edited};
-pub use text::unified_diff;
-pub use write::{write_all, FileWrite};
 
 /// Names cargo reserves and rejects as custom profiles.
 const RESERVED_PROFILES: &[&str] = &["doc", "check", "build", "debug", "default"];

@@ -13,9 +13,9 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::rev::{Repo, Worktree};
 use crate::cache::Store;
 use crate::cargo::{self, Workspace};
+use crate::git::{Repo, Worktree};
 use crate::pipeline::Plan;
 
 /// A binary of the package at some commit.

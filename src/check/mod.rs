@@ -6,13 +6,13 @@
 //! and the size limit checked; exit 0 (pass), 1 (a regression, a changed output, a budget
 //! or size exceeded) or 2 (an error, from `main`). `ci` writes a workflow that runs it.
 //!
-//! Parts: `rev` (git), `build` (the revision's binary, kept by commit), `baseline` (saved
+//! Parts: `build` (the revision's binary, kept by commit), `baseline` (saved
 //! baselines, the unpaired comparison), `gate` (the decisions), `report` (check.json),
 //! `render/` (one module per output format), `ci` (the GitHub workflow).
 //!
 //! Must not: build other than through `crate::cargo`/`Context`, run other than through
 //! `process.rs`, or write into the user's files (everything goes under
-//! `target/optimize/`; `ci` writes through `apply`'s writer).
+//! `target/optimize/`; `ci` writes through `propose`). Git is `crate::git`.
 
 mod baseline;
 mod build;
@@ -20,7 +20,6 @@ pub mod ci;
 mod gate;
 mod render;
 mod report;
-pub(crate) mod rev;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -41,7 +40,7 @@ use report::{Against, CheckReport, Ratio, SizeCheck, WorkloadCheck};
 /// What the working tree is compared with, resolved before anything is built.
 enum Old {
     Rev {
-        repo: rev::Repo,
+        repo: crate::git::Repo,
         name: String,
         commit: String,
     },
@@ -123,7 +122,7 @@ fn eval_spec(spec: &Spec, names: Option<&[String]>) -> anyhow::Result<Spec> {
 /// `--against` resolved to a commit, or `--baseline` read: before anything is built.
 fn resolve_old(plan: &Plan, args: &CheckArgs) -> anyhow::Result<Old> {
     if let Some(rev) = &args.against {
-        let repo = rev::Repo::of(&plan.project.package_dir)?;
+        let repo = crate::git::Repo::of(&plan.project.package_dir)?;
         let commit = repo.resolve(rev)?;
         repo.require_manifest(rev, &commit, &plan.project.manifest_path)?;
         return Ok(Old::Rev {
@@ -557,7 +556,7 @@ fn save_baseline(
     new: &Candidate,
     report: &CheckReport,
 ) -> anyhow::Result<()> {
-    let head = rev::Repo::of(&plan.project.package_dir)
+    let head = crate::git::Repo::of(&plan.project.package_dir)
         .ok()
         .and_then(|r| r.head());
     let workloads = report

@@ -298,7 +298,7 @@ fn manifest_of(
     failed: Vec<manifest::Failed>,
 ) -> anyhow::Result<manifest::Manifest> {
     let p = &release.plan;
-    let source = crate::check::rev::Repo::of(&p.project.workspace_root)
+    let source = crate::git::Repo::of(&p.project.workspace_root)
         .ok()
         .and_then(|r| r.head())
         .map(|(revision, dirty)| manifest::Source { revision, dirty });
