@@ -28,8 +28,9 @@ use anyhow::Context as _;
 
 use crate::bench::{BenchOptions, Comparison, Side};
 use crate::cache::VerdictCache;
-use crate::cli::{CheckArgs, GlobalArgs, RunArgs};
+use crate::cli::{CheckArgs, GlobalArgs};
 use crate::context::{Candidate, Context, DirLock, RunDir};
+use crate::pipeline::plan::Request;
 use crate::pipeline::{measure, Plan};
 use crate::spec::{Spec, StageName};
 use crate::verify::{self, Reference, Verifier};
@@ -58,7 +59,7 @@ struct Measured {
 /// `cargo optimize check`; the exit code.
 pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
-    let plan = Plan::resolve(g, &run_args(args))?;
+    let plan = plan(g, args)?;
     let spec = eval_spec(&plan.spec, args.workloads.as_deref())?;
     if let Some(name) = &args.save_baseline {
         baseline::check_name(name)?;
@@ -84,17 +85,16 @@ pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     Ok(report.exit_code)
 }
 
-/// The plan's options: no stage is tried (no LLVM tool is looked for).
-fn run_args(args: &CheckArgs) -> RunArgs {
-    RunArgs {
-        stages: Some(vec![crate::spec::NO_STAGES.to_string()]),
-        max_time: args.max_time.clone(),
-        explain: false,
+/// The plan: no stage is tried (no LLVM tool is needed).
+fn plan(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<Plan> {
+    let none = [crate::spec::NO_STAGES.to_string()];
+    let request = Request {
+        stages: Some(&none),
+        max_time: args.max_time.as_deref(),
         fresh: args.fresh,
-        pgo_profile: None,
-        args: Vec::new(),
-        ..RunArgs::default()
-    }
+        ..Request::default()
+    };
+    Plan::for_request(g, &request)
 }
 
 /// The spec with only the eval workloads (or the ones named by `--workloads`).

@@ -36,8 +36,8 @@ use anyhow::bail;
 use crate::cli::{GlobalArgs, ReleaseArgs};
 use crate::context::{DirLock, RunDir};
 use crate::jobs::{self, Outcome};
-use crate::pipeline::plan::{self, Located, Plan};
-use crate::toolchain::{self, Rustc};
+use crate::pipeline::plan::{self, Located, Plan, Resolver};
+use crate::toolchain::Rustc;
 use crate::ui::Ui;
 use matrix::{Artifact, Base, Inputs, LastRun, Matrix};
 use work::Release;
@@ -53,13 +53,13 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         };
         return gather::run(dirs, &package::out_dir(&out)?);
     }
-    let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
-    let Located { spec, project } = locate_binary(g)?;
-    let rustc = toolchain::rustc()?;
-    let optimize_dir = project.target_dir.join("optimize");
+    let resolver = Resolver::new(g, locate_binary(g)?)?;
+    let ui = resolver.ui.clone();
+    let (spec, project, rustc) = (&resolver.spec, &resolver.project, &resolver.rustc);
+    let optimize_dir = resolver.optimize_dir();
     // A CI cell's runner installs its target: none is skipped.
     let emit = args.emit_ci.is_some();
-    let installed = |t: &str| emit || installed(&rustc, t);
+    let installed = |t: &str| emit || installed(rustc, t);
     let matrix = Matrix::resolve(&Inputs {
         spec: &spec.release,
         args,
@@ -71,15 +71,15 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     })?;
     check_cpu_names(&matrix)?;
     if emit {
-        return ci::emit(g, args, &project, &spec, &matrix);
+        return ci::emit(g, args, project, spec, &matrix);
     }
-    let (artifacts, groups) = artifacts_of(&matrix, &project, &g.selection.profile, &rustc)?;
+    let (artifacts, groups) = artifacts_of(&matrix, &resolver, &g.selection.profile)?;
     let out = package::out_dir(&match &args.out_dir {
         Some(out) => out.clone(),
-        None => default_out(&spec, &project),
+        None => default_out(spec, project),
     })?;
     let graph = work::graph(&artifacts, &groups);
-    announce(&ui, &project, &matrix, &artifacts, &graph, &out);
+    announce(&ui, project, &matrix, &artifacts, &graph, &out);
     if args.dry_run {
         print!("{}", dry_run_text(&artifacts, &matrix, &graph, &out));
         return Ok(0);
@@ -93,11 +93,10 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         animate: false,
         ..ui.clone()
     };
-    let located = Located {
-        spec: spec.clone(),
-        project: project.clone(),
-    };
-    let plan = job_plan(located, rustc, (&artifacts, &groups), args.fresh, job_ui)?;
+    let flavor_specs = (matrix.flavors.iter())
+        .map(|f| flavor_spec(spec, f))
+        .collect();
+    let plan = job_plan(resolver, (&artifacts, &groups), args.fresh, job_ui)?;
     let _lock = DirLock::for_run(&optimize_dir)?;
     let folder = RunDir::create_in(&optimize_dir.join("releases"))?;
     let staging = package::staging_dir(&out);
@@ -107,9 +106,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         plan: &plan,
         artifacts: &artifacts,
         groups: &groups,
-        specs: (matrix.flavors.iter())
-            .map(|f| flavor_spec(&spec, f))
-            .collect(),
+        specs: flavor_specs,
         root: folder.root.clone(),
         staging: staging.clone(),
         state: Mutex::new(Release::new_state(artifacts.len(), groups.len())),
@@ -152,65 +149,46 @@ fn dry_run_text(
 /// The matrix's artifacts and groups, with what this machine cannot run said per artifact.
 fn artifacts_of(
     matrix: &Matrix,
-    project: &crate::cargo::Project,
+    resolver: &Resolver,
     profile: &str,
-    rustc: &Rustc,
 ) -> anyhow::Result<(Vec<Artifact>, Vec<matrix::Group>)> {
-    let user_rustflags = |triple: &str| -> anyhow::Result<Vec<String>> {
-        let cfg = crate::process::tool_stdout("rustc", ["--print", "cfg", "--target", triple])
-            .unwrap_or_default();
-        let cfg: Vec<String> = cfg.lines().map(str::to_string).collect();
-        Ok(crate::cargo::user_rustflags_here(triple, &cfg)?)
-    };
+    let host = &resolver.rustc.host;
     let cannot_run = |triple: &str, cpu: Option<&str>| match cpu {
-        _ if triple != rustc.host => Some(format!(
-            "built for {triple}, not this machine ({})",
-            rustc.host
-        )),
+        _ if triple != host => Some(format!("built for {triple}, not this machine ({host})")),
         None => None,
-        Some(cpu) => crate::stage::cpu::cannot_run(&rustc.host, triple, cpu),
+        Some(cpu) => crate::stage::cpu::cannot_run(host, triple, cpu),
     };
     matrix.artifacts(&Base {
-        project,
+        project: &resolver.project,
         profile,
-        user_rustflags: &user_rustflags,
+        user_rustflags: &|triple| resolver.user_rustflags(triple),
         cannot_run: &cannot_run,
     })
 }
 
 /// The plan every job's `Context` shares: the tools the artifacts need (llvm-profdata for
-/// PGO, llvm-bolt for BOLT), the first group's baseline settings.
+/// PGO, llvm-bolt for BOLT), the first group's baseline settings. A release is not a
+/// ladder: its jobs are bounded by their own timeouts, not a budget.
 fn job_plan(
-    Located { spec, project }: Located,
-    rustc: Rustc,
+    mut resolver: Resolver,
     (artifacts, groups): (&[Artifact], &[matrix::Group]),
     fresh: bool,
     ui: Ui,
 ) -> anyhow::Result<Plan> {
-    let llvm_profdata = match artifacts.iter().any(|a| a.pgo) {
-        true => Some(toolchain::llvm_profdata(&rustc)?),
-        false => toolchain::llvm_profdata(&rustc).ok(),
-    };
-    let bolt_tools = (artifacts.iter().any(|a| a.bolt)).then(|| toolchain::bolt_tools(&rustc));
-    Ok(Plan {
-        llvm_profdata,
-        bolt_tools,
-        baseline: groups
-            .first()
-            .map(|g| g.baseline.clone())
-            .unwrap_or_else(|| artifacts[0].settings.clone()),
-        optimize_dir: project.target_dir.join("optimize"),
-        explain: false,
-        pgo_profile: None,
+    resolver.find_tools(
+        artifacts.iter().any(|a| a.pgo),
+        artifacts.iter().any(|a| a.bolt),
+    )?;
+    resolver.ui = ui;
+    let baseline = groups
+        .first()
+        .map(|g| g.baseline.clone())
+        .unwrap_or_else(|| artifacts[0].settings.clone());
+    let options = plan::Options {
         fresh,
-        // A release is not a ladder: its jobs are bounded by their own timeouts.
-        budget: crate::pipeline::budget::DEFAULT,
-        dry_run: false,
-        ui,
-        spec,
-        rustc,
-        project,
-    })
+        ..plan::Options::default()
+    };
+    Ok(resolver.finish(baseline, options))
 }
 
 /// `[release] out-dir`, else `dist/` in the workspace.
