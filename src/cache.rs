@@ -6,8 +6,8 @@
 //!   binaries' bytes, the workload's definition and its input files, the measuring options
 //!   (not the seed), the machine (CPU model, logical CPUs, kernel); `--fresh` ignores them;
 //! - how much is kept ([`usage`]) and trimming it ([`gc`]), across every kind and the
-//!   per-settings cargo target dirs — `check`'s too: its revisions (`cache/revs/`, a
-//!   commit's binary and its record) and its revision builds (`check/build/`).
+//!   per-settings cargo target dirs — `check`'s too: its revisions' records
+//!   (`cache/revs/`; their binaries are blobs) and its revision builds (`check/build/`).
 //!
 //! Entries are `store::Store` entries: written whole, checked when read.
 //!

@@ -585,7 +585,7 @@ fn save_baseline(
         machine: crate::cache::machine_fingerprint(
             crate::toolchain::CpuFacts::model_and_level().0.as_deref(),
         ),
-        binary_sha256: build::sha256_of(&new.binary)?,
+        binary_sha256: crate::store::file_sha256(&new.binary)?,
         binary_size: new.size_bytes,
         workloads,
     };
