@@ -151,17 +151,6 @@ impl<'a> From<&'a RunArgs> for Request<'a> {
     }
 }
 
-/// A plan's options that are neither found nor read, but chosen by the command.
-#[derive(Default)]
-pub struct Options {
-    pub explain: bool,
-    pub fresh: bool,
-    pub pgo_profile: Option<PathBuf>,
-    /// `None`: the default budget.
-    pub budget: Option<std::time::Duration>,
-    pub dry_run: bool,
-}
-
 /// A plan on its way: the spec and project located, rustc found; then the LLVM tools the
 /// command needs ([`Resolver::find_tools`]) and the baseline's settings
 /// ([`Resolver::user_rustflags`]), and [`Resolver::finish`].
@@ -220,7 +209,10 @@ impl Resolver {
         Ok(cargo::user_rustflags_here(triple, &cfg)?)
     }
 
-    pub fn finish(self, baseline: BuildSettings, options: Options) -> Plan {
+    /// The plan, with `baseline` as its baseline's settings; the options a command chooses
+    /// (`explain`, `fresh`, `pgo_profile`, `budget`, `dry_run`) off or default, for it to
+    /// set (`Plan { fresh, ..resolver.finish(baseline) }`).
+    pub fn finish(self, baseline: BuildSettings) -> Plan {
         Plan {
             optimize_dir: self.optimize_dir(),
             project: self.project,
@@ -229,11 +221,11 @@ impl Resolver {
             llvm_profdata: self.llvm_profdata,
             bolt_tools: self.bolt_tools,
             baseline,
-            explain: options.explain,
-            fresh: options.fresh,
-            pgo_profile: options.pgo_profile,
-            budget: options.budget.unwrap_or(super::budget::DEFAULT),
-            dry_run: options.dry_run,
+            explain: false,
+            fresh: false,
+            pgo_profile: None,
+            budget: super::budget::DEFAULT,
+            dry_run: false,
             ui: self.ui,
         }
     }
@@ -298,14 +290,15 @@ impl Plan {
             target: g.selection.target.clone(),
             features: r.project.features.clone(),
         };
-        let options = Options {
+        let budget = spec.bench.budget.unwrap_or(super::budget::DEFAULT);
+        Ok(Plan {
             explain: req.explain,
             fresh: req.fresh,
             pgo_profile,
-            budget: spec.bench.budget,
+            budget,
             dry_run: req.dry_run,
-        };
-        Ok(r.finish(baseline, options))
+            ..r.finish(baseline)
+        })
     }
 }
 

@@ -184,11 +184,10 @@ fn job_plan(
         .first()
         .map(|g| g.baseline.clone())
         .unwrap_or_else(|| artifacts[0].settings.clone());
-    let options = plan::Options {
+    Ok(Plan {
         fresh,
-        ..plan::Options::default()
-    };
-    Ok(resolver.finish(baseline, options))
+        ..resolver.finish(baseline)
+    })
 }
 
 /// `[release] out-dir`, else `dist/` in the workspace.
