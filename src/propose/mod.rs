@@ -70,12 +70,6 @@ fn write_file(path: PathBuf, old: Option<Vec<u8>>, text: String) -> anyhow::Resu
         old,
         new: text.into_bytes(),
     }];
-    for w in write_all(&files)? {
-        let backup = w
-            .backup
-            .map(|b| format!(" (previous version in {})", b.display()))
-            .unwrap_or_default();
-        eprintln!("wrote {}{backup}", w.path.display());
-    }
+    write_all(&files)?.iter().for_each(write::tell);
     Ok(0)
 }
