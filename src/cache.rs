@@ -6,8 +6,8 @@
 //!   binaries' bytes, the workload's definition and its input files, the measuring options
 //!   (not the seed), the machine (CPU model, logical CPUs, kernel); `--fresh` ignores them;
 //! - how much is kept ([`usage`]) and trimming it ([`gc`]), across every kind and the
-//!   per-settings cargo target dirs — `check`'s too: its revisions (`cache/revs/`, a
-//!   commit's binary and its record) and its revision builds (`check/build/`).
+//!   per-settings cargo target dirs — `check`'s too: its revisions' records
+//!   (`cache/revs/`; their binaries are blobs) and its revision builds (`check/build/`).
 //!
 //! Entries are `store::Store` entries: written whole, checked when read.
 //!
@@ -151,6 +151,20 @@ struct Item {
     used: std::time::SystemTime,
 }
 
+/// Every kind kept under `cache/` (ARCHITECTURE.md, "What is kept"), in the order `cache`
+/// lists them: the kind and its folder (`""`: the merged profiles, `cache/*.profdata`).
+const KINDS: &[(&str, &str)] = &[
+    ("builds", "builds"),
+    ("binaries", "blobs"),
+    ("profiles", ""),
+    ("trainings", "profiles"),
+    ("trainings", "bolted"),
+    ("coverage", "coverage"),
+    ("checks", "checks"),
+    ("verdicts", "verdicts"),
+    ("revisions", "revs"),
+];
+
 /// Everything under `target/optimize` that only exists to be reused: kept verdicts,
 /// trainings and eval coverage, merged profiles, and the per-settings cargo target dirs.
 fn items(optimize_dir: &Path) -> Vec<Item> {
@@ -165,23 +179,17 @@ fn items(optimize_dir: &Path) -> Vec<Item> {
             used,
         });
     };
-    for (kind, dir) in [
-        ("verdicts", cache.join("verdicts")),
-        ("trainings", cache.join("profiles")),
-        ("trainings", cache.join("bolted")),
-        ("coverage", cache.join("coverage")),
-        ("checks", cache.join("checks")),
-        ("binaries", cache.join("blobs")),
-        ("builds", cache.join("builds")),
-        ("revisions", cache.join("revs")),
-    ] {
-        for path in entries(optimize_dir, &dir) {
-            add(kind, path);
-        }
-    }
-    for path in entries(optimize_dir, &cache) {
-        if path.extension().is_some_and(|x| x == "profdata") || path == cache {
-            add("profiles", path);
+    for &(kind, dir) in KINDS {
+        // Not `cache.join("")`: a trailing `/` would follow a linked `cache` folder.
+        let folder = match dir {
+            "" => cache.clone(),
+            _ => cache.join(dir),
+        };
+        for path in entries(optimize_dir, &folder) {
+            let profile = path.extension().is_some_and(|x| x == "profdata") || path == cache;
+            if !dir.is_empty() || profile {
+                add(kind, path);
+            }
         }
     }
     // The pipeline's target dirs, and `check`'s for revision builds.
@@ -238,23 +246,17 @@ fn tree_size_and_mtime(path: &Path) -> (u64, std::time::SystemTime) {
 
 /// How much is kept, per kind.
 pub fn usage(optimize_dir: &Path) -> Vec<Usage> {
-    let mut out: Vec<Usage> = [
-        "builds",
-        "binaries",
-        "profiles",
-        "trainings",
-        "coverage",
-        "checks",
-        "verdicts",
-        "revisions",
-    ]
-    .iter()
-    .map(|k| Usage {
-        kind: k,
-        entries: 0,
-        bytes: 0,
-    })
-    .collect();
+    let mut out: Vec<Usage> = Vec::new();
+    for &(kind, _) in KINDS {
+        if !out.iter().any(|u| u.kind == kind) {
+            let (entries, bytes) = (0, 0);
+            out.push(Usage {
+                kind,
+                entries,
+                bytes,
+            });
+        }
+    }
     for it in items(optimize_dir) {
         if let Some(u) = out.iter_mut().find(|u| u.kind == it.kind) {
             u.entries += 1;

@@ -99,6 +99,32 @@ fn grouped_refs(text: &str) -> Vec<(usize, String)> {
     out
 }
 
+/// What is wrong with the `crate::` paths of one file of module `me`: a module of a
+/// higher layer, one of no layer, or a peer — a module of `me`'s own layer. Peers never
+/// import each other: the command modules (`apply`, `check`, `fleet`, `release`) share a
+/// layer, so what two of them need lives in a lower module.
+fn problems_of(layer: &BTreeMap<String, usize>, me: &str, file: &str, text: &str) -> Vec<String> {
+    let Some(&mine) = layer.get(me) else {
+        return vec![format!("{file}: module `{me}` is in no layer")];
+    };
+    let refs = crate_refs(text).into_iter().chain(grouped_refs(text));
+    let mut problems = Vec::new();
+    for (line, other) in refs {
+        match layer.get(&other) {
+            _ if other == me => {}
+            Some(&theirs) if theirs < mine => {}
+            Some(&theirs) if theirs == mine => problems.push(format!(
+                "{file}:{line}: `{me}` uses `{other}`, a peer (both layer {mine}): move what both need into a lower layer"
+            )),
+            Some(&theirs) => problems.push(format!(
+                "{file}:{line}: `{me}` (layer {mine}) uses `{other}` (layer {theirs})"
+            )),
+            None => problems.push(format!("{file}:{line}: `{other}` is in no layer")),
+        }
+    }
+    problems
+}
+
 #[test]
 fn every_module_imports_only_from_lower_layers() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -112,30 +138,48 @@ fn every_module_imports_only_from_lower_layers() {
         let Some(me) = module_of(&src, &file) else {
             continue;
         };
-        let Some(&mine) = layer.get(&me) else {
-            problems.push(format!("{}: module `{me}` is in no layer", file.display()));
-            continue;
-        };
         let text = std::fs::read_to_string(&file).unwrap();
-        let refs = crate_refs(&text).into_iter().chain(grouped_refs(&text));
-        for (line, other) in refs {
-            if other == me {
-                continue;
-            }
-            match layer.get(&other) {
-                Some(&theirs) if theirs < mine => {}
-                Some(&theirs) => problems.push(format!(
-                    "{}:{line}: `{me}` (layer {mine}) uses `{other}` (layer {theirs})",
-                    file.display()
-                )),
-                None => problems.push(format!(
-                    "{}:{line}: `{other}` is in no layer",
-                    file.display()
-                )),
-            }
-        }
+        problems.extend(problems_of(&layer, &me, &file.display().to_string(), &text));
     }
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_command_modules_are_peers_on_one_layer() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"));
+    let layer = layers(&doc.unwrap());
+    let of: Vec<usize> = ["apply", "check", "fleet", "release"]
+        .iter()
+        .map(|m| layer[*m])
+        .collect();
+    assert!(of.iter().all(|l| *l == of[0]), "{of:?}");
+    assert!(layer["commands"] > of[0] && layer["pipeline"] < of[0]);
+}
+
+#[test]
+fn a_command_module_importing_another_is_refused() {
+    let layer = layers("```layers\n2 cargo\n10 apply check release\n11 commands\n```\n");
+    let check = "use crate::apply::write_all;\nuse crate::cargo::Project;\n";
+    let got = problems_of(&layer, "check", "src/check/ci.rs", check);
+    assert_eq!(got, ["src/check/ci.rs:1: `check` uses `apply`, a peer (both layer 10): move what both need into a lower layer"]);
+    let release = "use crate::{\n    cargo,\n    check::{ci::propose, rev::Repo},\n};\n";
+    let got = problems_of(&layer, "release", "src/release/ci.rs", release);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].starts_with("src/release/ci.rs:3: `release` uses `check`, a peer"));
+    // A module's own paths and lower layers are free; a higher one is not.
+    assert!(problems_of(
+        &layer,
+        "apply",
+        "a.rs",
+        "use crate::apply::x;\nuse crate::cargo;\n"
+    )
+    .is_empty());
+    let up = problems_of(&layer, "apply", "a.rs", "crate::commands::run(g)");
+    assert_eq!(
+        up,
+        ["a.rs:1: `apply` (layer 10) uses `commands` (layer 11)"]
+    );
 }
 
 #[test]

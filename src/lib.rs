@@ -13,6 +13,7 @@ pub mod cli;
 pub(crate) mod commands;
 pub(crate) mod context;
 pub(crate) mod fleet;
+pub(crate) mod git;
 pub(crate) mod hotspots;
 pub(crate) mod jobs;
 #[cfg(test)]
@@ -21,6 +22,7 @@ mod layers;
 mod limits;
 pub(crate) mod pipeline;
 pub mod process;
+pub(crate) mod propose;
 pub(crate) mod release;
 pub mod render;
 pub mod report;
@@ -32,6 +34,7 @@ pub(crate) mod toolchain;
 pub(crate) mod ui;
 pub(crate) mod util;
 pub(crate) mod verify;
+pub(crate) mod workflow;
 
 use cli::{Command, Parsed};
 

@@ -2,8 +2,12 @@
 //! - [`Store`]: one kind of kept result, `<dir>/<key>.json`, written whole (temporary file +
 //!   rename) and checked when read (the key stored inside must be the one asked for and the
 //!   entry must parse; anything else is removed and never used);
-//! - [`Blobs`]: files kept by their content digest (`<dir>/<digest>`), checked against the
-//!   digest before they are handed out;
+//! - [`Blobs`]: files kept by their content digest (`<dir>/<digest>`: binaries in
+//!   `cache/blobs/`; merged PGO profiles as `cache/<digest>.profdata`, the name the PGO
+//!   build's `-Cprofile-use` gives), checked against the digest before they are handed out
+//!   and before an existing copy is trusted;
+//!
+//! every write through `util::atomic` (temporary file + rename).
 //! - [`file_digest`]: SHA-256 of a file, remembered for the life of the process per (path,
 //!   size, modification time), so a binary that several keys name is read once (not for a
 //!   file modified in the last two seconds, which could change again unseen).
@@ -71,35 +75,78 @@ impl Store {
     }
 }
 
-/// Files kept by content: `<dir>/<digest>`.
+/// Files kept by content: `<dir>/<digest><suffix>`.
 pub struct Blobs {
     dir: PathBuf,
+    suffix: &'static str,
+    /// Binaries are made executable: a kept build is run from its copy.
+    executable: bool,
+}
+
+/// A file just kept ([`Blobs::keep`]).
+pub struct Kept {
+    pub path: PathBuf,
+    pub digest: String,
+    /// A copy under that digest was there with other bytes (a partial write, a corruption)
+    /// and was replaced: whatever used it must be redone.
+    pub repaired: bool,
 }
 
 impl Blobs {
-    /// `target/optimize/cache/<kind>/`.
+    /// Executables in `target/optimize/cache/<kind>/`.
     pub fn new(optimize_dir: &Path, kind: &str) -> Self {
         Blobs {
             dir: optimize_dir.join("cache").join(kind),
+            suffix: "",
+            executable: true,
         }
     }
 
-    /// Keep a copy of `file` (executable: blobs are binaries, and a kept build is run from
-    /// its copy); returns its digest (the name to ask for it by).
-    pub fn put(&self, file: &Path) -> std::io::Result<String> {
-        let digest = file_hash(file)?;
-        let dest = self.dir.join(&digest);
-        if file_hash(&dest).ok().as_deref() != Some(&digest) {
-            write_whole(&self.dir, &dest, &std::fs::read(file)?)?;
+    /// Merged PGO profiles: `target/optimize/cache/<digest>.profdata`.
+    pub fn profiles(optimize_dir: &Path) -> Self {
+        Blobs {
+            dir: optimize_dir.join("cache"),
+            suffix: ".profdata",
+            executable: false,
         }
-        crate::sys::set_mode(&dest, 0o755)?;
-        Ok(digest)
+    }
+
+    /// Where the blob `digest` is (or would be) kept.
+    pub fn path_of(&self, digest: &str) -> PathBuf {
+        self.dir.join(format!("{digest}{}", self.suffix))
+    }
+
+    /// Keep a copy of `file`; returns its digest (the name to ask for it by).
+    pub fn put(&self, file: &Path) -> std::io::Result<String> {
+        Ok(self.keep(file)?.digest)
+    }
+
+    /// Keep a copy of `file` unless a sound one is there already.
+    pub fn keep(&self, file: &Path) -> std::io::Result<Kept> {
+        let digest = file_hash(file)?;
+        let path = self.path_of(&digest);
+        let (sound, repaired) = match file_hash(&path) {
+            Ok(d) => (d == digest, d != digest),
+            Err(_) => (false, false),
+        };
+        if !sound {
+            std::fs::create_dir_all(&self.dir)?;
+            crate::util::atomic::copy(file, &path)?;
+        }
+        if self.executable {
+            crate::sys::set_mode(&path, 0o755)?;
+        }
+        Ok(Kept {
+            path,
+            digest,
+            repaired,
+        })
     }
 
     /// The kept file named `digest`, when its content still has that digest (else it is
     /// removed).
     pub fn get(&self, digest: &str) -> Option<PathBuf> {
-        let path = self.dir.join(digest);
+        let path = self.path_of(digest);
         match file_hash(&path) {
             Ok(d) if d == digest => {
                 touch(&path);
@@ -122,17 +169,10 @@ fn touch(path: &Path) {
         .and_then(|f| f.set_modified(SystemTime::now()));
 }
 
-/// Write `bytes` to `path` whole: a temporary file in the same folder, then a rename.
+/// Write `bytes` to `path` whole (its folder made first).
 fn write_whole(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&tmp, bytes))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+    std::fs::create_dir_all(dir)?;
+    crate::util::atomic::replace(path, bytes)
 }
 
 type Seen = HashMap<PathBuf, (u64, SystemTime, [u8; 32])>;

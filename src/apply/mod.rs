@@ -37,12 +37,9 @@ use crate::report::{self, Report, Status};
 
 mod manifest;
 mod profile;
-mod text;
-mod write;
 
+use crate::propose::{text, unified_diff, write};
 pub use manifest::{edit_config, edit_manifest, Edited};
-pub use text::unified_diff;
-pub use write::{write_all, FileWrite};
 
 /// Names cargo reserves and rejects as custom profiles.
 const RESERVED_PROFILES: &[&str] = &["doc", "check", "build", "debug", "default"];
@@ -488,30 +485,7 @@ fn write_changes(changes: &[Change]) -> anyhow::Result<()> {
             new: c.new.clone(),
         })
         .collect();
-    for w in write::write_all(&files)? {
-        let mut line = match &w.through {
-            Some(real) => format!(
-                "wrote {} through the symlink {}",
-                real.display(),
-                w.path.display()
-            ),
-            None => format!("wrote {}", w.path.display()),
-        };
-        if let Some(b) = &w.backup {
-            line.push_str(&format!(" (previous version in {})", b.display()));
-        }
-        eprintln!("{line}");
-        if !w.taken.is_empty() {
-            let taken: Vec<String> = w.taken.iter().map(|t| t.display().to_string()).collect();
-            let one = taken.len() == 1;
-            eprintln!(
-                "note: {} already {}, left as {}",
-                taken.join(", "),
-                if one { "exists" } else { "exist" },
-                if one { "it is" } else { "they are" },
-            );
-        }
-    }
+    write::write_all(&files)?.iter().for_each(write::tell);
     Ok(())
 }
 

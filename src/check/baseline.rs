@@ -88,10 +88,7 @@ pub fn check_name(name: &str) -> anyhow::Result<()> {
 pub fn save(optimize_dir: &Path, saved: &Saved, binary: &Path) -> anyhow::Result<PathBuf> {
     let d = dir(optimize_dir, &saved.name);
     std::fs::create_dir_all(&d).map_err(|e| crate::util::io_error(e, "cannot create", &d))?;
-    let tmp = d.join(format!(".{BIN}.tmp-{}", std::process::id()));
-    let copied = std::fs::copy(binary, &tmp).and_then(|_| std::fs::rename(&tmp, d.join(BIN)));
-    if let Err(e) = copied {
-        let _ = std::fs::remove_file(&tmp);
+    if let Err(e) = crate::util::atomic::copy(binary, &d.join(BIN)) {
         return Err(crate::util::io_error(e, "cannot keep the binary in", &d).into());
     }
     let path = d.join(FILE);
@@ -124,7 +121,7 @@ pub fn load(optimize_dir: &Path, arg: &str) -> anyhow::Result<Loaded> {
     let saved: Saved = serde_json::from_str(&text)
         .with_context(|| format!("--baseline {arg}: {} is not a saved baseline\n  fix: save it again with `cargo optimize check --save-baseline NAME`", path.display()))?;
     let bin = path.parent().unwrap_or(Path::new(".")).join(BIN);
-    let binary = match super::build::sha256_of(&bin) {
+    let binary = match crate::store::file_sha256(&bin) {
         Ok(h) if h == saved.binary_sha256 => Ok(bin),
         Ok(_) => Err(format!(
             "the binary kept with it ({}) is not the one that was measured (its bytes changed)",
@@ -223,7 +220,7 @@ mod tests {
             crate_name: "c".into(),
             bin: "prog".into(),
             machine: "m".into(),
-            binary_sha256: super::super::build::sha256_of(&bin).unwrap(),
+            binary_sha256: crate::store::file_sha256(&bin).unwrap(),
             binary_size: 6,
             workloads: vec![],
         };

@@ -1,22 +1,22 @@
 //! The old binary of `check --against REV`: the package built at a commit, in a temporary
 //! worktree, with the same settings as the working tree's build (profile, features, target,
-//! the user's rustflags). Kept by commit and settings in `target/optimize/cache/revs/`
-//! (`<key>.json` beside `<key>.bin`) and reused by the next check of the same commit —
-//! only when the entry parses, names the same commit, settings, rustc and binary, and the
-//! binary still has the bytes recorded (else it is built again).
+//! the user's rustflags). Kept by commit and settings: the record in
+//! `target/optimize/cache/revs/<key>.json` (a `store::Store` entry), the binary a blob of
+//! `cache/blobs/` by its digest; reused by the next check of the same commit — only when
+//! the entry parses, names the same commit, settings, rustc and binary, and the blob still
+//! has the digest recorded (else it is built again).
 //!
 //! Must not: measure or verify; run cargo other than through `crate::cargo`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use super::rev::{Repo, Worktree};
-use crate::cache::Store;
 use crate::cargo::{self, Workspace};
+use crate::git::{Repo, Worktree};
 use crate::pipeline::Plan;
+use crate::store::{Blobs, Store};
 
 /// A binary of the package at some commit.
 pub struct RevBinary {
@@ -34,7 +34,8 @@ struct Kept {
     rustc: String,
     package: String,
     bin: String,
-    sha256: String,
+    /// The binary's name in `cache/blobs/`.
+    blob: String,
     size: u64,
 }
 
@@ -46,15 +47,12 @@ pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBi
         rustc: plan.rustc.version.clone(),
         package: plan.project.package.clone(),
         bin: plan.project.bin.clone(),
-        sha256: String::new(),
+        blob: String::new(),
         size: 0,
     };
     let key = format!("{}-{}", &commit[..commit.len().min(16)], want.settings);
     let store = Store::new(&plan.optimize_dir, "revs");
-    let bin_path = plan
-        .optimize_dir
-        .join("cache/revs")
-        .join(format!("{key}.bin"));
+    let blobs = Blobs::new(&plan.optimize_dir, "blobs");
     if let Some(kept) = store.get::<Kept>(&key) {
         let same = (
             &kept.commit,
@@ -69,9 +67,10 @@ pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBi
             &want.package,
             &want.bin,
         );
-        if same && sha256_of(&bin_path).ok().as_deref() == Some(kept.sha256.as_str()) {
+        let bin_path = blobs.path_of(&kept.blob);
+        if let Some(binary) = blobs.get(&kept.blob).filter(|_| same) {
             return Ok(RevBinary {
-                binary: bin_path,
+                binary,
                 size: kept.size,
                 reused: true,
             });
@@ -83,17 +82,20 @@ pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBi
         ));
     }
     let built = build(plan, repo, commit)?;
-    let (sha256, size) = keep(&built, &bin_path)?;
+    let kept = blobs.keep(&built);
+    let kept = kept
+        .map_err(|e| crate::util::io_error(e, "cannot keep the revision's binary from", &built))?;
+    let size = std::fs::metadata(&kept.path)?.len();
     store.put(
         &key,
         &Kept {
-            sha256,
+            blob: kept.digest,
             size,
             ..want
         },
     );
     Ok(RevBinary {
-        binary: bin_path,
+        binary: kept.path,
         size,
         reused: false,
     })
@@ -151,26 +153,4 @@ fn build(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<PathBuf> {
         .map_err(hint)?;
     plan.ui.done(&format!("{short} built"), built.seconds);
     Ok(built.binary)
-}
-
-/// Copy `built` to `dest` (temporary file + rename); its sha256 and size.
-fn keep(built: &Path, dest: &Path) -> anyhow::Result<(String, u64)> {
-    let dir = dest.parent().unwrap_or(Path::new("."));
-    let tmp = dest.with_extension(format!("bin.tmp-{}", std::process::id()));
-    let copied = std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::copy(built, &tmp))
-        .and_then(|_| std::fs::rename(&tmp, dest));
-    if let Err(e) = copied {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(crate::util::io_error(e, "cannot keep the revision's binary at", dest).into());
-    }
-    let size = std::fs::metadata(dest)?.len();
-    Ok((sha256_of(dest)?, size))
-}
-
-pub fn sha256_of(path: &Path) -> std::io::Result<String> {
-    let mut f = std::fs::File::open(path)?;
-    let mut h = Sha256::new();
-    std::io::copy(&mut f, &mut h)?;
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -5,55 +5,19 @@
 //! `pgo/<bin>.profdata`), warning when that profile is older than the code it profiles.
 //!
 //! Shown as a diff first; an existing, different file is replaced only with `--force`
-//! (through `apply`'s writer: atomic, with a backup) — `propose`, which `release
-//! --emit-ci` writes its workflow with too. Must not: build, run or measure (git is asked
+//! (`propose`: atomic, with a backup), as `release --emit-ci` writes its workflow; the
+//! project's paths and names come from `workflow`. Must not: build, run or measure (git is asked
 //! only how old the profile is).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::bail;
-
-use crate::apply::{unified_diff, write_all, FileWrite};
 use crate::cargo::{Project, Workspace};
 use crate::cli::{CiArgs, GlobalArgs};
+use crate::propose::{propose, Proposal};
+use crate::workflow::{env_lines, repo_root, shape, Shape};
 
 /// The workflow file, relative to the repository root.
 pub const WORKFLOW: &str = ".github/workflows/optimize.yml";
-
-/// What the workflow needs to know about the project, as paths relative to the repo root.
-/// The workflow hands every one of them to its `run:` scripts through `env:` (YAML
-/// double-quoted values, see [`env_lines`]), and the scripts use them only quoted: a path
-/// is never shell text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Shape {
-    /// The package's manifest (`Cargo.toml` at the root, `app/Cargo.toml` in a subfolder).
-    pub manifest: String,
-    pub package: String,
-    pub bin: String,
-    /// The package's folder (`.` at the root): what the profile's staleness counts.
-    pub package_dir: String,
-    /// `pgo/<bin>.profdata` in the package's folder.
-    pub profile: String,
-    /// The cargo profile to build releases with (`optimized` when `apply` wrote it).
-    pub cargo_profile: String,
-    /// The workspace's target dir (where `check` writes `optimize/check/latest/`).
-    pub target: String,
-}
-
-impl Shape {
-    /// The workflow's `env:` entries: what its `run:` scripts read.
-    fn env(&self) -> Vec<(&'static str, &str, &'static str)> {
-        vec![
-            ("CRATE_MANIFEST", &self.manifest, "the package's manifest"),
-            ("CRATE_PACKAGE", &self.package, "the package's name"),
-            ("CRATE_BIN", &self.bin, "the binary's name"),
-            ("CRATE_DIR", &self.package_dir, "the package's folder"),
-            ("CRATE_TARGET_DIR", &self.target, "the target dir"),
-            ("PGO_PROFILE", &self.profile, "the PGO profile"),
-            ("BUILD_PROFILE", &self.cargo_profile, "the cargo profile"),
-        ]
-    }
-}
 
 /// `cargo optimize ci --github`.
 pub fn run(g: &GlobalArgs, args: &CiArgs) -> anyhow::Result<i32> {
@@ -69,143 +33,6 @@ pub fn run(g: &GlobalArgs, args: &CiArgs) -> anyhow::Result<i32> {
         force: args.force,
         dry_run: args.dry_run,
     })
-}
-
-/// The root of the git repository holding the project (where `.github/` goes), else the
-/// workspace root.
-pub(crate) fn repo_root(project: &Project) -> PathBuf {
-    super::rev::Repo::of(&project.workspace_root)
-        .map(|r| r.root)
-        .unwrap_or_else(|_| project.workspace_root.clone())
-}
-
-/// A file the tool writes into the repository for the user (a CI workflow).
-pub(crate) struct Proposal<'a> {
-    pub(crate) root: &'a Path,
-    /// Relative to `root`, as the diff names it.
-    pub(crate) file: &'a str,
-    pub(crate) text: String,
-    /// Printed after the diff, when there is one.
-    pub(crate) warnings: Vec<String>,
-    /// Replace an existing, different file.
-    pub(crate) force: bool,
-    /// Show the diff, write nothing.
-    pub(crate) dry_run: bool,
-}
-
-/// Show `p`'s file as a unified diff against what is there, then write it through
-/// `apply`'s writer (atomic, a backup of a replaced file) — unless it is already up to
-/// date, it is a dry run, or a different file is there and `force` is not set (an error
-/// with the fix).
-pub(crate) fn propose(p: &Proposal) -> anyhow::Result<i32> {
-    let path = p.root.join(p.file);
-    let old = match std::fs::read(&path) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => bail!("cannot read {}: {e}", path.display()),
-    };
-    if old.as_deref() == Some(p.text.as_bytes()) {
-        println!("{}: already up to date", p.file);
-        return Ok(0);
-    }
-    let old_text = String::from_utf8_lossy(old.as_deref().unwrap_or_default()).into_owned();
-    print!("{}", unified_diff(&old_text, &p.text, p.file));
-    for warning in &p.warnings {
-        eprintln!("warning: {warning}");
-    }
-    if p.dry_run {
-        println!("dry run: nothing written");
-        return Ok(0);
-    }
-    if old.is_some() && !p.force {
-        bail!(
-            "{} exists and differs (the diff above)\n  fix: pass --force to replace it (the old file is kept as a .bak), or edit it by hand",
-            path.display()
-        );
-    }
-    write_file(path, old, p.text.clone())
-}
-
-fn write_file(path: PathBuf, old: Option<Vec<u8>>, text: String) -> anyhow::Result<i32> {
-    let files = [FileWrite {
-        path,
-        old,
-        new: text.into_bytes(),
-    }];
-    for w in write_all(&files)? {
-        let backup = w
-            .backup
-            .map(|b| format!(" (previous version in {})", b.display()))
-            .unwrap_or_default();
-        eprintln!("wrote {}{backup}", w.path.display());
-    }
-    Ok(0)
-}
-
-/// Where things are, relative to the repository root.
-pub fn shape(project: &Project, root: &Path) -> Shape {
-    let rel = |p: &Path| {
-        let abs = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-        let r = abs
-            .strip_prefix(root)
-            .map(|r| r.display().to_string())
-            .unwrap_or_else(|_| abs.display().to_string());
-        if r.is_empty() {
-            ".".to_string()
-        } else {
-            r
-        }
-    };
-    let package_dir = rel(&project.package_dir);
-    let profile = match package_dir.as_str() {
-        "." => format!("pgo/{}.profdata", project.bin),
-        dir => format!("{dir}/pgo/{}.profdata", project.bin),
-    };
-    let cargo_profile = if has_profile(&project.workspace_root.join("Cargo.toml"), "optimized") {
-        "optimized"
-    } else {
-        "release"
-    };
-    Shape {
-        manifest: rel(&project.manifest_path),
-        package: project.package.clone(),
-        bin: project.bin.clone(),
-        package_dir,
-        profile,
-        cargo_profile: cargo_profile.to_string(),
-        target: rel(&project.workspace_root.join("target")),
-    }
-}
-
-/// A YAML double-quoted scalar holding exactly `s` (JSON's string syntax is YAML's).
-pub(crate) fn yaml_string(s: &str) -> String {
-    serde_json::Value::from(s).to_string()
-}
-
-/// `NAME: "value"` lines of a workflow's `env:` block, indented by `indent`: how a value
-/// (a path, a name) reaches a `run:` script, which reads it quoted (`"$NAME"`) and never as
-/// shell text. A value holding `${{` is refused: GitHub would evaluate it as an expression.
-/// `what` names each value in that error.
-pub(crate) fn env_lines(indent: &str, vars: &[(&str, &str, &str)]) -> anyhow::Result<String> {
-    let mut out = String::new();
-    for (name, value, what) in vars {
-        if value.contains("${{") {
-            bail!(
-                "{what} `{value}` contains `${{{{`, which GitHub Actions evaluates as an expression wherever it appears in a workflow\n  fix: rename the folder (or file) so that its path has no `${{{{`, or write the workflow by hand"
-            );
-        }
-        out.push_str(&format!("{indent}{name}: {}\n", yaml_string(value)));
-    }
-    Ok(out)
-}
-
-/// Whether the manifest defines `[profile.<name>]`.
-fn has_profile(manifest: &Path, name: &str) -> bool {
-    std::fs::read_to_string(manifest)
-        .ok()
-        .and_then(|t| t.parse::<toml::Table>().ok())
-        .and_then(|t| t.get("profile")?.get(name).cloned())
-        .is_some()
 }
 
 /// The workflow's text: the project's values in its workflow-level `env:`, its scripts
@@ -303,32 +130,10 @@ fn stale_profile(root: &Path, project: &Project, s: &Shape) -> Option<String> {
             s.profile
         ));
     }
-    let git = |args: &[&str]| {
-        crate::process::run(
-            &crate::process::Command::new("git")
-                .args(args)
-                .cwd(root)
-                .timeout(std::time::Duration::from_secs(60)),
-        )
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    let repo = crate::git::Repo {
+        root: root.to_path_buf(),
     };
-    // Literal pathspecs: a folder's name is not a glob.
-    let literal = format!(":(literal){}", s.profile);
-    let since = git(&["log", "-1", "--format=%H", "--", &literal]).filter(|c| !c.is_empty())?;
-    let exclude = format!(":(exclude,literal){}", s.profile);
-    let dir = format!(":(literal){}", project.package_dir.display());
-    let n: u32 = git(&[
-        "rev-list",
-        "--count",
-        &format!("{since}..HEAD"),
-        "--",
-        &dir,
-        &exclude,
-    ])?
-    .parse()
-    .ok()?;
+    let n = repo.changes_since(&s.profile, &project.package_dir)?;
     (n > 0).then(|| {
         format!(
             "{} is stale: {n} commit(s) changed the package since it was committed; run `cargo optimize` and `cargo optimize apply` again, then commit it",

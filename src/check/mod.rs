@@ -6,13 +6,13 @@
 //! and the size limit checked; exit 0 (pass), 1 (a regression, a changed output, a budget
 //! or size exceeded) or 2 (an error, from `main`). `ci` writes a workflow that runs it.
 //!
-//! Parts: `rev` (git), `build` (the revision's binary, kept by commit), `baseline` (saved
+//! Parts: `build` (the revision's binary, kept by commit), `baseline` (saved
 //! baselines, the unpaired comparison), `gate` (the decisions), `report` (check.json),
 //! `render/` (one module per output format), `ci` (the GitHub workflow).
 //!
 //! Must not: build other than through `crate::cargo`/`Context`, run other than through
 //! `process.rs`, or write into the user's files (everything goes under
-//! `target/optimize/`; `ci` writes through `apply`'s writer).
+//! `target/optimize/`; `ci` writes through `propose`). Git is `crate::git`.
 
 mod baseline;
 mod build;
@@ -20,7 +20,6 @@ pub mod ci;
 mod gate;
 mod render;
 mod report;
-pub(crate) mod rev;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -29,8 +28,9 @@ use anyhow::Context as _;
 
 use crate::bench::{BenchOptions, Comparison, Side};
 use crate::cache::VerdictCache;
-use crate::cli::{CheckArgs, GlobalArgs, RunArgs};
+use crate::cli::{CheckArgs, GlobalArgs};
 use crate::context::{Candidate, Context, DirLock, RunDir};
+use crate::pipeline::plan::Request;
 use crate::pipeline::{measure, Plan};
 use crate::spec::{Spec, StageName};
 use crate::verify::{self, Reference, Verifier};
@@ -41,7 +41,7 @@ use report::{Against, CheckReport, Ratio, SizeCheck, WorkloadCheck};
 /// What the working tree is compared with, resolved before anything is built.
 enum Old {
     Rev {
-        repo: rev::Repo,
+        repo: crate::git::Repo,
         name: String,
         commit: String,
     },
@@ -59,7 +59,7 @@ struct Measured {
 /// `cargo optimize check`; the exit code.
 pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
-    let plan = Plan::resolve(g, &run_args(args))?;
+    let plan = plan(g, args)?;
     let spec = eval_spec(&plan.spec, args.workloads.as_deref())?;
     if let Some(name) = &args.save_baseline {
         baseline::check_name(name)?;
@@ -82,17 +82,16 @@ pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     Ok(report.exit_code)
 }
 
-/// The plan's options: no stage is tried (no LLVM tool is looked for).
-fn run_args(args: &CheckArgs) -> RunArgs {
-    RunArgs {
-        stages: Some(vec![crate::spec::NO_STAGES.to_string()]),
-        max_time: args.max_time.clone(),
-        explain: false,
+/// The plan: no stage is tried (no LLVM tool is needed).
+fn plan(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<Plan> {
+    let none = [crate::spec::NO_STAGES.to_string()];
+    let request = Request {
+        stages: Some(&none),
+        max_time: args.max_time.as_deref(),
         fresh: args.fresh,
-        pgo_profile: None,
-        args: Vec::new(),
-        ..RunArgs::default()
-    }
+        ..Request::default()
+    };
+    Plan::for_request(g, &request)
 }
 
 /// The spec with only the eval workloads (or the ones named by `--workloads`).
@@ -120,7 +119,7 @@ fn eval_spec(spec: &Spec, names: Option<&[String]>) -> anyhow::Result<Spec> {
 /// `--against` resolved to a commit, or `--baseline` read: before anything is built.
 fn resolve_old(plan: &Plan, args: &CheckArgs) -> anyhow::Result<Old> {
     if let Some(rev) = &args.against {
-        let repo = rev::Repo::of(&plan.project.package_dir)?;
+        let repo = crate::git::Repo::of(&plan.project.package_dir)?;
         let commit = repo.resolve(rev)?;
         repo.require_manifest(rev, &commit, &plan.project.manifest_path)?;
         return Ok(Old::Rev {
@@ -554,7 +553,7 @@ fn save_baseline(
     new: &Candidate,
     report: &CheckReport,
 ) -> anyhow::Result<()> {
-    let head = rev::Repo::of(&plan.project.package_dir)
+    let head = crate::git::Repo::of(&plan.project.package_dir)
         .ok()
         .and_then(|r| r.head());
     let workloads = report
@@ -583,7 +582,7 @@ fn save_baseline(
         machine: crate::cache::machine_fingerprint(
             crate::toolchain::CpuFacts::model_and_level().0.as_deref(),
         ),
-        binary_sha256: build::sha256_of(&new.binary)?,
+        binary_sha256: crate::store::file_sha256(&new.binary)?,
         binary_size: new.size_bytes,
         workloads,
     };

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 use crate::cli::{GlobalArgs, HotspotsArgs};
 use crate::hotspots::{self, flamegraph};
 use crate::report::{self, Report};
-use crate::{toolchain, ui::Ui};
+use crate::ui::Ui;
 
 pub fn run(g: &GlobalArgs, args: &HotspotsArgs) -> anyhow::Result<i32> {
     let path = crate::apply::find_report(g, args.run.as_deref())?;
     let report = report::load(&path)?;
     let profile = hotspots::profile_of(&report)?;
-    let profdata = toolchain::llvm_profdata(&toolchain::rustc()?)?;
+    let (_, profdata) = crate::pipeline::plan::llvm_profdata()?;
     let mut view = hotspots::of_run(&report, profile, &profdata.path, args.top)?;
     let failed = match &args.flamegraph {
         None => None,

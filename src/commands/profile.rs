@@ -2,10 +2,9 @@
 //! resolves the run plan (the project and its settings) and builds the collector; `merge`
 //! needs no project, only rustc and its llvm-profdata.
 
-use crate::cli::{CollectArgs, GlobalArgs, MergeArgs, ProfileAction, ProfileArgs, RunArgs};
+use crate::cli::{CollectArgs, GlobalArgs, MergeArgs, ProfileAction, ProfileArgs};
 use crate::fleet::{collect, merge};
-use crate::pipeline::Plan;
-use crate::toolchain;
+use crate::pipeline::plan::{self, Plan, Request};
 use crate::ui::Ui;
 
 pub fn run(g: &GlobalArgs, args: &ProfileArgs) -> anyhow::Result<i32> {
@@ -16,7 +15,7 @@ pub fn run(g: &GlobalArgs, args: &ProfileArgs) -> anyhow::Result<i32> {
 }
 
 fn run_collect(g: &GlobalArgs, args: &CollectArgs) -> anyhow::Result<i32> {
-    let plan = Plan::resolve(g, &RunArgs::default())?;
+    let plan = Plan::for_request(g, &Request::default())?;
     let collector = collect::build(&plan, args.output.as_deref(), args.dir.as_deref())?;
     print!("{}", collector.describe());
     Ok(0)
@@ -33,8 +32,7 @@ fn run_merge(g: &GlobalArgs, args: &MergeArgs) -> anyhow::Result<i32> {
     for d in &duplicates {
         ui.warn(d);
     }
-    let rustc = toolchain::rustc()?;
-    let tool = toolchain::llvm_profdata(&rustc)?;
+    let (rustc, tool) = plan::llvm_profdata()?;
     let merged = merge::merge(&tool, &rustc, &inputs, &args.output, &ui)?;
     print!("{}", merged.summary());
     Ok(0)

@@ -123,13 +123,9 @@ impl RunDir {
     /// Point `<optimize_dir>/latest` at this run (atomically: a new link renamed over it).
     pub fn point_latest(&self, optimize_dir: &Path) -> std::io::Result<()> {
         let link = optimize_dir.join("latest");
-        let tmp = optimize_dir.join(format!(".latest-{}", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        crate::sys::symlink(Path::new("runs").join(&self.id), &tmp)?;
-        std::fs::rename(&tmp, &link).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            crate::util::io_error(e, "cannot point to the newest run", &link)
-        })
+        let to = Path::new("runs").join(&self.id);
+        crate::util::atomic::with_temp(&link, |tmp| crate::sys::symlink(&to, tmp))
+            .map_err(|e| crate::util::io_error(e, "cannot point to the newest run", &link))
     }
 
     pub fn bin(&self, stage: StageName) -> PathBuf {
@@ -544,24 +540,21 @@ impl<'a> Context<'a> {
     /// Copy a built binary into the run folder as `bin/<name>` (the candidate's tag).
     pub fn install_as(&self, name: &str, built: &Path) -> std::io::Result<(PathBuf, u64)> {
         let dest = self.run.root.join("bin").join(name);
-        let tmp = dest.with_extension("tmp");
         let copy = || -> std::io::Result<u64> {
             std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))?;
-            std::fs::copy(built, &tmp)?;
-            // Executable whatever it was copied from: a kept copy in the cache's blobs was
-            // not, and a reused BOLTed binary then failed to start when it was measured.
-            crate::sys::set_mode(&tmp, 0o755)?;
-            std::fs::rename(&tmp, &dest)?;
-            Ok(std::fs::metadata(&dest)?.len())
+            let mut size = 0;
+            crate::util::atomic::with_temp(&dest, |tmp| {
+                size = std::fs::copy(built, tmp)?;
+                // Executable whatever it was copied from: a kept copy in the cache's blobs
+                // was not, and a reused BOLTed binary then failed to start when measured.
+                crate::sys::set_mode(tmp, 0o755)
+            })?;
+            Ok(size)
         };
-        match copy() {
-            Ok(size) => Ok((dest, size)),
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                let doing = format!("cannot copy the {name} binary into the run folder at");
-                Err(crate::util::io_error(e, &doing, &dest))
-            }
-        }
+        copy().map(|size| (dest.clone(), size)).map_err(|e| {
+            let doing = format!("cannot copy the {name} binary into the run folder at");
+            crate::util::io_error(e, &doing, &dest)
+        })
     }
 
     /// Run `workload` on `binary` with extra environment variables, in a private copy of

@@ -186,12 +186,8 @@ fn copy_whole(from: &Path, to: &Path) -> anyhow::Result<()> {
     let parent = to.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    let tmp = parent.join(format!(".collector-{}.tmp", std::process::id()));
-    let copied = std::fs::copy(from, &tmp).and_then(|_| std::fs::rename(&tmp, to));
-    if let Err(e) = copied {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write the collector to {}", to.display()));
-    }
+    crate::util::atomic::copy(from, to)
+        .with_context(|| format!("cannot write the collector to {}", to.display()))?;
     Ok(())
 }
 

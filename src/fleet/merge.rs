@@ -188,8 +188,6 @@ pub(crate) fn merge(
     let parent = out.parent().unwrap_or(Path::new("/")).to_path_buf();
     std::fs::create_dir_all(&parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    let stem = out.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = parent.join(format!(".{stem}.{}.tmp", std::process::id()));
     ui.step(&format!(
         "merging {} profile(s) with {}",
         inputs.len(),
@@ -199,15 +197,17 @@ pub(crate) fn merge(
         .iter()
         .map(|i| (i.path.as_path(), i.weight))
         .collect();
-    let ran = profdata::merge(&tool.path, &weighted, &tmp).map_err(anyhow::Error::from);
-    let merged = ran.and_then(|said| {
-        let judged = judge(tool, rustc, inputs, &said)?;
-        std::fs::rename(&tmp, &out).with_context(|| format!("cannot write {}", out.display()))?;
-        Ok(judged)
+    // What llvm-profdata made of the inputs decides whether the file is put in place.
+    let mut judged = None;
+    let written = crate::util::atomic::with_temp(&out, |tmp| {
+        let ran = profdata::merge(&tool.path, &weighted, tmp).map_err(anyhow::Error::from);
+        match judged.insert(ran.and_then(|said| judge(tool, rustc, inputs, &said))) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(std::io::Error::other("not merged")),
+        }
     });
-    let Judged { dropped, warnings } = merged.inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })?;
+    let Judged { dropped, warnings } = judged.expect("with_temp runs its fill")?;
+    written.with_context(|| format!("cannot write {}", out.display()))?;
     let shown = profdata::show(&tool.path, &out)?;
     Ok(Merged {
         out,

@@ -1,6 +1,12 @@
 //! Everything a run needs, resolved once from the command line, the spec and the toolchain
 //! before anything is built (ripgrep's lowargs → hiargs split, on a small scale): later
 //! code reads the [`Plan`] and never goes back to flags, files or the environment.
+//!
+//! Every command that builds gets its `Plan` here: `run` and `profile collect` from a
+//! [`Request`] ([`Plan::resolve`], [`Plan::for_request`]; `check` asks for no stage),
+//! `release` through the same [`Resolver`] with the tools its artifacts need and its first
+//! group's baseline. The [`Resolver`] is the one place rustc, llvm-profdata and llvm-bolt
+//! are found and the user's rustflags (cargo's config and environment) are read.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -117,74 +123,195 @@ pub struct Plan {
     pub runner: Option<crate::cargo::runner::Runner>,
 }
 
+/// What a command asks of the plan beyond the global flags: `run`'s flags
+/// (`From<&RunArgs>`), `check`'s subset, nothing for `profile collect`.
+#[derive(Default)]
+pub struct Request<'a> {
+    /// `cargo optimize -- ARGS`: the one workload.
+    pub args: &'a [String],
+    /// `--stages`: replaces `[stages] try`.
+    pub stages: Option<&'a [String]>,
+    pub max_time: Option<&'a str>,
+    pub budget: Option<&'a str>,
+    pub pgo_profile: Option<&'a Path>,
+    pub explain: bool,
+    pub fresh: bool,
+    pub dry_run: bool,
+    /// `--message-format json`: events on stdout.
+    pub events: bool,
+}
+
+impl<'a> From<&'a RunArgs> for Request<'a> {
+    fn from(a: &'a RunArgs) -> Self {
+        Request {
+            args: &a.args,
+            stages: a.stages.as_deref(),
+            max_time: a.max_time.as_deref(),
+            budget: a.budget.as_deref(),
+            pgo_profile: a.pgo_profile.as_deref(),
+            explain: a.explain,
+            fresh: a.fresh,
+            dry_run: a.dry_run,
+            events: a.message_format == crate::cli::MessageFormat::Json,
+        }
+    }
+}
+
+/// A plan on its way: the spec and project located, rustc found; then the LLVM tools the
+/// command needs ([`Resolver::find_tools`]) and the baseline's settings
+/// ([`Resolver::user_rustflags`]), and [`Resolver::finish`].
+pub struct Resolver {
+    pub spec: Spec,
+    pub project: Project,
+    pub rustc: Rustc,
+    pub ui: Ui,
+    llvm_profdata: Option<Tool>,
+    bolt_tools: Option<Result<BoltTools, ToolError>>,
+}
+
+impl Resolver {
+    /// Find rustc for the located project.
+    pub fn new(g: &GlobalArgs, located: Located) -> anyhow::Result<Resolver> {
+        Self::with_ui(Ui::new(g.quiet, g.verbose, g.color.forced()), located)
+    }
+
+    fn with_ui(ui: Ui, Located { spec, project }: Located) -> anyhow::Result<Resolver> {
+        Ok(Resolver {
+            rustc: toolchain::rustc()?,
+            spec,
+            project,
+            ui,
+            llvm_profdata: None,
+            bolt_tools: None,
+        })
+    }
+
+    /// `target/optimize`.
+    pub fn optimize_dir(&self) -> PathBuf {
+        self.project.target_dir.join("optimize")
+    }
+
+    /// llvm-profdata, required when `pgo` (otherwise only read for a stale profile's size,
+    /// so looked for without failing), and llvm-bolt's tools when `bolt`.
+    pub fn find_tools(&mut self, pgo: bool, bolt: bool) -> anyhow::Result<()> {
+        self.llvm_profdata = if pgo {
+            Some(toolchain::llvm_profdata(&self.rustc)?)
+        } else {
+            toolchain::llvm_profdata(&self.rustc).ok()
+        };
+        self.bolt_tools = bolt.then(|| toolchain::bolt_tools(&self.rustc));
+        Ok(())
+    }
+
+    /// The user's rustflags for `triple` as cargo will pass them (`[target.'cfg(…)']`
+    /// matched against rustc's cfg for that target).
+    pub fn user_rustflags(&self, triple: &str) -> anyhow::Result<Vec<String>> {
+        Ok(cargo::user_rustflags_here(triple, &target_cfg(triple))?)
+    }
+
+    /// The plan, with `baseline` as its baseline's settings; the options a command chooses
+    /// (`explain`, `fresh`, `pgo_profile`, `budget`, `dry_run`) off or default, for it to
+    /// set (`Plan { fresh, ..resolver.finish(baseline) }`).
+    pub fn finish(self, baseline: BuildSettings) -> Plan {
+        Plan {
+            optimize_dir: self.optimize_dir(),
+            project: self.project,
+            spec: self.spec,
+            rustc: self.rustc,
+            llvm_profdata: self.llvm_profdata,
+            bolt_tools: self.bolt_tools,
+            baseline,
+            explain: false,
+            fresh: false,
+            pgo_profile: None,
+            budget: super::budget::DEFAULT,
+            dry_run: false,
+            ui: self.ui,
+            runner: None,
+        }
+    }
+}
+
+/// rustc's cfg for `triple` (`target_arch="x86_64"`, …), one line each.
+pub(crate) fn target_cfg(triple: &str) -> Vec<String> {
+    process::tool_stdout("rustc", ["--print", "cfg", "--target", triple])
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The llvm-profdata of rustc's LLVM, for commands without a project (`profile merge`,
+/// `hotspots`).
+pub fn llvm_profdata() -> anyhow::Result<(Rustc, Tool)> {
+    let rustc = toolchain::rustc()?;
+    let tool = toolchain::llvm_profdata(&rustc)?;
+    Ok((rustc, tool))
+}
+
 impl Plan {
+    /// `cargo optimize [run]`'s plan.
     pub fn resolve(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<Plan> {
+        Self::for_request(g, &Request::from(args))
+    }
+
+    pub fn for_request(g: &GlobalArgs, req: &Request) -> anyhow::Result<Plan> {
         let mut ui = Ui::new(g.quiet, g.verbose, g.color.forced());
-        ui.events = args.message_format == crate::cli::MessageFormat::Json;
-        let Located {
-            mut spec, project, ..
-        } = locate_with_args(g, &args.args)?;
-        apply_overrides(&mut spec, args)?;
-        if let Some(warning) = criterion_eval(&project, &spec) {
+        ui.events = req.events;
+        let mut located = locate_with_args(g, req.args)?;
+        apply_overrides(&mut located.spec, req)?;
+        if let Some(warning) = criterion_eval(&located.project, &located.spec) {
             ui.warn(&warning);
         }
-        let rustc = toolchain::rustc()?;
-        let stages = &spec.stages.try_;
-        // Required for the pgo stage; otherwise only read for a stale profile's size.
-        let llvm_profdata = if stages.contains(&StageName::Pgo) {
-            Some(toolchain::llvm_profdata(&rustc)?)
-        } else {
-            toolchain::llvm_profdata(&rustc).ok()
-        };
-        let pgo_profile = match &args.pgo_profile {
-            Some(file) => Some(given_profile(file, &spec, llvm_profdata.as_ref(), &rustc)?),
+        let mut r = Resolver::with_ui(ui, located)?;
+        let stages = &r.spec.stages.try_;
+        let (pgo, bolt) = (
+            stages.contains(&StageName::Pgo),
+            stages.contains(&StageName::Bolt),
+        );
+        r.find_tools(pgo, bolt)?;
+        let pgo_profile = match req.pgo_profile {
+            Some(file) => Some(given_profile(
+                file,
+                &r.spec,
+                r.llvm_profdata.as_ref(),
+                &r.rustc,
+            )?),
             None => None,
         };
-        let bolt_tools = stages
-            .contains(&StageName::Bolt)
-            .then(|| toolchain::bolt_tools(&rustc));
         let triple = g
             .selection
             .target
             .clone()
-            .unwrap_or_else(|| rustc.host.clone());
-        let cfg: Vec<String> =
-            process::tool_stdout("rustc", ["--print", "cfg", "--target", &triple])
-                .unwrap_or_default()
-                .lines()
-                .map(str::to_string)
-                .collect();
-        if let (true, Some(names)) = (stages.contains(&StageName::Cpu), &spec.stages.cpu) {
+            .unwrap_or_else(|| r.rustc.host.clone());
+        let spec = &r.spec;
+        if let (true, Some(names)) = (spec.stages.try_.contains(&StageName::Cpu), &spec.stages.cpu)
+        {
             if let Some((i, why)) = crate::stage::cpu::unknown_name(&triple, names) {
                 let line = spec.stages.cpu_lines.get(i).copied().unwrap_or(0);
                 anyhow::bail!("{}:{line}: [stages] cpu: {why}", spec.path.display());
             }
         }
+        let cfg = target_cfg(&triple);
+        let user_rustflags = cargo::user_rustflags_here(&triple, &cfg)?;
+        let runner = super::runner::for_ladder(spec, &r.rustc.host, &triple, &cfg)?;
         let baseline = BuildSettings {
             profile: g.selection.profile.clone(),
             profile_overrides: BTreeMap::new(),
-            user_rustflags: cargo::user_rustflags_here(&triple, &cfg)?,
+            user_rustflags,
             rustflags: Vec::new(),
             target: g.selection.target.clone(),
-            features: project.features.clone(),
+            features: r.project.features.clone(),
         };
-        let runner = super::runner::for_ladder(&spec, &rustc.host, &triple, &cfg)?;
-        let spec_budget = spec.bench.budget.unwrap_or(super::budget::DEFAULT);
+        let budget = spec.bench.budget.unwrap_or(super::budget::DEFAULT);
         Ok(Plan {
-            optimize_dir: project.target_dir.join("optimize"),
-            project,
-            spec,
-            rustc,
-            llvm_profdata,
-            bolt_tools,
-            baseline,
-            explain: args.explain,
-            fresh: args.fresh,
+            explain: req.explain,
+            fresh: req.fresh,
             pgo_profile,
-            budget: spec_budget,
-            dry_run: args.dry_run,
-            ui,
+            budget,
+            dry_run: req.dry_run,
             runner,
+            ..r.finish(baseline)
         })
     }
 }
@@ -245,8 +372,8 @@ fn given_profile(
 
 /// `--stages`, `--max-time` and `--budget` replace the spec's `[stages] try`, `[bench]
 /// max-time` and `[bench] budget`.
-fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
-    if let Some(list) = &args.stages {
+fn apply_overrides(spec: &mut Spec, args: &Request) -> anyhow::Result<()> {
+    if let Some(list) = args.stages {
         let names: Vec<&str> = list
             .iter()
             .map(|s| s.trim())
@@ -266,10 +393,10 @@ fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
             )
         })?;
     }
-    if let Some(t) = &args.max_time {
+    if let Some(t) = args.max_time {
         spec.bench.max_time = crate::spec::bounds::parse_flag_duration(t, "--max-time")?;
     }
-    if let Some(t) = &args.budget {
+    if let Some(t) = args.budget {
         spec.bench.budget = Some(crate::spec::bounds::parse_flag_duration(t, "--budget")?);
     }
     Ok(())

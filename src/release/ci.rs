@@ -7,7 +7,7 @@
 //! into one release (`release --gather`, see `gather`). A target with no known runner is
 //! cross-built on ubuntu-latest without PGO, and the workflow and the command say so.
 //!
-//! Written through `check::ci::propose` (a diff first, atomic, never over a different file
+//! Written through `propose` (a diff first, atomic, never over a different file
 //! without `--force`, nothing with `--dry-run`). Must not: build or run anything (rustc
 //! is asked only which CPU names it knows).
 
@@ -18,8 +18,9 @@ use anyhow::bail;
 
 use super::matrix::{Base, Matrix, PORTABLE};
 use crate::cargo::Project;
-use crate::check::ci::{env_lines, propose, repo_root, yaml_string, Proposal};
 use crate::cli::{GlobalArgs, ReleaseArgs};
+use crate::propose::{propose, Proposal};
+use crate::workflow::{env_lines, repo_root, yaml_string};
 
 /// The workflow file, relative to the repository root.
 pub(crate) const WORKFLOW: &str = ".github/workflows/release.yml";
@@ -235,7 +236,7 @@ impl Select {
 }
 
 fn select(g: &GlobalArgs, project: &Project, matrix: &Matrix, root: &Path) -> Select {
-    let shape = crate::check::ci::shape(project, root);
+    let shape = crate::workflow::shape(project, root);
     let mut s = Select::default();
     s.value(
         "--manifest-path",

@@ -15,12 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use super::matrix::{Artifact, Matrix};
 use super::package::Packaged;
+pub(crate) use super::package::{CREATED_BY, MANIFEST};
 use super::work::State;
 use crate::spec::Spec;
 
-pub(crate) const MANIFEST: &str = "manifest.json";
-/// Marks a folder as a release this tool may replace.
-pub(crate) const CREATED_BY: &str = "cargo optimize release";
 /// Bumped when a field is renamed or dropped.
 pub(crate) const SCHEMA: u32 = 1;
 

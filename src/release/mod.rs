@@ -38,8 +38,8 @@ use crate::cargo::runner::Runner;
 use crate::cli::{GlobalArgs, ReleaseArgs};
 use crate::context::{DirLock, RunDir};
 use crate::jobs::{self, Outcome};
-use crate::pipeline::plan::{self, Located, Plan};
-use crate::toolchain::{self, Rustc};
+use crate::pipeline::plan::{self, Located, Plan, Resolver};
+use crate::toolchain::Rustc;
 use crate::ui::Ui;
 use matrix::{Artifact, Base, Inputs, LastRun, Matrix};
 use work::Release;
@@ -55,13 +55,13 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         };
         return gather::run(dirs, &package::out_dir(&out)?);
     }
-    let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
-    let Located { spec, project } = locate_binary(g)?;
-    let rustc = toolchain::rustc()?;
-    let optimize_dir = project.target_dir.join("optimize");
+    let resolver = Resolver::new(g, locate_binary(g)?)?;
+    let ui = resolver.ui.clone();
+    let (spec, project, rustc) = (&resolver.spec, &resolver.project, &resolver.rustc);
+    let optimize_dir = resolver.optimize_dir();
     // A CI cell's runner installs its target: none is skipped.
     let emit = args.emit_ci.is_some();
-    let installed = |t: &str| emit || installed(&rustc, t);
+    let installed = |t: &str| emit || installed(rustc, t);
     let matrix = Matrix::resolve(&Inputs {
         spec: &spec.release,
         args,
@@ -73,16 +73,16 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     })?;
     check_cpu_names(&matrix)?;
     if emit {
-        return ci::emit(g, args, &project, &spec, &matrix);
+        return ci::emit(g, args, project, spec, &matrix);
     }
-    let runners = runners_of(&matrix, &rustc)?;
-    let (artifacts, groups) = artifacts_of(&matrix, &project, &g.selection, &rustc, &runners)?;
+    let runners = runners_of(&matrix, &resolver.rustc)?;
+    let (artifacts, groups) = artifacts_of(&matrix, &resolver, &g.selection.profile, &runners)?;
     let out = package::out_dir(&match &args.out_dir {
         Some(out) => out.clone(),
-        None => default_out(&spec, &project),
+        None => default_out(spec, project),
     })?;
     let graph = work::graph(&artifacts, &groups);
-    announce(&ui, &project, &matrix, &artifacts, &graph, &out);
+    announce(&ui, project, &matrix, &artifacts, &graph, &out);
     if args.dry_run {
         print!("{}", dry_run_text(&artifacts, &matrix, &graph, &out));
         return Ok(0);
@@ -96,11 +96,10 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         animate: false,
         ..ui.clone()
     };
-    let located = Located {
-        spec: spec.clone(),
-        project: project.clone(),
-    };
-    let plan = job_plan(located, rustc, (&artifacts, &groups), args.fresh, job_ui)?;
+    let flavor_specs = (matrix.flavors.iter())
+        .map(|f| flavor_spec(spec, f))
+        .collect();
+    let plan = job_plan(resolver, (&artifacts, &groups), args.fresh, job_ui)?;
     let _lock = DirLock::for_run(&optimize_dir)?;
     let folder = RunDir::create_in(&optimize_dir.join("releases"))?;
     let staging = package::staging_dir(&out);
@@ -110,9 +109,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         plan: &plan,
         artifacts: &artifacts,
         groups: &groups,
-        specs: (matrix.flavors.iter())
-            .map(|f| flavor_spec(&spec, f))
-            .collect(),
+        specs: flavor_specs,
         root: folder.root.clone(),
         staging: staging.clone(),
         state: Mutex::new(Release::new_state(artifacts.len(), groups.len())),
@@ -158,33 +155,25 @@ fn dry_run_text(
 /// verified there, as `cargo run` would run them; an emulator's CPU runs every level).
 fn artifacts_of(
     matrix: &Matrix,
-    project: &crate::cargo::Project,
-    selection: &crate::cli::Selection,
-    rustc: &Rustc,
+    resolver: &Resolver,
+    profile: &str,
     runners: &BTreeMap<String, Runner>,
 ) -> anyhow::Result<(Vec<Artifact>, Vec<matrix::Group>)> {
-    let profile = selection.profile.as_str();
-    let user_rustflags = |triple: &str| -> anyhow::Result<Vec<String>> {
-        Ok(crate::cargo::user_rustflags_here(
-            triple,
-            &target_cfg(triple),
-        )?)
-    };
+    let host = &resolver.rustc.host;
     let cannot_run = |triple: &str, cpu: Option<&str>| {
         match cpu {
-        _ if triple != rustc.host && runners.contains_key(triple) => None,
-        _ if triple != rustc.host => Some(format!(
-            "built for {triple}, not this machine ({}), and cargo has no runner for it (target.{triple}.runner)",
-            rustc.host
+        _ if triple != host && runners.contains_key(triple) => None,
+        _ if triple != host => Some(format!(
+            "built for {triple}, not this machine ({host}), and cargo has no runner for it (target.{triple}.runner)"
         )),
         None => None,
-        Some(cpu) => crate::stage::cpu::cannot_run(&rustc.host, triple, cpu),
+        Some(cpu) => crate::stage::cpu::cannot_run(host, triple, cpu),
     }
     };
     let (mut artifacts, groups) = matrix.artifacts(&Base {
-        project,
+        project: &resolver.project,
         profile,
-        user_rustflags: &user_rustflags,
+        user_rustflags: &|triple| resolver.user_rustflags(triple),
         cannot_run: &cannot_run,
     })?;
     for a in &mut artifacts {
@@ -193,22 +182,14 @@ fn artifacts_of(
     Ok((artifacts, groups))
 }
 
-/// `rustc --print cfg --target <triple>`, one line each (empty when rustc cannot say).
-fn target_cfg(triple: &str) -> Vec<String> {
-    crate::process::tool_stdout("rustc", ["--print", "cfg", "--target", triple])
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 /// cargo's runner for each target to build that is not this machine's, when it has one;
 /// a runner whose program does not exist is an error with the fix (before anything is
 /// built).
 fn runners_of(matrix: &Matrix, rustc: &Rustc) -> anyhow::Result<BTreeMap<String, Runner>> {
     let mut map = BTreeMap::new();
     for triple in matrix.buildable().filter(|t| *t != rustc.host) {
-        if let Some(r) = crate::cargo::runner::target_runner_here(triple, &target_cfg(triple))? {
+        let cfg = plan::target_cfg(triple);
+        if let Some(r) = crate::cargo::runner::target_runner_here(triple, &cfg)? {
             r.check_exists(triple).map_err(anyhow::Error::msg)?;
             map.insert(triple.to_string(), r);
         }
@@ -217,39 +198,26 @@ fn runners_of(matrix: &Matrix, rustc: &Rustc) -> anyhow::Result<BTreeMap<String,
 }
 
 /// The plan every job's `Context` shares: the tools the artifacts need (llvm-profdata for
-/// PGO, llvm-bolt for BOLT), the first group's baseline settings.
+/// PGO, llvm-bolt for BOLT), the first group's baseline settings. A release is not a
+/// ladder: its jobs are bounded by their own timeouts, not a budget.
 fn job_plan(
-    Located { spec, project }: Located,
-    rustc: Rustc,
+    mut resolver: Resolver,
     (artifacts, groups): (&[Artifact], &[matrix::Group]),
     fresh: bool,
     ui: Ui,
 ) -> anyhow::Result<Plan> {
-    let llvm_profdata = match artifacts.iter().any(|a| a.pgo) {
-        true => Some(toolchain::llvm_profdata(&rustc)?),
-        false => toolchain::llvm_profdata(&rustc).ok(),
-    };
-    let bolt_tools = (artifacts.iter().any(|a| a.bolt)).then(|| toolchain::bolt_tools(&rustc));
+    resolver.find_tools(
+        artifacts.iter().any(|a| a.pgo),
+        artifacts.iter().any(|a| a.bolt),
+    )?;
+    resolver.ui = ui;
+    let baseline = groups
+        .first()
+        .map(|g| g.baseline.clone())
+        .unwrap_or_else(|| artifacts[0].settings.clone());
     Ok(Plan {
-        llvm_profdata,
-        bolt_tools,
-        baseline: groups
-            .first()
-            .map(|g| g.baseline.clone())
-            .unwrap_or_else(|| artifacts[0].settings.clone()),
-        optimize_dir: project.target_dir.join("optimize"),
-        explain: false,
-        pgo_profile: None,
-        // Each job's context gets its target's runner (`work::Release::runners`).
-        runner: None,
         fresh,
-        // A release is not a ladder: its jobs are bounded by their own timeouts.
-        budget: crate::pipeline::budget::DEFAULT,
-        dry_run: false,
-        ui,
-        spec,
-        rustc,
-        project,
+        ..resolver.finish(baseline)
     })
 }
 
@@ -338,7 +306,7 @@ fn manifest_of(
     failed: Vec<manifest::Failed>,
 ) -> anyhow::Result<manifest::Manifest> {
     let p = &release.plan;
-    let source = crate::check::rev::Repo::of(&p.project.workspace_root)
+    let source = crate::git::Repo::of(&p.project.workspace_root)
         .ok()
         .and_then(|r| r.head())
         .map(|(revision, dirty)| manifest::Source { revision, dirty });

@@ -10,8 +10,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
 
-use super::manifest::MANIFEST;
 use crate::store::file_sha256;
+
+/// The release's description in the output folder (written by `manifest`).
+pub(crate) const MANIFEST: &str = "manifest.json";
+/// Marks a folder as a release this tool may replace.
+pub(crate) const CREATED_BY: &str = "cargo optimize release";
 
 /// One artifact in the output folder.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -127,9 +131,7 @@ fn is_release(dir: &Path) -> bool {
     std::fs::read(dir.join(MANIFEST))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .is_some_and(|v| {
-            v.get("created_by").and_then(|c| c.as_str()) == Some(super::manifest::CREATED_BY)
-        })
+        .is_some_and(|v| v.get("created_by").and_then(|c| c.as_str()) == Some(CREATED_BY))
 }
 
 /// Put `staging` in place as `out`: the earlier release is renamed away first and removed
@@ -275,10 +277,7 @@ mod tests {
         );
         // An earlier release is replaced whole.
         std::fs::remove_file(out.join("notes.txt")).unwrap();
-        let manifest = format!(
-            "{{\"created_by\": \"{}\"}}",
-            super::super::manifest::CREATED_BY
-        );
+        let manifest = format!("{{\"created_by\": \"{}\"}}", CREATED_BY);
         std::fs::write(out.join(MANIFEST), manifest).unwrap();
         std::fs::write(out.join("stale"), "old").unwrap();
         put_in_place(&staging, &out).unwrap();

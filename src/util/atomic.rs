@@ -11,9 +11,18 @@
 //! - a directory: refused, with the fix.
 //!
 //! [`emit`] is the one `-o FILE` of every command: the result to FILE, else to stdout.
+//!
+//! Below that, the one temp-then-rename path every atomic write in the crate takes
+//! ([`with_temp`]: a fresh temporary name beside the target, filled by the caller, renamed
+//! over the target, removed on failure): [`replace`] (bytes, the old file's mode kept),
+//! [`copy`] (a file's bytes and mode), a symlink (`RunDir::point_latest`), a tool's output
+//! file (`profile merge`). Not through it, and why: `propose::write` prepares every temp
+//! file before renaming any (all or nothing across files), and a release folder is a
+//! directory put in place by `release::package`.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A command's result (`-o FILE`): written to `out` as [`write`] does (then named on
 /// stderr unless `quiet`), else to stdout. A stdout whose reader has gone is the error
@@ -145,38 +154,54 @@ fn write_stream(path: &Path, target: &Path, bytes: &[u8]) -> std::io::Result<()>
         .map_err(|e| super::io_error(e, "cannot write", path))
 }
 
-/// A temporary file beside `target` (created new, never over another), then renamed over it.
-fn replace(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// `target` made by `fill` at a temporary path beside it (a name no other process or
+/// thread uses, nothing there yet), then renamed over it; the temporary file is removed
+/// when `fill` or the rename fails. The target's folder must exist.
+pub fn with_temp(
+    target: &Path,
+    fill: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = target.parent().filter(|d| !d.as_os_str().is_empty());
     let dir = dir.unwrap_or(Path::new("."));
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let done = fill(&tmp).and_then(|()| std::fs::rename(&tmp, target));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
+/// `target` replaced whole by `bytes` (a replaced file keeps its permissions).
+pub fn replace(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mode = std::fs::metadata(target).ok().map(|m| m.permissions());
-    for i in 0..1000 {
-        let tmp = dir.join(format!(".{name}.tmp-{}-{i}", std::process::id()));
-        let mut file = match std::fs::OpenOptions::new()
+    with_temp(target, |tmp| {
+        let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .open(&tmp)
-        {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            other => other?,
-        };
-        let written = file
-            .write_all(bytes)
-            .and_then(|()| match &mode {
-                Some(m) => file.set_permissions(m.clone()),
-                None => Ok(()),
-            })
-            .and_then(|()| std::fs::rename(&tmp, target));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+            .open(tmp)?;
+        file.write_all(bytes)?;
+        match mode {
+            Some(m) => file.set_permissions(m),
+            None => Ok(()),
         }
-        return written;
-    }
-    Err(std::io::Error::other("no free temporary file name"))
+    })
+}
+
+/// `to` replaced whole by a copy of `from` (its bytes and mode), synced before the rename.
+pub fn copy(from: &Path, to: &Path) -> std::io::Result<u64> {
+    let mut size = 0;
+    with_temp(to, |tmp| {
+        size = std::fs::copy(from, tmp)?;
+        std::fs::File::open(tmp)?.sync_all()
+    })?;
+    Ok(size)
 }
 
 #[cfg(test)]
@@ -284,5 +309,28 @@ mod tests {
             "{e}"
         );
         assert!(d.path().is_dir());
+    }
+
+    #[test]
+    fn a_failed_fill_leaves_the_target_as_it_was_and_no_temporary_file() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("entry.json");
+        std::fs::write(&f, b"old").unwrap();
+        let failed = with_temp(&f, |tmp| {
+            std::fs::write(tmp, b"half")?;
+            Err(std::io::Error::other("killed"))
+        });
+        assert_eq!(failed.unwrap_err().to_string(), "killed");
+        assert_eq!(std::fs::read(&f).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        // Then a copy replaces it whole, with the source's mode.
+        let src = d.path().join("bin");
+        std::fs::write(&src, b"new bytes").unwrap();
+        sys::set_mode(&src, 0o751).unwrap();
+        assert_eq!(copy(&src, &f).unwrap(), 9);
+        assert_eq!(std::fs::read(&f).unwrap(), b"new bytes");
+        let mode = sys::testing::mode(&std::fs::metadata(&f).unwrap()) & 0o777;
+        assert_eq!(mode, 0o751);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
     }
 }

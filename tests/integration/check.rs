@@ -175,12 +175,17 @@ fn the_same_commit_against_itself_passes_and_its_build_is_kept() {
         "{written}"
     );
     // A kept build whose bytes changed is not trusted: built again.
+    // (Its record in cache/revs/ names its blob in cache/blobs/.)
     let revs = dir.join("target/optimize/cache/revs");
-    let bin = std::fs::read_dir(&revs)
+    let record = std::fs::read_dir(&revs)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "bin"))
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
         .unwrap();
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    let blob = record["value"]["blob"].as_str().unwrap();
+    let bin = dir.join("target/optimize/cache/blobs").join(blob);
     std::fs::write(&bin, b"not the binary").unwrap();
     let third = check(dir, &["--against", "HEAD", "--max-time", "1s"]);
     assert_eq!(third.code, Some(0), "{}", third.all());
@@ -671,7 +676,7 @@ fn a_path_dependency_in_a_submodule_is_checked_out_in_the_revisions_worktree_or_
                 .unwrap()
                 .path()
                 .extension()
-                .is_some_and(|x| x == "bin")
+                .is_some_and(|x| x == "json")
         })
         .count();
     assert_eq!(built, 1, "{}", r.all());

@@ -198,13 +198,14 @@ pub fn copy_with_short_names(src: &Path, dest: &Path) -> Result<Shortened, Strin
         data[at..at + name.len()].copy_from_slice(&name);
         data[at + name.len()] = 0;
     }
-    let tmp = dest.with_extension("tmp");
-    std::fs::write(&tmp, &data).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let perms = std::fs::metadata(src)
         .map_err(|e| e.to_string())?
         .permissions();
-    std::fs::set_permissions(&tmp, perms).map_err(|e| e.to_string())?;
-    std::fs::rename(&tmp, dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+    crate::util::atomic::with_temp(dest, |tmp| {
+        std::fs::write(tmp, &data)?;
+        std::fs::set_permissions(tmp, perms)
+    })
+    .map_err(|e| format!("{}: {e}", dest.display()))?;
     Ok(report)
 }
 

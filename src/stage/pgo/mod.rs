@@ -17,7 +17,7 @@ use crate::cache::{run_key, Store};
 use crate::context::facts::{ProfileFit, ProfileQuality, ProfileStats, StageFacts};
 use crate::process;
 use crate::spec::StageName;
-use crate::store::file_hash;
+use crate::store::{file_hash, Blobs, Kept};
 use crate::util::reset_dir;
 
 /// The instrumented program's value-profiling warning, and the flag that cures it.
@@ -560,7 +560,11 @@ fn merge_and_keep(
     for d in &stats.dropped {
         notes.push(format!("llvm-profdata dropped: {d}"));
     }
-    let (stable, repaired) = cache_profile(&merged, &ctx.optimize_dir.join("cache"))?;
+    let Kept {
+        path: stable,
+        repaired,
+        ..
+    } = cache_profile(&ctx.optimize_dir, &merged)?;
     Ok((stable, stats, repaired))
 }
 
@@ -726,25 +730,11 @@ pub fn count_missing_functions(stderr: &str) -> usize {
         .count()
 }
 
-/// Store `merged` in the content-addressed `cache` (`<hash>.profdata`, written to a
-/// temporary file and renamed, so no reader ever sees a partial file). An existing entry is
-/// checked against its name before it is trusted; one that does not match (a partial
-/// write, a corruption) is replaced, and `true` says so.
-fn cache_profile(merged: &Path, cache: &Path) -> std::io::Result<(PathBuf, bool)> {
-    let hash = file_hash(merged)?;
-    let entry = cache.join(format!("{hash}.profdata"));
-    let repaired = match file_hash(&entry) {
-        Ok(h) if h == hash => return Ok((entry, false)),
-        Ok(_) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(e),
-    };
-    std::fs::create_dir_all(cache)?;
-    let tmp = cache.join(format!(".{hash}.{}.tmp", std::process::id()));
-    std::fs::copy(merged, &tmp)?;
-    std::fs::File::open(&tmp)?.sync_all()?;
-    std::fs::rename(&tmp, &entry)?;
-    Ok((entry, repaired))
+/// Keep `merged` in the content-addressed profile cache (`store::Blobs::profiles`): an
+/// existing copy is checked against its name first, one that does not match is replaced
+/// (`repaired`).
+pub(super) fn cache_profile(optimize_dir: &Path, merged: &Path) -> std::io::Result<Kept> {
+    Blobs::profiles(optimize_dir).keep(merged)
 }
 
 /// rustc's warnings about the profile file itself (`malformed instrumentation profile
@@ -828,18 +818,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let merged = dir.path().join("merged.profdata");
         std::fs::write(&merged, b"profile bytes").unwrap();
-        let cache = dir.path().join("cache");
-        let (entry, repaired) = cache_profile(&merged, &cache).unwrap();
-        assert!(!repaired);
+        let kept = cache_profile(dir.path(), &merged).unwrap();
+        let entry = kept.path;
+        assert!(!kept.repaired);
+        assert_eq!(entry.parent().unwrap(), dir.path().join("cache"));
         assert_eq!(std::fs::read(&entry).unwrap(), b"profile bytes");
         // A partial write left behind: detected, replaced.
         std::fs::write(&entry, b"profile").unwrap();
-        let (again, repaired) = cache_profile(&merged, &cache).unwrap();
-        assert_eq!(again, entry);
-        assert!(repaired);
+        let again = cache_profile(dir.path(), &merged).unwrap();
+        assert_eq!(again.path, entry);
+        assert!(again.repaired);
         assert_eq!(std::fs::read(&entry).unwrap(), b"profile bytes");
         // Intact: reused as is; no temporary file is left.
-        assert!(!cache_profile(&merged, &cache).unwrap().1);
+        assert!(!cache_profile(dir.path(), &merged).unwrap().repaired);
+        let cache = dir.path().join("cache");
         assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
     }
 

@@ -163,6 +163,33 @@ impl Undo {
     }
 }
 
+/// Say what `w` wrote (stderr): the file (through which symlink), its backup, and the
+/// backup names that were taken already.
+pub fn tell(w: &Written) {
+    let mut line = match &w.through {
+        Some(real) => format!(
+            "wrote {} through the symlink {}",
+            real.display(),
+            w.path.display()
+        ),
+        None => format!("wrote {}", w.path.display()),
+    };
+    if let Some(b) = &w.backup {
+        line.push_str(&format!(" (previous version in {})", b.display()));
+    }
+    eprintln!("{line}");
+    if !w.taken.is_empty() {
+        let taken: Vec<String> = w.taken.iter().map(|t| t.display().to_string()).collect();
+        let one = taken.len() == 1;
+        eprintln!(
+            "note: {} already {}, left as {}",
+            taken.join(", "),
+            if one { "exists" } else { "exist" },
+            if one { "it is" } else { "they are" },
+        );
+    }
+}
+
 /// Put `old` back at `target` (temp + rename, like any write).
 fn restore(target: &Path, old: &[u8]) -> std::io::Result<()> {
     let tmp = create_temp(target, old)?;

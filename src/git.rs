@@ -1,7 +1,10 @@
-//! Git, for `check --against REV`: the repository of the project, a revision resolved to a
-//! commit (an error with the fix when it is not one), and a temporary worktree of that
-//! commit under `target/optimize/check/worktrees/<pid>` that is removed when dropped (and,
-//! when a killed check left one behind, by the next check: [`sweep`]).
+//! Git, the one module that runs it: the repository of the project (`ci`, `release` ask
+//! where its root is and which commit is checked out), how many commits changed a folder
+//! since a file last changed (`ci --github`: is the committed PGO profile stale), and for
+//! `check --against REV` a revision resolved to a commit (an error with the fix when it is
+//! not one) and a temporary worktree of that commit under
+//! `target/optimize/check/worktrees/<pid>` that is removed when dropped (and, when a killed
+//! check left one behind, by the next check: [`sweep`]).
 //!
 //! Every git command goes through `process.rs` with a timeout. Must not: build or measure.
 
@@ -15,13 +18,21 @@ use crate::process::{self, Command, Outcome};
 /// Bound on one git command (a worktree checkout of a large repository included).
 const GIT_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// Bound on a question about history (`log`, `rev-list`).
+const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Run `git args` in `dir`.
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<Outcome> {
+    git_within(dir, args, GIT_TIMEOUT)
+}
+
+/// Run `git args` in `dir`, stopped after `timeout`.
+fn git_within(dir: &Path, args: &[&str], timeout: Duration) -> anyhow::Result<Outcome> {
     let cmd = Command::new("git")
         .args(args)
         .cwd(dir)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .timeout(GIT_TIMEOUT)
+        .timeout(timeout)
         .label(format!("git {}", args.first().unwrap_or(&"")));
     let out = process::run(&cmd).context("cannot run git\n  fix: install git (`apt-get install git`); `check --against` builds a revision from your repository")?;
     if out.timed_out {
@@ -29,7 +40,7 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<Outcome> {
             "`git {}` in {} took longer than {} and was stopped",
             args.join(" "),
             dir.display(),
-            humantime::format_duration(GIT_TIMEOUT)
+            humantime::format_duration(timeout)
         );
     }
     Ok(out)
@@ -130,6 +141,26 @@ impl Repo {
         .map(|s| !s.is_empty())
         .unwrap_or(true);
         Some((commit, dirty))
+    }
+
+    /// How many commits changed `dir` (apart from `file`, relative to the root) since the
+    /// last commit that changed `file`; `None` when git cannot say (no git, `file` never
+    /// committed). Literal pathspecs: a folder's name is not a glob.
+    pub fn changes_since(&self, file: &str, dir: &Path) -> Option<u32> {
+        let git = |args: &[&str]| {
+            git_within(&self.root, args, QUERY_TIMEOUT)
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        };
+        let literal = format!(":(literal){file}");
+        let since = git(&["log", "-1", "--format=%H", "--", &literal]).filter(|c| !c.is_empty())?;
+        let exclude = format!(":(exclude,literal){file}");
+        let dir = format!(":(literal){}", dir.display());
+        let range = format!("{since}..HEAD");
+        git(&["rev-list", "--count", &range, "--", &dir, &exclude])?
+            .parse()
+            .ok()
     }
 
     /// `path` relative to the repository root (both canonical), to find it in a worktree.
