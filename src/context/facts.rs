@@ -68,6 +68,15 @@ pub struct StageFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_quality: Option<ProfileQuality>,
 
+    // fp
+    /// The LLVM floating-point options the build passes (`-Cllvm-args=…`): the ones kept
+    /// before it and its own, last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp_flags: Option<Vec<String>>,
+    /// How far the candidate's outputs moved from the baseline's (fp rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_drift: Option<OutputDrift>,
+
     // bolt
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dyno_stats: Option<BTreeMap<String, DynoStat>>,
@@ -190,6 +199,21 @@ pub struct UntrainedHot {
     pub train_share: f64,
     /// The eval workload in which it takes the largest share.
     pub workload: String,
+}
+
+/// The largest differences between the numbers a candidate printed (or wrote) and the
+/// baseline's, over every workload (`verify::drift`); infinite (`null` in JSON) when a
+/// number turned into NaN or an infinity.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OutputDrift {
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub max_abs: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub max_rel: f64,
+    /// How many numbers differed at all.
+    pub numbers_changed: usize,
+    /// How many workloads' outputs were compared (those with outputs saved in this run).
+    pub workloads: usize,
 }
 
 /// One profile setting's own effect, measured alone on top of the baseline (`--explain`).

@@ -133,6 +133,7 @@ impl<'a> Ladder<'a> {
         let row = crate::context::label(name.as_str(), offer.variant.as_deref());
         let candidate = match offer.candidate {
             Build::Now(c) => c,
+            Build::OnBest(build) => build(&self.best.candidate),
             Build::IfPreviousKept { build, why_not } => {
                 let previous_kept = self
                     .rows
@@ -178,7 +179,35 @@ impl<'a> Ladder<'a> {
             self.push_verified(&cand, Status::Dropped, &why);
             return Ok(());
         }
-        self.verify_and_measure(&row, cand, offer.rival)
+        let fp = (name == StageName::Fp).then(|| cand.clone());
+        self.verify_and_measure(&row, cand, offer.rival)?;
+        if let Some(cand) = fp {
+            self.note_drift(&cand);
+        }
+        Ok(())
+    }
+
+    /// An fp row's outputs: how far they moved from the baseline's, in its facts and a
+    /// note (whatever the verdict: a rejected row says by how much it missed).
+    fn note_drift(&mut self, cand: &Candidate) {
+        let drift = match self.verifier.drift(cand) {
+            Ok(d) => d,
+            Err(e) => {
+                self.ctx.ui.warn(&format!(
+                    "{}: cannot compare its outputs: {e:#}",
+                    cand.label()
+                ));
+                return;
+            }
+        };
+        // verify_and_measure ends every path with the candidate's row.
+        let Some(row) = self.rows.last_mut() else {
+            return;
+        };
+        let note = stage::fp::drift_note(&drift);
+        self.ctx.ui.info(&format!("{}: {note}", cand.label()));
+        row.notes.push(note);
+        row.facts.output_drift = Some(drift);
     }
 
     /// Check `cand` and measure it against its rival; its first timed run of each eval

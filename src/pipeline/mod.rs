@@ -31,11 +31,12 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
         return Ok(dry_run(plan));
     }
     let started = Instant::now();
-    let budget = Budget::new(
+    let mut budget = Budget::new(
         plan.budget,
         budget::cpu_levels(&plan.spec),
         plan.spec.bench.max_time,
     );
+    budget.fp_flags = budget::fp_flags(&plan.spec);
     let lock = DirLock::for_run(&plan.optimize_dir)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);

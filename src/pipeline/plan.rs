@@ -156,6 +156,7 @@ impl Plan {
                 anyhow::bail!("{}:{line}: [stages] cpu: {why}", spec.path.display());
             }
         }
+        check_fp_flags(&spec, &rustc, &project.target_dir.join("optimize"))?;
         let baseline = BuildSettings {
             profile: g.selection.profile.clone(),
             profile_overrides: BTreeMap::new(),
@@ -235,6 +236,28 @@ fn given_profile(
         }
         Err(e) => Err(anyhow::anyhow!("{flag}: {e}")),
     }
+}
+
+/// `[stages] fp`, when the fp stage is tried: each flag one this rustc's LLVM accepts
+/// (`toolchain::llvm_args`), else exit 2 naming the spec's line.
+fn check_fp_flags(spec: &Spec, rustc: &Rustc, optimize_dir: &Path) -> anyhow::Result<()> {
+    let (true, Some(flags)) = (spec.stages.tries(StageName::Fp), &spec.stages.fp) else {
+        return Ok(());
+    };
+    let Ok(options) = toolchain::llvm_args::llvm_options(rustc, optimize_dir) else {
+        return Ok(()); // the stage's rows say so
+    };
+    for (i, flag) in flags.iter().enumerate() {
+        if let Err(why) = options.accepts(flag) {
+            let line = spec.stages.fp_lines.get(i).copied().unwrap_or(0);
+            anyhow::bail!(
+                "{}:{line}: [stages] fp: \"{flag}\": {why}\n  fix: list options from `rustc -Cllvm-args=--help-hidden`, e.g. {}",
+                spec.path.display(),
+                crate::stage::fp::DEFAULT_FLAGS.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `--stages`, `--max-time` and `--budget` replace the spec's `[stages] try`, `[bench]

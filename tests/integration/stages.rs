@@ -1,0 +1,78 @@
+//! The stages of issue 28 on real fixtures: the fp stage (a dot product whose last digits
+//! move under FMA contraction: rejected under `exact`, verified under `numeric`), and the
+//! quick run (`--quick`) that `apply` refuses without `--allow-quick`.
+
+use cargo_optimize::report::Status;
+
+use crate::common::*;
+
+/// Whether this machine has FMA instructions (the fixture builds with +fma).
+fn has_fma() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.split_whitespace().any(|w| w == "fma"))
+}
+
+#[test]
+fn fp_contraction_is_rejected_exactly_and_verified_numerically() {
+    if !has_fma() {
+        eprintln!(
+            "skipped: this CPU has no FMA instructions, which the fp-dot fixture builds with"
+        );
+        return;
+    }
+    let _lock = lock_target_dir("fp-dot");
+    let td = target_dir("fp-dot");
+
+    // exact: the fused build's last digits differ, so it is rejected, with its drift.
+    let r = optimize("fp-dot", &["--spec", "exact.toml"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let fp = stage(&report, "fp");
+    assert_eq!(fp.status, Status::Rejected, "{fp:#?}");
+    assert_eq!(fp.verified, Some(false), "{fp:#?}");
+    assert_eq!(fp.facts.variant.as_deref(), Some("--fp-contract=fast"));
+    assert_eq!(
+        fp.facts.fp_flags.as_deref(),
+        Some(&["--fp-contract=fast".to_string()][..])
+    );
+    let rf = &fp.settings.as_ref().unwrap().stage_rustflags;
+    assert!(
+        rf.contains(&"-Cllvm-args=--fp-contract=fast".to_string()),
+        "{rf:?}"
+    );
+    assert!(
+        fp.reason.contains("stdout differs at line 2"),
+        "{}",
+        fp.reason
+    );
+    let d = fp
+        .facts
+        .output_drift
+        .expect("the row says how far outputs moved");
+    assert_eq!((d.numbers_changed, d.workloads), (1, 1), "{d:?}");
+    assert!(d.max_rel > 0.0 && d.max_rel < 1e-12, "{d:?}");
+    assert!(d.max_abs > 0.0 && d.max_abs < 1e-9, "{d:?}");
+    assert!(
+        fp.notes
+            .iter()
+            .any(|n| n.starts_with("outputs moved: 1 number(s) changed")),
+        "{:?}",
+        fp.notes
+    );
+    assert_eq!(final_choice(&report).stage, "baseline");
+
+    // numeric, rel = 1e-9: the same move is accepted; kept only if also faster.
+    let r = optimize("fp-dot", &[], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let fp = stage(&report, "fp");
+    assert_eq!(fp.verified, Some(true), "{fp:#?}");
+    assert!(
+        matches!(fp.status, Status::Kept | Status::Dropped),
+        "{fp:#?}"
+    );
+    let d2 = fp.facts.output_drift.expect("drift");
+    assert_eq!(
+        d2.max_rel, d.max_rel,
+        "the same build moves the same digits"
+    );
+}
