@@ -272,6 +272,11 @@ pub struct RunArgs {
     /// report says where the profile came from and how many of its functions changed since.
     #[arg(long, value_name = "FILE")]
     pub pgo_profile: Option<PathBuf>,
+    /// A quick run, for iteration, not shipping: pgo only, one eval workload per name, a
+    /// budget of 2m (unless --budget), everything cached reused; `apply` refuses its winner
+    /// unless given --allow-quick.
+    #[arg(long, conflicts_with_all = ["stages", "fresh"])]
+    pub quick: bool,
     /// Run the binary with these arguments as the one train + eval workload (after `--`):
     /// no optimize.toml needed; with one, these replace its workloads.
     #[arg(last = true, value_name = "ARGS")]
@@ -302,6 +307,9 @@ pub struct ApplyArgs {
     /// Show what would change; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Apply the winner of a quick run (`run --quick`) too.
+    #[arg(long)]
+    pub allow_quick: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -40,6 +40,12 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let lock = DirLock::for_run(&plan.optimize_dir)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
+    if plan.quick {
+        plan.ui.warn(&format!(
+            "quick run: pgo only, one eval workload per name, a budget of {}, everything kept from earlier runs reused — for iteration, not shipping (`apply` refuses its winner without --allow-quick)",
+            crate::util::format_span(plan.budget.as_secs_f64())
+        ));
+    }
     let ctx = context(plan, &plan.spec, &run);
     let early = early_projection(plan, &budget);
     let sccache = crate::cargo::wrapper::sccache();
@@ -190,6 +196,7 @@ fn assemble(
         }),
         hotspots: None,
         compile_cache: None,
+        quick: plan.quick,
         budget: None,
     }
 }

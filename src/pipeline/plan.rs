@@ -111,6 +111,8 @@ pub struct Plan {
     pub budget: std::time::Duration,
     /// `--dry-run`: print the plan and what an earlier run of it cost; build nothing.
     pub dry_run: bool,
+    /// `--quick`: pgo only, one eval workload per name, a short budget (see [`quick`]).
+    pub quick: bool,
     pub ui: Ui,
 }
 
@@ -121,6 +123,9 @@ impl Plan {
             mut spec, project, ..
         } = locate_with_args(g, &args.args)?;
         apply_overrides(&mut spec, args)?;
+        if args.quick {
+            quick(&mut spec, args.budget.is_some());
+        }
         if let Some(warning) = criterion_eval(&project, &spec) {
             ui.warn(&warning);
         }
@@ -179,6 +184,7 @@ impl Plan {
             pgo_profile,
             budget: spec_budget,
             dry_run: args.dry_run,
+            quick: args.quick,
             ui,
         })
     }
@@ -260,6 +266,35 @@ fn check_fp_flags(spec: &Spec, rustc: &Rustc, optimize_dir: &Path) -> anyhow::Re
     Ok(())
 }
 
+/// A quick run's default budget (`--quick` without `--budget`).
+pub const QUICK_BUDGET: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// `--quick`: the pgo stage only, asked for by name; the first eval workload of each name
+/// (a matrix's other combinations still train, but are not timed); a budget of
+/// [`QUICK_BUDGET`] unless `--budget` gave one.
+fn quick(spec: &mut Spec, budget_given: bool) {
+    spec.stages.try_ = vec![StageName::Pgo];
+    spec.stages.try_explicit = true;
+    if !budget_given {
+        spec.bench.budget = Some(QUICK_BUDGET);
+    }
+    let mut timed: Vec<String> = Vec::new();
+    for w in spec.workloads.iter_mut().filter(|w| w.eval) {
+        let name = base_name(&w.name).to_string();
+        if timed.contains(&name) {
+            w.eval = false;
+        } else {
+            timed.push(name);
+        }
+    }
+    spec.workloads.retain(|w| w.eval || w.train);
+}
+
+/// A matrix workload's name without its combination: `parse` of `parse[size=10]`.
+fn base_name(name: &str) -> &str {
+    name.split_once('[').map_or(name, |(base, _)| base)
+}
+
 /// `--stages`, `--max-time` and `--budget` replace the spec's `[stages] try`, `[bench]
 /// max-time` and `[bench] budget`.
 fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
@@ -290,4 +325,45 @@ fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
         spec.bench.budget = Some(crate::spec::bounds::parse_flag_duration(t, "--budget")?);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quick_run_tries_pgo_on_one_eval_workload_per_name_within_a_short_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(spec::SPEC_FILE);
+        std::fs::write(
+            &path,
+            "[stages]\ntry = [\"cpu\"]\n[bench]\nbudget = \"10m\"\n\
+             [[workload]]\nname = \"parse\"\nargs = [\"{n}\"]\nmatrix = { n = [\"1\", \"2\"] }\n\
+             [[workload]]\nname = \"other\"\nargs = [\"x\"]\nuse = [\"eval\"]\n\
+             [[workload]]\nname = \"learn\"\nargs = [\"y\"]\nuse = [\"train\"]\n",
+        )
+        .unwrap();
+        let mut s = spec::load(&path).unwrap();
+        quick(&mut s, false);
+        assert_eq!(s.stages.try_, [StageName::Pgo]);
+        assert!(s.stages.try_explicit);
+        assert_eq!(s.bench.budget, Some(QUICK_BUDGET));
+        let timed: Vec<&str> = (s.workloads.iter().filter(|w| w.eval))
+            .map(|w| w.name.as_str())
+            .collect();
+        assert_eq!(timed.len(), 2, "{timed:?}");
+        assert!(
+            timed[0].starts_with("parse[") && timed[1] == "other",
+            "{timed:?}"
+        );
+        // Every combination still trains.
+        assert_eq!(s.workloads.iter().filter(|w| w.train).count(), 3);
+        // --budget wins over the quick default.
+        let mut s = spec::load(&path).unwrap();
+        s.bench.budget = Some(std::time::Duration::from_secs(30));
+        quick(&mut s, true);
+        assert_eq!(s.bench.budget, Some(std::time::Duration::from_secs(30)));
+        assert_eq!(base_name("parse[n=1]"), "parse");
+        assert_eq!(base_name("plain"), "plain");
+    }
 }

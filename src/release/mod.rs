@@ -206,6 +206,7 @@ fn job_plan(
         // A release is not a ladder: its jobs are bounded by their own timeouts.
         budget: crate::pipeline::budget::DEFAULT,
         dry_run: false,
+        quick: false,
         ui,
         spec,
         rustc,

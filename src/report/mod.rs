@@ -99,6 +99,10 @@ pub struct Report {
     /// try for lack of time (absent in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<RunBudget>,
+    /// A quick run (`--quick`: pgo only, one eval workload per name, a short budget):
+    /// `apply` refuses its winner without `--allow-quick` (absent when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quick: bool,
 }
 
 /// `--budget` / `[bench] budget`: the whole run's wall time, and what it bought.
@@ -595,6 +599,7 @@ mod tests {
             verdict_cache: None,
             build_cache: None,
             compile_cache: None,
+            quick: false,
             budget: None,
             hotspots: None,
             pipeline: vec![

@@ -316,6 +316,7 @@ mod tests {
             verdict_cache: None,
             build_cache: None,
             compile_cache: None,
+            quick: false,
             budget: None,
             hotspots: None,
         };

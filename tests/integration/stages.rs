@@ -76,3 +76,84 @@ fn fp_contraction_is_rejected_exactly_and_verified_numerically() {
         "the same build moves the same digits"
     );
 }
+
+#[test]
+fn a_quick_run_ends_with_a_ladder_and_apply_refuses_it_without_allow_quick() {
+    let _guard = shared();
+    let tmp = copy_fixture("pgo-basic");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let td_s = td.to_str().unwrap();
+    let r = run(dir, &["optimize", "--target-dir", td_s, "--quick"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("quick run: pgo only, one eval workload per name, a budget of 2m"),
+        "{}",
+        r.all()
+    );
+    // The ladder: the baseline and the pgo stage only.
+    assert!(
+        r.stdout.contains("baseline ") && r.stdout.contains("\npgo "),
+        "{}",
+        r.stdout
+    );
+    let report = latest_report(&td);
+    assert!(report.quick);
+    let names: Vec<&str> = report.stages.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names[0], "baseline");
+    assert!(names[1..].iter().all(|n| *n == "pgo"), "{names:?}");
+    assert_eq!(report.budget.as_ref().map(|b| b.budget_secs), Some(120.0));
+
+    // apply refuses the quick run's winner: exit 2, the fix, nothing written.
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let refused = run(dir, &["optimize", "apply", "--target-dir", td_s], &[]);
+    assert_eq!(refused.code, Some(2), "{}", refused.all());
+    assert!(
+        refused.stderr.contains("was a quick run"),
+        "{}",
+        refused.all()
+    );
+    assert!(
+        refused
+            .stderr
+            .contains("fix: run `cargo optimize` without --quick"),
+        "{}",
+        refused.all()
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("Cargo.toml")).unwrap(),
+        manifest
+    );
+    assert!(
+        !dir.join("pgo").exists(),
+        "a refused apply wrote the profile"
+    );
+
+    // --allow-quick: applied as any run (a dry run here: the diff, or nothing to apply).
+    let allowed = run(
+        dir,
+        &[
+            "optimize",
+            "apply",
+            "--target-dir",
+            td_s,
+            "--dry-run",
+            "--allow-quick",
+        ],
+        &[],
+    );
+    assert_eq!(allowed.code, Some(0), "{}", allowed.all());
+    assert!(
+        !allowed.stderr.contains("was a quick run"),
+        "{}",
+        allowed.all()
+    );
+    let kept = stage(&report, "pgo").status == Status::Kept;
+    let said = if kept {
+        "+++ b/Cargo.toml"
+    } else {
+        "nothing to apply"
+    };
+    assert!(allowed.all().contains(said), "{}", allowed.all());
+}
