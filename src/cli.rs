@@ -277,6 +277,10 @@ pub struct RunArgs {
     /// unless given --allow-quick.
     #[arg(long, conflicts_with_all = ["stages", "fresh"])]
     pub quick: bool,
+    /// Let the profile stage search its whole space (LTO fat/thin × codegen-units 1/16 ×
+    /// opt-level 3/2: 8 builds) instead of `max` and three more.
+    #[arg(long, conflicts_with = "quick")]
+    pub thorough: bool,
     /// Run the binary with these arguments as the one train + eval workload (after `--`):
     /// no optimize.toml needed; with one, these replace its workloads.
     #[arg(last = true, value_name = "ARGS")]

@@ -33,6 +33,9 @@ pub struct StageFacts {
     pub overrides: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cargo_command: Option<String>,
+    /// The profile stage's winner: a candidate within its margin that builds faster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheaper_alternative: Option<String>,
     /// `--explain`: each profile setting alone against the baseline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<Vec<Explained>>,

@@ -122,9 +122,13 @@ struct Shape {
     comparisons: f64,
 }
 
-fn shape(stage: StageName, cpu_levels: usize, fp_flags: usize) -> Shape {
+fn shape(stage: StageName, cpu_levels: usize, fp_flags: usize, profiles: usize) -> Shape {
     let (builds, verifications, trainings, evals, comparisons) = match stage {
-        StageName::Profile => (1.0, 1.0, 0.0, 0.0, 1.0),
+        // A build, a verification and a comparison per setting the search tries.
+        StageName::Profile => {
+            let n = profiles.max(1) as f64;
+            (n, n, 0.0, 0.0, n)
+        }
         StageName::Cpu => {
             let n = cpu_levels.max(1) as f64;
             (n, n, 0.0, 0.0, n)
@@ -178,6 +182,9 @@ pub struct Budget {
     cpu_levels: usize,
     /// How many flags the fp stage may try ([`fp_flags`]; set after [`Budget::new`]).
     pub fp_flags: usize,
+    /// How many settings the profile stage builds (`stage::profile::candidates`; 1 until
+    /// set after [`Budget::new`]).
+    pub profiles: usize,
     /// The spec's `max-time` per workload: a comparison's first look never runs past it by
     /// more than one block of runs.
     spec_max: Duration,
@@ -193,13 +200,14 @@ impl Budget {
             costs: Cell::new(None),
             cpu_levels,
             fp_flags: crate::stage::fp::DEFAULT_FLAGS.len(),
+            profiles: 1,
             spec_max,
         }
     }
 
     /// The seconds a stage costs besides measuring, and the seconds of its first looks.
     fn stage_cost(&self, costs: &Costs, stage: StageName) -> (f64, f64) {
-        let s = shape(stage, self.cpu_levels, self.fp_flags);
+        let s = shape(stage, self.cpu_levels, self.fp_flags, self.profiles);
         let work = s.builds * costs.build
             + s.verifications * costs.verify
             + s.trainings * costs.train
@@ -287,7 +295,7 @@ impl Budget {
         };
         let (mut work, mut comparisons) = (0.0, if is_final { 2.0 } else { 3.0 });
         for &stage in to_come {
-            let s = shape(stage, self.cpu_levels, self.fp_flags);
+            let s = shape(stage, self.cpu_levels, self.fp_flags, self.profiles);
             work += self.stage_cost(&c, stage).0;
             comparisons += s.comparisons;
         }
@@ -319,7 +327,7 @@ pub fn project(
     };
     let mut comparisons = 1.0;
     for &stage in stages {
-        let s = shape(stage, budget.cpu_levels, budget.fp_flags);
+        let s = shape(stage, budget.cpu_levels, budget.fp_flags, budget.profiles);
         p.builds += s.builds;
         p.build_secs += s.builds * costs.build;
         p.verify_secs += s.verifications * costs.verify;

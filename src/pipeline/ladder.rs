@@ -120,6 +120,9 @@ impl<'a> Ladder<'a> {
         for offer in stage::offers(name, self.ctx, &standing) {
             self.try_offer(name, offer)?;
         }
+        if name == StageName::Profile {
+            self.note_cheaper_profile();
+        }
         if name == StageName::Profile && explain {
             self.explain_profile();
         }
@@ -359,6 +362,46 @@ impl<'a> Ladder<'a> {
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);
         }
+    }
+
+    /// The profile stage's winner (its last kept row), when a candidate measured against it
+    /// afterwards came out within the margin and builds in under 90 % of its time: a note
+    /// naming the cheapest such one, and `cheaper_alternative` in its facts.
+    fn note_cheaper_profile(&mut self) {
+        let Some(w) =
+            (self.rows.iter()).rposition(|r| r.name == "profile" && r.status == Status::Kept)
+        else {
+            return;
+        };
+        let winner_build = self.rows[w].build_seconds.unwrap_or(0.0);
+        let within = |v: Verdict| {
+            matches!(
+                v,
+                Verdict::Equivalent | Verdict::SlightlyFaster | Verdict::SlightlySlower
+            )
+        };
+        let cheaper = (self.rows[w + 1..].iter())
+            .filter(|r| r.name == "profile" && r.status == Status::Dropped)
+            .filter_map(|r| Some((r, r.vs_best?, r.build_seconds?)))
+            .filter(|(_, e, b)| within(e.verdict) && *b < 0.9 * winner_build)
+            .min_by(|x, y| x.2.total_cmp(&y.2))
+            .map(|(r, e, b)| {
+                (
+                    crate::context::label("profile", r.facts.variant.as_deref()),
+                    e.ratio,
+                    b,
+                )
+            });
+        let Some((label, ratio, secs)) = cheaper else {
+            return;
+        };
+        let note = stage::profile::cheaper_note((&label, ratio, secs), winner_build);
+        self.ctx.ui.info(&format!(
+            "{}: {note}",
+            crate::context::label("profile", self.rows[w].facts.variant.as_deref())
+        ));
+        self.rows[w].notes.push(note);
+        self.rows[w].facts.cheaper_alternative = Some(label);
     }
 
     /// The baseline's outputs and which workloads are deterministic.

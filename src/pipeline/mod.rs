@@ -37,6 +37,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
         plan.spec.bench.max_time,
     );
     budget.fp_flags = budget::fp_flags(&plan.spec);
+    budget.profiles = stage::profile::candidates(&plan.spec.stages);
     let lock = DirLock::for_run(&plan.optimize_dir)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);

@@ -126,6 +126,7 @@ impl Plan {
         if args.quick {
             quick(&mut spec, args.budget.is_some());
         }
+        spec.stages.thorough = args.thorough;
         if let Some(warning) = criterion_eval(&project, &spec) {
             ui.warn(&warning);
         }

@@ -130,6 +130,8 @@ pub struct Stages {
     pub bolt_mode: BoltMode,
     /// `None`: the built-in BOLT optimization flags.
     pub bolt_args: Option<Vec<String>>,
+    /// `--thorough` (not a spec key): the profile stage searches its whole space.
+    pub thorough: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -446,6 +448,7 @@ impl Default for Stages {
             fp_lines: Vec::new(),
             bolt_mode: BoltMode::Auto,
             bolt_args: None,
+            thorough: false,
         }
     }
 }
