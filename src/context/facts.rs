@@ -219,6 +219,30 @@ pub struct OutputDrift {
     pub workloads: usize,
 }
 
+impl OutputDrift {
+    /// The fp row's note: how far the outputs moved.
+    pub fn describe(&self) -> String {
+        let of = format!(
+            "{} workload{}",
+            self.workloads,
+            if self.workloads == 1 { "" } else { "s" }
+        );
+        if self.numbers_changed == 0 {
+            return format!("outputs: no number moved ({of} compared)");
+        }
+        let e = |x: f64| match x.is_finite() {
+            true => format!("{x:.2e}"),
+            false => "∞ (a NaN or infinity appeared)".into(),
+        };
+        format!(
+            "outputs moved: {} number(s) changed over {of}, by at most {} absolute, {} relative",
+            self.numbers_changed,
+            e(self.max_abs),
+            e(self.max_rel)
+        )
+    }
+}
+
 /// One profile setting's own effect, measured alone on top of the baseline (`--explain`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explained {
@@ -312,5 +336,40 @@ mod tests {
         assert_eq!(back, with_null);
         let empty: StageFacts = serde_json::from_str("{}").unwrap();
         assert_eq!(serde_json::to_string(&empty).unwrap(), "{}");
+    }
+}
+
+#[cfg(test)]
+mod drift_tests {
+    use super::OutputDrift;
+
+    #[test]
+    fn the_note_says_how_far_outputs_moved() {
+        let d = OutputDrift {
+            max_abs: 7.1e-14,
+            max_rel: 1.7e-15,
+            numbers_changed: 1,
+            workloads: 1,
+        };
+        assert_eq!(
+            d.describe(),
+            "outputs moved: 1 number(s) changed over 1 workload, by at most 7.10e-14 absolute, 1.70e-15 relative"
+        );
+        let none = OutputDrift {
+            numbers_changed: 0,
+            workloads: 2,
+            ..d
+        };
+        assert_eq!(
+            none.describe(),
+            "outputs: no number moved (2 workloads compared)"
+        );
+        let nan = OutputDrift {
+            max_rel: f64::INFINITY,
+            ..d
+        };
+        assert!(nan
+            .describe()
+            .ends_with("∞ (a NaN or infinity appeared) relative"));
     }
 }

@@ -207,7 +207,7 @@ impl<'a> Ladder<'a> {
         let Some(row) = self.rows.last_mut() else {
             return;
         };
-        let note = stage::fp::drift_note(&drift);
+        let note = drift.describe();
         self.ctx.ui.info(&format!("{}: {note}", cand.label()));
         row.notes.push(note);
         row.facts.output_drift = Some(drift);

@@ -76,6 +76,16 @@ pub fn ladder(report: &Report, ui: &Ui) -> String {
         if let Some(line) = given_profile_line(st) {
             let _ = writeln!(s, "{:<w$} └ {line}", "");
         }
+        if let Some(d) = &st.facts.output_drift {
+            let _ = writeln!(s, "{:<w$} └ {}", "", d.describe());
+        }
+        if let Some(c) = &st.facts.cheaper_alternative {
+            let _ = writeln!(
+                s,
+                "{:<w$} └ as fast within the margin and cheaper to build: {c}",
+                ""
+            );
+        }
     }
     for st in &report.stages {
         if let Some(items) = &st.facts.explain {

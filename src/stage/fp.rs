@@ -7,7 +7,7 @@
 //! or `fp = [...]`. The ladder verifies each candidate against the baseline like any other
 //! (`exact` rejects any changed digit, `numeric` accepts what is within its tolerances),
 //! keeps it only when it is measurably faster too, and its row says how far the outputs
-//! moved (`verify::drift`).
+//! moved (`verify::drift`, `OutputDrift::describe`).
 //!
 //! Which options exist is asked of this rustc's LLVM once (`toolchain::llvm_args`, kept
 //! with the toolchain's facts); a flag it lacks is a skipped row. `--fp-contract=fast` can
@@ -19,7 +19,7 @@
 //! Must not: measure, verify or decide (the pipeline does).
 
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
-use crate::context::facts::{OutputDrift, StageFacts};
+use crate::context::facts::StageFacts;
 use crate::process;
 use crate::spec::StageName;
 
@@ -156,31 +156,6 @@ fn target_flags(flags: &[String]) -> Vec<String> {
     out
 }
 
-/// The row's note: how far the outputs moved.
-pub fn drift_note(d: &OutputDrift) -> String {
-    let of = format!(
-        "{} workload{}",
-        d.workloads,
-        if d.workloads == 1 { "" } else { "s" }
-    );
-    if d.numbers_changed == 0 {
-        return format!("outputs: no number moved ({of} compared)");
-    }
-    let e = |x: f64| {
-        if x.is_finite() {
-            format!("{x:.2e}")
-        } else {
-            "∞ (a NaN or infinity appeared)".into()
-        }
-    };
-    format!(
-        "outputs moved: {} number(s) changed over {of}, by at most {} absolute, {} relative",
-        d.numbers_changed,
-        e(d.max_abs),
-        e(d.max_rel)
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,28 +194,5 @@ mod tests {
         assert!(no_fma(&triple, &["-Ctarget-cpu=x86-64-v3".into()]).is_none());
         assert!(no_fma(&triple, &["-Ctarget-feature=+fma".into()]).is_none());
         assert!(no_fma("aarch64-unknown-linux-gnu", &[]).is_none());
-    }
-
-    #[test]
-    fn notes_say_how_far_outputs_moved() {
-        let d = OutputDrift {
-            max_abs: 7.1e-14,
-            max_rel: 1.7e-15,
-            numbers_changed: 1,
-            workloads: 1,
-        };
-        assert_eq!(
-            drift_note(&d),
-            "outputs moved: 1 number(s) changed over 1 workload, by at most 7.10e-14 absolute, 1.70e-15 relative"
-        );
-        let none = OutputDrift {
-            numbers_changed: 0,
-            workloads: 2,
-            ..d
-        };
-        assert_eq!(
-            drift_note(&none),
-            "outputs: no number moved (2 workloads compared)"
-        );
     }
 }

@@ -80,6 +80,32 @@ fn fp_contraction_is_rejected_exactly_and_verified_numerically() {
 }
 
 #[test]
+fn an_fp_flag_this_llvm_lacks_is_refused_naming_the_line_before_any_build() {
+    let _lock = lock_target_dir("fp-dot");
+    let td = target_dir("fp-dot");
+    let runs = td.join("optimize/runs");
+    let before = std::fs::read_dir(&runs).map_or(0, |d| d.count());
+    let r = optimize("fp-dot", &["--spec", "unknown-flag.toml"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("unknown-flag.toml:6: [stages] fp: \"--enable-unsafe-fp-math\": this rustc's LLVM has no option `--enable-unsafe-fp-math`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("fix: list options from `rustc -Cllvm-args=--help-hidden`"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_dir(&runs).map_or(0, |d| d.count()),
+        before,
+        "a run folder was made"
+    );
+}
+
+#[test]
 fn a_quick_run_ends_with_a_ladder_and_apply_refuses_it_without_allow_quick() {
     let _guard = shared();
     let tmp = copy_fixture("pgo-basic");
