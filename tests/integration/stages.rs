@@ -77,6 +77,25 @@ fn fp_contraction_is_rejected_exactly_and_verified_numerically() {
         d2.max_rel, d.max_rel,
         "the same build moves the same digits"
     );
+
+    // Without FMA in the target (RUSTFLAGS replaces the fixture's +fma): contraction could
+    // change nothing, so it is skipped with the reason and the fix — and since `try` asks
+    // for fp by name, the run says so with exit 1.
+    let r = optimize("fp-dot", &[], &[("RUSTFLAGS", "--cfg plain")]);
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    let report = latest_report(&td);
+    let fp = stage(&report, "fp");
+    assert_eq!(fp.status, Status::Skipped, "{fp:#?}");
+    assert!(
+        fp.reason.contains("fuses a * b + c into FMA instructions"),
+        "{}",
+        fp.reason
+    );
+    assert!(
+        fp.reason.contains("fix: keep a CPU level with FMA first"),
+        "{}",
+        fp.reason
+    );
 }
 
 #[test]
