@@ -17,6 +17,8 @@ pub(crate) mod hotspots;
 pub(crate) mod jobs;
 #[cfg(test)]
 mod layers;
+#[cfg(test)]
+mod limits;
 pub(crate) mod pipeline;
 pub mod process;
 pub(crate) mod release;

@@ -1,7 +1,7 @@
 //! Spawning child processes: workloads (with stdin, env, cwd, timeout, rusage) and the
 //! external tools (rustc, llvm-profdata, llvm-bolt, perf …).
 //!
-//! This is the ONLY module that spawns processes other than cargo (which `cargo.rs` owns).
+//! This is the ONLY module that spawns processes other than cargo (which the `cargo` module owns).
 //! It knows nothing about stages, specs or statistics: it runs one command and reports
 //! exactly what happened (status, outputs, wall/user/sys time, peak RSS).
 

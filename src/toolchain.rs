@@ -2,7 +2,7 @@
 //! (llvm-profdata, llvm-bolt, merge-fdata, perf2bolt) matched to rustc's LLVM major,
 //! CPU model/features/x86-64 level, perf capability; and the `doctor` command built on them.
 //!
-//! Must not: run cargo (cargo.rs) or spawn workloads; it runs tools only through
+//! Must not: run cargo (the `cargo` module) or spawn workloads; it runs tools only through
 //! `process::run_tool`/`process::tool_stdout`/`process::run`.
 //!
 //! Why the LLVM major matters: a `.profraw` written by rustc's LLVM N and merged by an

@@ -1,4 +1,4 @@
-//! The measurement engine (ARCHITECTURE §6): interleaved runs, statistics, counters.
+//! The measurement engine (model: docs/src/measuring.md): interleaved runs, statistics, counters.
 //!
 //! `runner` holds the options, the comparison and the source of runs, `drive` decides the
 //! order of one comparison's runs and when to stop, `joint` advances a candidate pair's

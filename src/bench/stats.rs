@@ -3,7 +3,7 @@
 //!
 //! Pure functions on numbers only: nothing here runs a process, reads a clock or prints.
 //!
-//! The model (ARCHITECTURE §6): for pair i, `d_i = ln(t_B,i / t_A,i)`. The ratio B/A is
+//! The model (docs/src/measuring.md): for pair i, `d_i = ln(t_B,i / t_A,i)`. The ratio B/A is
 //! estimated by `exp(mean d)` with a paired Student-t interval on the mean of `d`
 //! (`mean ± t(1-α/2, n-1)·s/√n`, mapped through `exp`). When the sample is small or skewed a
 //! seeded percentile bootstrap over the pairs is computed as a check, and the reported

@@ -1,11 +1,12 @@
 //! The run context: what every stage and every check of one pipeline run shares — the
 //! project, the spec, the toolchain, the run folder, the UI and the step timings — and the
-//! [`Candidate`] a stage produces. Builds go through [`Context::build`] (cargo.rs), workload
-//! runs through [`Context::run_workload`] (process.rs), each workload that writes files in
+//! [`Candidate`] a stage produces. Builds go through [`Context::build`] (the `cargo` module), workload
+//! runs through [`Context::run_workload`] (`process`), each workload that writes files in
 //! a private copy of its cwd ([`sandbox`]).
 //!
 //! Must not: decide, verify or measure (the pipeline, verify and bench do).
 
+pub mod ahead;
 pub mod facts;
 pub mod sandbox;
 
@@ -384,6 +385,8 @@ pub struct Context<'a> {
     pub warned: RefCell<std::collections::BTreeSet<String>>,
     /// Builds reused and builds run (`Context::build`).
     pub builds: std::cell::Cell<(u32, u32)>,
+    /// Builds started ahead of need ([`Context::build_ahead`]).
+    pub ahead: ahead::Ahead,
 }
 
 impl<'a> Context<'a> {
@@ -405,7 +408,49 @@ impl<'a> Context<'a> {
             steps: RefCell::new(Vec::new()),
             warned: Default::default(),
             builds: Default::default(),
+            ahead: Default::default(),
         }
+    }
+
+    /// The target dir a build of `settings` uses: `target/optimize/build/<hash>`.
+    fn build_dir(&self, settings: &BuildSettings) -> PathBuf {
+        self.optimize_dir.join("build").join(settings.hash())
+    }
+
+    /// Start building each of `wanted` (label, settings) on a second thread (see [`ahead`]), leaving out
+    /// those the build cache already holds; [`Context::build`] then takes the result.
+    pub fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
+        let cache = cargo::BuildCache {
+            optimize_dir: &self.optimize_dir,
+            toolchain: &self.rustc.version,
+        };
+        let (labels, jobs): (Vec<String>, Vec<ahead::Job>) = wanted
+            .into_iter()
+            .filter(|(_, s)| {
+                self.fresh
+                    || cache
+                        .reusable(self.project, s, &self.build_dir(s))
+                        .is_none()
+            })
+            .map(|(label, settings)| {
+                let target_dir = self.build_dir(&settings);
+                (
+                    label,
+                    ahead::Job {
+                        target_dir,
+                        settings,
+                    },
+                )
+            })
+            .unzip();
+        if !jobs.is_empty() {
+            self.ui.info(&format!(
+                "building ahead, on a second thread: {}",
+                labels.join(", ")
+            ));
+        }
+        let toolchain = self.rustc.version.clone();
+        (self.ahead).start(self.project, self.optimize_dir.clone(), &toolchain, jobs);
     }
 
     /// Build `settings` into its own target dir (`target/optimize/build/<hash>`), showing
@@ -415,8 +460,13 @@ impl<'a> Context<'a> {
         label: &str,
         settings: &BuildSettings,
     ) -> Result<cargo::Built, cargo::CargoError> {
-        let target_dir = self.optimize_dir.join("build").join(settings.hash());
+        let target_dir = self.build_dir(settings);
         let started = Instant::now();
+        if self.ahead.has(settings) {
+            if let Some(done) = self.ahead_result(label, settings, started) {
+                return done;
+            }
+        }
         let cache = cargo::BuildCache {
             optimize_dir: &self.optimize_dir,
             toolchain: &self.rustc.version,
@@ -455,6 +505,37 @@ impl<'a> Context<'a> {
         self.ui.done(&format!("{label} built"), built.seconds);
         self.record(&format!("{label} build"), built.seconds, None);
         Ok(built)
+    }
+
+    /// The build of `settings` started ahead, once it is finished (`None`: its thread is
+    /// gone, so the caller builds it itself).
+    fn ahead_result(
+        &self,
+        label: &str,
+        settings: &BuildSettings,
+        started: Instant,
+    ) -> Option<Result<cargo::Built, cargo::CargoError>> {
+        let spinner = self
+            .ui
+            .spinner(format!("{label}: waiting for its build started ahead"));
+        let done = self.ahead.take(settings);
+        spinner.finish_and_clear();
+        let (built, warning) = match done? {
+            Ok(done) => done,
+            Err(e) => return Some(Err(e)),
+        };
+        let (reused, run) = self.builds.get();
+        self.builds.set((reused, run + 1));
+        if let Some(warning) = warning {
+            self.ui.warn(&format!("{label}: {warning}"));
+        }
+        let waited = started.elapsed().as_secs_f64();
+        self.ui.done(
+            &format!("{label} built ahead in {:.1}s; waited", built.seconds),
+            waited,
+        );
+        self.record(&format!("{label} build"), waited, None);
+        Some(Ok(built))
     }
 
     /// Copy a built binary into the run folder as `bin/<name>` (the candidate's tag).

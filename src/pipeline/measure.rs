@@ -155,6 +155,8 @@ pub fn compare_over_workloads(
             ctx.spec.path.display()
         );
     }
+    // Nothing timed may share the machine with a build started ahead.
+    ctx.ahead.settle();
     let start = Instant::now();
     // Keyed under the comparison's full max-time (`full_max`: the spec's, weighted), not
     // the budget's share (which differs from run to run); a comparison the share cut short is

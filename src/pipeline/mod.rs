@@ -31,26 +31,22 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
         return Ok(dry_run(plan));
     }
     let started = Instant::now();
-    let mut budget = Budget::new(
-        plan.budget,
-        budget::cpu_levels(&plan.spec),
-        plan.spec.bench.max_time,
-    );
-    budget.fp_flags = budget::fp_flags(&plan.spec);
-    budget.profiles = stage::profile::candidates(&plan.spec.stages);
+    let budget = run_budget(plan);
     let lock = DirLock::for_run(&plan.optimize_dir)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
-    if plan.quick {
-        plan.ui.warn(&format!(
-            "quick run: pgo only, one eval workload per name, a budget of {}, everything kept from earlier runs reused — for iteration, not shipping (`apply` refuses its winner without --allow-quick)",
-            crate::util::format_span(plan.budget.as_secs_f64())
-        ));
-    }
     let ctx = context(plan, &plan.spec, &run);
     let early = early_projection(plan, &budget);
     let sccache = crate::cargo::wrapper::sccache();
     let sccache_before = sccache.as_deref().and_then(crate::cargo::wrapper::stats);
+    let stages = &plan.spec.stages.try_;
+    // Only what the budget pays for, as far as it can tell yet (no build is wasted on a
+    // stage the ladder will not try).
+    let affordable: Vec<_> = (0..stages.len())
+        .take_while(|&i| budget.affords(stages[i], &stages[i + 1..], false).is_ok())
+        .map(|i| stages[i])
+        .collect();
+    ctx.build_ahead(stage::ahead(&ctx, &affordable, &plan.baseline));
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
     let projection = projection(plan, &baseline, &verifier, &budget, early);
@@ -105,6 +101,18 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     })
 }
 
+/// The run's budget, with how many candidates the cpu, fp and profile stages may build.
+fn run_budget(plan: &Plan) -> Budget {
+    let mut budget = Budget::new(
+        plan.budget,
+        budget::cpu_levels(&plan.spec),
+        plan.spec.bench.max_time,
+    );
+    budget.fp_flags = budget::fp_flags(&plan.spec);
+    budget.profiles = stage::profile::candidates(&plan.spec.stages);
+    budget
+}
+
 fn announce(plan: &Plan, run: &RunDir) {
     let p = &plan.project;
     plan.ui.step(&format!(
@@ -114,6 +122,12 @@ fn announce(plan: &Plan, run: &RunDir) {
         p.version,
         run.root.display()
     ));
+    if plan.quick {
+        plan.ui.warn(&format!(
+            "quick run: pgo only, one eval workload per name, a budget of {}, everything kept from earlier runs reused — for iteration, not shipping (`apply` refuses its winner without --allow-quick)",
+            crate::util::format_span(plan.budget.as_secs_f64())
+        ));
+    }
     if !plan.baseline.user_rustflags.is_empty() {
         plan.ui.info(&format!(
             "your rustflags are kept in every build: {}",
@@ -139,6 +153,7 @@ pub fn context<'a>(plan: &'a Plan, spec: &'a crate::spec::Spec, run: &'a RunDir)
         steps: RefCell::new(Vec::new()),
         warned: Default::default(),
         builds: Default::default(),
+        ahead: Default::default(),
     }
 }
 

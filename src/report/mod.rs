@@ -1,4 +1,4 @@
-//! The run record: `report.json`'s schema (ARCHITECTURE.md, "Report schema"), its one reader
+//! The run record: `report.json`'s schema (docs/src/report-json.md), its one reader
 //! ([`load`], [`locate`]) and its renderings, one module per format behind the one render
 //! trait ([`crate::render::Render`], [`Format`]): [`terminal`] (the ladder), [`markdown`]
 //! (GitHub-flavoured, for a PR or `$GITHUB_STEP_SUMMARY`), [`html`] (one self-contained page,

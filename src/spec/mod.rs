@@ -16,6 +16,8 @@ mod validate;
 
 #[cfg(test)]
 mod fixture;
+#[cfg(test)]
+mod reference;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
-use crate::cargo::target_cpu_of;
+use crate::cargo::{target_cpu_of, BuildSettings};
 use crate::context::facts::StageFacts;
 use crate::process;
 use crate::spec::StageName;
@@ -194,19 +194,49 @@ pub fn parse_features(cfg: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// `best` built for CPU `name`. The stage's flag replaces an earlier stage flag of the same
+/// kind; the user's own flags stay first (a user `-Ctarget-cpu` is overridden because ours
+/// comes later).
+fn settings_for(best: &BuildSettings, name: &str) -> BuildSettings {
+    let mut settings = best.clone();
+    settings
+        .rustflags
+        .retain(|f| target_cpu_of(std::slice::from_ref(f)).is_none());
+    settings.with_rustflags([format!("-Ctarget-cpu={name}")])
+}
+
+/// The settings [`offers`] builds at once on top of `best` (for [`super::ahead`]): every
+/// candidate CPU this machine runs, except a `native` built only if the level before it
+/// is kept.
+pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
+    let triple = best.target.clone().unwrap_or_else(|| ctx.host.clone());
+    if triple != ctx.host {
+        return Vec::new();
+    }
+    let facts = CpuFacts::gather();
+    let names = match &ctx.spec.stages.cpu {
+        Some(list) => list.clone(),
+        None => default_candidates(facts.arch, facts.x86_64_level),
+    };
+    let after_level = ctx.spec.stages.cpu.is_none() && names.len() > 1;
+    let Ok(native) = features(&triple, "native") else {
+        return Vec::new();
+    };
+    names
+        .iter()
+        .filter(|n| !(after_level && *n == "native"))
+        .filter(|n| check(&triple, n, &native).is_ok())
+        .map(|n| (crate::context::label("cpu", Some(n)), settings_for(best, n)))
+        .collect()
+}
+
 fn build(
     ctx: &Context,
     best: &Candidate,
     name: &str,
     native_cpu: Option<&str>,
 ) -> Result<Candidate, StageError> {
-    // The stage's flag replaces an earlier stage flag of the same kind; the user's own
-    // flags stay first (a user `-Ctarget-cpu` is overridden because ours comes later).
-    let mut settings = best.settings.clone();
-    settings
-        .rustflags
-        .retain(|f| target_cpu_of(std::slice::from_ref(f)).is_none());
-    let settings = settings.with_rustflags([format!("-Ctarget-cpu={name}")]);
+    let settings = settings_for(&best.settings, name);
     let native = name == "native";
     let facts = StageFacts {
         variant: Some(name.to_string()),

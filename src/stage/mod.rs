@@ -93,6 +93,36 @@ pub fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec
     }
 }
 
+/// What the ladder will most likely build after the baseline, for
+/// [`Context::build_ahead`]: the profile stage's candidate, then the cpu stage's built on
+/// top of it (a profile preset is kept far more often than not). Stages after those are
+/// not guessed: PGO needs the stage before it decided and a training run.
+pub fn ahead(
+    ctx: &Context,
+    stages: &[StageName],
+    baseline: &cargo::BuildSettings,
+) -> Vec<(String, cargo::BuildSettings)> {
+    let mut best = baseline.clone();
+    let mut out = Vec::new();
+    for &name in stages {
+        match name {
+            StageName::Baseline => {}
+            StageName::Profile => {
+                if let Some(s) = profile::ahead(ctx, &best) {
+                    best = s.clone();
+                    out.push((StageName::Profile.as_str().to_string(), s));
+                }
+            }
+            StageName::Cpu => {
+                out.extend(cpu::ahead(ctx, &best));
+                break;
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
 /// A stage could not produce a candidate.
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {

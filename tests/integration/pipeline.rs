@@ -628,6 +628,17 @@ fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_not
 
     let r = with(&["--stages", "profile"]);
     assert!(matches!(r.code, Some(0)), "{}", r.all());
+    // The profile candidate builds beside the baseline, and the ladder takes that build.
+    let ahead = r
+        .stderr
+        .find("building ahead, on a second thread: profile\n");
+    let taken = r.stderr.find("profile built ahead in ");
+    let measured = r.stderr.find("profile vs baseline: measuring");
+    assert!(
+        ahead.is_some() && ahead < taken && taken < measured,
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("projection: "), "{}", r.stderr);
     let report = latest_report(td.path());
     let b = report.budget.as_ref().expect("the budget is recorded");
@@ -657,6 +668,7 @@ fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_not
     // A budget spent by the baseline alone: nothing else is tried, the baseline ships.
     let r = with(&["--budget", "1ms", "--stages", "cpu,pgo", "--fresh"]);
     assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(!r.stderr.contains("building ahead"), "{}", r.stderr);
     assert!(
         r.stderr.contains("not tried for lack of time: cpu, pgo")
             && r.stderr.contains("fix: give the run more time (--budget"),

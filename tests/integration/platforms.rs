@@ -8,7 +8,7 @@ use std::process::Command;
 
 use super::common::shared;
 
-/// The targets checked besides the host (`scripts/setup` installs their standard libraries).
+/// The targets checked besides the host (`scripts/test` installs their standard libraries).
 const TARGETS: [&str; 4] = [
     "aarch64-unknown-linux-gnu",
     "aarch64-apple-darwin",
@@ -60,7 +60,7 @@ fn clippy_is_clean_for_every_platform() {
             let hint = if stderr.contains("rustup target add")
                 || stderr.contains("may not be installed")
             {
-                "\n  fix: scripts/setup (it runs `rustup target add` for the four targets)"
+                "\n  fix: scripts/test (it runs `rustup target add` for the four targets)"
             } else {
                 ""
             };

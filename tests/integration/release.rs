@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::common::*;
 
 const FIXTURE: &str = "release-flavors";
-/// A target whose standard library is not installed: not one `scripts/setup` adds (it adds
+/// A target whose standard library is not installed: not one `scripts/test` adds (it adds
 /// aarch64 Linux, macOS and Windows for `platforms`), and one nobody here builds for.
 const MISSING: &str = "riscv64gc-unknown-linux-gnu";
 

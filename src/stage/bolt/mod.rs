@@ -55,7 +55,7 @@ use stats::{parse_dyno_stats, parse_profiled_functions, percent, DynoStat};
 ///   it; a 350 KB program came out at 6.4 MB (0.53 MB with this flag). The alignment only
 ///   pays off when the text is mapped on huge pages (`-hugify`), which plain programs are not.
 ///
-/// Compared on jaq 3.1.2 (fat LTO + PGO, docs/bolt.md): opt-dist's exact set, the BOLT
+/// Compared on jaq 3.1.2 (fat LTO + PGO, docs/src/bolt.md): opt-dist's exact set, the BOLT
 /// docs' set, these + `-hugify`, and these without function splitting were none measurably
 /// faster than these (all within ±3 % of PGO alone), so these stay.
 const DEFAULT_ARGS: &[&str] = &[
@@ -666,7 +666,7 @@ fn report_headline(ctx: &Context, o: &Optimized, size_before: u64, size_after: u
     if let (Some(w), Some(t)) = (o.functions_with_profile, o.functions_total) {
         parts.push(format!("{w} of {t} functions profiled"));
     }
-    // Layout shows in taken branches; instruction counts barely move (ARCHITECTURE §6).
+    // Layout shows in taken branches; instruction counts barely move (docs/src/bolt.md, "Flags").
     if let Some(s) = o.dyno_stats.get("taken branches") {
         parts.push(format!(
             "taken branches {} → {} ({})",

@@ -41,6 +41,12 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
         Ok(mut p) => {
             let note = assess_coverage(ctx, &mut p, "pgo", "pgo");
             let relocs = bolt_follows(ctx, &with_host_target(ctx, &standing.best.settings));
+            if shares_profile(standing) {
+                // The portable build needs only this profile: it builds beside this one.
+                let portable = use_settings(ctx, &standing.portable.settings, &p, false);
+                let label = crate::context::label("pgo", Some(PORTABLE));
+                ctx.build_ahead(vec![(format!("{label}: optimized"), portable)]);
+            }
             let best = build_with(ctx, &standing.best.settings, &p, None, relocs).map(|mut c| {
                 c.notes.extend(note);
                 c
@@ -55,7 +61,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     let mut offers = vec![Offer::against_best(best)];
     if standing.best.targets_cpu() && !standing.portable.targets_cpu() {
         let portable = standing.portable;
-        let candidate = if without_cpu(&standing.best.settings) == portable.settings {
+        let candidate = if shares_profile(standing) {
             profile
                 .map_err(|why| StageError::Failed(format!("its profile is pgo's: {why}")))
                 .and_then(|p| build_with(ctx, &portable.settings, &p, Some(PORTABLE), false))
@@ -74,6 +80,14 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
         });
     }
     offers
+}
+
+/// Whether `pgo (portable)` is built with the pgo build's profile: the best picks a CPU and
+/// the portable best is the best without it.
+fn shares_profile(standing: &Standing) -> bool {
+    standing.best.targets_cpu()
+        && !standing.portable.targets_cpu()
+        && without_cpu(&standing.best.settings) == standing.portable.settings
 }
 
 /// The eval coverage of `profile` (kept in it, so every row built with it reports it) and
@@ -319,6 +333,25 @@ fn with_host_target(
 /// The `-Cprofile-use` build of `settings` with `profile`; a `variant` gets its own
 /// binary name and label (`pgo (portable)`, `bin/pgo-portable`). `relocs`: linked with
 /// relocations, ready for BOLT (see [`bolt_takes_as_is`]).
+/// The optimized build of `settings` with `profile` ([`build_with`] builds it).
+fn use_settings(
+    ctx: &Context,
+    settings: &crate::cargo::BuildSettings,
+    profile: &Profile,
+    relocs: bool,
+) -> crate::cargo::BuildSettings {
+    let mut use_flags = vec![
+        format!("-Cprofile-use={}", profile.stable.display()),
+        "-Cllvm-args=-pgo-warn-missing-function".to_string(),
+    ];
+    if relocs {
+        // Linked ready for BOLT, so the BOLT stage reads this binary as is instead of
+        // building it again with `-Wl,-q`.
+        use_flags.push(crate::cargo::EMIT_RELOCS_FLAG.to_string());
+    }
+    with_host_target(ctx, settings).with_rustflags(use_flags)
+}
+
 pub fn build_with(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
@@ -333,17 +366,7 @@ pub fn build_with(
     let label = crate::context::label("pgo", variant);
     let mut notes = profile.notes.clone();
     let stable = &profile.stable;
-    let target = with_host_target(ctx, settings);
-    let mut use_flags = vec![
-        format!("-Cprofile-use={}", stable.display()),
-        "-Cllvm-args=-pgo-warn-missing-function".to_string(),
-    ];
-    if relocs {
-        // Linked ready for BOLT, so the BOLT stage reads this binary as is instead of
-        // building it again with `-Wl,-q`.
-        use_flags.push(crate::cargo::EMIT_RELOCS_FLAG.to_string());
-    }
-    let use_settings = target.with_rustflags(use_flags);
+    let use_settings = use_settings(ctx, settings, profile, relocs);
     // What `apply` checks before it copies the profile into the project.
     let profile_sha256 = crate::store::file_sha256(stable).ok();
     if profile.repaired {

@@ -1,0 +1,158 @@
+//! Builds started ahead of need: while the baseline builds (and while its outputs are
+//! recorded and candidates verified), the candidates the next stages will most likely ask
+//! for are built on a second thread, one after another, so two builds share the machine.
+//!
+//! Why: a release build with fat LTO and one codegen unit spends most of its time on one
+//! core, so a second build beside it costs little wall time (pulldown-cmark 0.13.6 on two
+//! cores: baseline, profile and cpu builds took 20.7 s one after another).
+//!
+//! Must not overlap a timed run: [`Ahead::settle`] waits for every build started here,
+//! and the pipeline calls it before it measures anything. A build asked for by
+//! [`Ahead::take`] hands over its result (an error included, reported by the stage that
+//! asked, as a build of its own would be); a build nobody asks for is kept in the build
+//! cache like any other.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::cargo::{BuildCache, BuildSettings, Built, CargoError, Project};
+
+/// A finished build: what [`BuildCache::build`] returned.
+pub type Finished = Result<(Built, Option<String>), CargoError>;
+
+#[derive(Default)]
+struct Shared {
+    /// Settings hashes queued and not finished.
+    pending: BTreeSet<String>,
+    finished: BTreeMap<String, Finished>,
+}
+
+/// The queue of builds started ahead, and the thread that runs them.
+#[derive(Default)]
+pub struct Ahead {
+    shared: Arc<(Mutex<Shared>, Condvar)>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// One build to start ahead: its settings and the target dir it builds into.
+pub struct Job {
+    pub settings: BuildSettings,
+    pub target_dir: PathBuf,
+}
+
+impl Ahead {
+    /// Start building `jobs` one after another on a thread of their own. Jobs whose
+    /// settings are already queued are left out.
+    pub fn start(&self, project: &Project, optimize_dir: PathBuf, toolchain: &str, jobs: Vec<Job>) {
+        let mut worker = self.worker.lock().unwrap();
+        if worker.is_some() || jobs.is_empty() {
+            return;
+        }
+        {
+            let mut s = self.shared.0.lock().unwrap();
+            s.pending.extend(jobs.iter().map(|j| j.settings.hash()));
+        }
+        let (project, toolchain) = (project.clone(), toolchain.to_string());
+        let shared = Arc::clone(&self.shared);
+        *worker = Some(std::thread::spawn(move || {
+            let cache = BuildCache {
+                optimize_dir: &optimize_dir,
+                toolchain: &toolchain,
+            };
+            for job in jobs {
+                let done = cache.build(&project, &job.settings, &job.target_dir, &mut |_| {});
+                let (lock, ready) = &*shared;
+                let mut s = lock.lock().unwrap();
+                let hash = job.settings.hash();
+                s.pending.remove(&hash);
+                s.finished.insert(hash, done);
+                ready.notify_all();
+            }
+        }));
+    }
+
+    /// Whether `settings` was queued here (finished or not).
+    pub fn has(&self, settings: &BuildSettings) -> bool {
+        let hash = settings.hash();
+        let s = self.shared.0.lock().unwrap();
+        s.pending.contains(&hash) || s.finished.contains_key(&hash)
+    }
+
+    /// The result of the build of `settings` started ahead, once it is finished; `None`
+    /// when it was not started here (or its thread died: the caller then builds it).
+    pub fn take(&self, settings: &BuildSettings) -> Option<Finished> {
+        let hash = settings.hash();
+        let (lock, ready) = &*self.shared;
+        let mut s = lock.lock().unwrap();
+        loop {
+            if let Some(done) = s.finished.remove(&hash) {
+                return Some(done);
+            }
+            if !s.pending.contains(&hash) || !self.alive() {
+                return None;
+            }
+            // Bounded waits: a worker that died is noticed within a second.
+            s = ready.wait_timeout(s, Duration::from_secs(1)).unwrap().0;
+        }
+    }
+
+    /// Wait until no build started here is running (before anything is timed).
+    pub fn settle(&self) {
+        if let Some(worker) = self.worker.lock().unwrap().take() {
+            let _ = worker.join();
+        }
+    }
+
+    fn alive(&self) -> bool {
+        self.worker
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|w| !w.is_finished())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> BuildSettings {
+        BuildSettings {
+            profile: "release".into(),
+            profile_overrides: Default::default(),
+            user_rustflags: Vec::new(),
+            rustflags: Vec::new(),
+            target: None,
+            features: Default::default(),
+        }
+    }
+
+    #[test]
+    fn nothing_queued_is_nothing_to_take_or_wait_for() {
+        let ahead = Ahead::default();
+        let settings = settings();
+        assert!(!ahead.has(&settings));
+        assert!(ahead.take(&settings).is_none());
+        ahead.settle();
+    }
+
+    #[test]
+    fn a_finished_build_is_handed_over_once() {
+        let ahead = Ahead::default();
+        let settings = settings();
+        let hash = settings.hash();
+        ahead
+            .shared
+            .0
+            .lock()
+            .unwrap()
+            .finished
+            .insert(hash, Err(CargoError::NoBinary("x".into())));
+        assert!(ahead.has(&settings));
+        assert!(matches!(ahead.take(&settings), Some(Err(_))));
+        assert!(ahead.take(&settings).is_none());
+    }
+}

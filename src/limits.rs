@@ -1,0 +1,119 @@
+//! Keeps the code readable top to bottom: no function in `src/` longer than
+//! [`MAX_FN_LINES`] lines and no file with more than [`MAX_FILE_LINES`] lines of non-test code.
+//!
+//! How it counts, so the figures in notes and reviews mean one thing: a file's non-test code
+//! is every line (blank lines and comments included) before its first `#[cfg(test)]`; a
+//! function runs from its `fn` line to the closing brace at the `fn` line's indentation,
+//! both included (declarations ending in `;`, as in traits, have no body and are skipped).
+
+use std::path::{Path, PathBuf};
+
+const MAX_FN_LINES: usize = 80;
+const MAX_FILE_LINES: usize = 800;
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The lines before the first `#[cfg(test)]`.
+fn non_test(text: &str) -> Vec<&str> {
+    text.lines()
+        .take_while(|l| l.trim() != "#[cfg(test)]")
+        .collect()
+}
+
+/// Each function longer than `max` lines: (first line number, name, length).
+fn long_functions(lines: &[&str], max: usize) -> Vec<(usize, String, usize)> {
+    let re = regex::Regex::new(
+        r"^(\s*)(pub(\([^)]*\))?\s+)?(async\s+)?(const\s+)?(unsafe\s+)?fn\s+(\w+)",
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(c) = re.captures(lines[i]) else {
+            i += 1;
+            continue;
+        };
+        let indent = c[1].len();
+        if lines[i].trim_end().ends_with('}') {
+            i += 1; // `fn f() { … }` on one line
+            continue;
+        }
+        // The signature may span lines: it ends at `{` (a body) or `;` (a declaration).
+        let mut open = i;
+        while open < lines.len() && !lines[open].trim_end().ends_with(['{', ';']) {
+            open += 1;
+        }
+        if open == lines.len() || lines[open].trim_end().ends_with(';') {
+            i = open + 1;
+            continue;
+        }
+        let close = (open + 1..lines.len())
+            .find(|&k| {
+                let l = lines[k];
+                l.len() > indent && l[..indent].trim().is_empty() && l[indent..].starts_with('}')
+            })
+            .unwrap_or(lines.len() - 1);
+        let n = close - i + 1;
+        if n > max {
+            out.push((i + 1, c[7].to_string(), n));
+        }
+        i = close + 1;
+    }
+    out
+}
+
+#[test]
+fn no_function_over_80_lines_and_no_file_over_800() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let lines = non_test(&text);
+        let shown = file.strip_prefix(&src).unwrap_or(file).display();
+        if lines.len() > MAX_FILE_LINES {
+            problems.push(format!(
+                "src/{shown}: {} lines of non-test code (at most {MAX_FILE_LINES}: split what it owns)",
+                lines.len()
+            ));
+        }
+        for (line, name, n) in long_functions(&lines, MAX_FN_LINES) {
+            problems.push(format!(
+                "src/{shown}:{line}: fn {name} is {n} lines (at most {MAX_FN_LINES})"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn long_functions_are_measured_from_fn_to_its_closing_brace() {
+    let mut text = String::from("trait T {\n    fn decl(&self) -> u8;\n}\n");
+    text.push_str("pub(crate) fn long(\n    a: u8,\n) -> u8 {\n");
+    text.push_str(&"    let _ = a;\n".repeat(80));
+    text.push_str("    a\n}\n\nfn short() {\n    if true {\n    }\n}\n");
+    let lines: Vec<&str> = text.lines().collect();
+    // 3 signature lines + 80 body lines + `a` + the closing brace.
+    assert_eq!(
+        long_functions(&lines, 80),
+        vec![(4, "long".to_string(), 85)]
+    );
+    assert!(long_functions(&lines, 85).is_empty());
+}
+
+#[test]
+fn test_code_does_not_count() {
+    let text = "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn b() {}\n}\n";
+    assert_eq!(non_test(text), vec!["fn a() {}"]);
+}
