@@ -12,10 +12,13 @@
 //!
 //! Submodules: `cpu` (flags → x86-64 level, pure), `perf` (perf binary, paranoid, counters,
 //! LBR), `doctor` (the `Facts` bundle and the `doctor` command's output and `--fix`),
-//! `profdata` (a merged PGO profile's per-function counts, demangled).
+//! `profdata` (a merged PGO profile's per-function counts, demangled), `llvm_args` (the
+//! `-Cllvm-args` options this rustc's LLVM accepts, asked once and kept in
+//! `cache/toolchain/`).
 
 mod cpu;
 mod doctor;
+pub mod llvm_args;
 mod perf;
 pub mod platform;
 pub mod profdata;

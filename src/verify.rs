@@ -9,10 +9,12 @@
 //! Submodules: [`text`] and [`numeric`] compare bytes and never run anything; `observe`
 //! runs workloads through `context::Context` (so through `process.rs`); [`crate_tests`]
 //! runs the tests through the `cargo` module; [`candidate`] records the baseline's outputs and
-//! checks a candidate against them (what the pipeline calls).
+//! checks a candidate against them (what the pipeline calls); `drift` how far a
+//! candidate's numbers moved from the baseline's (the fp stage's rows).
 
 pub mod candidate;
 pub mod crate_tests;
+mod drift;
 pub mod numeric;
 mod observe;
 pub mod text;

@@ -235,6 +235,13 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
     validate_profile_name(&args.profile_name)?;
     let report_path = find_report(g, args.run.as_deref())?;
     let report = report::load(&report_path)?;
+    if report.quick && !args.allow_quick {
+        anyhow::bail!(
+            "run {} ({}) was a quick run (--quick: pgo only, one eval workload per name, a short budget): its winner is for iteration, not for shipping\n  fix: run `cargo optimize` without --quick and apply that run, or pass --allow-quick to apply this one anyway",
+            report.run_id,
+            report_path.display()
+        );
+    }
     let win = Winner::from_report(&report, args.cpu)
         .with_context(|| format!("in {}", report_path.display()))?;
     eprintln!("applying run {} ({})", report.run_id, report_path.display());

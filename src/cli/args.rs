@@ -136,6 +136,15 @@ pub struct RunArgs {
     /// report says where the profile came from and how many of its functions changed since.
     #[arg(long, value_name = "FILE")]
     pub pgo_profile: Option<PathBuf>,
+    /// A quick run, for iteration, not shipping: pgo only, one eval workload per name, a
+    /// budget of 2m (unless --budget), everything cached reused; `apply` refuses its winner
+    /// unless given --allow-quick.
+    #[arg(long, conflicts_with_all = ["stages", "fresh"])]
+    pub quick: bool,
+    /// Let the profile stage search its whole space (LTO fat/thin × codegen-units 1/16 ×
+    /// opt-level 3/2: 8 builds) instead of `max` and three more.
+    #[arg(long, conflicts_with = "quick")]
+    pub thorough: bool,
     /// How to report progress: human, or json (one JSON object per line on stdout).
     ///
     /// `json`: an event per line for each stage started, build, verification, look's
@@ -183,6 +192,9 @@ pub struct ApplyArgs {
     /// Show what would change; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Apply the winner of a quick run (`run --quick`) too.
+    #[arg(long)]
+    pub allow_quick: bool,
 }
 
 #[derive(Debug, Clone, Args)]

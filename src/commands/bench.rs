@@ -455,13 +455,8 @@ mod tests {
             package: None,
             stages: crate::spec::Stages {
                 try_: vec![],
-                try_explicit: false,
                 profile: crate::spec::ProfileChoice::Preset("max".into()),
-                cpu: None,
-                cpu_lines: vec![],
-                allow_panic_abort: false,
-                bolt_mode: crate::spec::BoltMode::Auto,
-                bolt_args: None,
+                ..Default::default()
             },
             bench: crate::spec::BenchConfig {
                 max_time: Duration::from_secs(5),

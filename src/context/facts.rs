@@ -36,6 +36,9 @@ pub struct StageFacts {
     pub overrides: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cargo_command: Option<String>,
+    /// The profile stage's winner: a candidate within its margin that builds faster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheaper_alternative: Option<String>,
     /// `--explain`: each profile setting alone against the baseline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<Vec<Explained>>,
@@ -74,6 +77,15 @@ pub struct StageFacts {
     /// (`-Wl,-q`), when BOLT did not ship and it was linked again without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_with_relocs: Option<u64>,
+
+    // fp
+    /// The LLVM floating-point options the build passes (`-Cllvm-args=…`): the ones kept
+    /// before it and its own, last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp_flags: Option<Vec<String>>,
+    /// How far the candidate's outputs moved from the baseline's (fp rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_drift: Option<OutputDrift>,
 
     // bolt
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +211,45 @@ pub struct UntrainedHot {
     pub workload: String,
 }
 
+/// The largest differences between the numbers a candidate printed (or wrote) and the
+/// baseline's, over every workload (`verify::drift`); infinite (`null` in JSON) when a
+/// number turned into NaN or an infinity.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OutputDrift {
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub max_abs: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub max_rel: f64,
+    /// How many numbers differed at all.
+    pub numbers_changed: usize,
+    /// How many workloads' outputs were compared (those with outputs saved in this run).
+    pub workloads: usize,
+}
+
+impl OutputDrift {
+    /// The fp row's note: how far the outputs moved.
+    pub fn describe(&self) -> String {
+        let of = format!(
+            "{} workload{}",
+            self.workloads,
+            if self.workloads == 1 { "" } else { "s" }
+        );
+        if self.numbers_changed == 0 {
+            return format!("outputs: no number moved ({of} compared)");
+        }
+        let e = |x: f64| match x.is_finite() {
+            true => format!("{x:.2e}"),
+            false => "∞ (a NaN or infinity appeared)".into(),
+        };
+        format!(
+            "outputs moved: {} number(s) changed over {of}, by at most {} absolute, {} relative",
+            self.numbers_changed,
+            e(self.max_abs),
+            e(self.max_rel)
+        )
+    }
+}
+
 /// One profile setting's own effect, measured alone on top of the baseline (`--explain`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explained {
@@ -292,5 +343,40 @@ mod tests {
         assert_eq!(back, with_null);
         let empty: StageFacts = serde_json::from_str("{}").unwrap();
         assert_eq!(serde_json::to_string(&empty).unwrap(), "{}");
+    }
+}
+
+#[cfg(test)]
+mod drift_tests {
+    use super::OutputDrift;
+
+    #[test]
+    fn the_note_says_how_far_outputs_moved() {
+        let d = OutputDrift {
+            max_abs: 7.1e-14,
+            max_rel: 1.7e-15,
+            numbers_changed: 1,
+            workloads: 1,
+        };
+        assert_eq!(
+            d.describe(),
+            "outputs moved: 1 number(s) changed over 1 workload, by at most 7.10e-14 absolute, 1.70e-15 relative"
+        );
+        let none = OutputDrift {
+            numbers_changed: 0,
+            workloads: 2,
+            ..d
+        };
+        assert_eq!(
+            none.describe(),
+            "outputs: no number moved (2 workloads compared)"
+        );
+        let nan = OutputDrift {
+            max_rel: f64::INFINITY,
+            ..d
+        };
+        assert!(nan
+            .describe()
+            .ends_with("∞ (a NaN or infinity appeared) relative"));
     }
 }

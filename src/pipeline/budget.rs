@@ -31,6 +31,14 @@ pub fn cpu_levels(spec: &crate::spec::Spec) -> usize {
     spec.stages.cpu.as_ref().map_or(2, Vec::len)
 }
 
+/// How many flags the fp stage may try: the spec's list, else the default ones.
+pub fn fp_flags(spec: &crate::spec::Spec) -> usize {
+    spec.stages
+        .fp
+        .as_ref()
+        .map_or(crate::stage::fp::DEFAULT_FLAGS.len(), Vec::len)
+}
+
 /// What one piece of work costs, in seconds, as the baseline showed.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Costs {
@@ -114,11 +122,20 @@ struct Shape {
     comparisons: f64,
 }
 
-fn shape(stage: StageName, cpu_levels: usize) -> Shape {
+fn shape(stage: StageName, cpu_levels: usize, fp_flags: usize, profiles: usize) -> Shape {
     let (builds, verifications, trainings, evals, comparisons) = match stage {
-        StageName::Profile => (1.0, 1.0, 0.0, 0.0, 1.0),
+        // A build, a verification and a comparison per setting the search tries.
+        StageName::Profile => {
+            let n = profiles.max(1) as f64;
+            (n, n, 0.0, 0.0, n)
+        }
         StageName::Cpu => {
             let n = cpu_levels.max(1) as f64;
+            (n, n, 0.0, 0.0, n)
+        }
+        // A build, a verification and a comparison per flag.
+        StageName::Fp => {
+            let n = fp_flags.max(1) as f64;
             (n, n, 0.0, 0.0, n)
         }
         // Instrumented + optimized builds, the training and the eval coverage pass.
@@ -136,13 +153,14 @@ fn shape(stage: StageName, cpu_levels: usize) -> Shape {
 }
 
 /// Which stages get time first when not all fit: by the gain they usually bring (PGO's is
-/// the largest, BOLT's on top of it the smallest).
+/// the largest, BOLT's on top of it and the fp flags' the smallest: fp's is a few percent
+/// at most, on float-bound loops only, and it pays a build per flag).
 fn priority(stage: StageName) -> u8 {
     match stage {
         StageName::Pgo => 3,
         StageName::Cpu => 2,
         StageName::Profile => 1,
-        StageName::Bolt | StageName::Baseline => 0,
+        StageName::Fp | StageName::Bolt | StageName::Baseline => 0,
     }
 }
 
@@ -162,6 +180,11 @@ pub struct Budget {
     started: Instant,
     costs: Cell<Option<Costs>>,
     cpu_levels: usize,
+    /// How many flags the fp stage may try ([`fp_flags`]; set after [`Budget::new`]).
+    pub fp_flags: usize,
+    /// How many settings the profile stage builds (`stage::profile::candidates`; 1 until
+    /// set after [`Budget::new`]).
+    pub profiles: usize,
     /// The spec's `max-time` per workload: a comparison's first look never runs past it by
     /// more than one block of runs.
     spec_max: Duration,
@@ -176,13 +199,15 @@ impl Budget {
             started: Instant::now(),
             costs: Cell::new(None),
             cpu_levels,
+            fp_flags: crate::stage::fp::DEFAULT_FLAGS.len(),
+            profiles: 1,
             spec_max,
         }
     }
 
     /// The seconds a stage costs besides measuring, and the seconds of its first looks.
     fn stage_cost(&self, costs: &Costs, stage: StageName) -> (f64, f64) {
-        let s = shape(stage, self.cpu_levels);
+        let s = shape(stage, self.cpu_levels, self.fp_flags, self.profiles);
         let work = s.builds * costs.build
             + s.verifications * costs.verify
             + s.trainings * costs.train
@@ -270,7 +295,7 @@ impl Budget {
         };
         let (mut work, mut comparisons) = (0.0, if is_final { 2.0 } else { 3.0 });
         for &stage in to_come {
-            let s = shape(stage, self.cpu_levels);
+            let s = shape(stage, self.cpu_levels, self.fp_flags, self.profiles);
             work += self.stage_cost(&c, stage).0;
             comparisons += s.comparisons;
         }
@@ -302,7 +327,7 @@ pub fn project(
     };
     let mut comparisons = 1.0;
     for &stage in stages {
-        let s = shape(stage, budget.cpu_levels);
+        let s = shape(stage, budget.cpu_levels, budget.fp_flags, budget.profiles);
         p.builds += s.builds;
         p.build_secs += s.builds * costs.build;
         p.verify_secs += s.verifications * costs.verify;

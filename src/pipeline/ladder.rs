@@ -125,6 +125,9 @@ impl<'a> Ladder<'a> {
         for offer in stage::offers(name, self.ctx, &standing) {
             self.try_offer(name, offer)?;
         }
+        if name == StageName::Profile {
+            self.note_cheaper_profile();
+        }
         if name == StageName::Profile && explain {
             self.explain_profile();
         }
@@ -138,6 +141,7 @@ impl<'a> Ladder<'a> {
         let row = crate::context::label(name.as_str(), offer.variant.as_deref());
         let candidate = match offer.candidate {
             Build::Now(c) => c,
+            Build::OnBest(build) => build(&self.best.candidate),
             Build::IfPreviousKept { build, why_not } => {
                 let previous_kept = self
                     .rows
@@ -183,7 +187,35 @@ impl<'a> Ladder<'a> {
             self.push_verified(&cand, Status::Dropped, &why);
             return Ok(());
         }
-        self.verify_and_measure(&row, cand, offer.rival)
+        let fp = (name == StageName::Fp).then(|| cand.clone());
+        self.verify_and_measure(&row, cand, offer.rival)?;
+        if let Some(cand) = fp {
+            self.note_drift(&cand);
+        }
+        Ok(())
+    }
+
+    /// An fp row's outputs: how far they moved from the baseline's, in its facts and a
+    /// note (whatever the verdict: a rejected row says by how much it missed).
+    fn note_drift(&mut self, cand: &Candidate) {
+        let drift = match self.verifier.drift(cand) {
+            Ok(d) => d,
+            Err(e) => {
+                self.ctx.ui.warn(&format!(
+                    "{}: cannot compare its outputs: {e:#}",
+                    cand.label()
+                ));
+                return;
+            }
+        };
+        // verify_and_measure ends every path with the candidate's row.
+        let Some(row) = self.rows.last_mut() else {
+            return;
+        };
+        let note = drift.describe();
+        self.ctx.ui.info(&format!("{}: {note}", cand.label()));
+        row.notes.push(note);
+        row.facts.output_drift = Some(drift);
     }
 
     /// Check `cand` and measure it against its rival; its first timed run of each eval
@@ -354,6 +386,46 @@ impl<'a> Ladder<'a> {
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);
         }
+    }
+
+    /// The profile stage's winner (its last kept row), when a candidate measured against it
+    /// afterwards came out within the margin and builds in under 90 % of its time: a note
+    /// naming the cheapest such one, and `cheaper_alternative` in its facts.
+    fn note_cheaper_profile(&mut self) {
+        let Some(w) =
+            (self.rows.iter()).rposition(|r| r.name == "profile" && r.status == Status::Kept)
+        else {
+            return;
+        };
+        let winner_build = self.rows[w].build_seconds.unwrap_or(0.0);
+        let within = |v: Verdict| {
+            matches!(
+                v,
+                Verdict::Equivalent | Verdict::SlightlyFaster | Verdict::SlightlySlower
+            )
+        };
+        let cheaper = (self.rows[w + 1..].iter())
+            .filter(|r| r.name == "profile" && r.status == Status::Dropped)
+            .filter_map(|r| Some((r, r.vs_best?, r.build_seconds?)))
+            .filter(|(_, e, b)| within(e.verdict) && *b < 0.9 * winner_build)
+            .min_by(|x, y| x.2.total_cmp(&y.2))
+            .map(|(r, e, b)| {
+                (
+                    crate::context::label("profile", r.facts.variant.as_deref()),
+                    e.ratio,
+                    b,
+                )
+            });
+        let Some((label, ratio, secs)) = cheaper else {
+            return;
+        };
+        let note = stage::profile::cheaper_note((&label, ratio, secs), winner_build);
+        self.ctx.ui.info(&format!(
+            "{}: {note}",
+            crate::context::label("profile", self.rows[w].facts.variant.as_deref())
+        ));
+        self.rows[w].notes.push(note);
+        self.rows[w].facts.cheaper_alternative = Some(label);
     }
 
     /// The baseline's outputs and which workloads are deterministic.

@@ -33,11 +33,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     }
     let started = Instant::now();
     let started_at = std::time::SystemTime::now();
-    let budget = Budget::new(
-        plan.budget,
-        budget::cpu_levels(&plan.spec),
-        plan.spec.bench.max_time,
-    );
+    let budget = run_budget(plan);
     let lock = DirLock::for_run(&plan.optimize_dir)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
@@ -129,6 +125,18 @@ fn build_ahead(plan: &Plan, ctx: &Context, budget: &Budget) {
     ctx.build_ahead(stage::ahead(ctx, &affordable, &plan.baseline));
 }
 
+/// The run's budget, with how many candidates the cpu, fp and profile stages may build.
+fn run_budget(plan: &Plan) -> Budget {
+    let mut budget = Budget::new(
+        plan.budget,
+        budget::cpu_levels(&plan.spec),
+        plan.spec.bench.max_time,
+    );
+    budget.fp_flags = budget::fp_flags(&plan.spec);
+    budget.profiles = stage::profile::candidates(&plan.spec.stages);
+    budget
+}
+
 fn announce(plan: &Plan, run: &RunDir) {
     let p = &plan.project;
     plan.ui.step(&format!(
@@ -141,6 +149,12 @@ fn announce(plan: &Plan, run: &RunDir) {
             .unwrap_or(&run.root)
             .display()
     ));
+    if plan.quick {
+        plan.ui.warn(&format!(
+            "quick run: pgo only, one eval workload per name, a budget of {}, everything kept from earlier runs reused — for iteration, not shipping (`apply` refuses its winner without --allow-quick)",
+            crate::util::format_span(plan.budget.as_secs_f64())
+        ));
+    }
     if !plan.baseline.user_rustflags.is_empty() {
         plan.ui.info(&format!(
             "your rustflags are kept in every build: {}",
@@ -243,6 +257,7 @@ fn assemble(
         }),
         hotspots: None,
         compile_cache: None,
+        quick: plan.quick,
         budget: None,
         source: None,
     }

@@ -117,6 +117,8 @@ pub struct Plan {
     pub budget: std::time::Duration,
     /// `--dry-run`: print the plan and what an earlier run of it cost; build nothing.
     pub dry_run: bool,
+    /// `--quick`: pgo only, one eval workload per name, a short budget (see [`quick`]).
+    pub quick: bool,
     pub ui: Ui,
     /// cargo's runner for `--target`, which the user said is real hardware
     /// (`[bench] runner-is-native`; `super::runner::for_ladder`).
@@ -139,6 +141,10 @@ pub struct Request<'a> {
     pub dry_run: bool,
     /// `--message-format json`: events on stdout.
     pub events: bool,
+    /// `--quick`: pgo only, one eval workload per name, a short budget.
+    pub quick: bool,
+    /// `--thorough`: the profile stage searches its whole space.
+    pub thorough: bool,
 }
 
 impl<'a> From<&'a RunArgs> for Request<'a> {
@@ -153,6 +159,8 @@ impl<'a> From<&'a RunArgs> for Request<'a> {
             fresh: a.fresh,
             dry_run: a.dry_run,
             events: a.message_format == crate::cli::MessageFormat::Json,
+            quick: a.quick,
+            thorough: a.thorough,
         }
     }
 }
@@ -228,6 +236,7 @@ impl Resolver {
             dry_run: false,
             ui: self.ui,
             runner: None,
+            quick: false,
         }
     }
 }
@@ -260,6 +269,10 @@ impl Plan {
         ui.events = req.events;
         let mut located = locate_with_args(g, req.args)?;
         apply_overrides(&mut located.spec, req)?;
+        if req.quick {
+            quick(&mut located.spec, req.budget.is_some());
+        }
+        located.spec.stages.thorough = req.thorough;
         if let Some(warning) = criterion_eval(&located.project, &located.spec) {
             ui.warn(&warning);
         }
@@ -295,6 +308,7 @@ impl Plan {
         let cfg = target_cfg(&triple);
         let user_rustflags = cargo::user_rustflags_here(&triple, &cfg)?;
         let runner = super::runner::for_ladder(spec, &r.rustc.host, &triple, &cfg)?;
+        check_fp_flags(&r.spec, &r.rustc, &r.optimize_dir())?;
         let baseline = BuildSettings {
             profile: g.selection.profile.clone(),
             profile_overrides: BTreeMap::new(),
@@ -311,6 +325,7 @@ impl Plan {
             budget,
             dry_run: req.dry_run,
             runner,
+            quick: req.quick,
             ..r.finish(baseline)
         })
     }
@@ -370,6 +385,57 @@ fn given_profile(
     }
 }
 
+/// `[stages] fp`, when the fp stage is tried: each flag one this rustc's LLVM accepts
+/// (`toolchain::llvm_args`), else exit 2 naming the spec's line.
+fn check_fp_flags(spec: &Spec, rustc: &Rustc, optimize_dir: &Path) -> anyhow::Result<()> {
+    let (true, Some(flags)) = (spec.stages.tries(StageName::Fp), &spec.stages.fp) else {
+        return Ok(());
+    };
+    let Ok(options) = toolchain::llvm_args::llvm_options(rustc, optimize_dir) else {
+        return Ok(()); // the stage's rows say so
+    };
+    for (i, flag) in flags.iter().enumerate() {
+        if let Err(why) = options.accepts(flag) {
+            let line = spec.stages.fp_lines.get(i).copied().unwrap_or(0);
+            anyhow::bail!(
+                "{}:{line}: [stages] fp: \"{flag}\": {why}\n  fix: list options from `rustc -Cllvm-args=--help-hidden`, e.g. {}",
+                spec.path.display(),
+                crate::stage::fp::DEFAULT_FLAGS.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A quick run's default budget (`--quick` without `--budget`).
+pub const QUICK_BUDGET: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// `--quick`: the pgo stage only, asked for by name; the first eval workload of each name
+/// (a matrix's other combinations still train, but are not timed); a budget of
+/// [`QUICK_BUDGET`] unless `--budget` gave one.
+fn quick(spec: &mut Spec, budget_given: bool) {
+    spec.stages.try_ = vec![StageName::Pgo];
+    spec.stages.try_explicit = true;
+    if !budget_given {
+        spec.bench.budget = Some(QUICK_BUDGET);
+    }
+    let mut timed: Vec<String> = Vec::new();
+    for w in spec.workloads.iter_mut().filter(|w| w.eval) {
+        let name = base_name(&w.name).to_string();
+        if timed.contains(&name) {
+            w.eval = false;
+        } else {
+            timed.push(name);
+        }
+    }
+    spec.workloads.retain(|w| w.eval || w.train);
+}
+
+/// A matrix workload's name without its combination: `parse` of `parse[size=10]`.
+fn base_name(name: &str) -> &str {
+    name.split_once('[').map_or(name, |(base, _)| base)
+}
+
 /// `--stages`, `--max-time` and `--budget` replace the spec's `[stages] try`, `[bench]
 /// max-time` and `[bench] budget`.
 fn apply_overrides(spec: &mut Spec, args: &Request) -> anyhow::Result<()> {
@@ -400,4 +466,45 @@ fn apply_overrides(spec: &mut Spec, args: &Request) -> anyhow::Result<()> {
         spec.bench.budget = Some(crate::spec::bounds::parse_flag_duration(t, "--budget")?);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quick_run_tries_pgo_on_one_eval_workload_per_name_within_a_short_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(spec::SPEC_FILE);
+        std::fs::write(
+            &path,
+            "[stages]\ntry = [\"cpu\"]\n[bench]\nbudget = \"10m\"\n\
+             [[workload]]\nname = \"parse\"\nargs = [\"{n}\"]\nmatrix = { n = [\"1\", \"2\"] }\n\
+             [[workload]]\nname = \"other\"\nargs = [\"x\"]\nuse = [\"eval\"]\n\
+             [[workload]]\nname = \"learn\"\nargs = [\"y\"]\nuse = [\"train\"]\n",
+        )
+        .unwrap();
+        let mut s = spec::load(&path).unwrap();
+        quick(&mut s, false);
+        assert_eq!(s.stages.try_, [StageName::Pgo]);
+        assert!(s.stages.try_explicit);
+        assert_eq!(s.bench.budget, Some(QUICK_BUDGET));
+        let timed: Vec<&str> = (s.workloads.iter().filter(|w| w.eval))
+            .map(|w| w.name.as_str())
+            .collect();
+        assert_eq!(timed.len(), 2, "{timed:?}");
+        assert!(
+            timed[0].starts_with("parse[") && timed[1] == "other",
+            "{timed:?}"
+        );
+        // Every combination still trains.
+        assert_eq!(s.workloads.iter().filter(|w| w.train).count(), 3);
+        // --budget wins over the quick default.
+        let mut s = spec::load(&path).unwrap();
+        s.bench.budget = Some(std::time::Duration::from_secs(30));
+        quick(&mut s, true);
+        assert_eq!(s.bench.budget, Some(std::time::Duration::from_secs(30)));
+        assert_eq!(base_name("parse[n=1]"), "parse");
+        assert_eq!(base_name("plain"), "plain");
+    }
 }

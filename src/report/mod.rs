@@ -100,6 +100,10 @@ pub struct Report {
     /// try for lack of time (absent in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<RunBudget>,
+    /// A quick run (`--quick`: pgo only, one eval workload per name, a short budget):
+    /// `apply` refuses its winner without `--allow-quick` (absent when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quick: bool,
     /// When the run started, from which source tree and revision (absent in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<RunSource>,
@@ -647,6 +651,7 @@ mod tests {
             verdict_cache: None,
             build_cache: None,
             compile_cache: None,
+            quick: false,
             budget: None,
             source: None,
             hotspots: None,

@@ -92,6 +92,16 @@ pub fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
         if let Some(line) = given_profile_line(st) {
             let _ = writeln!(s, "{:<w$} └ {line}", "");
         }
+        if let Some(d) = &st.facts.output_drift {
+            let _ = writeln!(s, "{:<w$} └ {}", "", d.describe());
+        }
+        if let Some(c) = &st.facts.cheaper_alternative {
+            let _ = writeln!(
+                s,
+                "{:<w$} └ as fast within the margin and cheaper to build: {c}",
+                ""
+            );
+        }
     }
     let noisy = report
         .stages
@@ -427,6 +437,7 @@ mod tests {
             verdict_cache: None,
             build_cache: None,
             compile_cache: None,
+            quick: false,
             budget: None,
             source: None,
             hotspots: None,

@@ -58,15 +58,18 @@ pub enum StageName {
     Baseline,
     Profile,
     Cpu,
+    /// Floating-point codegen flags (`-Cllvm-args=…`): opt-in, since they change results.
+    Fp,
     Pgo,
     Bolt,
 }
 
 impl StageName {
     /// The stages a run can try, in the order they run (the baseline always runs first).
-    pub const TRIED: [StageName; 4] = [
+    pub const TRIED: [StageName; 5] = [
         StageName::Profile,
         StageName::Cpu,
+        StageName::Fp,
         StageName::Pgo,
         StageName::Bolt,
     ];
@@ -81,6 +84,7 @@ impl StageName {
             StageName::Baseline => "baseline",
             StageName::Profile => "profile",
             StageName::Cpu => "cpu",
+            StageName::Fp => "fp",
             StageName::Pgo => "pgo",
             StageName::Bolt => "bolt",
         }
@@ -120,9 +124,16 @@ pub struct Stages {
     /// The spec line of each `cpu` entry (for messages about a name rustc does not know).
     pub cpu_lines: Vec<usize>,
     pub allow_panic_abort: bool,
+    /// `[stages] fp`: the LLVM floating-point flags the fp stage tries (`None`: the
+    /// default ones this rustc's LLVM accepts, `stage::fp::DEFAULT_FLAGS`).
+    pub fp: Option<Vec<String>>,
+    /// The spec line of each `fp` entry (for messages about a flag LLVM does not accept).
+    pub fp_lines: Vec<usize>,
     pub bolt_mode: BoltMode,
     /// `None`: the built-in BOLT optimization flags.
     pub bolt_args: Option<Vec<String>>,
+    /// `--thorough` (not a spec key): the profile stage searches its whole space.
+    pub thorough: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -440,8 +451,11 @@ impl Default for Stages {
             cpu: None,
             cpu_lines: Vec::new(),
             allow_panic_abort: false,
+            fp: None,
+            fp_lines: Vec::new(),
             bolt_mode: BoltMode::Auto,
             bolt_args: None,
+            thorough: false,
         }
     }
 }
@@ -462,8 +476,14 @@ impl Default for BenchConfig {
 /// Default `[[workload]] timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Default `[stages] try`, in pipeline order.
-pub const DEFAULT_TRY: [StageName; 4] = StageName::TRIED;
+/// Default `[stages] try`, in pipeline order: every stage but `fp`, which changes
+/// floating-point results and is tried only when the spec asks (`try` or `fp = [...]`).
+pub const DEFAULT_TRY: [StageName; 4] = [
+    StageName::Profile,
+    StageName::Cpu,
+    StageName::Pgo,
+    StageName::Bolt,
+];
 
 /// `[cache] max-size` when the spec does not say.
 pub const DEFAULT_CACHE_MAX_BYTES: u64 = 10 << 30;
@@ -522,7 +542,7 @@ pub fn parse_try(names: &[&str]) -> Result<Vec<StageName>, TryListError> {
             let list: Vec<&str> = sorted.iter().map(|s| s.as_str()).collect();
             return Err(err(
                 i,
-                format!("stage \"{stage}\" must come before \"{later}\": stages run in the order profile, cpu, pgo, bolt"),
+                format!("stage \"{stage}\" must come before \"{later}\": stages run in the order profile, cpu, fp, pgo, bolt"),
                 format!("write them in that order: {}", list.join(", ")),
             ));
         }
@@ -532,7 +552,7 @@ pub fn parse_try(names: &[&str]) -> Result<Vec<StageName>, TryListError> {
         return Err(err(
             names.len(),
             "no stage to try: the run would only build and measure the baseline".into(),
-            format!("name at least one of \"profile\", \"cpu\", \"pgo\", \"bolt\" (the baseline always runs first), or \"{NO_STAGES}\" alone for the baseline only"),
+            format!("name at least one of \"profile\", \"cpu\", \"fp\", \"pgo\", \"bolt\" (the baseline always runs first), or \"{NO_STAGES}\" alone for the baseline only"),
         ));
     }
     Ok(out)

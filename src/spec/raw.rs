@@ -24,6 +24,7 @@ pub(super) const STAGES_KEYS: &[&str] = &[
     "profile",
     "cpu",
     "allow-panic-abort",
+    "fp",
     "bolt-mode",
     "bolt-args",
 ];
@@ -159,6 +160,7 @@ pub(super) struct RawStages {
     pub(super) profile: Option<Spanned<StrOrTable<RawProfile>>>,
     pub(super) cpu: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) allow_panic_abort: Option<bool>,
+    pub(super) fp: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) bolt_mode: Option<Spanned<String>>,
     pub(super) bolt_args: Option<Vec<String>>,
 }

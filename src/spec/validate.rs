@@ -21,11 +21,12 @@ use crate::util::indent;
 
 mod workload;
 
-pub(super) const STAGE_NAMES: [&str; 4] = [
+pub(super) const STAGE_NAMES: [&str; 5] = [
     StageName::TRIED[0].as_str(),
     StageName::TRIED[1].as_str(),
     StageName::TRIED[2].as_str(),
     StageName::TRIED[3].as_str(),
+    StageName::TRIED[4].as_str(),
 ];
 const BOLT_MODES: &[&str] = &["auto", "instrument", "perf"];
 const USES: &[&str] = &["train", "eval"];
@@ -182,6 +183,9 @@ impl<'a> Validator<'a> {
             );
         }
         stages.allow_panic_abort = raw.allow_panic_abort.unwrap_or(false);
+        if let Some(fp) = raw.fp {
+            self.fp_list(&mut stages, fp)?;
+        }
         if let Some(mode) = raw.bolt_mode {
             stages.bolt_mode = match self.choice(&mode, "bolt mode", BOLT_MODES)? {
                 "instrument" => BoltMode::Instrument,
@@ -191,6 +195,57 @@ impl<'a> Validator<'a> {
         }
         stages.bolt_args = raw.bolt_args;
         Ok(stages)
+    }
+
+    /// `[stages] fp = [...]`: LLVM options (`--name` or `--name=value`), each once; listing
+    /// them opts in to the fp stage when `try` is left to its default.
+    fn fp_list(
+        &self,
+        stages: &mut Stages,
+        fp: Spanned<Vec<Spanned<String>>>,
+    ) -> Result<(), SpecError> {
+        if fp.get_ref().is_empty() {
+            return Err(self.at(
+                &fp,
+                "`fp` is an empty list",
+                Some("list LLVM floating-point options such as [\"--fp-contract=fast\"], or remove `fp`".into()),
+            ));
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for f in fp.get_ref() {
+            let flag = f.get_ref().as_str();
+            if !flag.starts_with("--") || flag.len() < 3 || flag.contains(char::is_whitespace) {
+                return Err(self.at(
+                    f,
+                    format!("fp flag \"{flag}\" is not an LLVM option"),
+                    Some("write it as rustc's -Cllvm-args takes it, e.g. \"--fp-contract=fast\" or \"--enable-no-nans-fp-math\"".into()),
+                ));
+            }
+            if seen.contains(&flag) {
+                return Err(self.at(
+                    f,
+                    format!("fp flag \"{flag}\" is listed twice"),
+                    Some("remove the second one".into()),
+                ));
+            }
+            seen.push(flag);
+        }
+        stages.fp_lines = fp
+            .get_ref()
+            .iter()
+            .map(|f| self.line(f.span().start))
+            .collect();
+        stages.fp = Some(
+            fp.into_inner()
+                .into_iter()
+                .map(Spanned::into_inner)
+                .collect(),
+        );
+        if !stages.try_explicit {
+            stages.try_.push(StageName::Fp);
+            stages.try_.sort();
+        }
+        Ok(())
     }
 
     /// `[stages] try`, through the one parser `--stages` uses too.
@@ -894,6 +949,51 @@ mod tests {
     }
 
     #[test]
+    fn fp_flags_opt_in_and_bad_ones_name_their_place() {
+        use super::super::StageName::{Bolt, Cpu, Fp, Pgo, Profile};
+        let f = Fixture::new();
+        // Not tried by default; listing flags opts in, in the stages' order.
+        assert!(!f.ok(ONE).stages.tries(Fp));
+        let spec = f.ok(&format!("[stages]\nfp = [\"--fp-contract=fast\"]\n{ONE}"));
+        assert_eq!(spec.stages.try_, [Profile, Cpu, Fp, Pgo, Bolt]);
+        assert_eq!(
+            spec.stages.fp.as_deref(),
+            Some(&["--fp-contract=fast".to_string()][..])
+        );
+        assert_eq!(spec.stages.fp_lines, [2]);
+        // An explicit `try` decides.
+        let spec = f.ok(&format!(
+            "[stages]\ntry = [\"pgo\"]\nfp = [\"--enable-no-nans-fp-math\"]\n{ONE}"
+        ));
+        assert_eq!(spec.stages.try_, [Pgo]);
+        let spec = f.ok(&format!("[stages]\ntry = [\"cpu\", \"fp\"]\n{ONE}"));
+        assert_eq!(
+            (spec.stages.try_.clone(), spec.stages.fp),
+            (vec![Cpu, Fp], None)
+        );
+        let (line, col, msg, fix) = f.err(&format!("[stages]\nfp = [\"fast\"]\n{ONE}"));
+        assert_eq!(
+            (line, col, msg.as_str()),
+            (2, 7, "fp flag \"fast\" is not an LLVM option")
+        );
+        assert!(fix.contains("\"--fp-contract=fast\""), "{fix}");
+        let (line, _, msg, _) = f.err(&format!("[stages]\nfp = []\n{ONE}"));
+        assert_eq!((line, msg.as_str()), (2, "`fp` is an empty list"));
+        let (_, col, msg, _) = f.err(&format!(
+            "[stages]\nfp = [\"--fp-contract=fast\", \"--fp-contract=fast\"]\n{ONE}"
+        ));
+        assert_eq!(
+            (col, msg.as_str()),
+            (29, "fp flag \"--fp-contract=fast\" is listed twice")
+        );
+        let (_, _, msg, _) = f.err(&format!("[stages]\ntry = [\"pgo\", \"fp\"]\n{ONE}"));
+        assert!(
+            msg.starts_with("stage \"fp\" must come before \"pgo\""),
+            "{msg}"
+        );
+    }
+
+    #[test]
     fn bench_and_stage_values() {
         let f = Fixture::new();
         let (line, col, msg, _) = f.err(&format!("[bench]\nmargin = 0.5\n{ONE}"));
@@ -920,7 +1020,7 @@ mod tests {
         assert_eq!(msg, "unknown stage \"cpus\"");
         assert_eq!(
             fix,
-            "did you mean \"cpu\"? stages: \"profile\", \"cpu\", \"pgo\", \"bolt\""
+            "did you mean \"cpu\"? stages: \"profile\", \"cpu\", \"fp\", \"pgo\", \"bolt\""
         );
         let (_, _, msg, fix) = f.err(&format!("[stages]\ntry = [\"bolt\", \"pgo\"]\n{ONE}"));
         assert!(

@@ -8,7 +8,9 @@
 //! the best portable one) and returns them as [`Offer`]s, each with the candidate
 //! it must beat; the pipeline then verifies and measures each offer in order. A candidate
 //! worth building only when the one before it won ([`Build::IfPreviousKept`]: the cpu
-//! stage's `native` after the x86-64 level) is built when the ladder reaches it. [`offers`]
+//! stage's `native` after the x86-64 level) is built when the ladder reaches it, and so is
+//! one built on the best so far as it is then ([`Build::OnBest`]: the fp stage's flags, each
+//! on the ones kept before it). [`offers`]
 //! dispatches by stage name with one `match`.
 //!
 //! Must not: measure, verify or decide (the pipeline does); run cargo or processes other
@@ -17,6 +19,7 @@
 pub mod baseline;
 pub mod bolt;
 pub mod cpu;
+pub mod fp;
 pub mod pgo;
 pub mod profile;
 
@@ -49,11 +52,17 @@ pub struct Offer<'c> {
     pub candidate: Build<'c>,
 }
 
+/// A build on top of the best so far as the ladder stands when it reaches the offer.
+pub type OnBest<'c> = Box<dyn FnOnce(&Candidate) -> Result<Candidate, StageError> + 'c>;
+
 /// An offer's candidate: built when offered, or only once the ladder reaches it and the
 /// offer before it in the same stage was kept.
 #[allow(clippy::large_enum_variant)] // a handful per stage: boxing buys nothing
 pub enum Build<'c> {
     Now(Result<Candidate, StageError>),
+    /// Built when the ladder reaches it, on top of the best so far then (which an earlier
+    /// offer of the same stage may have replaced): the fp stage's flags, one on another.
+    OnBest(OnBest<'c>),
     IfPreviousKept {
         build: Box<dyn FnOnce() -> Result<Candidate, StageError> + 'c>,
         /// Why it is not built otherwise (the dropped row's reason).
@@ -78,6 +87,7 @@ pub fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec
         StageName::Baseline => Vec::new(),
         StageName::Profile => profile::offers(ctx, standing),
         StageName::Cpu => cpu::offers(ctx, standing),
+        StageName::Fp => fp::offers(ctx, standing),
         StageName::Pgo => pgo::offers(ctx, standing),
         StageName::Bolt => bolt::offers(ctx, standing),
     }

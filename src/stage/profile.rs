@@ -6,6 +6,15 @@
 //! builds the baseline plus each setting alone, so the report can say what each one is
 //! worth on its own ([`explain`]).
 //!
+//! With the default preset (`max`) the stage searches a small space of release settings
+//! ([`SEARCH`]: LTO fat/thin × codegen-units 1/16 × opt-level 3/2, `incremental = false`,
+//! and `panic = "abort"` only when allowed): `max` first, as before, then three more in a
+//! default run and all eight with `--thorough` (`Stages::thorough`), each built on the
+//! standing best when the ladder reaches it and measured against the best so far, so a
+//! hopeless one stops at its first look (the ladder's futility rule) and the winner
+//! continues up the ladder. The pipeline then names a cheaper-to-build candidate within the
+//! margin of the winner ([`cheaper_note`]).
+//!
 //! Presets (also documented in docs/src/stages.md and the spec skeleton):
 //! - `max`: `lto = "fat"`, `codegen-units = 1`, `opt-level = 3`, `incremental = false`, and
 //!   `panic = "abort"` only when `allow-panic-abort = true` (it breaks `catch_unwind` and
@@ -14,12 +23,12 @@
 //!   (parallel codegen, cheaper builds than `max`);
 //! - `size`: `opt-level = "s"`, `lto = "thin"`, `codegen-units = 1`, `strip = true`.
 
-use super::{Candidate, Context, Offer, StageError, Standing};
+use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::bench::Estimate;
 use crate::cargo::profile::normalize;
 use crate::cargo::BuildSettings;
 use crate::context::facts::{Explained, StageFacts};
-use crate::spec::{ProfileChoice, StageName};
+use crate::spec::{ProfileChoice, StageName, Stages};
 
 /// The overrides of a preset, as `(cargo profile key, TOML value)`.
 pub fn preset(name: &str, allow_panic_abort: bool) -> Option<Vec<(&'static str, toml::Value)>> {
@@ -75,9 +84,126 @@ fn choice_name(choice: &ProfileChoice) -> String {
     }
 }
 
-/// The best so far with the preset's (or the inline table's) profile keys on top.
+/// The search space: (lto, codegen-units, opt-level), `max` first; a default run tries the
+/// first [`DEFAULT_POINTS`], `--thorough` all.
+pub const SEARCH: [(&str, i64, i64); 8] = [
+    ("fat", 1, 3),
+    ("thin", 16, 3),
+    ("fat", 16, 3),
+    ("thin", 1, 3),
+    ("fat", 1, 2),
+    ("thin", 16, 2),
+    ("fat", 16, 2),
+    ("thin", 1, 2),
+];
+
+/// How many points of [`SEARCH`] a default run builds: `max` and three more.
+pub const DEFAULT_POINTS: usize = 4;
+
+/// How many candidates the stage builds: the search's points with the default preset, else
+/// one.
+pub fn candidates(stages: &Stages) -> usize {
+    match searches(stages) {
+        true if stages.thorough => SEARCH.len(),
+        true => DEFAULT_POINTS,
+        false => 1,
+    }
+}
+
+/// Whether the stage searches: the default preset `max`, not another preset or a table.
+fn searches(stages: &Stages) -> bool {
+    matches!(&stages.profile, ProfileChoice::Preset(name) if name == "max")
+}
+
+/// The best so far with the preset's (or the inline table's) profile keys on top; with
+/// `max`, the search's other points after it, each built when the ladder reaches it.
 pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
-    vec![Offer::against_best(prepare(ctx, standing.best))]
+    let mut offers = vec![Offer::against_best(prepare(ctx, standing.best))];
+    let n = candidates(&ctx.spec.stages);
+    if n > 1 {
+        let points: Vec<String> = SEARCH[1..n].iter().map(|p| point_name(*p)).collect();
+        ctx.ui.info(&format!(
+            "profile: searching {} more setting(s) after `max`: {}{}",
+            n - 1,
+            points.join("; "),
+            if ctx.spec.stages.thorough {
+                ""
+            } else {
+                " (--thorough: all 8)"
+            }
+        ));
+    }
+    for &point in &SEARCH[1..n] {
+        let base = standing.best.clone();
+        offers.push(Offer {
+            variant: Some(point_name(point)),
+            rival: Rival::Best,
+            candidate: Build::OnBest(Box::new(move |_| build_point(ctx, &base, point))),
+        });
+    }
+    offers
+}
+
+/// `lto=thin cgu=16 O3`.
+pub fn point_name((lto, cgu, opt): (&str, i64, i64)) -> String {
+    format!("lto={lto} cgu={cgu} O{opt}")
+}
+
+/// One point's overrides, as `(key, TOML literal)`.
+fn point_overrides(
+    (lto, cgu, opt): (&str, i64, i64),
+    allow_panic_abort: bool,
+) -> Vec<(String, String)> {
+    let mut v = vec![
+        ("lto".to_string(), format!("\"{lto}\"")),
+        ("codegen-units".to_string(), cgu.to_string()),
+        ("opt-level".to_string(), opt.to_string()),
+        ("incremental".to_string(), "false".to_string()),
+    ];
+    if allow_panic_abort {
+        v.push(("panic".to_string(), "\"abort\"".to_string()));
+    }
+    v
+}
+
+/// A point of the search built on `base` (the best when the stage began).
+fn build_point(
+    ctx: &Context,
+    base: &Candidate,
+    point: (&str, i64, i64),
+) -> Result<Candidate, StageError> {
+    let list = point_overrides(point, ctx.spec.stages.allow_panic_abort);
+    if already_in_effect(ctx, &base.settings, &list) {
+        return Err(StageError::Redundant(format!(
+            "profile `{}` already has {}: the candidate would be the {} build again, so it was not built",
+            base.settings.profile,
+            describe(&list),
+            base.label()
+        )));
+    }
+    let mut settings = base.settings.clone();
+    settings.profile_overrides.extend(list.iter().cloned());
+    let facts = StageFacts {
+        variant: Some(point_name(point)),
+        choice: Some("search".into()),
+        overrides: Some(list.iter().cloned().collect()),
+        ..Default::default()
+    };
+    let (mut cand, built) = super::build_candidate(ctx, StageName::Profile, settings, facts)?;
+    cand.facts.cargo_command = Some(built.command.clone());
+    Ok(cand)
+}
+
+/// The note for the profile stage's winner when a candidate measured against it came out
+/// within the margin and builds in under 90 % of its time: `(label, ratio, its build
+/// seconds)` of the cheapest such one, and the winner's build seconds.
+pub fn cheaper_note(cheaper: (&str, f64, f64), winner_build: f64) -> String {
+    let (label, ratio, secs) = cheaper;
+    format!(
+        "{label} is within the margin of this one (time ratio {ratio:.3}) and builds in {} instead of {}: the cheaper choice when build time matters",
+        crate::util::format_secs(secs),
+        crate::util::format_secs(winner_build)
+    )
 }
 
 /// The settings [`offers`] would build on top of `best` (for [`super::ahead`]): `None`
@@ -316,6 +442,31 @@ mod tests {
             ]
         );
         assert!(preset("nope", false).is_none());
+    }
+
+    #[test]
+    fn the_search_is_max_and_three_more_or_all_eight() {
+        let mut stages = Stages::default();
+        assert_eq!(candidates(&stages), DEFAULT_POINTS);
+        stages.thorough = true;
+        assert_eq!(candidates(&stages), 8);
+        // `max` is the first point, as the preset has it.
+        let max: Vec<(String, String)> = overrides(&stages.profile, false);
+        assert_eq!(point_overrides(SEARCH[0], false), max);
+        assert_eq!(
+            point_overrides(SEARCH[0], true),
+            overrides(&stages.profile, true)
+        );
+        // Every point once.
+        let mut all: Vec<String> = SEARCH.iter().map(|p| point_name(*p)).collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 8);
+        assert_eq!(point_name(SEARCH[1]), "lto=thin cgu=16 O3");
+        stages.profile = ProfileChoice::Preset("balanced".into());
+        assert_eq!(candidates(&stages), 1);
+        let note = cheaper_note(("profile (lto=thin cgu=16 O3)", 1.004, 12.0), 40.0);
+        assert!(note.starts_with("profile (lto=thin cgu=16 O3) is within the margin of this one (time ratio 1.004) and builds in 12"), "{note}");
     }
 
     #[test]

@@ -308,6 +308,61 @@ pub fn max_error(a: &[&[u8]], b: &[&[u8]], tol: Tolerance) -> Option<f64> {
     Some(worst)
 }
 
+/// How far the numbers of two texts moved: the largest absolute and relative difference
+/// and how many numbers differ, over the line pairs whose non-numeric tokens agree (other
+/// lines are not numbers that moved, and are left out).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Drift {
+    pub max_abs: f64,
+    pub max_rel: f64,
+    pub changed: usize,
+}
+
+impl Drift {
+    /// Both drifts together (the larger of each, the counts added).
+    pub fn merge(self, o: Drift) -> Drift {
+        Drift {
+            max_abs: self.max_abs.max(o.max_abs),
+            max_rel: self.max_rel.max(o.max_rel),
+            changed: self.changed + o.changed,
+        }
+    }
+}
+
+/// The [`Drift`] from `a` to `b`, line by line.
+pub fn drift(a: &[&[u8]], b: &[&[u8]]) -> Drift {
+    let mut d = Drift::default();
+    for (la, lb) in a.iter().zip(b) {
+        if la == lb {
+            continue;
+        }
+        let (ta, tb) = (tokenize(la), tokenize(lb));
+        let same_shape = ta.len() == tb.len()
+            && ta.iter().zip(&tb).all(|(x, y)| match (x.token, y.token) {
+                (Token::Num(..), Token::Num(..)) => true,
+                (p, q) => p == q,
+            });
+        if !same_shape {
+            continue;
+        }
+        for (x, y) in ta.iter().zip(&tb) {
+            if let (Token::Num(sa, va), Token::Num(sb, vb)) = (x.token, y.token) {
+                if sa == sb {
+                    continue;
+                }
+                let abs = error(va, vb, Tolerance::Absolute(0.0));
+                let rel = error(va, vb, Tolerance::Relative(0.0));
+                if abs > 0.0 || rel > 0.0 {
+                    d.changed += 1;
+                }
+                d.max_abs = d.max_abs.max(abs);
+                d.max_rel = d.max_rel.max(rel);
+            }
+        }
+    }
+    d
+}
+
 fn is_integer(text: &[u8]) -> bool {
     text.iter()
         .all(|b| b.is_ascii_digit() || *b == b'-' || *b == b'+')
@@ -318,6 +373,33 @@ mod tests {
     use super::*;
 
     const REL6: Tolerance = Tolerance::Relative(1e-6);
+
+    #[test]
+    fn drift_is_the_largest_absolute_and_relative_move() {
+        let a: Vec<&[u8]> = vec![b"dot = 4.19774922976059059e1", b"n: 10", b"x 1.0 2.0"];
+        let b: Vec<&[u8]> = vec![b"dot = 4.19774922976058349e1", b"n: 10", b"x 1.0 2.5"];
+        let d = drift(&a, &b);
+        assert_eq!(d.changed, 2);
+        assert!((d.max_abs - 0.5).abs() < 1e-12, "{d:?}");
+        assert!((d.max_rel - 0.2).abs() < 1e-12, "{d:?}");
+        // The dot product's own move: 7.1e-14 absolute, 1.7e-14 relative.
+        let d = drift(&a[..1], &b[..1]);
+        assert!(d.max_abs > 7.0e-14 && d.max_abs < 7.2e-14, "{d:?}");
+        assert!(d.max_rel > 1.6e-15 && d.max_rel < 1.8e-15, "{d:?}");
+        // Lines of another shape are not numbers that moved; NaN for a number is infinite.
+        assert_eq!(drift(&[b"a 1"], &[b"b 2"]), Drift::default());
+        let d = drift(&[b"1.5"], &[b"nan"]);
+        assert!(d.max_abs.is_infinite() && d.max_rel.is_infinite(), "{d:?}");
+        assert_eq!(
+            d.merge(Drift {
+                max_abs: 1.0,
+                max_rel: 0.0,
+                changed: 2
+            })
+            .changed,
+            3
+        );
+    }
 
     fn nums(line: &str) -> Vec<f64> {
         tokenize(line.as_bytes())

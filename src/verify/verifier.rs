@@ -153,6 +153,12 @@ impl<'c> Verifier<'c> {
         Ok(Ok(()))
     }
 
+    /// How far `cand`'s outputs moved from the baseline's (`verify::drift`): after its
+    /// check, from what the check saved.
+    pub fn drift(&self, cand: &Candidate) -> anyhow::Result<crate::context::facts::OutputDrift> {
+        super::drift::drift(self.ctx, self.reference()?, cand)
+    }
+
     /// Whether an earlier run checked `cand` on the same binaries and workloads (said so).
     fn kept_check(&self, cand: &Candidate) -> bool {
         let key = self.check_key(cand).filter(|_| !self.ctx.fresh);

@@ -30,5 +30,6 @@ mod pipeline;
 mod platforms;
 mod release;
 mod report;
+mod stages;
 mod verify;
 mod zero_config;

@@ -1,0 +1,281 @@
+//! The stages of issue 28 on real fixtures: the fp stage (a dot product whose last digits
+//! move under FMA contraction: rejected under `exact`, verified under `numeric`), the
+//! profile stage's search (four settings by default, eight with `--thorough`, builds and
+//! verdicts reused), and the quick run (`--quick`) that `apply` refuses without
+//! `--allow-quick`.
+
+use cargo_optimize::report::Status;
+
+use crate::common::*;
+
+/// Whether this machine has FMA instructions (the fixture builds with +fma).
+fn has_fma() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.split_whitespace().any(|w| w == "fma"))
+}
+
+#[test]
+fn fp_contraction_is_rejected_exactly_and_verified_numerically() {
+    if !has_fma() {
+        eprintln!(
+            "skipped: this CPU has no FMA instructions, which the fp-dot fixture builds with"
+        );
+        return;
+    }
+    let _lock = lock_target_dir("fp-dot");
+    let td = target_dir("fp-dot");
+
+    // exact: the fused build's last digits differ, so it is rejected, with its drift.
+    let r = optimize("fp-dot", &["--spec", "exact.toml"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let fp = stage(&report, "fp");
+    assert_eq!(fp.status, Status::Rejected, "{fp:#?}");
+    assert_eq!(fp.verified, Some(false), "{fp:#?}");
+    assert_eq!(fp.facts.variant.as_deref(), Some("--fp-contract=fast"));
+    assert_eq!(
+        fp.facts.fp_flags.as_deref(),
+        Some(&["--fp-contract=fast".to_string()][..])
+    );
+    let rf = &fp.settings.as_ref().unwrap().stage_rustflags;
+    assert!(
+        rf.contains(&"-Cllvm-args=--fp-contract=fast".to_string()),
+        "{rf:?}"
+    );
+    assert!(
+        fp.reason.contains("stdout differs at line 2"),
+        "{}",
+        fp.reason
+    );
+    let d = fp
+        .facts
+        .output_drift
+        .expect("the row says how far outputs moved");
+    assert_eq!((d.numbers_changed, d.workloads), (1, 1), "{d:?}");
+    assert!(d.max_rel > 0.0 && d.max_rel < 1e-12, "{d:?}");
+    assert!(d.max_abs > 0.0 && d.max_abs < 1e-9, "{d:?}");
+    assert!(
+        fp.notes
+            .iter()
+            .any(|n| n.starts_with("outputs moved: 1 number(s) changed")),
+        "{:?}",
+        fp.notes
+    );
+    assert_eq!(final_choice(&report).stage, "baseline");
+
+    // numeric, rel = 1e-9: the same move is accepted; kept only if also faster.
+    let r = optimize("fp-dot", &[], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let fp = stage(&report, "fp");
+    assert_eq!(fp.verified, Some(true), "{fp:#?}");
+    assert!(
+        matches!(fp.status, Status::Kept | Status::Dropped),
+        "{fp:#?}"
+    );
+    let d2 = fp.facts.output_drift.expect("drift");
+    assert_eq!(
+        d2.max_rel, d.max_rel,
+        "the same build moves the same digits"
+    );
+
+    // Without FMA in the target (RUSTFLAGS replaces the fixture's +fma): contraction could
+    // change nothing, so it is skipped with the reason and the fix — and since `try` asks
+    // for fp by name, the run says so with exit 1.
+    let r = optimize("fp-dot", &[], &[("RUSTFLAGS", "--cfg plain")]);
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    let report = latest_report(&td);
+    let fp = stage(&report, "fp");
+    assert_eq!(fp.status, Status::Skipped, "{fp:#?}");
+    assert!(
+        fp.reason.contains("fuses a * b + c into FMA instructions"),
+        "{}",
+        fp.reason
+    );
+    assert!(
+        fp.reason.contains("fix: keep a CPU level with FMA first"),
+        "{}",
+        fp.reason
+    );
+}
+
+#[test]
+fn an_fp_flag_this_llvm_lacks_is_refused_naming_the_line_before_any_build() {
+    let _lock = lock_target_dir("fp-dot");
+    let td = target_dir("fp-dot");
+    let runs = td.join("optimize/runs");
+    let before = std::fs::read_dir(&runs).map_or(0, |d| d.count());
+    let r = optimize("fp-dot", &["--spec", "unknown-flag.toml"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("unknown-flag.toml:6: [stages] fp: \"--enable-unsafe-fp-math\": this rustc's LLVM has no option `--enable-unsafe-fp-math`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("fix: list options from `rustc -Cllvm-args=--help-hidden`"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_dir(&runs).map_or(0, |d| d.count()),
+        before,
+        "a run folder was made"
+    );
+}
+
+#[test]
+fn a_quick_run_ends_with_a_ladder_and_apply_refuses_it_without_allow_quick() {
+    let _guard = shared();
+    let tmp = copy_fixture("pgo-basic");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let td_s = td.to_str().unwrap();
+    let r = run(dir, &["optimize", "--target-dir", td_s, "--quick"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("quick run: pgo only, one eval workload per name, a budget of 2m"),
+        "{}",
+        r.all()
+    );
+    // The ladder: the baseline and the pgo stage only.
+    assert!(
+        r.stdout.contains("baseline ") && r.stdout.contains("\npgo "),
+        "{}",
+        r.stdout
+    );
+    let report = latest_report(&td);
+    assert!(report.quick);
+    let names: Vec<&str> = report.stages.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names[0], "baseline");
+    assert!(names[1..].iter().all(|n| *n == "pgo"), "{names:?}");
+    assert_eq!(report.budget.as_ref().map(|b| b.budget_secs), Some(120.0));
+
+    // apply refuses the quick run's winner: exit 2, the fix, nothing written.
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let refused = run(dir, &["optimize", "apply", "--target-dir", td_s], &[]);
+    assert_eq!(refused.code, Some(2), "{}", refused.all());
+    assert!(
+        refused.stderr.contains("was a quick run"),
+        "{}",
+        refused.all()
+    );
+    assert!(
+        refused
+            .stderr
+            .contains("fix: run `cargo optimize` without --quick"),
+        "{}",
+        refused.all()
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("Cargo.toml")).unwrap(),
+        manifest
+    );
+    assert!(
+        !dir.join("pgo").exists(),
+        "a refused apply wrote the profile"
+    );
+
+    // --allow-quick: applied as any run (a dry run here: the diff, or nothing to apply).
+    let allowed = run(
+        dir,
+        &[
+            "optimize",
+            "apply",
+            "--target-dir",
+            td_s,
+            "--dry-run",
+            "--allow-quick",
+        ],
+        &[],
+    );
+    assert_eq!(allowed.code, Some(0), "{}", allowed.all());
+    assert!(
+        !allowed.stderr.contains("was a quick run"),
+        "{}",
+        allowed.all()
+    );
+    let kept = stage(&report, "pgo").status == Status::Kept;
+    let said = if kept {
+        "+++ b/Cargo.toml"
+    } else {
+        "nothing to apply"
+    };
+    assert!(allowed.all().contains(said), "{}", allowed.all());
+}
+
+#[test]
+fn the_profile_search_builds_four_settings_then_eight_reusing_what_it_built() {
+    let _guard = shared();
+    let tmp = copy_fixture("lto-neutral");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let td_s = td.to_str().unwrap();
+    let r = run(
+        dir,
+        &["optimize", "--target-dir", td_s, "--spec", "search.toml"],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let profile = rows(&report, "profile");
+    let variants: Vec<Option<&str>> = profile.iter().map(|r| r.facts.variant.as_deref()).collect();
+    assert_eq!(
+        variants,
+        [
+            None,
+            Some("lto=thin cgu=16 O3"),
+            Some("lto=fat cgu=16 O3"),
+            Some("lto=thin cgu=1 O3")
+        ]
+    );
+    for row in &profile {
+        // Each setting: what it costs to build and, when built and different, its effect.
+        let built = row.build_seconds.is_some();
+        assert!(built || row.status == Status::Dropped, "{row:#?}");
+        if matches!(row.status, Status::Kept) || row.vs_best.is_some() {
+            assert!(row.vs_baseline.is_some() && built, "{row:#?}");
+        }
+    }
+    let o = profile[1].facts.overrides.as_ref().unwrap();
+    assert_eq!(o.get("lto").map(String::as_str), Some("\"thin\""));
+    assert_eq!(o.get("codegen-units").map(String::as_str), Some("16"));
+    assert_eq!(o.get("opt-level").map(String::as_str), Some("3"));
+    assert!(
+        !o.contains_key("panic"),
+        "panic = abort is not allowed here"
+    );
+    // A winner that a cheaper build matches names it.
+    for row in profile
+        .iter()
+        .filter(|r| r.facts.cheaper_alternative.is_some())
+    {
+        assert_eq!(row.status, Status::Kept);
+        assert!(
+            row.notes.iter().any(|n| n.contains("the cheaper choice")),
+            "{row:#?}"
+        );
+    }
+    let misses = report.build_cache.unwrap().misses;
+
+    // --thorough: all eight; the four built before are reused, not built again.
+    let r = run(
+        dir,
+        &[
+            "optimize",
+            "--target-dir",
+            td_s,
+            "--spec",
+            "search.toml",
+            "--thorough",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    assert_eq!(rows(&report, "profile").len(), 8);
+    let cache = report.build_cache.unwrap();
+    assert!(cache.hits >= misses, "{cache:?} after {misses} builds");
+    assert!(cache.misses <= 4, "{cache:?}");
+}
