@@ -235,13 +235,7 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
     validate_profile_name(&args.profile_name)?;
     let report_path = find_report(g, args.run.as_deref())?;
     let report = report::load(&report_path)?;
-    if report.quick && !args.allow_quick {
-        anyhow::bail!(
-            "run {} ({}) was a quick run (--quick: pgo only, one eval workload per name, a short budget): its winner is for iteration, not for shipping\n  fix: run `cargo optimize` without --quick and apply that run, or pass --allow-quick to apply this one anyway",
-            report.run_id,
-            report_path.display()
-        );
-    }
+    refuse_quick(&report, &report_path, args.allow_quick)?;
     let win = Winner::from_report(&report, args.cpu)
         .with_context(|| format!("in {}", report_path.display()))?;
     eprintln!("applying run {} ({})", report.run_id, report_path.display());
@@ -302,21 +296,29 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
         eprintln!("note: {n}");
     }
     println!();
+    let profile = match win.overrides.is_empty() {
+        true => &win.base_profile,
+        false => &args.profile_name,
+    };
+    let (manifest, pgo) = (&project.manifest_path, planned.pgo_dest.as_deref());
+    let portable = cpu.is_some() && !args.cpu;
     print!(
         "{}",
-        build_instructions(
-            &win,
-            if win.overrides.is_empty() {
-                &win.base_profile
-            } else {
-                &args.profile_name
-            },
-            &project.manifest_path,
-            planned.pgo_dest.as_deref(),
-            cpu.is_some() && !args.cpu,
-        )
+        build_instructions(&win, profile, manifest, pgo, portable)
     );
     Ok(0)
+}
+
+/// A quick run's winner is for iteration: applied only with `--allow-quick`.
+fn refuse_quick(report: &Report, path: &Path, allowed: bool) -> anyhow::Result<()> {
+    if report.quick && !allowed {
+        anyhow::bail!(
+            "run {} ({}) was a quick run (--quick: pgo only, one eval workload per name, a short budget): its winner is for iteration, not for shipping\n  fix: run `cargo optimize` without --quick and apply that run, or pass --allow-quick to apply this one anyway",
+            report.run_id,
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// `pgo (portable)`, or the stage's name.

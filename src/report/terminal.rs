@@ -83,24 +83,18 @@ pub fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
                 .unwrap_or_else(|| "-".into()),
             st.size_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
         );
-        for line in row_notes(report, st) {
-            let _ = writeln!(s, "{:<w$} └ {line}", "");
-        }
+        let mut under = row_notes(report, st);
         if let Some((_, q)) = coverage.filter(|(row, _)| std::ptr::eq(*row, st)) {
-            let _ = writeln!(s, "{:<w$} └ profile: {}", "", q.describe());
+            under.push(format!("profile: {}", q.describe()));
         }
-        if let Some(line) = given_profile_line(st) {
+        under.extend(given_profile_line(st));
+        under.extend(st.facts.output_drift.as_ref().map(|d| d.describe()));
+        under.extend(
+            (st.facts.cheaper_alternative.as_ref())
+                .map(|c| format!("as fast within the margin and cheaper to build: {c}")),
+        );
+        for line in under {
             let _ = writeln!(s, "{:<w$} └ {line}", "");
-        }
-        if let Some(d) = &st.facts.output_drift {
-            let _ = writeln!(s, "{:<w$} └ {}", "", d.describe());
-        }
-        if let Some(c) = &st.facts.cheaper_alternative {
-            let _ = writeln!(
-                s,
-                "{:<w$} └ as fast within the margin and cheaper to build: {c}",
-                ""
-            );
         }
     }
     let noisy = report
