@@ -1,6 +1,6 @@
 //! Builds started ahead of need: while the baseline builds (and while its outputs are
 //! recorded and candidates verified), the candidates the next stages will most likely ask
-//! for are built on a second thread, one after another, so two builds share the machine.
+//! for are built by two threads of their own, each taking the next build queued.
 //!
 //! Why: a release build with fat LTO and one codegen unit spends most of its time on one
 //! core, so a second build beside it costs little wall time (pulldown-cmark 0.13.6 on two
@@ -12,7 +12,7 @@
 //! asked, as a build of its own would be); a build nobody asks for is kept in the build
 //! cache like any other.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -23,18 +23,23 @@ use crate::cargo::{BuildCache, BuildSettings, Built, CargoError, Project};
 /// A finished build: what [`BuildCache::build`] returned.
 pub type Finished = Result<(Built, Option<String>), CargoError>;
 
+/// How many builds run ahead at once (beside the one the pipeline may run itself).
+const BUILDERS: usize = 2;
+
 #[derive(Default)]
 struct Shared {
+    /// Builds not started yet, in the order they were asked for.
+    queue: VecDeque<Job>,
     /// Settings hashes queued and not finished.
     pending: BTreeSet<String>,
     finished: BTreeMap<String, Finished>,
 }
 
-/// The queue of builds started ahead, and the thread that runs them.
+/// The queue of builds started ahead, and the threads that run them.
 #[derive(Default)]
 pub struct Ahead {
     shared: Arc<(Mutex<Shared>, Condvar)>,
-    worker: Mutex<Option<JoinHandle<()>>>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// One build to start ahead: its settings and the target dir it builds into.
@@ -44,34 +49,26 @@ pub struct Job {
 }
 
 impl Ahead {
-    /// Start building `jobs` one after another on a thread of their own. Jobs whose
-    /// settings are already queued are left out.
+    /// Start building `jobs` on [`BUILDERS`] threads of their own, in order. While earlier
+    /// jobs still run, new ones are left out (the caller builds them when it needs them).
     pub fn start(&self, project: &Project, optimize_dir: PathBuf, toolchain: &str, jobs: Vec<Job>) {
-        let mut worker = self.worker.lock().unwrap();
-        if worker.is_some() || jobs.is_empty() {
+        let mut workers = self.workers.lock().unwrap();
+        if !workers.is_empty() || jobs.is_empty() {
             return;
         }
+        let n = jobs.len().min(BUILDERS);
         {
             let mut s = self.shared.0.lock().unwrap();
             s.pending.extend(jobs.iter().map(|j| j.settings.hash()));
+            s.queue.extend(jobs);
         }
-        let (project, toolchain) = (project.clone(), toolchain.to_string());
-        let shared = Arc::clone(&self.shared);
-        *worker = Some(std::thread::spawn(move || {
-            let cache = BuildCache {
-                optimize_dir: &optimize_dir,
-                toolchain: &toolchain,
-            };
-            for job in jobs {
-                let done = cache.build(&project, &job.settings, &job.target_dir, &mut |_| {});
-                let (lock, ready) = &*shared;
-                let mut s = lock.lock().unwrap();
-                let hash = job.settings.hash();
-                s.pending.remove(&hash);
-                s.finished.insert(hash, done);
-                ready.notify_all();
-            }
-        }));
+        for _ in 0..n {
+            let (project, toolchain) = (project.clone(), toolchain.to_string());
+            let (shared, dir) = (Arc::clone(&self.shared), optimize_dir.clone());
+            workers.push(std::thread::spawn(move || {
+                build_queued(&shared, &project, &dir, &toolchain)
+            }));
+        }
     }
 
     /// Whether `settings` was queued here (finished or not).
@@ -101,17 +98,42 @@ impl Ahead {
 
     /// Wait until no build started here is running (before anything is timed).
     pub fn settle(&self) {
-        if let Some(worker) = self.worker.lock().unwrap().take() {
+        for worker in std::mem::take(&mut *self.workers.lock().unwrap()) {
             let _ = worker.join();
         }
     }
 
     fn alive(&self) -> bool {
-        self.worker
+        self.workers
             .lock()
             .unwrap()
-            .as_ref()
-            .is_some_and(|w| !w.is_finished())
+            .iter()
+            .any(|w| !w.is_finished())
+    }
+}
+
+/// One builder: take the next queued job until none is left, handing each result over.
+fn build_queued(
+    shared: &(Mutex<Shared>, Condvar),
+    project: &Project,
+    optimize_dir: &std::path::Path,
+    toolchain: &str,
+) {
+    let cache = BuildCache {
+        optimize_dir,
+        toolchain,
+    };
+    let (lock, ready) = shared;
+    loop {
+        let Some(job) = lock.lock().unwrap().queue.pop_front() else {
+            return;
+        };
+        let done = cache.build(project, &job.settings, &job.target_dir, &mut |_| {});
+        let mut s = lock.lock().unwrap();
+        let hash = job.settings.hash();
+        s.pending.remove(&hash);
+        s.finished.insert(hash, done);
+        ready.notify_all();
     }
 }
 

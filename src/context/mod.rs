@@ -417,7 +417,7 @@ impl<'a> Context<'a> {
         self.optimize_dir.join("build").join(settings.hash())
     }
 
-    /// Start building each of `wanted` (label, settings) on a second thread (see [`ahead`]), leaving out
+    /// Start building each of `wanted` (label, settings) on threads of their own (see [`ahead`]), leaving out
     /// those the build cache already holds; [`Context::build`] then takes the result.
     pub fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
         let cache = cargo::BuildCache {
@@ -445,7 +445,7 @@ impl<'a> Context<'a> {
             .unzip();
         if !jobs.is_empty() {
             self.ui.info(&format!(
-                "building ahead, on a second thread: {}",
+                "building ahead, beside the run: {}",
                 labels.join(", ")
             ));
         }

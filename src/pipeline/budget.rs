@@ -165,12 +165,15 @@ fn priority(stage: StageName) -> u8 {
 }
 
 /// The share of a comparison's time it gets by what it can change: `native` on top of a
-/// kept x86-64 level (this CPU's extra features and tuning) and BOLT on top of PGO usually
+/// kept x86-64 level (this CPU's extra features and tuning), BOLT on top of PGO and the
+/// profile search's settings after `max` (cheaper builds, rarely faster than it) usually
 /// gain a few percent at most, so their near ties — the demo's costliest comparisons — stop
 /// at half the time; every other comparison gets its whole share.
 pub fn weight(stage: StageName, variant: Option<&str>) -> f64 {
     match (stage, variant) {
-        (StageName::Cpu, Some("native")) | (StageName::Bolt, _) => 0.5,
+        (StageName::Cpu, Some("native")) | (StageName::Bolt, _) | (StageName::Profile, Some(_)) => {
+            0.5
+        }
         _ => 1.0,
     }
 }

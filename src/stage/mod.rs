@@ -94,8 +94,9 @@ pub fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec
 }
 
 /// What the ladder will most likely build after the baseline, for
-/// [`Context::build_ahead`]: the profile stage's candidate, then the cpu stage's built on
-/// top of it (a profile preset is kept far more often than not). Stages after those are
+/// [`Context::build_ahead`]: the profile stage's candidates (its search's points are built
+/// on the stage's starting best whatever `max` gives), then the cpu stage's built on top
+/// of the preset (a profile preset is kept more often than not). Stages after those are
 /// not guessed: PGO needs the stage before it decided and a training run.
 pub fn ahead(
     ctx: &Context,
@@ -108,10 +109,11 @@ pub fn ahead(
         match name {
             StageName::Baseline => {}
             StageName::Profile => {
-                if let Some(s) = profile::ahead(ctx, &best) {
+                let settings = profile::ahead(ctx, &best);
+                if let Some((_, s)) = settings.first().filter(|(l, _)| l == "profile") {
                     best = s.clone();
-                    out.push((StageName::Profile.as_str().to_string(), s));
                 }
+                out.extend(settings);
             }
             StageName::Cpu => {
                 out.extend(cpu::ahead(ctx, &best));

@@ -206,17 +206,26 @@ pub fn cheaper_note(cheaper: (&str, f64, f64), winner_build: f64) -> String {
     )
 }
 
-/// The settings [`offers`] would build on top of `best` (for [`super::ahead`]): `None`
-/// when it would build nothing.
-pub fn ahead(ctx: &Context, best: &BuildSettings) -> Option<BuildSettings> {
+/// The settings [`offers`] builds on top of `best` (for [`super::ahead`]), labelled: the
+/// preset (or table) first, then the search's other points; none that would be `best`
+/// again.
+pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
     let stages = &ctx.spec.stages;
-    let list = overrides(&stages.profile, stages.allow_panic_abort);
-    if list.is_empty() || already_in_effect(ctx, best, &list) {
-        return None;
-    }
-    let mut settings = best.clone();
-    settings.profile_overrides.extend(list);
-    Some(settings)
+    let with = |list: Vec<(String, String)>| -> Option<BuildSettings> {
+        if list.is_empty() || already_in_effect(ctx, best, &list) {
+            return None;
+        }
+        let mut settings = best.clone();
+        settings.profile_overrides.extend(list);
+        Some(settings)
+    };
+    let first = with(overrides(&stages.profile, stages.allow_panic_abort))
+        .map(|s| (StageName::Profile.as_str().to_string(), s));
+    let points = SEARCH[1..candidates(stages)].iter().filter_map(|&p| {
+        let label = crate::context::label("profile", Some(&point_name(p)));
+        with(point_overrides(p, stages.allow_panic_abort)).map(|s| (label, s))
+    });
+    first.into_iter().chain(points).collect()
 }
 
 fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {

@@ -663,10 +663,10 @@ fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_not
 
     let r = with(&["--stages", "profile"]);
     assert!(matches!(r.code, Some(0)), "{}", r.all());
-    // The profile candidate builds beside the baseline, and the ladder takes that build.
+    // The profile candidates build beside the baseline, and the ladder takes those builds.
     let ahead = r
         .stderr
-        .find("building ahead, on a second thread: profile\n");
+        .find("building ahead, beside the run: profile, profile (lto=thin cgu=16 O3)");
     let taken = r.stderr.find("profile built ahead in ");
     let measured = r.stderr.find("profile vs baseline measured");
     assert!(
