@@ -33,7 +33,7 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
     (!["lib", "main", "layers", "limits"].contains(&name)).then(|| name.to_string())
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {

@@ -6,21 +6,12 @@
 //! function runs from its `fn` line to the closing brace at the `fn` line's indentation,
 //! both included (declarations ending in `;`, as in traits, have no body and are skipped).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::layers::rust_files;
 
 const MAX_FN_LINES: usize = 80;
 const MAX_FILE_LINES: usize = 800;
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// The lines before the first `#[cfg(test)]`.
 fn non_test(text: &str) -> Vec<&str> {
