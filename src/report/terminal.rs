@@ -53,9 +53,10 @@ pub fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let names: Vec<String> = report.stages.iter().map(StageReport::label).collect();
-    let w = names
-        .iter()
-        .map(|n| n.chars().count())
+    // The cells take 62 columns; a name longer than what is left gets a line of its own.
+    let cap = width.saturating_sub(62).max(5);
+    let w = (names.iter().map(|n| n.chars().count()))
+        .filter(|&n| n <= cap)
         .max()
         .unwrap_or(5)
         .max(5);
@@ -71,6 +72,13 @@ pub fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
             Status::Kept => ui.paint(&status, Tone::Good),
             Status::Rejected | Status::Failed => ui.paint(&status, Tone::Bad),
             _ => status,
+        };
+        let name = match name.chars().count() > w {
+            true => {
+                let _ = writeln!(s, "{name}");
+                ""
+            }
+            false => name.as_str(),
         };
         let _ = writeln!(
             s,
@@ -496,6 +504,13 @@ mod tests {
         }
         let log = TerminalRenderer.render(&report);
         assert!(log.lines().all(|l| l.chars().count() <= 80), "{log}");
+        // A name too long for the table's first column gets a line of its own.
+        let mut long = report.clone();
+        long.stages[1].facts.variant = Some("--enable-no-signed-zeros-fp-math".into());
+        let text = ladder(&long, &Ui::plain(), 80);
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        let label = long.stages[1].label();
+        assert!(text.lines().any(|l| l == label), "{text}");
         assert!(!log.contains("/home/dev/demo/"), "{log}");
         assert!(!log.contains("└ pgo vs"), "a row repeated: {log}");
         assert!(log.contains("tokenize         188 ms →    171 ms"), "{log}");
