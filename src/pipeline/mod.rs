@@ -349,6 +349,22 @@ fn dry_run(plan: &Plan) -> i32 {
         spec.workloads.iter().filter(|w| w.train).count(),
         spec.workloads.iter().filter(|w| w.eval).count(),
     );
+    let last = report::load(&plan.optimize_dir.join("latest").join(report::FILE)).ok();
+    if plan.ui.events {
+        plan.ui.event(
+            "plan",
+            serde_json::json!({
+                "bin": plan.project.bin, "spec": spec.path, "stages": stages,
+                "workloads": spec.workloads.len(), "train": train, "eval": eval,
+                "max_time_secs": spec.bench.max_time.as_secs_f64(),
+                "budget_secs": plan.budget.as_secs_f64(),
+                "last_run": last.as_ref().map(|r| serde_json::json!({
+                    "run_id": r.run_id, "seconds": r.time_spent().0,
+                })),
+            }),
+        );
+        return 0;
+    }
     println!(
         "plan: `{}` from {}; stages: {}; {} workload(s) ({train} train, {eval} eval); max-time {} per workload per comparison; budget {}",
         plan.project.bin,
@@ -358,7 +374,6 @@ fn dry_run(plan: &Plan) -> i32 {
         crate::util::format_span(spec.bench.max_time.as_secs_f64()),
         crate::util::format_span(plan.budget.as_secs_f64()),
     );
-    let last = report::load(&plan.optimize_dir.join("latest").join(report::FILE)).ok();
     match last {
         Some(r) => {
             let (total, kinds) = r.time_spent();

@@ -67,30 +67,7 @@ pub fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
     );
     let coverage = report.profile_quality();
     for (st, name) in report.stages.iter().zip(&names) {
-        let status = format!("{:<8}", st.status.as_str());
-        let painted = match st.status {
-            Status::Kept => ui.paint(&status, Tone::Good),
-            Status::Rejected | Status::Failed => ui.paint(&status, Tone::Bad),
-            _ => status,
-        };
-        let name = match name.chars().count() > w {
-            true => {
-                let _ = writeln!(s, "{name}");
-                ""
-            }
-            false => name.as_str(),
-        };
-        let _ = writeln!(
-            s,
-            "{:<w$} {} {:<33} {:>7} {:>10}",
-            name,
-            painted,
-            estimate_cell(st.vs_best.as_ref()),
-            st.build_seconds
-                .map(|b| format!("{b:.1}"))
-                .unwrap_or_else(|| "-".into()),
-            st.size_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
-        );
+        table_row(&mut s, name, st, w, ui);
         let mut under = row_notes(report, st);
         if let Some((_, q)) = coverage.filter(|(row, _)| std::ptr::eq(*row, st)) {
             under.push(format!("profile: {}", q.describe()));
@@ -133,6 +110,36 @@ pub fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
     s.lines()
         .map(|l| wrap(l, width))
         .fold(String::new(), |acc, l| acc + &l + "\n")
+}
+
+/// One row of the ladder's table: name (on a line of its own when longer than `w`),
+/// status, ratio to its rival, build time, size.
+fn table_row(s: &mut String, name: &str, st: &StageReport, w: usize, ui: &Ui) {
+    use std::fmt::Write;
+    let status = format!("{:<8}", st.status.as_str());
+    let painted = match st.status {
+        Status::Kept => ui.paint(&status, Tone::Good),
+        Status::Rejected | Status::Failed => ui.paint(&status, Tone::Bad),
+        _ => status,
+    };
+    let name = match name.chars().count() > w {
+        true => {
+            let _ = writeln!(s, "{name}");
+            ""
+        }
+        false => name,
+    };
+    let _ = writeln!(
+        s,
+        "{:<w$} {} {:<33} {:>7} {:>10}",
+        name,
+        painted,
+        estimate_cell(st.vs_best.as_ref()),
+        st.build_seconds
+            .map(|b| format!("{b:.1}"))
+            .unwrap_or_else(|| "-".into()),
+        st.size_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
+    );
 }
 
 /// The lines under a row: a measured row's rival, workloads and (when its rival was not the

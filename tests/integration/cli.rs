@@ -300,6 +300,16 @@ fn message_format_json_is_one_event_per_line_and_matches_the_report() {
         assert!(est["ci_low"].as_f64() <= est["ratio"].as_f64(), "{e}");
         assert!(e["workload"] == "sum", "{e}");
     }
+    // A dry run's plan is an event too: one JSON object, nothing else on stdout.
+    let dry = optimize("lto-helps", &["--message-format", "json", "--dry-run"], &[]);
+    assert!(matches!(dry.code, Some(0)), "{}", dry.all());
+    let plan: Value = serde_json::from_str(dry.stdout.trim())
+        .unwrap_or_else(|e| panic!("not one JSON object: {e}: {}", dry.stdout));
+    assert_eq!(plan["event"], "plan");
+    assert!(
+        plan["last_run"]["seconds"].as_f64().unwrap() > 0.0,
+        "{plan}"
+    );
     let report = latest_report(&target_dir("lto-helps"));
     let row = stage(&report, "profile");
     let verdict = of("verdict")
