@@ -656,6 +656,9 @@ pub struct Built {
     pub stderr: String,
     /// The command, for messages and the report.
     pub command: String,
+    /// The peak resident memory of cargo and the compilers it ran (`None`: reused, or the
+    /// OS does not say).
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// Where builds are kept for reuse (see [`reuse`]): `<optimize_dir>/cache/builds/`, under
@@ -792,7 +795,8 @@ fn build_once(
     for r in readers {
         let _ = r.join();
     }
-    let status = child.wait().map_err(CargoError::Spawn)?;
+    let (status, peak_rss_bytes) =
+        crate::sys::wait_with_peak(&mut child).map_err(CargoError::Spawn)?;
     if !status.success() {
         return Err(CargoError::Build {
             command,
@@ -806,6 +810,7 @@ fn build_once(
         seconds: start.elapsed().as_secs_f64(),
         stderr,
         command,
+        peak_rss_bytes,
     };
     Ok((built, fresh))
 }

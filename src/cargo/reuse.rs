@@ -123,6 +123,7 @@ pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str) -> Option<Built>
         seconds: r.seconds,
         stderr: r.stderr,
         command: r.command,
+        peak_rss_bytes: None,
     })
 }
 
@@ -276,6 +277,7 @@ mod tests {
             seconds: 1.0,
             stderr: String::new(),
             command: "cargo build".into(),
+            peak_rss_bytes: None,
         };
         keep(&store, &blobs, "k", &built, root);
         assert_eq!(tampered(&store, "k", &bin), None, "as built");
@@ -307,6 +309,7 @@ mod tests {
                 seconds: 3.0,
                 stderr: "warning: x".into(),
                 command: "cargo build".into(),
+                peak_rss_bytes: None,
             };
             keep(&store, &blobs, "k", &built, root);
         };

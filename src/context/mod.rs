@@ -501,7 +501,11 @@ impl<'a> Context<'a> {
             self.ui.warn(&format!("{label}: {warning}"));
         }
         self.ui.done(&format!("{label} built"), built.seconds);
-        self.record(&format!("{label} build"), built.seconds, None);
+        self.record(
+            &format!("{label} build"),
+            built.seconds,
+            built.peak_rss_bytes,
+        );
         built_event(self.ui, label, &built, false);
         Ok(built)
     }
@@ -533,7 +537,7 @@ impl<'a> Context<'a> {
             &format!("{label} built ahead in {:.1}s; waited", built.seconds),
             waited,
         );
-        self.record(&format!("{label} build"), waited, None);
+        self.record(&format!("{label} build"), waited, built.peak_rss_bytes);
         Some(Ok(built))
     }
 

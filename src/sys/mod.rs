@@ -86,6 +86,16 @@ pub(crate) fn cpu_seconds() -> f64 {
     imp::cpu_seconds()
 }
 
+/// Wait for `child` (started by `std::process::Command`) and reap it, with the peak
+/// resident memory of it and its waited-for descendants (a build's largest rustc) where
+/// the OS says (`wait4`'s rusage on Unix; `None` on Windows). The child must not be waited
+/// for again.
+pub(crate) fn wait_with_peak(
+    child: &mut std::process::Child,
+) -> std::io::Result<(std::process::ExitStatus, Option<u64>)> {
+    imp::wait_with_peak(child)
+}
+
 /// Ask the OS to read a file's pages ahead (best effort; nothing where it cannot).
 pub(crate) fn read_ahead(file: &std::fs::File) {
     #[cfg(target_os = "linux")]

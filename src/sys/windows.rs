@@ -286,6 +286,12 @@ pub(super) fn is_root() -> bool {
     false
 }
 
+pub(super) fn wait_with_peak(
+    child: &mut std::process::Child,
+) -> std::io::Result<(std::process::ExitStatus, Option<u64>)> {
+    Ok((child.wait()?, None))
+}
+
 pub(super) fn cpu_seconds() -> f64 {
     // SAFETY: GetCurrentProcess returns a pseudo handle that needs no closing.
     let me = unsafe { GetCurrentProcess() };

@@ -55,6 +55,17 @@ fn pgo_pipeline_builds_verifies_measures_and_reports() {
     assert!(!report.workloads.is_empty(), "{report:#?}");
     assert!(report.final_.is_some(), "{report:#?}");
     assert!(!report.pipeline.is_empty(), "{report:#?}");
+    // Builds are steps with the peak memory of cargo and its compilers (rusage of children).
+    let builds: Vec<_> = (report.pipeline.iter())
+        .filter(|p| p.step.ends_with(" build"))
+        .collect();
+    assert!(!builds.is_empty(), "{:#?}", report.pipeline);
+    assert!(
+        builds
+            .iter()
+            .any(|p| p.peak_rss_bytes.unwrap_or(0) > 10 << 20),
+        "{builds:#?}"
+    );
     assert!(
         report.toolchain.llvm.contains('.'),
         "{:#?}",
