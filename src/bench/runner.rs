@@ -1333,6 +1333,7 @@ mod tests {
             min_runs: Some(12),
             budget: None,
             runner_is_native: false,
+            objective_size: false,
         };
         let o = BenchOptions::from_config(&cfg);
         assert_eq!(

@@ -465,6 +465,7 @@ mod tests {
                 min_runs: Some(10),
                 budget: None,
                 runner_is_native: false,
+                objective_size: false,
             },
             verify: Default::default(),
             cache_max_bytes: crate::spec::DEFAULT_CACHE_MAX_BYTES,

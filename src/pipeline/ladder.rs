@@ -246,12 +246,15 @@ impl<'a> Ladder<'a> {
         };
         let check = measure::TimedCheck::new(&cand);
         let max_time = self.max_time(false);
+        // Under `objective = "size"` a smaller candidate is kept when it is as fast, so its
+        // comparison runs on to tell *equivalent* apart, not only *faster*.
+        let only_faster = !smaller_counts(self.ctx, &cand, rival);
         let measured = measure::measure(
             self.ctx,
             rival,
             &cand,
             &self.verifier,
-            (true, max_time),
+            (only_faster, max_time),
             self.cache,
             (!all_checked).then_some(&check),
         );
@@ -298,11 +301,13 @@ impl<'a> Ladder<'a> {
                 .or_default()
                 .insert(cand.tag(), c);
         }
-        let keep = m.estimate.verdict == Verdict::Faster;
         let holder = match rival {
             Rival::Best => &self.best,
             Rival::Portable => &self.portable,
         };
+        let for_size = m.estimate.verdict == Verdict::Equivalent
+            && smaller_counts(self.ctx, &cand, &holder.candidate);
+        let keep = m.estimate.verdict == Verdict::Faster || for_size;
         let to_baseline = match holder.vs_baseline {
             None => ToBaseline {
                 log: m.log,
@@ -322,6 +327,10 @@ impl<'a> Ladder<'a> {
             describe(&m.estimate)
         );
         let status = if keep { Status::Kept } else { Status::Dropped };
+        let reason = match for_size {
+            true => format!("{reason}; {}", size_note(&cand, &holder.candidate)),
+            false => reason,
+        };
         let reason = match &m.budget_limited {
             Some(why) if !keep => {
                 self.ctx.ui.warn(&format!("{}: {why}", cand.label()));
@@ -589,4 +598,18 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
         (Ok(x), Ok(y)) => x == y,
         _ => false,
     }
+}
+
+/// Why an equivalent candidate was kept under `objective = "size"`.
+fn size_note(cand: &Candidate, rival: &Candidate) -> String {
+    format!(
+        "kept for its size (objective = \"size\"): {} against {}",
+        crate::util::human_bytes(cand.size_bytes),
+        crate::util::human_bytes(rival.size_bytes)
+    )
+}
+
+/// Whether `cand` being smaller than `rival` counts: `[bench] objective = "size"`.
+fn smaller_counts(ctx: &Context, cand: &Candidate, rival: &Candidate) -> bool {
+    ctx.spec.bench.objective_size && cand.size_bytes < rival.size_bytes
 }

@@ -155,6 +155,9 @@ pub struct BenchConfig {
     /// (else the ladder refuses to time through a runner: an emulator's times are not the
     /// target's).
     pub runner_is_native: bool,
+    /// `objective = "size"`: among candidates within the margin of each other, the ladder
+    /// keeps the smaller binary (`false`: time only, the default).
+    pub objective_size: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -469,6 +472,7 @@ impl Default for BenchConfig {
             min_runs: None,
             budget: None,
             runner_is_native: false,
+            objective_size: false,
         }
     }
 }

@@ -35,6 +35,7 @@ pub(super) const BENCH_KEYS: &[&str] = &[
     "min-runs",
     "budget",
     "runner-is-native",
+    "objective",
 ];
 pub(super) const VERIFY_KEYS: &[&str] = &["tests"];
 pub(super) const CACHE_KEYS: &[&str] = &["max-size"];
@@ -195,6 +196,7 @@ pub(super) struct RawBench {
     pub(super) min_runs: Option<Spanned<u32>>,
     pub(super) budget: Option<Spanned<RawDuration>>,
     pub(super) runner_is_native: Option<bool>,
+    pub(super) objective: Option<Spanned<String>>,
 }
 
 #[derive(serde::Deserialize)]

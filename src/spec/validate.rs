@@ -370,6 +370,19 @@ impl<'a> Validator<'a> {
             bench.budget = Some(self.duration(t, "budget")?);
         }
         bench.runner_is_native = raw.runner_is_native.unwrap_or(false);
+        if let Some(o) = &raw.objective {
+            bench.objective_size = match o.get_ref().as_str() {
+                "time" => false,
+                "size" => true,
+                other => {
+                    return Err(self.at(
+                        o,
+                        format!("unknown objective \"{other}\""),
+                        Some("objective takes \"time\" (the default: the fastest binary) or \"size\" (among candidates within the margin of each other, the smaller binary)".into()),
+                    ))
+                }
+            };
+        }
         if let Some(n) = &raw.min_runs {
             if *n.get_ref() < 2 {
                 return Err(self.at(

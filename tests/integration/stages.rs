@@ -279,3 +279,47 @@ fn the_profile_search_builds_four_settings_then_eight_reusing_what_it_built() {
     assert!(cache.hits >= misses, "{cache:?} after {misses} builds");
     assert!(cache.misses <= 4, "{cache:?}");
 }
+
+#[test]
+fn objective_size_keeps_an_as_fast_smaller_binary_and_time_drops_it() {
+    let _guard = shared();
+    let tmp = copy_fixture("lto-neutral");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let td_s = td.to_str().unwrap();
+    // The `size` preset (opt-level "s", thin LTO, one codegen unit, stripped) makes a much
+    // smaller binary; a margin of 40 % makes it as fast as the baseline on any machine.
+    let spec = |objective: &str| {
+        format!(
+            "bin = \"lto-neutral\"\n[stages]\ntry = [\"profile\"]\nprofile = \"size\"\n[bench]\nmax-time = \"2s\"\nmargin = 0.4\nobjective = \"{objective}\"\n[[workload]]\nname = \"collatz\"\nargs = [\"300000\"]\n"
+        )
+    };
+    let profile_row = |objective: &str| {
+        std::fs::write(dir.join("size.toml"), spec(objective)).unwrap();
+        let r = run(
+            dir,
+            &["optimize", "--target-dir", td_s, "--spec", "size.toml"],
+            &[],
+        );
+        assert_eq!(r.code, Some(0), "{}", r.all());
+        let report = latest_report(&td);
+        let base = rows(&report, "baseline")[0].size_bytes.unwrap();
+        let row = rows(&report, "profile")[0].clone();
+        assert!(row.size_bytes.unwrap() < base, "{row:#?}");
+        row
+    };
+    let size = profile_row("size");
+    assert_eq!(size.status, Status::Kept, "{size:#?}");
+    assert!(size.reason.contains("kept for its size"), "{}", size.reason);
+    let time = profile_row("time");
+    assert_ne!(time.status, Status::Kept, "{time:#?}");
+
+    std::fs::write(dir.join("size.toml"), spec("smallest")).unwrap();
+    let r = run(dir, &["optimize", "--spec", "size.toml"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("size.toml:8") && r.stderr.contains("unknown objective"),
+        "{}",
+        r.stderr
+    );
+}
