@@ -156,6 +156,10 @@ impl<'a> Ladder<'a> {
         };
         let cand = match candidate {
             Ok(c) => c,
+            Err(StageError::Pruned(why)) => {
+                self.note_pruned(name, why);
+                return Ok(());
+            }
             Err(e) => {
                 let status = match e {
                     StageError::NotAvailable(_) => Status::Skipped,
@@ -193,6 +197,17 @@ impl<'a> Ladder<'a> {
             self.note_drift(&cand);
         }
         Ok(())
+    }
+
+    /// An offer not worth building: its reason, once, on the stage's first row.
+    fn note_pruned(&mut self, name: StageName, why: String) {
+        let Some(row) = self.rows.iter_mut().find(|r| r.name == name.as_str()) else {
+            return;
+        };
+        if !row.notes.contains(&why) {
+            self.ctx.ui.info(&format!("{name}: {why}"));
+            row.notes.push(why);
+        }
     }
 
     /// An fp row's outputs: how far they moved from the baseline's, in its facts and a

@@ -94,10 +94,11 @@ pub fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec
 }
 
 /// What the ladder will most likely build after the baseline, for
-/// [`Context::build_ahead`]: the profile stage's candidates (its search's points are built
-/// on the stage's starting best whatever `max` gives), then the cpu stage's built on top
-/// of the preset (a profile preset is kept more often than not). Stages after those are
-/// not guessed: PGO needs the stage before it decided and a training run.
+/// [`Context::build_ahead`]: the profile stage's candidates (the preset; with `--thorough`
+/// its search's points too, built on the stage's starting best whatever `max` gives; a
+/// default run's search points are started once `max` is kept), then the cpu stage's
+/// built on top of the preset (a profile preset is kept more often than not). Stages after
+/// those are not guessed: PGO needs the stage before it decided and a training run.
 pub fn ahead(
     ctx: &Context,
     stages: &[StageName],
@@ -141,6 +142,10 @@ pub enum StageError {
     /// reported as dropped, without building it.
     #[error("{0}")]
     Redundant(String),
+    /// Not worth building, given what the stage's earlier offers showed (the profile
+    /// search when `max` was not kept): no row of its own, a note on the stage's row.
+    #[error("{0}")]
+    Pruned(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }

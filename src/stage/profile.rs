@@ -9,10 +9,10 @@
 //! With the default preset (`max`) the stage searches a small space of release settings
 //! ([`SEARCH`]: LTO fat/thin × codegen-units 1/16 × opt-level 3/2, `incremental = false`,
 //! and `panic = "abort"` only when allowed): `max` first, as before, then three more in a
-//! default run and all eight with `--thorough` (`Stages::thorough`), each built on the
-//! standing best when the ladder reaches it and measured against the best so far, so a
-//! hopeless one stops at its first look (the ladder's futility rule) and the winner
-//! continues up the ladder. The pipeline then names a cheaper-to-build candidate within the
+//! default run once `max` was kept (else the search stops there: [`PRUNED`]) and all eight
+//! with `--thorough` (`Stages::thorough`), each built on the stage's starting best (two at a
+//! time, ahead) and measured against the best so far, so a hopeless one stops at its first
+//! look (the ladder's futility rule) and the winner continues up the ladder. The pipeline then names a cheaper-to-build candidate within the
 //! margin of the winner ([`cheaper_note`]).
 //!
 //! Presets (also documented in docs/src/stages.md and the spec skeleton):
@@ -133,16 +133,33 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
             }
         ));
     }
-    for &point in &SEARCH[1..n] {
+    let thorough = ctx.spec.stages.thorough;
+    for (i, &point) in SEARCH[1..n].iter().enumerate() {
         let base = standing.best.clone();
+        let build = move |best: &Candidate| {
+            if !thorough && best.stage != StageName::Profile {
+                return Err(StageError::Pruned(PRUNED.into()));
+            }
+            if i == 0 && !thorough {
+                // `max` was kept: the search goes on, its points built two at a time.
+                ctx.build_ahead(ahead_points(ctx, &base.settings, 1..n));
+            }
+            build_point(ctx, &base, point)
+        };
         offers.push(Offer {
             variant: Some(point_name(point)),
             rival: Rival::Best,
-            candidate: Build::OnBest(Box::new(move |_| build_point(ctx, &base, point))),
+            candidate: Build::OnBest(Box::new(build)),
         });
     }
     offers
 }
+
+/// Why a default run's search stops when `max` is not kept: the points after it trade
+/// speed for build time, so when the fastest setting gains nothing over the best so far,
+/// three more builds and comparisons (a third of the demo's run) would most likely find
+/// nothing either.
+const PRUNED: &str = "search not run: `max` was not faster than the best so far, and the cheaper settings after it rarely are (--thorough searches all 8)";
 
 /// `lto=thin cgu=16 O3`.
 pub fn point_name((lto, cgu, opt): (&str, i64, i64)) -> String {
@@ -207,8 +224,8 @@ pub fn cheaper_note(cheaper: (&str, f64, f64), winner_build: f64) -> String {
 }
 
 /// The settings [`offers`] builds on top of `best` (for [`super::ahead`]), labelled: the
-/// preset (or table) first, then the search's other points; none that would be `best`
-/// again.
+/// preset (or table) first, then, with `--thorough`, the search's other points; none that
+/// would be `best` again.
 pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
     let stages = &ctx.spec.stages;
     let with = |list: Vec<(String, String)>| -> Option<BuildSettings> {
@@ -221,11 +238,34 @@ pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)
     };
     let first = with(overrides(&stages.profile, stages.allow_panic_abort))
         .map(|s| (StageName::Profile.as_str().to_string(), s));
-    let points = SEARCH[1..candidates(stages)].iter().filter_map(|&p| {
-        let label = crate::context::label("profile", Some(&point_name(p)));
-        with(point_overrides(p, stages.allow_panic_abort)).map(|s| (label, s))
-    });
+    // A default run's search waits for `max`'s verdict (see PRUNED); --thorough's does not.
+    let points = match stages.thorough {
+        true => ahead_points(ctx, best, 1..candidates(stages)),
+        false => Vec::new(),
+    };
     first.into_iter().chain(points).collect()
+}
+
+/// The search's points `range` built on `best`, labelled; none that would be `best` again.
+fn ahead_points(
+    ctx: &Context,
+    best: &BuildSettings,
+    range: std::ops::Range<usize>,
+) -> Vec<(String, BuildSettings)> {
+    let allow = ctx.spec.stages.allow_panic_abort;
+    SEARCH[range]
+        .iter()
+        .filter_map(|&p| {
+            let list = point_overrides(p, allow);
+            if already_in_effect(ctx, best, &list) {
+                return None;
+            }
+            let mut settings = best.clone();
+            settings.profile_overrides.extend(list);
+            let label = crate::context::label("profile", Some(&point_name(p)));
+            Some((label, settings))
+        })
+        .collect()
 }
 
 fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {

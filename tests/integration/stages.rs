@@ -1,8 +1,8 @@
 //! The stages of issue 28 on real fixtures: the fp stage (a dot product whose last digits
 //! move under FMA contraction: rejected under `exact`, verified under `numeric`), the
-//! profile stage's search (four settings by default, eight with `--thorough`, builds and
-//! verdicts reused), and the quick run (`--quick`) that `apply` refuses without
-//! `--allow-quick`.
+//! profile stage's search (`max`, three more by default once `max` is kept, eight with
+//! `--thorough`, builds and verdicts reused), and the quick run (`--quick`) that `apply`
+//! refuses without `--allow-quick`.
 
 use cargo_optimize::report::Status;
 
@@ -206,7 +206,7 @@ fn a_quick_run_ends_with_a_ladder_and_apply_refuses_it_without_allow_quick() {
 }
 
 #[test]
-fn the_profile_search_builds_four_settings_then_eight_reusing_what_it_built() {
+fn the_profile_search_goes_on_when_max_is_kept_and_thorough_builds_eight_reusing_what_it_built() {
     let _guard = shared();
     let tmp = copy_fixture("lto-neutral");
     let dir = tmp.path();
@@ -221,45 +221,35 @@ fn the_profile_search_builds_four_settings_then_eight_reusing_what_it_built() {
     let report = latest_report(&td);
     let profile = rows(&report, "profile");
     let variants: Vec<Option<&str>> = profile.iter().map(|r| r.facts.variant.as_deref()).collect();
-    assert_eq!(
-        variants,
-        [
-            None,
-            Some("lto=thin cgu=16 O3"),
-            Some("lto=fat cgu=16 O3"),
-            Some("lto=thin cgu=1 O3")
-        ]
-    );
-    for row in &profile {
-        // Each setting: what it costs to build and, when built and different, its effect.
-        let built = row.build_seconds.is_some();
-        assert!(built || row.status == Status::Dropped, "{row:#?}");
-        if matches!(row.status, Status::Kept) || row.vs_best.is_some() {
-            assert!(row.vs_baseline.is_some() && built, "{row:#?}");
-        }
-    }
-    let o = profile[1].facts.overrides.as_ref().unwrap();
-    assert_eq!(o.get("lto").map(String::as_str), Some("\"thin\""));
-    assert_eq!(o.get("codegen-units").map(String::as_str), Some("16"));
-    assert_eq!(o.get("opt-level").map(String::as_str), Some("3"));
-    assert!(
-        !o.contains_key("panic"),
-        "panic = abort is not allowed here"
-    );
-    // A winner that a cheaper build matches names it.
-    for row in profile
-        .iter()
-        .filter(|r| r.facts.cheaper_alternative.is_some())
-    {
-        assert_eq!(row.status, Status::Kept);
+    // The search goes on only when `max` was kept; otherwise its row says why it stopped.
+    if profile[0].status == Status::Kept {
+        assert_eq!(
+            variants,
+            [
+                None,
+                Some("lto=thin cgu=16 O3"),
+                Some("lto=fat cgu=16 O3"),
+                Some("lto=thin cgu=1 O3")
+            ]
+        );
+    } else {
+        assert_eq!(variants, [None], "{}", r.all());
         assert!(
-            row.notes.iter().any(|n| n.contains("the cheaper choice")),
-            "{row:#?}"
+            profile[0]
+                .notes
+                .iter()
+                .any(|n| n.contains("search not run"))
+                && r.stderr
+                    .contains("profile: search not run: `max` was not faster"),
+            "{}",
+            r.all()
         );
     }
+    search_rows_say_cost_and_effect(&profile);
+    let before = profile.len() as u32;
     let misses = report.build_cache.unwrap().misses;
 
-    // --thorough: all eight; the four built before are reused, not built again.
+    // --thorough: all eight, whatever `max` gives; what was built before is reused.
     let r = run(
         dir,
         &[
@@ -274,10 +264,42 @@ fn the_profile_search_builds_four_settings_then_eight_reusing_what_it_built() {
     );
     assert_eq!(r.code, Some(0), "{}", r.all());
     let report = latest_report(&td);
-    assert_eq!(rows(&report, "profile").len(), 8);
+    let profile = rows(&report, "profile");
+    assert_eq!(profile.len(), 8);
+    search_rows_say_cost_and_effect(&profile);
+    let o = profile[1].facts.overrides.as_ref().unwrap();
+    assert_eq!(o.get("lto").map(String::as_str), Some("\"thin\""));
+    assert_eq!(o.get("codegen-units").map(String::as_str), Some("16"));
+    assert_eq!(o.get("opt-level").map(String::as_str), Some("3"));
+    assert!(
+        !o.contains_key("panic"),
+        "panic = abort is not allowed here"
+    );
     let cache = report.build_cache.unwrap();
     assert!(cache.hits >= misses, "{cache:?} after {misses} builds");
-    assert!(cache.misses <= 4, "{cache:?}");
+    assert!(cache.misses <= 8 - before, "{cache:?}");
+}
+
+/// Each setting: what it costs to build and, when built and different, its effect; a
+/// winner that a cheaper build matches names it.
+fn search_rows_say_cost_and_effect(profile: &[&cargo_optimize::report::StageReport]) {
+    for row in profile {
+        let built = row.build_seconds.is_some();
+        assert!(built || row.status == Status::Dropped, "{row:#?}");
+        if matches!(row.status, Status::Kept) || row.vs_best.is_some() {
+            assert!(row.vs_baseline.is_some() && built, "{row:#?}");
+        }
+    }
+    for row in profile
+        .iter()
+        .filter(|r| r.facts.cheaper_alternative.is_some())
+    {
+        assert_eq!(row.status, Status::Kept);
+        assert!(
+            row.notes.iter().any(|n| n.contains("the cheaper choice")),
+            "{row:#?}"
+        );
+    }
 }
 
 #[test]
