@@ -188,6 +188,9 @@ pub struct Budget {
     /// How many settings the profile stage builds (`stage::profile::candidates`; 1 until
     /// set after [`Budget::new`]).
     pub profiles: usize,
+    /// How many of those it builds at least (`stage::profile::least`: the search stops
+    /// after `max` when `max` is not kept).
+    pub profiles_least: usize,
     /// The spec's `max-time` per workload: a comparison's first look never runs past it by
     /// more than one block of runs.
     spec_max: Duration,
@@ -204,6 +207,7 @@ impl Budget {
             cpu_levels,
             fp_flags: crate::stage::fp::DEFAULT_FLAGS.len(),
             profiles: 1,
+            profiles_least: 1,
             spec_max,
         }
     }
@@ -335,7 +339,14 @@ pub fn project(
         p.build_secs += s.builds * costs.build;
         p.verify_secs += s.verifications * costs.verify;
         p.training_secs += s.trainings * costs.train + s.evals * costs.eval;
-        p.measure_secs[0] += s.comparisons * budget.first_look(costs);
+        let least = shape(
+            stage,
+            budget.cpu_levels,
+            budget.fp_flags,
+            budget.profiles_least,
+        );
+        let least = least.comparisons;
+        p.measure_secs[0] += least * budget.first_look(costs);
         comparisons += s.comparisons;
     }
     let work = p.build_secs + p.verify_secs + p.training_secs;

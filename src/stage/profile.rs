@@ -110,6 +110,15 @@ pub fn candidates(stages: &Stages) -> usize {
     }
 }
 
+/// How many candidates the stage builds at least: a default run's search stops after `max`
+/// when `max` is not kept ([`PRUNED`]); `--thorough` builds every one.
+pub fn least(stages: &Stages) -> usize {
+    match stages.thorough {
+        true => candidates(stages),
+        false => 1,
+    }
+}
+
 /// Whether the stage searches: the default preset `max`, not another preset or a table.
 fn searches(stages: &Stages) -> bool {
     matches!(&stages.profile, ProfileChoice::Preset(name) if name == "max")
