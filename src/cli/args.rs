@@ -62,6 +62,9 @@ pub struct MergeArgs {
     /// hosts whose traffic matters most. FILE (or a folder) may also be among INPUTS.
     #[arg(long = "weight", value_name = "FILE=N")]
     pub weights: Vec<String>,
+    /// What to print about the merge: lines for a person (term) or JSON.
+    #[arg(long, value_enum, default_value_t = TermJson::Term)]
+    pub format: TermJson,
 }
 
 #[derive(Debug, Clone, Args)]

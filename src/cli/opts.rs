@@ -163,7 +163,7 @@ pub enum MessageFormat {
     Json,
 }
 
-/// `--format` of `doctor` and `cache stats`: for a person, or JSON.
+/// `--format` of `doctor`, `cache stats` and `profile merge`: for a person, or JSON.
 #[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
 pub enum TermJson {
     #[default]

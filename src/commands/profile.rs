@@ -2,7 +2,7 @@
 //! resolves the run plan (the project and its settings) and builds the collector; `merge`
 //! needs no project, only rustc and its llvm-profdata.
 
-use crate::cli::{CollectArgs, GlobalArgs, MergeArgs, ProfileAction, ProfileArgs};
+use crate::cli::{CollectArgs, GlobalArgs, MergeArgs, ProfileAction, ProfileArgs, TermJson};
 use crate::fleet::{collect, merge};
 use crate::pipeline::plan::{self, Plan, Request};
 use crate::ui::Ui;
@@ -34,6 +34,9 @@ fn run_merge(g: &GlobalArgs, args: &MergeArgs) -> anyhow::Result<i32> {
     }
     let (rustc, tool) = plan::llvm_profdata()?;
     let merged = merge::merge(&tool, &rustc, &inputs, &args.output, &ui)?;
-    print!("{}", merged.summary());
+    match args.format {
+        TermJson::Term => print!("{}", merged.summary()),
+        TermJson::Json => println!("{:#}", merged.json()),
+    }
     Ok(0)
 }

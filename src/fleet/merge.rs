@@ -300,6 +300,23 @@ fn refusal(tool: &Tool, rustc: &Rustc, inputs: &[Input], foreign: &[&profdata::S
 }
 
 impl Merged {
+    /// What [`Merged::summary`] says, as JSON (`profile merge --format json`).
+    pub(crate) fn json(&self) -> serde_json::Value {
+        let inputs: Vec<_> = (self.inputs.iter())
+            .map(|i| {
+                let dropped = self.dropped.iter().find(|(d, _)| d == i);
+                serde_json::json!({
+                    "path": i.shown, "weight": i.weight,
+                    "dropped": dropped.map(|(_, why)| why),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "out": self.out, "tool": self.tool, "inputs": inputs,
+            "warnings": self.warnings, "ranking": self.ranking,
+        })
+    }
+
     /// What was merged (with weights), what was dropped, the functions, the hottest.
     pub(crate) fn summary(&self) -> String {
         use std::fmt::Write;

@@ -300,6 +300,36 @@ fn two_hosts_merge_into_their_union_and_a_weight_multiplies_its_counts() {
         r.stdout
     );
 
+    // The same merge as JSON: the inputs with their weights, the ranking's figures.
+    let r = merge(
+        dir,
+        &[
+            "-o",
+            "fleet2.profdata",
+            "--format",
+            "json",
+            "host-a.profraw",
+            "host-b.profraw",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON on stdout");
+    let inputs = v["inputs"].as_array().expect("inputs");
+    assert_eq!(inputs.len(), 2, "{v:#}");
+    assert!(
+        inputs
+            .iter()
+            .all(|i| i["weight"] == 1 && i["dropped"].is_null()),
+        "{v:#}"
+    );
+    let hottest: Vec<&str> = (v["ranking"]["functions"].as_array().unwrap().iter())
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert!(
+        hottest.iter().any(|n| n.contains(PATH_A)) && hottest.iter().any(|n| n.contains(PATH_B)),
+        "{v:#}"
+    );
+
     // Host A weighs 3: its counts triple, host B's stay.
     let r = merge(
         dir,
