@@ -41,12 +41,20 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
         Ok(mut p) => {
             let note = assess_coverage(ctx, &mut p, "pgo", "pgo");
             let relocs = bolt_follows(ctx, &with_host_target(ctx, &standing.best.settings));
+            let mut beside = Vec::new();
             if shares_profile(standing) {
                 // The portable build needs only this profile: it builds beside this one.
                 let portable = use_settings(ctx, &standing.portable.settings, &p, false);
                 let label = crate::context::label("pgo", Some(PORTABLE));
-                ctx.build_ahead(vec![(format!("{label}: optimized"), portable)]);
+                beside.push((format!("{label}: optimized"), portable));
             }
+            if relocs {
+                // What ships unless BOLT does (`without_relocs`): built beside the one
+                // linked for BOLT rather than after the BOLT stage, one after the other.
+                let plain = use_settings(ctx, &standing.best.settings, &p, false);
+                beside.push(("pgo: without relocations".to_string(), plain));
+            }
+            ctx.build_ahead(beside);
             let best = build_with(ctx, &standing.best.settings, &p, None, relocs).map(|mut c| {
                 c.notes.extend(note);
                 c
