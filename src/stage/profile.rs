@@ -129,20 +129,10 @@ fn searches(stages: &Stages) -> bool {
 pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     let mut offers = vec![Offer::against_best(prepare(ctx, standing.best))];
     let n = candidates(&ctx.spec.stages);
-    if n > 1 {
-        let points: Vec<String> = SEARCH[1..n].iter().map(|p| point_name(*p)).collect();
-        ctx.ui.info(&format!(
-            "profile: searching {} more setting(s) after `max`: {}{}",
-            n - 1,
-            points.join("; "),
-            if ctx.spec.stages.thorough {
-                ""
-            } else {
-                " (--thorough: all 8)"
-            }
-        ));
-    }
     let thorough = ctx.spec.stages.thorough;
+    if thorough && n > 1 {
+        announce_search(ctx, n);
+    }
     for (i, &point) in SEARCH[1..n].iter().enumerate() {
         let base = standing.best.clone();
         let build = move |best: &Candidate| {
@@ -151,6 +141,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
             }
             if i == 0 && !thorough {
                 // `max` was kept: the search goes on, its points built two at a time.
+                announce_search(ctx, n);
                 ctx.build_ahead(ahead_points(ctx, &base.settings, 1..n));
             }
             build_point(ctx, &base, point)
@@ -162,6 +153,20 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
         });
     }
     offers
+}
+
+/// The search's points after `max` (the first `n` of [`SEARCH`]), said once it begins.
+fn announce_search(ctx: &Context, n: usize) {
+    let points: Vec<String> = SEARCH[1..n].iter().map(|p| point_name(*p)).collect();
+    ctx.ui.info(&format!(
+        "profile: searching {} more setting(s) after `max`: {}{}",
+        n - 1,
+        points.join("; "),
+        match ctx.spec.stages.thorough {
+            true => "",
+            false => " (--thorough: all 8)",
+        }
+    ));
 }
 
 /// Why a default run's search stops when `max` is not kept: the points after it trade
