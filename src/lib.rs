@@ -50,7 +50,7 @@ pub fn run_cli(parsed: Parsed) -> anyhow::Result<i32> {
     for w in &warnings {
         ui.warn(w);
     }
-    cargo::set_flags(g.selection.cargo_flags());
+    cargo::set_flags(g.selection.flags());
     match command {
         Command::Run(args) => commands::run::run(&g, &args),
         Command::Init(args) => commands::init::run(&g, &args),

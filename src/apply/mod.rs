@@ -258,10 +258,10 @@ pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
             win.target.as_deref().unwrap_or(&win.host)
         );
     }
-    let ws = Workspace::load(&g.selection.cargo())?;
+    let ws = Workspace::load(&g.selection)?;
     let sel_package = g.selection.package.clone();
     let project = ws.project(
-        &g.selection.cargo(),
+        &g.selection,
         Some(sel_package.as_deref().unwrap_or(&win.crate_name)),
         Some(g.selection.bin.as_deref().unwrap_or(&win.bin)),
     )?;
@@ -561,8 +561,8 @@ fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<PathBuf> {
     let project = match crate::pipeline::locate(g) {
         Ok(l) => l.project,
         Err(_) => {
-            let ws = Workspace::load(&g.selection.cargo())?;
-            ws.project(&g.selection.cargo(), None, None)?
+            let ws = Workspace::load(&g.selection)?;
+            ws.project(&g.selection, None, None)?
         }
     };
     Ok(project.target_dir.join("optimize"))

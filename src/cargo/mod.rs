@@ -111,8 +111,9 @@ impl Project {
     }
 }
 
-/// Which package, binary, features, target, profile and target dir to use: cargo's own
-/// selection flags as plain data (the command line fills it in).
+/// Which package, binary, features, target, profile and target dir to use, and the flags
+/// every cargo call gets: cargo's own selection and build flags as plain data (the command
+/// line fills it in).
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     pub manifest_path: Option<PathBuf>,
@@ -122,8 +123,29 @@ pub struct Selection {
     pub all_features: bool,
     pub no_default_features: bool,
     pub target: Option<String>,
+    /// `--profile` (default `release`).
     pub profile: String,
     pub target_dir: Option<PathBuf>,
+    /// `-j N`.
+    pub jobs: Option<usize>,
+    pub locked: bool,
+    pub frozen: bool,
+    pub offline: bool,
+    /// `--config KEY=VALUE|PATH`, in order.
+    pub config: Vec<String>,
+}
+
+impl Selection {
+    /// The flags every cargo call gets ([`set_flags`]).
+    pub fn flags(&self) -> Flags {
+        Flags {
+            jobs: self.jobs,
+            locked: self.locked,
+            frozen: self.frozen,
+            offline: self.offline,
+            config: self.config.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -21,8 +21,8 @@ pub const WORKFLOW: &str = ".github/workflows/optimize.yml";
 
 /// `cargo optimize ci --github`.
 pub fn run(g: &GlobalArgs, args: &CiArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::load(&g.selection.cargo())?;
-    let project = ws.project(&g.selection.cargo(), None, None)?;
+    let ws = Workspace::load(&g.selection)?;
+    let project = ws.project(&g.selection, None, None)?;
     let root = repo_root(&project);
     let shape = shape(&project, &root);
     propose(&Proposal {

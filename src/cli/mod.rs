@@ -136,52 +136,6 @@ pub struct GlobalArgs {
     pub color: Color,
 }
 
-/// Cargo's selection and build flags as given (`-p`, `-F`, `--profile`, `-j`, `--locked`, …).
-#[derive(Debug, Clone, Default)]
-pub struct Selection {
-    pub manifest_path: Option<PathBuf>,
-    pub package: Option<String>,
-    pub bin: Option<String>,
-    pub features: Vec<String>,
-    pub all_features: bool,
-    pub no_default_features: bool,
-    pub target: Option<String>,
-    /// `--profile` (default `release`).
-    pub profile: String,
-    pub target_dir: Option<PathBuf>,
-    /// `-j N`.
-    pub jobs: Option<usize>,
-    pub locked: bool,
-    pub frozen: bool,
-    pub offline: bool,
-    /// `--config KEY=VALUE|PATH`, in order.
-    pub config: Vec<String>,
-}
-
-impl Selection {
-    /// The same flags as cargo.rs's own type.
-    pub fn cargo(&self) -> crate::cargo::Selection {
-        crate::cargo::Selection {
-            manifest_path: self.manifest_path.clone(),
-            package: self.package.clone(),
-            bin: self.bin.clone(),
-            features: self.features.clone(),
-            all_features: self.all_features,
-            no_default_features: self.no_default_features,
-            target: self.target.clone(),
-            profile: self.profile.clone(),
-            target_dir: self.target_dir.clone(),
-        }
-    }
-
-    /// The flags every cargo command line carries (see `cargo::Flags`).
-    pub fn cargo_flags(&self) -> crate::cargo::Flags {
-        crate::cargo::Flags {
-            jobs: self.jobs,
-            locked: self.locked,
-            frozen: self.frozen,
-            offline: self.offline,
-            config: self.config.clone(),
-        }
-    }
-}
+/// Cargo's selection and build flags as given (`-p`, `-F`, `--profile`, `-j`, `--locked`, …):
+/// the cargo layer's own type, filled in by the parser.
+pub use crate::cargo::Selection;

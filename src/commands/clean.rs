@@ -7,8 +7,8 @@ use crate::cli::GlobalArgs;
 
 /// `target/optimize` of the selected project (`--target-dir` first).
 pub fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<std::path::PathBuf> {
-    let ws = Workspace::load(&g.selection.cargo())?;
-    let project = ws.project(&g.selection.cargo(), None, None).ok();
+    let ws = Workspace::load(&g.selection)?;
+    let project = ws.project(&g.selection, None, None).ok();
     Ok(match (&g.selection.target_dir, project) {
         (Some(d), _) => d.join("optimize"),
         (None, Some(p)) => p.target_dir.join("optimize"),

@@ -10,8 +10,8 @@ use crate::cli::{GlobalArgs, InitArgs};
 use crate::spec;
 
 pub fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::load(&g.selection.cargo())?;
-    let sel = g.selection.cargo();
+    let ws = Workspace::load(&g.selection)?;
+    let sel = g.selection.clone();
     let package = ws.package_project(&sel)?;
     let (project, text) = match (package.bins.is_empty(), package.benches.first()) {
         // A library: what can run is its bench harness.

@@ -33,7 +33,7 @@ pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
 /// [`locate`] for `cargo optimize -- ARGS`: with `args`, the spec's workloads are replaced by
 /// the one workload `ARGS` (run in the current directory), and no spec file is needed.
 pub fn locate_with_args(g: &GlobalArgs, args: &[String]) -> anyhow::Result<Located> {
-    let workspace = Workspace::load(&g.selection.cargo())?;
+    let workspace = Workspace::load(&g.selection)?;
     let spec_path = match &g.spec {
         Some(p) => p.clone(),
         None => workspace
@@ -47,7 +47,7 @@ pub fn locate_with_args(g: &GlobalArgs, args: &[String]) -> anyhow::Result<Locat
         (Err(spec::SpecError::Missing { .. }), false) => spec::from_args(args, &cwd)?,
         (Err(e), _) => return Err(e.into()),
     };
-    let sel = g.selection.cargo();
+    let sel = g.selection.clone();
     let project = workspace
         .project_for(
             &sel,
