@@ -940,7 +940,7 @@ mod tests {
                 .collect();
             let cs = drive_jointly(&mut sims, &[], &o, &mut |_, _| {}).unwrap();
             secs += sims.iter().map(|s| s.clock.as_secs_f64()).sum::<f64>();
-            faster += usize::from(geomean(&cs, 0.01).verdict == Verdict::Faster);
+            faster += usize::from(geomean(&cs, 0.01).keeps(0.01));
         }
         (secs / trials as f64, faster)
     }
@@ -963,15 +963,18 @@ mod tests {
                 .collect();
             let cs = drive_jointly(&mut sims, &[], &o, &mut |_, _| {}).unwrap();
             secs += sims.iter().map(|s| s.clock.as_secs_f64()).sum::<f64>();
-            faster += usize::from(geomean(&cs, 0.01).verdict == Verdict::Faster);
+            faster += usize::from(geomean(&cs, 0.01).keeps(0.01));
         }
         (secs / trials as f64, faster)
     }
 
     /// Issue 24's heavy case under the budget rule: a share too small for the first look
     /// (max-time below 4 pairs × 16 s) still stops at the first block past it, and never
-    /// makes A vs A *faster* more than 5 % of the time; a planted 10 % speedup is still
-    /// found at a first look, a 3 % one needs more than a small share buys.
+    /// makes the ladder keep A vs A more than 5 % of the time; a planted 10 % speedup is
+    /// still found at a first look, a 3 % one needs more than a small share buys. Counted by
+    /// the ladder's rule (`Estimate::keeps`), which keeps *slightly faster* past the margin:
+    /// 3 % found 17 / 104 / 178 of 200 at 20 / 64 / 150 s where *faster* alone found 7 / 45 /
+    /// 134, A vs A kept 1 / 0 / 0 times (0 / 0 / 0).
     #[test]
     fn heavy_workloads_under_a_budget_share_keep_the_error_rate() {
         let trials = 200;
@@ -993,6 +996,7 @@ mod tests {
             );
             if max_time >= 64 {
                 assert!(found10 * 10 >= trials as usize * 9, "10 %: {found10}");
+                assert!(found3 * 2 >= trials as usize, "3 %: {found3}");
             }
         }
     }

@@ -327,7 +327,7 @@ fn changed_outputs(
             w.name
         ));
         let obs = verify::observe(ctx, &new.binary, w, &outputs)?;
-        if let Err(m) = reference.check(w, "working tree", &obs) {
+        if let Err(m) = reference.check_settled(ctx, w, "working tree", &obs)? {
             ctx.ui.warn(&format!("output changed: {m}"));
             changed.insert(w.name.clone(), describe_change(&m));
         }

@@ -306,7 +306,8 @@ impl<'a> Ladder<'a> {
         self.rows.push(r);
     }
 
-    /// The one keep-or-drop rule: kept when measurably faster than its rival. A kept
+    /// The one keep-or-drop rule: kept when measurably faster than its rival
+    /// (`Estimate::keeps`: the interval below 1 and the estimate past the margin). A kept
     /// portable-track offer replaces the portable best; any other kept one the best (and
     /// the portable best too, when it picks no CPU).
     fn decide(&mut self, cand: Candidate, rival: Rival, m: Measured) {
@@ -322,7 +323,7 @@ impl<'a> Ladder<'a> {
         };
         let for_size = m.estimate.verdict == Verdict::Equivalent
             && smaller_counts(self.ctx, &cand, &holder.candidate);
-        let keep = m.estimate.verdict == Verdict::Faster || for_size;
+        let keep = m.estimate.keeps(self.margin()) || for_size;
         let to_baseline = match holder.vs_baseline {
             None => ToBaseline {
                 log: m.log,
@@ -335,24 +336,9 @@ impl<'a> Ladder<'a> {
                 measured: false,
             },
         };
-        let reason = format!(
-            "{} vs {}: {}",
-            cand.label(),
-            holder.candidate.label(),
-            describe(&m.estimate)
-        );
         let status = if keep { Status::Kept } else { Status::Dropped };
-        let reason = match for_size {
-            true => format!("{reason}; {}", size_note(&cand, &holder.candidate)),
-            false => reason,
-        };
-        let reason = match &m.budget_limited {
-            Some(why) if !keep => {
-                self.ctx.ui.warn(&format!("{}: {why}", cand.label()));
-                format!("{reason}; {why}")
-            }
-            _ => reason,
-        };
+        let measured = (&m.estimate, m.budget_limited.as_deref());
+        let reason = self.reason(&cand, &holder.candidate, measured, (keep, for_size));
         self.ctx.ui.event(
             "verdict",
             serde_json::json!({
@@ -384,6 +370,38 @@ impl<'a> Ladder<'a> {
                 self.portable = holder.clone();
             }
             self.best = holder;
+        }
+    }
+
+    /// A decided row's reason: the comparison, why an *equivalent* or *slightly faster*
+    /// one was kept, and why a *budget-limited* one was not (also warned).
+    fn reason(
+        &self,
+        cand: &Candidate,
+        rival: &Candidate,
+        (estimate, budget_limited): (&stats::Estimate, Option<&str>),
+        (keep, for_size): (bool, bool),
+    ) -> String {
+        let reason = format!(
+            "{} vs {}: {}",
+            cand.label(),
+            rival.label(),
+            describe(estimate)
+        );
+        let reason = match (for_size, keep && estimate.verdict == Verdict::SlightlyFaster) {
+            (true, _) => format!("{reason}; {}", size_note(cand, rival)),
+            (false, true) => format!(
+                "{reason}; kept: surely faster, and by the {} % margin or more as far as its time could tell",
+                self.margin() * 100.0
+            ),
+            (false, false) => reason,
+        };
+        match budget_limited {
+            Some(why) if !keep => {
+                self.ctx.ui.warn(&format!("{}: {why}", cand.label()));
+                format!("{reason}; {why}")
+            }
+            _ => reason,
         }
     }
 

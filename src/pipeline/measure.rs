@@ -124,7 +124,7 @@ pub fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
     if w.expect != Expect::ExitCode {
         return ExpectedStatus::Success;
     }
-    if let Some(n) = reference.nondeterministic.get(&w.name) {
+    if let Some(n) = reference.nondeterminism(&w.name) {
         if !n.status_stable {
             return ExpectedStatus::Any;
         }

@@ -189,7 +189,7 @@ pub fn check_candidate_on(
             w.name
         ));
         let obs = super::observe(ctx, &cand.binary, w, &outputs)?;
-        if let Err(m) = reference.check(w, &cand.label(), &obs) {
+        if let Err(m) = reference.check_settled(ctx, w, &cand.label(), &obs)? {
             result = Err(Rejection::Outputs(m));
             break;
         }

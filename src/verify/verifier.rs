@@ -60,13 +60,20 @@ impl<'c> Verifier<'c> {
             return Ok(r);
         }
         let r = super::record_baseline(self.ctx, &self.baseline)?;
-        if let Some(k) = self.key(None) {
+        let r = self.reference.get_or_init(|| r);
+        self.keep_baseline();
+        Ok(r)
+    }
+
+    /// Keep what the determinism check found so far for later runs (again after a
+    /// candidate's check, which may have settled a deferred workload).
+    fn keep_baseline(&self) {
+        if let (Some(r), Some(k)) = (self.reference.get(), self.key(None)) {
             let kept = KeptBaseline {
-                nondeterministic: r.nondeterministic.clone(),
+                nondeterministic: r.nondeterministic(),
             };
             self.store.put(&k, &kept);
         }
-        Ok(self.reference.get_or_init(|| r))
     }
 
     /// Each workload's wall time on the baseline, in seconds, when this run recorded the
@@ -85,14 +92,11 @@ impl<'c> Verifier<'c> {
     }
 
     /// The workloads whose baseline disagreed with itself.
-    pub fn nondeterministic(&self) -> &BTreeMap<String, Nondeterminism> {
+    pub fn nondeterministic(&self) -> BTreeMap<String, Nondeterminism> {
         match (self.reference.get(), &self.kept) {
-            (Some(r), _) => &r.nondeterministic,
-            (None, Some(k)) => &k.nondeterministic,
-            (None, None) => {
-                static NONE: BTreeMap<String, Nondeterminism> = BTreeMap::new();
-                &NONE
-            }
+            (Some(r), _) => r.nondeterministic(),
+            (None, Some(k)) => k.nondeterministic.clone(),
+            (None, None) => BTreeMap::new(),
         }
     }
 
@@ -126,7 +130,9 @@ impl<'c> Verifier<'c> {
     ) -> anyhow::Result<Result<(), super::Mismatch>> {
         let outputs = self.ctx.run.outputs(&cand.tag());
         let obs = super::observed_from(w, outcome.clone(), sandbox, &outputs)?;
-        Ok(self.reference()?.check(w, &cand.label(), &obs))
+        Ok(self
+            .reference()?
+            .check_settled(self.ctx, w, &cand.label(), &obs)?)
     }
 
     /// After measuring: the eval workloads no timed run checked (their verdicts were kept
@@ -153,6 +159,7 @@ impl<'c> Verifier<'c> {
         if let Some(k) = self.check_key(cand) {
             self.store.put(&k, &true);
         }
+        self.keep_baseline();
         Ok(Ok(()))
     }
 

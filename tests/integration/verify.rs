@@ -231,6 +231,28 @@ fn a_nondeterministic_baseline_is_named_not_held_against_candidates() {
         r.stderr
     );
     assert!(!r.stderr.contains("workload `steady` is not deterministic"));
+    // `slow-clock` (0.6 s a run) is not run twice up front: the first candidate that
+    // differs on it has the baseline run it once more, and it is named then.
+    assert!(
+        r.stderr
+            .contains("1 workload(s) of 500 ms or more a run checked only if a candidate differs"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(
+            "workload `slow-clock` is not deterministic: two runs of the baseline differ"
+        ),
+        "{}",
+        r.stderr
+    );
+    let named_at = |s: &str| r.stderr.find(s).unwrap_or(usize::MAX);
+    assert!(
+        named_at("workload `slow-clock` is not deterministic")
+            > named_at("outputs differ on `slow-clock`; the baseline runs it once more"),
+        "{}",
+        r.stderr
+    );
     let report = latest_report(&target_dir("verify-nondet"));
     let pgo = stage(&report, "pgo");
     assert_eq!(pgo.verified, Some(true), "{pgo:#?}");
@@ -244,6 +266,11 @@ fn a_nondeterministic_baseline_is_named_not_held_against_candidates() {
     };
     let (clock, steady) = (by_name("clock"), by_name("steady"));
     assert!(!clock.deterministic, "{clock:#?}");
+    assert!(
+        !by_name("slow-clock").deterministic,
+        "{:#?}",
+        by_name("slow-clock")
+    );
     assert!(steady.deterministic, "{steady:#?}");
     let nd = clock
         .nondeterminism
