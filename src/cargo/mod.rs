@@ -961,6 +961,17 @@ fn spawn(args: &[String], flags: &[String]) -> Result<std::process::Child, Cargo
     command(args, flags).spawn().map_err(CargoError::Spawn)
 }
 
+thread_local! {
+    /// Whether the builds this thread starts are background work ([`build_in_background`]).
+    static IN_BACKGROUND: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// From now on, the builds this thread starts run at the lowest CPU priority
+/// (`sys::lower_priority`): `context::ahead`'s builders call it.
+pub fn build_in_background() {
+    IN_BACKGROUND.with(|b| b.set(true));
+}
+
 /// The command [`spawn`] starts. Inside a job of `jobs::run` it joins the run's jobserver:
 /// `configure_make` sets `CARGO_MAKEFLAGS` (and `MAKEFLAGS`, `MFLAGS`) to
 /// `--jobserver-auth=R,W` and keeps those two fds open across exec. cargo connects to it as
@@ -997,6 +1008,9 @@ fn command_with(args: &[String], flags: &[String], cargo_flags: &Flags) -> Comma
         .stderr(Stdio::piped());
     if let Some(client) = server {
         client.configure_make(&mut cmd);
+    }
+    if IN_BACKGROUND.with(std::cell::Cell::get) {
+        crate::sys::lower_priority(&mut cmd);
     }
     cmd
 }

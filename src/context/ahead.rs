@@ -6,6 +6,12 @@
 //! core, so a second build beside it costs little wall time (pulldown-cmark 0.13.6 on two
 //! cores: baseline, profile and cpu builds took 20.7 s one after another).
 //!
+//! Its builds run at the lowest CPU priority (`cargo::build_in_background`): one that
+//! competes with the build or the runs the pipeline waits for slows them down (resvg: the
+//! baseline's build took 125 s beside two builds ahead instead of 60, and the budget,
+//! learning from it, had no time left for the stages those builds were for); at the lowest
+//! priority they take only the cycles the pipeline leaves idle.
+//!
 //! Must not overlap a timed run: [`Ahead::settle`] waits for every build started here,
 //! and the pipeline calls it before it measures anything. A build asked for by
 //! [`Ahead::take`] hands over its result (an error included, reported by the stage that
@@ -33,6 +39,8 @@ struct Shared {
     /// Settings hashes queued and not finished.
     pending: BTreeSet<String>,
     finished: BTreeMap<String, Finished>,
+    /// Builders running: one leaves (and says so here) when it finds the queue empty.
+    active: usize,
 }
 
 /// The queue of builds started ahead, and the threads that run them.
@@ -49,23 +57,27 @@ pub struct Job {
 }
 
 impl Ahead {
-    /// Start building `jobs` on [`BUILDERS`] threads of their own, in order. While earlier
-    /// jobs still run, new ones are left out (the caller builds them when it needs them).
+    /// Queue `jobs`, in order, for [`BUILDERS`] threads of their own: the builders still
+    /// running take them after their own, and new ones start up to that many. (Jobs queued
+    /// while earlier ones ran used to be left out: resvg's PGO build without relocations,
+    /// asked for while the profile and cpu builds were running, was built after the
+    /// comparison instead of beside it, 37 s more.)
     pub fn start(&self, project: &Project, optimize_dir: PathBuf, toolchain: &str, jobs: Vec<Job>) {
         let mut workers = self.workers.lock().unwrap();
-        if !workers.is_empty() || jobs.is_empty() {
-            return;
-        }
-        let n = jobs.len().min(BUILDERS);
-        {
+        workers.retain(|w| !w.is_finished());
+        let spawn = {
             let mut s = self.shared.0.lock().unwrap();
             s.pending.extend(jobs.iter().map(|j| j.settings.hash()));
             s.queue.extend(jobs);
-        }
-        for _ in 0..n {
+            let spawn = BUILDERS.saturating_sub(s.active).min(s.queue.len());
+            s.active += spawn;
+            spawn
+        };
+        for _ in 0..spawn {
             let (project, toolchain) = (project.clone(), toolchain.to_string());
             let (shared, dir) = (Arc::clone(&self.shared), optimize_dir.clone());
             workers.push(std::thread::spawn(move || {
+                crate::cargo::build_in_background();
                 build_queued(&shared, &project, &dir, &toolchain)
             }));
         }
@@ -125,7 +137,15 @@ fn build_queued(
     };
     let (lock, ready) = shared;
     loop {
-        let Some(job) = lock.lock().unwrap().queue.pop_front() else {
+        let job = {
+            let mut s = lock.lock().unwrap();
+            let job = s.queue.pop_front();
+            if job.is_none() {
+                s.active -= 1;
+            }
+            job
+        };
+        let Some(job) = job else {
             return;
         };
         let done = cache.build(project, &job.settings, &job.target_dir, &mut |_| {});

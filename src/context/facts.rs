@@ -73,10 +73,6 @@ pub struct StageFacts {
     /// Whether training ran what the eval workloads run (the eval coverage pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_quality: Option<ProfileQuality>,
-    /// The size of this build as first linked, with the relocations a BOLT stage needs
-    /// (`-Wl,-q`), when BOLT did not ship and it was linked again without them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size_with_relocs: Option<u64>,
 
     // fp
     /// The LLVM floating-point options the build passes (`-Cllvm-args=…`): the ones kept

@@ -259,16 +259,7 @@ impl Budget {
                 false => Err(self.not_tried(left, 0.0, "")),
             };
         };
-        let cost = |s: StageName| {
-            let (work, looks) = self.stage_cost(&c, s);
-            work + looks
-        };
-        let own = cost(stage);
-        let first: Vec<StageName> = (to_come.iter().copied())
-            .filter(|s| priority(*s) > priority(stage))
-            .collect();
-        let reserved: f64 = first.iter().map(|s| cost(*s)).sum::<f64>()
-            + if chained { self.first_look(&c) } else { 0.0 };
+        let (own, reserved, first) = self.needs(&c, stage, to_come, chained);
         if left > own + reserved {
             return Ok(());
         }
@@ -282,6 +273,47 @@ impl Budget {
             ),
         };
         Err(self.not_tried(left, own, &why))
+    }
+
+    /// What `stage` costs (its work and first looks), what is reserved for the stages of
+    /// higher priority still `to_come` (and the final comparison's first look once
+    /// `chained`), and which stages those are.
+    fn needs(
+        &self,
+        c: &Costs,
+        stage: StageName,
+        to_come: &[StageName],
+        chained: bool,
+    ) -> (f64, f64, Vec<StageName>) {
+        let cost = |s: StageName| {
+            let (work, looks) = self.stage_cost(c, s);
+            work + looks
+        };
+        let first: Vec<StageName> = (to_come.iter().copied())
+            .filter(|s| priority(*s) > priority(stage))
+            .collect();
+        let reserved: f64 = first.iter().map(|s| cost(*s)).sum::<f64>()
+            + if chained { self.first_look(c) } else { 0.0 };
+        (cost(stage), reserved, first)
+    }
+
+    /// The stages of `to_come` the ladder can expect to climb once `stage` is paid for, in
+    /// order, as far as the costs learnt tell (all of them when none are known): what a
+    /// stage may start building ahead for.
+    pub fn then(&self, stage: StageName, to_come: &[StageName]) -> Vec<StageName> {
+        let Some(c) = self.costs.get() else {
+            return to_come.to_vec();
+        };
+        let mut left = self.left() - self.needs(&c, stage, to_come, true).0;
+        let mut then = Vec::new();
+        for (i, &next) in to_come.iter().enumerate() {
+            let (own, reserved, _) = self.needs(&c, next, &to_come[i + 1..], true);
+            if left > own + reserved {
+                then.push(next);
+                left -= own;
+            }
+        }
+        then
     }
 
     fn not_tried(&self, left: f64, needed: f64, why: &str) -> String {
@@ -456,6 +488,34 @@ mod tests {
         let ten = Budget::new(Duration::from_secs(395), 2, Duration::from_secs(30));
         ten.learn(renderer());
         assert!(ten.affords(StageName::Pgo, &stages[3..], false).is_err());
+    }
+
+    /// What a stage may build ahead for: BOLT after pgo only when, pgo paid for (424 s
+    /// on that crate), what is left still pays for BOLT's 322 s and the final first look.
+    #[test]
+    fn the_stages_expected_next_are_those_left_paid_for() {
+        let b = Budget::new(Duration::from_secs(695), 2, Duration::from_secs(30));
+        assert_eq!(
+            b.then(StageName::Pgo, &[StageName::Bolt]),
+            vec![StageName::Bolt],
+            "no costs known: every stage to come"
+        );
+        b.learn(renderer());
+        assert!(b.then(StageName::Pgo, &[StageName::Bolt]).is_empty());
+        let more = Budget::new(Duration::from_secs(1200), 2, Duration::from_secs(30));
+        more.learn(renderer());
+        assert_eq!(
+            more.then(StageName::Pgo, &[StageName::Bolt]),
+            vec![StageName::Bolt]
+        );
+        // pgo first when both cannot be paid for after the profile stage.
+        assert_eq!(
+            more.then(
+                StageName::Profile,
+                &[StageName::Cpu, StageName::Pgo, StageName::Bolt]
+            ),
+            vec![StageName::Pgo]
+        );
     }
 
     #[test]

@@ -118,9 +118,11 @@ impl<'a> Ladder<'a> {
             self.not_tried.push(name.as_str().to_string());
             return Ok(());
         }
+        let then = self.budget.then(name, &self.to_come);
         let standing = Standing {
             best: &self.best.candidate,
             portable: &self.portable.candidate,
+            then: &then,
         };
         for offer in stage::offers(name, self.ctx, &standing) {
             self.try_offer(name, offer)?;
@@ -490,7 +492,6 @@ impl<'a> Ladder<'a> {
     /// kept per workload under `<tag> vs baseline`.
     pub fn measure_final(&mut self) -> anyhow::Result<()> {
         let portable_is_best = self.portable.candidate.binary == self.best.candidate.binary;
-        self.unlink_relocs(portable_is_best);
         let max_time = self.max_time(true);
         for which in [&mut self.best, &mut self.portable] {
             if which.vs_baseline.is_none_or(|t| t.measured) {
@@ -525,50 +526,6 @@ impl<'a> Ladder<'a> {
             self.portable = self.best.clone();
         }
         Ok(())
-    }
-
-    /// What ships is never linked with the relocations only BOLT needs: a PGO build made
-    /// ready for a BOLT stage that did not ship is built again without them and takes its
-    /// place (its row too). When it loads other bytes, its ratio to the baseline is
-    /// measured again ([`Ladder::measure_final`]); a rebuild that fails keeps the first one.
-    fn unlink_relocs(&mut self, portable_is_best: bool) {
-        let holders = if portable_is_best {
-            vec![&mut self.best]
-        } else {
-            vec![&mut self.best, &mut self.portable]
-        };
-        for h in holders {
-            let old = h.candidate.binary.clone();
-            let u = match stage::pgo::without_relocs(self.ctx, &h.candidate) {
-                Ok(Some(u)) => u,
-                Ok(None) => continue,
-                Err(e) => {
-                    self.ctx.ui.warn(&format!(
-                        "{}: not built again without relocations ({e}); it ships with them",
-                        h.candidate.label()
-                    ));
-                    continue;
-                }
-            };
-            self.ctx
-                .ui
-                .info(u.candidate.notes.last().map_or("", String::as_str));
-            if let Some(r) = self.rows.iter_mut().rev().find(|r| {
-                r.binary.as_deref() == Some(&*old.to_string_lossy()) && r.status == Status::Kept
-            }) {
-                r.size_bytes = Some(u.candidate.size_bytes);
-                r.settings = Some(Settings::from(&u.candidate.settings));
-                r.notes = u.candidate.notes.clone();
-                r.facts.size_with_relocs = Some(u.size_before);
-            }
-            if let (Some(t), false) = (&mut h.vs_baseline, u.same_loaded_bytes) {
-                t.measured = false;
-            }
-            h.candidate = u.candidate;
-        }
-        if portable_is_best {
-            self.portable = self.best.clone();
-        }
     }
 
     /// What to ship, with the portable alternative beside it.

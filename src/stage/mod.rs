@@ -33,6 +33,10 @@ pub struct Standing<'a> {
     pub best: &'a Candidate,
     /// The best candidate without a stage `-Ctarget-cpu` (the baseline at least).
     pub portable: &'a Candidate,
+    /// The stages the ladder expects to climb after this one: those of `[stages] try` still
+    /// to come that the budget pays for after this one, as far as it can tell (a build for
+    /// one of them may start ahead).
+    pub then: &'a [StageName],
 }
 
 /// Which candidate of the standing an offer must beat.

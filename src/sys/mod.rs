@@ -96,6 +96,13 @@ pub(crate) fn wait_with_peak(
     imp::wait_with_peak(child)
 }
 
+/// Start `cmd`'s process (and so everything it starts) at the lowest CPU priority: a build
+/// started ahead of need then runs on cycles nothing else wants (`nice 19` on Unix, below
+/// normal priority class on Windows, which child processes inherit).
+pub(crate) fn lower_priority(cmd: &mut std::process::Command) {
+    imp::lower_priority(cmd)
+}
+
 /// Ask the OS to read a file's pages ahead (best effort; nothing where it cannot).
 pub(crate) fn read_ahead(file: &std::fs::File) {
     #[cfg(target_os = "linux")]
@@ -266,6 +273,19 @@ mod tests {
         child.wait().unwrap();
         assert!(!pid_alive(pid), "a reaped child's pid is free");
         assert!(!pid_alive(u32::MAX), "no such pid");
+    }
+
+    /// A process started with `lower_priority` (and what it starts) runs at nice 19.
+    #[cfg(unix)]
+    #[test]
+    fn a_background_process_runs_at_the_lowest_priority() {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "nice"]);
+        lower_priority(&mut cmd);
+        let out = cmd.output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "19");
+        let plain = std::process::Command::new("nice").output().unwrap();
+        assert_ne!(String::from_utf8_lossy(&plain.stdout).trim(), "19");
     }
 
     #[test]

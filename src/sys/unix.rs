@@ -199,6 +199,17 @@ fn wait_exit(pid: libc::pid_t) -> std::io::Result<()> {
     }
 }
 
+pub(super) fn lower_priority(cmd: &mut Command) {
+    // SAFETY: setpriority is async-signal-safe and touches nothing of the parent's; a
+    // failure leaves the priority as it was, which is harmless.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+            Ok(())
+        });
+    }
+}
+
 pub(super) fn wait_with_peak(child: &mut Child) -> std::io::Result<(ExitStatus, Option<u64>)> {
     let (status, usage) = wait4(child.id() as libc::pid_t)?;
     Ok((ExitStatus::from_raw(status), Some(usage.max_rss_bytes)))

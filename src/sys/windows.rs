@@ -286,6 +286,11 @@ pub(super) fn is_root() -> bool {
     false
 }
 
+pub(super) fn lower_priority(cmd: &mut std::process::Command) {
+    use std::os::windows::process::CommandExt as _;
+    cmd.creation_flags(windows_sys::Win32::System::Threading::BELOW_NORMAL_PRIORITY_CLASS);
+}
+
 pub(super) fn wait_with_peak(
     child: &mut std::process::Child,
 ) -> std::io::Result<(std::process::ExitStatus, Option<u64>)> {

@@ -16,9 +16,6 @@
 //! short names. Code and data are untouched: only bytes of `.strtab` (which is not loaded
 //! at run time) change.
 //!
-//! And one comparison the ladder makes when BOLT is not what ships: whether two builds load
-//! the same bytes ([`same_loaded_bytes`]), the one with `--emit-relocs` and the one without.
-//!
 //! Must not: modify any file other than the destination it is given.
 
 use std::path::Path;
@@ -116,74 +113,6 @@ pub fn symbol_names(path: &Path) -> Result<std::collections::HashSet<Vec<u8>>, S
         .filter_map(|sym| sym.name(endian, symbols.strings()).ok())
         .map(<[u8]>::to_vec)
         .collect())
-}
-
-/// Whether two ELF files load the same bytes: the same `PT_LOAD` segments (addresses,
-/// sizes) with the same contents, the build-id note's descriptor excepted (the
-/// linker hashes the whole file into it, sections that are never loaded included). Two
-/// links of the same objects with and without `--emit-relocs` give `true`: the relocation
-/// sections it adds are never loaded.
-pub fn same_loaded_bytes(a: &[u8], b: &[u8]) -> Result<bool, String> {
-    let (sa, sb) = (loaded(a)?, loaded(b)?);
-    if sa.len() != sb.len() {
-        return Ok(false);
-    }
-    let (ida, idb) = (build_id_range(a)?, build_id_range(b)?);
-    if ida != idb {
-        return Ok(false);
-    }
-    let masked = |data: &[u8], r: &std::ops::Range<usize>| -> Vec<u8> {
-        let mut v = data[r.clone()].to_vec();
-        if let Some(id) = &ida {
-            for i in id.start.max(r.start)..id.end.min(r.end) {
-                v[i - r.start] = 0;
-            }
-        }
-        v
-    };
-    Ok(sa.iter().zip(&sb).all(|((ha, ra), (hb, rb))| {
-        ha == hb && ra.len() == rb.len() && masked(a, ra) == masked(b, rb)
-    }))
-}
-
-/// Each `PT_LOAD` segment: (virtual address, memory size) and its file range.
-type Loaded = Vec<((u64, u64), std::ops::Range<usize>)>;
-
-fn loaded(data: &[u8]) -> Result<Loaded, String> {
-    use object::read::elf::ProgramHeader;
-    let (header, endian) = parse(data)?;
-    let segments = header
-        .program_headers(endian, data)
-        .map_err(|e| format!("unreadable program headers ({e})"))?;
-    let mut out = Vec::new();
-    for p in segments.iter().filter(|p| p.p_type(endian) == elf::PT_LOAD) {
-        let start = p.p_offset(endian) as usize;
-        let end = start.saturating_add(p.p_filesz(endian) as usize);
-        if end > data.len() {
-            return Err("a loaded segment runs past the end of the file".into());
-        }
-        let key = (p.p_vaddr(endian), p.p_memsz(endian));
-        out.push((key, start..end));
-    }
-    Ok(out)
-}
-
-/// The file range of the build-id note's descriptor (`.note.gnu.build-id`), if any.
-fn build_id_range(data: &[u8]) -> Result<Option<std::ops::Range<usize>>, String> {
-    let (header, endian) = parse(data)?;
-    let sections = header
-        .sections(endian, data)
-        .map_err(|e| format!("unreadable section headers ({e})"))?;
-    for section in sections.iter() {
-        let name = sections.section_name(endian, section).unwrap_or_default();
-        if name == b".note.gnu.build-id" {
-            // Note header: namesz, descsz, type (4 bytes each), then "GNU\0", then the id.
-            let start = section.sh_offset(endian) as usize + 16;
-            let end = section.sh_offset(endian) as usize + section.sh_size(endian) as usize;
-            return Ok((start <= end && end <= data.len()).then_some(start..end));
-        }
-    }
-    Ok(None)
 }
 
 /// What [`copy_with_short_names`] did.
@@ -351,42 +280,6 @@ mod tests {
         assert!(super::facts(&not_elf)
             .unwrap_err()
             .starts_with("not a 64-bit ELF file"));
-    }
-
-    /// The file range of the section named `name` in `data`.
-    fn section_range(data: &[u8], name: &[u8]) -> std::ops::Range<usize> {
-        let (header, endian) = parse(data).unwrap();
-        let sections = header.sections(endian, data).unwrap();
-        let s = sections
-            .iter()
-            .find(|s| sections.section_name(endian, s).unwrap_or_default() == name)
-            .unwrap_or_else(|| panic!("no {}", String::from_utf8_lossy(name)));
-        let start = s.sh_offset(endian) as usize;
-        start..start + s.sh_size(endian) as usize
-    }
-
-    #[test]
-    fn loaded_bytes_ignore_unloaded_sections_and_the_build_id_but_not_code() {
-        let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        assert_eq!(same_loaded_bytes(&me, &me), Ok(true));
-        // A byte of the symbol table (never loaded): the same program.
-        let mut other = me.clone();
-        let symtab = section_range(&me, b".symtab");
-        other[symtab.start + 20] ^= 0xff;
-        assert_eq!(same_loaded_bytes(&me, &other), Ok(true));
-        // The build id (a hash of the whole file): the same program.
-        if build_id_range(&me).unwrap().is_some() {
-            let id = build_id_range(&me).unwrap().unwrap();
-            let mut other = me.clone();
-            other[id.start] ^= 0xff;
-            assert_eq!(same_loaded_bytes(&me, &other), Ok(true));
-        }
-        // A byte of code: another program.
-        let text = section_range(&me, b".text");
-        let mut other = me.clone();
-        other[text.start + 7] ^= 0xff;
-        assert_eq!(same_loaded_bytes(&me, &other), Ok(false));
-        assert!(same_loaded_bytes(&me, b"#!/bin/sh\n").is_err());
     }
 
     #[test]

@@ -42,6 +42,10 @@ use crate::process;
 use crate::spec::{BoltMode, StageName};
 use crate::store::{Blobs, Store};
 use crate::toolchain::{self, BoltTools};
+
+/// The label of the build of BOLT's input (the best so far linked with relocations); the
+/// pgo stage starts it ahead under the same label when BOLT comes next.
+pub const INPUT_LABEL: &str = "bolt: input (-Wl,-q)";
 use crate::util::reset_dir;
 use elf::ElfFacts;
 use failure::{bolt_failure, save_log};
@@ -390,7 +394,7 @@ fn prepare_input(
         notes.push(msg);
     }
     let built = ctx
-        .build("bolt: input (-Wl,-q)", &settings)
+        .build(INPUT_LABEL, &settings)
         .map_err(|e| explain_input_build_error(e, &settings.all_rustflags()))?;
     let shortened = place_input(ctx, &built.binary, &dest, mode, notes)?;
     let elf = elf::facts(&dest).map_err(|e| {

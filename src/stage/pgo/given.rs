@@ -12,7 +12,7 @@ use std::path::Path;
 use crate::context::facts::ProfileFit;
 
 use super::{
-    bolt_follows, build_with, cache_profile, profdata, show, with_host_target, Profile, PORTABLE,
+    bolt_follows, build_with, cache_profile, profdata, show, use_settings, Profile, PORTABLE,
 };
 use crate::context::facts::ProfileStats;
 use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
@@ -21,9 +21,12 @@ use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 /// best picks a CPU and the portable best does not, both built with the profile in `file`.
 pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> Vec<Offer<'c>> {
     let profile = load(ctx, file);
-    let relocs = bolt_follows(ctx, &with_host_target(ctx, &standing.best.settings));
+    if let (Ok(p), true) = (&profile, bolt_follows(ctx, standing)) {
+        let input = use_settings(ctx, &standing.best.settings, p, true);
+        ctx.build_ahead(vec![(crate::stage::bolt::INPUT_LABEL.to_string(), input)]);
+    }
     let best = match &profile {
-        Ok(p) => build_with(ctx, &standing.best.settings, p, None, relocs),
+        Ok(p) => build_with(ctx, &standing.best.settings, p, None, false),
         Err(e) => Err(StageError::Failed(e.to_string())),
     };
     let mut offers = vec![Offer::against_best(best)];

@@ -40,7 +40,6 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     let (best, profile) = match train_profile(ctx, &standing.best.settings, "pgo", "pgo") {
         Ok(mut p) => {
             let note = assess_coverage(ctx, &mut p, "pgo", "pgo");
-            let relocs = bolt_follows(ctx, &with_host_target(ctx, &standing.best.settings));
             let mut beside = Vec::new();
             if shares_profile(standing) {
                 // The portable build needs only this profile: it builds beside this one.
@@ -48,14 +47,14 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
                 let label = crate::context::label("pgo", Some(PORTABLE));
                 beside.push((format!("{label}: optimized"), portable));
             }
-            if relocs {
-                // What ships unless BOLT does (`without_relocs`): built beside the one
-                // linked for BOLT rather than after the BOLT stage, one after the other.
-                let plain = use_settings(ctx, &standing.best.settings, &p, false);
-                beside.push(("pgo: without relocations".to_string(), plain));
+            if bolt_follows(ctx, standing) {
+                // BOLT's input, this build linked with the relocations BOLT needs, builds
+                // beside it: what is measured, and ships unless BOLT does, carries none.
+                let input = use_settings(ctx, &standing.best.settings, &p, true);
+                beside.push((crate::stage::bolt::INPUT_LABEL.to_string(), input));
             }
             ctx.build_ahead(beside);
-            let best = build_with(ctx, &standing.best.settings, &p, None, relocs).map(|mut c| {
+            let best = build_with(ctx, &standing.best.settings, &p, None, false).map(|mut c| {
                 c.notes.extend(note);
                 c
             });
@@ -306,15 +305,11 @@ pub fn train_instrumented(
     })
 }
 
-/// Whether the BOLT stage comes after this one and would take a binary built with
-/// `settings` plus relocations as it is.
-fn bolt_follows(ctx: &Context, settings: &crate::cargo::BuildSettings) -> bool {
-    let stages = &ctx.spec.stages.try_;
-    let after_pgo = stages
-        .iter()
-        .skip_while(|s| **s != StageName::Pgo)
-        .any(|s| *s == StageName::Bolt);
-    after_pgo && bolt_takes_as_is(ctx, settings)
+/// Whether the ladder expects the BOLT stage next and it would build its input from the
+/// pgo build plus relocations (so that build can start ahead, beside the pgo build).
+fn bolt_follows(ctx: &Context, standing: &Standing) -> bool {
+    standing.then.contains(&StageName::Bolt)
+        && bolt_takes_as_is(ctx, &with_host_target(ctx, &standing.best.settings))
 }
 
 /// Whether BOLT can run here and would take a binary built with `settings` plus
@@ -342,7 +337,7 @@ fn with_host_target(
 /// binary name and label (`pgo (portable)`, `bin/pgo-portable`). `relocs`: linked with
 /// relocations, ready for BOLT (see [`bolt_takes_as_is`]).
 /// The optimized build of `settings` with `profile` ([`build_with`] builds it).
-fn use_settings(
+pub(super) fn use_settings(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
     profile: &Profile,
@@ -425,53 +420,6 @@ pub fn build_with(
         notes,
         facts,
     })
-}
-
-/// A candidate linked with relocations for BOLT ([`crate::cargo::EMIT_RELOCS_FLAG`]) when BOLT
-/// is not what ships: the same build without them, installed in its place.
-pub struct Unlinked {
-    pub candidate: Candidate,
-    /// The size with relocations.
-    pub size_before: u64,
-    /// Whether it loads the same bytes as the binary with relocations (the build-id note
-    /// aside): then every measurement of that one is a measurement of this one.
-    pub same_loaded_bytes: bool,
-}
-
-/// `cand` built again without the relocations BOLT needed (a build the cache may hold),
-/// installed under the same name; `Ok(None)` when it carries none or is BOLT's own.
-pub fn without_relocs(ctx: &Context, cand: &Candidate) -> Result<Option<Unlinked>, StageError> {
-    let flag = crate::cargo::EMIT_RELOCS_FLAG;
-    if cand.stage == StageName::Bolt || !cand.settings.rustflags.iter().any(|f| f == flag) {
-        return Ok(None);
-    }
-    let mut settings = cand.settings.clone();
-    settings.rustflags.retain(|f| f != flag);
-    let label = format!("{}: without relocations", cand.label());
-    let old = std::fs::read(&cand.binary).map_err(|e| StageError::Failed(e.to_string()))?;
-    let built = ctx.build(&label, &settings)?;
-    let new = std::fs::read(&built.binary).map_err(|e| StageError::Failed(e.to_string()))?;
-    let same = super::bolt::elf::same_loaded_bytes(&old, &new).unwrap_or(false);
-    let (binary, size_bytes) = ctx.install_as(&cand.tag(), &built.binary)?;
-    let mut candidate = cand.clone();
-    candidate.notes.push(format!(
-        "linked again without {flag} (the relocations BOLT needs; BOLT does not ship): {} → {}, {}",
-        crate::util::human_bytes(cand.size_bytes),
-        crate::util::human_bytes(size_bytes),
-        if same {
-            "every loaded segment byte-identical, so its measurements stand"
-        } else {
-            "its loaded bytes differ, so it is measured again against the baseline"
-        }
-    ));
-    candidate.binary = binary;
-    candidate.size_bytes = size_bytes;
-    candidate.settings = settings;
-    Ok(Some(Unlinked {
-        candidate,
-        size_before: cand.size_bytes,
-        same_loaded_bytes: same,
-    }))
 }
 
 /// A cached profile that did not match its content was written again: the build that used
