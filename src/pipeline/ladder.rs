@@ -309,7 +309,8 @@ impl<'a> Ladder<'a> {
     }
 
     /// The one keep-or-drop rule: kept when measurably faster than its rival
-    /// (`Estimate::keeps`: the interval below 1 and the estimate past the margin). A kept
+    /// (`Estimate::keeps`: the interval below 1 and the estimate past the margin; the whole
+    /// interval past it for a refinement). A kept
     /// portable-track offer replaces the portable best; any other kept one the best (and
     /// the portable best too, when it picks no CPU).
     fn decide(&mut self, cand: Candidate, rival: Rival, m: Measured) {
@@ -325,7 +326,14 @@ impl<'a> Ladder<'a> {
         };
         let for_size = m.estimate.verdict == Verdict::Equivalent
             && smaller_counts(self.ctx, &cand, &holder.candidate);
-        let keep = m.estimate.keeps(self.margin()) || for_size;
+        // A refinement (`budget::weight` below 1: `native` over a level, BOLT over PGO, the
+        // search's settings after `max`) gains a few percent at most and costs size or
+        // portability: it must be *faster*, not just surely faster by about the margin
+        // (BOLT on the demo came out 0.976 [0.955, 0.998] in one run of three).
+        let keep = match super::budget::weight(cand.stage, cand.variant()) < 1.0 {
+            true => m.estimate.verdict == Verdict::Faster,
+            false => m.estimate.keeps(self.margin()),
+        } || for_size;
         let to_baseline = match holder.vs_baseline {
             None => ToBaseline {
                 log: m.log,
