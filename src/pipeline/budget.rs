@@ -263,7 +263,10 @@ impl Budget {
         if left > own + reserved {
             return Ok(());
         }
-        let names: Vec<&str> = first.iter().map(|s| s.as_str()).collect();
+        let mut names: Vec<&str> = first.iter().map(|s| s.as_str()).collect();
+        if chained {
+            names.push("a first look at what ships against the baseline");
+        }
         let why = match names.is_empty() {
             true => String::new(),
             false => format!(
@@ -482,6 +485,10 @@ mod tests {
         let e = after.affords(StageName::Bolt, &[], true).unwrap_err();
         assert!(
             e.starts_with("not tried: 4m 31s of the run's budget"),
+            "{e}"
+        );
+        assert!(
+            e.contains("kept for a first look at what ships against the baseline"),
             "{e}"
         );
         // What 10 minutes leave after the baseline (395 s) buys no stage at all.
