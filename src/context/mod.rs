@@ -501,6 +501,7 @@ impl<'a> Context<'a> {
             self.ui.warn(&format!("{label}: {warning}"));
         }
         self.ui.done(&format!("{label} built"), built.seconds);
+        self.ui.detail(&format!("{label}: {}", built.command));
         self.record(
             &format!("{label} build"),
             built.seconds,
@@ -537,6 +538,7 @@ impl<'a> Context<'a> {
             &format!("{label} built ahead in {:.1}s; waited", built.seconds),
             waited,
         );
+        self.ui.detail(&format!("{label}: {}", built.command));
         self.record(&format!("{label} build"), waited, built.peak_rss_bytes);
         Some(Ok(built))
     }
@@ -584,6 +586,8 @@ impl<'a> Context<'a> {
         for (k, v) in extra_env {
             cmd = cmd.env(k, v);
         }
+        self.ui
+            .detail(&format!("running `{}`: {}", workload.name, cmd.display()));
         let out = process::run(&cmd)?;
         if let Some(w) = out.lingering.warning() {
             self.warn_once(&format!("workload `{}` {w}", workload.name));

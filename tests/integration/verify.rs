@@ -217,8 +217,15 @@ fn a_failing_crate_test_rejects_the_candidate_by_name() {
 #[test]
 fn a_nondeterministic_baseline_is_named_not_held_against_candidates() {
     let _guard = shared();
-    let r = optimize("verify-nondet", &["--stages", "pgo"], &[]);
+    let r = optimize("verify-nondet", &["--stages", "pgo", "-v"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
+    // -v names every untimed run's command and every build's cargo command.
+    assert!(r.stderr.contains("running `steady`: "), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(" cargo build --manifest-path "),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr
             .contains("workload `clock` is not deterministic: two runs of the baseline differ"),
