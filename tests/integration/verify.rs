@@ -221,6 +221,13 @@ fn a_nondeterministic_baseline_is_named_not_held_against_candidates() {
     assert_eq!(r.code, Some(0), "{}", r.all());
     // -v names every untimed run's command and every build's cargo command.
     assert!(r.stderr.contains("running `steady`: "), "{}", r.stderr);
+    // `steady` runs on the baseline three times up front: in a private copy (does it write
+    // into its cwd?), in place, and again for the determinism check. `slow-clock`'s run in
+    // the copy is its observation too, and its second run is the one the candidate's
+    // difference asks for.
+    let baseline_runs = |args: &str| r.stderr.matches(&format!("bin/baseline {args}\n")).count();
+    assert_eq!(baseline_runs("steady"), 3, "{}", r.stderr);
+    assert_eq!(baseline_runs("clock slow"), 2, "{}", r.stderr);
     assert!(
         r.stderr.contains(" cargo build --manifest-path "),
         "{}",
