@@ -178,7 +178,7 @@ fn ladder(r: &Report) -> Markup {
     html! {
         h2 id="ladder" { "The ladder" }
         p class="caption" {
-            (format!("Each stage's time ratio against the baseline with its 95 % interval (below 1 is faster); the band is the ±{:.1} % margin. The hollow diamond ◇ on a row marks its reference: the candidate it was measured against (the best before it, or the baseline). A stage is kept only when it is faster than its reference (the table's first column of ratios), so a dropped stage can sit left of the kept one it did not beat.", margin * 100.0))
+            (format!("Each stage's time ratio against the baseline with its 95 % interval (below 1 is faster); the band is the ±{:.1} % margin. The hollow diamond ◇ on a row marks its reference: the candidate it was measured against (the best before it, or the baseline). A stage is kept only when it is faster than its reference (the table's first column of ratios; or, unless it is a refinement, surely faster with its estimate past the margin), so a dropped stage can sit left of the kept one it did not beat.", margin * 100.0))
         }
         (status_legend())
         (chart(forest("ladder", &rows, margin, "time ratio vs baseline (below 1 is faster)")))
