@@ -428,6 +428,23 @@ pub fn line(p: &Projection, budget_secs: f64, costs: &Costs) -> String {
     ) + over
 }
 
+/// What the projection leaves out when the budget cannot pay for every stage: the stages,
+/// the whole ladder's projection (`whole`), and the fix.
+pub fn left_out(stages: &[StageName], whole: &Projection, budget_secs: f64) -> String {
+    let span = crate::util::format_span;
+    let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
+    let [lo, hi] = whole.total();
+    format!(
+        "; {} {} not fit in the budget (the whole ladder: {}–{}): --budget {} to try them, or --stages {} alone",
+        names.join(", "),
+        if names.len() == 1 { "does" } else { "do" },
+        span(lo),
+        span(hi),
+        span((2.0 * budget_secs).max(lo)),
+        names.join(",")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,6 +612,16 @@ mod tests {
         assert!(line.starts_with("projection: "), "{line}");
         assert!(line.contains("within the budget of 10m"), "{line}");
         assert!(!line.contains("more than the budget"), "{line}");
+        // What the budget leaves out is named, with the whole ladder's projection and the fix.
+        let out = left_out(&[StageName::Profile, StageName::Bolt], &p, 600.0);
+        assert!(
+            out.starts_with("; profile, bolt do not fit in the budget (the whole ladder: "),
+            "{out}"
+        );
+        assert!(
+            out.ends_with(": --budget 20m to try them, or --stages profile,bolt alone"),
+            "{out}"
+        );
         // A ladder that cannot fit says what happens instead.
         let small = super::line(&p, 20.0, &c);
         assert!(

@@ -714,6 +714,13 @@ fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_not
     let r = with(&["--budget", "1ms", "--stages", "cpu,pgo", "--fresh"]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(!r.stderr.contains("building ahead"), "{}", r.stderr);
+    // The projection counts only what the budget pays for, and names the rest.
+    assert!(
+        r.stderr
+            .contains("cpu, pgo do not fit in the budget (the whole ladder: "),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr.contains("not tried for lack of time: cpu, pgo")
             && r.stderr.contains("fix: give the run more time (--budget"),
