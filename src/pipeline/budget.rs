@@ -312,11 +312,14 @@ impl Budget {
     }
 
     /// The stages of `to_come` the ladder can expect to climb once `stage` is paid for, in
-    /// order, as far as the costs learnt tell (all of them when none are known): what a
-    /// stage may start building ahead for.
+    /// order, as far as the costs learnt tell (all of them when none are known, while any
+    /// time is left): what the projection counts and what may start building ahead.
     pub fn then(&self, stage: StageName, to_come: &[StageName]) -> Vec<StageName> {
         let Some(c) = self.costs.get() else {
-            return to_come.to_vec();
+            return match self.left() > 0.0 {
+                true => to_come.to_vec(),
+                false => Vec::new(),
+            };
         };
         let mut left = self.left() - self.needs(&c, stage, to_come, true).0;
         let mut then = Vec::new();

@@ -117,11 +117,7 @@ fn show(plan: &Plan, run: &RunDir, report: &Report, not_tried: &[String]) -> any
 /// stages the budget pays for as far as it can tell yet: no build is wasted on a stage the
 /// ladder will not try.
 fn build_ahead(plan: &Plan, ctx: &Context, budget: &Budget) {
-    let stages = &plan.spec.stages.try_;
-    let affordable: Vec<_> = (0..stages.len())
-        .take_while(|&i| budget.affords(stages[i], &stages[i + 1..], false).is_ok())
-        .map(|i| stages[i])
-        .collect();
+    let affordable = budget.then(crate::spec::StageName::Baseline, &plan.spec.stages.try_);
     ctx.build_ahead(stage::ahead(ctx, &affordable, &plan.baseline));
 }
 
