@@ -207,10 +207,12 @@ impl<'o> Drive<'o> {
                 self.schedule = Some(self.plan(n, now - self.measure_start, now));
             }
             let sched = self.schedule.as_ref().expect("planned above");
-            let time_up = now >= opts.max_time;
+            let time_up = now >= opts.max_time && n >= opts.pairs_past_max_time;
             let due = n >= sched.looks[self.look.min(sched.looks.len() - 1)];
             // When time is up, stop at this look even short of `min_pairs`: max-time is
-            // the bound a user can rely on (`stop_note` says what it cost).
+            // the bound a user can rely on (`stop_note` says what it cost), but for the
+            // `pairs_past_max_time` the run's budget gave the comparison that decides what
+            // ships.
             if due || time_up {
                 let final_look = time_up || n >= sched.cap() || self.look + 1 >= sched.looks.len();
                 let confidence = sched.confidence_at(self.look, final_look);

@@ -53,6 +53,14 @@ pub struct BenchOptions {
     /// comparison that would not have been called faster, so no error rate grows).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub only_faster: bool,
+    /// Pairs a workload runs even past `max_time` (0: none): the ladder's comparison that
+    /// decides what ships gets its first look whole when the run's budget pays for it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pairs_past_max_time: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 mod secs {
@@ -102,6 +110,7 @@ impl Default for BenchOptions {
             margin: cfg.margin,
             seed: fastrand::u64(..),
             only_faster: false,
+            pairs_past_max_time: 0,
         }
     }
 }
@@ -666,6 +675,7 @@ mod tests {
             max_time: Duration::from_secs(30),
             margin,
             seed,
+            pairs_past_max_time: 0,
         }
     }
 
@@ -1201,6 +1211,25 @@ mod tests {
         };
         let c = drive(&mut sim, &o, &mut |_| {}).unwrap();
         assert_eq!(c.n, 2);
+        assert!(
+            c.stop_note
+                .as_deref()
+                .unwrap_or("")
+                .contains("fewer than the 6 asked for"),
+            "{:?}",
+            c.stop_note
+        );
+        // ... but for the pairs the budget gave past it (what decides the ship): its first
+        // look whole.
+        let mut sim = Sim::new(3, 1.0, 0.3);
+        let o = BenchOptions {
+            max_time: Duration::ZERO,
+            min_pairs: 6,
+            pairs_past_max_time: 4,
+            ..opts(5, 0.01)
+        };
+        let c = drive(&mut sim, &o, &mut |_| {}).unwrap();
+        assert_eq!(c.n, 4);
         assert!(
             c.stop_note
                 .as_deref()

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::budget::Budget;
+use super::budget::{Budget, Decides, Share};
 use super::measure::{self, Measured};
 use crate::bench::stats::{self, LogEstimate};
 use crate::bench::{Comparison, Estimate, Verdict};
@@ -262,7 +262,12 @@ impl<'a> Ladder<'a> {
             Rival::Portable => &self.portable.candidate,
         };
         let check = measure::TimedCheck::new(&cand);
-        let max_time = self.max_time(false);
+        // Against the baseline itself, on the best track, the verdict decides whether
+        // anything but the baseline ships.
+        let share = self.share(match rival.binary == self.baseline.binary {
+            true if which == Rival::Best => Decides::Ship,
+            _ => Decides::Keep,
+        });
         // Under `objective = "size"` a smaller candidate is kept when it is as fast, so its
         // comparison runs on to tell *equivalent* apart, not only *faster*.
         let only_faster = !smaller_counts(self.ctx, &cand, rival);
@@ -271,7 +276,7 @@ impl<'a> Ladder<'a> {
             rival,
             &cand,
             &self.verifier,
-            (only_faster, max_time),
+            (only_faster, share),
             self.cache,
             (!all_checked).then_some(&check),
         );
@@ -428,12 +433,9 @@ impl<'a> Ladder<'a> {
         let baseline = &self.baseline;
         let verifier = &self.verifier;
         let cache = self.cache;
-        let max_time = self.max_time(false);
+        let share = self.share(Decides::Keep);
         let explained = stage::profile::explain(ctx, baseline, &mut |c| {
-            Ok(
-                measure::measure(ctx, baseline, c, verifier, (false, max_time), cache, None)?
-                    .estimate,
-            )
+            Ok(measure::measure(ctx, baseline, c, verifier, (false, share), cache, None)?.estimate)
         });
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);
@@ -485,10 +487,10 @@ impl<'a> Ladder<'a> {
         &self.verifier
     }
 
-    /// The next comparison's `max-time` per workload: its share of the budget.
-    fn max_time(&self, is_final: bool) -> std::time::Duration {
+    /// The next comparison's share of the budget.
+    fn share(&self, decides: Decides) -> Share {
         self.budget
-            .max_time(self.ctx.spec.bench.max_time, &self.to_come, is_final)
+            .share(self.ctx.spec.bench.max_time, &self.to_come, decides)
     }
 
     fn margin(&self) -> f64 {
@@ -500,7 +502,7 @@ impl<'a> Ladder<'a> {
     /// kept per workload under `<tag> vs baseline`.
     pub fn measure_final(&mut self) -> anyhow::Result<()> {
         let portable_is_best = self.portable.candidate.binary == self.best.candidate.binary;
-        let max_time = self.max_time(true);
+        let share = self.share(Decides::Final);
         for which in [&mut self.best, &mut self.portable] {
             if which.vs_baseline.is_none_or(|t| t.measured) {
                 continue;
@@ -510,7 +512,7 @@ impl<'a> Ladder<'a> {
                 &self.baseline,
                 &which.candidate,
                 &self.verifier,
-                (false, max_time),
+                (false, share),
                 self.cache,
                 None,
             )?;

@@ -50,8 +50,8 @@ impl<'c> TimedCheck<'c> {
     }
 }
 
-/// Compare `cand` with `rival` on every eval workload, each for at most `max_time` (its share
-/// of the run's budget). With `only_faster` (a keep-or-drop decision) a workload's comparison
+/// Compare `cand` with `rival` on every eval workload, each for at most its `share` of the
+/// run's budget. With `only_faster` (a keep-or-drop decision) a workload's comparison
 /// stops as soon as *faster* is out of reach. With `check`, the candidate's first timed run
 /// of each workload is its verification run.
 pub fn measure(
@@ -59,7 +59,7 @@ pub fn measure(
     rival: &Candidate,
     cand: &Candidate,
     verifier: &Verifier,
-    (only_faster, max_time): (bool, std::time::Duration),
+    (only_faster, share): (bool, super::budget::Share),
     cache: &VerdictCache,
     check: Option<&TimedCheck>,
 ) -> anyhow::Result<Measured> {
@@ -73,7 +73,8 @@ pub fn measure(
         true => (opts.max_time).mul_f64(super::budget::weight(cand.stage, cand.variant())),
         false => opts.max_time,
     };
-    opts.max_time = max_time.min(full);
+    opts.max_time = share.max_time.min(full);
+    opts.pairs_past_max_time = share.pairs_past_max_time;
     let per_workload = compare_over_workloads(
         ctx,
         (&rival.label(), &rival.binary),
@@ -161,8 +162,11 @@ pub fn compare_over_workloads(
     // Keyed under the comparison's full max-time (`full_max`: the spec's, weighted), not
     // the budget's share (which differs from run to run); a comparison the share cut short is
     // not kept, so a larger budget measures again.
+    // Nor under the pairs past it the budget gave what decides the ship: an unchanged re-run
+    // reuses the verdict whatever its budget then pays for.
     let key_opts = BenchOptions {
         max_time: opts.max_time.max(full_max),
+        pairs_past_max_time: 0,
         ..opts.clone()
     };
     let keys: Vec<Option<String>> = eval

@@ -46,6 +46,7 @@ fn opts(max_secs: u64) -> BenchOptions {
         margin: 0.01,
         seed: 42,
         only_faster: false,
+        pairs_past_max_time: 0,
     }
 }
 

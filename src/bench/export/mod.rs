@@ -257,6 +257,7 @@ pub(crate) mod fixture {
             margin: 0.01,
             seed: 7,
             only_faster: false,
+            pairs_past_max_time: 0,
         };
         BenchReport::new(
             options,

@@ -1,0 +1,373 @@
+//! What cargo's configuration says, read as cargo reads it: the config file a `.cargo`
+//! folder holds (`config` before `config.toml`), the folders cargo reads them from, and the
+//! user's effective rustflags (`CARGO_ENCODED_RUSTFLAGS`, else `RUSTFLAGS`, else the config's
+//! `target.<triple>.rustflags` / matching `target.'cfg(…)'.rustflags`, else
+//! `build.rustflags`); how a stage's flags compose with them and are read back.
+
+use std::path::{Path, PathBuf};
+
+use super::{CargoError, Project};
+
+/// The user's effective rustflags for `target` (the host when `None`), exactly as cargo
+/// would choose them from the environment and the config files seen from `cwd`.
+///
+/// `cfg` is `rustc --print cfg` output for the target (to match `target.'cfg(…)'` tables).
+pub fn user_rustflags(
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+    cargo_home: Option<&Path>,
+    triple: &str,
+    cfg: &[String],
+) -> Result<Vec<String>, CargoError> {
+    if let Some(enc) = env("CARGO_ENCODED_RUSTFLAGS") {
+        return Ok(if enc.is_empty() {
+            Vec::new()
+        } else {
+            enc.split('\x1f').map(str::to_string).collect()
+        });
+    }
+    if let Some(flags) = env("RUSTFLAGS") {
+        return Ok(split_flags(&flags));
+    }
+    let config = CargoConfig::discover(cwd, cargo_home)?;
+    // target.<triple>.rustflags and every matching target.'cfg(..)'.rustflags are joined.
+    let env_key = format!(
+        "CARGO_TARGET_{}_RUSTFLAGS",
+        triple.to_uppercase().replace(['-', '.'], "_")
+    );
+    let mut target_flags: Option<Vec<String>> = env(&env_key).map(|s| split_flags(&s));
+    // The triple's own table first, then the cfg tables (cargo's order).
+    let mut tables = config.target_rustflags();
+    tables.sort_by_key(|(k, _)| k.starts_with("cfg("));
+    let cfg = parse_cfg(cfg);
+    for (key, flags) in tables {
+        let applies = key
+            .parse::<cargo_platform::Platform>()
+            .is_ok_and(|p| p.matches(triple, &cfg));
+        if applies {
+            target_flags.get_or_insert_with(Vec::new).extend(flags);
+        }
+    }
+    if let Some(f) = target_flags {
+        return Ok(f);
+    }
+    if let Some(flags) = env("CARGO_BUILD_RUSTFLAGS") {
+        return Ok(split_flags(&flags));
+    }
+    Ok(config.build_rustflags().unwrap_or_default())
+}
+
+/// The same as [`user_rustflags`] for this process's environment and directory.
+pub fn user_rustflags_here(triple: &str, cfg: &[String]) -> Result<Vec<String>, CargoError> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    user_rustflags(
+        &|k| std::env::var(k).ok(),
+        &cwd,
+        cargo_home.as_deref(),
+        triple,
+        cfg,
+    )
+}
+
+fn split_flags(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+/// The config file cargo reads in the `.cargo` folder `dir`: `config` when it exists — cargo
+/// prefers it to `config.toml` beside it (and warns "both … exist. Using …/config") —, else
+/// `config.toml`.
+pub fn config_file(dir: &Path) -> PathBuf {
+    let plain = dir.join("config");
+    if plain.is_file() {
+        plain
+    } else {
+        dir.join("config.toml")
+    }
+}
+
+/// The cargo config files that apply, lowest precedence first (cargo's merge order:
+/// `$CARGO_HOME/config.toml`, then the directories from `/` down to `cwd`).
+pub(super) struct CargoConfig {
+    pub(super) files: Vec<(PathBuf, toml::Table)>,
+}
+
+impl CargoConfig {
+    pub(super) fn discover(cwd: &Path, cargo_home: Option<&Path>) -> Result<Self, CargoError> {
+        let mut dirs: Vec<PathBuf> = cwd.ancestors().map(|d| d.join(".cargo")).collect();
+        dirs.reverse();
+        if let Some(home) = cargo_home {
+            // CARGO_HOME is read once, first, even when it is also an ancestor.
+            dirs.retain(|d| d != home);
+            dirs.insert(0, home.to_path_buf());
+        }
+        let mut files = Vec::new();
+        for dir in dirs {
+            let path = config_file(&dir);
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let table: toml::Table =
+                    text.parse()
+                        .map_err(|e: toml::de::Error| CargoError::Config {
+                            path: path.clone(),
+                            message: e.to_string(),
+                        })?;
+                files.push((path, table));
+            }
+        }
+        Ok(CargoConfig { files })
+    }
+
+    /// `build.rustflags` merged across files (arrays concatenate, later files last).
+    fn build_rustflags(&self) -> Option<Vec<String>> {
+        let mut out: Option<Vec<String>> = None;
+        for (_, t) in &self.files {
+            if let Some(v) = t.get("build").and_then(|b| b.get("rustflags")) {
+                out.get_or_insert_with(Vec::new).extend(flags_value(v));
+            }
+        }
+        out
+    }
+
+    /// `(key, flags)` of every `[target.<key>] rustflags`, in merge order.
+    fn target_rustflags(&self) -> Vec<(String, Vec<String>)> {
+        let mut merged: Vec<(String, Vec<String>)> = Vec::new();
+        for (_, t) in &self.files {
+            let Some(targets) = t.get("target").and_then(|v| v.as_table()) else {
+                continue;
+            };
+            for (key, v) in targets {
+                if let Some(flags) = v.get("rustflags") {
+                    match merged.iter_mut().find(|(k, _)| k == key) {
+                        Some((_, f)) => f.extend(flags_value(flags)),
+                        None => merged.push((key.clone(), flags_value(flags))),
+                    }
+                }
+            }
+        }
+        merged
+    }
+}
+
+fn flags_value(v: &toml::Value) -> Vec<String> {
+    match v {
+        toml::Value::String(s) => split_flags(s),
+        toml::Value::Array(a) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `rustc --print cfg` lines (`unix`, `target_os="linux"`) as cargo's cfg values; lines
+/// that are not one are skipped.
+pub(super) fn parse_cfg(lines: &[String]) -> Vec<cargo_platform::Cfg> {
+    lines.iter().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// Whether a cfg expression (`unix`, `target_os = "linux"`, `all(..)`, `any(..)`,
+/// `not(..)`) holds for `rustc --print cfg` lines, as cargo decides it for
+/// `[target.'cfg(…)']` tables. An expression cargo cannot parse matches nothing.
+#[cfg(test)]
+pub fn cfg_matches(expr: &str, cfg: &[String]) -> bool {
+    expr.parse::<cargo_platform::CfgExpr>()
+        .is_ok_and(|e| e.matches(&parse_cfg(cfg)))
+}
+
+/// The folders whose config files cargo reads for this project: the `.cargo` of the
+/// current directory's ancestors, of the workspace's, and `$CARGO_HOME`.
+pub(super) fn config_dirs(project: &Project) -> Vec<PathBuf> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let mut dirs: Vec<PathBuf> = cwd
+        .ancestors()
+        .chain(project.workspace_root.ancestors())
+        .map(|d| d.join(".cargo"))
+        .collect();
+    dirs.extend(home);
+    dirs
+}
+
+/// User flags first, then ours: later flags win in rustc, so a stage's `-Ctarget-cpu`
+/// overrides the user's, but nothing of the user's is dropped.
+pub fn compose_rustflags(user: &[String], ours: &[String]) -> Vec<String> {
+    user.iter().chain(ours).cloned().collect()
+}
+
+/// The last `-Ctarget-cpu=X` (or `-C target-cpu=X`) in `flags`.
+pub fn target_cpu_of(flags: &[String]) -> Option<String> {
+    codegen_option(flags, "target-cpu")
+}
+
+/// The value of the last `-C<name>=X` (or `-C <name>=X`) in `flags`: later ones win in rustc.
+pub fn codegen_option(flags: &[String], name: &str) -> Option<String> {
+    let mut found = None;
+    let mut prev_c = false;
+    for f in flags {
+        let f = f.as_str();
+        let opt = if prev_c {
+            Some(f)
+        } else {
+            f.strip_prefix("-C")
+        };
+        prev_c = f == "-C";
+        let value = opt
+            .and_then(|o| o.strip_prefix(name))
+            .and_then(|o| o.strip_prefix('='));
+        if let Some(v) = value {
+            found = Some(v.to_string());
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn cfg() -> Vec<String> {
+        [
+            "unix",
+            "target_os=\"linux\"",
+            "target_arch=\"x86_64\"",
+            "debug_assertions",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    const HOST: &str = "x86_64-unknown-linux-gnu";
+
+    #[test]
+    fn encoded_rustflags_win_over_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_of(&[
+            ("CARGO_ENCODED_RUSTFLAGS", "-Cfoo=a b\x1f--cfg\x1fx"),
+            ("RUSTFLAGS", "-Cbar"),
+        ]);
+        let f = user_rustflags(&env, dir.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Cfoo=a b", "--cfg", "x"]);
+        let empty = env_of(&[("CARGO_ENCODED_RUSTFLAGS", ""), ("RUSTFLAGS", "-Cbar")]);
+        assert!(user_rustflags(&empty, dir.path(), None, HOST, &cfg())
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn rustflags_env_split_on_whitespace() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_of(&[("RUSTFLAGS", "  --cfg  user_flag -Ctarget-cpu=native ")]);
+        let f = user_rustflags(&env, dir.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["--cfg", "user_flag", "-Ctarget-cpu=native"]);
+    }
+
+    #[test]
+    fn config_build_rustflags_merge_from_home_and_ancestors() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let proj = root.path().join("a/b");
+        std::fs::create_dir_all(home.join("")).unwrap();
+        std::fs::create_dir_all(proj.join(".cargo")).unwrap();
+        std::fs::create_dir_all(root.path().join("a/.cargo")).unwrap();
+        std::fs::write(
+            home.join("config.toml"),
+            "[build]\nrustflags = \"-Chome\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.path().join("a/.cargo/config.toml"),
+            "[build]\nrustflags = [\"-Cparent\"]\n",
+        )
+        .unwrap();
+        std::fs::write(
+            proj.join(".cargo/config.toml"),
+            "[build]\nrustflags = [\"--cfg\", \"user_flag\"]\n",
+        )
+        .unwrap();
+        let f = user_rustflags(&env_of(&[]), &proj, Some(&home), HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Chome", "-Cparent", "--cfg", "user_flag"]);
+    }
+
+    #[test]
+    fn with_config_and_config_toml_in_one_folder_cargo_reads_config() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(".cargo");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.toml"),
+            "[build]\nrustflags = [\"-Ctoml\"]\n",
+        )
+        .unwrap();
+        let f = user_rustflags(&env_of(&[]), root.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Ctoml"]);
+        std::fs::write(dir.join("config"), "[build]\nrustflags = [\"-Cplain\"]\n").unwrap();
+        let f = user_rustflags(&env_of(&[]), root.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Cplain"], "cargo reads `config` when both exist");
+        assert_eq!(config_file(&dir), dir.join("config"));
+    }
+
+    #[test]
+    fn target_tables_beat_build_and_cfg_tables_join() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join(".cargo")).unwrap();
+        std::fs::write(
+            root.path().join(".cargo/config.toml"),
+            r#"
+[build]
+rustflags = ["-Cbuild"]
+[target.x86_64-unknown-linux-gnu]
+rustflags = ["-Ctriple"]
+[target.'cfg(all(unix, target_arch = "x86_64"))']
+rustflags = ["-Ccfg"]
+[target.'cfg(windows)']
+rustflags = ["-Cwindows"]
+"#,
+        )
+        .unwrap();
+        let f = user_rustflags(&env_of(&[]), root.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Ctriple", "-Ccfg"]);
+        // An env var for the triple joins the config tables.
+        let env = env_of(&[("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS", "-Cenv")]);
+        let f = user_rustflags(&env, root.path(), None, HOST, &cfg()).unwrap();
+        assert_eq!(f, vec!["-Cenv", "-Ctriple", "-Ccfg"]);
+    }
+
+    #[test]
+    fn cfg_expressions() {
+        let c = cfg();
+        assert!(cfg_matches("unix", &c));
+        assert!(!cfg_matches("windows", &c));
+        assert!(cfg_matches("target_os = \"linux\"", &c));
+        assert!(cfg_matches("all(unix, not(windows))", &c));
+        assert!(cfg_matches("any(windows, target_arch=\"x86_64\")", &c));
+        assert!(!cfg_matches(
+            "all(unix, any(windows, target_os = \"macos\"))",
+            &c
+        ));
+    }
+
+    #[test]
+    fn composition_keeps_user_flags_first() {
+        let user = vec!["--cfg".to_string(), "user_flag".to_string()];
+        let ours = vec!["-Cprofile-generate=/tmp/x".to_string()];
+        assert_eq!(
+            compose_rustflags(&user, &ours),
+            vec!["--cfg", "user_flag", "-Cprofile-generate=/tmp/x"]
+        );
+    }
+}

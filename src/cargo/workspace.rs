@@ -1,0 +1,457 @@
+//! Which package and binary a command works on: cargo's selection flags as plain data
+//! (`Selection`, `Features`), the workspace's metadata (`Workspace`: `cargo metadata` once),
+//! and the `Project` resolved from them — a binary, or with a spec's harness the bench or
+//! test target of a package.
+
+use std::path::{Path, PathBuf};
+
+use super::flags::flags;
+use super::{CargoError, Flags};
+
+/// The package and binary being optimized, and where things live.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The package's own Cargo.toml.
+    pub manifest_path: PathBuf,
+    pub package: String,
+    pub package_dir: PathBuf,
+    pub version: String,
+    pub bin: String,
+    /// Every binary target of the package.
+    pub bins: Vec<String>,
+    /// Every bench target of the package (what `cargo = "bench"` workloads can run).
+    pub benches: Vec<String>,
+    pub workspace_root: PathBuf,
+    /// Root for everything we write: `--target-dir`, else cargo's target directory.
+    pub target_dir: PathBuf,
+    /// The features flags the user chose; every build uses them.
+    pub features: Features,
+    /// The bench or test harness the workloads run instead of a binary (`bin` is then its
+    /// target's name); its `target` is resolved (`None` only for the library's unit tests).
+    pub harness: Option<crate::spec::Harness>,
+    /// The benchmark framework among the package's dependencies (`criterion`, `divan`),
+    /// when its bench harness is what runs.
+    pub bench_framework: Option<String>,
+}
+
+#[cfg(test)]
+impl Project {
+    /// A project at `/p` with one binary, for unit tests that need one.
+    pub(crate) fn for_tests(bin: &str, version: &str) -> Project {
+        Project {
+            manifest_path: "/p/Cargo.toml".into(),
+            package: "p".into(),
+            package_dir: "/p".into(),
+            version: version.into(),
+            bin: bin.into(),
+            bins: vec![bin.into()],
+            benches: vec![],
+            workspace_root: "/p".into(),
+            target_dir: "/p/target".into(),
+            features: Features::default(),
+            harness: None,
+            bench_framework: None,
+        }
+    }
+}
+
+/// Which package, binary, features, target, profile and target dir to use, and the flags
+/// every cargo call gets: cargo's own selection and build flags as plain data (the command
+/// line fills it in).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub manifest_path: Option<PathBuf>,
+    pub package: Option<String>,
+    pub bin: Option<String>,
+    pub features: Vec<String>,
+    pub all_features: bool,
+    pub no_default_features: bool,
+    pub target: Option<String>,
+    /// `--profile` (default `release`).
+    pub profile: String,
+    pub target_dir: Option<PathBuf>,
+    /// `-j N`.
+    pub jobs: Option<usize>,
+    pub locked: bool,
+    pub frozen: bool,
+    pub offline: bool,
+    /// `--config KEY=VALUE|PATH`, in order.
+    pub config: Vec<String>,
+}
+
+impl Selection {
+    /// The flags every cargo call gets ([`set_flags`]).
+    pub fn flags(&self) -> Flags {
+        Flags {
+            jobs: self.jobs,
+            locked: self.locked,
+            frozen: self.frozen,
+            offline: self.offline,
+            config: self.config.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Features {
+    pub features: Vec<String>,
+    pub all_features: bool,
+    pub no_default_features: bool,
+}
+
+impl Features {
+    pub fn from_selection(sel: &Selection) -> Self {
+        Features {
+            features: sel
+                .features
+                .iter()
+                .flat_map(|f| f.split([',', ' ']))
+                .filter(|f| !f.is_empty())
+                .map(str::to_string)
+                .collect(),
+            all_features: sel.all_features,
+            no_default_features: sel.no_default_features,
+        }
+    }
+    pub(super) fn cargo_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if !self.features.is_empty() {
+            v.push("--features".to_string());
+            v.push(self.features.join(","));
+        }
+        if self.all_features {
+            v.push("--all-features".into());
+        }
+        if self.no_default_features {
+            v.push("--no-default-features".into());
+        }
+        v
+    }
+}
+
+/// Cargo metadata for the selection: the workspace and the package that `-p`,
+/// `--manifest-path` or the current directory designate (`None` in a virtual workspace
+/// without `-p`).
+pub struct Workspace {
+    meta: cargo_metadata::Metadata,
+    manifest_arg: Option<PathBuf>,
+}
+
+impl Workspace {
+    pub fn load(sel: &Selection) -> Result<Self, CargoError> {
+        let mut cmd = cargo_metadata::MetadataCommand::new();
+        cmd.no_deps();
+        if let Some(m) = &sel.manifest_path {
+            cmd.manifest_path(m);
+        }
+        let f = flags();
+        cmd.other_options([f.network_args(), f.config_args()].concat());
+        let meta = cmd.exec().map_err(|e| CargoError::Metadata {
+            manifest: sel
+                .manifest_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "the current directory".into()),
+            message: match e {
+                cargo_metadata::Error::CargoMetadata { stderr } => stderr.trim().to_string(),
+                other => other.to_string(),
+            },
+        })?;
+        Ok(Workspace {
+            meta,
+            manifest_arg: sel.manifest_path.clone(),
+        })
+    }
+
+    pub fn root(&self) -> PathBuf {
+        self.meta.workspace_root.clone().into_std_path_buf()
+    }
+
+    /// The folder whose optimize.toml applies: the named package's, else the package of
+    /// the manifest in use, else the workspace root.
+    pub fn spec_dir(&self, package: Option<&str>) -> Result<PathBuf, CargoError> {
+        if let Some(name) = package {
+            return Ok(package_dir(self.find_package(name)?));
+        }
+        Ok(self
+            .default_package()
+            .map(package_dir)
+            .unwrap_or_else(|| self.root()))
+    }
+
+    fn find_package(&self, name: &str) -> Result<&cargo_metadata::Package, CargoError> {
+        self.members()
+            .find(|p| p.name.as_str() == name)
+            .ok_or_else(|| {
+                CargoError::UnknownPackage(
+                    name.to_string(),
+                    self.members()
+                        .map(|p| p.name.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+            })
+    }
+
+    fn members(&self) -> impl Iterator<Item = &cargo_metadata::Package> {
+        self.meta.workspace_packages().into_iter()
+    }
+
+    /// The package of `--manifest-path`, else of the nearest Cargo.toml at or above the
+    /// current directory (cargo's own rule: run inside a workspace member, it selects that
+    /// member), when it is a member.
+    fn default_package(&self) -> Option<&cargo_metadata::Package> {
+        let manifest = match &self.manifest_arg {
+            Some(m) => m.clone(),
+            None => nearest_manifest(&std::env::current_dir().ok()?)?,
+        };
+        let m = manifest.canonicalize().ok()?;
+        self.members()
+            .find(|p| p.manifest_path.as_std_path().canonicalize().ok() == Some(m.clone()))
+    }
+
+    /// Resolve the package and binary: flags first, then the spec's `package`/`bin`,
+    /// then the only candidate. Every ambiguity is an error that says how to choose.
+    pub fn project(
+        &self,
+        sel: &Selection,
+        spec_package: Option<&str>,
+        spec_bin: Option<&str>,
+    ) -> Result<Project, CargoError> {
+        let pkg = match sel.package.as_deref().or(spec_package) {
+            Some(name) => self.find_package(name)?,
+            None => self.only_package()?,
+        };
+        let bins = bin_names(pkg);
+        let bin = choose_bin(pkg, &bins, sel.bin.as_deref().or(spec_bin))?;
+        let target_dir = match &sel.target_dir {
+            Some(d) => crate::util::absolute(d),
+            None => self.meta.target_directory.clone().into_std_path_buf(),
+        };
+        Ok(Project {
+            manifest_path: pkg.manifest_path.clone().into_std_path_buf(),
+            package: pkg.name.to_string(),
+            package_dir: package_dir(pkg),
+            version: pkg.version.to_string(),
+            bin,
+            benches: target_names(pkg, "bench"),
+            bins,
+            workspace_root: self.root(),
+            target_dir,
+            features: Features::from_selection(sel),
+            harness: None,
+            bench_framework: None,
+        })
+    }
+
+    /// The package to use when none is named: cargo's default one, else the only member
+    /// with a binary.
+    fn only_package(&self) -> Result<&cargo_metadata::Package, CargoError> {
+        if let Some(p) = self.default_package() {
+            return Ok(p);
+        }
+        let with_bins: Vec<_> = (self.members())
+            .filter(|p| !bin_names(p).is_empty())
+            .collect();
+        match with_bins.as_slice() {
+            [one] => Ok(*one),
+            _ => Err(CargoError::AmbiguousPackage(
+                format!(
+                    "{} is a workspace with several packages",
+                    self.root().display()
+                ),
+                (with_bins.iter().map(|p| p.name.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )),
+        }
+    }
+
+    /// [`Workspace::project`], or with `harness`, the package whose bench or test harness
+    /// the workloads run (a library-only package is fine then).
+    pub fn project_for(
+        &self,
+        sel: &Selection,
+        spec_package: Option<&str>,
+        spec_bin: Option<&str>,
+        harness: Option<&crate::spec::Harness>,
+    ) -> Result<Project, CargoError> {
+        let Some(h) = harness else {
+            return self.project(sel, spec_package, spec_bin);
+        };
+        let pkg = self.package_for(sel, spec_package)?;
+        let (bin, target) = harness_target(pkg, h)?;
+        let mut project = self.project_of(sel, pkg, bin);
+        project.bench_framework = ["criterion", "divan"]
+            .into_iter()
+            .find(|f| pkg.dependencies.iter().any(|d| d.name == *f))
+            .map(str::to_string);
+        project.harness = Some(crate::spec::Harness {
+            kind: h.kind,
+            target,
+        });
+        Ok(project)
+    }
+
+    /// The selected package, whatever its targets (its name stands in for `bin`): for
+    /// `init`, which proposes workloads from what the package has.
+    pub fn package_project(&self, sel: &Selection) -> Result<Project, CargoError> {
+        let pkg = self.package_for(sel, None)?;
+        Ok(self.project_of(sel, pkg, pkg.name.to_string()))
+    }
+
+    /// The package `-p` (or the spec) names, else the one of the current directory.
+    fn package_for(
+        &self,
+        sel: &Selection,
+        spec_package: Option<&str>,
+    ) -> Result<&cargo_metadata::Package, CargoError> {
+        match sel.package.as_deref().or(spec_package) {
+            Some(name) => self.find_package(name),
+            None => self.default_package().ok_or_else(|| {
+                CargoError::AmbiguousPackage(
+                    format!(
+                        "{} is a workspace with several packages",
+                        self.root().display()
+                    ),
+                    self.members()
+                        .map(|p| p.name.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+            }),
+        }
+    }
+
+    fn project_of(&self, sel: &Selection, pkg: &cargo_metadata::Package, bin: String) -> Project {
+        Project {
+            manifest_path: pkg.manifest_path.clone().into_std_path_buf(),
+            package: pkg.name.to_string(),
+            package_dir: package_dir(pkg),
+            version: pkg.version.to_string(),
+            bin,
+            bins: bin_names(pkg),
+            benches: target_names(pkg, "bench"),
+            workspace_root: self.root(),
+            target_dir: match &sel.target_dir {
+                Some(d) => crate::util::absolute(d),
+                None => self.meta.target_directory.clone().into_std_path_buf(),
+            },
+            features: Features::from_selection(sel),
+            harness: None,
+            bench_framework: None,
+        }
+    }
+}
+
+/// The harness's target in `pkg`: its name (for messages and files) and the target to
+/// build (`None`: the library's unit tests).
+fn harness_target(
+    pkg: &cargo_metadata::Package,
+    h: &crate::spec::Harness,
+) -> Result<(String, Option<String>), CargoError> {
+    use crate::spec::HarnessKind;
+    let kind = match h.kind {
+        HarnessKind::Bench => "bench",
+        HarnessKind::Test => "test",
+    };
+    let names = target_names(pkg, kind);
+    let err = |which: String, fix: String| CargoError::NoHarness {
+        package: pkg.name.to_string(),
+        kind,
+        which,
+        fix,
+    };
+    let listed = if names.is_empty() {
+        "(none)".to_string()
+    } else {
+        names.join(", ")
+    };
+    match (&h.target, h.kind, names.as_slice()) {
+        (Some(t), _, _) if names.contains(t) => Ok((t.clone(), Some(t.clone()))),
+        (Some(t), _, _) => Err(err(
+            format!("named `{t}`"),
+            format!("set `{kind}-target` to one of: {listed}"),
+        )),
+        (None, HarnessKind::Bench, [one]) => Ok((one.clone(), Some(one.clone()))),
+        (None, HarnessKind::Bench, []) => Err(err(
+            String::new(),
+            "add a bench under benches/ (with `harness = false` for criterion or divan)".into(),
+        )),
+        (None, HarnessKind::Bench, _) => Err(err(
+            "chosen".into(),
+            format!("set `bench-target` in optimize.toml to one of: {listed}"),
+        )),
+        (None, HarnessKind::Test, _) => match pkg.targets.iter().find(|t| t.is_lib()) {
+            Some(lib) => Ok((lib.name.clone(), None)),
+            None => Err(err(
+                "for the library (there is no library)".into(),
+                format!("set `test-target` to one of: {listed}"),
+            )),
+        },
+    }
+}
+
+/// The names of `pkg`'s targets of `kind` (`bench`, `test`, `example`).
+fn target_names(pkg: &cargo_metadata::Package, kind: &str) -> Vec<String> {
+    pkg.targets
+        .iter()
+        .filter(|t| t.kind.iter().any(|k| k.to_string() == kind))
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+fn package_dir(p: &cargo_metadata::Package) -> PathBuf {
+    p.manifest_path
+        .parent()
+        .map(|d| d.to_path_buf().into_std_path_buf())
+        .unwrap_or_default()
+}
+
+fn bin_names(p: &cargo_metadata::Package) -> Vec<String> {
+    p.targets
+        .iter()
+        .filter(|t| t.is_bin())
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+/// The binary of `pkg` to use: the one named (it must exist), else the only one, else
+/// cargo's `default-run`.
+fn choose_bin(
+    pkg: &cargo_metadata::Package,
+    bins: &[String],
+    named: Option<&str>,
+) -> Result<String, CargoError> {
+    match named {
+        Some(b) if bins.iter().any(|x| x == b) => Ok(b.to_string()),
+        Some(b) => Err(CargoError::UnknownBin {
+            package: pkg.name.to_string(),
+            bin: b.to_string(),
+            available: if bins.is_empty() {
+                "(none)".into()
+            } else {
+                bins.join(", ")
+            },
+        }),
+        None => match bins {
+            [] => Err(CargoError::NoBinary(pkg.name.to_string())),
+            [one] => Ok(one.clone()),
+            // cargo's own rule: `default-run` picks one.
+            _ => pkg
+                .default_run
+                .clone()
+                .ok_or_else(|| CargoError::AmbiguousBin {
+                    package: pkg.name.to_string(),
+                    available: bins.join(", "),
+                }),
+        },
+    }
+}
+
+/// The first `Cargo.toml` in `dir` or its ancestors (how cargo finds the manifest).
+fn nearest_manifest(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join("Cargo.toml"))
+        .find(|m| m.is_file())
+}
