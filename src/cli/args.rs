@@ -108,6 +108,9 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "STAGES")]
     pub stages: Option<Vec<String>>,
     /// Upper bound of benchmarking time per workload per comparison (e.g. 20s).
+    ///
+    /// The comparison that decides what ships still runs its first 4 pairs when the
+    /// budget pays for them.
     #[arg(long, value_name = "DURATION")]
     pub max_time: Option<String>,
     /// The wall time the whole run may take, builds included (default 15m).

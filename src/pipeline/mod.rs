@@ -103,7 +103,7 @@ fn show(plan: &Plan, run: &RunDir, report: &Report, not_tried: &[String]) -> any
     plan.ui.info(&time_line(report));
     if !not_tried.is_empty() {
         plan.ui.warn(&format!(
-            "not tried for lack of time: {} (the budget of {} was spent)\n  fix: give the run more time (--budget {}, or [bench] budget), or climb only those stages on top of this run's (--stages {})",
+            "not tried for lack of time: {} (what was left of the budget of {} did not pay for them)\n  fix: give the run more time (--budget {}, or [bench] budget), or climb only those stages on top of this run's (--stages {})",
             not_tried.join(", "),
             crate::util::format_span(plan.budget.as_secs_f64()),
             crate::util::format_span(2.0 * plan.budget.as_secs_f64()),
