@@ -363,13 +363,8 @@ fn assemble(
             .collect()
     };
     let counters = counters::summarize(&counts_of(Side::A), &counts_of(Side::B));
-    let e = analysis.estimate;
     Comparison {
-        ratio: e.ratio,
-        ci_low: e.ci_low,
-        ci_high: e.ci_high,
-        verdict: e.verdict,
-        confidence: e.confidence,
+        estimate: analysis.estimate,
         margin: opts.margin,
         n,
         looks,

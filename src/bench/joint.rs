@@ -128,7 +128,7 @@ fn together(
     let mut logs: Vec<stats::LogEstimate> = done.iter().map(|c| c.log).collect();
     let mut confidence = done
         .iter()
-        .map(|c| c.confidence)
+        .map(|c| c.estimate.confidence)
         .fold(1.0 - ALPHA, f64::max);
     for a in drives.iter().map(|d| d.latest().expect("each looked once")) {
         logs.push(a.log);

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::counters::{CounterSet, CounterSummary, Counts};
-use super::stats::{self, Estimate, Summary, Verdict};
+use super::stats::{self, Estimate, Summary};
 use crate::process::{self, Command, Lingering, Status};
 
 /// Name of the environment variable whose random length (0–4095 bytes) shifts the
@@ -338,18 +338,11 @@ pub const NOISY_CV: f64 = 0.10;
 /// The result of comparing B against A.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Comparison {
-    /// B/A of wall time, `exp(mean ln(t_B/t_A))`: below 1 is faster.
-    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
-    pub ratio: f64,
-    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
-    pub ci_low: f64,
-    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
-    pub ci_high: f64,
-    pub verdict: Verdict,
-    /// Confidence level of `[ci_low, ci_high]`: the stopping look's, `1 − α_k` (see
-    /// `stats::LookSchedule`).
-    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
-    pub confidence: f64,
+    /// B/A of wall time, `exp(mean ln(t_B/t_A))` (below 1 is faster), its interval at the
+    /// stopping look's confidence, `1 − α_k` (see `stats::LookSchedule`), and the verdict;
+    /// flattened, so report.json's fields stay where they were.
+    #[serde(flatten)]
+    pub estimate: Estimate,
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub margin: f64,
     /// Measured pairs.
@@ -406,19 +399,9 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    pub fn estimate(&self) -> Estimate {
-        Estimate {
-            ratio: self.ratio,
-            ci_low: self.ci_low,
-            ci_high: self.ci_high,
-            verdict: self.verdict,
-            confidence: self.confidence,
-        }
-    }
-
     /// `time ratio 0.934 [0.912, 0.951] faster (n=24)`
     pub fn headline(&self) -> String {
-        format!("{} (n={})", self.estimate(), self.n)
+        format!("{} (n={})", self.estimate, self.n)
     }
 }
 
@@ -440,7 +423,7 @@ pub fn geomean_log(comparisons: &[Comparison]) -> (stats::LogEstimate, f64) {
     let logs: Vec<stats::LogEstimate> = comparisons.iter().map(|c| c.log).collect();
     let confidence = comparisons
         .iter()
-        .map(|c| c.confidence)
+        .map(|c| c.estimate.confidence)
         .fold(1.0 - ALPHA, f64::max);
     (stats::geomean_log(&logs), confidence)
 }
@@ -600,7 +583,7 @@ mod tests {
     use crate::bench::drive::*;
     use crate::bench::joint::*;
     use crate::bench::stats::tests::normal;
-    use crate::bench::stats::LookSchedule;
+    use crate::bench::stats::{LookSchedule, Verdict};
 
     /// Simulated runs: lognormal times around `base` (B is `ratio` times slower), a clock
     /// that advances by each run's wall time plus a little overhead.
@@ -700,7 +683,9 @@ mod tests {
     }
 
     fn count(cs: &[Comparison], v: &[Verdict]) -> usize {
-        cs.iter().filter(|c| v.contains(&c.verdict)).count()
+        cs.iter()
+            .filter(|c| v.contains(&c.estimate.verdict))
+            .count()
     }
 
     #[test]
@@ -716,7 +701,7 @@ mod tests {
         // The true ratio sits inside the reported (corrected) interval.
         let covered = cs
             .iter()
-            .filter(|c| c.ci_low <= 1.05 && 1.05 <= c.ci_high)
+            .filter(|c| c.estimate.ci_low <= 1.05 && 1.05 <= c.estimate.ci_high)
             .count();
         assert!(covered >= 190, "covered {covered}/200");
     }
@@ -1125,7 +1110,7 @@ mod tests {
             let n = cs.len() as f64;
             let cov = cs
                 .iter()
-                .filter(|c| c.ci_low <= ratio && ratio <= c.ci_high)
+                .filter(|c| c.estimate.ci_low <= ratio && ratio <= c.estimate.ci_high)
                 .count() as f64
                 / n;
             eprintln!(
@@ -1182,7 +1167,7 @@ mod tests {
         };
         let mut seen = Vec::new();
         let c = drive(&mut sim, &o, &mut |p| seen.push(p.clone())).unwrap();
-        assert_eq!(c.verdict, Verdict::Inconclusive);
+        assert_eq!(c.estimate.verdict, Verdict::Inconclusive);
         assert!(matches!(c.stop, StopReason::MaxTime | StopReason::MaxPairs));
         assert!(
             c.n >= 10 && c.elapsed_secs < 3.0,
@@ -1302,8 +1287,8 @@ mod tests {
         assert!(json["samples"].as_array().unwrap().len() == 2 * c.n as usize);
 
         let g = geomean(&[c.clone(), c.clone()], 0.01);
-        assert!((g.ratio - c.ratio).abs() < 1e-12);
-        assert!(g.ci_high - g.ci_low < c.ci_high - c.ci_low);
+        assert!((g.ratio - c.estimate.ratio).abs() < 1e-12);
+        assert!(g.ci_high - g.ci_low < c.estimate.ci_high - c.estimate.ci_low);
         assert_eq!(g.verdict, Verdict::Slower);
     }
 

@@ -465,7 +465,7 @@ fn side_walls(c: &Comparison, side: Side) -> Vec<f64> {
 
 fn paired_ratio(c: &Comparison) -> Ratio {
     Ratio {
-        estimate: c.estimate(),
+        estimate: c.estimate,
         n: c.n,
     }
 }

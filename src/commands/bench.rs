@@ -157,7 +157,7 @@ impl Say {
 fn report_footer(report: &export::BenchReport) -> Option<String> {
     let w = report.workloads.first()?;
     let levels: Vec<f64> = (report.workloads.iter())
-        .map(|w| w.comparison.confidence * 100.0)
+        .map(|w| w.comparison.estimate.confidence * 100.0)
         .collect();
     let lo = levels.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = levels.iter().copied().fold(f64::NEG_INFINITY, f64::max);

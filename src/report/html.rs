@@ -79,7 +79,7 @@ fn shipped(r: &Report) -> Markup {
                     td { (w) }
                     td class="num" { (format_secs(c.median_a_secs)) }
                     td class="num" { (format_secs(c.median_b_secs)) }
-                    td class="num" { (format!("{:.3} [{:.3}, {:.3}] {}", c.ratio, c.ci_low, c.ci_high, c.verdict)) }
+                    td class="num" { (format!("{:.3} [{:.3}, {:.3}] {}", c.estimate.ratio, c.estimate.ci_low, c.estimate.ci_high, c.estimate.verdict)) }
                 }
             }
         }
@@ -348,11 +348,16 @@ fn workload_marks(r: &Report, tag: &str) -> Vec<Interval> {
             Some(Interval {
                 label: w.name.clone(),
                 key: w.name.clone(),
-                class: c.verdict.to_string(),
-                est: Some((c.ratio, c.ci_low, c.ci_high)),
+                class: c.estimate.verdict.to_string(),
+                est: Some((c.estimate.ratio, c.estimate.ci_low, c.estimate.ci_high)),
                 note: format!(
                     "{}: {:.3} [{:.3}, {:.3}] {} ({} pairs)",
-                    w.name, c.ratio, c.ci_low, c.ci_high, c.verdict, c.n
+                    w.name,
+                    c.estimate.ratio,
+                    c.estimate.ci_low,
+                    c.estimate.ci_high,
+                    c.estimate.verdict,
+                    c.n
                 ),
                 reference: None,
             })
@@ -379,7 +384,7 @@ fn distributions(r: &Report) -> Markup {
                         label: w.name.clone(),
                         key: w.name.clone(),
                         values: pair_ratios(c),
-                        center: Some(c.ratio),
+                        center: Some(c.estimate.ratio),
                     })
                 }).collect();
                 h3 { (label) " vs " (rival) }

@@ -293,10 +293,10 @@ fn shipped(s: &mut String, r: &Report) {
             cell(w),
             format_secs(c.median_a_secs),
             format_secs(c.median_b_secs),
-            c.ratio,
-            c.ci_low,
-            c.ci_high,
-            c.verdict
+            c.estimate.ratio,
+            c.estimate.ci_low,
+            c.estimate.ci_high,
+            c.estimate.verdict
         );
     }
     let res = super::shipped::resources(&comps);
@@ -365,11 +365,11 @@ fn workloads(s: &mut String, r: &Report) {
                 cell(&w.name),
                 cell(&label),
                 cell(&rival),
-                c.ratio,
-                c.ci_low,
-                c.ci_high,
-                c.confidence * 100.0,
-                c.verdict,
+                c.estimate.ratio,
+                c.estimate.ci_low,
+                c.estimate.ci_high,
+                c.estimate.confidence * 100.0,
+                c.estimate.verdict,
                 c.n,
                 format_secs(c.median_a_secs),
                 format_secs(c.median_b_secs),

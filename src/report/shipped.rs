@@ -55,7 +55,7 @@ pub fn tally(comps: &[(&str, &Comparison)]) -> Option<String> {
     let named = |v: Verdict| -> Vec<&str> {
         comps
             .iter()
-            .filter(|(_, c)| c.verdict == v)
+            .filter(|(_, c)| c.estimate.verdict == v)
             .map(|(w, _)| *w)
             .collect()
     };

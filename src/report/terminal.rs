@@ -198,10 +198,10 @@ fn shipped_block(s: &mut String, report: &Report, f: &FinalChoice) {
             "  {name:<w$} {:>9} → {:>9}  {} [{:.3}, {:.3}] {} (n={})",
             crate::util::format_secs(c.median_a_secs),
             crate::util::format_secs(c.median_b_secs),
-            format_args!("{:.3}", c.ratio),
-            c.ci_low,
-            c.ci_high,
-            c.verdict,
+            format_args!("{:.3}", c.estimate.ratio),
+            c.estimate.ci_low,
+            c.estimate.ci_high,
+            c.estimate.verdict,
             c.n
         );
     }

@@ -61,13 +61,16 @@ fn a_vs_a_is_never_faster_or_slower() {
     let c = bench::compare(&cmd, &cmd, &opts(4), &mut |_| {}).unwrap();
     eprintln!("A vs A: {} ({:.1} s)", c.headline(), c.elapsed_secs);
     assert!(
-        matches!(c.verdict, Verdict::Equivalent | Verdict::Inconclusive),
+        matches!(
+            c.estimate.verdict,
+            Verdict::Equivalent | Verdict::Inconclusive
+        ),
         "{}",
         c.headline()
     );
     assert!(c.n >= 10);
     assert!(
-        c.ci_low <= 1.0 + 0.05 && c.ci_high >= 1.0 - 0.05,
+        c.estimate.ci_low <= 1.0 + 0.05 && c.estimate.ci_high >= 1.0 - 0.05,
         "{}",
         c.headline()
     );
@@ -81,9 +84,9 @@ fn twice_the_work_is_slower() {
     let mut updates = 0;
     let c = bench::compare(&a, &b, &opts(4), &mut |_| updates += 1).unwrap();
     eprintln!("2x work: {} ({:.1} s)", c.headline(), c.elapsed_secs);
-    assert_eq!(c.verdict, Verdict::Slower, "{}", c.headline());
-    assert!((1.6..2.4).contains(&c.ratio), "{}", c.headline());
-    assert!(c.ci_low > 1.0 && c.ci_high < 3.0);
+    assert_eq!(c.estimate.verdict, Verdict::Slower, "{}", c.headline());
+    assert!((1.6..2.4).contains(&c.estimate.ratio), "{}", c.headline());
+    assert!(c.estimate.ci_low > 1.0 && c.estimate.ci_high < 3.0);
     assert!(updates > 0);
     assert_eq!(c.samples.len() as u32, 2 * c.n);
     assert!(c
@@ -99,7 +102,7 @@ fn doubling_through_the_environment_is_slower() {
     let b = work("15").env("SPIN_FACTOR", "2");
     let _guard = exclusive();
     let c = bench::compare(&a, &b, &opts(3), &mut |_| {}).unwrap();
-    assert_eq!(c.verdict, Verdict::Slower, "{}", c.headline());
+    assert_eq!(c.estimate.verdict, Verdict::Slower, "{}", c.headline());
 }
 
 #[test]
@@ -199,7 +202,7 @@ fn bench_command_compares_two_commands_and_exports() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let w: Comparison = serde_json::from_value(report["workloads"][0].clone())
         .unwrap_or_else(|e| panic!("workloads[0] is not a Comparison: {e}\n{report:#}"));
-    assert_eq!(w.verdict, Verdict::Slower, "{}", w.headline());
+    assert_eq!(w.estimate.verdict, Verdict::Slower, "{}", w.headline());
     let n = u64::from(w.n);
     assert!(n >= 6);
     let geomean: Estimate = serde_json::from_value(report["geomean"].clone())

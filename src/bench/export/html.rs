@@ -57,11 +57,15 @@ fn intervals(r: &BenchReport) -> Vec<Interval> {
             Interval {
                 label: w.name.clone(),
                 key: w.name.clone(),
-                class: c.verdict.to_string(),
-                est: Some((c.ratio, c.ci_low, c.ci_high)),
+                class: c.estimate.verdict.to_string(),
+                est: Some((c.estimate.ratio, c.estimate.ci_low, c.estimate.ci_high)),
                 note: format!(
                     "{}: {:.3} [{:.3}, {:.3}] {}",
-                    w.name, c.ratio, c.ci_low, c.ci_high, c.verdict
+                    w.name,
+                    c.estimate.ratio,
+                    c.estimate.ci_low,
+                    c.estimate.ci_high,
+                    c.estimate.verdict
                 ),
                 reference: None,
             }
@@ -76,7 +80,7 @@ fn strips(r: &BenchReport) -> Vec<Strip> {
             label: w.name.clone(),
             key: w.name.clone(),
             values: pair_ratios(&w.comparison),
-            center: Some(w.comparison.ratio),
+            center: Some(w.comparison.estimate.ratio),
         })
         .collect()
 }

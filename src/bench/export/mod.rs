@@ -193,11 +193,13 @@ pub(crate) mod fixture {
     /// A small, fixed report: one workload with a `|` and a `,` in its name, two pairs.
     pub(crate) fn report() -> BenchReport {
         let comparison = Comparison {
-            ratio: 0.9,
-            ci_low: 0.85,
-            ci_high: 0.95,
-            verdict: Verdict::Faster,
-            confidence: 0.975,
+            estimate: crate::bench::Estimate {
+                ratio: 0.9,
+                ci_low: 0.85,
+                ci_high: 0.95,
+                verdict: Verdict::Faster,
+                confidence: 0.975,
+            },
             margin: 0.01,
             n: 2,
             looks: 1,
