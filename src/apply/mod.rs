@@ -509,9 +509,7 @@ fn cpu_flag_not_in_effect(root: &Path, host: &str, cpu: &str) -> Option<String> 
     .lines()
     .map(str::to_string)
     .collect();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let cargo_home = crate::cargo::cargo_home();
     let flags = crate::cargo::user_rustflags(
         &|k| std::env::var(k).ok(),
         root,

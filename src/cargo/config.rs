@@ -57,12 +57,17 @@ pub fn user_rustflags(
     Ok(config.build_rustflags().unwrap_or_default())
 }
 
+/// Cargo's home folder: `$CARGO_HOME`, else `~/.cargo`.
+pub fn cargo_home() -> Option<PathBuf> {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+}
+
 /// The same as [`user_rustflags`] for this process's environment and directory.
 pub fn user_rustflags_here(triple: &str, cfg: &[String]) -> Result<Vec<String>, CargoError> {
     let cwd = std::env::current_dir().unwrap_or_default();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let cargo_home = cargo_home();
     user_rustflags(
         &|k| std::env::var(k).ok(),
         &cwd,
@@ -180,9 +185,7 @@ pub fn cfg_matches(expr: &str, cfg: &[String]) -> bool {
 /// current directory's ancestors, of the workspace's, and `$CARGO_HOME`.
 pub(super) fn config_dirs(project: &Project) -> Vec<PathBuf> {
     let cwd = std::env::current_dir().unwrap_or_default();
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let home = cargo_home();
     let mut dirs: Vec<PathBuf> = cwd
         .ancestors()
         .chain(project.workspace_root.ancestors())

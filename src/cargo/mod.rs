@@ -25,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 pub use config::{
-    codegen_option, compose_rustflags, config_file, target_cpu_of, user_rustflags,
+    cargo_home, codegen_option, compose_rustflags, config_file, target_cpu_of, user_rustflags,
     user_rustflags_here,
 };
 use config::{config_dirs, parse_cfg, CargoConfig};

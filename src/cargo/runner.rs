@@ -108,9 +108,7 @@ pub fn target_runner(
 /// The same as [`target_runner`] for this process's environment and directory.
 pub fn target_runner_here(triple: &str, cfg: &[String]) -> Result<Option<Runner>, CargoError> {
     let cwd = std::env::current_dir().unwrap_or_default();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let cargo_home = super::cargo_home();
     target_runner(
         &|k| std::env::var(k).ok(),
         &cwd,
