@@ -182,6 +182,46 @@ fn a_command_module_importing_another_is_refused() {
     );
 }
 
+/// The other command files a file of `commands/` names (`super::clean::…`,
+/// `crate::commands::clean::…`): each command is written whole in its own file, what two
+/// need sits in `commands/mod.rs` or lower.
+fn sibling_commands(text: &str, me: &str, siblings: &[String]) -> Vec<(usize, String)> {
+    let re = regex::Regex::new(r"(?:super|crate::commands)::(\w+)::").unwrap();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        for c in re.captures_iter(code) {
+            if c[1] != *me && siblings.iter().any(|s| *s == c[1]) {
+                out.push((i + 1, c[1].to_string()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn command_files_do_not_import_one_another() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/commands");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let stem = |f: &Path| f.file_stem().unwrap().to_string_lossy().to_string();
+    let siblings: Vec<String> = files.iter().map(|f| stem(f)).collect();
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (line, other) in sibling_commands(&text, &stem(file), &siblings) {
+            problems.push(format!("{}:{line}: uses the `{other}` command's file: move what both need into commands/mod.rs or lower", file.display()));
+        }
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+    let names = ["cache".to_string(), "clean".to_string()];
+    let text = "use super::emit;\nlet d = super::clean::optimize_dir(g)?; // super::cache::x\n";
+    assert_eq!(
+        sibling_commands(text, "cache", &names),
+        [(2, "clean".to_string())]
+    );
+}
+
 #[test]
 fn groups_over_several_lines_and_nested_groups_name_their_modules() {
     let text = "use crate::{\n    bench::{self, Comparison},\n    // a comment, not an item: crate::{nope}\n    cache::{\n        key_of,\n        Store, // trailing\n    },\n    self,\n    spec::Workload,\n};\nuse crate::{a, b::{c::{d, e}, f}};\n";

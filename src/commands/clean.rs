@@ -2,22 +2,10 @@
 
 use anyhow::Context as _;
 
-use crate::cargo::Workspace;
 use crate::cli::GlobalArgs;
 
-/// `target/optimize` of the selected project (`--target-dir` first).
-pub fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<std::path::PathBuf> {
-    let ws = Workspace::load(&g.selection)?;
-    let project = ws.project(&g.selection, None, None).ok();
-    Ok(match (&g.selection.target_dir, project) {
-        (Some(d), _) => d.join("optimize"),
-        (None, Some(p)) => p.target_dir.join("optimize"),
-        (None, None) => ws.root().join("target").join("optimize"),
-    })
-}
-
 pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
-    let dir = optimize_dir(g)?;
+    let dir = super::optimize_dir(g)?;
     let _lock = crate::context::DirLock::for_clean(&dir)?;
     let fix = |e: std::io::Error, what: &std::path::Path| {
         let hint = match e.kind() {

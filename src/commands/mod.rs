@@ -1,5 +1,9 @@
 //! One file per subcommand, dispatched one-to-one from `lib.rs`. A command turns its flags
-//! into the lower layers' own types, calls them, and returns the exit code.
+//! into the lower layers' own types, calls them, and returns the exit code. Where a command
+//! has a module of its own below (`check`, `release`, `apply`, …) its file is that call;
+//! the others (`bench`: what to compare, the spinner, the per-workload lines, the exports;
+//! `clean`, `cache`, `init`, …) are written whole in their file, since what they print is
+//! theirs alone. No command file imports another.
 
 pub mod apply;
 pub mod bench;
@@ -19,4 +23,16 @@ pub mod run;
 /// A command's result, to `-o FILE` or stdout (`util::atomic::emit`).
 pub(crate) fn emit(out: Option<&std::path::Path>, text: &str, quiet: bool) -> anyhow::Result<()> {
     Ok(crate::util::atomic::emit(out, text, quiet)?)
+}
+
+/// `target/optimize` of the selected project (`--target-dir` first): what `clean` removes
+/// and `cache` reads.
+pub(crate) fn optimize_dir(g: &crate::cli::GlobalArgs) -> anyhow::Result<std::path::PathBuf> {
+    let ws = crate::cargo::Workspace::load(&g.selection)?;
+    let project = ws.project(&g.selection, None, None).ok();
+    Ok(match (&g.selection.target_dir, project) {
+        (Some(d), _) => d.join("optimize"),
+        (None, Some(p)) => p.target_dir.join("optimize"),
+        (None, None) => ws.root().join("target").join("optimize"),
+    })
 }
