@@ -638,8 +638,14 @@ where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
 {
-    run(&Command::new(program.as_ref()).args(args))
+    run(&Command::new(program.as_ref())
+        .args(args)
+        .timeout(TOOL_TIMEOUT))
 }
+
+/// The bound of [`run_tool`]'s quick questions to a tool (`rustc --print cfg`): minutes
+/// even on a loaded machine, never a hang.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Stdout of a tool that must succeed, trimmed; `None` when it is missing or fails.
 pub fn tool_stdout<I, S>(program: impl AsRef<Path>, args: I) -> Option<String>

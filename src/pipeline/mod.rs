@@ -263,16 +263,11 @@ fn assemble(
 /// When the run started and which revision of the workspace it measured.
 fn source(plan: &Plan, started: std::time::SystemTime) -> report::RunSource {
     let root = &plan.project.workspace_root;
-    let git = |args: &[&str]| {
-        let mut all = vec!["-C".to_string(), root.display().to_string()];
-        all.extend(args.iter().map(|a| a.to_string()));
-        crate::process::tool_stdout("git", all)
+    let head = crate::git::Repo::of(root).ok().and_then(|r| r.head());
+    let (commit, dirty) = match head {
+        Some((commit, dirty)) => (Some(commit), Some(dirty)),
+        None => (None, None),
     };
-    let commit = git(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty());
-    let dirty = commit
-        .as_ref()
-        .and_then(|_| git(&["status", "--porcelain", "--untracked-files=no"]))
-        .map(|s| !s.is_empty());
     report::RunSource {
         started: humantime::format_rfc3339_seconds(started).to_string(),
         workspace: root.display().to_string(),

@@ -13,8 +13,10 @@
 //! on the ones kept before it). [`offers`]
 //! dispatches by stage name with one `match`.
 //!
-//! Must not: measure, verify or decide (the pipeline does); run cargo or processes other
-//! than through the [`Context`].
+//! Must not: measure, verify or decide (the pipeline does); run cargo or a workload other
+//! than through the [`Context`]; run a tool other than through `process` with a bound
+//! (`bolt::TOOL_TIMEOUT`, `process::run_tool`), or read a profile other than through
+//! `toolchain::profdata`.
 
 pub mod baseline;
 pub mod bolt;

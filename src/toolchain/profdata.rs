@@ -1,8 +1,9 @@
 //! What a merged PGO profile says function by function: `llvm-profdata show --all-functions
 //! --counts`, parsed into each function's counters (`FunctionCounts`), its name demangled
 //! (`rustc-demangle`, without the hash) and split into crate and module path. The one reader
-//! of per-function counts: hotspots and the train↔eval coverage both use it. Also whether
-//! this llvm-profdata reads a profile at all (`readable`), whether what it said means the
+//! of per-function counts: hotspots and the train↔eval coverage both use it. Also a
+//! profile's summary (`summary`: its functions and largest count, what the PGO stage checks
+//! a merged or given profile by), whether this llvm-profdata reads it at all (`readable`), whether what it said means the
 //! file is another LLVM version's format (`version_mismatch`), and the one `merge` (the PGO
 //! stage's training and `profile merge` of many hosts' profiles).
 
@@ -265,8 +266,18 @@ pub fn is_raw(path: &Path) -> std::io::Result<bool> {
     Ok(f.read_exact(&mut head).is_ok() && head == RAW_MAGIC)
 }
 
-/// Whether this llvm-profdata reads `profile` (`llvm-profdata show`, the summary only).
-pub fn readable(profdata: &Path, profile: &Path) -> Result<(), CountsError> {
+/// What `llvm-profdata show` says of a profile, the summary only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    /// `Total functions:` (0 when it does not say).
+    pub functions: u64,
+    /// `Maximum function count:` (0 when it does not say).
+    pub max_count: u64,
+}
+
+/// The summary of `profile` (`llvm-profdata show`), bounded like every read of a profile;
+/// an error when this llvm-profdata cannot read it.
+pub fn summary(profdata: &Path, profile: &Path) -> Result<Summary, CountsError> {
     let out = process::run(
         &process::Command::new(profdata)
             .arg("show")
@@ -274,15 +285,33 @@ pub fn readable(profdata: &Path, profile: &Path) -> Result<(), CountsError> {
             .timeout(std::time::Duration::from_secs(300))
             .label("the profile's summary"),
     )?;
-    if out.status.success() {
-        return Ok(());
+    if !out.status.success() {
+        return Err(CountsError::Failed {
+            tool: profdata.display().to_string(),
+            profile: profile.to_path_buf(),
+            status: out.status.to_string(),
+            stderr: out.stderr_tail(3).trim().to_string(),
+        });
     }
-    Err(CountsError::Failed {
-        tool: profdata.display().to_string(),
-        profile: profile.to_path_buf(),
-        status: out.status.to_string(),
-        stderr: out.stderr_tail(3).trim().to_string(),
-    })
+    Ok(parse_summary(&String::from_utf8_lossy(&out.stdout)))
+}
+
+fn parse_summary(text: &str) -> Summary {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    Summary {
+        functions: field("Total functions:"),
+        max_count: field("Maximum function count:"),
+    }
+}
+
+/// Whether this llvm-profdata reads `profile` (its [`summary`]).
+pub fn readable(profdata: &Path, profile: &Path) -> Result<(), CountsError> {
+    summary(profdata, profile).map(|_| ())
 }
 
 /// Whether the `Instrumentation level:` line says the first counter is the entry count.
@@ -329,6 +358,14 @@ pub fn demangle(symbol: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_says_functions_and_the_largest_count() {
+        let text = "Instrumentation level: IR  entry_first = 0\nTotal functions: 42\nMaximum function count: 1000\nMaximum internal block count: 99\n";
+        let s = parse_summary(text);
+        assert_eq!((s.functions, s.max_count), (42, 1000));
+        assert_eq!(parse_summary("Total functions: x\n").functions, 0);
+    }
 
     const SHOW: &str = "Counters:
   demo.8eb0a8703b6716-cgu.05;_ZN4core3ptr65drop_in_place$LT$alloc..vec..Vec$LT$alloc..string..String$GT$$GT$17h47e7fe5f09e47a3aE:

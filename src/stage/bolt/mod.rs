@@ -51,6 +51,10 @@ use elf::ElfFacts;
 use failure::{bolt_failure, save_log};
 use stats::{parse_dyno_stats, parse_profiled_functions, percent, DynoStat};
 
+/// The bound of each BOLT tool run (llvm-bolt, perf2bolt, merge-fdata, strip): an hour,
+/// as a profile merge's; a tool that hangs fails the stage instead of the run.
+pub(crate) const TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The optimization flags used unless `[stages] bolt-args` replaces them. Close to what
 /// rustc's own release pipeline passes (src/tools/opt-dist/src/bolt.rs), adjusted with
 /// evidence from llvm-bolt 22:
@@ -590,7 +594,8 @@ fn optimize(
         .arg("-o")
         .arg(out_path)
         .arg(format!("-data={}", fdata.display()))
-        .args(args);
+        .args(args)
+        .timeout(TOOL_TIMEOUT);
     let start = Instant::now();
     let spinner = ctx.ui.spinner("bolt: llvm-bolt optimizing");
     let out = process::run(&cmd);
@@ -651,7 +656,8 @@ fn strip_symbols(
         .arg("--strip-all")
         .arg("-o")
         .arg(&stripped)
-        .arg(bolted);
+        .arg(bolted)
+        .timeout(TOOL_TIMEOUT);
     let out = ctx.timed("bolt: strip", || process::run(&cmd))?;
     if !out.status.success() {
         notes.push(format!(

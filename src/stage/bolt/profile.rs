@@ -28,7 +28,8 @@ pub fn instrument_and_train(
         .arg(format!("--instrumentation-file={}", prefix.display()))
         .arg("--instrumentation-file-append-pid")
         .arg("-o")
-        .arg(&instrumented);
+        .arg(&instrumented)
+        .timeout(super::TOOL_TIMEOUT);
     let start = Instant::now();
     let spinner = ctx.ui.spinner("bolt: llvm-bolt -instrument");
     let out = process::run(&cmd);
@@ -125,7 +126,8 @@ pub fn perf_record(
             .arg(&data)
             .arg("-o")
             .arg(&fdata)
-            .arg(input);
+            .arg(input)
+            .timeout(super::TOOL_TIMEOUT);
         let conv = process::run(&cmd)?;
         let log = dir.join(format!("perf2bolt.{i}.log"));
         save_log(&log, &cmd, &conv)?;
@@ -202,7 +204,8 @@ pub fn merge_fdata(merge: &Path, files: &[PathBuf], out: &Path) -> Result<(), St
     let cmd = process::Command::new(merge)
         .arg("-o")
         .arg(out)
-        .args(files.iter().map(|f| f.as_os_str().to_owned()));
+        .args(files.iter().map(|f| f.as_os_str().to_owned()))
+        .timeout(super::TOOL_TIMEOUT);
     let res = process::run(&cmd)?;
     if !res.status.success() {
         return Err(StageError::Failed(format!(

@@ -11,9 +11,7 @@ use std::path::Path;
 
 use crate::context::facts::ProfileFit;
 
-use super::{
-    bolt_follows, build_with, cache_profile, profdata, show, use_settings, Profile, PORTABLE,
-};
+use super::{bolt_follows, build_with, cache_profile, profdata, use_settings, Profile, PORTABLE};
 use crate::context::facts::ProfileStats;
 use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 
@@ -48,7 +46,9 @@ pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> 
 /// statistics, and its copy in the content-addressed cache that the build names.
 fn load(ctx: &Context, file: &Path) -> Result<Profile, StageError> {
     let tool = profdata(ctx)?;
-    let (functions, max_count) = show(&tool.path, file)?;
+    let summary = crate::toolchain::profdata::summary(&tool.path, file)
+        .map_err(|e| StageError::Failed(e.to_string()))?;
+    let (functions, max_count) = (summary.functions, summary.max_count);
     if functions == 0 || max_count == 0 {
         return Err(StageError::Failed(format!(
             "the profile {} is empty ({functions} functions, maximum count {max_count})\n  fix: merge the profiles the collector wrote on your hosts (`cargo optimize profile merge`); a collector writes its profile only when the program exits normally",

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cache::{run_key, Store};
 use crate::context::facts::{ProfileFit, ProfileQuality, ProfileStats, StageFacts};
-use crate::process;
 use crate::spec::StageName;
 use crate::store::{file_hash, Blobs, Kept};
 use crate::util::reset_dir;
@@ -612,7 +611,9 @@ fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, St
             None => s.message.clone(),
         })
         .collect();
-    let (functions, max_count) = show(profdata, out)?;
+    let summary = crate::toolchain::profdata::summary(profdata, out)
+        .map_err(|e| StageError::Failed(e.to_string()))?;
+    let (functions, max_count) = (summary.functions, summary.max_count);
     if functions == 0 || max_count == 0 {
         return Err(StageError::Failed(format!(
             "the merged profile {} is empty ({} functions, maximum count {}); {} raw file(s) were merged, {} dropped\n  usual causes: the train workloads exit before doing work, or the raw profiles are from another LLVM version",
@@ -630,27 +631,6 @@ fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, St
         dropped,
         path: out.to_path_buf(),
     })
-}
-
-/// `(functions, maximum function count)` of `profile` (`llvm-profdata show`; 0 for what
-/// it does not say).
-fn show(profdata: &Path, profile: &Path) -> Result<(u64, u64), process::ProcessError> {
-    let out = process::run(&process::Command::new(profdata).args(["show"]).arg(profile))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Ok((0, 0));
-    }
-    Ok((
-        field(&text, "Total functions:"),
-        field(&text, "Maximum function count:"),
-    ))
-}
-
-fn field(text: &str, name: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix(name))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// What rustc's warnings say about how `profile` fits the code it was used on: LLVM warns
@@ -674,7 +654,9 @@ pub fn profile_fit(stderr: &str, profile: &Path) -> ProfileFit {
 
 /// The number of functions in `profile` (`llvm-profdata show`), when it can be read.
 pub fn profile_functions(profdata: &Path, profile: &Path) -> Option<u64> {
-    let (functions, _) = show(profdata, profile).ok()?;
+    let functions = crate::toolchain::profdata::summary(profdata, profile)
+        .ok()?
+        .functions;
     (functions > 0).then_some(functions)
 }
 
@@ -759,14 +741,6 @@ mod tests {
         collapse_profile_warnings(err, &mut m);
         assert_eq!(m.len(), 1);
         assert_eq!(m.values().next(), Some(&4));
-    }
-
-    #[test]
-    fn profdata_show_fields() {
-        let text = "Instrumentation level: IR  entry_first = 0\nTotal functions: 42\nMaximum function count: 1000\nMaximum internal block count: 99\n";
-        assert_eq!(field(text, "Total functions:"), 42);
-        assert_eq!(field(text, "Maximum function count:"), 1000);
-        assert_eq!(field(text, "Nope:"), 0);
     }
 
     #[test]
