@@ -226,16 +226,7 @@ pub enum CountsError {
 
 /// [`function_counts`], failing when llvm-profdata does, with what the first counters are.
 pub fn show(profdata: &Path, profile: &Path) -> Result<Shown, CountsError> {
-    let out = process::run(&show_command(profdata, profile))?;
-    if !out.status.success() {
-        return Err(CountsError::Failed {
-            tool: profdata.display().to_string(),
-            profile: profile.to_path_buf(),
-            status: out.status.to_string(),
-            stderr: out.stderr_tail(3).trim().to_string(),
-        });
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = read(profdata, profile, &show_command(profdata, profile))?;
     Ok(Shown {
         functions: parse(&text),
         entry_first: entry_first(&text),
@@ -278,13 +269,17 @@ pub struct Summary {
 /// The summary of `profile` (`llvm-profdata show`), bounded like every read of a profile;
 /// an error when this llvm-profdata cannot read it.
 pub fn summary(profdata: &Path, profile: &Path) -> Result<Summary, CountsError> {
-    let out = process::run(
-        &process::Command::new(profdata)
-            .arg("show")
-            .arg(profile)
-            .timeout(std::time::Duration::from_secs(300))
-            .label("the profile's summary"),
-    )?;
+    let cmd = process::Command::new(profdata)
+        .arg("show")
+        .arg(profile)
+        .timeout(std::time::Duration::from_secs(300))
+        .label("the profile's summary");
+    Ok(parse_summary(&read(profdata, profile, &cmd)?))
+}
+
+/// What `cmd`, `profdata` reading `profile`, printed; an error naming both when it failed.
+fn read(profdata: &Path, profile: &Path, cmd: &process::Command) -> Result<String, CountsError> {
+    let out = process::run(cmd)?;
     if !out.status.success() {
         return Err(CountsError::Failed {
             tool: profdata.display().to_string(),
@@ -293,7 +288,7 @@ pub fn summary(profdata: &Path, profile: &Path) -> Result<Summary, CountsError> 
             stderr: out.stderr_tail(3).trim().to_string(),
         });
     }
-    Ok(parse_summary(&String::from_utf8_lossy(&out.stdout)))
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn parse_summary(text: &str) -> Summary {
