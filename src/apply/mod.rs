@@ -549,21 +549,10 @@ pub(crate) fn find_report(g: &GlobalArgs, run: Option<&str>) -> anyhow::Result<P
     if let Some(r) = run.filter(|r| Path::new(r).exists()) {
         return Ok(report::locate(Path::new("."), Some(r))?);
     }
-    Ok(report::locate(&optimize_dir(g)?, run)?)
-}
-
-fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<PathBuf> {
-    if let Some(d) = &g.selection.target_dir {
-        return Ok(d.join("optimize"));
-    }
-    let project = match crate::pipeline::locate(g) {
-        Ok(l) => l.project,
-        Err(_) => {
-            let ws = Workspace::load(&g.selection)?;
-            ws.project(&g.selection, None, None)?
-        }
-    };
-    Ok(project.target_dir.join("optimize"))
+    Ok(report::locate(
+        &crate::pipeline::plan::optimize_dir(g)?,
+        run,
+    )?)
 }
 
 /// How to build what was applied.

@@ -8,7 +8,7 @@ use crate::context::DirLock;
 use crate::util::{human_bytes, parse_size};
 
 pub fn run(g: &GlobalArgs, args: &CacheArgs) -> anyhow::Result<i32> {
-    let dir = super::optimize_dir(g)?;
+    let dir = crate::pipeline::plan::optimize_dir(g)?;
     match &args.action {
         CacheAction::Stats(a) => {
             let text = stats(&dir, a.format);

@@ -5,7 +5,7 @@ use anyhow::Context as _;
 use crate::cli::GlobalArgs;
 
 pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
-    let dir = super::optimize_dir(g)?;
+    let dir = crate::pipeline::plan::optimize_dir(g)?;
     let _lock = crate::context::DirLock::for_clean(&dir)?;
     let fix = |e: std::io::Error, what: &std::path::Path| {
         let hint = match e.kind() {

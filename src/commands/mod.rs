@@ -24,15 +24,3 @@ pub mod run;
 pub(crate) fn emit(out: Option<&std::path::Path>, text: &str, quiet: bool) -> anyhow::Result<()> {
     Ok(crate::util::atomic::emit(out, text, quiet)?)
 }
-
-/// `target/optimize` of the selected project (`--target-dir` first): what `clean` removes
-/// and `cache` reads.
-pub(crate) fn optimize_dir(g: &crate::cli::GlobalArgs) -> anyhow::Result<std::path::PathBuf> {
-    let ws = crate::cargo::Workspace::load(&g.selection)?;
-    let project = ws.project(&g.selection, None, None).ok();
-    Ok(match (&g.selection.target_dir, project) {
-        (Some(d), _) => d.join("optimize"),
-        (None, Some(p)) => p.target_dir.join("optimize"),
-        (None, None) => ws.root().join("target").join("optimize"),
-    })
-}
