@@ -167,6 +167,15 @@ impl Workspace {
         self.meta.workspace_root.clone().into_std_path_buf()
     }
 
+    /// Where builds go and everything we write: `--target-dir`, else cargo's target
+    /// directory (`CARGO_TARGET_DIR`, `build.target-dir`, else the workspace's `target/`).
+    pub fn target_dir(&self, sel: &Selection) -> PathBuf {
+        match &sel.target_dir {
+            Some(d) => crate::util::absolute(d),
+            None => self.meta.target_directory.clone().into_std_path_buf(),
+        }
+    }
+
     /// The folder whose optimize.toml applies: the named package's, else the package of
     /// the manifest in use, else the workspace root.
     pub fn spec_dir(&self, package: Option<&str>) -> Result<PathBuf, CargoError> {
@@ -224,10 +233,7 @@ impl Workspace {
         };
         let bins = bin_names(pkg);
         let bin = choose_bin(pkg, &bins, sel.bin.as_deref().or(spec_bin))?;
-        let target_dir = match &sel.target_dir {
-            Some(d) => crate::util::absolute(d),
-            None => self.meta.target_directory.clone().into_std_path_buf(),
-        };
+        let target_dir = self.target_dir(sel);
         Ok(Project {
             manifest_path: pkg.manifest_path.clone().into_std_path_buf(),
             package: pkg.name.to_string(),

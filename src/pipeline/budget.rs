@@ -377,11 +377,12 @@ impl Budget {
         // Two pairs of a 13 s workload fit in 30 s, and one pair off left resvg's PGO at
         // 0.975 [0.927, 1.025] (1 degree of freedom): the baseline shipped although PGO was
         // 3 % faster, with minutes of the budget unused. The first look `max-time` cut was
-        // paid for when the stage was; the pairs past it must be spare.
+        // paid for when the stage was; the pairs past it must be spare. (A look max-time
+        // does not cut leaves nothing past it, but for rounding.)
         let past = 2.0 * f64::from(LADDER_MIN_PAIRS) * c.eval - self.first_look(&c);
         let final_look = if is_final { 0.0 } else { self.first_look(&c) };
         let spare = self.left() - work - looks - final_look;
-        if decides != Decides::Keep && past > 0.0 && spare >= past {
+        if decides != Decides::Keep && past > 1e-6 && spare >= past {
             share.pairs_past_max_time = LADDER_MIN_PAIRS;
         }
         share

@@ -18,18 +18,15 @@ use crate::spec::{self, Spec, StageName};
 use crate::toolchain::{self, BoltTools, Rustc, Tool, ToolError};
 use crate::ui::Ui;
 
-/// `target/optimize` of the selected project (`--target-dir` first), for the commands that
-/// read what runs left there without a spec or a binary of their own (`apply`, `clean`,
-/// `cache`): the workspace's target dir when no package is picked.
+/// `target/optimize` of the selection (`--target-dir`, else cargo's target directory), for
+/// the commands that read what runs left there without a spec or a binary of their own
+/// (`apply`, `clean`, `cache`).
 pub fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<PathBuf> {
-    if let Some(d) = &g.selection.target_dir {
-        return Ok(d.join("optimize"));
-    }
-    let ws = Workspace::load(&g.selection)?;
-    Ok(match ws.project(&g.selection, None, None) {
-        Ok(p) => p.target_dir.join("optimize"),
-        Err(_) => ws.root().join("target").join("optimize"),
-    })
+    let target = match &g.selection.target_dir {
+        Some(d) => crate::util::absolute(d),
+        None => Workspace::load(&g.selection)?.target_dir(&g.selection),
+    };
+    Ok(target.join("optimize"))
 }
 
 /// The spec and the project it designates.

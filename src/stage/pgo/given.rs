@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::context::facts::ProfileFit;
 
-use super::{bolt_follows, build_with, cache_profile, profdata, use_settings, Profile, PORTABLE};
+use super::{bolt_input, build_with, cache_profile, profdata, Profile, PORTABLE};
 use crate::context::facts::ProfileStats;
 use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 
@@ -19,9 +19,8 @@ use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 /// best picks a CPU and the portable best does not, both built with the profile in `file`.
 pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> Vec<Offer<'c>> {
     let profile = load(ctx, file);
-    if let (Ok(p), true) = (&profile, bolt_follows(ctx, standing)) {
-        let input = use_settings(ctx, &standing.best.settings, p, true);
-        ctx.build_ahead(vec![(crate::stage::bolt::INPUT_LABEL.to_string(), input)]);
+    if let Ok(p) = &profile {
+        ctx.build_ahead(bolt_input(ctx, standing, p).into_iter().collect());
     }
     let best = match &profile {
         Ok(p) => build_with(ctx, &standing.best.settings, p, None, false),

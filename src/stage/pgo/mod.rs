@@ -46,12 +46,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
                 let label = crate::context::label("pgo", Some(PORTABLE));
                 beside.push((format!("{label}: optimized"), portable));
             }
-            if bolt_follows(ctx, standing) {
-                // BOLT's input, this build linked with the relocations BOLT needs, builds
-                // beside it: what is measured, and ships unless BOLT does, carries none.
-                let input = use_settings(ctx, &standing.best.settings, &p, true);
-                beside.push((crate::stage::bolt::INPUT_LABEL.to_string(), input));
-            }
+            beside.extend(bolt_input(ctx, standing, &p));
             ctx.build_ahead(beside);
             let best = build_with(ctx, &standing.best.settings, &p, None, false).map(|mut c| {
                 c.notes.extend(note);
@@ -304,11 +299,20 @@ pub fn train_instrumented(
     })
 }
 
-/// Whether the ladder expects the BOLT stage next and it would build its input from the
-/// pgo build plus relocations (so that build can start ahead, beside the pgo build).
-fn bolt_follows(ctx: &Context, standing: &Standing) -> bool {
-    standing.then.contains(&StageName::Bolt)
-        && bolt_takes_as_is(ctx, &with_host_target(ctx, &standing.best.settings))
+/// BOLT's input to build ahead, beside the pgo build with `profile`: that build linked with
+/// the relocations BOLT needs, when the ladder expects the BOLT stage next and it would take
+/// the pgo build as is. What is measured, and ships unless BOLT does, carries none.
+fn bolt_input(
+    ctx: &Context,
+    standing: &Standing,
+    profile: &Profile,
+) -> Option<(String, crate::cargo::BuildSettings)> {
+    let follows = standing.then.contains(&StageName::Bolt)
+        && bolt_takes_as_is(ctx, &with_host_target(ctx, &standing.best.settings));
+    follows.then(|| {
+        let input = use_settings(ctx, &standing.best.settings, profile, true);
+        (crate::stage::bolt::INPUT_LABEL.to_string(), input)
+    })
 }
 
 /// Whether BOLT can run here and would take a binary built with `settings` plus
