@@ -25,6 +25,10 @@ use crate::spec::StageName;
 /// on the pgo stage alone (two builds, training, the coverage pass, a first look at 2 pairs
 /// of each workload): 15 minutes buy that stage and say which others they could not try
 /// (5 minutes buy none), where an unbounded run took 35.
+/// It bounds a run and never shortens one whose whole ladder costs less: a default of about
+/// cargo-pgo's time would leave out the profile and cpu stages on a build-bound crate, and
+/// what they find (the demo's x86-64-v4: 9 %) no measurement before them predicts
+/// (docs/src/measuring.md; `--quick` and `--budget` are the shorter runs).
 pub const DEFAULT: Duration = Duration::from_secs(900);
 
 /// How many levels the cpu stage may try: the spec's list, else a level and `native`.
