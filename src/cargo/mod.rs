@@ -39,7 +39,9 @@ pub enum CargoError {
     Metadata { manifest: String, message: String },
     #[error("package `{0}` is not in this workspace\n  fix: pick one of: {1}")]
     UnknownPackage(String, String),
-    #[error("{0}\n  fix: pass -p/--package NAME (or set `package = \"NAME\"` in optimize.toml); packages with binaries: {1}")]
+    #[error(
+        "{0}\n  fix: pass -p/--package NAME (or set `package = \"NAME\"` in optimize.toml); {1}"
+    )]
     AmbiguousPackage(String, String),
     #[error("package `{0}` has no binary target: cargo optimize optimizes programs\n  fix: add a [[bin]] target (src/main.rs), run the library through its benches (workloads with cargo = \"bench\"; `cargo optimize init` writes them when the package has a bench), or choose another package with -p")]
     NoBinary(String),

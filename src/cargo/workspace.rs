@@ -227,50 +227,42 @@ impl Workspace {
         spec_package: Option<&str>,
         spec_bin: Option<&str>,
     ) -> Result<Project, CargoError> {
-        let pkg = match sel.package.as_deref().or(spec_package) {
-            Some(name) => self.find_package(name)?,
-            None => self.only_package()?,
-        };
+        let pkg = self.package_for(sel, spec_package)?;
         let bins = bin_names(pkg);
         let bin = choose_bin(pkg, &bins, sel.bin.as_deref().or(spec_bin))?;
-        let target_dir = self.target_dir(sel);
-        Ok(Project {
-            manifest_path: pkg.manifest_path.clone().into_std_path_buf(),
-            package: pkg.name.to_string(),
-            package_dir: package_dir(pkg),
-            version: pkg.version.to_string(),
-            bin,
-            benches: target_names(pkg, "bench"),
-            bins,
-            workspace_root: self.root(),
-            target_dir,
-            features: Features::from_selection(sel),
-            harness: None,
-            bench_framework: None,
-        })
+        Ok(self.project_of(sel, pkg, bin))
     }
 
-    /// The package to use when none is named: cargo's default one, else the only member
-    /// with a binary.
+    /// The package to use when none is named: cargo's default one (of the current
+    /// directory or `--manifest-path`), else the only member with a binary, as `cargo run`
+    /// picks at a virtual workspace's root.
     fn only_package(&self) -> Result<&cargo_metadata::Package, CargoError> {
         if let Some(p) = self.default_package() {
             return Ok(p);
         }
+        let names = |ps: &[&cargo_metadata::Package]| {
+            (ps.iter().map(|p| p.name.to_string()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let with_bins: Vec<_> = (self.members())
             .filter(|p| !bin_names(p).is_empty())
             .collect();
-        match with_bins.as_slice() {
-            [one] => Ok(*one),
-            _ => Err(CargoError::AmbiguousPackage(
-                format!(
-                    "{} is a workspace with several packages",
-                    self.root().display()
-                ),
-                (with_bins.iter().map(|p| p.name.to_string()))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            )),
-        }
+        let choices = match with_bins.as_slice() {
+            [one] => return Ok(*one),
+            [] => format!(
+                "members: {} (none has a binary)",
+                names(&self.members().collect::<Vec<_>>())
+            ),
+            several => format!("packages with binaries: {}", names(several)),
+        };
+        Err(CargoError::AmbiguousPackage(
+            format!(
+                "{} is a workspace with several packages",
+                self.root().display()
+            ),
+            choices,
+        ))
     }
 
     /// [`Workspace::project`], or with `harness`, the package whose bench or test harness
@@ -306,7 +298,7 @@ impl Workspace {
         Ok(self.project_of(sel, pkg, pkg.name.to_string()))
     }
 
-    /// The package `-p` (or the spec) names, else the one of the current directory.
+    /// The package `-p` (or the spec) names, else [`Workspace::only_package`].
     fn package_for(
         &self,
         sel: &Selection,
@@ -314,18 +306,7 @@ impl Workspace {
     ) -> Result<&cargo_metadata::Package, CargoError> {
         match sel.package.as_deref().or(spec_package) {
             Some(name) => self.find_package(name),
-            None => self.default_package().ok_or_else(|| {
-                CargoError::AmbiguousPackage(
-                    format!(
-                        "{} is a workspace with several packages",
-                        self.root().display()
-                    ),
-                    self.members()
-                        .map(|p| p.name.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                )
-            }),
+            None => self.only_package(),
         }
     }
 
@@ -339,10 +320,7 @@ impl Workspace {
             bins: bin_names(pkg),
             benches: target_names(pkg, "bench"),
             workspace_root: self.root(),
-            target_dir: match &sel.target_dir {
-                Some(d) => crate::util::absolute(d),
-                None => self.meta.target_directory.clone().into_std_path_buf(),
-            },
+            target_dir: self.target_dir(sel),
             features: Features::from_selection(sel),
             harness: None,
             bench_framework: None,

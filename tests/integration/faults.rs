@@ -273,6 +273,20 @@ fn inside_a_workspace_member_that_member_is_selected() {
     let r = run_unchanged(root, &["optimize", "init"]);
     assert_eq!(r.code, Some(2), "{}", r.all());
     assert!(r.stderr.contains("several packages"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("packages with binaries: a, b"),
+        "{}",
+        r.stderr
+    );
+    // With one binary among the members (jaq's workspace: six libraries and `jaq`), it is
+    // the one, as `cargo run` picks it.
+    std::fs::remove_file(root.join("a/src/main.rs")).unwrap();
+    std::fs::write(root.join("a/src/lib.rs"), "").unwrap();
+    std::fs::remove_file(root.join("b/optimize.toml")).unwrap();
+    let r = run(root, &["optimize", "init"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(r.stderr.contains("for binary `b`"), "{}", r.stderr);
+    assert!(root.join("b/optimize.toml").is_file());
 }
 
 #[test]
