@@ -148,7 +148,8 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["stages", "fresh"])]
     pub quick: bool,
     /// Let the profile stage search its whole space (LTO fat/thin × codegen-units 1/16 ×
-    /// opt-level 3/2: 8 builds) instead of `max`, and three more only when `max` is kept.
+    /// opt-level 3/2: 8 builds) instead of `max`, and three more only when `max` is kept
+    /// and measured to within ±5 %.
     #[arg(long, conflicts_with = "quick")]
     pub thorough: bool,
     /// How to report progress: human, or json (one JSON object per line on stdout).

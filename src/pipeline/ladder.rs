@@ -143,7 +143,10 @@ impl<'a> Ladder<'a> {
         let row = crate::context::label(name.as_str(), offer.variant.as_deref());
         let candidate = match offer.candidate {
             Build::Now(c) => c,
-            Build::OnBest(build) => build(&self.best.candidate),
+            Build::OnBest(build) => build(
+                &self.best.candidate,
+                self.rows.last().and_then(|r| r.vs_best.as_ref()),
+            ),
             Build::IfPreviousKept { build, why_not } => {
                 let previous_kept = self
                     .rows

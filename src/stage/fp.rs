@@ -56,7 +56,9 @@ pub fn offers<'c>(ctx: &'c Context, _standing: &Standing) -> Vec<Offer<'c>> {
                 Err(why) => Build::Now(Err(StageError::NotAvailable(why))),
                 Ok(()) => {
                     let f = flag.clone();
-                    Build::OnBest(Box::new(move |best: &Candidate| build(ctx, best, &f)))
+                    Build::OnBest(Box::new(move |best: &Candidate, _: Option<&_>| {
+                        build(ctx, best, &f)
+                    }))
                 }
             };
             Offer {

@@ -58,8 +58,12 @@ pub struct Offer<'c> {
     pub candidate: Build<'c>,
 }
 
-/// A build on top of the best so far as the ladder stands when it reaches the offer.
-pub type OnBest<'c> = Box<dyn FnOnce(&Candidate) -> Result<Candidate, StageError> + 'c>;
+/// A build on top of the best so far as the ladder stands when it reaches the offer; it is
+/// also given the latest row's estimate against its rival (how precisely the offer before
+/// it was measured), when that row was measured.
+pub type OnBest<'c> = Box<
+    dyn FnOnce(&Candidate, Option<&crate::bench::Estimate>) -> Result<Candidate, StageError> + 'c,
+>;
 
 /// An offer's candidate: built when offered, or only once the ladder reaches it and the
 /// offer before it in the same stage was kept.

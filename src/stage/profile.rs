@@ -9,7 +9,9 @@
 //! With the default preset (`max`) the stage searches a small space of release settings
 //! ([`SEARCH`]: LTO fat/thin × codegen-units 1/16 × opt-level 3/2, `incremental = false`,
 //! and `panic = "abort"` only when allowed): `max` first, as before, then three more in a
-//! default run once `max` was kept (else the search stops there: [`PRUNED`]) and all eight
+//! default run once `max` was kept (else the search stops there: [`PRUNED`]), and measured
+//! to within ±5 % (else the settings after it could not be told apart from it:
+//! [`too_coarse_for_the_search`]), and all eight
 //! with `--thorough` (`Stages::thorough`), each built on the stage's starting best (two at a
 //! time, ahead) and measured against the best so far, so a hopeless one stops at its first
 //! look (the ladder's futility rule) and the winner continues up the ladder. The pipeline then names a cheaper-to-build candidate within the
@@ -135,12 +137,16 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     }
     for (i, &point) in SEARCH[1..n].iter().enumerate() {
         let base = standing.best.clone();
-        let build = move |best: &Candidate| {
+        let build = move |best: &Candidate, max: Option<&Estimate>| {
             if !thorough && best.stage != StageName::Profile {
                 return Err(StageError::Pruned(PRUNED.into()));
             }
             if i == 0 && !thorough {
-                // `max` was kept: the search goes on, its points built two at a time.
+                if let Some(why) = max.and_then(too_coarse_for_the_search) {
+                    return Err(StageError::Pruned(why));
+                }
+                // `max` was kept, and measured closely enough: the search goes on, its
+                // points built two at a time.
                 announce_search(ctx, n);
                 ctx.build_ahead(ahead_points(ctx, &base.settings, 1..n));
             }
@@ -174,6 +180,31 @@ fn announce_search(ctx: &Context, n: usize) {
 /// three more builds and comparisons (a third of the demo's run) would most likely find
 /// nothing either.
 const PRUNED: &str = "search not run: `max` was not faster than the best so far, and the cheaper settings after it rarely are (--thorough searches all 8)";
+
+/// The widest interval, as a relative half-width around its estimate, of `max`'s comparison
+/// that still lets a default run's search go on. The settings after `max` rarely differ from
+/// it by more than a few percent, and each is kept only when *faster* than `max`: measured
+/// with the same share of the time and the same noise, none can be told apart from `max`
+/// when `max` itself was measured no closer than this (jaq, whose 0.5 s runs vary by up to
+/// 60 %: `max` at 0.922 [0.863, 0.984], and three search builds of 55–103 s, 4 minutes,
+/// all inconclusive).
+const SEARCH_PRECISION: f64 = 0.05;
+
+/// Why a default run's search stops after a kept `max` measured too coarsely to tell the
+/// settings after it apart ([`SEARCH_PRECISION`]); `None` when it goes on.
+fn too_coarse_for_the_search(max: &Estimate) -> Option<String> {
+    let half_width = (max.ci_high / max.ci_low).ln() / 2.0;
+    (half_width > SEARCH_PRECISION.ln_1p()).then(|| {
+        format!(
+            "search not run: `max` was measured to within ±{:.1} % only ({:.3} [{:.3}, {:.3}]), and the settings after it rarely differ from it by more than {:.0} % (--thorough searches all 8; a longer max-time measures closer)",
+            half_width.exp_m1() * 100.0,
+            max.ratio,
+            max.ci_low,
+            max.ci_high,
+            SEARCH_PRECISION * 100.0
+        )
+    })
+}
 
 /// `lto=thin cgu=16 O3`.
 pub fn point_name((lto, cgu, opt): (&str, i64, i64)) -> String {
@@ -505,6 +536,35 @@ mod tests {
             ]
         );
         assert!(preset("nope", false).is_none());
+    }
+
+    #[test]
+    fn a_max_measured_too_coarsely_stops_the_default_search() {
+        let est = |ratio, ci_low, ci_high| Estimate {
+            ratio,
+            ci_low,
+            ci_high,
+            verdict: crate::bench::Verdict::Faster,
+            confidence: 0.95,
+        };
+        // jaq: 0.5 s runs that vary by up to 60 %; ±6.8 % cannot tell settings a few
+        // percent apart.
+        let why = too_coarse_for_the_search(&est(0.922, 0.863, 0.984)).expect("stopped");
+        assert!(
+            why.starts_with(
+                "search not run: `max` was measured to within ±6.8 % only (0.922 [0.863, 0.984])"
+            ),
+            "{why}"
+        );
+        assert!(why.contains("--thorough searches all 8"), "{why}");
+        // pulldown-cmark: ±2.6 %, the search goes on.
+        assert_eq!(too_coarse_for_the_search(&est(0.962, 0.937, 0.987)), None);
+        // Just inside and just outside ±5 %.
+        assert_eq!(
+            too_coarse_for_the_search(&est(0.9, 0.9 / 1.049, 0.9 * 1.049)),
+            None
+        );
+        assert!(too_coarse_for_the_search(&est(0.9, 0.9 / 1.051, 0.9 * 1.051)).is_some());
     }
 
     #[test]
