@@ -492,7 +492,7 @@ fn noise_warning(
         return None;
     }
     let head = if !verdict.is_decided() {
-        "the machine is too noisy to decide: "
+        "too noisy to decide: "
     } else {
         "noisy measurements: "
     };

@@ -89,7 +89,7 @@ pub fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
     if noisy {
         let _ = writeln!(
             s,
-            "noise: the machine was too busy for some comparisons to decide: close other programs, or raise max-time (report.html has each comparison's noise)"
+            "noise: some comparisons were too noisy to decide: close other programs, raise max-time, or steady the workloads whose run time varies (report.html has each comparison's noise)"
         );
     }
     for st in &report.stages {
