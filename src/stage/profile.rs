@@ -25,6 +25,9 @@
 //!   (parallel codegen, cheaper builds than `max`);
 //! - `size`: `opt-level = "s"`, `lto = "thin"`, `codegen-units = 1`, `strip = true`.
 
+use std::cell::OnceCell;
+use std::rc::Rc;
+
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::bench::Estimate;
 use crate::cargo::profile::normalize;
@@ -135,16 +138,19 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     if thorough && n > 1 {
         announce_search(ctx, n);
     }
+    // A default run decides once, when the ladder reaches the first point after `max`,
+    // whether the search goes on; every point after it follows that decision.
+    let stops: Rc<OnceCell<Option<String>>> = Rc::default();
     for (i, &point) in SEARCH[1..n].iter().enumerate() {
         let base = standing.best.clone();
+        let stops = Rc::clone(&stops);
         let build = move |best: &Candidate, max: Option<&Estimate>| {
-            if !thorough && best.stage != StageName::Profile {
-                return Err(StageError::Pruned(PRUNED.into()));
+            if !thorough {
+                if let Some(why) = stops.get_or_init(|| search_stops(best.stage, max)) {
+                    return Err(StageError::Pruned(why.clone()));
+                }
             }
             if i == 0 && !thorough {
-                if let Some(why) = max.and_then(too_coarse_for_the_search) {
-                    return Err(StageError::Pruned(why));
-                }
                 // `max` was kept, and measured closely enough: the search goes on, its
                 // points built two at a time.
                 announce_search(ctx, n);
@@ -204,6 +210,16 @@ fn too_coarse_for_the_search(max: &Estimate) -> Option<String> {
             SEARCH_PRECISION * 100.0
         )
     })
+}
+
+/// Why a default run's search stops after `max` (`max` is the latest row, `best` the stage
+/// of the best so far): `max` was not kept ([`PRUNED`]), or measured too coarsely
+/// ([`too_coarse_for_the_search`]); `None` when it goes on.
+fn search_stops(best: StageName, max: Option<&Estimate>) -> Option<String> {
+    if best != StageName::Profile {
+        return Some(PRUNED.into());
+    }
+    max.and_then(too_coarse_for_the_search)
 }
 
 /// `lto=thin cgu=16 O3`.
@@ -565,6 +581,16 @@ mod tests {
             None
         );
         assert!(too_coarse_for_the_search(&est(0.9, 0.9 / 1.051, 0.9 * 1.051)).is_some());
+        // What the search's points follow: max not kept, kept but coarse, kept and close.
+        let coarse = est(0.922, 0.863, 0.984);
+        let close = est(0.962, 0.937, 0.987);
+        assert_eq!(
+            search_stops(StageName::Baseline, Some(&close)).as_deref(),
+            Some(PRUNED)
+        );
+        assert!(search_stops(StageName::Profile, Some(&coarse))
+            .is_some_and(|w| w.contains("measured to within ±6.8 %")));
+        assert_eq!(search_stops(StageName::Profile, Some(&close)), None);
     }
 
     #[test]
