@@ -334,11 +334,12 @@ impl<'a> Ladder<'a> {
         };
         let for_size = m.estimate.verdict == Verdict::Equivalent
             && smaller_counts(self.ctx, &cand, &holder.candidate);
-        // A refinement (`budget::weight` below 1: `native` over a level, BOLT over PGO, the
+        // A refinement (`budget::weight` below 1: `native` over a kept level, BOLT over PGO, the
         // search's settings after `max`) gains a few percent at most and costs size or
         // portability: it must be *faster*, not just surely faster by about the margin
         // (BOLT on the demo came out 0.976 [0.955, 0.998] in one run of three).
-        let keep = match super::budget::weight(cand.stage, cand.variant()) < 1.0 {
+        let on = holder.candidate.stage;
+        let keep = match super::budget::weight(cand.stage, cand.variant(), on) < 1.0 {
             true => m.estimate.verdict == Verdict::Faster,
             false => m.estimate.keeps(self.margin()),
         } || for_size;

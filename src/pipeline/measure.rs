@@ -70,7 +70,11 @@ pub fn measure(
     };
     // A keep-or-drop question gets time by what it can change (`budget::weight`).
     let full = match only_faster {
-        true => (opts.max_time).mul_f64(super::budget::weight(cand.stage, cand.variant())),
+        true => (opts.max_time).mul_f64(super::budget::weight(
+            cand.stage,
+            cand.variant(),
+            rival.stage,
+        )),
         false => opts.max_time,
     };
     opts.max_time = share.max_time.min(full);
