@@ -696,6 +696,23 @@ impl<'a> Context<'a> {
         });
     }
 
+    /// The seconds of every step recorded so far: a step that may record others inside it
+    /// (a comparison that first records the baseline's outputs) takes this at its start
+    /// and records only its own time ([`Context::record_own`]).
+    pub fn recorded_secs(&self) -> f64 {
+        self.steps.borrow().iter().map(|s| s.seconds).sum()
+    }
+
+    /// Record a step that began at `start`, when [`Context::recorded_secs`] was
+    /// `recorded_then`, without the steps recorded inside it: each second is counted once in
+    /// the time by part (an unchanged re-run's baseline outputs, recorded inside the
+    /// comparison that needed them, counted twice: 138 % in all).
+    pub fn record_own(&self, step: &str, start: Instant, recorded_then: f64) {
+        let inside = self.recorded_secs() - recorded_then;
+        let own = (start.elapsed().as_secs_f64() - inside).max(0.0);
+        self.record(step, own, None);
+    }
+
     /// Time a closure as a named step.
     pub fn timed<T>(&self, step: &str, f: impl FnOnce() -> T) -> T {
         let start = Instant::now();

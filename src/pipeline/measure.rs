@@ -163,6 +163,7 @@ pub fn compare_over_workloads(
     // Nothing timed may share the machine with a build started ahead.
     ctx.ahead.settle();
     let start = Instant::now();
+    let recorded_then = ctx.recorded_secs();
     // Keyed under the comparison's full max-time (`full_max`: the spec's, weighted), not
     // the budget's share (which differs from run to run); a comparison the share cut short is
     // not kept, so a larger budget measures again.
@@ -210,10 +211,10 @@ pub fn compare_over_workloads(
                 *slot = Some(c);
             }
         }
-        ctx.record(
+        ctx.record_own(
             &format!("{} vs {}: measure", b.0, a.0),
-            start.elapsed().as_secs_f64(),
-            None,
+            start,
+            recorded_then,
         );
     }
     Ok(eval

@@ -375,6 +375,23 @@ fn an_unchanged_rerun_reuses_the_verdicts_and_fresh_measures_again() {
     let fresh = optimize_in(&td, &["--stages", "pgo", "--fresh"]);
     assert_eq!(fresh.code, Some(0), "{}", fresh.all());
     assert_eq!(counts(&td).hits, 0, "{}", fresh.stderr);
+
+    // A comparison measured anew (another max-time) of candidates whose outputs were checked
+    // before records the baseline's outputs inside it, when its first timed runs need them:
+    // each second is counted once in the time by part.
+    for max_time in ["30s", "3s"] {
+        let more = optimize_in(&td, &["--stages", "cpu", "--max-time", max_time]);
+        assert_eq!(more.code, Some(0), "{}", more.all());
+    }
+    let steps = latest_report(&td).pipeline;
+    let total = steps.iter().find(|s| s.step == "total").unwrap().seconds;
+    let parts: f64 = (steps.iter().filter(|s| s.step != "total"))
+        .map(|s| s.seconds)
+        .sum();
+    assert!(
+        parts <= total + 0.05,
+        "{parts} s of parts in {total} s: {steps:#?}"
+    );
 }
 
 #[test]
