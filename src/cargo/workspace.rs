@@ -176,16 +176,17 @@ impl Workspace {
         }
     }
 
-    /// The folder whose optimize.toml applies: the named package's, else the package of
-    /// the manifest in use, else the workspace root.
+    /// The folder whose optimize.toml applies: the named package's, else the package
+    /// [`Workspace::only_package`] picks (the one `init` writes into), else the workspace
+    /// root.
     pub fn spec_dir(&self, package: Option<&str>) -> Result<PathBuf, CargoError> {
         if let Some(name) = package {
             return Ok(package_dir(self.find_package(name)?));
         }
         Ok(self
-            .default_package()
+            .only_package()
             .map(package_dir)
-            .unwrap_or_else(|| self.root()))
+            .unwrap_or_else(|_| self.root()))
     }
 
     fn find_package(&self, name: &str) -> Result<&cargo_metadata::Package, CargoError> {

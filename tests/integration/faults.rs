@@ -287,6 +287,10 @@ fn inside_a_workspace_member_that_member_is_selected() {
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(r.stderr.contains("for binary `b`"), "{}", r.stderr);
     assert!(root.join("b/optimize.toml").is_file());
+    // And a run from the root reads the spec init wrote there.
+    let r = run(root, &["optimize", "--dry-run"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(r.all().contains("b/optimize.toml"), "{}", r.all());
 }
 
 #[test]
