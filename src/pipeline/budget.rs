@@ -36,6 +36,12 @@ pub fn cpu_levels(spec: &crate::spec::Spec) -> usize {
     spec.stages.cpu.as_ref().map_or(2, Vec::len)
 }
 
+/// How many levels the cpu stage builds at least: the spec's list, else one (`native` is
+/// built only when the level before it is kept).
+pub fn cpu_least(spec: &crate::spec::Spec) -> usize {
+    spec.stages.cpu.as_ref().map_or(1, Vec::len)
+}
+
 /// How many flags the fp stage may try: the spec's list, else the default ones.
 pub fn fp_flags(spec: &crate::spec::Spec) -> usize {
     spec.stages
@@ -203,6 +209,9 @@ pub struct Budget {
     /// How many of those it builds at least (`stage::profile::least`: the search stops
     /// after `max` when `max` is not kept).
     pub profiles_least: usize,
+    /// How many levels the cpu stage builds at least ([`cpu_least`]; as many as it may
+    /// until set after [`Budget::new`]).
+    pub cpu_least: usize,
     /// The spec's `max-time` per workload: a comparison's first look never runs past it by
     /// more than one block of runs.
     spec_max: Duration,
@@ -220,6 +229,7 @@ impl Budget {
             fp_flags: crate::stage::fp::DEFAULT_FLAGS.len(),
             profiles: 1,
             profiles_least: 1,
+            cpu_least: cpu_levels,
             spec_max,
         }
     }
@@ -432,6 +442,7 @@ pub fn project(
     let mut p = Projection {
         builds: 0.0,
         build_secs: 0.0,
+        least_builds: Some([0.0, 0.0]),
         verify_secs: 0.0,
         training_secs: 0.0,
         measure_secs: [budget.first_look(costs), budget.first_look(costs)],
@@ -447,10 +458,14 @@ pub fn project(
         p.training_secs += s.trainings * costs.train + s.evals * costs.eval;
         let least = shape(
             stage,
-            budget.cpu_levels,
+            budget.cpu_least,
             budget.fp_flags,
             budget.profiles_least,
         );
+        if let Some([n, secs]) = p.least_builds.as_mut() {
+            *n += least.builds;
+            *secs += least.builds * costs.build;
+        }
         let least = least.comparisons;
         p.measure_secs[0] += least * budget.first_look(costs);
         comparisons += s.comparisons;
@@ -482,12 +497,19 @@ pub fn line(p: &Projection, budget_secs: f64, costs: &Costs) -> String {
         true => "; more than the budget: the stages that fit are tried, pgo first",
         false => "",
     };
+    let builds = match p.least_builds {
+        Some([n, secs]) if n < p.builds => format!(
+            "{n:.0}–{:.0} builds {}–{}",
+            p.builds,
+            span(secs),
+            span(p.build_secs)
+        ),
+        _ => format!("{:.0} builds {}", p.builds, span(p.build_secs)),
+    };
     format!(
-        "projection: {}–{} (≈{:.0} builds {}, verification {}, training {}, measuring {}–{}) within the budget of {}; {n} eval workload(s) of ~{} a run: a comparison's share buys up to ~{:.0} pairs each, ±1 % needs ~{:.0}",
+        "projection: {}–{} (≈{builds}, verification {}, training {}, measuring {}–{}) within the budget of {}; {n} eval workload(s) of ~{} a run: a comparison's share buys up to ~{:.0} pairs each, ±1 % needs ~{:.0}",
         span(lo),
         span(hi),
-        p.builds,
-        span(p.build_secs),
         span(p.verify_secs),
         span(p.training_secs),
         span(p.measure_secs[0]),
@@ -762,7 +784,27 @@ mod tests {
         assert_eq!(p.pairs_for_1pct, 31.0);
         // A share of 10 s (max-time) per workload of 0.15 s runs: ~33 pairs.
         assert!((p.pairs_bought - 10.0 / 0.3).abs() < 1e-6, "{p:?}");
+        assert_eq!(p.least_builds, Some([6.0, 12.0]));
+        // With the profile search (max and three more when max is kept) and `native` built
+        // only after a kept level, the fewest builds are five of nine: the low end counts
+        // those (rhai, whose release profile is `max` already: projected 7m 38s–12m 52s
+        // from nine builds, took 3m 5s).
+        let mut b9 = Budget::new(Duration::from_secs(600), 2, Duration::from_secs(10));
+        (b9.profiles, b9.cpu_least) = (4, 1);
+        b9.learn(c);
+        let p9 = project(&c, &stages, &b9, Duration::from_secs(10), 0.02);
+        assert_eq!((p9.builds, p9.least_builds), (9.0, Some([5.0, 10.0])));
+        assert_eq!(
+            p9.total()[0] - p9.measure_secs[0],
+            10.0 + p9.verify_secs + p9.training_secs
+        );
+        assert!(
+            line(&p9, 600.0, &c).contains("(≈5–9 builds "),
+            "{}",
+            line(&p9, 600.0, &c)
+        );
         let line = line(&p, 600.0, &c);
+        assert!(line.contains("(≈6 builds "), "{line}");
         assert!(line.starts_with("projection: "), "{line}");
         assert!(line.contains("within the budget of 10m"), "{line}");
         assert!(!line.contains("more than the budget"), "{line}");

@@ -131,6 +131,7 @@ fn run_budget(plan: &Plan) -> Budget {
     budget.fp_flags = budget::fp_flags(&plan.spec);
     budget.profiles = stage::profile::candidates(&plan.spec.stages);
     budget.profiles_least = stage::profile::least(&plan.spec.stages);
+    budget.cpu_least = budget::cpu_least(&plan.spec);
     budget
 }
 

@@ -140,8 +140,14 @@ pub struct RunBudget {
 /// What a run was expected to cost, by part, in seconds (see `pipeline::budget`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Projection {
+    /// Builds when every stage builds all it may (the profile search, `native`).
     pub builds: f64,
     pub build_secs: f64,
+    /// Builds when every stage builds the fewest it may: the profile search not run,
+    /// `native` not built after a level that was not kept (absent in older reports: as
+    /// many as `builds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub least_builds: Option<[f64; 2]>,
     pub verify_secs: f64,
     pub training_secs: f64,
     /// Measuring when every comparison settles at its first look, and when every one runs
@@ -156,7 +162,13 @@ impl Projection {
     /// The whole run: at least, at most.
     pub fn total(&self) -> [f64; 2] {
         let work = self.build_secs + self.verify_secs + self.training_secs;
-        [work + self.measure_secs[0], work + self.measure_secs[1]]
+        let least = self.least_build_secs() + self.verify_secs + self.training_secs;
+        [least + self.measure_secs[0], work + self.measure_secs[1]]
+    }
+
+    /// The fewest builds' time (`least_builds`' seconds, else `build_secs`).
+    pub fn least_build_secs(&self) -> f64 {
+        self.least_builds.map_or(self.build_secs, |[_, secs]| secs)
     }
 }
 

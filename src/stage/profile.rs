@@ -217,10 +217,17 @@ fn too_coarse_for_the_search(max: &Estimate) -> Option<String> {
 /// ([`too_coarse_for_the_search`]); `None` when it goes on.
 fn search_stops(best: StageName, max: Option<&Estimate>) -> Option<String> {
     if best != StageName::Profile {
-        return Some(PRUNED.into());
+        return Some(match max {
+            Some(_) => PRUNED.into(),
+            None => UNMEASURED.into(),
+        });
     }
     max.and_then(too_coarse_for_the_search)
 }
+
+/// Why a default run's search stops when `max` was not measured at all: dropped unbuilt
+/// (the release profile has its settings already: rhai's), or its build failed.
+const UNMEASURED: &str = "search not run: `max` was not measured (its row says why), and the cheaper settings after it rarely beat it (--thorough searches all 8)";
 
 /// `lto=thin cgu=16 O3`.
 pub fn point_name((lto, cgu, opt): (&str, i64, i64)) -> String {
@@ -587,6 +594,10 @@ mod tests {
         assert_eq!(
             search_stops(StageName::Baseline, Some(&close)).as_deref(),
             Some(PRUNED)
+        );
+        assert_eq!(
+            search_stops(StageName::Baseline, None).as_deref(),
+            Some(UNMEASURED)
         );
         assert!(search_stops(StageName::Profile, Some(&coarse))
             .is_some_and(|w| w.contains("measured to within ±6.8 %")));
