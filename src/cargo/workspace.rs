@@ -281,10 +281,6 @@ impl Workspace {
         let pkg = self.package_for(sel, spec_package)?;
         let (bin, target) = harness_target(pkg, h)?;
         let mut project = self.project_of(sel, pkg, bin);
-        project.bench_framework = ["criterion", "divan"]
-            .into_iter()
-            .find(|f| pkg.dependencies.iter().any(|d| d.name == *f))
-            .map(str::to_string);
         project.harness = Some(crate::spec::Harness {
             kind: h.kind,
             target,
@@ -324,7 +320,10 @@ impl Workspace {
             target_dir: self.target_dir(sel),
             features: Features::from_selection(sel),
             harness: None,
-            bench_framework: None,
+            bench_framework: ["criterion", "divan"]
+                .into_iter()
+                .find(|f| pkg.dependencies.iter().any(|d| d.name == *f))
+                .map(str::to_string),
         }
     }
 }

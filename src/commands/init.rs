@@ -17,6 +17,10 @@ pub fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
         // A library: what can run is its bench harness.
         (true, Some(first)) => {
             let text = spec::skeleton_for_bench(first, package.benches.len() > 1);
+            if package.bench_framework.as_deref() == Some("criterion") {
+                use crate::pipeline::plan::{CRITERION_FIX, CRITERION_TIMES_NOTHING};
+                eprintln!("warning: the bench harness `{first}` uses {CRITERION_TIMES_NOTHING}: the eval workload it writes will measure ~equal times\n  {CRITERION_FIX}");
+            }
             (package.clone(), text)
         }
         _ => {

@@ -354,12 +354,21 @@ fn criterion_eval(project: &Project, spec: &Spec) -> Option<String> {
         .filter(|w| w.eval)
         .map(|w| w.name.as_str())
         .collect();
-    (bench && criterion && !eval.is_empty()).then(|| format!(
-        "the bench harness `{}` uses criterion, which runs each benchmark for a fixed time (it adapts the number of iterations), so timing it cannot show a speedup; eval workload(s) {} will measure ~equal times\n  fix: train on the criterion benches (use = [\"train\"]) and time a harness that does a fixed amount of work: a `harness = false` bench with its own main, or divan with --sample-count and --sample-size",
-        project.bin,
-        eval.join(", ")
-    ))
+    (bench && criterion && !eval.is_empty()).then(|| {
+        format!(
+            "the bench harness `{}` uses {CRITERION_TIMES_NOTHING}; eval workload(s) {} will measure ~equal times\n  {CRITERION_FIX}",
+            project.bin,
+            eval.join(", ")
+        )
+    })
 }
+
+/// Why timing a criterion harness shows nothing: said by a run with such eval workloads,
+/// and by `init` when it writes them.
+pub const CRITERION_TIMES_NOTHING: &str = "criterion, which runs each benchmark for a fixed time (it adapts the number of iterations), so timing it cannot show a speedup";
+
+/// What to do instead of timing a criterion harness.
+pub const CRITERION_FIX: &str = "fix: train on the criterion benches (use = [\"train\"]) and time a harness that does a fixed amount of work: a `harness = false` bench with its own main, or divan with --sample-count and --sample-size";
 
 /// `--pgo-profile FILE`, checked before anything is built: a merged profile this
 /// toolchain's llvm-profdata reads, for a run that tries the pgo stage. Its absolute path.

@@ -78,4 +78,31 @@ fn init_in_a_library_writes_bench_workloads_that_run() {
     assert_eq!(r.code, Some(0), "{}", r.all());
     let report = latest_report(&tmp.path().join("target"));
     assert_eq!(report.bin, "hot");
+    assert!(!r.stderr.contains("criterion"), "{}", r.stderr);
+
+    // A criterion harness runs each benchmark for a fixed time: init says so when it writes
+    // an eval workload that times one (a local crate named criterion stands in for it).
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("criterion/src")).unwrap();
+    std::fs::write(
+        dir.join("criterion/Cargo.toml"),
+        "[package]\nname = \"criterion\"\nversion = \"0.5.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("criterion/src/lib.rs"), "").unwrap();
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let manifest = manifest.replace(
+        "[dependencies]\n",
+        "[dependencies]\n\n[dev-dependencies]\ncriterion = { path = \"criterion\" }\n",
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    std::fs::remove_file(dir.join("optimize.toml")).unwrap();
+    let r = run(dir, &["optimize", "init"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr.contains("warning: the bench harness `hot` uses criterion, which runs each benchmark for a fixed time")
+            && r.stderr.contains("fix: train on the criterion benches"),
+        "{}",
+        r.stderr
+    );
 }
