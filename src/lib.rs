@@ -51,20 +51,28 @@ pub fn run_cli(parsed: Parsed) -> anyhow::Result<i32> {
         ui.warn(w);
     }
     cargo::set_flags(g.selection.flags());
+    sys::interrupt::install();
+    let done = run_command(&g, command);
+    // An error can return while builds started ahead still run: none outlives the command.
+    sys::interrupt::kill_all();
+    done
+}
+
+fn run_command(g: &cli::GlobalArgs, command: Command) -> anyhow::Result<i32> {
     match command {
-        Command::Run(args) => commands::run::run(&g, &args),
-        Command::Init(args) => commands::init::run(&g, &args),
-        Command::Doctor(args) => commands::doctor::run(&g, &args),
-        Command::Bench(args) => commands::bench::run(&g, &args),
-        Command::Apply(args) => commands::apply::run(&g, &args),
-        Command::Report(args) => commands::report::run(&g, &args),
-        Command::Hotspots(args) => commands::hotspots::run(&g, &args),
-        Command::Check(args) => commands::check::run(&g, &args),
-        Command::Release(args) => commands::release::run(&g, &args),
-        Command::Ci(args) => commands::ci::run(&g, &args),
-        Command::Profile(args) => commands::profile::run(&g, &args),
-        Command::Clean(_) => commands::clean::run(&g),
-        Command::Cache(args) => commands::cache::run(&g, &args),
+        Command::Run(args) => commands::run::run(g, &args),
+        Command::Init(args) => commands::init::run(g, &args),
+        Command::Doctor(args) => commands::doctor::run(g, &args),
+        Command::Bench(args) => commands::bench::run(g, &args),
+        Command::Apply(args) => commands::apply::run(g, &args),
+        Command::Report(args) => commands::report::run(g, &args),
+        Command::Hotspots(args) => commands::hotspots::run(g, &args),
+        Command::Check(args) => commands::check::run(g, &args),
+        Command::Release(args) => commands::release::run(g, &args),
+        Command::Ci(args) => commands::ci::run(g, &args),
+        Command::Profile(args) => commands::profile::run(g, &args),
+        Command::Clean(_) => commands::clean::run(g),
+        Command::Cache(args) => commands::cache::run(g, &args),
         Command::Completions(args) => commands::completions::run(&args),
         Command::Man => commands::completions::man(),
     }

@@ -485,7 +485,7 @@ pub fn test(
             buf.clear();
         }
     }
-    let status = child.wait().map_err(CargoError::Spawn)?;
+    let status = crate::sys::interrupt::wait(&mut child).map_err(CargoError::Spawn)?;
     let stdout = out_thread.join().unwrap_or_default();
     Ok(TestRun {
         success: status.success(),
@@ -502,9 +502,10 @@ fn cargo_program() -> std::ffi::OsString {
 }
 
 /// Start cargo with `args` and exactly `flags` as rustflags (user flags included, see
-/// the module doc), stdout and stderr piped, no terminal decoration.
+/// the module doc), stdout and stderr piped, no terminal decoration; in a process group of
+/// its own, killed with its rustc and build scripts on Ctrl-C (`sys::interrupt`).
 fn spawn(args: &[String], flags: &[String]) -> Result<std::process::Child, CargoError> {
-    command(args, flags).spawn().map_err(CargoError::Spawn)
+    crate::sys::interrupt::spawn_group(&mut command(args, flags)).map_err(CargoError::Spawn)
 }
 
 thread_local! {

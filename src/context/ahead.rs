@@ -17,6 +17,11 @@
 //! [`Ahead::take`] hands over its result (an error included, reported by the stage that
 //! asked, as a build of its own would be); a build nobody asks for is kept in the build
 //! cache like any other.
+//!
+//! An early return (an error, or the run is over) drops the queue: nothing more starts, and
+//! the builds still running are killed with their rustc and build scripts
+//! (`sys::interrupt::Cancel`) before their threads are joined, so none outlives the run
+//! or writes into a folder `clean` may then remove.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
@@ -48,6 +53,24 @@ struct Shared {
 pub struct Ahead {
     shared: Arc<(Mutex<Shared>, Condvar)>,
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// The builders' cargo process groups, killed together on drop.
+    cancel: crate::sys::interrupt::Cancel,
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        let mut s = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        s.queue.clear();
+        drop(s);
+        // A builder may start the build it just took after a kill: kill until every
+        // builder has returned (each returns once its cargo is gone), for 10 s at most.
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while self.alive() && std::time::Instant::now() < until {
+            self.cancel.kill();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.settle();
+    }
 }
 
 /// One build to start ahead: its settings and the target dir it builds into.
@@ -76,8 +99,10 @@ impl Ahead {
         for _ in 0..spawn {
             let (project, toolchain) = (project.clone(), toolchain.to_string());
             let (shared, dir) = (Arc::clone(&self.shared), optimize_dir.clone());
+            let cancel = self.cancel.clone();
             workers.push(std::thread::spawn(move || {
                 crate::cargo::build_in_background();
+                cancel.enter();
                 build_queued(&shared, &project, &dir, &toolchain)
             }));
         }
@@ -110,7 +135,8 @@ impl Ahead {
 
     /// Wait until no build started here is running (before anything is timed).
     pub fn settle(&self) {
-        for worker in std::mem::take(&mut *self.workers.lock().unwrap()) {
+        let workers = &mut *self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        for worker in std::mem::take(workers) {
             let _ = worker.join();
         }
     }
@@ -118,7 +144,7 @@ impl Ahead {
     fn alive(&self) -> bool {
         self.workers
             .lock()
-            .unwrap()
+            .unwrap_or_else(|e| e.into_inner())
             .iter()
             .any(|w| !w.is_finished())
     }

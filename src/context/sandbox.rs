@@ -25,6 +25,8 @@ pub struct Sandbox {
     /// What was copied, for the record.
     pub bytes: u64,
     pub files: u64,
+    /// Removes `root` if a signal ends the run while the copy exists.
+    _on_interrupt: crate::sys::interrupt::PathGuard,
 }
 
 /// Where a copy is made from and to, for repointing links.
@@ -47,12 +49,14 @@ impl Sandbox {
         }
         let name = source.file_name().unwrap_or(std::ffi::OsStr::new("cwd"));
         let cwd = dest.join(name);
+        let on_interrupt = crate::sys::interrupt::remove_on_interrupt(dest.to_path_buf());
         std::fs::create_dir_all(&cwd)?;
         let mut sb = Sandbox {
             root: dest.to_path_buf(),
             cwd,
             bytes: 0,
             files: 0,
+            _on_interrupt: on_interrupt,
         };
         let roots = Roots {
             source: source.canonicalize()?,

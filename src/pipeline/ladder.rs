@@ -59,6 +59,8 @@ pub struct Ladder<'a> {
     /// final one, so a CPU-specific binary is never the only artifact.
     portable: Holder,
     pub rows: Vec<StageReport>,
+    /// Every candidate kept, in order: what the final gate falls back on.
+    kept: Vec<Holder>,
     /// Workload → candidate tag → comparison against its rival.
     pub per_workload: BTreeMap<String, BTreeMap<String, Comparison>>,
 }
@@ -89,6 +91,7 @@ impl<'a> Ladder<'a> {
             best: holder.clone(),
             portable: holder,
             rows: vec![row],
+            kept: Vec::new(),
             per_workload: BTreeMap::new(),
         }
     }
@@ -382,6 +385,7 @@ impl<'a> Ladder<'a> {
             candidate: cand,
             vs_baseline: Some(to_baseline),
         };
+        self.kept.push(holder.clone());
         if rival == Rival::Portable {
             self.portable = holder;
         } else {
@@ -539,7 +543,56 @@ impl<'a> Ladder<'a> {
         if portable_is_best {
             self.portable = self.best.clone();
         }
+        self.gate();
         Ok(())
+    }
+
+    /// The final gate: what ships must be measurably faster than the baseline *measured
+    /// directly* (under `objective = "size"`: not slower), not only by a chain of keeps,
+    /// each of which may have been lucky. Otherwise the latest kept candidate that was
+    /// (portable: one without a `-Ctarget-cpu`) ships instead, else the baseline; the row
+    /// and a warning say why.
+    fn gate(&mut self) {
+        let size = self.ctx.spec.bench.objective_size;
+        let margin = self.margin();
+        let holds = |h: &Holder| {
+            h.vs_baseline
+                .is_none_or(|t| t.measured && ships(&t.estimate(margin), size))
+        };
+        let baseline = Holder {
+            candidate: self.baseline.clone(),
+            vs_baseline: None,
+        };
+        let fallback = |portable: bool| {
+            let found = self.kept.iter().rev().find(|h| {
+                holds(h) && h.vs_baseline.is_some() && !(portable && h.candidate.targets_cpu())
+            });
+            found.cloned().unwrap_or_else(|| baseline.clone())
+        };
+        let (best, portable) = (fallback(false), fallback(true));
+        if !holds(&self.portable) {
+            self.portable = portable;
+        }
+        if holds(&self.best) {
+            return;
+        }
+        let failed = std::mem::replace(&mut self.best, best);
+        let direct = failed.vs_baseline.map(|t| t.estimate(margin));
+        let why = format!(
+            "not shipped: measured directly against the baseline, {}: not faster, so the chain of keeps that led here did not hold; {} ships instead",
+            direct.map_or("not measured".to_string(), |e| e.to_string()),
+            self.best.candidate.label()
+        );
+        self.ctx
+            .ui
+            .warn(&format!("{}: {why}", failed.candidate.label()));
+        let row = self.rows.iter_mut().rev().find(|r| {
+            r.status == Status::Kept
+                && r.binary.as_deref() == Some(&*failed.candidate.binary.display().to_string())
+        });
+        if let Some(row) = row {
+            row.notes.push(why);
+        }
     }
 
     /// What to ship, with the portable alternative beside it.
@@ -561,6 +614,15 @@ impl<'a> Ladder<'a> {
             settings: Some(Settings::from(&c.settings)),
             portable: None,
         }
+    }
+}
+
+/// Whether a direct measurement against the baseline lets a candidate ship: surely faster
+/// (the whole interval below 1), or under `objective = "size"` not surely slower.
+fn ships(e: &Estimate, size: bool) -> bool {
+    match size {
+        true => !matches!(e.verdict, Verdict::Slower | Verdict::SlightlySlower),
+        false => e.ci_high < 1.0,
     }
 }
 

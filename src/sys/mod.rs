@@ -16,9 +16,13 @@
 //!   accounting and peak memory from the process' peak working set;
 //! - page-cache priming and eviction: Linux only (`posix_fadvise`); elsewhere priming
 //!   reads the file and eviction is `Unsupported`;
+//! - interruption (`interrupt`): every child group registered while it lives, killed on
+//!   Ctrl-C, SIGTERM or SIGHUP (then exit 128 + the signal), on an error exit, or as one
+//!   set (`Cancel`: the builds run ahead);
 //! - file modes and owners, symlinks, named pipes, errno names, whether a pid is alive,
 //!   whether we run as root, the CPU time of this process and its children, `/proc` facts.
 
+pub(crate) mod interrupt;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(unix)]
@@ -93,6 +97,9 @@ pub(crate) fn cpu_seconds() -> f64 {
 pub(crate) fn wait_with_peak(
     child: &mut std::process::Child,
 ) -> std::io::Result<(std::process::ExitStatus, Option<u64>)> {
+    // A group from `interrupt::spawn_group` is released before its leader is reaped.
+    imp::wait_unreaped(child.id());
+    interrupt::release(child.id());
     imp::wait_with_peak(child)
 }
 

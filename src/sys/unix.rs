@@ -28,8 +28,7 @@ impl Tree {
     /// Spawn `cmd` (its stdout and stderr set to piped by the caller) as the leader of a
     /// new process group.
     pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<Tree> {
-        cmd.process_group(0);
-        let mut child = cmd.spawn()?;
+        let mut child = super::interrupt::spawn_group(cmd)?;
         let pid = child.id() as libc::pid_t;
         let out = child.stdout.take().map(OwnedFd::from);
         let err = child.stderr.take().map(OwnedFd::from);
@@ -148,6 +147,7 @@ impl Tree {
         mut self,
         sink: &mut dyn FnMut(usize, &[u8]),
     ) -> std::io::Result<(ExitStatus, Usage)> {
+        super::interrupt::release(self.pid as u32);
         let (raw, usage) = wait4(self.pid)?;
         self.read_available(sink);
         Ok((ExitStatus::from_raw(raw), usage))
@@ -161,6 +161,7 @@ impl Tree {
                 let _ = rx.recv();
             }
         }
+        super::interrupt::release(self.pid as u32);
         let _ = wait4(self.pid);
         drop(self.child);
     }
@@ -197,6 +198,25 @@ fn wait_exit(pid: libc::pid_t) -> std::io::Result<()> {
             return Err(err);
         }
     }
+}
+
+/// `cmd` will lead a process group of its own.
+pub(super) fn own_group(cmd: &mut Command) {
+    cmd.process_group(0);
+}
+
+/// SIGKILL to the process group `pid` leads (harmless when it is gone).
+pub(super) fn kill_group(pid: u32) {
+    // SAFETY: signalling a process group we created and have not reaped the leader of.
+    unsafe {
+        libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+    }
+}
+
+/// Block until our child `pid` has exited, leaving it unreaped (errors: return at once,
+/// the caller's reap reports them).
+pub(super) fn wait_unreaped(pid: u32) {
+    let _ = wait_exit(pid as libc::pid_t);
 }
 
 pub(super) fn lower_priority(cmd: &mut Command) {

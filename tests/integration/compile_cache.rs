@@ -33,8 +33,10 @@ fn sccache(env: &[(&str, &str)], arg: &str) {
 fn a_second_checkout_reuses_the_compiled_dependency_through_sccache() {
     let _g = shared();
     if Command::new("sccache").arg("--version").output().is_err() {
-        eprintln!("skipped: sccache is not installed (Debian: apt-get install sccache)");
-        return;
+        return missing_tool(
+            "sccache",
+            "scripts/test installs it: apt-get install sccache",
+        );
     }
     let cache = tempfile::tempdir().unwrap();
     let port = (4300 + std::process::id() % 1000).to_string();

@@ -30,7 +30,8 @@ fn on_path(program: &str) -> bool {
 fn qemu() -> bool {
     let here = on_path("qemu-aarch64");
     if !here {
-        eprintln!("skipped: qemu-aarch64 is not on PATH (apt-get install -y qemu-user gcc-aarch64-linux-gnu)");
+        let fix = "scripts/test installs it: apt-get install -y qemu-user gcc-aarch64-linux-gnu";
+        missing_tool("qemu-aarch64", fix);
     }
     here
 }

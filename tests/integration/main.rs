@@ -24,6 +24,7 @@ mod faults_apply;
 mod faults_proc;
 mod fleet;
 mod hotspots;
+mod interrupt;
 mod ladder;
 mod library;
 mod pipeline;

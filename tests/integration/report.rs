@@ -275,10 +275,10 @@ fn load_in_chromium(chromium: &Path, page: &Path, work: &Path, name: &str) -> (S
 fn the_html_page_renders_in_a_real_browser() {
     let _g = shared();
     let Some(chromium) = chromium() else {
-        eprintln!(
-            "skipped: no chromium on PATH (apt-get install chromium; scripts/test installs it)"
+        return missing_tool(
+            "chromium",
+            "scripts/test installs it: apt-get install chromium",
         );
-        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path();

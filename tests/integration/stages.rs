@@ -16,10 +16,7 @@ fn has_fma() -> bool {
 #[test]
 fn fp_contraction_is_rejected_exactly_and_verified_numerically() {
     if !has_fma() {
-        eprintln!(
-            "skipped: this CPU has no FMA instructions, which the fp-dot fixture builds with"
-        );
-        return;
+        return skip("this CPU has no FMA instructions, which the fp-dot fixture builds with");
     }
     let _lock = lock_target_dir("fp-dot");
     let td = target_dir("fp-dot");
@@ -196,13 +193,19 @@ fn a_quick_run_ends_with_a_ladder_and_apply_refuses_it_without_allow_quick() {
         "{}",
         allowed.all()
     );
+    // Either outcome is legitimate on pgo-basic (a small PGO gain within noise), and
+    // each prints its own: a kept pgo, the profile it would copy and the command that
+    // builds with it (PGO changes no profile key, so Cargo.toml gets no diff); a dropped
+    // one, that there is nothing to apply.
     let kept = stage(&report, "pgo").status == Status::Kept;
-    let said = if kept {
-        "+++ b/Cargo.toml"
+    let said: &[&str] = if kept {
+        &["RUSTFLAGS=", "-Cprofile-use="]
     } else {
-        "nothing to apply"
+        &["nothing to apply"]
     };
-    assert!(allowed.all().contains(said), "{}", allowed.all());
+    for s in said {
+        assert!(allowed.all().contains(s), "{s} not in {}", allowed.all());
+    }
 }
 
 #[test]
