@@ -193,12 +193,7 @@ impl DirLock {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io)?;
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io)?;
+        let file = crate::sys::open_lock(&path).map_err(io)?;
         Ok((file, path))
     }
 
@@ -310,6 +305,13 @@ impl DirLock {
 /// What to do when the lock file `path` cannot be made: its folder is a file, or may not
 /// be written.
 fn lock_fix(path: &Path, error: &std::io::Error) -> String {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return format!(
+            "remove it (`rm {}`): {} is a symlink, and a lock is never taken through one (the lock file is written to); the next command makes it again",
+            path.display(),
+            path.display()
+        );
+    }
     let dir = path.parent().unwrap_or(Path::new("."));
     let file_on_the_way = dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir());
     if let Some(file) = file_on_the_way {
@@ -737,6 +739,29 @@ fn built_event(ui: &Ui, label: &str, built: &crate::cargo::Built, reused: bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_file_that_is_a_symlink_is_refused_never_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("optimize");
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        for lock in ["optimize-apply.lock", "optimize.lock"] {
+            crate::sys::symlink(&victim, tmp.path().join(lock)).unwrap();
+        }
+        let wait = std::time::Duration::from_millis(100);
+        let e = DirLock::for_apply(&dir, wait, &mut |_| ())
+            .err()
+            .expect("refused");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("optimize-apply.lock is a symlink") && msg.contains("fix: remove it"),
+            "{msg}"
+        );
+        let e = DirLock::for_run(&dir).err().expect("refused");
+        assert!(e.to_string().contains("optimize.lock is a symlink"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
 
     #[test]
     fn a_second_apply_lock_waits_bounded_and_names_the_holder() {
