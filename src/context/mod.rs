@@ -105,7 +105,7 @@ impl RunDir {
         Self::create_in(&optimize_dir.join("runs"))
     }
 
-    /// A new folder `<parent>/<timestamp>-<pid>` (a release's, a check's).
+    /// A new folder `<parent>/<timestamp>-<pid>[-<random>]` (a run's, a release's).
     pub fn create_in(parent: &Path) -> std::io::Result<RunDir> {
         let ts = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
@@ -113,10 +113,15 @@ impl RunDir {
             .replace('T', "-")
             .trim_end_matches('Z')
             .to_string();
-        let id = format!("{ts}-{}", std::process::id());
-        let root = parent.join(&id);
-        std::fs::create_dir_all(&root)
-            .map_err(|e| crate::util::io_error(e, "cannot create the run folder", &root))?;
+        Self::create_named(parent, &format!("{ts}-{}", std::process::id()))
+    }
+
+    /// A new folder `<parent>/<stem>`, or `<stem>-<random>` when that one exists
+    /// (`util::create_fresh_dir`): a run never shares another's folder.
+    fn create_named(parent: &Path, stem: &str) -> std::io::Result<RunDir> {
+        let (id, root) = crate::util::create_fresh_dir(parent, stem).map_err(|e| {
+            crate::util::io_error(e, "cannot create the run folder", &parent.join(stem))
+        })?;
         Ok(RunDir { id, root })
     }
 
@@ -739,6 +744,21 @@ fn built_event(ui: &Ui, label: &str, built: &crate::cargo::Built, reused: bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_runs_of_the_same_second_and_pid_get_two_folders() {
+        // Two runs in separate PID namespaces sharing a target dir: same second, same pid.
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = tmp.path().join("runs");
+        let a = RunDir::create_named(&runs, "20260101-000000-42").unwrap();
+        let b = RunDir::create_named(&runs, "20260101-000000-42").unwrap();
+        assert_ne!(a.root, b.root);
+        assert_ne!(a.id, b.id);
+        assert_eq!(a.root, runs.join("20260101-000000-42"));
+        assert!(b.id.starts_with("20260101-000000-42-"), "{}", b.id);
+        assert_eq!(b.root, runs.join(&b.id));
+        assert!(a.root.is_dir() && b.root.is_dir());
+    }
 
     #[test]
     fn a_lock_file_that_is_a_symlink_is_refused_never_followed() {

@@ -62,9 +62,8 @@ pub(crate) fn run(dirs: &[PathBuf], out: &Path) -> anyhow::Result<i32> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let merged = merge(&cells)?;
     package::check_replaceable(out)?;
-    let staging = package::staging_dir(out);
     package::sweep_stale(out);
-    crate::util::reset_dir(&staging)?;
+    let staging = package::create_staging(out)?;
     if let Err(e) = fill(&cells, &merged, &staging) {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(anyhow::anyhow!("{e:#}\n  ({} is unchanged)", out.display()));
