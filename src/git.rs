@@ -186,14 +186,14 @@ pub struct Worktree {
 }
 
 impl Worktree {
-    /// Check out `commit` (detached) into `dir/<pid>`.
+    /// Check out `commit` (detached) into a new folder `dir/<pid>[-<random>]`
+    /// (`util::create_fresh_dir`: never one that exists, which may be another check's of the
+    /// same pid in another PID namespace).
     pub fn add(repo: &Repo, dir: &Path, commit: &str) -> anyhow::Result<Worktree> {
         sweep(repo, dir);
-        let path = dir.join(std::process::id().to_string());
-        if path.exists() {
-            remove(&repo.root, &path);
-        }
-        std::fs::create_dir_all(dir).map_err(|e| crate::util::io_error(e, "cannot create", dir))?;
+        let stem = std::process::id().to_string();
+        let (_, path) = crate::util::create_fresh_dir(dir, &stem)
+            .map_err(|e| crate::util::io_error(e, "cannot create", &dir.join(&stem)))?;
         let p = path.to_string_lossy().into_owned();
         let out = git(
             &repo.root,
@@ -274,13 +274,50 @@ pub fn sweep(repo: &Repo, dir: &Path) {
     }
     for path in left {
         let name = path.file_name().and_then(|n| n.to_str());
-        let pid = name.and_then(|n| n.parse::<i32>().ok());
-        if pid.is_some_and(|p| p != std::process::id() as i32 && !alive(p)) {
+        let pid = name.and_then(crate::util::pid_of_fresh_name);
+        if pid.is_some_and(|p| p != std::process::id() && !crate::sys::pid_alive(p)) {
             remove(&repo.root, &path);
         }
     }
 }
 
-fn alive(pid: i32) -> bool {
-    u32::try_from(pid).is_ok_and(crate::sys::pid_alive)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_checks_of_the_same_pid_get_two_worktrees() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        std::fs::create_dir(&root).unwrap();
+        for args in [
+            &["init", "-q"][..],
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "x",
+            ],
+        ] {
+            assert!(git(&root, args).unwrap().status.success(), "git {args:?}");
+        }
+        let repo = Repo::of(&root).unwrap();
+        let dir = tmp.path().join("worktrees");
+        let a = Worktree::add(&repo, &dir, "HEAD").unwrap();
+        let b = Worktree::add(&repo, &dir, "HEAD").unwrap();
+        assert_ne!(a.path, b.path);
+        assert!(
+            a.path.join(".git").exists(),
+            "the first worktree was removed"
+        );
+        assert!(b.path.join(".git").exists());
+        let (pa, pb) = (a.path.clone(), b.path.clone());
+        drop((a, b));
+        assert!(!pa.exists() && !pb.exists());
+    }
 }

@@ -1,6 +1,6 @@
 //! Small helpers every layer may use: text indentation, file-name sanitising, TOML string
-//! literals, durations as users write them and as we print them, and resetting a scratch
-//! folder. Lowest layer: imports nothing from the crate.
+//! literals, durations as users write them and as we print them, resetting a scratch
+//! folder and making a fresh one no other process shares. Lowest layer: imports nothing from the crate.
 
 pub mod atomic;
 
@@ -176,6 +176,37 @@ pub fn reset_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
+/// A new folder in `parent` (made first when missing) that this call alone created: `stem`,
+/// else — when that name is taken, say by a run of another PID namespace with the same pid in
+/// the same second — `stem-<4 random hex digits>`, each tried with an exclusive create
+/// (`create_dir`, never `create_dir_all`: an existing folder is never shared). Its name and
+/// path; an error after 100 taken names. Run folders, release staging folders and check
+/// worktrees are made here.
+pub fn create_fresh_dir(parent: &Path, stem: &str) -> std::io::Result<(String, PathBuf)> {
+    std::fs::create_dir_all(parent)?;
+    let mut name = stem.to_string();
+    for _ in 0..100 {
+        let path = parent.join(&name);
+        match std::fs::create_dir(&path) {
+            Ok(()) => return Ok((name, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                name = format!("{stem}-{:04x}", fastrand::u16(..));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("100 names for a new folder {stem}-… were taken"),
+    ))
+}
+
+/// The pid at the start of a name [`create_fresh_dir`] made from `<pid>` (`1234`,
+/// `1234-a3f0`).
+pub fn pid_of_fresh_name(name: &str) -> Option<u32> {
+    name.split('-').next()?.parse().ok()
+}
+
 /// The first 8 hex digits of the SHA-256 of `bytes`: a short name that stays unique.
 pub fn short_digest(bytes: &[u8]) -> String {
     use sha2::Digest as _;
@@ -262,6 +293,23 @@ pub mod lenient_f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn two_fresh_folders_of_one_stem_are_two_folders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let parent = tmp.path().join("a/b");
+        let (n1, p1) = create_fresh_dir(&parent, "20260101-000000-42").unwrap();
+        let (n2, p2) = create_fresh_dir(&parent, "20260101-000000-42").unwrap();
+        assert_eq!(n1, "20260101-000000-42");
+        assert_ne!(p1, p2);
+        assert!(n2.starts_with("20260101-000000-42-") && p2 == parent.join(&n2));
+        assert!(p1.is_dir() && p2.is_dir());
+        // A file of that name is taken too.
+        std::fs::write(parent.join("7"), "").unwrap();
+        let (n3, _) = create_fresh_dir(&parent, "7").unwrap();
+        assert_eq!(pid_of_fresh_name(&n3), Some(7));
+        assert_eq!(pid_of_fresh_name("x-1"), None);
+    }
+
     use super::*;
 
     #[test]

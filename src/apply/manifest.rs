@@ -165,18 +165,25 @@ fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// `-Ctarget-cpu=<cpu>` in a cargo config's rustflags: appended to
-/// `[target.<triple>] rustflags` or `[build] rustflags` when the file already has one (any
-/// other target-cpu there is replaced, with a note), else as a new `[build] rustflags`.
-/// An existing `[target.X]` table with rustflags wins over `[build]` in cargo: its key.
-fn target_with_rustflags(doc: &DocumentMut) -> Option<String> {
-    doc.get("target")
-        .and_then(|t| t.as_table_like())
-        .and_then(|t| {
-            t.iter()
-                .find(|(_, v)| v.get("rustflags").is_some())
-                .map(|(k, _)| k.to_string())
-        })
+/// `-Ctarget-cpu=<cpu>` in a cargo config's rustflags: appended to the host's
+/// `[target.<host>] rustflags`, else a matching `[target.'cfg(…)'] rustflags`, or
+/// `[build] rustflags` when the file already has one (any other target-cpu there is
+/// replaced, with a note), else as a new `[build] rustflags`. A `[target.X]` table with
+/// rustflags that applies to the host wins over `[build]` in cargo: its key. Another
+/// target's table is never the one (cargo does not read it for host builds).
+fn target_with_rustflags(doc: &DocumentMut, host: &str, cfg: &[String]) -> Option<String> {
+    let tables = doc.get("target").and_then(|t| t.as_table_like())?;
+    let with_flags: Vec<String> = tables
+        .iter()
+        .filter(|(_, v)| v.get("rustflags").is_some())
+        .map(|(k, _)| k.to_string())
+        .collect();
+    let own = with_flags.iter().find(|k| *k == host);
+    own.or_else(|| {
+        (with_flags.iter())
+            .find(|k| k.starts_with("cfg(") && crate::cargo::target_applies(k, host, cfg))
+    })
+    .cloned()
 }
 
 /// `flag` (a `-Ctarget-cpu=`) into a rustflags array: in the first target-cpu's place (and
@@ -198,10 +205,10 @@ fn put_cpu(arr: &mut toml_edit::Array, flag: &str) {
     }
 }
 
-pub fn edit_config(text: &str, cpu: &str) -> anyhow::Result<Edited> {
+pub fn edit_config(text: &str, cpu: &str, host: &str, cfg: &[String]) -> anyhow::Result<Edited> {
     let mut doc: DocumentMut = text.parse().context("not valid TOML")?;
     let flag = format!("-Ctarget-cpu={cpu}");
-    let target_key = target_with_rustflags(&doc);
+    let target_key = target_with_rustflags(&doc, host, cfg);
     let here = match &target_key {
         Some(k) => format!("[target.{k}] rustflags"),
         None => "[build] rustflags".to_string(),
@@ -402,9 +409,70 @@ debug = false   # keep me
         assert!(!out.contains("inherits"), "{out}");
     }
 
+    const HOST: &str = "x86_64-unknown-linux-gnu";
+
+    fn cfg() -> Vec<String> {
+        ["unix", "target_os=\"linux\"", "target_arch=\"x86_64\""]
+            .map(String::from)
+            .to_vec()
+    }
+
+    #[test]
+    fn the_cpu_goes_into_the_host_s_target_table_never_another_target_s() {
+        // Another target's table is not the host's: [build] is what cargo reads here.
+        let text = "[target.aarch64-unknown-linux-gnu]\nrustflags = [\"-Ca\"]\n";
+        let t: toml::Table = edit_config(text, "native", HOST, &cfg())
+            .unwrap()
+            .text
+            .parse()
+            .unwrap();
+        let aarch64 = t["target"]["aarch64-unknown-linux-gnu"]["rustflags"].as_array();
+        assert_eq!(aarch64.unwrap().len(), 1, "{t}");
+        let build = t["build"]["rustflags"].as_array().unwrap();
+        assert_eq!(build[0].as_str(), Some("-Ctarget-cpu=native"));
+        // The host's own table, after others; else a cfg table that matches the host.
+        let text = "[target.'cfg(windows)']\nrustflags = [\"-Cw\"]\n[target.'cfg(unix)']\nrustflags = [\"-Cu\"]\n";
+        let t: toml::Table = edit_config(text, "native", HOST, &cfg())
+            .unwrap()
+            .text
+            .parse()
+            .unwrap();
+        assert_eq!(
+            t["target"]["cfg(windows)"]["rustflags"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(
+            t["target"]["cfg(unix)"]["rustflags"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        assert!(t.get("build").is_none(), "{t}");
+        let text = format!(
+            "[target.'cfg(unix)']\nrustflags = [\"-Cu\"]\n[target.{HOST}]\nrustflags = [\"-Ch\"]\n"
+        );
+        let t: toml::Table = edit_config(&text, "native", HOST, &cfg())
+            .unwrap()
+            .text
+            .parse()
+            .unwrap();
+        assert_eq!(t["target"][HOST]["rustflags"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            t["target"]["cfg(unix)"]["rustflags"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
     #[test]
     fn config_gets_target_cpu_once() {
-        let e = edit_config("", "x86-64-v3").unwrap();
+        let e = edit_config("", "x86-64-v3", HOST, &cfg()).unwrap();
         assert!(e.notes.is_empty());
         let out = e.text;
         let t: toml::Table = out.parse().unwrap();
@@ -412,11 +480,14 @@ debug = false   # keep me
             t["build"]["rustflags"].as_array().unwrap()[0].as_str(),
             Some("-Ctarget-cpu=x86-64-v3")
         );
-        assert_eq!(edit_config(&out, "x86-64-v3").unwrap().text, out);
+        assert_eq!(
+            edit_config(&out, "x86-64-v3", HOST, &cfg()).unwrap().text,
+            out
+        );
 
         // The user's flags stay; an old target-cpu is replaced in its place, and said.
         let text = "# mine\n[build]\nrustflags = [\"--cfg\", \"user_flag\", \"-Ctarget-cpu=native\"] # c\n";
-        let e = edit_config(text, "x86-64-v3").unwrap();
+        let e = edit_config(text, "x86-64-v3", HOST, &cfg()).unwrap();
         assert_eq!(
             e.text,
             "# mine\n[build]\nrustflags = [\"--cfg\", \"user_flag\", \"-Ctarget-cpu=x86-64-v3\"] # c\n"
@@ -428,7 +499,7 @@ debug = false   # keep me
 
         // A target table with rustflags is the one cargo uses.
         let text = "[build]\nrustflags = [\"-Cb\"]\n[target.x86_64-unknown-linux-gnu]\nrustflags = \"-Ct\"\n";
-        let out = edit_config(text, "native").unwrap().text;
+        let out = edit_config(text, "native", HOST, &cfg()).unwrap().text;
         let t: toml::Table = out.parse().unwrap();
         assert_eq!(
             t["target"]["x86_64-unknown-linux-gnu"]["rustflags"].as_str(),
@@ -438,7 +509,7 @@ debug = false   # keep me
 
         // Two target-cpus: one left, in the first one's place.
         let text = "[build]\nrustflags = [\"-Ctarget-cpu=a\", \"-Cx\", \"-Ctarget-cpu=b\"]\n";
-        let e = edit_config(text, "c").unwrap();
+        let e = edit_config(text, "c", HOST, &cfg()).unwrap();
         assert_eq!(
             e.text,
             "[build]\nrustflags = [\"-Ctarget-cpu=c\", \"-Cx\"]\n"

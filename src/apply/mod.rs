@@ -436,7 +436,7 @@ fn cpu_change(
             let change = Change::text(
                 path,
                 format!("-Ctarget-cpu={cpu}"),
-                |text| edit_config(text, &cpu),
+                |text| edit_config(text, &cpu, &win.host, &host_cfg(&win.host)),
                 notes,
             )?;
             notes.push(format!(
@@ -498,17 +498,23 @@ fn write_changes(changes: &[Change]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Cargo takes rustflags from one place only (RUSTFLAGS, else target tables, else
-/// `[build]`): say so when the flag just written is not the one cargo will use here.
-fn cpu_flag_not_in_effect(root: &Path, host: &str, cpu: &str) -> Option<String> {
-    let cfg: Vec<String> = crate::process::tool_stdout(
+/// `rustc --print cfg` for `host` (none when rustc does not answer): what decides which
+/// `[target.'cfg(…)']` tables apply.
+fn host_cfg(host: &str) -> Vec<String> {
+    crate::process::tool_stdout(
         crate::toolchain::rustc_program(),
         ["--print", "cfg", "--target", host],
     )
     .unwrap_or_default()
     .lines()
     .map(str::to_string)
-    .collect();
+    .collect()
+}
+
+/// Cargo takes rustflags from one place only (RUSTFLAGS, else target tables, else
+/// `[build]`): say so when the flag just written is not the one cargo will use here.
+fn cpu_flag_not_in_effect(root: &Path, host: &str, cpu: &str) -> Option<String> {
+    let cfg = host_cfg(host);
     let cargo_home = crate::cargo::cargo_home();
     let flags = crate::cargo::user_rustflags(
         &|k| std::env::var(k).ok(),

@@ -39,12 +39,8 @@ pub fn user_rustflags(
     // The triple's own table first, then the cfg tables (cargo's order).
     let mut tables = config.target_rustflags();
     tables.sort_by_key(|(k, _)| k.starts_with("cfg("));
-    let cfg = parse_cfg(cfg);
     for (key, flags) in tables {
-        let applies = key
-            .parse::<cargo_platform::Platform>()
-            .is_ok_and(|p| p.matches(triple, &cfg));
-        if applies {
+        if target_applies(&key, triple, cfg) {
             target_flags.get_or_insert_with(Vec::new).extend(flags);
         }
     }
@@ -164,6 +160,13 @@ fn flags_value(v: &toml::Value) -> Vec<String> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// Whether a `[target.KEY]` table (a triple, or `cfg(…)`) applies to `triple`, whose
+/// `rustc --print cfg` lines are `cfg`, as cargo decides it.
+pub fn target_applies(key: &str, triple: &str, cfg: &[String]) -> bool {
+    key.parse::<cargo_platform::Platform>()
+        .is_ok_and(|p| p.matches(triple, &parse_cfg(cfg)))
 }
 
 /// `rustc --print cfg` lines (`unix`, `target_os="linux"`) as cargo's cfg values; lines

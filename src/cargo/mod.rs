@@ -25,8 +25,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 pub use config::{
-    cargo_home, codegen_option, compose_rustflags, config_file, target_cpu_of, user_rustflags,
-    user_rustflags_here,
+    cargo_home, codegen_option, compose_rustflags, config_file, target_applies, target_cpu_of,
+    user_rustflags, user_rustflags_here,
 };
 use config::{config_dirs, parse_cfg, CargoConfig};
 use flags::flags;

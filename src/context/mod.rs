@@ -105,7 +105,7 @@ impl RunDir {
         Self::create_in(&optimize_dir.join("runs"))
     }
 
-    /// A new folder `<parent>/<timestamp>-<pid>` (a release's, a check's).
+    /// A new folder `<parent>/<timestamp>-<pid>[-<random>]` (a run's, a release's).
     pub fn create_in(parent: &Path) -> std::io::Result<RunDir> {
         let ts = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
@@ -113,10 +113,15 @@ impl RunDir {
             .replace('T', "-")
             .trim_end_matches('Z')
             .to_string();
-        let id = format!("{ts}-{}", std::process::id());
-        let root = parent.join(&id);
-        std::fs::create_dir_all(&root)
-            .map_err(|e| crate::util::io_error(e, "cannot create the run folder", &root))?;
+        Self::create_named(parent, &format!("{ts}-{}", std::process::id()))
+    }
+
+    /// A new folder `<parent>/<stem>`, or `<stem>-<random>` when that one exists
+    /// (`util::create_fresh_dir`): a run never shares another's folder.
+    fn create_named(parent: &Path, stem: &str) -> std::io::Result<RunDir> {
+        let (id, root) = crate::util::create_fresh_dir(parent, stem).map_err(|e| {
+            crate::util::io_error(e, "cannot create the run folder", &parent.join(stem))
+        })?;
         Ok(RunDir { id, root })
     }
 
@@ -193,12 +198,7 @@ impl DirLock {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io)?;
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io)?;
+        let file = crate::sys::open_lock(&path).map_err(io)?;
         Ok((file, path))
     }
 
@@ -310,6 +310,13 @@ impl DirLock {
 /// What to do when the lock file `path` cannot be made: its folder is a file, or may not
 /// be written.
 fn lock_fix(path: &Path, error: &std::io::Error) -> String {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return format!(
+            "remove it (`rm {}`): {} is a symlink, and a lock is never taken through one (the lock file is written to); the next command makes it again",
+            path.display(),
+            path.display()
+        );
+    }
     let dir = path.parent().unwrap_or(Path::new("."));
     let file_on_the_way = dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir());
     if let Some(file) = file_on_the_way {
@@ -737,6 +744,44 @@ fn built_event(ui: &Ui, label: &str, built: &crate::cargo::Built, reused: bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_runs_of_the_same_second_and_pid_get_two_folders() {
+        // Two runs in separate PID namespaces sharing a target dir: same second, same pid.
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = tmp.path().join("runs");
+        let a = RunDir::create_named(&runs, "20260101-000000-42").unwrap();
+        let b = RunDir::create_named(&runs, "20260101-000000-42").unwrap();
+        assert_ne!(a.root, b.root);
+        assert_ne!(a.id, b.id);
+        assert_eq!(a.root, runs.join("20260101-000000-42"));
+        assert!(b.id.starts_with("20260101-000000-42-"), "{}", b.id);
+        assert_eq!(b.root, runs.join(&b.id));
+        assert!(a.root.is_dir() && b.root.is_dir());
+    }
+
+    #[test]
+    fn a_lock_file_that_is_a_symlink_is_refused_never_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("optimize");
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        for lock in ["optimize-apply.lock", "optimize.lock"] {
+            crate::sys::symlink(&victim, tmp.path().join(lock)).unwrap();
+        }
+        let wait = std::time::Duration::from_millis(100);
+        let e = DirLock::for_apply(&dir, wait, &mut |_| ())
+            .err()
+            .expect("refused");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("optimize-apply.lock is a symlink") && msg.contains("fix: remove it"),
+            "{msg}"
+        );
+        let e = DirLock::for_run(&dir).err().expect("refused");
+        assert!(e.to_string().contains("optimize.lock is a symlink"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
 
     #[test]
     fn a_second_apply_lock_waits_bounded_and_names_the_holder() {

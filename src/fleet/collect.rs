@@ -181,13 +181,13 @@ fn protected_symlinks() -> bool {
     std::fs::read_to_string("/proc/sys/fs/protected_symlinks").is_ok_and(|v| v.trim() == "1")
 }
 
-/// Copy `from` to `to` through a temporary file renamed into place (the mode kept).
+/// Copy `from` to `to` as every `-o` is written (`util::atomic::write_file`: through a
+/// symlink, into a device or pipe, a regular file replaced whole with `from`'s mode).
 fn copy_whole(from: &Path, to: &Path) -> anyhow::Result<()> {
     let parent = to.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    crate::util::atomic::copy(from, to)
-        .with_context(|| format!("cannot write the collector to {}", to.display()))?;
+    crate::util::atomic::write_file(to, from)?;
     Ok(())
 }
 
@@ -246,6 +246,29 @@ fn features(f: &crate::cargo::Features) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_collector_goes_through_a_symlink_and_never_replaces_a_pipe_or_a_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let built = d.join("built");
+        std::fs::write(&built, b"collector").unwrap();
+        std::fs::write(d.join("real"), b"old").unwrap();
+        crate::sys::symlink("real", d.join("link")).unwrap();
+        copy_whole(&built, &d.join("link")).unwrap();
+        let link = std::fs::symlink_metadata(d.join("link")).unwrap();
+        assert!(link.file_type().is_symlink(), "the link was replaced");
+        assert_eq!(std::fs::read(d.join("real")).unwrap(), b"collector");
+        let fifo = d.join("p");
+        crate::sys::testing::mkfifo(&fifo).unwrap();
+        let e = copy_whole(&built, &fifo).unwrap_err();
+        assert!(format!("{e:#}").contains("no process is reading"), "{e:#}");
+        let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(crate::sys::testing::is_fifo(&kind), "the pipe was replaced");
+        let e = copy_whole(&built, d).unwrap_err();
+        assert!(format!("{e:#}").contains("it is a directory"), "{e:#}");
+        assert!(d.is_dir());
+    }
 
     #[test]
     fn the_folder_compiled_in_must_be_absolute() {

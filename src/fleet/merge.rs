@@ -6,8 +6,9 @@
 //! a weight is the file's, whichever name it was given to. `--failure-mode=warn`: a file llvm-profdata cannot read is dropped
 //! and named — except one in another LLVM version's profile format, which refuses the whole
 //! merge (exit 2: naming it, what llvm-profdata said, and the fix), since its host's counts
-//! would otherwise be silently missing. The result is written whole (a temporary file
-//! renamed), then summarised: its functions and the 5 hottest (`hotspots::rank`).
+//! would otherwise be silently missing. The result is summarised (its functions and the 5
+//! hottest: `hotspots::rank`) and put at `-o` as every `-o` is (`util::atomic::write_by`:
+//! through a symlink, into a device or pipe, a regular file replaced whole).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -197,18 +198,23 @@ pub(crate) fn merge(
         .iter()
         .map(|i| (i.path.as_path(), i.weight))
         .collect();
-    // What llvm-profdata made of the inputs decides whether the file is put in place.
+    // What llvm-profdata made of the inputs decides whether the file is put in place; it is
+    // read before, since `-o` may be a device or a pipe, put as every `-o` is.
     let mut judged = None;
-    let written = crate::util::atomic::with_temp(&out, |tmp| {
+    let written = crate::util::atomic::write_by(&out, |tmp| {
         let ran = profdata::merge(&tool.path, &weighted, tmp).map_err(anyhow::Error::from);
-        match judged.insert(ran.and_then(|said| judge(tool, rustc, inputs, &said))) {
+        let made = ran.and_then(|said| {
+            let judged = judge(tool, rustc, inputs, &said)?;
+            Ok((judged, profdata::show(&tool.path, tmp)?))
+        });
+        match judged.insert(made) {
             Ok(_) => Ok(()),
             Err(_) => Err(std::io::Error::other("not merged")),
         }
     });
-    let Judged { dropped, warnings } = judged.expect("with_temp runs its fill")?;
-    written.with_context(|| format!("cannot write {}", out.display()))?;
-    let shown = profdata::show(&tool.path, &out)?;
+    let made = judged.transpose()?;
+    written?;
+    let (Judged { dropped, warnings }, shown) = made.context("llvm-profdata did not run")?;
     Ok(Merged {
         out,
         tool: tool.path.display().to_string(),
@@ -397,6 +403,68 @@ mod tests {
             llvm_major: 22,
             sysroot: "/s".into(),
         }
+    }
+
+    /// An llvm-profdata that writes `merged` to `-o` and shows nothing.
+    fn fake_profdata(dir: &Path) -> Tool {
+        let p = dir.join("llvm-profdata");
+        let script = "#!/bin/sh\n[ \"$1\" = merge ] || exit 0\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\nprintf merged > \"$out\"\n";
+        std::fs::write(&p, script).unwrap();
+        crate::sys::set_mode(&p, 0o755).unwrap();
+        // Another test thread forking while the file was open for writing makes exec fail
+        // with ETXTBSY until that child execs; wait until it runs.
+        for _ in 0..100 {
+            match crate::process::run(&crate::process::Command::new(&p)) {
+                Err(crate::process::ProcessError::Spawn { error, .. })
+                    if crate::sys::errno_name(&error) == Some("ETXTBSY") =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                _ => break,
+            }
+        }
+        Tool { path: p, ..tool() }
+    }
+
+    #[test]
+    fn the_merged_profile_goes_through_a_symlink_and_never_replaces_a_pipe_or_a_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let tool = fake_profdata(d);
+        let raw = d.join("a.profraw");
+        std::fs::write(&raw, b"x").unwrap();
+        let ins = [input(raw.to_str().unwrap(), 1)];
+        let ui = Ui::new(true, 0, Some(false));
+        std::fs::write(d.join("real.profdata"), b"old").unwrap();
+        crate::sys::symlink("real.profdata", d.join("link.profdata")).unwrap();
+        merge(&tool, &rustc(), &ins, &d.join("link.profdata"), &ui).unwrap();
+        let link = std::fs::symlink_metadata(d.join("link.profdata")).unwrap();
+        assert!(link.file_type().is_symlink(), "the link was replaced");
+        assert_eq!(std::fs::read(d.join("real.profdata")).unwrap(), b"merged");
+        let fifo = d.join("p");
+        crate::sys::testing::mkfifo(&fifo).unwrap();
+        let e = merge(&tool, &rustc(), &ins, &fifo, &ui).unwrap_err();
+        assert!(format!("{e:#}").contains("no process is reading"), "{e:#}");
+        let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(crate::sys::testing::is_fifo(&kind), "the pipe was replaced");
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        // The reader opens the pipe in its own time: retry for at most 5 s.
+        let start = std::time::Instant::now();
+        while let Err(e) = merge(&tool, &rustc(), &ins, &fifo, &ui) {
+            assert!(start.elapsed().as_secs() < 5, "no reader came: {e:#}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(reader.join().unwrap(), b"merged");
+        let e = merge(&tool, &rustc(), &ins, d, &ui).unwrap_err();
+        assert!(format!("{e:#}").contains("it is a directory"), "{e:#}");
+        let names: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 5, "no temporary file is left: {names:?}");
     }
 
     #[test]

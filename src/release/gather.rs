@@ -62,9 +62,8 @@ pub(crate) fn run(dirs: &[PathBuf], out: &Path) -> anyhow::Result<i32> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let merged = merge(&cells)?;
     package::check_replaceable(out)?;
-    let staging = package::staging_dir(out);
     package::sweep_stale(out);
-    crate::util::reset_dir(&staging)?;
+    let staging = package::create_staging(out)?;
     if let Err(e) = fill(&cells, &merged, &staging) {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(anyhow::anyhow!("{e:#}\n  ({} is unchanged)", out.display()));
@@ -183,6 +182,7 @@ fn merge(cells: &[Cell]) -> anyhow::Result<Manifest> {
     if cells.is_empty() {
         bail!("--gather names no folder");
     }
+    once_each(cells)?;
     same(cells, "crate, binary and version", |c| {
         let m = &c.manifest;
         format!("{} {} {}", m.crate_name, m.bin, m.version)
@@ -278,6 +278,28 @@ fn same(cells: &[Cell], what: &str, key: impl Fn(&Cell) -> String) -> anyhow::Re
         "the folders differ in {what}, so they are not parts of one release:\n{}\n  fix: gather the cells of one run of the workflow (one commit)",
         crate::util::indent(&each.join("\n"), "  ")
     )
+}
+
+/// No folder is given twice, however it is spelt (its canonical path; the path as given when
+/// it has none): each of its artifacts would be listed twice.
+fn once_each(cells: &[Cell]) -> anyhow::Result<()> {
+    let canonical = |d: &Path| std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf());
+    let mut seen: Vec<(PathBuf, &Path)> = Vec::new();
+    for c in cells {
+        let key = canonical(&c.dir);
+        if let Some((_, first)) = seen.iter().find(|(k, _)| *k == key) {
+            let also = match *first == c.dir {
+                true => String::new(),
+                false => format!(" (as {} and {})", first.display(), c.dir.display()),
+            };
+            bail!(
+                "--gather: the folder {} is given twice{also}\n  fix: name each cell's folder once",
+                c.dir.display()
+            );
+        }
+        seen.push((key, &c.dir));
+    }
+    Ok(())
 }
 
 /// No artifact, and no file, comes from two cells.
@@ -392,6 +414,24 @@ mod tests {
                 .map(|a| (a.to_string(), A.into()))
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_folder_given_twice_is_refused_naming_it() {
+        let e = merge(&[cell("x", "r1", &["a"]), cell("x", "r1", &["a"])])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("x is given twice") && e.contains("fix: name each cell's folder once"),
+            "{e}"
+        );
+        // Another spelling of the same folder is the same folder.
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().to_str().unwrap();
+        let e = merge(&[cell(d, "r1", &["a"]), cell(&format!("{d}/."), "r1", &["a"])])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is given twice"), "{e}");
     }
 
     #[test]

@@ -102,9 +102,8 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     let plan = job_plan(resolver, (&artifacts, &groups), args.fresh, job_ui)?;
     let _lock = DirLock::for_run(&optimize_dir)?;
     let folder = RunDir::create_in(&optimize_dir.join("releases"))?;
-    let staging = package::staging_dir(&out);
     package::sweep_stale(&out);
-    crate::util::reset_dir(&staging)?;
+    let staging = package::create_staging(&out)?;
     let release = Release {
         plan: &plan,
         artifacts: &artifacts,

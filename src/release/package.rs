@@ -165,9 +165,15 @@ pub(crate) fn put_in_place(staging: &Path, out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where a release's artifacts are while it runs: `.<out name>.partial-<pid>` beside `out`.
-pub(crate) fn staging_dir(out: &Path) -> PathBuf {
-    out.with_file_name(format!("{}{}", staging_prefix(out), std::process::id()))
+/// Where a release's artifacts are while it runs, this release's alone: a new folder
+/// `.<out name>.partial-<pid>[-<random>]` beside `out` (`util::create_fresh_dir`; never one
+/// that exists, which may be another release's of the same pid in another PID namespace).
+pub(crate) fn create_staging(out: &Path) -> anyhow::Result<PathBuf> {
+    let parent = out.parent().unwrap_or(Path::new(""));
+    let stem = format!("{}{}", staging_prefix(out), std::process::id());
+    let (_, staging) = crate::util::create_fresh_dir(parent, &stem)
+        .map_err(|e| crate::util::io_error(e, "cannot create", &parent.join(&stem)))?;
+    Ok(staging)
 }
 
 fn staging_prefix(out: &Path) -> String {
@@ -190,7 +196,7 @@ pub(crate) fn sweep_stale(out: &Path) {
         let name = e.file_name().to_string_lossy().into_owned();
         let pid = name
             .strip_prefix(&prefix)
-            .and_then(|p| p.parse::<u32>().ok());
+            .and_then(crate::util::pid_of_fresh_name);
         if pid.is_some_and(|p| !crate::sys::pid_alive(p)) {
             let _ = std::fs::remove_dir_all(e.path());
         }
@@ -224,13 +230,31 @@ mod tests {
     }
 
     #[test]
+    fn two_releases_of_the_same_pid_get_two_staging_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("dist");
+        let a = create_staging(&out).unwrap();
+        std::fs::write(a.join("artifact"), "a's").unwrap();
+        let b = create_staging(&out).unwrap();
+        assert_ne!(a, b);
+        assert!(
+            a.join("artifact").is_file(),
+            "the first release's files were removed"
+        );
+        assert!(b.is_dir() && std::fs::read_dir(&b).unwrap().next().is_none());
+        // Both are this live process's: kept by a sweep.
+        sweep_stale(&out);
+        assert!(a.is_dir() && b.is_dir());
+    }
+
+    #[test]
     fn a_killed_release_s_staging_folder_is_swept_and_a_live_one_kept() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("dist");
-        let live = staging_dir(&out);
+        let live = create_staging(&out).unwrap();
         let dead = dir.path().join(".dist.partial-4000000000");
         let other = dir.path().join(".other.partial-4000000000");
-        for d in [&live, &dead, &other] {
+        for d in [&dead, &other] {
             std::fs::create_dir(d).unwrap();
         }
         sweep_stale(&out);

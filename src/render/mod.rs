@@ -84,35 +84,73 @@ pub enum ExportFormat {
 }
 
 /// Text for a Markdown table cell or list item: one line (each line trimmed, empty ones
-/// dropped, joined by a space), `|` escaped, and outside `code` spans `<`, `>` and `&` as
+/// dropped, joined by a space), `|` escaped, and outside code spans `<`, `>` and `&` as
 /// entities (GitHub renders raw HTML in Markdown; inside a code span an entity would show as
-/// written).
+/// written), `\\`, `![` and every backtick that opens no span backslash-escaped.
+///
+/// A code span is found as CommonMark finds one: a run of backticks closed by the next run
+/// of the same length; a run without one is text, escaped, so it cannot pair with a backtick
+/// after the cell (another cell's code span) and turn that span's text into raw HTML.
 pub fn markdown_cell(s: &str) -> String {
     let flat = s
         .split(['\n', '\r'])
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|");
-    flat.split('`')
-        .enumerate()
-        .map(|(i, part)| {
-            if i % 2 == 1 {
-                part.to_string()
-            } else {
-                part.replace('&', "&amp;")
-                    .replace('<', "&lt;")
-                    .replace('>', "&gt;")
+        .join(" ");
+    let mut out = String::with_capacity(flat.len() + 16);
+    let mut rest = flat.as_str();
+    while let Some(c) = rest.chars().next() {
+        if c == '`' {
+            let run = rest.len() - rest.trim_start_matches('`').len();
+            match closing_run(&rest[run..], run) {
+                Some(end) => {
+                    let span = &rest[..run + end + run];
+                    out.push_str(&span.replace('|', "\\|"));
+                    rest = &rest[span.len()..];
+                }
+                None => {
+                    out.push_str(&"\\`".repeat(run));
+                    rest = &rest[run..];
+                }
             }
-        })
-        .collect::<Vec<_>>()
-        .join("`")
+            continue;
+        }
+        match c {
+            '|' => out.push_str("\\|"),
+            '\\' => out.push_str("\\\\"),
+            '!' if rest[1..].starts_with('[') => out.push_str("\\!"),
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// Where in `s` the first run of exactly `len` backticks starts (a code span's end).
+fn closing_run(s: &str, len: usize) -> Option<usize> {
+    let mut at = 0;
+    while let Some(i) = s[at..].find('`') {
+        let start = at + i;
+        let run = s[start..].len() - s[start..].trim_start_matches('`').len();
+        if run == len {
+            return Some(start);
+        }
+        at = start + run;
+    }
+    None
 }
 
 /// Text inside a Markdown code span (`` `…` ``): a backtick would end the span, `|` would
-/// split a table.
+/// split a table; empty text is a space (two backticks alone would be a run of two, able to
+/// open a span with a later cell's).
 pub fn markdown_code(s: &str) -> String {
+    if s.is_empty() {
+        return " ".into();
+    }
     s.replace('`', "'").replace('|', "\\|")
 }
 
@@ -139,6 +177,33 @@ mod tests {
         );
         assert_eq!(markdown_cell("<b> & `<b>`"), "&lt;b&gt; &amp; `<b>`");
         assert_eq!(markdown_code("a`b|c"), "a'b\\|c");
+    }
+
+    #[test]
+    fn an_unbalanced_backtick_cannot_open_a_code_span_that_lets_html_through() {
+        // Parity paired the lone backtick with the opening one of the next code span on the
+        // line, so that span's text (`<img …>`) became raw HTML in a step summary.
+        let lone = markdown_cell("x`");
+        assert_eq!(lone, "x\\`");
+        let line = format!("| {lone} | `{}` |", markdown_code("<img src=x>"));
+        assert_eq!(line, "| x\\` | `<img src=x>` |");
+        // A backtick run opens a span only with a closing run of the same length (CommonMark).
+        assert_eq!(
+            markdown_cell("``a`<img src=x>"),
+            "\\`\\`a\\`&lt;img src=x&gt;"
+        );
+        assert_eq!(markdown_cell("``a`b`` <i>"), "``a`b`` &lt;i&gt;");
+        assert_eq!(markdown_cell("`a` `<b>"), "`a` \\`&lt;b&gt;");
+        // A backslash is text: it cannot escape the backtick of a span that follows.
+        assert_eq!(markdown_cell("a\\"), "a\\\\");
+        // Nor can a Markdown image be written outside a code span.
+        assert_eq!(
+            markdown_cell("![t](http://x/p.png)"),
+            "\\![t](http://x/p.png)"
+        );
+        assert_eq!(markdown_cell("`![t](u)` | <"), "`![t](u)` \\| &lt;");
+        // An empty code span's two backticks would be a run of two.
+        assert_eq!(markdown_code(""), " ");
     }
 
     #[test]

@@ -228,6 +228,13 @@ pub(crate) fn open_stream(target: &Path) -> std::io::Result<Option<std::fs::File
     imp::open_stream(target)
 }
 
+/// Open (or create) a lock file to write, never truncated, never through a symlink: a link
+/// at `path` is an error (Unix `O_NOFOLLOW`: `ELOOP`; Windows: the link itself is opened, not
+/// its target), so a lock cannot be made to write into another file.
+pub(crate) fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    imp::open_lock(path)
+}
+
 /// Helpers for unit tests that need the OS: named pipes, the page cache.
 #[cfg(test)]
 pub(crate) mod testing {

@@ -433,6 +433,15 @@ pub(super) fn is_char_device(kind: &std::fs::FileType) -> bool {
     kind.is_char_device()
 }
 
+pub(super) fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
 pub(super) fn open_stream(target: &Path) -> std::io::Result<Option<std::fs::File>> {
     let fifo = std::fs::metadata(target)?.file_type().is_fifo();
     let mut open = std::fs::OpenOptions::new();

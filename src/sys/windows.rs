@@ -374,6 +374,21 @@ pub(super) fn is_char_device(_kind: &std::fs::FileType) -> bool {
     false
 }
 
+pub(super) fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::windows::fs::OpenOptionsExt as _;
+    /// `FILE_FLAG_OPEN_REPARSE_POINT`: a symlink is opened itself, not followed.
+    const OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(std::io::Error::other("it is a symlink"));
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(OPEN_REPARSE_POINT)
+        .open(path)
+}
+
 pub(super) fn open_stream(target: &Path) -> std::io::Result<Option<std::fs::File>> {
     std::fs::OpenOptions::new()
         .write(true)

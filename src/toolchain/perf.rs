@@ -148,16 +148,22 @@ pub fn lbr_usable(perf: Option<&Path>) -> Capability {
     let Some(perf) = perf else {
         return Capability::no("perf is not installed or does not run");
     };
-    let out_file =
-        std::env::temp_dir().join(format!("cargo-optimize-lbr-{}.data", std::process::id()));
+    // A fresh folder only we can write (0700, a random name, created exclusively): a name
+    // in $TMPDIR that others can guess could be a symlink perf would write through.
+    let dir = match tempfile::Builder::new()
+        .prefix("cargo-optimize-lbr-")
+        .tempdir()
+    {
+        Ok(d) => d,
+        Err(e) => return Capability::no(format!("no temporary folder for the probe: {e}")),
+    };
     let cmd = crate::process::Command::new(perf)
         .args(["record", "-q", "-e", "cycles:u", "-j", "any,u", "-o"])
-        .arg(&out_file)
+        .arg(dir.path().join("perf.data"))
         .args(["--", "true"])
         .timeout(Duration::from_secs(20));
     let result = crate::process::run(&cmd);
-    let _ = std::fs::remove_file(&out_file);
-    let _ = std::fs::remove_file(out_file.with_extension("data.old"));
+    drop(dir);
     match result {
         Ok(out) if out.status.success() => Capability::yes("perf record -j any,u works"),
         Ok(out) if out.timed_out => Capability::no("`perf record -j any,u` timed out"),
@@ -181,6 +187,46 @@ pub fn lbr_usable(perf: Option<&Path>) -> Capability {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lbr_probe_writes_into_a_fresh_private_folder_never_a_predictable_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let perf = tmp.path().join("perf");
+        let seen = tmp.path().join("seen");
+        // A perf that writes to `-o` and says where.
+        let script = format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n[ -n \"$out\" ] || exit 0\nprintf data > \"$out\"\nprintf %s \"$out\" > {}\n",
+            seen.display()
+        );
+        std::fs::write(&perf, script).unwrap();
+        crate::sys::set_mode(&perf, 0o755).unwrap();
+        // Another test thread forking while the file was open for writing makes exec fail
+        // with ETXTBSY until that child execs; wait until it runs.
+        for _ in 0..100 {
+            match crate::process::run(&crate::process::Command::new(&perf)) {
+                Err(crate::process::ProcessError::Spawn { error, .. })
+                    if crate::sys::errno_name(&error) == Some("ETXTBSY") =>
+                {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                _ => break,
+            }
+        }
+        // Another user's symlink at the name the probe used to write is not followed.
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let planted =
+            std::env::temp_dir().join(format!("cargo-optimize-lbr-{}.data", std::process::id()));
+        let _ = std::fs::remove_file(&planted);
+        crate::sys::symlink(&victim, &planted).unwrap();
+        let probed = lbr_usable(Some(&perf));
+        let _ = std::fs::remove_file(&planted);
+        assert!(probed.available, "{}", probed.detail);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        let used = std::path::PathBuf::from(std::fs::read_to_string(&seen).unwrap());
+        assert_ne!(used, planted);
+        assert!(!used.parent().unwrap().exists(), "its folder is removed");
+    }
 
     #[test]
     fn checks_never_panic() {

@@ -10,13 +10,14 @@
 //!   refused at once instead of waiting for a reader;
 //! - a directory: refused, with the fix.
 //!
-//! [`emit`] is the one `-o FILE` of every command: the result to FILE, else to stdout.
+//! [`emit`] is the one `-o FILE` of every command: the result to FILE, else to stdout;
+//! [`write_by`] the same for a file a tool makes (`profile merge -o`) and [`write_file`] for
+//! a file copied (`profile collect -o`).
 //!
 //! Below that, the one temp-then-rename path every atomic write in the crate takes
 //! ([`with_temp`]: a fresh temporary name beside the target, filled by the caller, renamed
 //! over the target, removed on failure): [`replace`] (bytes, the old file's mode kept),
-//! [`copy`] (a file's bytes and mode), a symlink (`RunDir::point_latest`), a tool's output
-//! file (`profile merge`). Not through it, and why: `propose::write` prepares every temp
+//! [`copy`] (a file's bytes and mode), a symlink (`RunDir::point_latest`). Not through it, and why: `propose::write` prepares every temp
 //! file before renaming any (all or nothing across files), and a release folder is a
 //! directory put in place by `release::package`.
 
@@ -46,6 +47,62 @@ pub fn emit(out: Option<&Path>, text: &str, quiet: bool) -> std::io::Result<()> 
 
 /// Write `bytes` to `path` as described in the module doc.
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    match dest(path)? {
+        Dest::Stream(target) => {
+            let mut file = open_stream(path, &target)?;
+            file.write_all(bytes)
+                .and_then(|()| file.flush())
+                .map_err(|e| super::io_error(e, "cannot write", path))
+        }
+        Dest::File(target) => {
+            replace(&target, bytes).map_err(|e| super::io_error(e, "cannot write", path))
+        }
+    }
+}
+
+/// A file `fill` makes at a temporary path, put at `path` as [`write`] puts bytes: renamed
+/// over a regular file (or where there is none) through a symlink chain, streamed into a
+/// device or named pipe (made in a private temporary folder: nothing is created beside a
+/// device; a pipe without a reader refused before `fill` runs), a directory refused. A tool's
+/// output (`profile merge`), a file copied (`profile collect`'s binary: [`write_file`]).
+pub fn write_by(
+    path: &Path,
+    fill: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    match dest(path)? {
+        Dest::File(target) => {
+            with_temp(&target, fill).map_err(|e| super::io_error(e, "cannot write", path))
+        }
+        Dest::Stream(target) => {
+            let mut stream = open_stream(path, &target)?;
+            let dir = tempfile::tempdir()?;
+            let name = target.file_name().unwrap_or("out".as_ref());
+            let tmp = dir.path().join(name);
+            fill(&tmp)?;
+            std::io::copy(&mut std::fs::File::open(&tmp)?, &mut stream)
+                .and_then(|_| stream.flush())
+                .map_err(|e| super::io_error(e, "cannot write", path))
+        }
+    }
+}
+
+/// The file `from` put at `path` as [`write`] puts bytes (a new or replaced file gets
+/// `from`'s mode; synced before the rename).
+pub fn write_file(path: &Path, from: &Path) -> std::io::Result<()> {
+    write_by(path, |tmp| {
+        std::fs::copy(from, tmp)?;
+        std::fs::File::open(tmp)?.sync_all()
+    })
+}
+
+/// What a write to a path lands on: a file replaced whole, or a device or pipe written to.
+enum Dest {
+    File(PathBuf),
+    Stream(PathBuf),
+}
+
+/// The end of `path`'s symlink chain, refused when it is a directory.
+fn dest(path: &Path) -> std::io::Result<Dest> {
     let target = resolve(path)?;
     match std::fs::metadata(&target) {
         Ok(m) if m.is_dir() => Err(refused(
@@ -53,8 +110,8 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             "it is a directory",
             &format!("name a file, e.g. {}", path.join("out").display()),
         )),
-        Ok(m) if !m.is_file() => write_stream(path, &target, bytes),
-        _ => replace(&target, bytes).map_err(|e| super::io_error(e, "cannot write", path)),
+        Ok(m) if !m.is_file() => Ok(Dest::Stream(target)),
+        _ => Ok(Dest::File(target)),
     }
 }
 
@@ -137,21 +194,16 @@ fn refused(path: &Path, why: &str, fix: &str) -> std::io::Error {
 
 /// A device or named pipe: opened for writing without creating or truncating; a pipe
 /// without a reader is an error at once (`O_NONBLOCK` open), not a wait.
-fn write_stream(path: &Path, target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = match crate::sys::open_stream(target) {
-        Ok(None) => {
-            return Err(refused(
-                path,
-                "it is a named pipe that no process is reading",
-                "start the reader first (e.g. `cat PIPE &`), or name a regular file",
-            ))
-        }
-        Err(e) => return Err(super::io_error(e, "cannot open", path)),
-        Ok(Some(f)) => f,
-    };
-    file.write_all(bytes)
-        .and_then(|()| file.flush())
-        .map_err(|e| super::io_error(e, "cannot write", path))
+fn open_stream(path: &Path, target: &Path) -> std::io::Result<std::fs::File> {
+    match crate::sys::open_stream(target) {
+        Ok(None) => Err(refused(
+            path,
+            "it is a named pipe that no process is reading",
+            "start the reader first (e.g. `cat PIPE &`), or name a regular file",
+        )),
+        Err(e) => Err(super::io_error(e, "cannot open", path)),
+        Ok(Some(f)) => Ok(f),
+    }
 }
 
 /// `target` made by `fill` at a temporary path beside it (a name no other process or

@@ -22,9 +22,9 @@ impl Render<CheckReport> for Markdown {
         let mut out = format!("## cargo optimize check: {headline}\n\n");
         out.push_str(&format!(
             "`{}` ({}): {}. A workload fails when its whole 95 % interval of new/old time lies above {:.2} (max regression {:.0} %).\n\n",
-            r.bin,
-            r.crate_name,
-            against_text(r),
+            code(&r.bin),
+            cell(&r.crate_name),
+            cell(&against_text(r)),
             1.0 + r.max_regression,
             r.max_regression * 100.0
         ));
@@ -136,6 +136,19 @@ mod tests {
         assert!(Markdown
             .render(&ok)
             .starts_with("## cargo optimize check: ✅ passed\n"));
+    }
+
+    #[test]
+    fn a_revision_name_with_a_backtick_cannot_let_html_into_the_headline() {
+        let mut r = crate::check::render::fixture::report();
+        r.against.name = "x`<img src=y>".into();
+        r.crate_name = "<b>".into();
+        let md = Markdown.render(&r);
+        assert!(!md.contains("<img") && !md.contains("<b>"), "{md}");
+        assert!(
+            md.contains("revision `x`&lt;img src=y&gt;\\` (0123"),
+            "{md}"
+        );
     }
 
     #[test]
