@@ -246,7 +246,7 @@ impl BuildCache<'_> {
         target_dir: &Path,
     ) -> Option<Built> {
         let key = reuse::key(project, settings, target_dir, self.toolchain);
-        reuse::reusable(&self.store(), &self.blobs(), &key)
+        reuse::reusable(&self.store(), &self.blobs(), &key, target_dir)
     }
 
     /// [`build`], then keep what it was made from for the next run. A binary cargo calls
@@ -264,7 +264,8 @@ impl BuildCache<'_> {
         let (mut built, fresh) = build_once(project, settings, target_dir, on_line)?;
         let mut warning = None;
         if fresh {
-            if let Some(recorded) = reuse::tampered(&self.store(), &key, &built.binary) {
+            if let Some(recorded) = reuse::tampered(&self.store(), &key, target_dir, &built.binary)
+            {
                 let removed = reuse::remove_output(&built.binary);
                 warning = Some(format!(
                     "{} is not the binary cargo built (its digest is not {recorded}, the one \
@@ -278,7 +279,7 @@ impl BuildCache<'_> {
             &self.store(),
             &self.blobs(),
             &key,
-            &built,
+            (&built, target_dir),
             &project.workspace_root,
         );
         Ok((built, warning))

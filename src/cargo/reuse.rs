@@ -15,16 +15,19 @@
 //! record of the same inputs says it built (truncated or edited: cargo judges freshness by
 //! file times, not bytes), the binary and its `deps/` original are removed and cargo links
 //! it again ([`tampered`], [`remove_output`]), so a damaged output is never kept or reused.
+//! A record is trusted only when the binary it names lies inside the target dir its key
+//! holds and its blob's name is a digest ([`trusted`]); any other is dropped from the entry,
+//! so an edited record can make us neither run nor remove a file elsewhere.
 //!
 //! Not seen (and why `--fresh` rebuilds everything): files a build script reads without
 //! declaring them, and environment variables outside the prefixes below.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use super::{BuildSettings, Built, Project};
-use crate::store::{file_digest, file_hash, hex, Blobs, Store};
+use crate::store::{file_digest, file_hash, hex, is_blob_name, Blobs, Store};
 
 /// Environment variables that can change what cargo or rustc produce.
 const ENV_PREFIXES: &[&str] = &[
@@ -102,12 +105,41 @@ pub(super) fn key(
 /// versions of the sources without building.
 const KEPT_PER_KEY: usize = 4;
 
-/// A build kept under `key` whose inputs all still have their digests.
-pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str) -> Option<Built> {
+/// The records kept under `key` (builds into `target_dir`) that can be trusted; the others
+/// are dropped from the entry.
+fn trusted(store: &Store, key: &str, target_dir: &Path) -> Vec<Record> {
+    let mut records: Vec<Record> = store.get(key).unwrap_or_default();
+    let before = records.len();
+    records.retain(|r| is_blob_name(&r.digest) && in_target_dir(&r.binary, target_dir));
+    if records.len() != before {
+        store.put(key, &records);
+    }
+    records
+}
+
+/// Whether `binary` is a file of `target_dir`: resolved (symlinks followed) when it exists,
+/// else named below it without `..`.
+fn in_target_dir(binary: &Path, target_dir: &Path) -> bool {
+    if std::fs::symlink_metadata(binary).is_ok() {
+        return crate::util::lies_inside(binary, target_dir);
+    }
+    binary.strip_prefix(target_dir).is_ok_and(|rest| {
+        rest.components().next().is_some()
+            && rest.components().all(|c| matches!(c, Component::Normal(_)))
+    })
+}
+
+/// A build kept under `key` (built into `target_dir`) whose inputs all still have their
+/// digests.
+pub(super) fn reusable(
+    store: &Store,
+    blobs: &Blobs,
+    key: &str,
+    target_dir: &Path,
+) -> Option<Built> {
     let unchanged =
         |(path, digest): &(PathBuf, String)| file_hash(path).is_ok_and(|d| d == *digest);
-    let records: Vec<Record> = store.get(key)?;
-    let r = records
+    let r = trusted(store, key, target_dir)
         .into_iter()
         .find(|r| r.inputs.iter().all(unchanged))?;
     // The target dir holds only the newest build of these settings.
@@ -130,11 +162,15 @@ pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str) -> Option<Built>
 /// When `binary` is the target dir's binary of a build kept under `key` whose inputs all
 /// still have their digests, but no longer has that build's digest (truncated, edited):
 /// the recorded digest. Cargo cannot see this (a fresh artifact is judged by file times).
-pub(super) fn tampered(store: &Store, key: &str, binary: &Path) -> Option<String> {
+pub(super) fn tampered(
+    store: &Store,
+    key: &str,
+    target_dir: &Path,
+    binary: &Path,
+) -> Option<String> {
     let unchanged =
         |(path, digest): &(PathBuf, String)| file_hash(path).is_ok_and(|d| d == *digest);
-    let records: Vec<Record> = store.get(key)?;
-    let r = records
+    let r = trusted(store, key, target_dir)
         .into_iter()
         .find(|r| r.binary == binary && r.inputs.iter().all(unchanged))?;
     (!unchanged(&(r.binary, r.digest.clone()))).then_some(r.digest)
@@ -178,9 +214,16 @@ pub(super) fn remove_output(binary: &Path) -> String {
     }
 }
 
-/// Keep `built` under `key` with the inputs its dep-info names, and a copy of its binary
-/// (nothing is kept when the dep-info is missing or names a file that cannot be read).
-pub(super) fn keep(store: &Store, blobs: &Blobs, key: &str, built: &Built, root: &Path) {
+/// Keep `built` (built into `target_dir`) under `key` with the inputs its dep-info names,
+/// and a copy of its binary (nothing is kept when the dep-info is missing or names a file
+/// that cannot be read).
+pub(super) fn keep(
+    store: &Store,
+    blobs: &Blobs,
+    key: &str,
+    (built, target_dir): (&Built, &Path),
+    root: &Path,
+) {
     let Some(inputs) = dep_info_inputs(&built.binary, root) else {
         return;
     };
@@ -199,7 +242,7 @@ pub(super) fn keep(store: &Store, blobs: &Blobs, key: &str, built: &Built, root:
         command: built.command.clone(),
         seconds: built.seconds,
     };
-    let mut records: Vec<Record> = store.get(key).unwrap_or_default();
+    let mut records = trusted(store, key, target_dir);
     records.retain(|r| r.inputs != record.inputs);
     records.insert(0, record);
     records.truncate(KEPT_PER_KEY);
@@ -279,10 +322,10 @@ mod tests {
             command: "cargo build".into(),
             peak_rss_bytes: None,
         };
-        keep(&store, &blobs, "k", &built, root);
-        assert_eq!(tampered(&store, "k", &bin), None, "as built");
+        keep(&store, &blobs, "k", (&built, root), root);
+        assert_eq!(tampered(&store, "k", root, &bin), None, "as built");
         std::fs::write(&bin, "ELF trunc").unwrap();
-        let recorded = tampered(&store, "k", &bin).expect("a changed binary is seen");
+        let recorded = tampered(&store, "k", root, &bin).expect("a changed binary is seen");
         let records: Vec<Record> = store.get("k").unwrap();
         assert_eq!(recorded, records[0].digest);
         let removed = remove_output(&bin);
@@ -311,11 +354,12 @@ mod tests {
                 command: "cargo build".into(),
                 peak_rss_bytes: None,
             };
-            keep(&store, &blobs, "k", &built, root);
+            keep(&store, &blobs, "k", (&built, root), root);
         };
         let reused = |source: &str| {
             std::fs::write(&src, source).unwrap();
-            reusable(&store, &blobs, "k").map(|b| (std::fs::read_to_string(&b.binary).unwrap(), b))
+            reusable(&store, &blobs, "k", root)
+                .map(|b| (std::fs::read_to_string(&b.binary).unwrap(), b))
         };
         build("fn main() {}", "ELF one");
         let (content, again) = reused("fn main() {}").expect("unchanged inputs are reused");
@@ -341,5 +385,43 @@ mod tests {
         // A kept copy that no longer has its digest is never used.
         std::fs::write(&back.binary, "ELF bad").unwrap();
         assert!(reused("fn main() {}").is_none());
+    }
+
+    #[test]
+    fn a_record_naming_a_file_outside_its_target_dir_or_no_blob_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        let (store, blobs) = (
+            Store::new(dir.path(), "builds"),
+            Blobs::new(dir.path(), "blobs"),
+        );
+        let script = dir.path().join("evil.sh");
+        std::fs::write(&script, "#!/bin/sh\necho owned\n").unwrap();
+        let src = dir.path().join("main.rs");
+        std::fs::write(&src, "fn main() {}").unwrap();
+        let record = |binary: &Path, digest: String| Record {
+            binary: binary.to_path_buf(),
+            digest,
+            inputs: vec![(src.clone(), file_hash(&src).unwrap())],
+            stderr: String::new(),
+            command: "cargo build".into(),
+            seconds: 1.0,
+        };
+        let digest = file_hash(&script).unwrap();
+        // Named outright, through `..` and with a blob name that climbs out of the cache.
+        let escape = target.join("..").join("evil.sh");
+        for r in [
+            record(&script, digest.clone()),
+            record(&escape, digest.clone()),
+            record(&target.join("prog"), "../../evil.sh".into()),
+        ] {
+            store.put("k", &vec![r]);
+            assert!(reusable(&store, &blobs, "k", &target).is_none());
+            assert!(tampered(&store, "k", &target, &script).is_none());
+            let left: Vec<Record> = store.get("k").unwrap();
+            assert!(left.is_empty(), "the untrusted record is dropped");
+            assert!(script.exists(), "and nothing outside is removed");
+        }
     }
 }
