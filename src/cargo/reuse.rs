@@ -16,8 +16,10 @@
 //! file times, not bytes), the binary and its `deps/` original are removed and cargo links
 //! it again ([`tampered`], [`remove_output`]), so a damaged output is never kept or reused.
 //! A record is trusted only when the binary it names lies inside the target dir its key
-//! holds and its blob's name is a digest ([`trusted`]); any other is dropped from the entry,
-//! so an edited record can make us neither run nor remove a file elsewhere.
+//! holds and its blob's name is a digest ([`trusted`]), and handed out only when its binary
+//! is a whole executable for the target (`executable::check`); any other is dropped from the
+//! entry, so an edited record can make us neither run nor remove a file elsewhere. A binary
+//! that is not a whole executable is never kept.
 //!
 //! Not seen (and why `--fresh` rebuilds everything): files a build script reads without
 //! declaring them, and environment variables outside the prefixes below.
@@ -105,6 +107,14 @@ pub(super) fn key(
 /// versions of the sources without building.
 const KEPT_PER_KEY: usize = 4;
 
+/// Where a build goes: its target dir, and the `--target` its binary is for (`None`: this
+/// host).
+#[derive(Clone, Copy)]
+pub(super) struct Dest<'a> {
+    pub target_dir: &'a Path,
+    pub target: Option<&'a str>,
+}
+
 /// The records kept under `key` (builds into `target_dir`) that can be trusted; the others
 /// are dropped from the entry.
 fn trusted(store: &Store, key: &str, target_dir: &Path) -> Vec<Record> {
@@ -129,17 +139,12 @@ fn in_target_dir(binary: &Path, target_dir: &Path) -> bool {
     })
 }
 
-/// A build kept under `key` (built into `target_dir`) whose inputs all still have their
-/// digests.
-pub(super) fn reusable(
-    store: &Store,
-    blobs: &Blobs,
-    key: &str,
-    target_dir: &Path,
-) -> Option<Built> {
+/// A build kept under `key` (built to `dest`) whose inputs all still have their digests,
+/// and whose binary is a whole executable for the target (else the record is dropped).
+pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str, dest: Dest) -> Option<Built> {
     let unchanged =
         |(path, digest): &(PathBuf, String)| file_hash(path).is_ok_and(|d| d == *digest);
-    let r = trusted(store, key, target_dir)
+    let r = trusted(store, key, dest.target_dir)
         .into_iter()
         .find(|r| r.inputs.iter().all(unchanged))?;
     // The target dir holds only the newest build of these settings.
@@ -148,6 +153,13 @@ pub(super) fn reusable(
     } else {
         blobs.get(&r.digest)?
     };
+    if super::executable::check(&binary, dest.target).is_err() {
+        // A record of something that is no executable for the target: never run it.
+        let mut records = trusted(store, key, dest.target_dir);
+        records.retain(|k| k.inputs != r.inputs);
+        store.put(key, &records);
+        return None;
+    }
     Some(Built {
         binary,
         // What building it took: the row describes the candidate, not this run's work
@@ -214,16 +226,20 @@ pub(super) fn remove_output(binary: &Path) -> String {
     }
 }
 
-/// Keep `built` (built into `target_dir`) under `key` with the inputs its dep-info names,
-/// and a copy of its binary (nothing is kept when the dep-info is missing or names a file
-/// that cannot be read).
+/// Keep `built` (built to `dest`) under `key` with the inputs its dep-info names, and a
+/// copy of its binary (nothing is kept when the binary is not a whole executable for the
+/// target, or the dep-info is missing or names a file that cannot be read).
 pub(super) fn keep(
     store: &Store,
     blobs: &Blobs,
     key: &str,
-    (built, target_dir): (&Built, &Path),
+    (built, dest): (&Built, Dest),
     root: &Path,
 ) {
+    // A binary that is not a whole executable (cut short, not for the target) is never kept.
+    if super::executable::check(&built.binary, dest.target).is_err() {
+        return;
+    }
     let Some(inputs) = dep_info_inputs(&built.binary, root) else {
         return;
     };
@@ -242,7 +258,7 @@ pub(super) fn keep(
         command: built.command.clone(),
         seconds: built.seconds,
     };
-    let mut records = trusted(store, key, target_dir);
+    let mut records = trusted(store, key, dest.target_dir);
     records.retain(|r| r.inputs != record.inputs);
     records.insert(0, record);
     records.truncate(KEPT_PER_KEY);
@@ -290,6 +306,14 @@ fn split_make_words(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cargo::executable::{tiny_elf, TINY_TARGET};
+
+    fn dest(target_dir: &Path) -> Dest<'_> {
+        Dest {
+            target_dir,
+            target: Some(TINY_TARGET),
+        }
+    }
 
     #[test]
     fn make_words_keep_escaped_spaces() {
@@ -305,7 +329,7 @@ mod tests {
         let root = dir.path();
         std::fs::create_dir(root.join("deps")).unwrap();
         let (bin, linked) = (root.join("my-prog"), root.join("deps/my_prog-0123abcd"));
-        std::fs::write(&linked, "ELF whole").unwrap();
+        std::fs::write(&linked, tiny_elf(b"whole")).unwrap();
         std::fs::hard_link(&linked, &bin).unwrap();
         std::fs::write(root.join("deps/my_prog-0123abcd.d"), "x").unwrap();
         std::fs::write(
@@ -322,9 +346,9 @@ mod tests {
             command: "cargo build".into(),
             peak_rss_bytes: None,
         };
-        keep(&store, &blobs, "k", (&built, root), root);
+        keep(&store, &blobs, "k", (&built, dest(root)), root);
         assert_eq!(tampered(&store, "k", root, &bin), None, "as built");
-        std::fs::write(&bin, "ELF trunc").unwrap();
+        std::fs::write(&bin, tiny_elf(b"edited")).unwrap();
         let recorded = tampered(&store, "k", root, &bin).expect("a changed binary is seen");
         let records: Vec<Record> = store.get("k").unwrap();
         assert_eq!(recorded, records[0].digest);
@@ -344,9 +368,9 @@ mod tests {
         let src = root.join("main.rs");
         std::fs::write(root.join("prog.d"), format!("{}: main.rs\n", bin.display())).unwrap();
         let (store, blobs) = (Store::new(root, "builds"), Blobs::new(root, "blobs"));
-        let build = |source: &str, binary: &str| {
+        let build = |source: &str, binary: &[u8]| {
             std::fs::write(&src, source).unwrap();
-            std::fs::write(&bin, binary).unwrap();
+            std::fs::write(&bin, tiny_elf(binary)).unwrap();
             let built = Built {
                 binary: bin.clone(),
                 seconds: 3.0,
@@ -354,16 +378,16 @@ mod tests {
                 command: "cargo build".into(),
                 peak_rss_bytes: None,
             };
-            keep(&store, &blobs, "k", (&built, root), root);
+            keep(&store, &blobs, "k", (&built, dest(root)), root);
         };
         let reused = |source: &str| {
             std::fs::write(&src, source).unwrap();
-            reusable(&store, &blobs, "k", root)
-                .map(|b| (std::fs::read_to_string(&b.binary).unwrap(), b))
+            reusable(&store, &blobs, "k", dest(root))
+                .map(|b| (std::fs::read(&b.binary).unwrap(), b))
         };
-        build("fn main() {}", "ELF one");
+        build("fn main() {}", b"one");
         let (content, again) = reused("fn main() {}").expect("unchanged inputs are reused");
-        assert_eq!(content, "ELF one");
+        assert_eq!(content, tiny_elf(b"one"));
         assert_eq!(again.seconds, 3.0, "the row keeps what building it took");
         assert_eq!(again.stderr, "warning: x");
         assert_eq!(
@@ -376,14 +400,14 @@ mod tests {
         );
 
         // A second version, then back to the first: its binary comes from its kept copy.
-        build("fn main() { loop {} }", "ELF two");
-        assert_eq!(reused("fn main() { loop {} }").unwrap().0, "ELF two");
+        build("fn main() { loop {} }", b"two");
+        assert_eq!(reused("fn main() { loop {} }").unwrap().0, tiny_elf(b"two"));
         let (content, back) = reused("fn main() {}").expect("a reverted edit builds nothing");
-        assert_eq!(content, "ELF one");
+        assert_eq!(content, tiny_elf(b"one"));
         assert_ne!(back.binary, bin);
 
         // A kept copy that no longer has its digest is never used.
-        std::fs::write(&back.binary, "ELF bad").unwrap();
+        std::fs::write(&back.binary, tiny_elf(b"bad")).unwrap();
         assert!(reused("fn main() {}").is_none());
     }
 
@@ -417,11 +441,67 @@ mod tests {
             record(&target.join("prog"), "../../evil.sh".into()),
         ] {
             store.put("k", &vec![r]);
-            assert!(reusable(&store, &blobs, "k", &target).is_none());
+            assert!(reusable(&store, &blobs, "k", dest(&target)).is_none());
             assert!(tampered(&store, "k", &target, &script).is_none());
             let left: Vec<Record> = store.get("k").unwrap();
             assert!(left.is_empty(), "the untrusted record is dropped");
             assert!(script.exists(), "and nothing outside is removed");
         }
+    }
+
+    /// A record of a file in the target dir whose digest matches but that is no executable
+    /// (a script), or an executable cut short: dropped, never handed out; a cut binary is
+    /// never kept.
+    #[test]
+    fn a_record_of_no_whole_executable_is_dropped_and_a_cut_binary_is_never_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (store, blobs) = (Store::new(root, "builds"), Blobs::new(root, "blobs"));
+        let (bin, src) = (root.join("prog"), root.join("main.rs"));
+        std::fs::write(&src, "fn main() {}").unwrap();
+        std::fs::write(root.join("prog.d"), format!("{}: main.rs\n", bin.display())).unwrap();
+        let whole = tiny_elf(b"one");
+        for bytes in [
+            b"#!/bin/sh\necho owned\n".to_vec(),
+            whole[..whole.len() - 1].to_vec(),
+        ] {
+            std::fs::write(&bin, &bytes).unwrap();
+            let record = Record {
+                binary: bin.clone(),
+                digest: file_hash(&bin).unwrap(),
+                inputs: vec![(src.clone(), file_hash(&src).unwrap())],
+                stderr: String::new(),
+                command: "cargo build".into(),
+                seconds: 1.0,
+            };
+            store.put("k", &vec![record]);
+            assert!(reusable(&store, &blobs, "k", dest(root)).is_none());
+            let left: Vec<Record> = store.get("k").unwrap();
+            assert!(left.is_empty(), "the record is dropped");
+            let built = Built {
+                binary: bin.clone(),
+                seconds: 1.0,
+                stderr: String::new(),
+                command: "cargo build".into(),
+                peak_rss_bytes: None,
+            };
+            keep(&store, &blobs, "k", (&built, dest(root)), root);
+            let left: Vec<Record> = store.get("k").unwrap();
+            assert!(left.is_empty(), "nothing is kept of it");
+            assert!(blobs.get(&file_hash(&bin).unwrap()).is_none(), "no blob");
+        }
+        std::fs::write(&bin, &whole).unwrap();
+        let built = Built {
+            binary: bin.clone(),
+            seconds: 1.0,
+            stderr: String::new(),
+            command: "cargo build".into(),
+            peak_rss_bytes: None,
+        };
+        keep(&store, &blobs, "k", (&built, dest(root)), root);
+        assert!(
+            reusable(&store, &blobs, "k", dest(root)).is_some(),
+            "a whole one is"
+        );
     }
 }

@@ -161,9 +161,12 @@ fn build(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<PathBuf> {
         }
     });
     spinner.finish_and_clear();
-    let built = built
+    let (built, warning) = built
         .with_context(|| format!("building the package at {short}"))
         .map_err(hint)?;
+    if let Some(warning) = warning {
+        plan.ui.warn(&format!("{short}: {warning}"));
+    }
     plan.ui.done(&format!("{short} built"), built.seconds);
     Ok(built.binary)
 }
