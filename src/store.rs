@@ -211,6 +211,13 @@ pub fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
     Ok(d)
 }
 
+/// Forget every remembered digest, as a later run starts without them (tests of what a
+/// later run sees).
+#[cfg(test)]
+pub fn forget_digests() {
+    *DIGESTS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 fn read_digest(path: &Path) -> std::io::Result<[u8; 32]> {
     let mut f = std::fs::File::open(path)?;
     let mut h = Sha256::new();
