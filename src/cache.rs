@@ -57,16 +57,75 @@ pub fn key_of(binaries: &[&Path], workloads: &[&Workload], extra: &str) -> std::
     Ok(hex(&h.finalize()[..16]))
 }
 
-/// A workload's definition and the bytes of the input files it names (args, stdin).
+/// A folder a workload names is hashed by content up to this many entries (files, folders,
+/// links) …
+const DIR_ENTRIES_LIMIT: usize = 10_000;
+/// … and this many bytes of files. Past either there is no key: nothing decided by that
+/// workload is kept or reused (each run does it again).
+const DIR_BYTES_LIMIT: u64 = 1 << 30;
+
+/// A workload's definition and the bytes of the input files it names (args — `--flag=PATH`
+/// too —, stdin; `process::named_files`): a file by content, a folder by every entry's
+/// relative path and content ([`dir_digest`]).
 fn workload_digest(h: &mut Sha256, w: &Workload) -> std::io::Result<()> {
     h.update(format!("{w:?}"));
     for path in w.input_paths() {
         if let Ok(meta) = std::fs::metadata(&path) {
-            if meta.is_file() && meta.len() <= HASHED_INPUT_LIMIT {
+            h.update(path.as_os_str().as_encoded_bytes());
+            if meta.is_dir() {
+                dir_digest(h, &path)?;
+            } else if meta.is_file() && meta.len() <= HASHED_INPUT_LIMIT {
                 h.update(file_digest(&path)?);
             } else {
                 h.update(format!("{:?}{:?}", meta.len(), meta.modified().ok()));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Every entry under `dir`, in order of its path relative to `dir`: a file by its content,
+/// a symlink by where it points (not followed), a folder, device or pipe by its kind. An
+/// error past [`DIR_ENTRIES_LIMIT`] entries or [`DIR_BYTES_LIMIT`] bytes: no key then.
+fn dir_digest(h: &mut Sha256, dir: &Path) -> std::io::Result<()> {
+    let too_big = |what: String| {
+        std::io::Error::other(format!(
+            "{} holds more than {what}: too much to hash, so nothing that reads it is kept or reused",
+            dir.display()
+        ))
+    };
+    let (mut entries, mut pending) = (Vec::new(), vec![dir.to_path_buf()]);
+    while let Some(d) = pending.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let kind = e.file_type()?;
+            if kind.is_dir() {
+                pending.push(e.path());
+            }
+            entries.push((e.path(), kind));
+            if entries.len() > DIR_ENTRIES_LIMIT {
+                return Err(too_big(format!("{DIR_ENTRIES_LIMIT} entries")));
+            }
+        }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut bytes = 0u64;
+    for (path, kind) in entries {
+        let rel = path.strip_prefix(dir).unwrap_or(&path);
+        h.update(rel.as_os_str().as_encoded_bytes());
+        h.update([0]);
+        if kind.is_file() {
+            bytes += std::fs::metadata(&path)?.len();
+            if bytes > DIR_BYTES_LIMIT {
+                return Err(too_big(crate::util::human_bytes(DIR_BYTES_LIMIT)));
+            }
+            h.update(b"file");
+            h.update(file_digest(&path)?);
+        } else if kind.is_symlink() {
+            h.update(b"link");
+            h.update(std::fs::read_link(&path)?.as_os_str().as_encoded_bytes());
+        } else {
+            h.update(format!("{kind:?}"));
         }
     }
     Ok(())
@@ -320,6 +379,79 @@ mod tests {
             cargo: None,
             line: 1,
         }
+    }
+
+    /// Set `path`'s modification time to `at` (restoring what an edit changed).
+    fn set_mtime(path: &Path, at: std::time::SystemTime) {
+        let f = std::fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(at).unwrap();
+    }
+
+    #[test]
+    fn a_file_named_as_the_value_of_a_flag_is_in_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.json");
+        std::fs::write(&input, "[1]").unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::write(&bin, "ELF").unwrap();
+        let key = |w: &Workload| run_key(&bin, &[w]).unwrap();
+        for arg in ["--input=in.json", "if=in.json"] {
+            let w = workload(dir.path(), arg);
+            let one = key(&w);
+            std::fs::write(&input, "[1, 2]").unwrap();
+            assert_ne!(key(&w), one, "{arg}: the file behind it changed");
+            std::fs::write(&input, "[1]").unwrap();
+        }
+        // Not seen: a flag joined to its path without `=`.
+        let joined = workload(dir.path(), "-iin.json");
+        let same = key(&joined);
+        std::fs::write(&input, "[4, 5]").unwrap();
+        assert_eq!(key(&joined), same);
+    }
+
+    #[test]
+    fn a_folder_is_in_the_key_by_content_not_by_size_and_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(data.join("sub")).unwrap();
+        let file = data.join("sub/a.txt");
+        std::fs::write(&file, "aaaa").unwrap();
+        std::fs::write(data.join("b.txt"), "b").unwrap();
+        let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+        set_mtime(&file, old);
+        let bin = dir.path().join("bin");
+        std::fs::write(&bin, "ELF").unwrap();
+        for arg in ["data", "--dir=data"] {
+            let w = workload(dir.path(), arg);
+            let key = || run_key(&bin, &[&w]).unwrap();
+            let one = key();
+            assert_eq!(key(), one);
+            // Same size, modification time restored: only the content differs.
+            std::fs::write(&file, "bbbb").unwrap();
+            set_mtime(&file, old);
+            crate::store::forget_digests();
+            let two = key();
+            assert_ne!(two, one, "{arg}: a changed file inside the folder");
+            std::fs::write(data.join("c.txt"), "").unwrap();
+            assert_ne!(key(), two, "{arg}: a new file inside the folder");
+            std::fs::remove_file(data.join("c.txt")).unwrap();
+            std::fs::write(&file, "aaaa").unwrap();
+            set_mtime(&file, old);
+            crate::store::forget_digests();
+            assert_eq!(key(), one, "{arg}: the same content again");
+        }
+    }
+
+    #[test]
+    fn a_folder_past_the_bound_gives_no_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        for i in 0..=DIR_ENTRIES_LIMIT {
+            std::fs::write(data.join(i.to_string()), "").unwrap();
+        }
+        let e = run_key(&data.join("0"), &[&workload(dir.path(), "data")]).unwrap_err();
+        assert!(e.to_string().contains("too much to hash"), "{e}");
     }
 
     #[test]

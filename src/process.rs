@@ -339,24 +339,37 @@ pub fn launch(
     }
 }
 
-/// The files a command names: `stdin`, and each argument that names an existing file
-/// (relative ones under `cwd`). A cold start evicts them; a warm comparison reads them in.
+/// The files a command names: `stdin`, and each argument that names an existing file or
+/// folder, or whose value after its first `=` does (`--input=FILE`, `if=FILE`); relative
+/// ones under `cwd`. A flag joined to its path without `=` (`-iFILE`) is not seen. A cold
+/// start evicts them; a warm comparison reads them in; cached results are keyed by them.
 pub fn named_files<'a>(
     cwd: &Path,
     args: impl IntoIterator<Item = &'a Path>,
     stdin: Option<&'a Path>,
 ) -> Vec<PathBuf> {
-    args.into_iter()
-        .chain(stdin)
-        .map(|p| {
-            if p.is_absolute() {
-                p.to_path_buf()
-            } else {
-                cwd.join(p)
-            }
-        })
-        .filter(|p| p.exists())
-        .collect()
+    let resolve = |p: &Path| {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            cwd.join(p)
+        }
+    };
+    let mut files = Vec::new();
+    for arg in args {
+        let whole = resolve(arg);
+        if whole.exists() {
+            files.push(whole);
+            continue;
+        }
+        let value = arg.to_str().and_then(|a| a.split_once('=')).map(|(_, v)| v);
+        let named = value
+            .filter(|v| !v.is_empty())
+            .map(|v| resolve(Path::new(v)));
+        files.extend(named.filter(|p| p.exists()));
+    }
+    files.extend(stdin.map(resolve).filter(|p| p.exists()));
+    files
 }
 
 /// The most of one file [`prime`] reads; beyond it, the kernel is asked to read ahead.
@@ -672,9 +685,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("in.json"), "[1]").unwrap();
         std::fs::write(dir.path().join("stdin.txt"), "x").unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
         let files = named_files(
             dir.path(),
-            ["-c", "in.json", "missing.json", "/dev/zero"].map(Path::new),
+            [
+                "-c",
+                "in.json",
+                "missing.json",
+                "/dev/zero",
+                "--input=in.json",
+                "if=/dev/zero",
+                "--out=missing.json",
+                "--dir=data",
+                "-iin.json",
+            ]
+            .map(Path::new),
             Some(Path::new("stdin.txt")),
         );
         assert_eq!(
@@ -682,6 +707,9 @@ mod tests {
             [
                 dir.path().join("in.json"),
                 PathBuf::from("/dev/zero"),
+                dir.path().join("in.json"),
+                PathBuf::from("/dev/zero"),
+                dir.path().join("data"),
                 dir.path().join("stdin.txt")
             ]
         );

@@ -5,7 +5,9 @@
 //! - [`Blobs`]: files kept by their content digest (`<dir>/<digest>`: binaries in
 //!   `cache/blobs/`; merged PGO profiles as `cache/<digest>.profdata`, the name the PGO
 //!   build's `-Cprofile-use` gives), checked against the digest before they are handed out
-//!   and before an existing copy is trusted;
+//!   and before an existing copy is trusted; a name read from a cache entry is used only when
+//!   it is a digest as [`file_hash`] writes it ([`is_blob_name`]), so an entry naming
+//!   `../../x` or `/x` reaches nothing outside the cache (neither read nor removed);
 //!
 //! every write through `util::atomic` (temporary file + rename).
 //! - [`file_digest`]: SHA-256 of a file, remembered for the life of the process per (path,
@@ -111,9 +113,10 @@ impl Blobs {
         }
     }
 
-    /// Where the blob `digest` is (or would be) kept.
-    pub fn path_of(&self, digest: &str) -> PathBuf {
-        self.dir.join(format!("{digest}{}", self.suffix))
+    /// Where the blob `digest` is (or would be) kept; `None` when `digest` is not a blob's
+    /// name ([`is_blob_name`]): a cache entry naming anything else is not to be trusted.
+    pub fn path_of(&self, digest: &str) -> Option<PathBuf> {
+        is_blob_name(digest).then(|| self.dir.join(format!("{digest}{}", self.suffix)))
     }
 
     /// Keep a copy of `file`; returns its digest (the name to ask for it by).
@@ -124,7 +127,7 @@ impl Blobs {
     /// Keep a copy of `file` unless a sound one is there already.
     pub fn keep(&self, file: &Path) -> std::io::Result<Kept> {
         let digest = file_hash(file)?;
-        let path = self.path_of(&digest);
+        let path = self.dir.join(format!("{digest}{}", self.suffix));
         let (sound, repaired) = match file_hash(&path) {
             Ok(d) => (d == digest, d != digest),
             Err(_) => (false, false),
@@ -144,9 +147,9 @@ impl Blobs {
     }
 
     /// The kept file named `digest`, when its content still has that digest (else it is
-    /// removed).
+    /// removed). A `digest` that is no blob's name is nothing kept: no file is looked at.
     pub fn get(&self, digest: &str) -> Option<PathBuf> {
-        let path = self.path_of(digest);
+        let path = self.path_of(digest)?;
         match file_hash(&path) {
             Ok(d) if d == digest => {
                 touch(&path);
@@ -208,6 +211,13 @@ pub fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
     Ok(d)
 }
 
+/// Forget every remembered digest, as a later run starts without them (tests of what a
+/// later run sees).
+#[cfg(test)]
+pub fn forget_digests() {
+    *DIGESTS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 fn read_digest(path: &Path) -> std::io::Result<[u8; 32]> {
     let mut f = std::fs::File::open(path)?;
     let mut h = Sha256::new();
@@ -222,9 +232,19 @@ fn read_digest(path: &Path) -> std::io::Result<[u8; 32]> {
     Ok(h.finalize().into())
 }
 
+/// How many bytes of a file's SHA-256 name it: [`file_hash`] writes twice as many hex digits.
+const HASH_BYTES: usize = 12;
+
 /// A file's digest as 24 hex digits (names blobs and content-addressed profiles).
 pub fn file_hash(path: &Path) -> std::io::Result<String> {
-    Ok(hex(&file_digest(path)?[..12]))
+    Ok(hex(&file_digest(path)?[..HASH_BYTES]))
+}
+
+/// Whether `name` is a blob's name: a digest as [`file_hash`] writes it, 24 lowercase hex
+/// digits. Every name a cache entry gives for a blob is checked with this before it
+/// becomes a path (a path separator, `..` or an absolute path are never one).
+pub fn is_blob_name(name: &str) -> bool {
+    name.len() == 2 * HASH_BYTES && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// A file's full SHA-256 as 64 hex digits (what `sha256sum` prints).
@@ -261,6 +281,31 @@ mod tests {
         assert!(blobs.get(&d).is_none(), "a changed blob must not be used");
         assert!(!kept.exists(), "and is removed");
         assert!(blobs.get("0123").is_none());
+    }
+
+    #[test]
+    fn a_blob_name_that_is_no_digest_reaches_nothing_outside_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("precious");
+        std::fs::write(&outside, b"user data").unwrap();
+        let blobs = Blobs::new(&dir.path().join("optimize"), "blobs");
+        // From `optimize/cache/blobs/`, three levels up is `dir`.
+        let absolute = outside.display().to_string();
+        for name in [
+            "../../../precious",
+            &absolute,
+            "",
+            "ABCDEF0123456789abcdef01",
+        ] {
+            assert!(blobs.get(name).is_none(), "{name:?}");
+            assert!(
+                outside.exists(),
+                "{name:?} removed a file outside the cache"
+            );
+            assert!(blobs.path_of(name).is_none(), "{name:?}");
+        }
+        assert_eq!(std::fs::read(&outside).unwrap(), b"user data");
+        assert!(is_blob_name(&file_hash(&outside).unwrap()));
     }
 
     #[test]

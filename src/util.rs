@@ -157,7 +157,6 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok((n * scale as f64) as u64)
 }
 
-/// Remove `dir` if it exists, then create it empty.
 /// `p` made absolute against the current directory (not canonicalised: it may not exist).
 pub fn absolute(p: &Path) -> PathBuf {
     if p.is_absolute() {
@@ -167,6 +166,17 @@ pub fn absolute(p: &Path) -> PathBuf {
     }
 }
 
+/// Whether the existing file `path` lies inside the existing folder `dir` once both are
+/// resolved (symlinks followed, `..` taken out): a path a cache entry or a report names is
+/// used only where we put it.
+pub fn lies_inside(path: &Path, dir: &Path) -> bool {
+    match (path.canonicalize(), dir.canonicalize()) {
+        (Ok(p), Ok(d)) => p != d && p.starts_with(d),
+        _ => false,
+    }
+}
+
+/// Remove `dir` if it exists, then create it empty.
 pub fn reset_dir(dir: &Path) -> std::io::Result<()> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => {}
@@ -311,6 +321,20 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_path_lies_inside_a_folder_only_once_resolved() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("target");
+        std::fs::create_dir_all(dir.join("release")).unwrap();
+        std::fs::write(dir.join("release/prog"), "x").unwrap();
+        std::fs::write(d.path().join("outside"), "x").unwrap();
+        assert!(lies_inside(&dir.join("release/prog"), &dir));
+        assert!(!lies_inside(&dir.join("release/../../outside"), &dir));
+        assert!(!lies_inside(&d.path().join("outside"), &dir));
+        assert!(!lies_inside(&dir.join("missing"), &dir));
+        assert!(!lies_inside(&dir, &dir));
+    }
 
     #[test]
     fn bytes_in_binary_units() {

@@ -11,6 +11,7 @@
 //! `user flags + stage flags` as `CARGO_ENCODED_RUSTFLAGS`.
 
 mod config;
+mod executable;
 mod flags;
 pub mod profile;
 mod reuse;
@@ -246,13 +247,19 @@ impl BuildCache<'_> {
         target_dir: &Path,
     ) -> Option<Built> {
         let key = reuse::key(project, settings, target_dir, self.toolchain);
-        reuse::reusable(&self.store(), &self.blobs(), &key)
+        reuse::reusable(
+            &self.store(),
+            &self.blobs(),
+            &key,
+            dest(settings, target_dir),
+        )
     }
 
     /// [`build`], then keep what it was made from for the next run. A binary cargo calls
-    /// fresh that is not the one its kept record says this build made (truncated or
-    /// changed in the target dir: cargo's freshness looks at times, not bytes) is removed
-    /// so cargo links it again; the warning saying so comes back with the build.
+    /// fresh that is not the one its kept record says this build made, or no whole
+    /// executable for the target (truncated or changed in the target dir: cargo's
+    /// freshness looks at times, not bytes), is removed so cargo links it again; the
+    /// warning saying so comes back with the build.
     pub fn build(
         &self,
         project: &Project,
@@ -261,24 +268,19 @@ impl BuildCache<'_> {
         on_line: &mut dyn FnMut(&str),
     ) -> Result<(Built, Option<String>), CargoError> {
         let key = reuse::key(project, settings, target_dir, self.toolchain);
-        let (mut built, fresh) = build_once(project, settings, target_dir, on_line)?;
-        let mut warning = None;
-        if fresh {
-            if let Some(recorded) = reuse::tampered(&self.store(), &key, &built.binary) {
-                let removed = reuse::remove_output(&built.binary);
-                warning = Some(format!(
-                    "{} is not the binary cargo built (its digest is not {recorded}, the one \
-                     recorded when it was built): removed ({removed}) and built again",
-                    built.binary.display()
-                ));
-                built = build_once(project, settings, target_dir, on_line)?.0;
-            }
-        }
+        let store = self.store();
+        let recorded = |binary: &Path| {
+            reuse::tampered(&store, &key, target_dir, binary).map(|digest| {
+                format!("its digest is not {digest}, the one recorded when it was built")
+            })
+        };
+        let (built, warning) = build_checked(project, settings, target_dir, on_line, &recorded)?;
+        let dest = dest(settings, target_dir);
         reuse::keep(
-            &self.store(),
+            &store,
             &self.blobs(),
             &key,
-            &built,
+            (&built, dest),
             &project.workspace_root,
         );
         Ok((built, warning))
@@ -293,14 +295,53 @@ impl BuildCache<'_> {
     }
 }
 
-/// Build `settings` into `target_dir`; `on_line` sees each line cargo prints (progress).
+/// Where `settings` build into `target_dir`, for [`reuse`].
+fn dest<'a>(settings: &'a BuildSettings, target_dir: &'a Path) -> reuse::Dest<'a> {
+    reuse::Dest {
+        target_dir,
+        target: settings.target.as_deref(),
+    }
+}
+
+/// Build `settings` into `target_dir`; `on_line` sees each line cargo prints (progress). A
+/// binary cargo calls fresh that is no whole executable for the target is linked again; the
+/// warning saying so comes back with the build.
 pub fn build(
     project: &Project,
     settings: &BuildSettings,
     target_dir: &Path,
     on_line: &mut dyn FnMut(&str),
-) -> Result<Built, CargoError> {
-    build_once(project, settings, target_dir, on_line).map(|(built, _)| built)
+) -> Result<(Built, Option<String>), CargoError> {
+    build_checked(project, settings, target_dir, on_line, &|_| None)
+}
+
+/// [`build_once`], and a binary cargo calls fresh checked (cargo judges freshness by file
+/// times, so a truncated or edited output looks fresh): when `recorded` says it is not the
+/// binary that was built, or it is no whole executable for the target
+/// (`executable::check`), it is removed with its `deps/` original and cargo links it again.
+fn build_checked(
+    project: &Project,
+    settings: &BuildSettings,
+    target_dir: &Path,
+    on_line: &mut dyn FnMut(&str),
+    recorded: &dyn Fn(&Path) -> Option<String>,
+) -> Result<(Built, Option<String>), CargoError> {
+    let (built, fresh) = build_once(project, settings, target_dir, on_line)?;
+    if !fresh {
+        return Ok((built, None));
+    }
+    let why = recorded(&built.binary)
+        .or_else(|| executable::check(&built.binary, settings.target.as_deref()).err());
+    let Some(why) = why else {
+        return Ok((built, None));
+    };
+    let removed = reuse::remove_output(&built.binary);
+    let warning = format!(
+        "{} is not the binary cargo built ({why}): removed ({removed}) and built again",
+        built.binary.display()
+    );
+    let (built, _) = build_once(project, settings, target_dir, on_line)?;
+    Ok((built, Some(warning)))
 }
 
 /// [`build`], and whether cargo called the binary's artifact fresh (it compiled nothing).

@@ -15,16 +15,21 @@
 //! record of the same inputs says it built (truncated or edited: cargo judges freshness by
 //! file times, not bytes), the binary and its `deps/` original are removed and cargo links
 //! it again ([`tampered`], [`remove_output`]), so a damaged output is never kept or reused.
+//! A record is trusted only when the binary it names lies inside the target dir its key
+//! holds and its blob's name is a digest ([`trusted`]), and handed out only when its binary
+//! is a whole executable for the target (`executable::check`); any other is dropped from the
+//! entry, so an edited record can make us neither run nor remove a file elsewhere. A binary
+//! that is not a whole executable is never kept.
 //!
 //! Not seen (and why `--fresh` rebuilds everything): files a build script reads without
 //! declaring them, and environment variables outside the prefixes below.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use super::{BuildSettings, Built, Project};
-use crate::store::{file_digest, file_hash, hex, Blobs, Store};
+use crate::store::{file_digest, file_hash, hex, is_blob_name, Blobs, Store};
 
 /// Environment variables that can change what cargo or rustc produce.
 const ENV_PREFIXES: &[&str] = &[
@@ -102,12 +107,44 @@ pub(super) fn key(
 /// versions of the sources without building.
 const KEPT_PER_KEY: usize = 4;
 
-/// A build kept under `key` whose inputs all still have their digests.
-pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str) -> Option<Built> {
+/// Where a build goes: its target dir, and the `--target` its binary is for (`None`: this
+/// host).
+#[derive(Clone, Copy)]
+pub(super) struct Dest<'a> {
+    pub target_dir: &'a Path,
+    pub target: Option<&'a str>,
+}
+
+/// The records kept under `key` (builds into `target_dir`) that can be trusted; the others
+/// are dropped from the entry.
+fn trusted(store: &Store, key: &str, target_dir: &Path) -> Vec<Record> {
+    let mut records: Vec<Record> = store.get(key).unwrap_or_default();
+    let before = records.len();
+    records.retain(|r| is_blob_name(&r.digest) && in_target_dir(&r.binary, target_dir));
+    if records.len() != before {
+        store.put(key, &records);
+    }
+    records
+}
+
+/// Whether `binary` is a file of `target_dir`: resolved (symlinks followed) when it exists,
+/// else named below it without `..`.
+fn in_target_dir(binary: &Path, target_dir: &Path) -> bool {
+    if std::fs::symlink_metadata(binary).is_ok() {
+        return crate::util::lies_inside(binary, target_dir);
+    }
+    binary.strip_prefix(target_dir).is_ok_and(|rest| {
+        rest.components().next().is_some()
+            && rest.components().all(|c| matches!(c, Component::Normal(_)))
+    })
+}
+
+/// A build kept under `key` (built to `dest`) whose inputs all still have their digests,
+/// and whose binary is a whole executable for the target (else the record is dropped).
+pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str, dest: Dest) -> Option<Built> {
     let unchanged =
         |(path, digest): &(PathBuf, String)| file_hash(path).is_ok_and(|d| d == *digest);
-    let records: Vec<Record> = store.get(key)?;
-    let r = records
+    let r = trusted(store, key, dest.target_dir)
         .into_iter()
         .find(|r| r.inputs.iter().all(unchanged))?;
     // The target dir holds only the newest build of these settings.
@@ -116,6 +153,13 @@ pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str) -> Option<Built>
     } else {
         blobs.get(&r.digest)?
     };
+    if super::executable::check(&binary, dest.target).is_err() {
+        // A record of something that is no executable for the target: never run it.
+        let mut records = trusted(store, key, dest.target_dir);
+        records.retain(|k| k.inputs != r.inputs);
+        store.put(key, &records);
+        return None;
+    }
     Some(Built {
         binary,
         // What building it took: the row describes the candidate, not this run's work
@@ -130,11 +174,15 @@ pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str) -> Option<Built>
 /// When `binary` is the target dir's binary of a build kept under `key` whose inputs all
 /// still have their digests, but no longer has that build's digest (truncated, edited):
 /// the recorded digest. Cargo cannot see this (a fresh artifact is judged by file times).
-pub(super) fn tampered(store: &Store, key: &str, binary: &Path) -> Option<String> {
+pub(super) fn tampered(
+    store: &Store,
+    key: &str,
+    target_dir: &Path,
+    binary: &Path,
+) -> Option<String> {
     let unchanged =
         |(path, digest): &(PathBuf, String)| file_hash(path).is_ok_and(|d| d == *digest);
-    let records: Vec<Record> = store.get(key)?;
-    let r = records
+    let r = trusted(store, key, target_dir)
         .into_iter()
         .find(|r| r.binary == binary && r.inputs.iter().all(unchanged))?;
     (!unchanged(&(r.binary, r.digest.clone()))).then_some(r.digest)
@@ -178,9 +226,20 @@ pub(super) fn remove_output(binary: &Path) -> String {
     }
 }
 
-/// Keep `built` under `key` with the inputs its dep-info names, and a copy of its binary
-/// (nothing is kept when the dep-info is missing or names a file that cannot be read).
-pub(super) fn keep(store: &Store, blobs: &Blobs, key: &str, built: &Built, root: &Path) {
+/// Keep `built` (built to `dest`) under `key` with the inputs its dep-info names, and a
+/// copy of its binary (nothing is kept when the binary is not a whole executable for the
+/// target, or the dep-info is missing or names a file that cannot be read).
+pub(super) fn keep(
+    store: &Store,
+    blobs: &Blobs,
+    key: &str,
+    (built, dest): (&Built, Dest),
+    root: &Path,
+) {
+    // A binary that is not a whole executable (cut short, not for the target) is never kept.
+    if super::executable::check(&built.binary, dest.target).is_err() {
+        return;
+    }
     let Some(inputs) = dep_info_inputs(&built.binary, root) else {
         return;
     };
@@ -199,7 +258,7 @@ pub(super) fn keep(store: &Store, blobs: &Blobs, key: &str, built: &Built, root:
         command: built.command.clone(),
         seconds: built.seconds,
     };
-    let mut records: Vec<Record> = store.get(key).unwrap_or_default();
+    let mut records = trusted(store, key, dest.target_dir);
     records.retain(|r| r.inputs != record.inputs);
     records.insert(0, record);
     records.truncate(KEPT_PER_KEY);
@@ -247,6 +306,14 @@ fn split_make_words(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cargo::executable::{tiny_elf, TINY_TARGET};
+
+    fn dest(target_dir: &Path) -> Dest<'_> {
+        Dest {
+            target_dir,
+            target: Some(TINY_TARGET),
+        }
+    }
 
     #[test]
     fn make_words_keep_escaped_spaces() {
@@ -262,7 +329,7 @@ mod tests {
         let root = dir.path();
         std::fs::create_dir(root.join("deps")).unwrap();
         let (bin, linked) = (root.join("my-prog"), root.join("deps/my_prog-0123abcd"));
-        std::fs::write(&linked, "ELF whole").unwrap();
+        std::fs::write(&linked, tiny_elf(b"whole")).unwrap();
         std::fs::hard_link(&linked, &bin).unwrap();
         std::fs::write(root.join("deps/my_prog-0123abcd.d"), "x").unwrap();
         std::fs::write(
@@ -279,10 +346,10 @@ mod tests {
             command: "cargo build".into(),
             peak_rss_bytes: None,
         };
-        keep(&store, &blobs, "k", &built, root);
-        assert_eq!(tampered(&store, "k", &bin), None, "as built");
-        std::fs::write(&bin, "ELF trunc").unwrap();
-        let recorded = tampered(&store, "k", &bin).expect("a changed binary is seen");
+        keep(&store, &blobs, "k", (&built, dest(root)), root);
+        assert_eq!(tampered(&store, "k", root, &bin), None, "as built");
+        std::fs::write(&bin, tiny_elf(b"edited")).unwrap();
+        let recorded = tampered(&store, "k", root, &bin).expect("a changed binary is seen");
         let records: Vec<Record> = store.get("k").unwrap();
         assert_eq!(recorded, records[0].digest);
         let removed = remove_output(&bin);
@@ -301,9 +368,9 @@ mod tests {
         let src = root.join("main.rs");
         std::fs::write(root.join("prog.d"), format!("{}: main.rs\n", bin.display())).unwrap();
         let (store, blobs) = (Store::new(root, "builds"), Blobs::new(root, "blobs"));
-        let build = |source: &str, binary: &str| {
+        let build = |source: &str, binary: &[u8]| {
             std::fs::write(&src, source).unwrap();
-            std::fs::write(&bin, binary).unwrap();
+            std::fs::write(&bin, tiny_elf(binary)).unwrap();
             let built = Built {
                 binary: bin.clone(),
                 seconds: 3.0,
@@ -311,15 +378,16 @@ mod tests {
                 command: "cargo build".into(),
                 peak_rss_bytes: None,
             };
-            keep(&store, &blobs, "k", &built, root);
+            keep(&store, &blobs, "k", (&built, dest(root)), root);
         };
         let reused = |source: &str| {
             std::fs::write(&src, source).unwrap();
-            reusable(&store, &blobs, "k").map(|b| (std::fs::read_to_string(&b.binary).unwrap(), b))
+            reusable(&store, &blobs, "k", dest(root))
+                .map(|b| (std::fs::read(&b.binary).unwrap(), b))
         };
-        build("fn main() {}", "ELF one");
+        build("fn main() {}", b"one");
         let (content, again) = reused("fn main() {}").expect("unchanged inputs are reused");
-        assert_eq!(content, "ELF one");
+        assert_eq!(content, tiny_elf(b"one"));
         assert_eq!(again.seconds, 3.0, "the row keeps what building it took");
         assert_eq!(again.stderr, "warning: x");
         assert_eq!(
@@ -332,14 +400,108 @@ mod tests {
         );
 
         // A second version, then back to the first: its binary comes from its kept copy.
-        build("fn main() { loop {} }", "ELF two");
-        assert_eq!(reused("fn main() { loop {} }").unwrap().0, "ELF two");
+        build("fn main() { loop {} }", b"two");
+        assert_eq!(reused("fn main() { loop {} }").unwrap().0, tiny_elf(b"two"));
         let (content, back) = reused("fn main() {}").expect("a reverted edit builds nothing");
-        assert_eq!(content, "ELF one");
+        assert_eq!(content, tiny_elf(b"one"));
         assert_ne!(back.binary, bin);
 
         // A kept copy that no longer has its digest is never used.
-        std::fs::write(&back.binary, "ELF bad").unwrap();
+        std::fs::write(&back.binary, tiny_elf(b"bad")).unwrap();
         assert!(reused("fn main() {}").is_none());
+    }
+
+    #[test]
+    fn a_record_naming_a_file_outside_its_target_dir_or_no_blob_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        let (store, blobs) = (
+            Store::new(dir.path(), "builds"),
+            Blobs::new(dir.path(), "blobs"),
+        );
+        let script = dir.path().join("evil.sh");
+        std::fs::write(&script, "#!/bin/sh\necho owned\n").unwrap();
+        let src = dir.path().join("main.rs");
+        std::fs::write(&src, "fn main() {}").unwrap();
+        let record = |binary: &Path, digest: String| Record {
+            binary: binary.to_path_buf(),
+            digest,
+            inputs: vec![(src.clone(), file_hash(&src).unwrap())],
+            stderr: String::new(),
+            command: "cargo build".into(),
+            seconds: 1.0,
+        };
+        let digest = file_hash(&script).unwrap();
+        // Named outright, through `..` and with a blob name that climbs out of the cache.
+        let escape = target.join("..").join("evil.sh");
+        for r in [
+            record(&script, digest.clone()),
+            record(&escape, digest.clone()),
+            record(&target.join("prog"), "../../evil.sh".into()),
+        ] {
+            store.put("k", &vec![r]);
+            assert!(reusable(&store, &blobs, "k", dest(&target)).is_none());
+            assert!(tampered(&store, "k", &target, &script).is_none());
+            let left: Vec<Record> = store.get("k").unwrap();
+            assert!(left.is_empty(), "the untrusted record is dropped");
+            assert!(script.exists(), "and nothing outside is removed");
+        }
+    }
+
+    /// A record of a file in the target dir whose digest matches but that is no executable
+    /// (a script), or an executable cut short: dropped, never handed out; a cut binary is
+    /// never kept.
+    #[test]
+    fn a_record_of_no_whole_executable_is_dropped_and_a_cut_binary_is_never_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (store, blobs) = (Store::new(root, "builds"), Blobs::new(root, "blobs"));
+        let (bin, src) = (root.join("prog"), root.join("main.rs"));
+        std::fs::write(&src, "fn main() {}").unwrap();
+        std::fs::write(root.join("prog.d"), format!("{}: main.rs\n", bin.display())).unwrap();
+        let whole = tiny_elf(b"one");
+        for bytes in [
+            b"#!/bin/sh\necho owned\n".to_vec(),
+            whole[..whole.len() - 1].to_vec(),
+        ] {
+            std::fs::write(&bin, &bytes).unwrap();
+            let record = Record {
+                binary: bin.clone(),
+                digest: file_hash(&bin).unwrap(),
+                inputs: vec![(src.clone(), file_hash(&src).unwrap())],
+                stderr: String::new(),
+                command: "cargo build".into(),
+                seconds: 1.0,
+            };
+            store.put("k", &vec![record]);
+            assert!(reusable(&store, &blobs, "k", dest(root)).is_none());
+            let left: Vec<Record> = store.get("k").unwrap();
+            assert!(left.is_empty(), "the record is dropped");
+            let built = Built {
+                binary: bin.clone(),
+                seconds: 1.0,
+                stderr: String::new(),
+                command: "cargo build".into(),
+                peak_rss_bytes: None,
+            };
+            keep(&store, &blobs, "k", (&built, dest(root)), root);
+            let left: Vec<Record> = store.get("k").unwrap();
+            assert!(left.is_empty(), "nothing is kept of it");
+            assert!(blobs.get(&file_hash(&bin).unwrap()).is_none(), "no blob");
+        }
+        std::fs::write(&bin, &whole).unwrap();
+        let built = Built {
+            binary: bin.clone(),
+            seconds: 1.0,
+            stderr: String::new(),
+            command: "cargo build".into(),
+            peak_rss_bytes: None,
+        };
+        keep(&store, &blobs, "k", (&built, dest(root)), root);
+        assert!(
+            reusable(&store, &blobs, "k", dest(root)).is_some(),
+            "a whole one is"
+        );
     }
 }

@@ -3,8 +3,9 @@
 //! the user's rustflags). Kept by commit and settings: the record in
 //! `target/optimize/cache/revs/<key>.json` (a `store::Store` entry), the binary a blob of
 //! `cache/blobs/` by its digest; reused by the next check of the same commit — only when
-//! the entry parses, names the same commit, settings, rustc and binary, and the blob still
-//! has the digest recorded (else it is built again).
+//! the entry parses, names the same commit, settings, rustc and binary, and its blob is
+//! named by a digest (`store::Blobs` checks the name) and still has it (else it is built
+//! again).
 //!
 //! Must not: measure or verify; run cargo other than through `crate::cargo`.
 
@@ -67,18 +68,30 @@ pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBi
             &want.package,
             &want.bin,
         );
+        // A blob name that is no digest (`../../x`) names nothing: the entry is not
+        // trusted, and nothing outside the cache is looked at or removed.
         let bin_path = blobs.path_of(&kept.blob);
-        if let Some(binary) = blobs.get(&kept.blob).filter(|_| same) {
+        if let Some(binary) = bin_path
+            .as_ref()
+            .filter(|_| same)
+            .and(blobs.get(&kept.blob))
+        {
             return Ok(RevBinary {
                 binary,
                 size: kept.size,
                 reused: true,
             });
         }
+        let what = match &bin_path {
+            Some(path) => path.display().to_string(),
+            None => format!(
+                "its record names the blob {:?}, which is no digest",
+                kept.blob
+            ),
+        };
         plan.ui.warn(&format!(
-            "the kept build of {} ({}) does not match its record; building it again",
+            "the kept build of {} ({what}) does not match its record; building it again",
             &commit[..12.min(commit.len())],
-            bin_path.display()
         ));
     }
     let built = build(plan, repo, commit)?;
@@ -148,9 +161,12 @@ fn build(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<PathBuf> {
         }
     });
     spinner.finish_and_clear();
-    let built = built
+    let (built, warning) = built
         .with_context(|| format!("building the package at {short}"))
         .map_err(hint)?;
+    if let Some(warning) = warning {
+        plan.ui.warn(&format!("{short}: {warning}"));
+    }
     plan.ui.done(&format!("{short} built"), built.seconds);
     Ok(built.binary)
 }

@@ -35,6 +35,8 @@ pub enum FlameError {
     Paranoid(i32),
     #[error("the run's shipped binary is gone: {0}\n  fix: run `cargo optimize` again")]
     NoBinary(PathBuf),
+    #[error("{}/report.json names {} as the shipped binary, which is not in its run folder: not run\n  fix: sample a run's own binary (`cargo optimize hotspots RUN --flamegraph` on a run folder `cargo optimize` wrote, or run `cargo optimize` again)", run_dir.display(), binary.display())]
+    Outside { binary: PathBuf, run_dir: PathBuf },
     #[error(
         "`perf record` could not sample workload `{workload}` ({status}): {reason}\n  fix: {fix}"
     )]
@@ -105,20 +107,27 @@ pub fn workload<'s>(spec: &'s Spec, name: Option<&str>) -> Result<&'s Workload, 
 }
 
 /// The binary a run ships: `final.binary`, or the file of that name under the run
-/// folder's `bin/` (a run folder that was moved).
+/// folder's `bin/` (a run folder that was moved). Only a file inside the run folder is
+/// ever run (symlinks resolved): a report naming one elsewhere is refused.
 pub fn shipped_binary(report: &Report, run_dir: &Path) -> Result<PathBuf, FlameError> {
     let named = report
         .final_
         .as_ref()
         .map(|f| PathBuf::from(&f.binary))
         .unwrap_or_else(|| run_dir.join("bin").join("baseline"));
-    if named.is_file() {
+    let inside = |p: &PathBuf| p.is_file() && crate::util::lies_inside(p, run_dir);
+    if inside(&named) {
         return Ok(named);
     }
     let moved = named.file_name().map(|n| run_dir.join("bin").join(n));
-    moved
-        .filter(|p| p.is_file())
-        .ok_or(FlameError::NoBinary(named))
+    match moved.filter(inside) {
+        Some(p) => Ok(p),
+        None if named.is_file() => Err(FlameError::Outside {
+            binary: named,
+            run_dir: run_dir.to_path_buf(),
+        }),
+        None => Err(FlameError::NoBinary(named)),
+    }
 }
 
 /// Sample `workload` (of the spec at `spec`) on the run's shipped binary and draw
@@ -134,10 +143,10 @@ pub fn draw(
     if std::env::consts::OS != "linux" {
         return Err(FlameError::NotLinux(std::env::consts::OS));
     }
+    let binary = shipped_binary(report, run_dir)?;
     let perf = toolchain::find_on_path("perf").ok_or(FlameError::NoPerf)?;
     let root = crate::sys::is_root();
     let event = event_for(root, toolchain::perf_paranoid())?;
-    let binary = shipped_binary(report, run_dir)?;
     let dir = run_dir.join("hotspots");
     std::fs::create_dir_all(&dir)
         .map_err(|e| crate::util::io_error(e, "cannot create the flamegraph's folder", &dir))?;
@@ -325,5 +334,33 @@ mod tests {
         assert_eq!(fold("").unwrap(), "");
         assert!(plot("", "t", &dir.path().join("e.svg")).is_err());
         assert!(!dir.path().join("e.svg").exists());
+    }
+
+    #[test]
+    fn only_a_binary_inside_the_run_folder_is_run() {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text =
+            std::fs::read_to_string(manifest.join("tests/fixtures/reports/demo/report.json"))
+                .unwrap();
+        let mut report: Report = serde_json::from_str(&text).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let run_dir = dir.path().join("runs/1");
+        std::fs::create_dir_all(run_dir.join("bin")).unwrap();
+        let own = run_dir.join("bin/pgo");
+        std::fs::write(&own, "ELF").unwrap();
+        let evil = dir.path().join("evil.sh");
+        std::fs::write(&evil, "#!/bin/sh\n").unwrap();
+        let mut names = |binary: &Path| {
+            report.final_.as_mut().unwrap().binary = binary.display().to_string();
+            shipped_binary(&report, &run_dir)
+        };
+        assert_eq!(names(&own).unwrap(), own);
+        for outside in [evil.clone(), run_dir.join("bin/../../../evil.sh")] {
+            let e = names(&outside).unwrap_err();
+            assert!(matches!(e, FlameError::Outside { .. }), "{e}");
+            assert!(e.to_string().contains("fix: "), "{e}");
+        }
+        // A moved run folder: its own `bin/<name>` stands in.
+        assert_eq!(names(&dir.path().join("elsewhere/bin/pgo")).unwrap(), own);
     }
 }

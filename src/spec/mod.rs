@@ -403,7 +403,8 @@ impl Workload {
     }
 
     /// What it reads that the spec names: `stdin`, and every argument that is an existing
-    /// path (relative to `cwd`).
+    /// path, or whose value after `=` is (`--input=FILE`), relative to `cwd`
+    /// (`process::named_files`).
     pub fn input_paths(&self) -> Vec<PathBuf> {
         crate::process::named_files(
             &self.cwd,

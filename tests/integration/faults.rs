@@ -486,6 +486,31 @@ fn a_binary_changed_in_the_target_dir_is_built_again_never_reused() {
     );
     assert!(said[1].contains("build reused"), "{}", said[1]);
     assert_eq!(std::fs::read(&built[0]).unwrap().len(), good.len());
+
+    // With no record of the build (the cache cleared, or a key that changed while cargo's
+    // freshness did not), a cut binary cargo calls fresh is still seen: it is no whole
+    // executable. It is linked again under --fresh, and what is kept is the whole one.
+    let f = std::fs::OpenOptions::new().write(true).open(&built[0]);
+    f.unwrap().set_len(1000).unwrap();
+    std::fs::remove_dir_all(td.join("optimize/cache/builds")).unwrap();
+    for fresh in [true, false] {
+        let r = run_unchanged(&fixture("pgo-basic"), &args(fresh));
+        assert_eq!(r.code, Some(0), "fresh: {fresh}\n{}", r.all());
+        assert_eq!(
+            std::fs::read(&baseline).unwrap().len(),
+            good.len(),
+            "the cut binary was used with no record of it (fresh: {fresh})\n{}",
+            r.stderr
+        );
+        said.push(r.stderr);
+    }
+    assert!(
+        said[2].contains("is not the binary cargo built (it is not a whole executable")
+            && said[2].contains("built again"),
+        "{}",
+        said[2]
+    );
+    assert!(said[3].contains("build reused"), "{}", said[3]);
 }
 
 #[test]

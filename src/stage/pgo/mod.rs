@@ -232,6 +232,7 @@ pub fn train_instrumented(
     let mut notes = Vec::new();
     let raw_dir = ctx.run.profiles(name).join("raw");
     let trained = Store::new(&ctx.optimize_dir, "profiles");
+    let profiles = Blobs::profiles(&ctx.optimize_dir);
     let train_workloads: Vec<_> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
     let mut vp_counters: Option<u32> = None;
     let (warnings, key, reused) = loop {
@@ -239,7 +240,7 @@ pub fn train_instrumented(
         // run merged, when it is still the file it was.
         let key = run_key(&built.binary, &train_workloads).ok();
         let kept = key.as_deref().filter(|_| !ctx.fresh);
-        if let Some(hit) = kept.and_then(|k| reusable(&trained, k)) {
+        if let Some(hit) = kept.and_then(|k| reusable(&trained, &profiles, k)) {
             break (BTreeMap::new(), key, Some(hit));
         }
         reset_dir(&raw_dir)?;
@@ -536,10 +537,12 @@ struct Trained {
     stats: ProfileStats,
 }
 
-/// The kept profile for `key`, when its file is still exactly what was kept.
-fn reusable(store: &Store, key: &str) -> Option<Trained> {
+/// The kept profile for `key`, when its file is the content-addressed profile of its
+/// digest in `profiles` (`store::Blobs::profiles`: a name that is no digest, or a file
+/// elsewhere, is not trusted) and still exactly what was kept.
+fn reusable(store: &Store, profiles: &Blobs, key: &str) -> Option<Trained> {
     let t: Trained = store.get(key)?;
-    (file_hash(&t.profile).ok()? == t.hash).then_some(t)
+    (profiles.path_of(&t.hash)? == t.profile && profiles.get(&t.hash).is_some()).then_some(t)
 }
 
 /// Run every `train` workload on the instrumented binary; returns the program's own
@@ -772,8 +775,10 @@ mod tests {
     #[test]
     fn a_kept_profile_is_reused_only_while_its_file_is_unchanged() {
         let dir = tempfile::tempdir().unwrap();
-        let profile = dir.path().join("p.profdata");
-        std::fs::write(&profile, b"counts").unwrap();
+        let made = dir.path().join("merged.profdata");
+        std::fs::write(&made, b"counts").unwrap();
+        let profiles = Blobs::profiles(dir.path());
+        let profile = profiles.keep(&made).unwrap().path;
         let store = Store::new(dir.path(), "profiles");
         let t = Trained {
             profile: profile.clone(),
@@ -787,11 +792,40 @@ mod tests {
             },
         };
         store.put("k", &t);
-        assert_eq!(reusable(&store, "k").map(|t| t.stats.functions), Some(2));
-        assert!(reusable(&store, "other").is_none());
-        std::fs::write(&profile, b"changed").unwrap();
+        assert_eq!(
+            reusable(&store, &profiles, "k").map(|t| t.stats.functions),
+            Some(2)
+        );
+        assert!(reusable(&store, &profiles, "other").is_none());
+        // The same bytes elsewhere: not the cache's profile.
+        store.put(
+            "k",
+            &Trained {
+                profile: made.clone(),
+                ..t
+            },
+        );
         assert!(
-            reusable(&store, "k").is_none(),
+            reusable(&store, &profiles, "k").is_none(),
+            "a profile outside the cache"
+        );
+        std::fs::write(&profile, b"changed").unwrap();
+        store.put(
+            "k",
+            &Trained {
+                profile: profile.clone(),
+                hash: file_hash(&made).unwrap(),
+                stats: ProfileStats {
+                    raw_files: 1,
+                    functions: 2,
+                    max_count: 3,
+                    dropped: vec![],
+                    path: profile.clone(),
+                },
+            },
+        );
+        assert!(
+            reusable(&store, &profiles, "k").is_none(),
             "a changed profile file was trusted"
         );
     }
