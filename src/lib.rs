@@ -51,6 +51,8 @@ pub fn run_cli(parsed: Parsed) -> anyhow::Result<i32> {
         ui.warn(w);
     }
     cargo::set_flags(g.selection.flags());
+    // A bad build bound is bad input, said before anything runs.
+    cargo::build_timeout()?;
     match command {
         Command::Run(args) => commands::run::run(&g, &args),
         Command::Init(args) => commands::init::run(&g, &args),

@@ -210,11 +210,6 @@ pub(super) fn lower_priority(cmd: &mut Command) {
     }
 }
 
-pub(super) fn wait_with_peak(child: &mut Child) -> std::io::Result<(ExitStatus, Option<u64>)> {
-    let (status, usage) = wait4(child.id() as libc::pid_t)?;
-    Ok((ExitStatus::from_raw(status), Some(usage.max_rss_bytes)))
-}
-
 fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, Usage)> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain old data; zeroed is a valid value for it.

@@ -291,12 +291,6 @@ pub(super) fn lower_priority(cmd: &mut std::process::Command) {
     cmd.creation_flags(windows_sys::Win32::System::Threading::BELOW_NORMAL_PRIORITY_CLASS);
 }
 
-pub(super) fn wait_with_peak(
-    child: &mut std::process::Child,
-) -> std::io::Result<(std::process::ExitStatus, Option<u64>)> {
-    Ok((child.wait()?, None))
-}
-
 pub(super) fn cpu_seconds() -> f64 {
     // SAFETY: GetCurrentProcess returns a pseudo handle that needs no closing.
     let me = unsafe { GetCurrentProcess() };
