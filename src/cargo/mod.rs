@@ -26,12 +26,12 @@ use std::time::Instant;
 
 pub use child::build_timeout;
 pub use config::{
-    cargo_home, codegen_option, compose_rustflags, config_file, target_cpu_of, user_rustflags,
-    user_rustflags_here,
+    build_target_here, cargo_home, codegen_option, compose_rustflags, config_file, target_cpu_of,
+    user_rustflags, user_rustflags_here, BuildTarget,
 };
 use config::{config_dirs, parse_cfg, CargoConfig};
 use flags::flags;
-pub use flags::{set_flags, Flags};
+pub use flags::{cli_config, set_flags, Flags};
 pub use workspace::{Features, Project, Selection, Workspace};
 
 #[derive(Debug, thiserror::Error)]
