@@ -51,6 +51,8 @@ pub fn run_cli(parsed: Parsed) -> anyhow::Result<i32> {
         ui.warn(w);
     }
     cargo::set_flags(g.selection.flags());
+    // A bad build bound is bad input, said before anything runs.
+    cargo::build_timeout()?;
     sys::interrupt::install();
     let done = run_command(&g, command);
     // An error can return while builds started ahead still run: none outlives the command.

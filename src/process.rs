@@ -1,7 +1,8 @@
 //! Spawning child processes: workloads (with stdin, env, cwd, timeout, rusage) and the
 //! external tools (rustc, llvm-profdata, llvm-bolt, perf …).
 //!
-//! This is the ONLY module that spawns processes other than cargo (which the `cargo` module owns).
+//! This is the ONLY module that spawns processes; cargo's are prepared by the `cargo` module
+//! (its jobserver, its priority) and run here through [`run_streaming`].
 //! It knows nothing about stages, specs or statistics: it runs one command and reports
 //! exactly what happened (status, outputs, wall/user/sys time, peak RSS).
 
@@ -420,31 +421,74 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
     for f in &cmd.evict {
         evict(f);
     }
-    let program = cmd.program.display().to_string();
     let mut std_cmd = std_command(cmd)?;
-    let start = Instant::now();
-    let mut tree = sys::Tree::spawn(&mut std_cmd).map_err(|error| ProcessError::Spawn {
-        program: program.clone(),
-        label: cmd.label.clone(),
-        args: cmd.args.len(),
-        arg_bytes: arg_bytes(cmd),
-        error,
-    })?;
-    let wait_error = |error| ProcessError::Wait {
-        program: program.clone(),
-        label: cmd.label.clone(),
-        error,
-    };
     let mut bufs = [
         Buf::new(cmd.keep, Keep::Head),
         Buf::new(cmd.keep, Keep::Tail),
     ];
     let mut sink = |stream: usize, bytes: &[u8]| bufs[stream].keep(bytes);
-    let deadline = cmd.timeout.map(|t| start + t);
-    let drained = match tree
-        .watch()
-        .and_then(|()| drain(&mut tree, deadline, &mut sink))
-    {
+    let what = What {
+        program: cmd.program.display().to_string(),
+        label: cmd.label.clone(),
+        args: cmd.args.len(),
+        arg_bytes: arg_bytes(cmd),
+    };
+    let mut outcome = run_tree(&mut std_cmd, &what, cmd.timeout, &mut sink)?;
+    [outcome.stdout, outcome.stderr] = bufs.map(Buf::into_bytes);
+    Ok(outcome)
+}
+
+/// [`run`] for a command the caller prepared itself (a jobserver's fds, a lower priority:
+/// cargo's), its stdout and stderr set to piped: in a process tree of its own, killed whole
+/// after `timeout`, each piece of output handed to `sink(stream, bytes)` (0: stdout, 1:
+/// stderr) as it arrives instead of kept — the outcome's `stdout` and `stderr` are empty.
+/// `label` names what it is for in errors.
+pub fn run_streaming(
+    std_cmd: &mut StdCommand,
+    label: &str,
+    timeout: Option<Duration>,
+    sink: &mut dyn FnMut(usize, &[u8]),
+) -> Result<Outcome, ProcessError> {
+    let args: Vec<&std::ffi::OsStr> = std_cmd.get_args().collect();
+    let what = What {
+        program: std_cmd.get_program().to_string_lossy().into_owned(),
+        label: Some(label.to_string()),
+        args: args.len(),
+        arg_bytes: args.iter().map(|a| a.len() + 1).sum(),
+    };
+    run_tree(std_cmd, &what, timeout, sink)
+}
+
+/// What ran, for errors.
+struct What {
+    program: String,
+    label: Option<String>,
+    args: usize,
+    arg_bytes: usize,
+}
+
+/// Spawn `std_cmd` in a tree of its own and drain it into `sink` (see [`run`]).
+fn run_tree(
+    std_cmd: &mut StdCommand,
+    what: &What,
+    timeout: Option<Duration>,
+    sink: &mut dyn FnMut(usize, &[u8]),
+) -> Result<Outcome, ProcessError> {
+    let start = Instant::now();
+    let mut tree = sys::Tree::spawn(std_cmd).map_err(|error| ProcessError::Spawn {
+        program: what.program.clone(),
+        label: what.label.clone(),
+        args: what.args,
+        arg_bytes: what.arg_bytes,
+        error,
+    })?;
+    let wait_error = |error| ProcessError::Wait {
+        program: what.program.clone(),
+        label: what.label.clone(),
+        error,
+    };
+    let deadline = timeout.map(|t| start + t);
+    let drained = match tree.watch().and_then(|()| drain(&mut tree, deadline, sink)) {
         Ok(d) => d,
         Err(e) => {
             tree.abort();
@@ -454,12 +498,11 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
     let wall = drained.exited.saturating_duration_since(start);
     // Reap (the child has exited, so this returns at once) for the status and usage;
     // reading stops there (a holder that escaped the group gets EPIPE from then on).
-    let (status, usage) = tree.finish(&mut sink).map_err(wait_error)?;
-    let [stdout, stderr] = bufs.map(Buf::into_bytes);
+    let (status, usage) = tree.finish(sink).map_err(wait_error)?;
     Ok(Outcome {
         status: Status::from_std(status),
-        stdout,
-        stderr,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
         wall,
         user: usage.user,
         sys: usage.sys,

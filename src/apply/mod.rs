@@ -520,6 +520,7 @@ fn cpu_flag_not_in_effect(root: &Path, host: &str, cpu: &str) -> Option<String> 
         &|k| std::env::var(k).ok(),
         root,
         cargo_home.as_deref(),
+        &crate::cargo::cli_config(),
         host,
         &cfg,
     )

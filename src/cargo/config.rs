@@ -1,21 +1,26 @@
 //! What cargo's configuration says, read as cargo reads it: the config file a `.cargo`
-//! folder holds (`config` before `config.toml`), the folders cargo reads them from, and the
-//! user's effective rustflags (`CARGO_ENCODED_RUSTFLAGS`, else `RUSTFLAGS`, else the config's
+//! folder holds (`config` before `config.toml`), the folders cargo reads them from, the
+//! command line's `--config KEY=VALUE` / `--config FILE` (above every file: cargo's
+//! precedence is command line, then environment, then files), the user's effective
+//! rustflags (`CARGO_ENCODED_RUSTFLAGS`, else `RUSTFLAGS`, else the config's
 //! `target.<triple>.rustflags` / matching `target.'cfg(…)'.rustflags`, else
-//! `build.rustflags`); how a stage's flags compose with them and are read back.
+//! `build.rustflags`), and the build target (`build.target`, `CARGO_BUILD_TARGET`); how a
+//! stage's flags compose with them and are read back.
 
 use std::path::{Path, PathBuf};
 
 use super::{CargoError, Project};
 
 /// The user's effective rustflags for `target` (the host when `None`), exactly as cargo
-/// would choose them from the environment and the config files seen from `cwd`.
+/// would choose them from the environment, the command line's `--config` values (`cli`)
+/// and the config files seen from `cwd`.
 ///
 /// `cfg` is `rustc --print cfg` output for the target (to match `target.'cfg(…)'` tables).
 pub fn user_rustflags(
     env: &dyn Fn(&str) -> Option<String>,
     cwd: &Path,
     cargo_home: Option<&Path>,
+    cli: &[String],
     triple: &str,
     cfg: &[String],
 ) -> Result<Vec<String>, CargoError> {
@@ -29,7 +34,7 @@ pub fn user_rustflags(
     if let Some(flags) = env("RUSTFLAGS") {
         return Ok(split_flags(&flags));
     }
-    let config = CargoConfig::discover(cwd, cargo_home)?;
+    let config = CargoConfig::discover(cwd, cargo_home, cli)?;
     // target.<triple>.rustflags and every matching target.'cfg(..)'.rustflags are joined.
     let env_key = format!(
         "CARGO_TARGET_{}_RUSTFLAGS",
@@ -47,20 +52,36 @@ pub fn user_rustflags(
     if let Some(f) = target_flags {
         return Ok(f);
     }
+    // `--config build.rustflags=…` beats the environment; config arrays join, the command
+    // line's last.
+    if config.cli_sets(&["build", "rustflags"]) {
+        return Ok(config.build_rustflags().unwrap_or_default());
+    }
     if let Some(flags) = env("CARGO_BUILD_RUSTFLAGS") {
         return Ok(split_flags(&flags));
     }
     Ok(config.build_rustflags().unwrap_or_default())
 }
 
-/// Cargo's home folder: `$CARGO_HOME`, else `~/.cargo`.
+/// Cargo's home folder: `$CARGO_HOME`, else `.cargo` in the user's home (`$HOME`, else the
+/// home folder of the user's account, as cargo's `home` crate finds it when `HOME` is unset).
 pub fn cargo_home() -> Option<PathBuf> {
-    std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+    cargo_home_of(std::env::var_os("CARGO_HOME"), std::env::home_dir)
 }
 
-/// The same as [`user_rustflags`] for this process's environment and directory.
+/// [`cargo_home`] of `CARGO_HOME`'s value and a way to find the user's home folder.
+fn cargo_home_of(
+    var: Option<std::ffi::OsString>,
+    home_dir: impl FnOnce() -> Option<PathBuf>,
+) -> Option<PathBuf> {
+    match var.filter(|v| !v.is_empty()) {
+        Some(v) => Some(PathBuf::from(v)),
+        None => home_dir().map(|h| h.join(".cargo")),
+    }
+}
+
+/// The same as [`user_rustflags`] for this process's environment, directory and command
+/// line.
 pub fn user_rustflags_here(triple: &str, cfg: &[String]) -> Result<Vec<String>, CargoError> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let cargo_home = cargo_home();
@@ -68,8 +89,90 @@ pub fn user_rustflags_here(triple: &str, cfg: &[String]) -> Result<Vec<String>, 
         &|k| std::env::var(k).ok(),
         &cwd,
         cargo_home.as_deref(),
+        &super::flags().config,
         triple,
         cfg,
+    )
+}
+
+/// The target cargo builds for when the command line names none, and where that was said
+/// (for messages): `--config build.target=…`, else `CARGO_BUILD_TARGET`, else `build.target`
+/// of the nearest config file that sets it (cargo's precedence). `None`: the host. A
+/// `.json` target file is made absolute (a config file's is relative to the folder that
+/// holds its `.cargo`); several targets at once are refused with the fix.
+pub fn build_target(
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+    cargo_home: Option<&Path>,
+    cli: &[String],
+) -> Result<Option<BuildTarget>, CargoError> {
+    let config = CargoConfig::discover(cwd, cargo_home, cli)?;
+    let (files, cli_tables) = config.files.split_at(config.first_cli);
+    // A config file's `.json` path is relative to the folder that holds its `.cargo`; the
+    // command line's and the environment's to the current directory.
+    let value_in = |base: Option<&Path>, (path, t): &(PathBuf, toml::Table)| {
+        let v = t.get("build")?.get("target")?;
+        let base = base.or_else(|| path.parent()?.parent()).unwrap_or(cwd);
+        Some((v.clone(), base.to_path_buf(), path.display().to_string()))
+    };
+    let found = (cli_tables.iter().rev())
+        .find_map(|f| value_in(Some(cwd), f))
+        .or_else(|| {
+            let v = env("CARGO_BUILD_TARGET").filter(|v| !v.is_empty())?;
+            let from = "CARGO_BUILD_TARGET".to_string();
+            Some((toml::Value::String(v), cwd.to_path_buf(), from))
+        })
+        .or_else(|| files.iter().rev().find_map(|f| value_in(None, f)));
+    let Some((value, base, from)) = found else {
+        return Ok(None);
+    };
+    let names: Vec<&str> = match &value {
+        toml::Value::String(s) => vec![s.as_str()],
+        toml::Value::Array(a) => a.iter().filter_map(|v| v.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    match names.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(BuildTarget {
+            triple: target_name(one, &base),
+            from: format!("build.target = {value} ({from})"),
+        })),
+        _ => Err(CargoError::Config {
+            path: PathBuf::from(from),
+            message: format!(
+                "build.target = {value} builds for several targets, and cargo optimize \
+                 measures one\n  fix: pass --target TRIPLE to choose one"
+            ),
+        }),
+    }
+}
+
+/// A build target and where it was set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildTarget {
+    pub triple: String,
+    /// `build.target = "x" (/p/.cargo/config.toml)`, `build.target = "x" (CARGO_BUILD_TARGET)`.
+    pub from: String,
+}
+
+/// A target name as rustc takes it: a triple, or a `.json` target file made absolute.
+fn target_name(name: &str, base: &Path) -> String {
+    if name.ends_with(".json") {
+        base.join(name).display().to_string()
+    } else {
+        name.to_string()
+    }
+}
+
+/// [`build_target`] for this process's environment, directory and command line.
+pub fn build_target_here() -> Result<Option<BuildTarget>, CargoError> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let cargo_home = cargo_home();
+    build_target(
+        &|k| std::env::var(k).ok(),
+        &cwd,
+        cargo_home.as_deref(),
+        &super::flags().config,
     )
 }
 
@@ -90,13 +193,21 @@ pub fn config_file(dir: &Path) -> PathBuf {
 }
 
 /// The cargo config files that apply, lowest precedence first (cargo's merge order:
-/// `$CARGO_HOME/config.toml`, then the directories from `/` down to `cwd`).
+/// `$CARGO_HOME/config.toml`, then the directories from `/` down to `cwd`, then the command
+/// line's `--config` values in their order).
 pub(super) struct CargoConfig {
+    /// Each file (a `--config KEY=VALUE` named `--config KEY=VALUE`) and its table.
     pub(super) files: Vec<(PathBuf, toml::Table)>,
+    /// Where the command line's start in `files`.
+    pub(super) first_cli: usize,
 }
 
 impl CargoConfig {
-    pub(super) fn discover(cwd: &Path, cargo_home: Option<&Path>) -> Result<Self, CargoError> {
+    pub(super) fn discover(
+        cwd: &Path,
+        cargo_home: Option<&Path>,
+        cli: &[String],
+    ) -> Result<Self, CargoError> {
         let mut dirs: Vec<PathBuf> = cwd.ancestors().map(|d| d.join(".cargo")).collect();
         dirs.reverse();
         if let Some(home) = cargo_home {
@@ -108,16 +219,31 @@ impl CargoConfig {
         for dir in dirs {
             let path = config_file(&dir);
             if let Ok(text) = std::fs::read_to_string(&path) {
-                let table: toml::Table =
-                    text.parse()
-                        .map_err(|e: toml::de::Error| CargoError::Config {
-                            path: path.clone(),
-                            message: e.to_string(),
-                        })?;
-                files.push((path, table));
+                files.push((path.clone(), parse_table(&text, path)?));
             }
         }
-        Ok(CargoConfig { files })
+        let first_cli = files.len();
+        for arg in cli {
+            files.push(cli_table(cwd, arg)?);
+        }
+        Ok(CargoConfig { files, first_cli })
+    }
+
+    /// Whether a `--config` value sets the key at `path` (`["build", "rustflags"]`).
+    pub(super) fn cli_sets(&self, path: &[&str]) -> bool {
+        self.files[self.first_cli..].iter().any(|(_, t)| {
+            let mut v = Some(t);
+            for (i, k) in path.iter().enumerate() {
+                let Some(next) = v.and_then(|t| t.get(*k)) else {
+                    return false;
+                };
+                if i + 1 == path.len() {
+                    return true;
+                }
+                v = next.as_table();
+            }
+            false
+        })
     }
 
     /// `build.rustflags` merged across files (arrays concatenate, later files last).
@@ -149,6 +275,29 @@ impl CargoConfig {
         }
         merged
     }
+}
+
+fn parse_table(text: &str, path: PathBuf) -> Result<toml::Table, CargoError> {
+    text.parse()
+        .map_err(|e: toml::de::Error| CargoError::Config {
+            path,
+            message: e.to_string(),
+        })
+}
+
+/// One `--config` value as cargo reads it: the path of a file when one exists there (from
+/// `cwd`), else `KEY=VALUE` in TOML (`build.rustflags=["-Cx"]`).
+fn cli_table(cwd: &Path, arg: &str) -> Result<(PathBuf, toml::Table), CargoError> {
+    let path = cwd.join(arg);
+    if !arg.is_empty() && path.exists() {
+        let text = std::fs::read_to_string(&path).map_err(|e| CargoError::Config {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        return Ok((path.clone(), parse_table(&text, path)?));
+    }
+    let name = PathBuf::from(format!("--config {arg}"));
+    Ok((name.clone(), parse_table(arg, name)?))
 }
 
 fn flags_value(v: &toml::Value) -> Vec<String> {
@@ -266,10 +415,10 @@ mod tests {
             ("CARGO_ENCODED_RUSTFLAGS", "-Cfoo=a b\x1f--cfg\x1fx"),
             ("RUSTFLAGS", "-Cbar"),
         ]);
-        let f = user_rustflags(&env, dir.path(), None, HOST, &cfg()).unwrap();
+        let f = user_rustflags(&env, dir.path(), None, &[], HOST, &cfg()).unwrap();
         assert_eq!(f, vec!["-Cfoo=a b", "--cfg", "x"]);
         let empty = env_of(&[("CARGO_ENCODED_RUSTFLAGS", ""), ("RUSTFLAGS", "-Cbar")]);
-        assert!(user_rustflags(&empty, dir.path(), None, HOST, &cfg())
+        assert!(user_rustflags(&empty, dir.path(), None, &[], HOST, &cfg())
             .unwrap()
             .is_empty());
     }
@@ -278,7 +427,7 @@ mod tests {
     fn rustflags_env_split_on_whitespace() {
         let dir = tempfile::tempdir().unwrap();
         let env = env_of(&[("RUSTFLAGS", "  --cfg  user_flag -Ctarget-cpu=native ")]);
-        let f = user_rustflags(&env, dir.path(), None, HOST, &cfg()).unwrap();
+        let f = user_rustflags(&env, dir.path(), None, &[], HOST, &cfg()).unwrap();
         assert_eq!(f, vec!["--cfg", "user_flag", "-Ctarget-cpu=native"]);
     }
 
@@ -305,7 +454,7 @@ mod tests {
             "[build]\nrustflags = [\"--cfg\", \"user_flag\"]\n",
         )
         .unwrap();
-        let f = user_rustflags(&env_of(&[]), &proj, Some(&home), HOST, &cfg()).unwrap();
+        let f = user_rustflags(&env_of(&[]), &proj, Some(&home), &[], HOST, &cfg()).unwrap();
         assert_eq!(f, vec!["-Chome", "-Cparent", "--cfg", "user_flag"]);
     }
 
@@ -319,10 +468,10 @@ mod tests {
             "[build]\nrustflags = [\"-Ctoml\"]\n",
         )
         .unwrap();
-        let f = user_rustflags(&env_of(&[]), root.path(), None, HOST, &cfg()).unwrap();
+        let f = user_rustflags(&env_of(&[]), root.path(), None, &[], HOST, &cfg()).unwrap();
         assert_eq!(f, vec!["-Ctoml"]);
         std::fs::write(dir.join("config"), "[build]\nrustflags = [\"-Cplain\"]\n").unwrap();
-        let f = user_rustflags(&env_of(&[]), root.path(), None, HOST, &cfg()).unwrap();
+        let f = user_rustflags(&env_of(&[]), root.path(), None, &[], HOST, &cfg()).unwrap();
         assert_eq!(f, vec!["-Cplain"], "cargo reads `config` when both exist");
         assert_eq!(config_file(&dir), dir.join("config"));
     }
@@ -345,12 +494,117 @@ rustflags = ["-Cwindows"]
 "#,
         )
         .unwrap();
-        let f = user_rustflags(&env_of(&[]), root.path(), None, HOST, &cfg()).unwrap();
+        let f = user_rustflags(&env_of(&[]), root.path(), None, &[], HOST, &cfg()).unwrap();
         assert_eq!(f, vec!["-Ctriple", "-Ccfg"]);
         // An env var for the triple joins the config tables.
         let env = env_of(&[("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS", "-Cenv")]);
-        let f = user_rustflags(&env, root.path(), None, HOST, &cfg()).unwrap();
+        let f = user_rustflags(&env, root.path(), None, &[], HOST, &cfg()).unwrap();
         assert_eq!(f, vec!["-Cenv", "-Ctriple", "-Ccfg"]);
+    }
+
+    /// `dir/.cargo/config.toml` with `text`.
+    fn config_in(dir: &Path, text: &str) {
+        std::fs::create_dir_all(dir.join(".cargo")).unwrap();
+        std::fs::write(dir.join(".cargo/config.toml"), text).unwrap();
+    }
+
+    #[test]
+    fn the_build_target_is_the_command_line_s_then_the_environment_s_then_the_nearest_file_s() {
+        let root = tempfile::tempdir().unwrap();
+        let (home, proj) = (root.path().join("home"), root.path().join("a/b"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join("config.toml"), "build.target = \"home-t\"\n").unwrap();
+        let target = |env: &[(&str, &str)], cli: &[&str]| {
+            let cli: Vec<String> = cli.iter().map(|s| s.to_string()).collect();
+            build_target(&env_of(env), &proj, Some(&home), &cli)
+        };
+        std::fs::create_dir_all(&proj).unwrap();
+        assert_eq!(target(&[], &[]).unwrap().unwrap().triple, "home-t");
+        config_in(&root.path().join("a"), "[build]\ntarget = \"parent-t\"\n");
+        assert_eq!(target(&[], &[]).unwrap().unwrap().triple, "parent-t");
+        config_in(&proj, "[build]\ntarget = [\"near-t\"]\n");
+        let near = target(&[], &[]).unwrap().unwrap();
+        assert_eq!(near.triple, "near-t", "the nearest file wins");
+        let file = proj.join(".cargo/config.toml").display().to_string();
+        assert_eq!(near.from, format!("build.target = [\"near-t\"] ({file})"));
+        let env = [("CARGO_BUILD_TARGET", "env-t")];
+        let from_env = target(&env, &[]).unwrap().unwrap();
+        assert_eq!(from_env.triple, "env-t", "the environment beats every file");
+        assert!(
+            from_env.from.contains("CARGO_BUILD_TARGET"),
+            "{}",
+            from_env.from
+        );
+        let cli = target(&env, &["build.target=\"cli-t\""]).unwrap().unwrap();
+        assert_eq!(cli.triple, "cli-t", "--config beats the environment");
+        // A target file is relative to the folder holding the `.cargo` that names it.
+        config_in(&proj, "build.target = \"my.json\"\n");
+        let json = target(&[], &[]).unwrap().unwrap().triple;
+        assert_eq!(json, proj.join("my.json").display().to_string());
+        config_in(&proj, "build.target = [\"x-t\", \"y-t\"]\n");
+        let e = target(&[], &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("several targets") && e.contains("fix: pass --target"),
+            "{e}"
+        );
+        let none = build_target(&env_of(&[]), root.path(), None, &[]).unwrap();
+        assert_eq!(none, None, "nothing set: the host");
+    }
+
+    #[test]
+    fn command_line_config_rustflags_are_kept_and_beat_the_environment() {
+        let root = tempfile::tempdir().unwrap();
+        config_in(root.path(), "[build]\nrustflags = [\"-Cfile\"]\n");
+        let flags = |env: &[(&str, &str)], cli: &[&str]| {
+            let cli: Vec<String> = cli.iter().map(|s| s.to_string()).collect();
+            user_rustflags(&env_of(env), root.path(), None, &cli, HOST, &cfg()).unwrap()
+        };
+        let cli = ["build.rustflags=[\"-Ccli\"]"];
+        assert_eq!(
+            flags(&[], &cli),
+            ["-Cfile", "-Ccli"],
+            "arrays join, the command line's last"
+        );
+        let env = [("CARGO_BUILD_RUSTFLAGS", "-Cenv")];
+        assert_eq!(flags(&env, &[]), ["-Cenv"]);
+        assert_eq!(
+            flags(&env, &cli),
+            ["-Cfile", "-Ccli"],
+            "--config beats the environment"
+        );
+        let triple = format!("target.{HOST}.rustflags=[\"-Ctriple\"]");
+        assert_eq!(
+            flags(&env, &[&triple]),
+            ["-Ctriple"],
+            "a target table beats [build]"
+        );
+        let cfg_table = "target.'cfg(unix)'.rustflags=[\"-Cunix\"]";
+        assert_eq!(flags(&[], &[&triple, cfg_table]), ["-Ctriple", "-Cunix"]);
+        // A --config that names a file reads it as one more config file.
+        let extra = root.path().join("extra.toml");
+        std::fs::write(&extra, "build.rustflags = [\"-Cextra\"]\n").unwrap();
+        assert_eq!(flags(&[], &["extra.toml"]), ["-Cfile", "-Cextra"]);
+        let bad = user_rustflags(
+            &env_of(&[]),
+            root.path(),
+            None,
+            &["build.=".into()],
+            HOST,
+            &cfg(),
+        );
+        assert!(bad.unwrap_err().to_string().contains("--config build.="));
+    }
+
+    #[test]
+    fn cargo_home_without_home_is_the_account_s_home_folder() {
+        let account = || Some(PathBuf::from("/home/u"));
+        assert_eq!(
+            cargo_home_of(None, account),
+            Some(PathBuf::from("/home/u/.cargo"))
+        );
+        let set = Some(std::ffi::OsString::from("/ch"));
+        assert_eq!(cargo_home_of(set, account), Some(PathBuf::from("/ch")));
+        assert_eq!(cargo_home_of(Some("".into()), || None), None);
     }
 
     #[test]

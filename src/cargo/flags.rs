@@ -22,6 +22,11 @@ pub fn set_flags(flags: Flags) {
     *FLAGS.write().unwrap_or_else(|e| e.into_inner()) = Some(flags);
 }
 
+/// The command line's `--config` values (cargo's own config layer above every file).
+pub fn cli_config() -> Vec<String> {
+    flags().config
+}
+
 pub(super) fn flags() -> Flags {
     FLAGS
         .read()

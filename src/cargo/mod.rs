@@ -10,6 +10,7 @@
 //! the user's, so [`user_rustflags`] reproduces cargo's choice and every build passes
 //! `user flags + stage flags` as `CARGO_ENCODED_RUSTFLAGS`.
 
+mod child;
 mod config;
 mod executable;
 mod flags;
@@ -20,18 +21,18 @@ mod workspace;
 pub mod wrapper;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+pub use child::build_timeout;
 pub use config::{
-    cargo_home, codegen_option, compose_rustflags, config_file, target_applies, target_cpu_of,
-    user_rustflags, user_rustflags_here,
+    build_target_here, cargo_home, codegen_option, compose_rustflags, config_file, target_applies,
+    target_cpu_of, user_rustflags, user_rustflags_here, BuildTarget,
 };
 use config::{config_dirs, parse_cfg, CargoConfig};
 use flags::flags;
-pub use flags::{set_flags, Flags};
+pub use flags::{cli_config, set_flags, Flags};
 pub use workspace::{Features, Project, Selection, Workspace};
 
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +74,18 @@ pub enum CargoError {
     NoArtifact(String),
     #[error("cannot read cargo config {path}: {message}")]
     Config { path: PathBuf, message: String },
+    #[error("{what} did not finish within {bound} and was stopped, with everything it started\n  fix: {fix}")]
+    TimedOut {
+        what: String,
+        bound: String,
+        fix: String,
+    },
+    #[error("{var}={value:?} is not a bound for cargo builds: {problem}\n  fix: give a duration such as {var}=4h (default: 2h), or unset it")]
+    BadTimeout {
+        var: &'static str,
+        value: String,
+        problem: String,
+    },
 }
 
 /// Everything that determines one build. Two equal settings produce the same binary, so
@@ -360,52 +373,37 @@ fn build_once(
         settings.cargo_args(project, target_dir).join(" ")
     );
     let start = Instant::now();
-    let mut child = spawn(&args, &flags)?;
     // cargo's JSON messages on stdout (artifacts, rustc's diagnostics) and its own lines on
-    // stderr are read side by side and merged in arrival order, so `stderr` reads as a
-    // terminal would have shown it.
-    let (tx, rx) = std::sync::mpsc::channel::<BuildEvent>();
-    let mut readers = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        let tx = tx.clone();
-        readers.push(std::thread::spawn(move || {
-            for event in build_events(BufReader::new(out)) {
-                if tx.send(event).is_err() {
-                    break;
-                }
-            }
-        }));
-    }
-    if let Some(err) = child.stderr.take() {
-        let tx = tx.clone();
-        readers.push(std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if tx.send(BuildEvent::Text(line)).is_err() {
-                    break;
-                }
-            }
-        }));
-    }
-    drop(tx);
+    // stderr come in arrival order, so `stderr` reads as a terminal would have shown it.
     let mut stderr = String::new();
     let mut exe = None;
-    for event in rx {
-        match event {
-            BuildEvent::Text(text) => {
-                for line in text.lines() {
-                    on_line(line);
-                    stderr.push_str(line);
-                    stderr.push('\n');
-                }
+    let outcome = child::run(
+        &mut self::command(&args, &flags),
+        &format!("the build `{command}`"),
+        build_timeout()?,
+        &child::build_fix(),
+        &mut |stream, line| {
+            let text = match stream {
+                child::Stream::Stderr => line.to_string(),
+                child::Stream::Stdout => match build_event(line) {
+                    Some(BuildEvent::Text(text)) => text,
+                    Some(BuildEvent::Executable(path, fresh)) => {
+                        exe = Some((path, fresh));
+                        return;
+                    }
+                    None => return,
+                },
+            };
+            for line in text.lines() {
+                on_line(line);
+                stderr.push_str(line);
+                stderr.push('\n');
             }
-            BuildEvent::Executable(path, fresh) => exe = Some((path, fresh)),
-        }
-    }
-    for r in readers {
-        let _ = r.join();
-    }
-    let (status, peak_rss_bytes) =
-        crate::sys::wait_with_peak(&mut child).map_err(CargoError::Spawn)?;
+        },
+    )?;
+    let status = outcome.status;
+    let peak_rss_bytes = (crate::sys::PEAK_COVERS_CHILDREN && outcome.max_rss_bytes > 0)
+        .then_some(outcome.max_rss_bytes);
     if !status.success() {
         return Err(CargoError::Build {
             command,
@@ -436,24 +434,32 @@ pub enum TestRunner {
 
 impl TestRunner {
     /// `cargo nextest` when it is installed, else `cargo test`;
-    /// `CARGO_OPTIMIZE_TEST_RUNNER=cargo|nextest` decides instead.
-    pub fn detect() -> Self {
+    /// `CARGO_OPTIMIZE_TEST_RUNNER=cargo|nextest` decides instead. A probe that does not
+    /// answer within [`child::PROBE_TIMEOUT`] is stopped, and `warn` told so (`cargo test`
+    /// then).
+    pub fn detect(warn: impl FnOnce(String)) -> Self {
         match std::env::var("CARGO_OPTIMIZE_TEST_RUNNER").as_deref() {
             Ok("cargo") => return TestRunner::Cargo,
             Ok("nextest") => return TestRunner::Nextest,
             _ => {}
         }
-        let nextest = Command::new(cargo_program())
+        let what = "the probe `cargo nextest --version`";
+        let probe = crate::process::Command::new(cargo_program())
             .args(["nextest", "--version"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if nextest {
-            TestRunner::Nextest
-        } else {
-            TestRunner::Cargo
+            .timeout(child::PROBE_TIMEOUT)
+            .label(what);
+        match crate::process::run(&probe) {
+            Ok(o) if o.timed_out => {
+                warn(format!(
+                    "{what} did not finish within {} and was stopped: the crate's tests run \
+                     with `cargo test`\n  fix: set CARGO_OPTIMIZE_TEST_RUNNER=cargo (or \
+                     nextest) to skip the probe",
+                    child::bound_text(child::PROBE_TIMEOUT)
+                ));
+                TestRunner::Cargo
+            }
+            Ok(o) if o.status.success() => TestRunner::Nextest,
+            _ => TestRunner::Cargo,
         }
     }
 }
@@ -504,33 +510,27 @@ pub fn test(
         args.join(" ")
     );
     let start = Instant::now();
-    let mut child = spawn(&args, &flags)?;
-    let stdout = child.stdout.take();
-    let out_thread = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(mut out) = stdout {
-            let mut bytes = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut out, &mut bytes);
-            text = String::from_utf8_lossy(&bytes).into_owned();
-        }
-        text
-    });
-    let mut stderr = String::new();
-    if let Some(err) = child.stderr.take() {
-        let mut reader = BufReader::new(err);
-        let mut buf = Vec::new();
-        while reader.read_until(b'\n', &mut buf).unwrap_or(0) > 0 {
-            let line = String::from_utf8_lossy(&buf);
-            on_line(line.trim_end());
-            stderr.push_str(&line);
-            buf.clear();
-        }
-    }
-    let status = crate::sys::interrupt::wait(&mut child).map_err(CargoError::Spawn)?;
-    let stdout = out_thread.join().unwrap_or_default();
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    let outcome = child::run(
+        &mut self::command(&args, &flags),
+        &format!("the crate's tests `{command}`"),
+        build_timeout()?,
+        &child::build_fix(),
+        &mut |stream, line| {
+            let into = match stream {
+                child::Stream::Stdout => &mut stdout,
+                child::Stream::Stderr => {
+                    on_line(line.trim_end());
+                    &mut stderr
+                }
+            };
+            into.push_str(line);
+            into.push('\n');
+        },
+    )?;
     Ok(TestRun {
-        success: status.success(),
-        status: status.to_string(),
+        success: outcome.status.success(),
+        status: outcome.status.to_string(),
         stdout,
         stderr,
         seconds: start.elapsed().as_secs_f64(),
@@ -540,13 +540,6 @@ pub fn test(
 
 fn cargo_program() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
-}
-
-/// Start cargo with `args` and exactly `flags` as rustflags (user flags included, see
-/// the module doc), stdout and stderr piped, no terminal decoration; in a process group of
-/// its own, killed with its rustc and build scripts on Ctrl-C (`sys::interrupt`).
-fn spawn(args: &[String], flags: &[String]) -> Result<std::process::Child, CargoError> {
-    crate::sys::interrupt::spawn_group(&mut command(args, flags)).map_err(CargoError::Spawn)
 }
 
 thread_local! {
@@ -560,7 +553,7 @@ pub fn build_in_background() {
     IN_BACKGROUND.with(|b| b.set(true));
 }
 
-/// The command [`spawn`] starts. Inside a job of `jobs::run` it joins the run's jobserver:
+/// The cargo command every build and test run starts (through [`child::run`]). Inside a job of `jobs::run` it joins the run's jobserver:
 /// `configure_make` sets `CARGO_MAKEFLAGS` (and `MAKEFLAGS`, `MFLAGS`) to
 /// `--jobserver-auth=R,W` and keeps those two fds open across exec. cargo connects to it as
 /// a client instead of making its own pool of `-j` tokens: `GlobalContext::new` reads
@@ -613,17 +606,17 @@ enum BuildEvent {
     Executable(PathBuf, bool),
 }
 
-/// The events in cargo's `--message-format=json` stdout: executables of compiled
-/// artifacts and rustc's diagnostics as rustc renders them; anything else is skipped.
-fn build_events<R: BufRead>(stdout: R) -> impl Iterator<Item = BuildEvent> {
+/// The event of one line of cargo's `--message-format=json` stdout: the executable of a
+/// compiled artifact, or a rustc diagnostic as rustc renders it; anything else is `None`.
+fn build_event(line: &str) -> Option<BuildEvent> {
     use cargo_metadata::Message;
-    Message::parse_stream(stdout).filter_map(|m| match m.ok()? {
+    match serde_json::from_str::<Message>(line).ok()? {
         Message::CompilerArtifact(a) => a
             .executable
             .map(|e| BuildEvent::Executable(e.into_std_path_buf(), a.fresh)),
         Message::CompilerMessage(m) => m.message.rendered.map(BuildEvent::Text),
         _ => None,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -698,7 +691,7 @@ mod tests {
             r#"{"reason":"build-finished","success":true}"#.to_string(),
         ]
         .join("\n");
-        let events: Vec<BuildEvent> = build_events(stdout.as_bytes()).collect();
+        let events: Vec<BuildEvent> = stdout.lines().filter_map(build_event).collect();
         assert_eq!(
             events,
             [

@@ -66,6 +66,7 @@ pub fn target_runner(
     env: &dyn Fn(&str) -> Option<String>,
     cwd: &Path,
     cargo_home: Option<&Path>,
+    cli: &[String],
     triple: &str,
     cfg: &[String],
 ) -> Result<Option<Runner>, CargoError> {
@@ -82,7 +83,7 @@ pub fn target_runner(
             from: key,
         }));
     }
-    let config = CargoConfig::discover(cwd, cargo_home)?;
+    let config = CargoConfig::discover(cwd, cargo_home, cli)?;
     let cfg = parse_cfg(cfg);
     // The nearest file that sets one wins; the triple's own table before a cfg table.
     for (path, table) in config.files.iter().rev() {
@@ -113,6 +114,7 @@ pub fn target_runner_here(triple: &str, cfg: &[String]) -> Result<Option<Runner>
         &|k| std::env::var(k).ok(),
         &cwd,
         cargo_home.as_deref(),
+        &super::flags().config,
         triple,
         cfg,
     )
@@ -173,7 +175,8 @@ mod tests {
             "[target.aarch64-unknown-linux-gnu]\nrunner = \"home-runner\"\n",
         )
         .unwrap();
-        let found = |cwd: &Path| target_runner(&none, cwd, Some(&home), AARCH64, &cfg()).unwrap();
+        let found =
+            |cwd: &Path| target_runner(&none, cwd, Some(&home), &[], AARCH64, &cfg()).unwrap();
         assert_eq!(found(&proj).unwrap().program, PathBuf::from("home-runner"));
         std::fs::write(
             root.path().join("a/.cargo/config.toml"),
@@ -201,13 +204,20 @@ mod tests {
         );
         assert!(r.from.contains("target.cfg(target_arch"), "{}", r.from);
         // Another target has none.
-        let x86 = target_runner(&none, &proj, Some(&home), "x86_64-unknown-linux-gnu", &[]);
+        let x86 = target_runner(
+            &none,
+            &proj,
+            Some(&home),
+            &[],
+            "x86_64-unknown-linux-gnu",
+            &[],
+        );
         assert_eq!(x86.unwrap(), None);
         let env = |k: &str| {
             (k == "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER")
                 .then(|| "qemu-aarch64 -cpu max".into())
         };
-        let r = target_runner(&env, &proj, Some(&home), AARCH64, &cfg())
+        let r = target_runner(&env, &proj, Some(&home), &[], AARCH64, &cfg())
             .unwrap()
             .unwrap();
         assert_eq!(r.line(), "qemu-aarch64 -cpu max");

@@ -146,17 +146,42 @@ impl Workspace {
         }
         let f = flags();
         cmd.other_options([f.network_args(), f.config_args()].concat());
-        let meta = cmd.exec().map_err(|e| CargoError::Metadata {
-            manifest: sel
-                .manifest_path
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "the current directory".into()),
-            message: match e {
-                cargo_metadata::Error::CargoMetadata { stderr } => stderr.trim().to_string(),
-                other => other.to_string(),
+        let manifest = (sel.manifest_path.as_ref())
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "the current directory".into());
+        let failed = |message: String| CargoError::Metadata {
+            manifest: manifest.clone(),
+            message,
+        };
+        let mut std_cmd = cmd.cargo_command();
+        std_cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let (mut json, mut stderr) = (None, String::new());
+        let outcome = super::child::run(
+            &mut std_cmd,
+            "`cargo metadata`",
+            super::child::METADATA_TIMEOUT,
+            "cargo reads the manifests and, when it needs to, the registry's index: check \
+             that `cargo metadata --no-deps` answers here, or pass --offline",
+            &mut |stream, line| match stream {
+                super::child::Stream::Stdout if json.is_none() && line.starts_with('{') => {
+                    json = Some(line.to_string())
+                }
+                super::child::Stream::Stdout => {}
+                super::child::Stream::Stderr => {
+                    stderr.push_str(line);
+                    stderr.push('\n');
+                }
             },
-        })?;
+        )?;
+        if !outcome.status.success() {
+            return Err(failed(stderr.trim().to_string()));
+        }
+        let json = json.ok_or_else(|| failed("cargo metadata printed no JSON".into()))?;
+        let meta =
+            cargo_metadata::MetadataCommand::parse(json).map_err(|e| failed(e.to_string()))?;
         Ok(Workspace {
             meta,
             manifest_arg: sel.manifest_path.clone(),

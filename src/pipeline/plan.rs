@@ -303,11 +303,9 @@ impl Plan {
             )?),
             None => None,
         };
-        let triple = g
-            .selection
-            .target
-            .clone()
-            .unwrap_or_else(|| r.rustc.host.clone());
+        let target = build_target(g)?;
+        let triple =
+            (target.as_ref().map(|t| t.triple.clone())).unwrap_or_else(|| r.rustc.host.clone());
         let spec = &r.spec;
         if let (true, Some(names)) = (spec.stages.try_.contains(&StageName::Cpu), &spec.stages.cpu)
         {
@@ -318,14 +316,15 @@ impl Plan {
         }
         let cfg = target_cfg(&triple);
         let user_rustflags = cargo::user_rustflags_here(&triple, &cfg)?;
-        let runner = super::runner::for_ladder(spec, &r.rustc.host, &triple, &cfg)?;
+        let from = target.as_ref().map_or("", |t| t.from.as_str());
+        let runner = super::runner::for_ladder(spec, &r.rustc.host, &triple, from, &cfg)?;
         check_fp_flags(&r.spec, &r.rustc, &r.optimize_dir())?;
         let baseline = BuildSettings {
             profile: g.selection.profile.clone(),
             profile_overrides: BTreeMap::new(),
             user_rustflags,
             rustflags: Vec::new(),
-            target: g.selection.target.clone(),
+            target: target.map(|t| t.triple),
             features: r.project.features.clone(),
         };
         let budget = spec.bench.budget.unwrap_or(super::budget::DEFAULT);
@@ -340,6 +339,19 @@ impl Plan {
             ..r.finish(baseline)
         })
     }
+}
+
+/// The target every build of the plan names explicitly: `--target`, else cargo's own
+/// (`--config build.target`, `CARGO_BUILD_TARGET`, `build.target` of the nearest config
+/// file); `None`: the host, as a plain `cargo build` builds.
+fn build_target(g: &GlobalArgs) -> anyhow::Result<Option<cargo::BuildTarget>> {
+    Ok(match &g.selection.target {
+        Some(t) => Some(cargo::BuildTarget {
+            triple: t.clone(),
+            from: format!("--target {t}"),
+        }),
+        None => cargo::build_target_here()?,
+    })
 }
 
 /// Criterion runs each benchmark for a fixed time, adapting how many iterations it does, so

@@ -14,11 +14,13 @@ use crate::cargo::runner::{self, Runner};
 use crate::spec::Spec;
 
 /// The runner the ladder runs `triple`'s binaries through (`None`: natively), or the
-/// error with the fix when it may not run them.
+/// error with the fix when it may not run them; `from` says where the target was chosen
+/// (`--target X`, `build.target = "X" (/p/.cargo/config.toml)`).
 pub(super) fn for_ladder(
     spec: &Spec,
     host: &str,
     triple: &str,
+    from: &str,
     cfg: &[String],
 ) -> anyhow::Result<Option<Runner>> {
     if triple == host {
@@ -27,14 +29,14 @@ pub(super) fn for_ladder(
     match runner::target_runner_here(triple, cfg)? {
         None if runs_natively(host, triple) => Ok(None),
         None => bail!(
-            "--target {triple}: this machine ({host}) cannot run its binaries, and cargo has no runner for it, so the ladder cannot time them\n  fix: run `cargo optimize` on a {} machine; or set a runner (target.{triple}.runner in .cargo/config.toml, e.g. [\"qemu-aarch64\", \"-L\", \"/usr/aarch64-linux-gnu\"]) and run `cargo optimize release --targets {triple} --stages pgo`, which trains and verifies a PGO binary through it",
+            "{from}: this machine ({host}) cannot run its binaries, and cargo has no runner for it, so the ladder cannot time them\n  fix: run `cargo optimize` on a {} machine; or set a runner (target.{triple}.runner in .cargo/config.toml, e.g. [\"qemu-aarch64\", \"-L\", \"/usr/aarch64-linux-gnu\"]) and run `cargo optimize release --targets {triple} --stages pgo`, which trains and verifies a PGO binary through it",
             arch(triple)
         ),
         Some(r) => {
             r.check_exists(triple).map_err(anyhow::Error::msg)?;
             if !spec.bench.runner_is_native {
                 bail!(
-                    "--target {triple}: its binaries run here only through cargo's runner `{}` ({}), and times taken through a runner are the runner's (an emulator's), not {triple}'s: the ladder does not time through it\n  fix: `cargo optimize release --targets {triple} --stages pgo` trains and verifies a PGO binary through the runner (nothing timed); if the runner runs the binaries on real {} hardware, set `runner-is-native = true` in [bench] of {}",
+                    "{from}: its binaries run here only through cargo's runner `{}` ({}), and times taken through a runner are the runner's (an emulator's), not {triple}'s: the ladder does not time through it\n  fix: `cargo optimize release --targets {triple} --stages pgo` trains and verifies a PGO binary through the runner (nothing timed); if the runner runs the binaries on real {} hardware, set `runner-is-native = true` in [bench] of {}",
                     r.line(),
                     r.from,
                     arch(triple),

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -73,14 +73,6 @@ pub(crate) fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
 /// The group led by `pid` is no longer ours to kill (call before reaping its leader).
 pub(crate) fn release(pid: u32) {
     registry().groups.remove(&pid);
-}
-
-/// Wait for a child started by [`spawn_group`]: its exit learnt without reaping, the group
-/// released, then the child reaped.
-pub(crate) fn wait(child: &mut Child) -> std::io::Result<ExitStatus> {
-    super::imp::wait_unreaped(child.id());
-    release(child.id());
-    child.wait()
 }
 
 /// A folder removed if a signal ends the process while the returned guard lives.
@@ -176,6 +168,13 @@ fn stop(signal: i32) -> ! {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+
+    /// As `Tree` does: the exit learnt (here: after a kill), the group released, then reaped.
+    fn wait(child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
+        let status = child.wait();
+        release(child.id());
+        status
+    }
 
     #[test]
     fn a_cancelled_set_kills_only_its_own_groups_and_released_ones_are_left_alone() {

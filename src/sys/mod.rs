@@ -90,18 +90,10 @@ pub(crate) fn cpu_seconds() -> f64 {
     imp::cpu_seconds()
 }
 
-/// Wait for `child` (started by `std::process::Command`) and reap it, with the peak
-/// resident memory of it and its waited-for descendants (a build's largest rustc) where
-/// the OS says (`wait4`'s rusage on Unix; `None` on Windows). The child must not be waited
-/// for again.
-pub(crate) fn wait_with_peak(
-    child: &mut std::process::Child,
-) -> std::io::Result<(std::process::ExitStatus, Option<u64>)> {
-    // A group from `interrupt::spawn_group` is released before its leader is reaped.
-    imp::wait_unreaped(child.id());
-    interrupt::release(child.id());
-    imp::wait_with_peak(child)
-}
+/// Whether a [`Tree`]'s `max_rss_bytes` covers the descendants it waited for (a build's
+/// largest rustc): `wait4`'s rusage on Unix does; Windows' peak working set is the child's
+/// own.
+pub(crate) const PEAK_COVERS_CHILDREN: bool = cfg!(unix);
 
 /// Start `cmd`'s process (and so everything it starts) at the lowest CPU priority: a build
 /// started ahead of need then runs on cycles nothing else wants (`nice 19` on Unix, below

@@ -213,12 +213,6 @@ pub(super) fn kill_group(pid: u32) {
     }
 }
 
-/// Block until our child `pid` has exited, leaving it unreaped (errors: return at once,
-/// the caller's reap reports them).
-pub(super) fn wait_unreaped(pid: u32) {
-    let _ = wait_exit(pid as libc::pid_t);
-}
-
 pub(super) fn lower_priority(cmd: &mut Command) {
     // SAFETY: setpriority is async-signal-safe and touches nothing of the parent's; a
     // failure leaves the priority as it was, which is harmless.
@@ -228,11 +222,6 @@ pub(super) fn lower_priority(cmd: &mut Command) {
             Ok(())
         });
     }
-}
-
-pub(super) fn wait_with_peak(child: &mut Child) -> std::io::Result<(ExitStatus, Option<u64>)> {
-    let (status, usage) = wait4(child.id() as libc::pid_t)?;
-    Ok((ExitStatus::from_raw(status), Some(usage.max_rss_bytes)))
 }
 
 fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, Usage)> {

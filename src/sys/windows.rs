@@ -293,18 +293,9 @@ pub(super) fn own_group(_cmd: &mut std::process::Command) {}
 /// Nothing to signal on Windows (see [`own_group`]).
 pub(super) fn kill_group(_pid: u32) {}
 
-/// The caller's `Child::wait` waits (Windows reaps nothing early).
-pub(super) fn wait_unreaped(_pid: u32) {}
-
 pub(super) fn lower_priority(cmd: &mut std::process::Command) {
     use std::os::windows::process::CommandExt as _;
     cmd.creation_flags(windows_sys::Win32::System::Threading::BELOW_NORMAL_PRIORITY_CLASS);
-}
-
-pub(super) fn wait_with_peak(
-    child: &mut std::process::Child,
-) -> std::io::Result<(std::process::ExitStatus, Option<u64>)> {
-    Ok((child.wait()?, None))
 }
 
 pub(super) fn cpu_seconds() -> f64 {

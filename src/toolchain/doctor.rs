@@ -163,7 +163,11 @@ fn fix(facts: &Facts) {
     } else if facts.llvm_profdata.is_err() {
         match super::find_on_path("rustup") {
             Some(rustup) => {
-                run_shown(&process::Command::new(rustup).args(llvm_tools_rustup_args(rustc)));
+                run_shown(
+                    &process::Command::new(rustup)
+                        .args(llvm_tools_rustup_args(rustc))
+                        .timeout(INSTALL_TIMEOUT),
+                );
             }
             None => eprintln!(
                 "cannot fix llvm-profdata: rustup is not on PATH (install an llvm-profdata of \
@@ -187,12 +191,14 @@ fn fix(facts: &Facts) {
             Some(apt) => {
                 let update = process::Command::new(&apt)
                     .arg("update")
-                    .env("DEBIAN_FRONTEND", "noninteractive");
+                    .env("DEBIAN_FRONTEND", "noninteractive")
+                    .timeout(INSTALL_TIMEOUT);
                 if run_shown(&update) {
                     run_shown(
                         &process::Command::new(&apt)
                             .args(["install", "-y", &format!("bolt-{n}")])
-                            .env("DEBIAN_FRONTEND", "noninteractive"),
+                            .env("DEBIAN_FRONTEND", "noninteractive")
+                            .timeout(INSTALL_TIMEOUT),
                     );
                 }
             }
@@ -200,10 +206,24 @@ fn fix(facts: &Facts) {
     }
 }
 
+/// The bound of each command `--fix` runs (a download and an install: minutes, never a
+/// hang on a lock or a prompt).
+const INSTALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// Show a command, run it, show the end of its output; true when it succeeded.
 fn run_shown(cmd: &process::Command) -> bool {
     eprintln!("running: {}", cmd.display());
     match process::run(cmd) {
+        Ok(out) if out.timed_out => {
+            eprintln!(
+                "  failed: `{}` did not finish within {} and was stopped, with everything it \
+                 started\n  fix: run it yourself to see where it waits (a lock held by \
+                 another package manager, a prompt, the network)",
+                cmd.display(),
+                humantime::format_duration(cmd.timeout.unwrap_or_default())
+            );
+            false
+        }
         Ok(out) => {
             let tail = process::tail_lines(&out.stdout, 3);
             let err_tail = out.stderr_tail(5);

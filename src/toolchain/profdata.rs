@@ -72,20 +72,24 @@ impl FunctionCounts {
     }
 }
 
-/// Every function of `profile`, in the order llvm-profdata lists them.
+/// Every function of `profile`, in the order llvm-profdata lists them; an error when
+/// llvm-profdata fails or does not finish within [`SHOW_TIMEOUT`] (never an empty list
+/// for a profile it could not read).
 pub fn function_counts(
     profdata: &Path,
     profile: &Path,
-) -> Result<Vec<FunctionCounts>, process::ProcessError> {
-    let out = process::run(&show_command(profdata, profile))?;
-    Ok(parse(&String::from_utf8_lossy(&out.stdout)))
+) -> Result<Vec<FunctionCounts>, CountsError> {
+    show(profdata, profile).map(|s| s.functions)
 }
+
+/// The bound of one `llvm-profdata show`: a large profile is read in seconds.
+const SHOW_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 fn show_command(profdata: &Path, profile: &Path) -> process::Command {
     process::Command::new(profdata)
         .args(["show", "--all-functions", "--counts"])
         .arg(profile)
-        .timeout(std::time::Duration::from_secs(300))
+        .timeout(SHOW_TIMEOUT)
         .label("the profile's function counts")
 }
 
@@ -272,7 +276,7 @@ pub fn summary(profdata: &Path, profile: &Path) -> Result<Summary, CountsError> 
     let cmd = process::Command::new(profdata)
         .arg("show")
         .arg(profile)
-        .timeout(std::time::Duration::from_secs(300))
+        .timeout(SHOW_TIMEOUT)
         .label("the profile's summary");
     Ok(parse_summary(&read(profdata, profile, &cmd)?))
 }
@@ -280,6 +284,15 @@ pub fn summary(profdata: &Path, profile: &Path) -> Result<Summary, CountsError> 
 /// What `cmd`, `profdata` reading `profile`, printed; an error naming both when it failed.
 fn read(profdata: &Path, profile: &Path, cmd: &process::Command) -> Result<String, CountsError> {
     let out = process::run(cmd)?;
+    if out.timed_out {
+        let bound = humantime::format_duration(cmd.timeout.unwrap_or_default());
+        return Err(CountsError::Failed {
+            tool: profdata.display().to_string(),
+            profile: profile.to_path_buf(),
+            status: format!("it did not finish within {bound} and was stopped"),
+            stderr: out.stderr_tail(3).trim().to_string(),
+        });
+    }
     if !out.status.success() {
         return Err(CountsError::Failed {
             tool: profdata.display().to_string(),
@@ -426,6 +439,22 @@ Total functions: 3
             (slice.crate_name(), slice.module().as_str()),
             ("alloc", "alloc::slice")
         );
+    }
+
+    /// Issue 36 item 11: the exit status was ignored, so a profile llvm-profdata could not
+    /// read gave an empty list of functions (eval coverage then said training covered
+    /// nothing) instead of an error.
+    #[test]
+    fn function_counts_of_a_profile_llvm_profdata_cannot_read_is_an_error() {
+        let rustc = crate::toolchain::rustc().expect("rustc");
+        let tool = crate::toolchain::llvm_profdata(&rustc)
+            .expect("llvm-profdata (rustup component add llvm-tools)");
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("garbage.profdata");
+        std::fs::write(&garbage, b"not a profile at all\n").unwrap();
+        let e = function_counts(&tool.path, &garbage).unwrap_err();
+        assert!(matches!(e, CountsError::Failed { .. }), "{e}");
+        assert!(e.to_string().contains("garbage.profdata"), "{e}");
     }
 
     #[test]

@@ -97,7 +97,9 @@ pub fn check(
     if !ctx.spec.verify.tests || !applies_to(cand.stage) {
         return Ok(Ok(()));
     }
-    let runner = *reference.test_runner.get_or_init(TestRunner::detect);
+    let runner = *reference
+        .test_runner
+        .get_or_init(|| TestRunner::detect(|w| ctx.ui.warn(&w)));
     let label = cand.label();
     let run = run_tests(ctx, &label, &cand.tag(), &cand.settings, runner)?;
     if run.0.success {

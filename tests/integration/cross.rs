@@ -229,3 +229,80 @@ fn the_ladder_refuses_to_time_through_a_runner() {
     );
     assert!(!td.join("optimize/runs").exists(), "a run folder was made");
 }
+
+/// This machine's target triple (`rustc -vV`'s `host:`).
+fn host() -> String {
+    let out = std::process::Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text.lines().find_map(|l| l.strip_prefix("host: "));
+    line.expect("rustc -vV names the host").trim().to_string()
+}
+
+/// Issue 36 item 3: `[build] target` in `.cargo/config.toml` was ignored: the baseline
+/// was built for it (cargo obeys it) while PGO was built with `--target <host>`. The
+/// target is now resolved once and named by every build: every row's settings and the
+/// final choice say it, and every build of the run landed in its `<triple>/` folder.
+#[test]
+fn a_build_target_in_cargo_s_config_is_every_candidate_s_target() {
+    let _g = shared();
+    let host = host();
+    let dir = crate_with(&format!("[build]\ntarget = \"{host}\"\n"));
+    let td = dir.path().join("target");
+    let args = [
+        "optimize",
+        "--stages",
+        "pgo",
+        "--target-dir",
+        td.to_str().unwrap(),
+    ];
+    let r = run(dir.path(), &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let rows: Vec<_> = report
+        .stages
+        .iter()
+        .filter(|s| s.settings.is_some())
+        .collect();
+    assert!(rows.iter().any(|s| s.name == "baseline"), "{report:#?}");
+    assert!(rows.iter().any(|s| s.name == "pgo"), "{report:#?}");
+    for row in rows {
+        let target = row.settings.as_ref().and_then(|s| s.target.as_deref());
+        assert_eq!(target, Some(host.as_str()), "row {}", row.name);
+    }
+    let last = final_choice(&report).settings.as_ref();
+    assert_eq!(last.and_then(|s| s.target.as_deref()), Some(host.as_str()));
+    for build in std::fs::read_dir(td.join("optimize/build")).unwrap() {
+        let build = build.unwrap().path();
+        assert!(
+            build.join(&host).is_dir(),
+            "{} has no {host}/",
+            build.display()
+        );
+        let hostless = build.join("release").join(FIXTURE);
+        assert!(
+            !hostless.exists(),
+            "{} was built for no target",
+            hostless.display()
+        );
+    }
+}
+
+/// A `build.target` of another architecture (no `--target`) is refused as `--target` is,
+/// naming where it was set; nothing is built.
+#[test]
+fn a_build_target_this_machine_cannot_run_is_refused_naming_its_config_file() {
+    let _g = shared();
+    let dir = crate_with(&format!("[build]\ntarget = \"{AARCH64}\"\n"));
+    let td = dir.path().join("target");
+    let args = ["optimize", "--target-dir", td.to_str().unwrap()];
+    let r = run(dir.path(), &args, &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    let config = dir.path().join(".cargo/config.toml");
+    let from = format!("build.target = \"{AARCH64}\" ({})", config.display());
+    assert!(r.stderr.contains(&from), "{}", r.stderr);
+    assert!(r.stderr.contains("cannot run its binaries"), "{}", r.stderr);
+    assert!(!td.join("optimize/runs").exists(), "a run folder was made");
+}

@@ -19,6 +19,16 @@ const FIXTURE: &str = "leaves-child";
 /// `cargo-optimize ARGS` in `cwd`, killed after `limit`. Returns the run and how long it
 /// took; panics (after the kill) when it had to be killed.
 fn watched(cwd: &Path, args: &[&str], limit: Duration) -> (Run, Duration) {
+    watched_env(cwd, args, limit, &[])
+}
+
+/// [`watched`] with extra environment variables.
+fn watched_env(
+    cwd: &Path,
+    args: &[&str],
+    limit: Duration,
+    env: &[(&str, &Path)],
+) -> (Run, Duration) {
     let dir = tempfile::tempdir().unwrap();
     let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
     let start = Instant::now();
@@ -29,6 +39,7 @@ fn watched(cwd: &Path, args: &[&str], limit: Duration) -> (Run, Duration) {
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_RUSTFLAGS")
         .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).unwrap())
         .stderr(std::fs::File::create(&err_path).unwrap())
@@ -393,4 +404,77 @@ fn argument_list_too_long_names_the_workload_and_the_size() {
             "fix: pass large inputs in a file",
         ],
     );
+}
+
+/// Issue 36 item 10: a build script that sleeps hung the tool forever (cargo builds had no
+/// bound). Now every build has one (`CARGO_OPTIMIZE_BUILD_TIMEOUT`, else 2h): past it
+/// cargo, rustc and the build script are killed together, and the error names the build,
+/// the bound and the fix. The build script writes its pid and cargo's before it sleeps;
+/// both are gone when the tool has exited, and what it writes after its sleep never is.
+#[test]
+fn a_build_past_its_bound_is_stopped_with_everything_it_started() {
+    let _g = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let pids = tmp.path().join("pids");
+    let td = tmp.path().join("target");
+    let args = [
+        "optimize",
+        "--stages",
+        "none",
+        "--target-dir",
+        td.to_str().unwrap(),
+    ];
+    let env = [
+        ("CARGO_OPTIMIZE_BUILD_TIMEOUT", Path::new("20s")),
+        ("SLOW_BUILD_PIDS", pids.as_path()),
+    ];
+    let (r, _) = watched_env(
+        &fixture("slow-build"),
+        &args,
+        Duration::from_secs(240),
+        &env,
+    );
+    assert_exit(
+        &r,
+        2,
+        &[
+            "the build `",
+            "did not finish within 20s and was stopped, with everything it started",
+            "fix: a build script or proc macro",
+            "CARGO_OPTIMIZE_BUILD_TIMEOUT=4h",
+        ],
+    );
+    let text = std::fs::read_to_string(&pids).expect("the build script started");
+    for pid in text.split_whitespace() {
+        assert!(
+            gone(pid),
+            "process {pid} (build script, cargo) outlived the tool"
+        );
+    }
+    let mut done = pids.into_os_string();
+    done.push(".done");
+    assert!(
+        !Path::new(&done).exists(),
+        "the build script ran to its end"
+    );
+}
+
+/// Whether process `pid` has ended (no /proc entry, or a zombie its new parent has not
+/// reaped yet); a killed process is given a few seconds to get there.
+fn gone(pid: &str) -> bool {
+    let stat = Path::new("/proc").join(pid).join("stat");
+    for _ in 0..100 {
+        match std::fs::read_to_string(&stat) {
+            Err(_) => return true,
+            Ok(s)
+                if s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z')) =>
+            {
+                return true
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    false
 }

@@ -115,15 +115,20 @@ fn measure(
         merge(profdata, &raw, &merged)?;
         profiles.push(EvalProfile {
             workload: w.name.clone(),
-            functions: function_counts(profdata, &merged)?,
+            functions: function_counts(profdata, &merged).map_err(counts_failed)?,
         });
     }
     ctx.ui.done(
         &format!("{label}: eval coverage {n}/{n}", n = eval.len()),
         start.elapsed().as_secs_f64(),
     );
-    let train = function_counts(profdata, &profile.stable)?;
+    let train = function_counts(profdata, &profile.stable).map_err(counts_failed)?;
     Ok(coverage::assess(&train, &profiles))
+}
+
+/// A profile llvm-profdata could not read: the pass fails (a note on the row).
+fn counts_failed(e: crate::toolchain::profdata::CountsError) -> StageError {
+    StageError::Failed(e.to_string())
 }
 
 /// One eval workload on the instrumented binary, its raw profile into `raw`.
