@@ -54,7 +54,11 @@ pub fn run_cli(parsed: Parsed) -> anyhow::Result<i32> {
     // A bad build bound is bad input, said before anything runs.
     cargo::build_timeout()?;
     sys::interrupt::install();
+    let json = matches!(&command, Command::Run(a) if a.message_format == cli::MessageFormat::Json);
     let done = run_command(&g, command);
+    if let (Err(e), true) = (&done, json) {
+        ui.error_event(&format!("{e:#}"));
+    }
     // An error can return while builds started ahead still run: none outlives the command.
     sys::interrupt::kill_all();
     done

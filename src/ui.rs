@@ -100,6 +100,17 @@ impl Ui {
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     }
 
+    /// `--message-format json`'s last line when the command fails: the `error` event, with
+    /// the message stderr gets and the exit code (a program reading stdout alone learns why).
+    pub fn error_event(&self, message: &str) {
+        let events = Ui {
+            events: true,
+            ..self.clone()
+        };
+        let fields = serde_json::json!({ "message": message, "exit_code": 2 });
+        events.event("error", fields);
+    }
+
     /// A spinner for long work; a no-op when not on a terminal.
     pub fn spinner(&self, msg: impl Into<String>) -> ProgressBar {
         if !self.animate {

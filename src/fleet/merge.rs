@@ -205,7 +205,10 @@ pub(crate) fn merge(
         let ran = profdata::merge(&tool.path, &weighted, tmp).map_err(anyhow::Error::from);
         let made = ran.and_then(|said| {
             let judged = judge(tool, rustc, inputs, &said)?;
-            Ok((judged, profdata::show(&tool.path, tmp)?))
+            let shown = profdata::show(&tool.path, tmp)?;
+            let ranking = hotspots::rank(&shown, TOP, 0);
+            empty_refused(&ranking, inputs)?;
+            Ok((judged, ranking))
         });
         match judged.insert(made) {
             Ok(_) => Ok(()),
@@ -214,15 +217,34 @@ pub(crate) fn merge(
     });
     let made = judged.transpose()?;
     written?;
-    let (Judged { dropped, warnings }, shown) = made.context("llvm-profdata did not run")?;
+    let (Judged { dropped, warnings }, ranking) = made.context("llvm-profdata did not run")?;
     Ok(Merged {
         out,
         tool: tool.path.display().to_string(),
         inputs: inputs.to_vec(),
         dropped,
         warnings,
-        ranking: hotspots::rank(&shown, TOP, 0),
+        ranking,
     })
+}
+
+/// A merge whose profile counts nothing (every input empty: a collector that never ran its
+/// program, or one killed before it wrote) is refused, nothing put in place: building with
+/// it would be PGO in name only.
+fn empty_refused(ranking: &hotspots::Ranking, inputs: &[Input]) -> anyhow::Result<()> {
+    if ranking.functions_with_counts > 0 {
+        return Ok(());
+    }
+    let names: Vec<String> = inputs
+        .iter()
+        .map(|i| i.path.display().to_string())
+        .collect();
+    anyhow::bail!(
+        "the merged profile counts nothing: {} hold no function that ran
+  nothing was written
+  fix: collect again with the instrumented binary (`cargo optimize profile collect`) running the program's real work, and merge the .profraw files it writes",
+        names.join(", ")
+    )
 }
 
 /// What llvm-profdata said, judged: an input in another LLVM version's format refuses the
@@ -405,10 +427,15 @@ mod tests {
         }
     }
 
-    /// An llvm-profdata that writes `merged` to `-o` and shows nothing.
+    /// An llvm-profdata that writes `merged` to `-o` and shows one function that ran.
     fn fake_profdata(dir: &Path) -> Tool {
+        fake_profdata_showing(dir, "  main:\\n    Block counts: [5]\\n")
+    }
+
+    /// An llvm-profdata that writes `merged` to `-o` and shows `shows` (printf's format).
+    fn fake_profdata_showing(dir: &Path, shows: &str) -> Tool {
         let p = dir.join("llvm-profdata");
-        let script = "#!/bin/sh\n[ \"$1\" = merge ] || exit 0\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\nprintf merged > \"$out\"\n";
+        let script = format!("#!/bin/sh\n[ \"$1\" = show ] && {{ printf '{shows}'; exit 0; }}\n[ \"$1\" = merge ] || exit 0\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\nprintf merged > \"$out\"\n");
         std::fs::write(&p, script).unwrap();
         crate::sys::set_mode(&p, 0o755).unwrap();
         // Another test thread forking while the file was open for writing makes exec fail
@@ -424,6 +451,23 @@ mod tests {
             }
         }
         Tool { path: p, ..tool() }
+    }
+
+    #[test]
+    fn a_merge_that_counts_nothing_is_refused_and_nothing_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let tool = fake_profdata_showing(d, "");
+        let raw = d.join("empty.profraw");
+        std::fs::write(&raw, b"").unwrap();
+        let ins = [input(raw.to_str().unwrap(), 1)];
+        let ui = Ui::new(true, 0, Some(false));
+        let out = d.join("merged.profdata");
+        let e = merge(&tool, &rustc(), &ins, &out, &ui).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("the merged profile counts nothing"), "{e}");
+        assert!(e.contains("empty.profraw") && e.contains("fix:"), "{e}");
+        assert!(!out.exists(), "an empty profile was put in place");
     }
 
     #[test]

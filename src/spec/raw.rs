@@ -163,7 +163,7 @@ pub(super) struct RawStages {
     pub(super) allow_panic_abort: Option<bool>,
     pub(super) fp: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) bolt_mode: Option<Spanned<String>>,
-    pub(super) bolt_args: Option<Vec<String>>,
+    pub(super) bolt_args: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 pub(super) type ProfileValue = Option<Spanned<toml::Value>>;

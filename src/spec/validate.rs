@@ -193,8 +193,33 @@ impl<'a> Validator<'a> {
                 _ => BoltMode::Auto,
             };
         }
-        stages.bolt_args = raw.bolt_args;
+        if let Some(args) = raw.bolt_args {
+            stages.bolt_args = Some(self.bolt_args(args)?);
+        }
         Ok(stages)
+    }
+
+    /// `[stages] bolt-args`: llvm-bolt's options, but none of the files the tool names
+    /// itself (its output, profile and instrumentation file, inside `target/optimize`): one
+    /// of those would write outside it, or read another profile than the one trained.
+    fn bolt_args(&self, args: Spanned<Vec<Spanned<String>>>) -> Result<Vec<String>, SpecError> {
+        const NAMED_BY_US: [&str; 5] = ["o", "data", "instrumentation-file", "w", "save-profile"];
+        for a in args.get_ref() {
+            let name = a.get_ref().trim_start_matches('-');
+            let name = name.split_once('=').map_or(name, |(n, _)| n);
+            if NAMED_BY_US.contains(&name) {
+                return Err(self.at(
+                    a,
+                    &format!("`bolt-args` sets `-{name}`, a file cargo-optimize names itself (inside target/optimize)"),
+                    Some(format!("remove `{}` from `bolt-args`: BOLT's output, profile and instrumentation file are the run's own", a.get_ref())),
+                ));
+            }
+        }
+        Ok(args
+            .into_inner()
+            .into_iter()
+            .map(Spanned::into_inner)
+            .collect())
     }
 
     /// `[stages] fp = [...]`: LLVM options (`--name` or `--name=value`), each once; listing
@@ -959,6 +984,23 @@ mod tests {
             msg.starts_with("`ignore` is not a valid regular expression"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn bolt_args_naming_a_file_the_tool_names_are_refused_at_their_place() {
+        let f = Fixture::new();
+        let spec = f.ok(&format!(
+            "[stages]\nbolt-args = [\"-reorder-blocks=ext-tsp\"]\n{ONE}"
+        ));
+        assert_eq!(spec.stages.bolt_args.unwrap(), ["-reorder-blocks=ext-tsp"]);
+        for (arg, name) in [("-o", "o"), ("--o=/tmp/x", "o"), ("-data=p.fdata", "data")] {
+            let (line, col, msg, fix) = f.err(&format!(
+                "[stages]\nbolt-args = [\"-v=1\", \"{arg}\"]\n{ONE}"
+            ));
+            assert_eq!((line, col), (2, 22), "{msg}");
+            assert!(msg.contains(&format!("sets `-{name}`")), "{msg}");
+            assert!(fix.contains(&format!("remove `{arg}`")), "{fix}");
+        }
     }
 
     #[test]

@@ -373,3 +373,39 @@ fn bench_takes_format_and_o_like_every_command() {
     );
     assert!(!text.contains("A: true"), "{text}");
 }
+
+/// Issue 36, item 16: a run that fails under `--message-format json` ends its stdout with an
+/// `error` event (the message stderr gets, exit 2), so a program reading stdout learns why.
+#[test]
+fn a_failed_run_ends_its_json_events_with_an_error_event() {
+    let _g = shared();
+    let tmp = copy_fixture("pgo-basic");
+    let r = run(
+        tmp.path(),
+        &[
+            "optimize",
+            "--message-format",
+            "json",
+            "--spec",
+            "missing.toml",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    let last = r
+        .stdout
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("{}", r.all()));
+    let event: Value =
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("not a JSON object: {e}: {last}"));
+    assert_eq!(event["event"], "error", "{event}");
+    assert_eq!(event["exit_code"], 2, "{event}");
+    let message = event["message"].as_str().unwrap();
+    assert!(message.contains("missing.toml"), "{event}");
+    assert!(
+        r.stderr.contains(message.lines().next().unwrap()),
+        "{}",
+        r.stderr
+    );
+}
