@@ -257,6 +257,17 @@ fn items(optimize_dir: &Path) -> Vec<Item> {
             add("builds", path);
         }
     }
+    // Run folders (the ladder's and `check`'s), but the one `latest` names: `report`,
+    // `apply` and `hotspots` read it.
+    for (runs, latest) in [("runs", "latest"), ("check/runs", "check/latest")] {
+        let newest = std::fs::read_link(optimize_dir.join(latest)).ok();
+        let newest = newest.and_then(|l| l.file_name().map(|n| n.to_os_string()));
+        for path in entries(optimize_dir, &optimize_dir.join(runs)) {
+            if path.file_name().map(|n| n.to_os_string()) != newest {
+                add("runs", path);
+            }
+        }
+    }
     out
 }
 
@@ -306,7 +317,8 @@ fn tree_size_and_mtime(path: &Path) -> (u64, std::time::SystemTime) {
 /// How much is kept, per kind.
 pub fn usage(optimize_dir: &Path) -> Vec<Usage> {
     let mut out: Vec<Usage> = Vec::new();
-    for &(kind, _) in KINDS {
+    let kinds = KINDS.iter().map(|(k, _)| *k).chain(["runs"]);
+    for kind in kinds {
         if !out.iter().any(|u| u.kind == kind) {
             let (entries, bytes) = (0, 0);
             out.push(Usage {
@@ -452,6 +464,25 @@ mod tests {
         }
         let e = run_key(&data.join("0"), &[&workload(dir.path(), "data")]).unwrap_err();
         assert!(e.to_string().contains("too much to hash"), "{e}");
+    }
+
+    #[test]
+    fn old_run_folders_are_counted_and_trimmed_but_never_the_latest() {
+        let dir = tempfile::tempdir().unwrap();
+        let opt = dir.path().join("optimize");
+        for run in ["runs/1", "runs/2", "check/runs/a"] {
+            std::fs::create_dir_all(opt.join(run)).unwrap();
+            std::fs::write(opt.join(run).join("report.json"), "{}").unwrap();
+        }
+        crate::sys::symlink("runs/2", opt.join("latest")).unwrap();
+        let runs = usage(&opt).into_iter().find(|u| u.kind == "runs").unwrap();
+        assert_eq!((runs.entries, runs.bytes), (2, 4));
+        gc(&opt, 0).unwrap();
+        assert!(!opt.join("runs/1").exists() && !opt.join("check/runs/a").exists());
+        assert!(
+            opt.join("runs/2/report.json").exists(),
+            "the latest run was removed"
+        );
     }
 
     #[test]
