@@ -279,7 +279,7 @@ fn the_profile_search_goes_on_when_max_is_kept_and_thorough_builds_eight_reusing
     assert_eq!(r.code, Some(0), "{}", r.all());
     let report = latest_report(&td);
     let profile = rows(&report, "profile");
-    assert_eq!(profile.len(), 8);
+    assert_eq!(profile.len(), 8, "{}", r.all());
     search_rows_say_cost_and_effect(&profile);
     let o = profile[1].facts.overrides.as_ref().unwrap();
     assert_eq!(o.get("lto").map(String::as_str), Some("\"thin\""));

@@ -542,7 +542,9 @@ struct Trained {
 /// elsewhere, is not trusted) and still exactly what was kept.
 fn reusable(store: &Store, profiles: &Blobs, key: &str) -> Option<Trained> {
     let t: Trained = store.get(key)?;
-    (profiles.path_of(&t.hash)? == t.profile && profiles.get(&t.hash).is_some()).then_some(t)
+    // Not `Blobs::get`, which removes a mismatching file: the training is redone then, and
+    // `Blobs::keep` must still find the damaged copy to say it was repaired.
+    (profiles.path_of(&t.hash)? == t.profile && file_hash(&t.profile).ok()? == t.hash).then_some(t)
 }
 
 /// Run every `train` workload on the instrumented binary; returns the program's own
