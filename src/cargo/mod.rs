@@ -357,6 +357,21 @@ fn build_checked(
     Ok((built, Some(warning)))
 }
 
+/// A build that failed for a full disk (or quota) says so with the fix, whatever the tool
+/// that hit it made of it (a linker's bare `No space left on device`, rustc's `LLVM ERROR:
+/// IO failure on output stream`, which reads like a compiler bug); else nothing.
+fn disk_full_fix(stderr: &str, target_dir: &Path) -> String {
+    const SIGNS: [&str; 2] = ["No space left on device", "Disk quota exceeded"];
+    if !SIGNS.iter().any(|s| stderr.contains(s)) {
+        return String::new();
+    }
+    format!(
+        "\nthe disk is full: the build could not write into {}\n  fix: free space on that disk (`df -h {}`; `cargo optimize clean` removes old runs and builds), or point --target-dir at a disk with room",
+        target_dir.display(),
+        target_dir.display()
+    )
+}
+
 /// [`build`], and whether cargo called the binary's artifact fresh (it compiled nothing).
 fn build_once(
     project: &Project,
@@ -405,10 +420,12 @@ fn build_once(
     let peak_rss_bytes = (crate::sys::PEAK_COVERS_CHILDREN && outcome.max_rss_bytes > 0)
         .then_some(outcome.max_rss_bytes);
     if !status.success() {
+        let mut tail = crate::process::tail_lines(stderr.as_bytes(), 30);
+        tail.push_str(&disk_full_fix(&stderr, target_dir));
         return Err(CargoError::Build {
             command,
             status: status.to_string(),
-            tail: crate::process::tail_lines(stderr.as_bytes(), 30),
+            tail,
         });
     }
     let (binary, fresh) = exe.ok_or_else(|| CargoError::NoArtifact(project.bin.clone()))?;
@@ -622,6 +639,21 @@ fn build_event(line: &str) -> Option<BuildEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_that_failed_for_a_full_disk_says_so_with_the_fix() {
+        let llvm = "error: could not compile `x`\nLLVM ERROR: IO failure on output stream: No space left on device\n";
+        let said = disk_full_fix(llvm, Path::new("/t/optimize/build/1"));
+        assert!(said.contains("the disk is full"), "{said}");
+        assert!(
+            said.contains("fix: free space") && said.contains("/t/optimize/build/1"),
+            "{said}"
+        );
+        assert_eq!(
+            disk_full_fix("error[E0308]: mismatched types", Path::new("/t")),
+            ""
+        );
+    }
 
     #[test]
     fn settings_hash_changes_with_flags_and_overrides() {
