@@ -14,6 +14,7 @@ mod child;
 mod config;
 mod executable;
 mod flags;
+mod lockfile;
 pub mod profile;
 mod reuse;
 pub mod runner;
@@ -33,6 +34,7 @@ pub use config::{
 use config::{config_dirs, parse_cfg, CargoConfig};
 use flags::flags;
 pub use flags::{cli_config, set_flags, Flags};
+pub use lockfile::RunLockfile;
 pub use workspace::{Features, Project, Selection, Workspace};
 
 #[derive(Debug, thiserror::Error)]

@@ -35,6 +35,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let started_at = std::time::SystemTime::now();
     let budget = run_budget(plan);
     let lock = DirLock::for_run(&plan.optimize_dir)?;
+    let lockfile = crate::cargo::RunLockfile::for_run(&plan.project)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
     let ctx = context(plan, &plan.spec, &run);
@@ -72,6 +73,9 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     report.write_renderings(&run.root)?;
     show(plan, &run, &report, &not_tried)?;
     drop(lock);
+    if lockfile.made() {
+        plan.ui.info("the project has no Cargo.lock: this run made one to build every candidate with, and removed it; commit one (`cargo generate-lockfile`) so builds, and what they are measured with, are reproducible");
+    }
     trim_cache(plan);
     // A stage that could not run is a failure the user must see, even though the run
     // completed and the best candidate so far is reported; so is a stage the user asked for

@@ -210,7 +210,7 @@ impl<'a> Validator<'a> {
             if NAMED_BY_US.contains(&name) {
                 return Err(self.at(
                     a,
-                    &format!("`bolt-args` sets `-{name}`, a file cargo-optimize names itself (inside target/optimize)"),
+                    format!("`bolt-args` sets `-{name}`, a file cargo-optimize names itself (inside target/optimize)"),
                     Some(format!("remove `{}` from `bolt-args`: BOLT's output, profile and instrumentation file are the run's own", a.get_ref())),
                 ));
             }

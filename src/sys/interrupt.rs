@@ -75,7 +75,7 @@ pub(crate) fn release(pid: u32) {
     registry().groups.remove(&pid);
 }
 
-/// A folder removed if a signal ends the process while the returned guard lives.
+/// A folder (or file) removed if a signal ends the process while the returned guard lives.
 pub(crate) fn remove_on_interrupt(path: PathBuf) -> PathGuard {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     registry().paths.insert(id, path);
@@ -155,7 +155,9 @@ fn stop(signal: i32) -> ! {
         .keys()
         .for_each(|pid| super::imp::kill_group(*pid));
     for path in reg.paths.values() {
-        let _ = std::fs::remove_dir_all(path);
+        if std::fs::remove_dir_all(path).is_err() {
+            let _ = std::fs::remove_file(path);
+        }
     }
     let name = super::signal_name(signal).unwrap_or("a signal");
     eprintln!(

@@ -758,3 +758,25 @@ fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_not
     );
     assert_eq!(final_choice(&report).stage, "baseline");
 }
+
+/// Issue 36, item 16: a run of a project without a Cargo.lock leaves none behind (cargo
+/// would), builds with the one it made, and a rerun reuses those builds.
+#[test]
+fn a_project_without_a_lock_file_is_left_without_one_and_a_rerun_reuses_its_builds() {
+    let _guard = shared();
+    let krate = copy_fixture("pgo-basic");
+    let dir = krate.path();
+    std::fs::remove_file(dir.join("Cargo.lock")).unwrap();
+    let args = ["optimize", "--stages", "none"];
+    for reused in [false, true] {
+        let r = run(dir, &args, &[]);
+        assert_eq!(r.code, Some(0), "{}", r.all());
+        assert!(!dir.join("Cargo.lock").exists(), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("the project has no Cargo.lock"),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(r.stderr.contains("build reused"), reused, "{}", r.stderr);
+    }
+}
