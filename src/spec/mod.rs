@@ -426,12 +426,8 @@ impl Workload {
         }
         // A long name is cut (file systems take 255 bytes a name, and suffixes such as
         // `.stdout` and `.profdata` come on top) and made unique again by its digest.
-        let mut cut = 80;
-        while !stem.is_char_boundary(cut) {
-            cut -= 1;
-        }
         let digest = crate::util::short_digest(self.name.as_bytes());
-        format!("{}~{digest}", &stem[..cut])
+        format!("{}~{digest}", crate::util::clip(&stem, 80))
     }
 }
 
