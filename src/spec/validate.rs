@@ -33,6 +33,11 @@ const BOLT_MODES: &[&str] = &["auto", "instrument", "perf"];
 const USES: &[&str] = &["train", "eval"];
 const EXPECT_MODES: &[&str] = &["exact", "exit-code"];
 
+/// The most workloads a spec may have, matrix expansions included: each is run for every
+/// candidate, so past this a run cannot end, and a file of 200 000 tables is refused
+/// before any is checked.
+pub(super) const MAX_WORKLOADS: usize = 10_000;
+
 const EXAMPLE_WORKLOAD: &str =
     "[[workload]]\nname = \"typical\"\nargs = [\"--input\", \"{root}/data/input.txt\"]";
 
@@ -41,11 +46,16 @@ const EXAMPLE_WORKLOAD: &str =
 pub(super) struct Validator<'a> {
     pub(super) text: &'a str,
     path: &'a Path,
+    lines: Lines,
 }
 
 impl<'a> Validator<'a> {
     pub(super) fn new(text: &'a str, path: &'a Path) -> Self {
-        Validator { text, path }
+        Validator {
+            text,
+            path,
+            lines: Lines::new(text),
+        }
     }
 
     pub(super) fn invalid(
@@ -54,7 +64,7 @@ impl<'a> Validator<'a> {
         message: impl Into<String>,
         fix: Option<String>,
     ) -> SpecError {
-        let (line, col) = line_col(self.text, offset);
+        let (line, col) = self.lines.line_col(self.text, offset);
         SpecError::Invalid {
             path: self.path.to_path_buf(),
             line,
@@ -74,7 +84,12 @@ impl<'a> Validator<'a> {
     }
 
     pub(super) fn line(&self, offset: usize) -> usize {
-        line_col(self.text, offset).0
+        self.lines.line(offset)
+    }
+
+    /// Byte offset of the start of a 1-based line.
+    pub(super) fn line_start(&self, line: usize) -> usize {
+        self.lines.start(line, self.text.len())
     }
 
     /// A TOML syntax or type error, reworded where the library's wording is unfriendly.
@@ -431,6 +446,10 @@ impl<'a> Validator<'a> {
                 )),
             ));
         }
+        // Refused before any is checked: a file of 200 000 tables is not read further.
+        if let Some(past) = raws.get(MAX_WORKLOADS) {
+            return Err(self.too_many(past.span().start, raws.len()));
+        }
         let mut out = Vec::new();
         // name → line where first defined
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -442,31 +461,17 @@ impl<'a> Validator<'a> {
             let budget = raw.budget.take().map(|b| self.budget(b)).transpose()?;
             let before = out.len();
             self.workload(raw, header, root, &mut seen, &mut out)?;
+            if out.len() > MAX_WORKLOADS {
+                return Err(self.too_many(header, out.len()));
+            }
             if let Some(b) = budget {
                 for w in &out[before..] {
                     budgets.insert(w.name.clone(), b.clone());
                 }
             }
         }
-        // Names become file names (outputs, profiles): two that give the same one would
-        // overwrite each other's files, found only after building.
-        let mut stems: BTreeMap<String, &Workload> = BTreeMap::new();
-        for w in &out {
-            if let Some(other) = stems.insert(w.file_stem(), w) {
-                return Err(self.invalid(
-                    line_start_offset(self.text, w.line),
-                    format!(
-                        "workloads \"{}\" and \"{}\" (line {}) give the same file name `{}` for their outputs",
-                        w.name,
-                        other.name,
-                        other.line,
-                        w.file_stem()
-                    ),
-                    Some("rename one of them: names differing only in characters other than letters, digits and `-_.,=[]+` (or past 80 bytes) give the same file name".into()),
-                ));
-            }
-        }
-        let first = line_start_offset(self.text, out[0].line);
+        self.distinct_file_names(&out)?;
+        let first = self.line_start(out[0].line);
         if !out.iter().any(|w| w.eval) {
             return Err(self.invalid(
                 first,
@@ -484,6 +489,37 @@ impl<'a> Validator<'a> {
             ));
         }
         Ok((out, budgets))
+    }
+
+    /// Names become file names (outputs, profiles): two that give the same one would
+    /// overwrite each other's files, found only after building.
+    fn distinct_file_names(&self, out: &[Workload]) -> Result<(), SpecError> {
+        let mut stems: BTreeMap<String, &Workload> = BTreeMap::new();
+        for w in out {
+            if let Some(other) = stems.insert(w.file_stem(), w) {
+                return Err(self.invalid(
+                    self.line_start(w.line),
+                    format!(
+                        "workloads \"{}\" and \"{}\" (line {}) give the same file name `{}` for their outputs",
+                        w.name,
+                        other.name,
+                        other.line,
+                        w.file_stem()
+                    ),
+                    Some("rename one of them: names differing only in characters other than letters, digits and `-_.,=[]+` (or past 80 bytes) give the same file name".into()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// More than [`MAX_WORKLOADS`] workloads, found at `offset` (the table past the limit).
+    fn too_many(&self, offset: usize, count: usize) -> SpecError {
+        self.invalid(
+            offset,
+            format!("the spec has {count} workloads or more, past the limit of {MAX_WORKLOADS} (a matrix's expansions count one each)"),
+            Some(format!("keep at most {MAX_WORKLOADS} workloads: the ones that stand for real use (each is run for every candidate, so thousands already take days); cover more cases with fewer workloads on larger inputs")),
+        )
     }
 
     pub(super) fn uses(
@@ -611,28 +647,53 @@ impl Validator<'_> {
     }
 }
 
-/// 1-based line and column (in characters) of a byte offset.
-pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (
-        before.matches('\n').count() + 1,
-        before[line_start..].chars().count() + 1,
-    )
+/// Where each line of a text starts, found once: a byte offset becomes its line by a
+/// binary search, so the positions of all of a spec's workloads cost linear time, not a
+/// scan from the file's start each (20 000 workloads took seconds that way).
+pub(super) struct Lines {
+    /// Byte offset of each line's first byte; `starts[0] == 0`.
+    starts: Vec<usize>,
 }
 
-/// Byte offset of the start of a 1-based line.
-pub(super) fn line_start_offset(text: &str, line: usize) -> usize {
-    if line <= 1 {
-        return 0;
+impl Lines {
+    pub(super) fn new(text: &str) -> Self {
+        let breaks = text.match_indices('\n').map(|(i, _)| i + 1);
+        Lines {
+            starts: std::iter::once(0).chain(breaks).collect(),
+        }
     }
-    text.match_indices('\n')
-        .nth(line - 2)
-        .map_or(text.len(), |(i, _)| i + 1)
+
+    /// The 1-based line of a byte offset (past the end: the last line).
+    pub(super) fn line(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset)
+    }
+
+    /// 1-based line and column (in characters) of a byte offset in `text`, the text the
+    /// index was made of.
+    pub(super) fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.line(offset);
+        (
+            line,
+            text[self.starts[line - 1]..offset].chars().count() + 1,
+        )
+    }
+
+    /// Byte offset of the start of a 1-based line (past the last line: `len`).
+    fn start(&self, line: usize, len: usize) -> usize {
+        match line {
+            0 | 1 => 0,
+            n => self.starts.get(n - 1).copied().unwrap_or(len),
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    Lines::new(text).line_col(text, offset)
 }
 
 /// The closest of `candidates` to `word`, when close enough to be a likely typo.
@@ -1351,5 +1412,66 @@ mod tests {
             let end = start + fix[start + 12..].find('"').unwrap() + 13;
             f.ok(&format!("[bench]\n{}\n{ONE}", &fix[start..end]));
         }
+    }
+
+    #[test]
+    fn the_line_index_gives_the_positions_a_scan_from_the_start_gives() {
+        let text = "a = 1\n\nécrit = \"ü\"\r\n[[workload]]\nname = \"w\"";
+        let lines = Lines::new(text);
+        for offset in 0..=text.len() + 3 {
+            let mut at = offset.min(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            let before = &text[..at];
+            let start = before.rfind('\n').map_or(0, |i| i + 1);
+            let naive = (
+                before.matches('\n').count() + 1,
+                before[start..].chars().count() + 1,
+            );
+            assert_eq!(lines.line_col(text, offset), naive, "offset {offset}");
+            assert_eq!(lines.line(at), naive.0, "offset {offset}");
+        }
+        assert_eq!(lines.start(1, text.len()), 0);
+        assert_eq!(lines.start(3, text.len()), 7);
+        assert_eq!(lines.start(99, text.len()), text.len());
+    }
+
+    /// Every table is checked with its position found from the line index; the limit is
+    /// said with the table past it, before any table is checked.
+    #[test]
+    fn workloads_past_the_limit_are_refused_at_the_first_one_too_many() {
+        let f = Fixture::new();
+        let tables = |n: usize| -> String {
+            (0..n)
+                .map(|i| format!("[[workload]]\nname = \"w{i}\"\n\n"))
+                .collect()
+        };
+        let spec = f.ok(&tables(MAX_WORKLOADS));
+        assert_eq!(spec.workloads.len(), MAX_WORKLOADS);
+        assert_eq!(
+            spec.workloads[MAX_WORKLOADS - 1].line,
+            3 * MAX_WORKLOADS - 2
+        );
+        let (line, col, msg, fix) = f.err(&tables(2 * MAX_WORKLOADS));
+        assert_eq!((line, col), (3 * MAX_WORKLOADS + 1, 1));
+        assert!(msg.contains("past the limit of 10000"), "{msg}");
+        assert!(fix.starts_with("keep at most 10000 workloads"), "{fix}");
+        // Matrix expansions count one each.
+        let values: Vec<String> = (0..1000).map(|i| format!("\"{i}\"")).collect();
+        let matrix: String = (0..11)
+            .map(|i| {
+                format!(
+                    "[[workload]]\nname = \"m{i}\"\nargs = [\"{{n}}\"]\nmatrix = {{ n = [{}] }}\n",
+                    values.join(", ")
+                )
+            })
+            .collect();
+        let (line, _, msg, _) = f.err(&matrix);
+        assert_eq!(line, 41);
+        assert!(
+            msg.contains("11000 workloads or more, past the limit of 10000"),
+            "{msg}"
+        );
     }
 }
