@@ -124,7 +124,7 @@ impl Repo {
         if out.status.success() {
             return Ok(());
         }
-        let short = &commit[..12.min(commit.len())];
+        let short = crate::util::clip(commit, 12);
         bail!(
             "--against {rev}: the package's manifest {rel} does not exist at {short}: the crate is not there (yet) at that revision, so there is nothing to build and compare with\n  fix: compare with a later revision that has it (`git log --oneline -- {}` lists the commits that touched it), or save a baseline of a build you have (`cargo optimize check --save-baseline NAME`) and compare with `--baseline NAME`",
             shell_words::quote(&rel)

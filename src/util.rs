@@ -1,6 +1,7 @@
 //! Small helpers every layer may use: text indentation, file-name sanitising, TOML string
-//! literals, durations as users write them and as we print them, resetting a scratch
-//! folder and making a fresh one no other process shares. Lowest layer: imports nothing from the crate.
+//! literals, durations as users write them and as we print them, text shortened on a
+//! character boundary (`clip`), resetting a scratch folder and making a fresh one no other
+//! process shares. Lowest layer: imports nothing from the crate.
 
 pub mod atomic;
 
@@ -226,6 +227,17 @@ pub fn short_digest(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The longest start of `s` of at most `max` bytes that ends on a character boundary: the
+/// one way to shorten text that came from a user, a file or a cache (a commit read from a
+/// report.json, a name), where `&s[..max]` would panic inside a multibyte character.
+pub fn clip(s: &str, max: usize) -> &str {
+    let mut cut = max.min(s.len());
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &s[..cut]
+}
+
 /// `1234567` → `1.2 MiB`.
 pub fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
@@ -334,6 +346,15 @@ mod tests {
         assert!(!lies_inside(&d.path().join("outside"), &dir));
         assert!(!lies_inside(&dir.join("missing"), &dir));
         assert!(!lies_inside(&dir, &dir));
+    }
+
+    #[test]
+    fn clip_cuts_on_a_character_boundary() {
+        assert_eq!(clip("0123456789abcdef", 12), "0123456789ab");
+        assert_eq!(clip("short", 12), "short");
+        assert_eq!(clip("0123456789aé", 12), "0123456789a");
+        assert_eq!(clip("ééé", 1), "");
+        assert_eq!(clip("", 0), "");
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBi
         blob: String::new(),
         size: 0,
     };
-    let key = format!("{}-{}", &commit[..commit.len().min(16)], want.settings);
+    let key = format!("{}-{}", crate::util::clip(commit, 16), want.settings);
     let store = Store::new(&plan.optimize_dir, "revs");
     let blobs = Blobs::new(&plan.optimize_dir, "blobs");
     if let Some(kept) = store.get::<Kept>(&key) {
@@ -91,7 +91,7 @@ pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBi
         };
         plan.ui.warn(&format!(
             "the kept build of {} ({what}) does not match its record; building it again",
-            &commit[..12.min(commit.len())],
+            crate::util::clip(commit, 12),
         ));
     }
     let built = build(plan, repo, commit)?;
@@ -118,7 +118,7 @@ pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBi
 /// revision's own target dir (`target/optimize/check/build/<settings>`), which the
 /// worktree does not hold, so it outlives it.
 fn build(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<PathBuf> {
-    let short = &commit[..12.min(commit.len())];
+    let short = crate::util::clip(commit, 12);
     let check_dir = plan.optimize_dir.join("check");
     let wt = Worktree::add(repo, &check_dir.join("worktrees"), commit)?;
     let submodules = wt.init_submodules();

@@ -175,7 +175,7 @@ fn old_side(plan: &Plan, old: &Old) -> anyhow::Result<OldSide> {
     Ok(match old {
         Old::Rev { repo, name, commit } => {
             let b = build::binary_at(plan, repo, commit)?;
-            let short = &commit[..12.min(commit.len())];
+            let short = crate::util::clip(commit, 12);
             let mut notes = Vec::new();
             if b.reused {
                 notes.push(format!(

@@ -426,10 +426,10 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',')]
     pub workloads: Option<Vec<String>>,
     /// Minimum number of A/B pairs (more run until the verdict is clear or --max-time).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = min_runs)]
     pub min_runs: Option<u32>,
     /// Deprecated spelling of --min-runs (a minimum, not hyperfine's exact --runs).
-    #[arg(long, value_name = "N", hide = true, conflicts_with = "min_runs")]
+    #[arg(long, value_name = "N", hide = true, conflicts_with = "min_runs", value_parser = min_runs)]
     pub runs: Option<u32>,
     /// Warm-up runs of each side (default 0: both binaries and the files the workload
     /// names are read into the page cache instead).
@@ -460,4 +460,13 @@ pub struct BenchArgs {
     /// Write a self-contained HTML page with charts (per-workload intervals, every pair).
     #[arg(long, value_name = "FILE")]
     pub export_html: Option<PathBuf>,
+}
+
+/// `--min-runs N`: a whole number, at least 2 — the spec's `min-runs` bound and words.
+fn min_runs(text: &str) -> Result<u32, String> {
+    let key = crate::spec::bounds::Key::Flag("--min-runs");
+    let n: u32 = text
+        .parse()
+        .map_err(|_| format!("not a whole number\n  fix: write {}", key.written("6")))?;
+    crate::spec::bounds::min_runs(n, key).map_err(|p| p.to_string())
 }

@@ -262,9 +262,9 @@ pub(crate) fn source_line(src: &super::RunSource) -> String {
     let commit = match (&src.git_commit, src.git_dirty) {
         (Some(c), Some(true)) => format!(
             " on commit {} (with uncommitted changes)",
-            &c[..c.len().min(12)]
+            crate::util::clip(c, 12)
         ),
-        (Some(c), _) => format!(" on commit {}", &c[..c.len().min(12)]),
+        (Some(c), _) => format!(" on commit {}", crate::util::clip(c, 12)),
         (None, _) => " (not a git work tree)".to_string(),
     };
     format!("Run started {}{commit}.", src.started)
@@ -387,6 +387,18 @@ fn workloads(s: &mut String, r: &Report) {
 #[cfg(test)]
 mod tests {
     use crate::render::Render as _;
+
+    #[test]
+    fn a_commit_with_a_multibyte_character_at_the_cut_is_shortened_without_a_panic() {
+        let src = crate::report::RunSource {
+            started: "2026-11-01T12:00:00Z".into(),
+            workspace: "/w".into(),
+            git_commit: Some("0123456789aé-and-more".into()),
+            git_dirty: Some(true),
+        };
+        let line = super::source_line(&src);
+        assert!(line.contains(" on commit 0123456789a (with"), "{line}");
+    }
 
     #[test]
     fn hotspots_only_when_asked() {

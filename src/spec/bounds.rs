@@ -1,5 +1,5 @@
 //! Bounds on the values `optimize.toml` and the command line both set (`margin`,
-//! `max-time`, `timeout`): one check and one wording for both, so a value the spec refuses
+//! `max-time`, `timeout`, `min-runs`): one check and one wording for both, so a value the spec refuses
 //! is not accepted as a flag.
 
 use std::time::Duration;
@@ -69,6 +69,21 @@ pub fn margin(v: f64, key: Key) -> Result<f64, Problem> {
         fix: format!(
             "{} means differences within 1 % count as equivalent",
             key.written("0.01")
+        ),
+    })
+}
+
+/// `min-runs`: pairs of runs before the first look, at least 2.
+pub fn min_runs(n: u32, key: Key) -> Result<u32, Problem> {
+    if n >= 2 {
+        return Ok(n);
+    }
+    Err(Problem {
+        message: format!("`{}` must be at least 2, not {n}", key.name()),
+        fix: format!(
+            "write {} (a confidence interval needs at least 2 pairs of runs; without `{}` a ladder comparison first looks at 4 pairs per workload, `bench` and `check` at 6)",
+            key.written("6"),
+            key.name()
         ),
     })
 }

@@ -5,7 +5,7 @@
 
 use toml::Spanned;
 
-use super::validate::{line_start_offset, Validator};
+use super::validate::Validator;
 use super::{Harness, HarnessKind, SpecError, Workload};
 
 impl Validator<'_> {
@@ -38,7 +38,7 @@ impl Validator<'_> {
         let first = &workloads[0];
         if let Some(w) = workloads.iter().find(|w| w.cargo != first.cargo) {
             return Err(self.invalid(
-                line_start_offset(self.text, w.line),
+                self.line_start(w.line),
                 format!(
                     "workload `{}` runs {} but workload `{}` runs {}: one spec times one executable",
                     w.name,

@@ -163,6 +163,9 @@ impl Expander<'_> {
             rest = &after[n + 1..];
         }
         out.push_str(rest);
+        if out.contains('\0') {
+            self.cx.no_nul(&Spanned::new(v.span(), out.clone()))?;
+        }
         Ok(out)
     }
 

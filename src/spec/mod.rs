@@ -244,6 +244,12 @@ pub enum Start {
 pub enum SpecError {
     #[error("no {SPEC_FILE} at {path}\n  fix: run `cargo optimize init` to write a commented one, pass --spec PATH, or give the program's arguments after `--` (`cargo optimize -- ARGS`) to use them as the one workload")]
     Missing { path: PathBuf },
+    #[error("{path} {what}\n  fix: {fix}")]
+    NotAFile {
+        path: PathBuf,
+        what: String,
+        fix: String,
+    },
     #[error("cannot read {path}: {error}")]
     Read {
         path: PathBuf,
@@ -261,6 +267,7 @@ pub enum SpecError {
 
 /// Read, validate and expand a spec file.
 pub fn load(path: &Path) -> Result<Spec, SpecError> {
+    not_a_file(path)?;
     let text = match std::fs::read(path) {
         Ok(bytes) => utf8(bytes, path)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -276,6 +283,35 @@ pub fn load(path: &Path) -> Result<Spec, SpecError> {
         }
     };
     parse(&text, path)
+}
+
+/// A spec that is not a regular file is refused before it is opened: opening a named
+/// pipe nobody writes waits forever, a folder or a device is no spec.
+fn not_a_file(path: &Path) -> Result<(), SpecError> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(()); // missing or unreadable: said when it is read
+    };
+    let refuse = |what: &str, fix: String| SpecError::NotAFile {
+        path: path.to_path_buf(),
+        what: what.to_owned(),
+        fix,
+    };
+    if meta.is_dir() {
+        return Err(refuse(
+            "is a folder, not a spec file",
+            format!(
+                "pass the spec file itself: --spec {}",
+                shell_words::quote(&path.join(SPEC_FILE).to_string_lossy())
+            ),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(refuse(
+            "is not a regular file (a named pipe, a device or a socket): a spec is read whole from a file, and a pipe nobody writes would be waited on forever",
+            format!("write the spec into a file and pass that: --spec {SPEC_FILE}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The file's text, or an error at the line and column of the first byte that is not UTF-8.
@@ -427,12 +463,8 @@ impl Workload {
         }
         // A long name is cut (file systems take 255 bytes a name, and suffixes such as
         // `.stdout` and `.profdata` come on top) and made unique again by its digest.
-        let mut cut = 80;
-        while !stem.is_char_boundary(cut) {
-            cut -= 1;
-        }
         let digest = crate::util::short_digest(self.name.as_bytes());
-        format!("{}~{digest}", &stem[..cut])
+        format!("{}~{digest}", crate::util::clip(&stem, 80))
     }
 }
 
@@ -678,6 +710,53 @@ pub(crate) fn clean_path(p: &Path) -> PathBuf {
 mod tests {
     use super::fixture::{Fixture, ONE};
     use super::*;
+
+    /// A folder or a named pipe as the spec is refused before it is opened (a pipe
+    /// nobody writes blocked the run with no message).
+    #[test]
+    fn a_spec_that_is_not_a_regular_file_is_refused_before_it_is_opened() {
+        let f = Fixture::new();
+        let e = load(&f.root()).unwrap_err();
+        assert!(matches!(e, SpecError::NotAFile { .. }), "{e:?}");
+        let shown = e.to_string();
+        assert!(
+            shown.contains("is a folder")
+                && shown.contains("\n  fix: pass the spec file itself: --spec "),
+            "{shown}"
+        );
+        #[cfg(unix)]
+        {
+            let fifo = f.root().join("pipe.toml");
+            crate::sys::testing::mkfifo(&fifo).unwrap();
+            // A writer, so that a load that opened the pipe would read its end, not hang.
+            let writer = {
+                let p = fifo.clone();
+                std::thread::spawn(move || drop(std::fs::OpenOptions::new().write(true).open(p)))
+            };
+            let e = load(&fifo).unwrap_err();
+            // Read-write never blocks: held open, it lets the writer go (whenever it
+            // opens) when load did not open the pipe.
+            let unblock = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&fifo);
+            writer.join().unwrap();
+            drop(unblock);
+            let shown = e.to_string();
+            assert!(matches!(e, SpecError::NotAFile { .. }), "{shown}");
+            assert!(
+                shown.contains("pipe.toml is not a regular file (a named pipe"),
+                "{shown}"
+            );
+            assert!(
+                shown.contains("\n  fix: write the spec into a file"),
+                "{shown}"
+            );
+        }
+        let file = f.root().join(SPEC_FILE);
+        std::fs::write(&file, ONE).unwrap();
+        load(&file).unwrap();
+    }
 
     #[test]
     fn cache_max_size() {

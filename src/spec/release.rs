@@ -82,6 +82,34 @@ fn glob(pattern: &str, name: &str) -> bool {
     rest.ends_with(last)
 }
 
+/// The architectures (a triple's first part) of `rustc --print target-list`, by prefix:
+/// `arm` covers armv7, arm64e…; `riscv` riscv64gc…; `thumb` thumbv7em…; `wasm` wasm32….
+const ARCHES: &[&str] = &[
+    "aarch64",
+    "amdgcn",
+    "arm",
+    "avr",
+    "bpf",
+    "csky",
+    "hexagon",
+    "i386",
+    "i586",
+    "i686",
+    "loongarch",
+    "m68k",
+    "mips",
+    "msp430",
+    "nvptx",
+    "powerpc",
+    "riscv",
+    "s390x",
+    "sparc",
+    "thumb",
+    "wasm",
+    "x86_64",
+    "xtensa",
+];
+
 /// Characters allowed in target triples and flavor names (both end up in file names).
 fn file_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')
@@ -159,6 +187,15 @@ impl Validator<'_> {
             return Err(self.at(
                 t,
                 format!("\"{triple}\" is not a target triple: it needs at least two parts separated by '-'"),
+                fix(),
+            ));
+        }
+        let arch = triple.split('-').next().unwrap_or_default();
+        // A custom target is a JSON file cargo reads (`my-target.json`).
+        if !triple.ends_with(".json") && !ARCHES.iter().any(|a| arch.starts_with(a)) {
+            return Err(self.at(
+                t,
+                format!("\"{triple}\" is not a target triple: `{arch}` is no architecture rustc builds for (a triple is arch-vendor-os[-env], e.g. x86_64-unknown-linux-gnu)"),
                 fix(),
             ));
         }
@@ -596,13 +633,13 @@ workloads = ["infer-*", "train"]
         let (line, _, msg, _) = f.err(&format!("[release]\ntargets = [\"\"]\n{ONE}"));
         assert_eq!((line, msg.as_str()), (2, "empty target triple"));
         let (line, col, msg, fix) = f.err(&format!(
-            "[release]\ntargets = [\"a-b\", \"c-d\", \"a-b\"]\n{ONE}"
+            "[release]\ntargets = [\"arm-b\", \"x86_64-d\", \"arm-b\"]\n{ONE}"
         ));
-        assert_eq!((line, col), (2, 26));
-        assert_eq!(msg, "target \"a-b\" is listed twice");
+        assert_eq!((line, col), (2, 33));
+        assert_eq!(msg, "target \"arm-b\" is listed twice");
         assert_eq!(fix, "remove the second one");
         f.ok(&format!(
-            "[release]\ntargets = [\"thumbv7em-none-eabihf\", \"wasm32-wasip1\", \"x86_64-pc-windows-msvc\"]\n{ONE}"
+            "[release]\ntargets = [\"thumbv7em-none-eabihf\", \"wasm32-wasip1\", \"x86_64-pc-windows-msvc\", \"arm64e-apple-darwin\", \"riscv64gc-unknown-linux-gnu\", \"i686-pc-windows-msvc\", \"thumbv8m.main-none-eabi\", \"powerpc64le-unknown-linux-gnu\", \"my-target.json\"]\n{ONE}"
         ));
     }
 

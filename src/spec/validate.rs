@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::bounds::{self, Key};
 use super::raw::{
-    RawBench, RawDuration, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable, TABLES,
+    RawBench, RawDuration, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable,
 };
 use super::{
     BenchConfig, BoltMode, Budget, Expect, ProfileChoice, SpecError, StageName, Stages, Workload,
@@ -19,6 +19,7 @@ use super::{
 };
 use crate::util::indent;
 
+mod toml_message;
 mod workload;
 
 pub(super) const STAGE_NAMES: [&str; 5] = [
@@ -32,6 +33,11 @@ const BOLT_MODES: &[&str] = &["auto", "instrument", "perf"];
 const USES: &[&str] = &["train", "eval"];
 const EXPECT_MODES: &[&str] = &["exact", "exit-code"];
 
+/// The most workloads a spec may have, matrix expansions included: each is run for every
+/// candidate, so past this a run cannot end, and a file of 200 000 tables is refused
+/// before any is checked.
+pub(super) const MAX_WORKLOADS: usize = 10_000;
+
 const EXAMPLE_WORKLOAD: &str =
     "[[workload]]\nname = \"typical\"\nargs = [\"--input\", \"{root}/data/input.txt\"]";
 
@@ -40,11 +46,16 @@ const EXAMPLE_WORKLOAD: &str =
 pub(super) struct Validator<'a> {
     pub(super) text: &'a str,
     path: &'a Path,
+    lines: Lines,
 }
 
 impl<'a> Validator<'a> {
     pub(super) fn new(text: &'a str, path: &'a Path) -> Self {
-        Validator { text, path }
+        Validator {
+            text,
+            path,
+            lines: Lines::new(text),
+        }
     }
 
     pub(super) fn invalid(
@@ -53,7 +64,7 @@ impl<'a> Validator<'a> {
         message: impl Into<String>,
         fix: Option<String>,
     ) -> SpecError {
-        let (line, col) = line_col(self.text, offset);
+        let (line, col) = self.lines.line_col(self.text, offset);
         SpecError::Invalid {
             path: self.path.to_path_buf(),
             line,
@@ -73,15 +84,20 @@ impl<'a> Validator<'a> {
     }
 
     pub(super) fn line(&self, offset: usize) -> usize {
-        line_col(self.text, offset).0
+        self.lines.line(offset)
+    }
+
+    /// Byte offset of the start of a 1-based line.
+    pub(super) fn line_start(&self, line: usize) -> usize {
+        self.lines.start(line, self.text.len())
     }
 
     /// A TOML syntax or type error, reworded where the library's wording is unfriendly.
     pub(super) fn toml_error(&self, e: &toml::de::Error) -> SpecError {
         let offset = e.span().map_or(0, |s| s.start);
-        let at_text = e.span().and_then(|s| self.text.get(s)).unwrap_or("");
-        let (message, fix) = friendly_toml_message(e.message().trim(), at_text);
-        self.invalid(offset, message, fix)
+        let site = toml_message::Site::of(self.text, e.span());
+        let (message, fix) = toml_message::reword(e.message().trim(), &site);
+        self.invalid(offset, message, Some(fix))
     }
 
     pub(super) fn non_empty(&self, v: Spanned<String>, key: &str) -> Result<String, SpecError> {
@@ -92,7 +108,21 @@ impl<'a> Validator<'a> {
                 Some(format!("write a name, or remove `{key}`")),
             ));
         }
+        self.no_nul(&v)?;
         Ok(v.into_inner())
+    }
+
+    /// A string that becomes an argument, an environment value, a path or a name: a NUL
+    /// (`\u0000`) can be in none of them.
+    pub(super) fn no_nul(&self, v: &Spanned<String>) -> Result<(), SpecError> {
+        if !v.get_ref().contains('\0') {
+            return Ok(());
+        }
+        Err(self.at(
+            v,
+            format!("\"{}\" holds a NUL character, which no argument, environment value, path or name can hold", v.get_ref().escape_debug()),
+            Some("remove the \\u0000".into()),
+        ))
     }
 
     pub(super) fn duration(
@@ -104,13 +134,19 @@ impl<'a> Validator<'a> {
         let text = match v.get_ref() {
             RawDuration::Text(t) => t,
             RawDuration::Number(n) => {
+                // The number as seconds, when that is a duration the bounds accept.
+                let as_secs = crate::util::parse_duration(&format!("{n}s")).ok();
+                let fix = match as_secs.map(|d| bounds::duration(d, k)) {
+                    Some(Ok(_)) => format!(
+                        "write {key} = \"{n}s\" (or \"{n}ms\", \"{n}m\": durations are quoted)"
+                    ),
+                    _ => format!("{} (durations are quoted)", bounds::duration_fix(k)),
+                };
                 return Err(self.at(
                     v,
                     format!("`{key}` must be a string with a unit, not the number {n}"),
-                    Some(format!(
-                        "write {key} = \"{n}s\" (or \"{n}ms\", \"{n}m\": durations are quoted)"
-                    )),
-                ))
+                    Some(fix),
+                ));
             }
         };
         let d = crate::util::parse_duration(text)
@@ -239,7 +275,10 @@ impl<'a> Validator<'a> {
         let mut seen: Vec<&str> = Vec::new();
         for f in fp.get_ref() {
             let flag = f.get_ref().as_str();
-            if !flag.starts_with("--") || flag.len() < 3 || flag.contains(char::is_whitespace) {
+            if !flag.starts_with("--")
+                || flag.len() < 3
+                || flag.contains(|c: char| c.is_whitespace() || c.is_control())
+            {
                 return Err(self.at(
                     f,
                     format!("fp flag \"{flag}\" is not an LLVM option"),
@@ -409,16 +448,8 @@ impl<'a> Validator<'a> {
             };
         }
         if let Some(n) = &raw.min_runs {
-            if *n.get_ref() < 2 {
-                return Err(self.at(
-                    n,
-                    "`min-runs` must be at least 2",
-                    Some(
-                        "a confidence interval needs at least 2 pairs of runs; without `min-runs` a ladder comparison first looks at 4 pairs per workload, `bench` and `check` at 6"
-                            .into(),
-                    ),
-                ));
-            }
+            bounds::min_runs(*n.get_ref(), Key::Spec("min-runs"))
+                .map_err(|p| self.at(n, p.message, Some(p.fix)))?;
             bench.min_runs = Some(*n.get_ref());
         }
         Ok(bench)
@@ -440,6 +471,10 @@ impl<'a> Validator<'a> {
                 )),
             ));
         }
+        // Refused before any is checked: a file of 200 000 tables is not read further.
+        if let Some(past) = raws.get(MAX_WORKLOADS) {
+            return Err(self.too_many(past.span().start, raws.len()));
+        }
         let mut out = Vec::new();
         // name → line where first defined
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -451,31 +486,17 @@ impl<'a> Validator<'a> {
             let budget = raw.budget.take().map(|b| self.budget(b)).transpose()?;
             let before = out.len();
             self.workload(raw, header, root, &mut seen, &mut out)?;
+            if out.len() > MAX_WORKLOADS {
+                return Err(self.too_many(header, out.len()));
+            }
             if let Some(b) = budget {
                 for w in &out[before..] {
                     budgets.insert(w.name.clone(), b.clone());
                 }
             }
         }
-        // Names become file names (outputs, profiles): two that give the same one would
-        // overwrite each other's files, found only after building.
-        let mut stems: BTreeMap<String, &Workload> = BTreeMap::new();
-        for w in &out {
-            if let Some(other) = stems.insert(w.file_stem(), w) {
-                return Err(self.invalid(
-                    line_start_offset(self.text, w.line),
-                    format!(
-                        "workloads \"{}\" and \"{}\" (line {}) give the same file name `{}` for their outputs",
-                        w.name,
-                        other.name,
-                        other.line,
-                        w.file_stem()
-                    ),
-                    Some("rename one of them: names differing only in characters other than letters, digits and `-_.,=[]+` (or past 80 bytes) give the same file name".into()),
-                ));
-            }
-        }
-        let first = line_start_offset(self.text, out[0].line);
+        self.distinct_file_names(&out)?;
+        let first = self.line_start(out[0].line);
         if !out.iter().any(|w| w.eval) {
             return Err(self.invalid(
                 first,
@@ -493,6 +514,37 @@ impl<'a> Validator<'a> {
             ));
         }
         Ok((out, budgets))
+    }
+
+    /// Names become file names (outputs, profiles): two that give the same one would
+    /// overwrite each other's files, found only after building.
+    fn distinct_file_names(&self, out: &[Workload]) -> Result<(), SpecError> {
+        let mut stems: BTreeMap<String, &Workload> = BTreeMap::new();
+        for w in out {
+            if let Some(other) = stems.insert(w.file_stem(), w) {
+                return Err(self.invalid(
+                    self.line_start(w.line),
+                    format!(
+                        "workloads \"{}\" and \"{}\" (line {}) give the same file name `{}` for their outputs",
+                        w.name,
+                        other.name,
+                        other.line,
+                        w.file_stem()
+                    ),
+                    Some("rename one of them: names differing only in characters other than letters, digits and `-_.,=[]+` (or past 80 bytes) give the same file name".into()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// More than [`MAX_WORKLOADS`] workloads, found at `offset` (the table past the limit).
+    fn too_many(&self, offset: usize, count: usize) -> SpecError {
+        self.invalid(
+            offset,
+            format!("the spec has {count} workloads or more, past the limit of {MAX_WORKLOADS} (a matrix's expansions count one each)"),
+            Some(format!("keep at most {MAX_WORKLOADS} workloads: the ones that stand for real use (each is run for every candidate, so thousands already take days); cover more cases with fewer workloads on larger inputs")),
+        )
     }
 
     pub(super) fn uses(
@@ -590,6 +642,7 @@ impl<'a> Validator<'a> {
                                 Some("see https://docs.rs/regex/#syntax; in TOML, '…' strings need no backslash escaping".into()),
                             ));
                         }
+                        self.masks_something(&re)?;
                         Expect::Ignore(re.into_inner())
                     }
                     (None, None, None) => unreachable!("exactly one mode was checked above"),
@@ -599,102 +652,73 @@ impl<'a> Validator<'a> {
     }
 }
 
+impl Validator<'_> {
+    /// `expect = { ignore = "…" }` masks the lines it matches: a regex that matches every
+    /// line (empty, `.*`) would turn checking off without saying so.
+    fn masks_something(&self, re: &Spanned<String>) -> Result<(), SpecError> {
+        let Ok(r) = regex::Regex::new(re.get_ref()) else {
+            return Ok(());
+        };
+        // A regex that matches the empty line and a line it has no reason to match
+        // matches every line.
+        if !(r.is_match("") && r.is_match("\u{1}no workload prints this line\u{1}")) {
+            return Ok(());
+        }
+        Err(self.at(
+            re,
+            format!("`ignore = {}` matches every line, so nothing of the output would be compared", crate::util::toml_string(re.get_ref())),
+            Some("write a regex for the lines that differ from run to run, e.g. { ignore = '^took \\d+ms$' }; to compare only the exit status, write expect = \"exit-code\"".into()),
+        ))
+    }
+}
+
+/// Where each line of a text starts, found once: a byte offset becomes its line by a
+/// binary search, so the positions of all of a spec's workloads cost linear time, not a
+/// scan from the file's start each (20 000 workloads took seconds that way).
+pub(super) struct Lines {
+    /// Byte offset of each line's first byte; `starts[0] == 0`.
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    pub(super) fn new(text: &str) -> Self {
+        let breaks = text.match_indices('\n').map(|(i, _)| i + 1);
+        Lines {
+            starts: std::iter::once(0).chain(breaks).collect(),
+        }
+    }
+
+    /// The 1-based line of a byte offset (past the end: the last line).
+    pub(super) fn line(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset)
+    }
+
+    /// 1-based line and column (in characters) of a byte offset in `text`, the text the
+    /// index was made of.
+    pub(super) fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.line(offset);
+        (
+            line,
+            text[self.starts[line - 1]..offset].chars().count() + 1,
+        )
+    }
+
+    /// Byte offset of the start of a 1-based line (past the last line: `len`).
+    fn start(&self, line: usize, len: usize) -> usize {
+        match line {
+            0 | 1 => 0,
+            n => self.starts.get(n - 1).copied().unwrap_or(len),
+        }
+    }
+}
+
 /// 1-based line and column (in characters) of a byte offset.
 pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (
-        before.matches('\n').count() + 1,
-        before[line_start..].chars().count() + 1,
-    )
-}
-
-/// Byte offset of the start of a 1-based line.
-pub(super) fn line_start_offset(text: &str, line: usize) -> usize {
-    if line <= 1 {
-        return 0;
-    }
-    text.match_indices('\n')
-        .nth(line - 2)
-        .map_or(text.len(), |(i, _)| i + 1)
-}
-
-/// Rewords the toml/serde messages users see most into spec terms, with a fix.
-fn friendly_toml_message(msg: &str, at_text: &str) -> (String, Option<String>) {
-    if let Some(rest) = msg.strip_prefix("unknown field `") {
-        let (key, tail) = rest.split_once('`').unwrap_or((rest, ""));
-        // serde lists the valid keys between backticks after the unknown one.
-        let listed: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
-        let table = TABLES.iter().find(|(_, keys)| {
-            let mut a = keys.to_vec();
-            let mut b = listed.clone();
-            a.sort_unstable();
-            b.sort_unstable();
-            a == b
-        });
-        let (place, valid): (&str, Vec<&str>) = match table {
-            Some((place, keys)) => (place, keys.to_vec()),
-            None => ("here", listed),
-        };
-        let mut fix = match did_you_mean(key, &valid) {
-            Some(k) => format!("did you mean `{k}`? "),
-            None => String::new(),
-        };
-        // A key of other tables says where it belongs (`cpu`: in [stages] or in [release]).
-        let homes: Vec<&str> = TABLES
-            .iter()
-            .filter(|(p, keys)| *p != place && keys.contains(&key))
-            .map(|(p, _)| *p)
-            .collect();
-        if !homes.is_empty() {
-            fix.push_str(&format!("`{key}` belongs {}; ", homes.join(" or ")));
-        }
-        fix.push_str(&format!("valid keys {place}: {}", valid.join(", ")));
-        return (format!("unknown key `{key}` {place}"), Some(fix));
-    }
-    if let Some(rest) = msg.strip_prefix("missing field `") {
-        let key = rest.split('`').next().unwrap_or(rest);
-        let example = if key == "name" {
-            "name = \"my-workload\""
-        } else {
-            key
-        };
-        return (
-            format!("missing required key `{key}`"),
-            Some(format!("add {example} to this table")),
-        );
-    }
-    if msg == "invalid type: map, expected a sequence"
-        && at_text.starts_with('[')
-        && !at_text.starts_with("[[")
-    {
-        let name = at_text.trim_matches(['[', ']', ' ']);
-        return (
-            format!("`{name}` must be an array of tables"),
-            Some(format!(
-                "write [[{name}]] (double brackets) before each entry"
-            )),
-        );
-    }
-    if msg.starts_with("invalid type: string") && msg.ends_with("expected a sequence") {
-        return (
-            msg.replace("a sequence", "an array"),
-            Some(format!("write a list: [{at_text}]")),
-        );
-    }
-    let mut message = msg
-        .replace("a sequence", "an array")
-        .replace("a map", "a table")
-        .replace("expected u32", "expected a whole number of at least 0")
-        .replace("expected f64", "expected a number");
-    if let Some(i) = message.find("expected struct ") {
-        message.replace_range(i + "expected ".len().., "a table");
-    }
-    (message, None)
+    Lines::new(text).line_col(text, offset)
 }
 
 /// The closest of `candidates` to `word`, when close enough to be a likely typo.
@@ -1202,5 +1226,294 @@ mod tests {
         assert_eq!((line, col), (3, 9));
         assert_eq!(msg, "`start` is \"warm\" or \"cold\", not \"hot\"");
         assert!(fix.contains("page cache"), "{fix}");
+    }
+
+    /// Every bad value says where (line and column) and how to fix it (FAULTS.md rule 1),
+    /// and a fix that suggests a value suggests one the validator accepts.
+    #[test]
+    fn every_bad_value_names_its_place_and_a_fix() {
+        let f = Fixture::new();
+        // (spec, line, col, in the message, in the fix)
+        let cases: &[(String, usize, usize, &str, &str)] = &[
+            (
+                format!("[bench]\nmax-time = true\n{ONE}"),
+                2,
+                12,
+                "expected a duration",
+                "write max-time = \"30s\"",
+            ),
+            (
+                format!("[bench]\nmax-time = -1\n{ONE}"),
+                2,
+                12,
+                "not the number -1",
+                "max-time = \"500ms\"",
+            ),
+            (
+                format!("[bench]\nmax-time = 100000\n{ONE}"),
+                2,
+                12,
+                "not the number 100000",
+                "max-time = \"500ms\"",
+            ),
+            (
+                format!("[bench]\nwarmup = -1\n{ONE}"),
+                2,
+                10,
+                "a whole number from 0 to 4294967295",
+                "write warmup = 1",
+            ),
+            (
+                format!("[bench]\nmin-runs = -3\n{ONE}"),
+                2,
+                12,
+                "a whole number",
+                "write min-runs = 6",
+            ),
+            (
+                format!("[bench]\nwarmup = 99999999999999\n{ONE}"),
+                2,
+                10,
+                "a whole number from 0 to 4294967295",
+                "write warmup = 1",
+            ),
+            (
+                format!("[bench]\nwarmup = 99999999999999999999999\n{ONE}"),
+                2,
+                10,
+                "a whole number from 0 to 4294967295",
+                "write warmup = 1",
+            ),
+            (
+                format!("[bench]\nmargin = true\n{ONE}"),
+                2,
+                10,
+                "expected a number",
+                "write margin = 0.01",
+            ),
+            (
+                format!("[bench]\nmargin = 1e999\n{ONE}"),
+                2,
+                10,
+                "overflowed",
+                "margin = 0.01",
+            ),
+            (
+                format!("[stages]\nallow-panic-abort = \"yes\"\n{ONE}"),
+                2,
+                21,
+                "expected a boolean",
+                "write allow-panic-abort = true",
+            ),
+            (
+                format!("{ONE}sort-lines = 1\n"),
+                3,
+                14,
+                "expected a boolean",
+                "write sort-lines = true",
+            ),
+            (
+                format!("bin = 3\n{ONE}"),
+                1,
+                7,
+                "expected a string",
+                "write bin = \"3\"",
+            ),
+            (
+                format!("{ONE}args = [1]\n"),
+                3,
+                9,
+                "expected a string",
+                "\"1\"",
+            ),
+            (
+                format!("{ONE}budget = 3\n"),
+                3,
+                10,
+                "expected a table",
+                "budget = { time = \"10ms\" }",
+            ),
+            (
+                format!("[bench]\nmax-time = \"1s\"\nmax-time = \"2s\"\n{ONE}"),
+                3,
+                1,
+                "duplicate key `max-time`",
+                "remove one of the two `max-time`",
+            ),
+            (
+                format!("[bench]\n[bench]\n{ONE}"),
+                2,
+                2,
+                "[bench] is written twice",
+                "merge the two [bench] tables",
+            ),
+            (
+                format!("{ONE}args = [\"a\0b\"]\n"),
+                3,
+                11,
+                "U+0000",
+                "remove it",
+            ),
+            (
+                format!("{ONE}args = [\"a\\u0000b\"]\n"),
+                3,
+                9,
+                "NUL",
+                "remove the \\u0000",
+            ),
+            (
+                format!("{ONE}env = {{ A = \"\\u0000\" }}\n"),
+                3,
+                13,
+                "NUL",
+                "remove the \\u0000",
+            ),
+            (
+                format!("bin = \"a\\u0000\"\n{ONE}"),
+                1,
+                7,
+                "NUL",
+                "remove the \\u0000",
+            ),
+            (
+                "bin = \"x\"\n[[workload]]\nname = \"a\nargs = []\n".to_string(),
+                3,
+                10,
+                "invalid basic string",
+                "close the string",
+            ),
+            (
+                format!("[bench\n{ONE}"),
+                1,
+                7,
+                "unclosed table",
+                "close the table header with `]`",
+            ),
+            (
+                format!("[release]\ntargets = [\"not-a-triple\"]\n{ONE}"),
+                2,
+                12,
+                "`not` is no architecture",
+                "rustc --print target-list",
+            ),
+            (
+                format!("{ONE}files = [\"\"]\n"),
+                3,
+                10,
+                "names no file",
+                "name the file",
+            ),
+            (
+                format!("{ONE}files = [\"out/..\"]\n"),
+                3,
+                10,
+                "names no file",
+                "name the file",
+            ),
+            (
+                format!("{ONE}expect = {{ ignore = \"\" }}\n"),
+                3,
+                21,
+                "matches every line",
+                "expect = \"exit-code\"",
+            ),
+            (
+                format!("{ONE}expect = {{ ignore = \".*\" }}\n"),
+                3,
+                21,
+                "matches every line",
+                "expect = \"exit-code\"",
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (text, line, col, message, fix) in cases {
+            match f.parse(text) {
+                Err(SpecError::Invalid {
+                    line: l,
+                    col: c,
+                    message: m,
+                    fix: x,
+                    ..
+                }) if (l, c) == (*line, *col)
+                    && m.contains(message)
+                    && x.as_deref().is_some_and(|x| x.contains(fix)) => {}
+                other => wrong.push(format!(
+                    "{text:?}\n  want {line}:{col} `{message}` fix `{fix}`\n  got {other:?}"
+                )),
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn a_suggested_duration_is_one_the_validator_accepts() {
+        let f = Fixture::new();
+        for bad in ["-1", "0", "100000", "1.5", "-0.5"] {
+            let (_, _, _, fix) = f.err(&format!("[bench]\nmax-time = {bad}\n{ONE}"));
+            let start = fix.find("max-time = \"").expect(&fix);
+            let end = start + fix[start + 12..].find('"').unwrap() + 13;
+            f.ok(&format!("[bench]\n{}\n{ONE}", &fix[start..end]));
+        }
+    }
+
+    #[test]
+    fn the_line_index_gives_the_positions_a_scan_from_the_start_gives() {
+        let text = "a = 1\n\nécrit = \"ü\"\r\n[[workload]]\nname = \"w\"";
+        let lines = Lines::new(text);
+        for offset in 0..=text.len() + 3 {
+            let mut at = offset.min(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            let before = &text[..at];
+            let start = before.rfind('\n').map_or(0, |i| i + 1);
+            let naive = (
+                before.matches('\n').count() + 1,
+                before[start..].chars().count() + 1,
+            );
+            assert_eq!(lines.line_col(text, offset), naive, "offset {offset}");
+            assert_eq!(lines.line(at), naive.0, "offset {offset}");
+        }
+        assert_eq!(lines.start(1, text.len()), 0);
+        assert_eq!(lines.start(3, text.len()), 7);
+        assert_eq!(lines.start(99, text.len()), text.len());
+    }
+
+    /// Every table is checked with its position found from the line index; the limit is
+    /// said with the table past it, before any table is checked.
+    #[test]
+    fn workloads_past_the_limit_are_refused_at_the_first_one_too_many() {
+        let f = Fixture::new();
+        let tables = |n: usize| -> String {
+            (0..n)
+                .map(|i| format!("[[workload]]\nname = \"w{i}\"\n\n"))
+                .collect()
+        };
+        let spec = f.ok(&tables(MAX_WORKLOADS));
+        assert_eq!(spec.workloads.len(), MAX_WORKLOADS);
+        assert_eq!(
+            spec.workloads[MAX_WORKLOADS - 1].line,
+            3 * MAX_WORKLOADS - 2
+        );
+        let (line, col, msg, fix) = f.err(&tables(2 * MAX_WORKLOADS));
+        assert_eq!((line, col), (3 * MAX_WORKLOADS + 1, 1));
+        assert!(msg.contains("past the limit of 10000"), "{msg}");
+        assert!(fix.starts_with("keep at most 10000 workloads"), "{fix}");
+        // Matrix expansions count one each.
+        let values: Vec<String> = (0..1000).map(|i| format!("\"{i}\"")).collect();
+        let matrix: String = (0..11)
+            .map(|i| {
+                format!(
+                    "[[workload]]\nname = \"m{i}\"\nargs = [\"{{n}}\"]\nmatrix = {{ n = [{}] }}\n",
+                    values.join(", ")
+                )
+            })
+            .collect();
+        let (line, _, msg, _) = f.err(&matrix);
+        assert_eq!(line, 41);
+        assert!(
+            msg.contains("11000 workloads or more, past the limit of 10000"),
+            "{msg}"
+        );
     }
 }

@@ -62,7 +62,7 @@ fn against_text(r: &CheckReport) -> String {
     let commit = a
         .commit
         .as_deref()
-        .map(|c| format!(" ({})", &c[..c.len().min(12)]))
+        .map(|c| format!(" ({})", crate::util::clip(c, 12)))
         .unwrap_or_default();
     match a.kind.as_str() {
         "none" => "the working tree alone (budgets only: nothing to compare with)".into(),
@@ -180,6 +180,17 @@ pub(crate) mod fixture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_baseline_commit_with_a_multibyte_character_at_the_cut_does_not_panic() {
+        let mut r = fixture::report();
+        r.against.commit = Some("0123456789aé-and-more".into());
+        assert!(
+            against_text(&r).contains("(0123456789a)"),
+            "{}",
+            against_text(&r)
+        );
+    }
 
     #[test]
     fn json_round_trips() {

@@ -291,3 +291,20 @@ fn dash_o_is_the_result_file_everywhere() {
         ok(args);
     }
 }
+
+#[test]
+fn min_runs_below_two_is_refused_by_name_with_the_fix() {
+    for flag in ["--min-runs", "--runs"] {
+        for n in ["0", "1"] {
+            let e = err(&["bench", "a", "b", flag, n]);
+            assert!(e.contains(flag), "{e}");
+            assert!(e.contains("must be at least 2"), "{e}");
+            assert!(e.contains("fix: write --min-runs 6"), "{e}");
+        }
+    }
+    let p = ok(&["bench", "a", "b", "--min-runs", "2"]);
+    let Command::Bench(b) = &p.command else {
+        panic!()
+    };
+    assert_eq!(b.min_runs, Some(2));
+}

@@ -278,6 +278,16 @@ impl Validator<'_> {
                 ));
             }
         }
+        if depth == 0 {
+            return Err(self.at(
+                f,
+                format!(
+                    "output file {} names no file: it is the workload's cwd itself",
+                    crate::util::toml_string(&p.to_string_lossy())
+                ),
+                Some("name the file the workload writes, relative to its cwd (e.g. files = [\"out.txt\"]), or remove the entry".into()),
+            ));
+        }
         Ok(())
     }
 }
