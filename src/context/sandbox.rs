@@ -12,7 +12,13 @@
 //! copy; one that leads outside is kept (a workload may read through it), and a declared
 //! output path through such a link is refused before anything runs ([`escapes`]). The copy
 //! sits in a folder of its own, so what a run writes beside its cwd (`../x`) is seen too.
+//!
+//! Every entry made in the copy is recorded (its kind, what a link says, its permission
+//! bits): [`Sandbox::changes`] compares the copy after a run with that record, so a file
+//! written or deleted, a new folder (even empty), link or special file, a link repointed
+//! and a `chmod` are all seen (file contents are compared with their originals).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
 /// A copy of a working directory, in a folder of its own; both removed when dropped.
@@ -25,8 +31,107 @@ pub struct Sandbox {
     /// What was copied, for the record.
     pub bytes: u64,
     pub files: u64,
+    /// Every entry the copy held when it was made, relative to `cwd`: what a run changed
+    /// is what differs from it ([`Sandbox::changes`]).
+    made: BTreeMap<PathBuf, Made>,
     /// Removes `root` if a signal ends the run while the copy exists.
     _on_interrupt: crate::sys::interrupt::PathGuard,
+}
+
+/// One entry of the copy as it was made: its kind (a link with what it says) and its
+/// permission bits (none for a link).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Made {
+    kind: Kind,
+    mode: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    Link(PathBuf),
+    Other,
+}
+
+impl Kind {
+    fn of(path: &Path) -> Option<(Kind, u32)> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        let t = meta.file_type();
+        let mode = crate::sys::mode(&meta) & 0o7777;
+        Some(if t.is_symlink() {
+            (Kind::Link(std::fs::read_link(path).ok()?), 0)
+        } else if t.is_dir() {
+            (Kind::Dir, mode)
+        } else if t.is_file() {
+            (Kind::File, mode)
+        } else {
+            (Kind::Other, mode)
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::File => "file",
+            Kind::Dir => "folder",
+            Kind::Link(_) => "symlink",
+            Kind::Other => "special file",
+        }
+    }
+}
+
+/// What a run changed in its copy, against the copy as it was made.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Change {
+    /// A file written: new, or with other content (`../name`: beside the cwd).
+    Written(PathBuf),
+    /// An entry that is gone.
+    Deleted(PathBuf),
+    /// A new folder (an empty one: one with files in it is named by them), symlink or
+    /// special file; or an entry now of another kind than it was (`was`).
+    Made {
+        path: PathBuf,
+        kind: &'static str,
+        was: Option<&'static str>,
+    },
+    /// A symlink that now says something else.
+    Relinked(PathBuf, PathBuf),
+    /// Permission bits changed (from, to).
+    Mode(PathBuf, u32, u32),
+}
+
+impl Change {
+    /// Whether this is a file written, the one change a workload may declare (`files`).
+    pub fn is_written(&self) -> bool {
+        matches!(self, Change::Written(_))
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            Change::Written(p) | Change::Deleted(p) | Change::Relinked(p, _) => p,
+            Change::Made { path, .. } | Change::Mode(path, ..) => path,
+        }
+    }
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let p = self.path().display();
+        match self {
+            Change::Written(_) => write!(f, "{p}"),
+            Change::Deleted(_) => write!(f, "{p} deleted"),
+            Change::Made {
+                kind, was: None, ..
+            } => write!(f, "{p}: a new {kind}"),
+            Change::Made {
+                kind,
+                was: Some(was),
+                ..
+            } => write!(f, "{p}: a {kind}, was a {was}"),
+            Change::Relinked(_, to) => write!(f, "{p}: a symlink now to {}", to.display()),
+            Change::Mode(_, a, b) => write!(f, "{p}: mode {a:o} -> {b:o}"),
+        }
+    }
 }
 
 /// Where a copy is made from and to, for repointing links.
@@ -56,6 +161,7 @@ impl Sandbox {
             cwd,
             bytes: 0,
             files: 0,
+            made: BTreeMap::new(),
             _on_interrupt: on_interrupt,
         };
         let roots = Roots {
@@ -67,51 +173,120 @@ impl Sandbox {
                 .filter_map(|p| p.canonicalize().ok())
                 .collect(),
         };
-        copy_tree(source, &sb.cwd.clone(), &roots, &mut sb)?;
+        copy_tree(source, Path::new(""), &roots, &mut sb)?;
         Ok(sb)
     }
 
-    /// Files of the copy that are new or differ from their original in `source` (what a
-    /// run wrote into its working directory), relative to it — and what it wrote beside it,
-    /// as `../name`; at most `limit`.
-    pub fn changes(&self, source: &Path, limit: usize) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = std::fs::read_dir(&self.root)
+    /// What a run changed in the copy against the copy as it was made (the source's tree
+    /// less what is never copied): files new or with other content, entries deleted, new
+    /// folders, symlinks and special files, entries of another kind, links that say
+    /// something else, permission bits — and what it wrote beside the cwd, as `../name`;
+    /// at most `limit`, sorted. File contents are compared with their originals in
+    /// `source`.
+    pub fn changes(&self, source: &Path, limit: usize) -> Vec<Change> {
+        let mut out: Vec<Change> = std::fs::read_dir(&self.root)
             .into_iter()
             .flatten()
             .flatten()
             .filter(|e| e.path() != self.cwd)
-            .map(|e| Path::new("..").join(e.file_name()))
+            .map(|e| Change::Written(Path::new("..").join(e.file_name())))
             .take(limit)
             .collect();
-        let mut stack = vec![PathBuf::new()];
-        while let Some(rel) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(self.cwd.join(&rel)) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                if out.len() >= limit {
-                    out.sort();
-                    return out;
-                }
-                let rel = rel.join(e.file_name());
-                match e.file_type() {
-                    Ok(t) if t.is_dir() => stack.push(rel),
-                    Ok(t) if t.is_file() => {
-                        let same = match (std::fs::read(e.path()), std::fs::read(source.join(&rel)))
-                        {
-                            (Ok(a), Ok(b)) => a == b,
-                            _ => false,
-                        };
-                        if !same {
-                            out.push(rel);
-                        }
-                    }
-                    _ => {}
+        let mut seen = BTreeSet::new();
+        self.walk(source, Path::new(""), &mut seen, &mut out, limit);
+        if out.len() < limit {
+            // Gone: what was made and not seen, named at its top (a folder, not its files).
+            for rel in self.made.keys().filter(|r| !seen.contains(*r)) {
+                let parent_gone = rel
+                    .parent()
+                    .is_some_and(|p| !p.as_os_str().is_empty() && !seen.contains(p));
+                if !parent_gone && out.len() < limit {
+                    out.push(Change::Deleted(rel.clone()));
                 }
             }
         }
         out.sort();
         out
+    }
+
+    /// [`Sandbox::changes`] under `rel`; whether it found any.
+    fn walk(
+        &self,
+        source: &Path,
+        rel: &Path,
+        seen: &mut BTreeSet<PathBuf>,
+        out: &mut Vec<Change>,
+        limit: usize,
+    ) -> bool {
+        let Ok(entries) = std::fs::read_dir(self.cwd.join(rel)) else {
+            return false;
+        };
+        let before = out.len();
+        let mut names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
+        names.sort();
+        for name in names {
+            if out.len() >= limit {
+                break;
+            }
+            let rel = rel.join(name);
+            let Some((kind, mode)) = Kind::of(&self.cwd.join(&rel)) else {
+                continue;
+            };
+            seen.insert(rel.clone());
+            let made = self.made.get(&rel);
+            if kind == Kind::Dir {
+                let inside = self.walk(source, &rel, seen, out, limit);
+                if made.is_none() && !inside {
+                    out.push(Change::Made {
+                        path: rel.clone(),
+                        kind: kind.name(),
+                        was: None,
+                    });
+                }
+            }
+            if let Some(c) = self.changed(source, &rel, made, &kind, mode) {
+                out.push(c);
+            }
+        }
+        out.len() > before
+    }
+
+    /// What differs at `rel`, now `kind` with `mode`, from what was `made` there (a new
+    /// folder is named by [`Sandbox::walk`]).
+    fn changed(
+        &self,
+        source: &Path,
+        rel: &Path,
+        made: Option<&Made>,
+        kind: &Kind,
+        mode: u32,
+    ) -> Option<Change> {
+        let path = rel.to_path_buf();
+        let Some(made) = made else {
+            return match kind {
+                Kind::File => Some(Change::Written(path)),
+                Kind::Dir => None,
+                _ => Some(Change::Made {
+                    path,
+                    kind: kind.name(),
+                    was: None,
+                }),
+            };
+        };
+        match (&made.kind, kind) {
+            (Kind::Link(a), Kind::Link(b)) if a != b => Some(Change::Relinked(path, b.clone())),
+            (Kind::Link(_), Kind::Link(_)) => None,
+            (Kind::File, Kind::File) if !same_content(&self.cwd.join(rel), &source.join(rel)) => {
+                Some(Change::Written(path))
+            }
+            (a, b) if a != b => Some(Change::Made {
+                path,
+                kind: b.name(),
+                was: Some(a.name()),
+            }),
+            _ if made.mode != mode => Some(Change::Mode(path, made.mode, mode)),
+            _ => None,
+        }
     }
 
     /// The copy of the working directory.
@@ -139,11 +314,13 @@ impl Drop for Sandbox {
     }
 }
 
-fn copy_tree(from: &Path, to: &Path, roots: &Roots, sb: &mut Sandbox) -> std::io::Result<()> {
+/// Copy `from` into the copy's `rel` (relative to its cwd), recording each entry made.
+fn copy_tree(from: &Path, rel: &Path, roots: &Roots, sb: &mut Sandbox) -> std::io::Result<()> {
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let path = entry.path();
-        let target = to.join(entry.file_name());
+        let rel = rel.join(entry.file_name());
+        let target = sb.cwd.join(&rel);
         let kind = entry.file_type()?;
         if kind.is_symlink() {
             crate::sys::symlink(repointed(&path, roots)?, &target)?;
@@ -152,13 +329,31 @@ fn copy_tree(from: &Path, to: &Path, roots: &Roots, sb: &mut Sandbox) -> std::io
                 continue;
             }
             std::fs::create_dir(&target)?;
-            copy_tree(&path, &target, roots, sb)?;
+            copy_tree(&path, &rel, roots, sb)?;
         } else if kind.is_file() {
             sb.bytes += std::fs::copy(&path, &target)?;
             sb.files += 1;
+        } else {
+            continue;
+        }
+        if let Some((kind, mode)) = Kind::of(&target) {
+            sb.made.insert(rel, Made { kind, mode });
         }
     }
     Ok(())
+}
+
+/// Whether two files hold the same bytes (an unreadable one differs).
+fn same_content(a: &Path, b: &Path) -> bool {
+    let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    match (len(a), len(b)) {
+        (Some(x), Some(y)) if x == y => {}
+        _ => return false,
+    }
+    match (std::fs::read(a), std::fs::read(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// What the copy of the symlink `link` points to: the same place in the copy when it leads
@@ -320,6 +515,10 @@ mod tests {
         assert!(!dest.exists(), "removed on drop");
     }
 
+    fn paths(changes: Vec<Change>) -> Vec<PathBuf> {
+        changes.iter().map(|c| c.path().to_path_buf()).collect()
+    }
+
     #[test]
     fn changes_are_new_or_different_files() {
         let tmp = tempfile::tempdir().unwrap();
@@ -331,16 +530,70 @@ mod tests {
         assert!(sb.changes(&src, 10).is_empty());
         std::fs::write(sb.cwd().join("edit.txt"), "after").unwrap();
         std::fs::write(sb.cwd().join("d/new.txt"), "x").unwrap();
+        std::fs::create_dir_all(sb.cwd().join("out/deep")).unwrap();
+        std::fs::write(sb.cwd().join("out/deep/r.txt"), "x").unwrap();
+        let changes = sb.changes(&src, 10);
+        assert!(changes.iter().all(Change::is_written), "{changes:?}");
+        // A new folder with files in it is named by its files.
         assert_eq!(
-            sb.changes(&src, 10),
-            [Path::new("d/new.txt"), Path::new("edit.txt")]
+            paths(changes),
+            [
+                Path::new("d/new.txt"),
+                Path::new("edit.txt"),
+                Path::new("out/deep/r.txt")
+            ]
         );
         assert_eq!(sb.changes(&src, 1).len(), 1);
         // What a run writes beside its cwd is seen as `../name`.
         std::fs::write(sb.cwd().join("../beside.txt"), "x").unwrap();
         assert!(sb
             .changes(&src, 10)
-            .contains(&PathBuf::from("../beside.txt")));
+            .contains(&Change::Written(PathBuf::from("../beside.txt"))));
+    }
+
+    #[test]
+    fn deletions_new_folders_links_and_modes_are_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("proj");
+        std::fs::create_dir_all(src.join("gone/deep")).unwrap();
+        std::fs::write(src.join("gone/deep/a.txt"), "a").unwrap();
+        std::fs::write(src.join("Cargo.toml"), "[package]").unwrap();
+        std::fs::write(src.join("del.txt"), "x").unwrap();
+        crate::sys::set_mode(src.join("Cargo.toml"), 0o644).unwrap();
+        crate::sys::symlink("Cargo.toml", src.join("link")).unwrap();
+        let sb = Sandbox::create(&src, &tmp.path().join("copy"), &[]).unwrap();
+        assert_eq!(sb.changes(&src, 10), []);
+        let c = sb.cwd();
+        std::fs::remove_file(c.join("del.txt")).unwrap();
+        std::fs::remove_dir_all(c.join("gone")).unwrap();
+        std::fs::create_dir(c.join("newdir")).unwrap();
+        crate::sys::symlink("x", c.join("y")).unwrap();
+        crate::sys::set_mode(c.join("Cargo.toml"), 0o600).unwrap();
+        std::fs::remove_file(c.join("link")).unwrap();
+        crate::sys::symlink("del.txt", c.join("link")).unwrap();
+        let changes = sb.changes(&src, 10);
+        let said: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            said,
+            [
+                "del.txt deleted",
+                "gone deleted",
+                "newdir: a new folder",
+                "y: a new symlink",
+                "link: a symlink now to del.txt",
+                "Cargo.toml: mode 644 -> 600",
+            ],
+            "{changes:?}"
+        );
+        assert!(changes.iter().all(|c| !c.is_written()));
+        // A folder where a file was.
+        std::fs::remove_file(c.join("Cargo.toml")).unwrap();
+        std::fs::create_dir(c.join("Cargo.toml")).unwrap();
+        assert!(sb
+            .changes(&src, 10)
+            .iter()
+            .any(|c| c.to_string() == "Cargo.toml: a folder, was a file"));
+        assert_eq!(sb.changes(&src, 2).len(), 2);
     }
 
     #[test]
