@@ -689,6 +689,16 @@ impl<'a> Context<'a> {
         ));
         let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
         let sb = Sandbox::create(&workload.cwd, &dest, &exclude)?;
+        if let Some((link, to)) = sb.outside.first() {
+            self.warn_once(&format!(
+                "workload `{}`: {} in its cwd is a symlink to {}, outside it and too large to copy into its private copy (over {} MiB or {} files, a folder holding the cwd, a cargo target dir, or not a regular file or folder): a run that writes through it writes there, and the check that a workload writes nothing into its cwd does not see it\n  fix: if the workload writes through the link, point `cwd` at a folder without links out of it",
+                workload.name,
+                link.display(),
+                to.display(),
+                sandbox::SNAPSHOT_BYTES >> 20,
+                sandbox::SNAPSHOT_FILES
+            ));
+        }
         let mut w = workload.clone();
         w.cwd = sb.cwd().to_path_buf();
         Ok((w, sb))

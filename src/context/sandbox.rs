@@ -9,9 +9,18 @@
 //!
 //! The copy never writes through a link to the user's tree: a symlink that leads into the
 //! copied folder (absolute, or relative through `..`) is pointed at the same place in the
-//! copy; one that leads outside is kept (a workload may read through it), and a declared
-//! output path through such a link is refused before anything runs ([`escapes`]). The copy
-//! sits in a folder of its own, so what a run writes beside its cwd (`../x`) is seen too.
+//! copy. One that leads out of it is *copied*: what it leads to (a file, or a folder,
+//! copied with the same rules) is put in the copy in its place while all such copies
+//! together stay under [`SNAPSHOT_BYTES`] and [`SNAPSHOT_FILES`], so a run reads the same
+//! bytes and what it writes through the link lands in the copy, where [`Sandbox::changes`]
+//! sees it. A link out to something larger (or to a folder holding the cwd, a cargo target
+//! dir, a special file) is kept leading to its target, made absolute so it still leads
+//! there from the copy, and named in [`Sandbox::outside`]: the caller warns that writes
+//! through it are not seen (no mount or user namespace isolates a run: that is the
+//! fallback). A link out to nothing leads to a name beside the copy, so a write through it
+//! is seen as one to the link. A declared output path through a link out of the cwd is
+//! refused before anything runs ([`escapes`]). The copy sits in a folder of its own, so
+//! what a run writes beside its cwd (`../x`) is seen too.
 //!
 //! Every entry made in the copy is recorded (its kind, what a link says, its permission
 //! bits): [`Sandbox::changes`] compares the copy after a run with that record, so a file
@@ -34,6 +43,18 @@ pub struct Sandbox {
     /// Every entry the copy held when it was made, relative to `cwd`: what a run changed
     /// is what differs from it ([`Sandbox::changes`]).
     made: BTreeMap<PathBuf, Made>,
+    /// Folders copied (canonical) and where their copies are: the cwd, and each folder a
+    /// link out of it led to and that was copied. A link into one leads into its copy.
+    mapped: Vec<(PathBuf, PathBuf)>,
+    /// What is left of [`SNAPSHOT_BYTES`] and [`SNAPSHOT_FILES`].
+    budget: (u64, u64),
+    /// Links out of the cwd to what was too large to copy (or is a folder holding the cwd,
+    /// a cargo target dir, a special file): kept leading to their target (absolute), so a
+    /// run writes through them into it. Relative to the cwd, with where each leads.
+    pub outside: Vec<(PathBuf, PathBuf)>,
+    /// Links out of the cwd to nothing, pointed at a name beside the copy (`..`-level name,
+    /// the link relative to the cwd): what a run writes through one is seen there.
+    dangling: Vec<(std::ffi::OsString, PathBuf)>,
     /// Removes `root` if a signal ends the run while the copy exists.
     _on_interrupt: crate::sys::interrupt::PathGuard,
 }
@@ -134,12 +155,15 @@ impl std::fmt::Display for Change {
     }
 }
 
-/// Where a copy is made from and to, for repointing links.
-struct Roots<'a> {
+/// At most this much of what links out of the cwd lead to is copied into a sandbox, in
+/// all; past it (or [`SNAPSHOT_FILES`]) a link is kept leading to its target.
+pub const SNAPSHOT_BYTES: u64 = 4 << 20;
+pub const SNAPSHOT_FILES: u64 = 1000;
+
+/// Where a copy is made from, for repointing links.
+struct Roots {
     /// The source folder, canonical.
     source: PathBuf,
-    /// The copy of `source`.
-    copy: &'a Path,
     /// The folder the copy is in, canonical (never copied into itself).
     dest_canon: PathBuf,
     exclude: Vec<PathBuf>,
@@ -158,15 +182,18 @@ impl Sandbox {
         std::fs::create_dir_all(&cwd)?;
         let mut sb = Sandbox {
             root: dest.to_path_buf(),
-            cwd,
+            cwd: cwd.clone(),
             bytes: 0,
             files: 0,
             made: BTreeMap::new(),
+            mapped: vec![(source.canonicalize()?, cwd)],
+            budget: (SNAPSHOT_BYTES, SNAPSHOT_FILES),
+            outside: Vec::new(),
+            dangling: Vec::new(),
             _on_interrupt: on_interrupt,
         };
         let roots = Roots {
             source: source.canonicalize()?,
-            copy: &sb.cwd.clone(),
             dest_canon: dest.canonicalize()?,
             exclude: exclude
                 .iter()
@@ -174,6 +201,7 @@ impl Sandbox {
                 .collect(),
         };
         copy_tree(source, Path::new(""), &roots, &mut sb)?;
+        sb.outside.sort();
         Ok(sb)
     }
 
@@ -189,7 +217,14 @@ impl Sandbox {
             .flatten()
             .flatten()
             .filter(|e| e.path() != self.cwd)
-            .map(|e| Change::Written(Path::new("..").join(e.file_name())))
+            .map(|e| {
+                // A write through a link out of the cwd to nothing is named by the link.
+                let link = self.dangling.iter().find(|(n, _)| *n == e.file_name());
+                Change::Written(match link {
+                    Some((_, rel)) => rel.clone(),
+                    None => Path::new("..").join(e.file_name()),
+                })
+            })
             .take(limit)
             .collect();
         let mut seen = BTreeSet::new();
@@ -323,7 +358,7 @@ fn copy_tree(from: &Path, rel: &Path, roots: &Roots, sb: &mut Sandbox) -> std::i
         let target = sb.cwd.join(&rel);
         let kind = entry.file_type()?;
         if kind.is_symlink() {
-            crate::sys::symlink(repointed(&path, roots)?, &target)?;
+            copy_link(&path, &rel, roots, sb)?;
         } else if kind.is_dir() {
             if skip_dir(&path, &roots.dest_canon, &roots.exclude) {
                 continue;
@@ -356,14 +391,45 @@ fn same_content(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// What the copy of the symlink `link` points to: the same place in the copy when it leads
-/// into the source folder, else what it says.
-fn repointed(link: &Path, roots: &Roots) -> std::io::Result<PathBuf> {
-    let to = std::fs::read_link(link)?;
-    Ok(match leads_to(link, &to).strip_prefix(&roots.source) {
-        Ok(rel) => roots.copy.join(rel),
-        Err(_) => to,
-    })
+/// The copy of the symlink `link`, at `rel` in the copy: a link to the same place in a
+/// copy when it leads into a folder copied (the cwd; a folder a link led to); else a copy
+/// of what it leads to while that fits in the sandbox's budget — so a run that writes
+/// through it writes into the sandbox, where [`Sandbox::changes`] sees it; else a link to
+/// its target (absolute: a relative one would lead elsewhere from the copy), named in
+/// [`Sandbox::outside`]. A link to nothing leads to a name beside the copy.
+fn copy_link(link: &Path, rel: &Path, roots: &Roots, sb: &mut Sandbox) -> std::io::Result<()> {
+    let target = sb.cwd.join(rel);
+    let leads = leads_to(link, &std::fs::read_link(link)?);
+    let into = sb.mapped.iter().find_map(|(from, to)| {
+        let inside = leads.strip_prefix(from).ok()?;
+        Some(to.join(inside))
+    });
+    if let Some(p) = into {
+        return crate::sys::symlink(p, &target);
+    }
+    let Ok(meta) = std::fs::metadata(&leads) else {
+        let name = std::ffi::OsString::from(format!(".link-{}", sb.dangling.len()));
+        sb.dangling.push((name.clone(), rel.to_path_buf()));
+        return crate::sys::symlink(sb.root.join(name), &target);
+    };
+    let (bytes, files) = sb.budget;
+    if meta.is_file() && meta.len() <= bytes && files > 0 {
+        sb.budget = (bytes - meta.len(), files - 1);
+        sb.bytes += std::fs::copy(&leads, &target)?;
+        sb.files += 1;
+        return Ok(());
+    }
+    let holds_copy = roots.source.starts_with(&leads) || roots.dest_canon.starts_with(&leads);
+    if meta.is_dir() && !holds_copy && !skip_dir(&leads, &roots.dest_canon, &roots.exclude) {
+        if let Some((b, f)) = count(&leads, &roots.exclude, bytes, files) {
+            sb.budget = (bytes - b, files - f);
+            std::fs::create_dir(&target)?;
+            sb.mapped.push((leads.clone(), target));
+            return copy_tree(&leads, rel, roots, sb);
+        }
+    }
+    sb.outside.push((rel.to_path_buf(), leads.clone()));
+    crate::sys::symlink(&leads, &target)
 }
 
 /// Where a link at `link` saying `to` leads: canonical where it exists, else lexically
@@ -411,6 +477,13 @@ pub fn escapes(cwd: &Path, declared: &Path) -> Option<(PathBuf, PathBuf)> {
 /// Whether copying `source` (with the same skips as [`Sandbox::create`]) would take more
 /// than `max_bytes` or `max_files`; stops counting as soon as it would.
 pub fn larger_than(source: &Path, exclude: &[PathBuf], max_bytes: u64, max_files: u64) -> bool {
+    count(source, exclude, max_bytes, max_files).is_none()
+}
+
+/// The bytes and files copying `source` takes (with the same skips as
+/// [`Sandbox::create`], links not followed), or `None` once past `max_bytes` or
+/// `max_files`.
+fn count(source: &Path, exclude: &[PathBuf], max_bytes: u64, max_files: u64) -> Option<(u64, u64)> {
     let exclude: Vec<PathBuf> = exclude
         .iter()
         .filter_map(|p| p.canonicalize().ok())
@@ -430,14 +503,14 @@ pub fn larger_than(source: &Path, exclude: &[PathBuf], max_bytes: u64, max_files
                     files += 1;
                     bytes += e.metadata().map_or(0, |m| m.len());
                     if bytes > max_bytes || files > max_files {
-                        return true;
+                        return None;
                     }
                 }
                 _ => {}
             }
         }
     }
-    false
+    Some((bytes, files))
 }
 
 fn skip_dir(dir: &Path, dest_canon: &Path, exclude: &[PathBuf]) -> bool {
@@ -621,6 +694,74 @@ mod tests {
         assert_eq!(link, src.join("out"));
         assert_eq!(to, tmp.path().join("elsewhere").canonicalize().unwrap());
         assert!(escapes(&src, &src.join("out/res.txt")).is_some());
+    }
+
+    #[test]
+    fn links_out_of_the_tree_are_copied_when_small_so_writes_through_them_stay_in_the_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("proj");
+        let out = tmp.path().join("outside");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::create_dir_all(out.join("d")).unwrap();
+        std::fs::create_dir_all(out.join("big")).unwrap();
+        std::fs::write(out.join("shared.txt"), "user's").unwrap();
+        std::fs::write(out.join("d/in.txt"), "in d").unwrap();
+        std::fs::write(out.join("big/blob"), vec![0u8; SNAPSHOT_BYTES as usize + 1]).unwrap();
+        crate::sys::symlink(out.join("d"), out.join("d/again")).unwrap();
+        crate::sys::symlink(out.join("shared.txt"), src.join("abs")).unwrap();
+        crate::sys::symlink("../outside/shared.txt", src.join("rel")).unwrap();
+        crate::sys::symlink(out.join("d"), src.join("dir")).unwrap();
+        crate::sys::symlink("../outside/big", src.join("big")).unwrap();
+        crate::sys::symlink(out.join("new.log"), src.join("dangling")).unwrap();
+        crate::sys::symlink("..", src.join("up")).unwrap();
+        let sb = Sandbox::create(&src, &tmp.path().join("copy"), &[]).unwrap();
+        let c = sb.cwd();
+        assert_eq!(sb.changes(&src, 10), []);
+        // Read through: the relative link works from the copy, which is elsewhere.
+        assert_eq!(std::fs::read_to_string(c.join("rel")).unwrap(), "user's");
+        assert_eq!(
+            std::fs::read_to_string(c.join("dir/in.txt")).unwrap(),
+            "in d"
+        );
+        assert_eq!(
+            std::fs::read_to_string(c.join("dir/again/in.txt")).unwrap(),
+            "in d"
+        );
+        assert_eq!(
+            std::fs::read(c.join("big/blob")).unwrap().len() as u64,
+            SNAPSHOT_BYTES + 1
+        );
+        // Too large, or holding the copy: kept, absolute, and named.
+        let canon = |p: &Path| p.canonicalize().unwrap();
+        assert_eq!(
+            sb.outside,
+            [
+                (PathBuf::from("big"), canon(&out.join("big"))),
+                (PathBuf::from("up"), canon(tmp.path())),
+            ]
+        );
+        // Writes through the others stay in the copy, and are changes.
+        for link in ["abs", "rel", "dir/in.txt", "dir/again/in.txt", "dangling"] {
+            std::fs::write(c.join(link), "written").unwrap();
+        }
+        assert_eq!(
+            std::fs::read_to_string(out.join("shared.txt")).unwrap(),
+            "user's"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("d/in.txt")).unwrap(),
+            "in d"
+        );
+        assert!(!out.join("new.log").exists());
+        assert_eq!(
+            paths(sb.changes(&src, 10)),
+            [
+                Path::new("abs"),
+                Path::new("dangling"),
+                Path::new("dir/in.txt"),
+                Path::new("rel")
+            ]
+        );
     }
 
     #[test]

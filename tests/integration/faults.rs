@@ -84,7 +84,8 @@ fn a_workload_writing_undeclared_files_is_refused_before_it_touches_the_tree() {
 }
 
 /// A workload that changes its cwd without writing a file (issue 36.5): it deletes a file,
-/// makes a folder and a link, changes a file's permissions. The check run in a private
+/// makes a folder and a link, changes a file's permissions, appends to a file of the user's
+/// outside the cwd through an absolute link in it. The check run in a private
 /// copy sees each, the run is refused naming them, and the user's tree — modes, folders and
 /// links included — is as it was.
 #[test]
@@ -98,7 +99,13 @@ fn a_workload_changing_its_cwd_is_refused_naming_each_change_and_the_tree_is_unc
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
     };
     perm(&dir.join("Cargo.toml"), 0o644);
-    let script = "rm data.txt; mkdir newdir; ln -s x y; chmod 600 Cargo.toml";
+    // A file of the user's outside the cwd, behind an absolute link in it.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let shared = elsewhere.path().join("shared.txt");
+    std::fs::write(&shared, "the user's\n").unwrap();
+    std::os::unix::fs::symlink(&shared, dir.join("linked.txt")).unwrap();
+    let script =
+        "rm data.txt; mkdir newdir; ln -s x y; chmod 600 Cargo.toml; echo more >> linked.txt";
     std::fs::write(
         dir.join("optimize.toml"),
         format!("bin = \"verify-files\"\n\n[[workload]]\nname = \"hostile\"\nargs = [\"--sh\", '{script}']\n"),
@@ -120,9 +127,11 @@ fn a_workload_changing_its_cwd_is_refused_naming_each_change_and_the_tree_is_unc
         "the user's tree changed\n{}",
         r.all()
     );
+    assert_eq!(std::fs::read_to_string(&shared).unwrap(), "the user's\n");
     assert_eq!(r.code, Some(2), "{}", r.all());
     for needle in [
         "optimize.toml:3: workload `hostile` changes its working directory",
+        "(linked.txt;",
         "data.txt deleted",
         "newdir: a new folder",
         "y: a new symlink",
