@@ -324,6 +324,19 @@ impl Sandbox {
         }
     }
 
+    /// The warning for workload `name` when a link out of its cwd was kept leading out
+    /// ([`Sandbox::outside`]): writes through it are not seen.
+    pub fn outside_warning(&self, name: &str) -> Option<String> {
+        let (link, to) = self.outside.first()?;
+        Some(format!(
+            "workload `{name}`: {} in its cwd is a symlink to {}, outside it and too large to copy into its private copy (over {} MiB or {} files, a folder holding the cwd, a cargo target dir, or not a regular file or folder): a run that writes through it writes there, and the check that a workload writes nothing into its cwd does not see it\n  fix: if the workload writes through the link, point `cwd` at a folder without links out of it",
+            link.display(),
+            to.display(),
+            SNAPSHOT_BYTES >> 20,
+            SNAPSHOT_FILES
+        ))
+    }
+
     /// The copy of the working directory.
     pub fn cwd(&self) -> &Path {
         &self.cwd
@@ -347,6 +360,46 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
     }
+}
+
+/// A private copy of `w`'s cwd in `dest` when it declares output `files` (`None`: it
+/// declares none and runs in place): the one rule of every command that runs such a
+/// workload — the ladder (`Context::sandboxed`), `bench`, `hotspots --flamegraph`. A
+/// declared path through a symlink out of the cwd is refused (naming `spec`, where it is
+/// declared); the declared outputs are removed from the copy, so one left in the tree by
+/// an earlier run never stands in for one this run did not write.
+pub fn for_files(
+    w: &crate::spec::Workload,
+    spec: &Path,
+    dest: &Path,
+    exclude: &[PathBuf],
+) -> std::io::Result<Option<(crate::spec::Workload, Sandbox)>> {
+    if w.files.is_empty() {
+        return Ok(None);
+    }
+    for f in &w.files {
+        if let Some((link, to)) = escapes(&w.cwd, f) {
+            return Err(std::io::Error::other(format!(
+                "{}:{}: workload `{}` declares the output file {}, but {} is a symlink to {}, outside its cwd: a run would write your file there\n  fix: declare a path inside the cwd that no link leads out of, or point `cwd` at the folder the link leads to",
+                spec.display(),
+                w.line,
+                w.name,
+                f.display(),
+                link.display(),
+                to.display()
+            )));
+        }
+    }
+    let sb = Sandbox::create(&w.cwd, dest, exclude)?;
+    for f in &w.files {
+        let p = sb.locate(&w.cwd, f);
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    let mut copy = w.clone();
+    copy.cwd = sb.cwd().to_path_buf();
+    Ok(Some((copy, sb)))
 }
 
 /// Copy `from` into the copy's `rel` (relative to its cwd), recording each entry made.
@@ -761,6 +814,49 @@ mod tests {
                 Path::new("dir/in.txt"),
                 Path::new("rel")
             ]
+        );
+    }
+
+    #[test]
+    fn a_files_workload_gets_a_copy_without_its_outputs_and_a_link_out_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("proj");
+        std::fs::create_dir_all(src.join("out")).unwrap();
+        std::fs::write(src.join("out/r.txt"), "left over").unwrap();
+        let mut w = crate::spec::Workload {
+            name: "w".into(),
+            args: vec![],
+            stdin: None,
+            env: Default::default(),
+            cwd: src.clone(),
+            timeout: std::time::Duration::from_secs(5),
+            train: true,
+            eval: true,
+            expect: crate::spec::Expect::Exact,
+            files: vec![],
+            sort_lines: false,
+            stderr: false,
+            start: Default::default(),
+            cargo: None,
+            line: 7,
+        };
+        let spec = Path::new("/p/optimize.toml");
+        let dest = tmp.path().join("copy");
+        assert!(for_files(&w, spec, &dest, &[]).unwrap().is_none());
+        w.files = vec![PathBuf::from("out/r.txt")];
+        let (copy, sb) = for_files(&w, spec, &dest, &[]).unwrap().unwrap();
+        assert_eq!(copy.cwd, sb.cwd());
+        assert!(sb.cwd().join("out").is_dir() && !sb.cwd().join("out/r.txt").exists());
+        assert!(src.join("out/r.txt").exists());
+        drop(sb);
+        crate::sys::symlink(tmp.path(), src.join("away")).unwrap();
+        w.files = vec![PathBuf::from("away/r.txt")];
+        let e = for_files(&w, spec, &dest, &[]).expect_err("refused");
+        assert!(
+            e.to_string().starts_with(
+                "/p/optimize.toml:7: workload `w` declares the output file away/r.txt"
+            ),
+            "{e}"
         );
     }
 
