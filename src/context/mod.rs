@@ -675,13 +675,12 @@ impl<'a> Context<'a> {
     ) -> std::io::Result<(Workload, Sandbox)> {
         let dest = self.sandbox_dest(workload, tag);
         let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
-        let sb = Sandbox::create(&workload.cwd, &dest, &exclude)?;
+        let root = crate::spec::spec_root(&self.spec.path);
+        let sb = Sandbox::create(&sandbox::copied_folder(workload, &root), &dest, &exclude)?;
         if let Some(warning) = sb.outside_warning(&workload.name) {
             self.warn_once(&warning);
         }
-        let mut w = workload.clone();
-        w.cwd = sb.cwd().to_path_buf();
-        Ok((w, sb))
+        Ok((sb.moved(workload), sb))
     }
 
     /// Remember how long a step took (and its peak RSS when known).

@@ -26,6 +26,14 @@
 //! bits): [`Sandbox::changes`] compares the copy after a run with that record, so a file
 //! written or deleted, a new folder (even empty), link or special file, a link repointed
 //! and a `chmod` are all seen (file contents are compared with their originals).
+//!
+//! `{root}` expands to an absolute path, so a workload in a copy would still write
+//! `{root}/results.log` into the user's tree: [`Sandbox::moved`] rewrites every argument and
+//! environment value naming a path in the folder copied into the copy, and
+//! [`copied_folder`] copies the spec's folder instead of the cwd when one names it outside
+//! a cwd inside it. A path named any other way (outside the spec's folder, built at run
+//! time) is not moved: without a mount or user namespace, which this does not use, a run
+//! can reach any path it names.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -35,6 +43,8 @@ use std::path::{Component, Path, PathBuf};
 pub struct Sandbox {
     /// The folder holding the copy (and whatever a run writes beside it).
     root: PathBuf,
+    /// The folder copied, as given.
+    source: PathBuf,
     /// The copy of the working directory, `root/<its name>`.
     cwd: PathBuf,
     /// What was copied, for the record.
@@ -182,6 +192,7 @@ impl Sandbox {
         std::fs::create_dir_all(&cwd)?;
         let mut sb = Sandbox {
             root: dest.to_path_buf(),
+            source: source.to_path_buf(),
             cwd: cwd.clone(),
             bytes: 0,
             files: 0,
@@ -211,7 +222,8 @@ impl Sandbox {
     /// something else, permission bits — and what it wrote beside the cwd, as `../name`;
     /// at most `limit`, sorted. File contents are compared with their originals in
     /// `source`.
-    pub fn changes(&self, source: &Path, limit: usize) -> Vec<Change> {
+    pub fn changes(&self, limit: usize) -> Vec<Change> {
+        let source = &self.source;
         let mut out: Vec<Change> = std::fs::read_dir(&self.root)
             .into_iter()
             .flatten()
@@ -342,17 +354,29 @@ impl Sandbox {
         &self.cwd
     }
 
-    /// Where a declared output file lands in this copy: relative paths and absolute paths
-    /// inside `source` map into the copy; other absolute paths are left as they are.
-    pub fn locate(&self, source: &Path, declared: &Path) -> PathBuf {
-        if declared.is_absolute() {
-            match declared.strip_prefix(source) {
-                Ok(rel) => self.cwd.join(rel),
-                Err(_) => declared.to_path_buf(),
-            }
-        } else {
-            self.cwd.join(declared)
+    /// Where a declared output file of a workload whose cwd is `cwd` lands in this copy:
+    /// paths inside the folder copied map into the copy (relative ones from `cwd`); other
+    /// absolute paths are left as they are.
+    pub fn locate(&self, cwd: &Path, declared: &Path) -> PathBuf {
+        let path = cwd.join(declared);
+        match path.strip_prefix(&self.source) {
+            Ok(rel) => self.cwd.join(rel),
+            Err(_) => path,
         }
+    }
+
+    /// `w` as it runs in this copy: its cwd, and every argument and environment value
+    /// that names a path in the folder copied by its absolute path (what `{root}/…`
+    /// expands to), moved into the copy — so a run that writes `{root}/x` writes there.
+    pub fn moved(&self, w: &crate::spec::Workload) -> crate::spec::Workload {
+        let from = self.source.to_string_lossy();
+        let to = self.cwd().to_string_lossy();
+        let mut copy = w.clone();
+        copy.cwd = self.locate(&w.cwd, Path::new(""));
+        for a in copy.args.iter_mut().chain(copy.env.values_mut()) {
+            *a = replace_path(a, &from, &to);
+        }
+        copy
     }
 }
 
@@ -390,16 +414,50 @@ pub fn for_files(
             )));
         }
     }
-    let sb = Sandbox::create(&w.cwd, dest, exclude)?;
+    let root = crate::spec::spec_root(spec);
+    let sb = Sandbox::create(&copied_folder(w, &root), dest, exclude)?;
     for f in &w.files {
         let p = sb.locate(&w.cwd, f);
         if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) {
             std::fs::remove_file(&p)?;
         }
     }
-    let mut copy = w.clone();
-    copy.cwd = sb.cwd().to_path_buf();
-    Ok(Some((copy, sb)))
+    Ok(Some((sb.moved(w), sb)))
+}
+
+/// The folder a private copy of `w` is made of: its cwd; or `root`, the spec's folder
+/// (what `{root}` expands to), when the cwd is inside it and an argument or environment
+/// value names a path in `root` outside the cwd (`args = ["{root}/results.log"]` with
+/// `cwd = "work"`), so that a run writing there writes into the copy, and is seen.
+pub fn copied_folder(w: &crate::spec::Workload, root: &Path) -> PathBuf {
+    let root_str = root.to_string_lossy();
+    let outside_cwd = w.args.iter().chain(w.env.values()).any(|v| {
+        let moved = replace_path(v, &w.cwd.to_string_lossy(), "");
+        replace_path(&moved, &root_str, "\0") != moved
+    });
+    match w.cwd.starts_with(root) && outside_cwd {
+        true => root.to_path_buf(),
+        false => w.cwd.clone(),
+    }
+}
+
+/// `value` with each `from` that starts a path (ends the value or is followed by `/`)
+/// replaced by `to`.
+fn replace_path(value: &str, from: &str, to: &str) -> String {
+    if from.is_empty() {
+        return value.to_string();
+    }
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(i) = rest.find(from) {
+        let after = &rest[i + from.len()..];
+        let whole = after.is_empty() || after.starts_with('/') || after.starts_with('\\');
+        out.push_str(&rest[..i]);
+        out.push_str(if whole { to } else { from });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Copy `from` into the copy's `rel` (relative to its cwd), recording each entry made.
@@ -641,6 +699,26 @@ mod tests {
         assert!(!dest.exists(), "removed on drop");
     }
 
+    fn workload(cwd: &Path) -> crate::spec::Workload {
+        crate::spec::Workload {
+            name: "w".into(),
+            args: vec![],
+            stdin: None,
+            env: Default::default(),
+            cwd: cwd.to_path_buf(),
+            timeout: std::time::Duration::from_secs(5),
+            train: true,
+            eval: true,
+            expect: crate::spec::Expect::Exact,
+            files: vec![],
+            sort_lines: false,
+            stderr: false,
+            start: Default::default(),
+            cargo: None,
+            line: 7,
+        }
+    }
+
     fn paths(changes: Vec<Change>) -> Vec<PathBuf> {
         changes.iter().map(|c| c.path().to_path_buf()).collect()
     }
@@ -653,12 +731,12 @@ mod tests {
         std::fs::write(src.join("d/keep.txt"), "same").unwrap();
         std::fs::write(src.join("edit.txt"), "before").unwrap();
         let sb = Sandbox::create(&src, &tmp.path().join("copy"), &[]).unwrap();
-        assert!(sb.changes(&src, 10).is_empty());
+        assert!(sb.changes(10).is_empty());
         std::fs::write(sb.cwd().join("edit.txt"), "after").unwrap();
         std::fs::write(sb.cwd().join("d/new.txt"), "x").unwrap();
         std::fs::create_dir_all(sb.cwd().join("out/deep")).unwrap();
         std::fs::write(sb.cwd().join("out/deep/r.txt"), "x").unwrap();
-        let changes = sb.changes(&src, 10);
+        let changes = sb.changes(10);
         assert!(changes.iter().all(Change::is_written), "{changes:?}");
         // A new folder with files in it is named by its files.
         assert_eq!(
@@ -669,11 +747,11 @@ mod tests {
                 Path::new("out/deep/r.txt")
             ]
         );
-        assert_eq!(sb.changes(&src, 1).len(), 1);
+        assert_eq!(sb.changes(1).len(), 1);
         // What a run writes beside its cwd is seen as `../name`.
         std::fs::write(sb.cwd().join("../beside.txt"), "x").unwrap();
         assert!(sb
-            .changes(&src, 10)
+            .changes(10)
             .contains(&Change::Written(PathBuf::from("../beside.txt"))));
     }
 
@@ -688,7 +766,7 @@ mod tests {
         crate::sys::set_mode(src.join("Cargo.toml"), 0o644).unwrap();
         crate::sys::symlink("Cargo.toml", src.join("link")).unwrap();
         let sb = Sandbox::create(&src, &tmp.path().join("copy"), &[]).unwrap();
-        assert_eq!(sb.changes(&src, 10), []);
+        assert_eq!(sb.changes(10), []);
         let c = sb.cwd();
         std::fs::remove_file(c.join("del.txt")).unwrap();
         std::fs::remove_dir_all(c.join("gone")).unwrap();
@@ -697,7 +775,7 @@ mod tests {
         crate::sys::set_mode(c.join("Cargo.toml"), 0o600).unwrap();
         std::fs::remove_file(c.join("link")).unwrap();
         crate::sys::symlink("del.txt", c.join("link")).unwrap();
-        let changes = sb.changes(&src, 10);
+        let changes = sb.changes(10);
         let said: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
         assert_eq!(
             said,
@@ -716,10 +794,10 @@ mod tests {
         std::fs::remove_file(c.join("Cargo.toml")).unwrap();
         std::fs::create_dir(c.join("Cargo.toml")).unwrap();
         assert!(sb
-            .changes(&src, 10)
+            .changes(10)
             .iter()
             .any(|c| c.to_string() == "Cargo.toml: a folder, was a file"));
-        assert_eq!(sb.changes(&src, 2).len(), 2);
+        assert_eq!(sb.changes(2).len(), 2);
     }
 
     #[test]
@@ -769,7 +847,7 @@ mod tests {
         crate::sys::symlink("..", src.join("up")).unwrap();
         let sb = Sandbox::create(&src, &tmp.path().join("copy"), &[]).unwrap();
         let c = sb.cwd();
-        assert_eq!(sb.changes(&src, 10), []);
+        assert_eq!(sb.changes(10), []);
         // Read through: the relative link works from the copy, which is elsewhere.
         assert_eq!(std::fs::read_to_string(c.join("rel")).unwrap(), "user's");
         assert_eq!(
@@ -807,7 +885,7 @@ mod tests {
         );
         assert!(!out.join("new.log").exists());
         assert_eq!(
-            paths(sb.changes(&src, 10)),
+            paths(sb.changes(10)),
             [
                 Path::new("abs"),
                 Path::new("dangling"),
@@ -823,23 +901,7 @@ mod tests {
         let src = tmp.path().join("proj");
         std::fs::create_dir_all(src.join("out")).unwrap();
         std::fs::write(src.join("out/r.txt"), "left over").unwrap();
-        let mut w = crate::spec::Workload {
-            name: "w".into(),
-            args: vec![],
-            stdin: None,
-            env: Default::default(),
-            cwd: src.clone(),
-            timeout: std::time::Duration::from_secs(5),
-            train: true,
-            eval: true,
-            expect: crate::spec::Expect::Exact,
-            files: vec![],
-            sort_lines: false,
-            stderr: false,
-            start: Default::default(),
-            cargo: None,
-            line: 7,
-        };
+        let mut w = workload(&src);
         let spec = Path::new("/p/optimize.toml");
         let dest = tmp.path().join("copy");
         assert!(for_files(&w, spec, &dest, &[]).unwrap().is_none());
@@ -858,6 +920,56 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn root_paths_in_args_and_env_lead_into_the_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap().join("proj");
+        std::fs::create_dir_all(root.join("work")).unwrap();
+        std::fs::write(root.join("work/in.txt"), "in").unwrap();
+        let r = root.display().to_string();
+        let mut w = workload(&root);
+        w.args = vec![
+            format!("{r}/results.log"),
+            format!("--in={r}/work/in.txt"),
+            format!("{r}x/y"),
+        ];
+        w.env.insert("OUT".into(), format!("{r}/env.log"));
+        // The cwd is the root (the default): `{root}/…` leads into the copy.
+        assert_eq!(copied_folder(&w, &root), root);
+        let sb = Sandbox::create(&root, &tmp.path().join("c1"), &[]).unwrap();
+        let m = sb.moved(&w);
+        let c = sb.cwd().display().to_string();
+        assert_eq!(m.cwd, sb.cwd());
+        assert_eq!(
+            m.args,
+            [
+                format!("{c}/results.log"),
+                format!("--in={c}/work/in.txt"),
+                format!("{r}x/y")
+            ]
+        );
+        assert_eq!(m.env["OUT"], format!("{c}/env.log"));
+        std::fs::write(&m.args[0], "x").unwrap();
+        assert!(!root.join("results.log").exists());
+        assert_eq!(sb.changes(10), [Change::Written("results.log".into())]);
+        // A cwd inside the root, an argument naming the root outside it: the root is copied.
+        w.cwd = root.join("work");
+        assert_eq!(copied_folder(&w, &root), root);
+        let sb = Sandbox::create(&root, &tmp.path().join("c2"), &[]).unwrap();
+        let m = sb.moved(&w);
+        assert_eq!(m.cwd, sb.cwd().join("work"));
+        assert_eq!(std::fs::read_to_string(m.cwd.join("in.txt")).unwrap(), "in");
+        assert!(m.args[0].starts_with(&sb.cwd().display().to_string()));
+        assert_eq!(
+            sb.locate(&w.cwd, Path::new("o.txt")),
+            sb.cwd().join("work/o.txt")
+        );
+        // Only paths in the cwd: the cwd alone is copied.
+        w.args = vec![format!("{r}/work/in.txt")];
+        w.env.clear();
+        assert_eq!(copied_folder(&w, &root), root.join("work"));
     }
 
     #[test]

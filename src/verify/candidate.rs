@@ -104,7 +104,7 @@ fn check_writes_nothing(
     }
     let (copy, sandbox) = ctx.private_copy(w, "writes")?;
     let outcome = ctx.run_in_place(&baseline.binary, &copy, &[])?;
-    let changes = sandbox.changes(&w.cwd, 10);
+    let changes = sandbox.changes(10);
     if changes.is_empty() {
         return Ok(Some(outcome));
     }

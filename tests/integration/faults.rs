@@ -85,7 +85,8 @@ fn a_workload_writing_undeclared_files_is_refused_before_it_touches_the_tree() {
 
 /// A workload that changes its cwd without writing a file (issue 36.5): it deletes a file,
 /// makes a folder and a link, changes a file's permissions, appends to a file of the user's
-/// outside the cwd through an absolute link in it. The check run in a private
+/// outside the cwd through an absolute link in it, writes `{root}/results.log` (the spec's
+/// folder, its cwd). The check run in a private
 /// copy sees each, the run is refused naming them, and the user's tree — modes, folders and
 /// links included — is as it was.
 #[test]
@@ -104,8 +105,8 @@ fn a_workload_changing_its_cwd_is_refused_naming_each_change_and_the_tree_is_unc
     let shared = elsewhere.path().join("shared.txt");
     std::fs::write(&shared, "the user's\n").unwrap();
     std::os::unix::fs::symlink(&shared, dir.join("linked.txt")).unwrap();
-    let script =
-        "rm data.txt; mkdir newdir; ln -s x y; chmod 600 Cargo.toml; echo more >> linked.txt";
+    let script = "rm data.txt; mkdir newdir; ln -s x y; chmod 600 Cargo.toml; \
+                  echo more >> linked.txt; echo log >> {root}/results.log";
     std::fs::write(
         dir.join("optimize.toml"),
         format!("bin = \"verify-files\"\n\n[[workload]]\nname = \"hostile\"\nargs = [\"--sh\", '{script}']\n"),
@@ -131,7 +132,7 @@ fn a_workload_changing_its_cwd_is_refused_naming_each_change_and_the_tree_is_unc
     assert_eq!(r.code, Some(2), "{}", r.all());
     for needle in [
         "optimize.toml:3: workload `hostile` changes its working directory",
-        "(linked.txt;",
+        "(linked.txt; results.log;",
         "data.txt deleted",
         "newdir: a new folder",
         "y: a new symlink",
