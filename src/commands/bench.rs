@@ -14,6 +14,7 @@ use crate::bench::{
 use crate::cli::{BenchArgs, BenchFormat, GlobalArgs};
 use crate::process::Command;
 use crate::spec::bounds::{self, Key};
+use crate::spec::Workload;
 
 /// One thing to compare: A and B over the same workload.
 #[derive(Debug, Clone)]
@@ -29,7 +30,8 @@ pub struct Job {
 /// `cargo optimize bench`: compare two binaries over the spec's eval workloads, or two
 /// commands, and print per workload `time ratio r [lo, hi] verdict (n=…)` (B/A) and the geometric mean.
 pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
-    let (jobs, config) = select_jobs(g, args)?;
+    // Held to the end: the private copies the jobs run in.
+    let (jobs, config, _copies) = select_jobs(g, args)?;
     let mut opts = match &config {
         Some(cfg) => BenchOptions::from_config(cfg),
         None => BenchOptions::default(),
@@ -173,11 +175,51 @@ fn report_footer(report: &export::BenchReport) -> Option<String> {
     ))
 }
 
-/// The comparisons `bench` will run, and the spec's `[bench]` settings when a spec was read.
+/// The private copies of the cwds of the workloads that declare output `files`: one per
+/// side and workload, made by the ladder's rule (`sandbox::for_files`), in a temporary
+/// folder of their own; removed when dropped.
+#[derive(Debug, Default)]
+pub struct Copies {
+    sandboxes: Vec<crate::context::sandbox::Sandbox>,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Copies {
+    /// `w` as it runs on one side: in a fresh private copy of its cwd when it declares
+    /// `files`, else as it is.
+    fn of(&mut self, w: &Workload, spec: &Path, side: &str) -> anyhow::Result<Workload> {
+        if w.files.is_empty() {
+            return Ok(w.clone());
+        }
+        if self.dir.is_none() {
+            let dir = tempfile::Builder::new()
+                .prefix("cargo-optimize-bench-")
+                .tempdir()
+                .context("cannot make a temporary folder for the workloads' private copies")?;
+            self.dir = Some(dir);
+        }
+        let dir = self
+            .dir
+            .as_ref()
+            .map(|d| d.path())
+            .unwrap_or(Path::new("."));
+        let dest = dir.join(format!("{side}-{}-{}", w.file_stem(), self.sandboxes.len()));
+        let (copy, sb) = crate::context::sandbox::for_files(w, spec, &dest, &[])?
+            .context("a workload with `files` gets a copy")?;
+        if let Some(warning) = sb.outside_warning(&w.name) {
+            eprintln!("warning: {warning}");
+        }
+        self.sandboxes.push(sb);
+        Ok(copy)
+    }
+}
+
+/// The comparisons `bench` will run, the spec's `[bench]` settings when a spec was read,
+/// and the private copies the jobs run in.
 fn select_jobs(
     g: &GlobalArgs,
     args: &BenchArgs,
-) -> anyhow::Result<(Vec<Job>, Option<crate::spec::BenchConfig>)> {
+) -> anyhow::Result<(Vec<Job>, Option<crate::spec::BenchConfig>, Copies)> {
     if !args.commands.is_empty() {
         if args.commands.len() != 2 {
             bail!(
@@ -195,6 +237,7 @@ fn select_jobs(
                 expected: ExpectedStatus::Success,
             }],
             None,
+            Copies::default(),
         ));
     }
     if args.binaries.len() != 2 {
@@ -203,8 +246,8 @@ fn select_jobs(
     let a = absolute_binary(&args.binaries[0])?;
     let b = absolute_binary(&args.binaries[1])?;
     let spec = crate::pipeline::load_spec(g)?;
-    let jobs = spec_jobs(&spec, &a, &b, args.workloads.as_deref())?;
-    Ok((jobs, Some(spec.bench.clone())))
+    let (jobs, copies) = spec_jobs(&spec, &a, &b, args.workloads.as_deref())?;
+    Ok((jobs, Some(spec.bench.clone()), copies))
 }
 
 fn absolute_binary(p: &Path) -> anyhow::Result<PathBuf> {
@@ -212,14 +255,16 @@ fn absolute_binary(p: &Path) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("binary {} not found", p.display()))
 }
 
-/// A and B over the spec's eval workloads, or over the named ones.
+/// A and B over the spec's eval workloads, or over the named ones; a workload that
+/// declares output `files` runs on each side in a private copy of its cwd (as the ladder
+/// runs it), never in the user's tree.
 pub fn spec_jobs(
     spec: &crate::spec::Spec,
     a: &Path,
     b: &Path,
     names: Option<&[String]>,
-) -> anyhow::Result<Vec<Job>> {
-    let chosen: Vec<&crate::spec::Workload> = match names {
+) -> anyhow::Result<(Vec<Job>, Copies)> {
+    let chosen: Vec<&Workload> = match names {
         Some(names) => {
             let mut out = Vec::new();
             for n in names {
@@ -246,20 +291,22 @@ pub fn spec_jobs(
             spec.path.display()
         );
     }
-    Ok(chosen
-        .into_iter()
-        .map(|w| Job {
+    let mut copies = Copies::default();
+    let mut jobs = Vec::new();
+    for w in chosen {
+        jobs.push(Job {
             name: w.name.clone(),
-            a: w.command(a),
-            b: w.command(b),
+            a: copies.of(w, &spec.path, "a")?.command(a),
+            b: copies.of(w, &spec.path, "b")?.command(b),
             // There is no baseline here: A's status is the reference.
             expected: if w.expect == crate::spec::Expect::ExitCode {
                 ExpectedStatus::SameAsFirstRun
             } else {
                 ExpectedStatus::Success
             },
-        })
-        .collect())
+        });
+    }
+    Ok((jobs, copies))
 }
 
 /// A command line split like a POSIX shell splits words (quotes and backslashes), without
@@ -484,7 +531,7 @@ mod tests {
             workload("w2", true),
         ]);
         let (a, b) = (Path::new("/bin/a"), Path::new("/bin/b"));
-        let jobs = spec_jobs(&s, a, b, None).unwrap();
+        let (jobs, _) = spec_jobs(&s, a, b, None).unwrap();
         assert_eq!(
             jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>(),
             ["w1", "w2"]
@@ -497,7 +544,7 @@ mod tests {
         assert_eq!(jobs[0].a.cwd, jobs[0].b.cwd);
         assert_eq!(jobs[0].a.timeout, jobs[0].b.timeout);
 
-        let named = spec_jobs(&s, a, b, Some(&["train-only".to_string()])).unwrap();
+        let (named, _) = spec_jobs(&s, a, b, Some(&["train-only".to_string()])).unwrap();
         assert_eq!(named.len(), 1);
         let err = spec_jobs(&s, a, b, Some(&["nope".to_string()]))
             .unwrap_err()
@@ -507,5 +554,36 @@ mod tests {
             "{err}"
         );
         assert!(spec_jobs(&spec(vec![workload("t", false)]), a, b, None).is_err());
+    }
+
+    #[test]
+    fn a_workload_declaring_files_runs_on_each_side_in_a_private_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path().join("proj");
+        std::fs::create_dir_all(cwd.join("out")).unwrap();
+        std::fs::write(cwd.join("input.txt"), "in").unwrap();
+        std::fs::write(cwd.join("out/r.txt"), "left by an earlier run").unwrap();
+        let mut w = workload("w", true);
+        w.cwd = cwd.clone();
+        w.files = vec![PathBuf::from("out/r.txt")];
+        let (a, b) = (Path::new("/bin/a"), Path::new("/bin/b"));
+        let (jobs, copies) = spec_jobs(&spec(vec![w]), a, b, None).unwrap();
+        let (ca, cb) = (
+            jobs[0].a.cwd.clone().unwrap(),
+            jobs[0].b.cwd.clone().unwrap(),
+        );
+        assert_ne!(ca, cwd, "A runs in the user's tree");
+        assert_ne!(cb, cwd, "B runs in the user's tree");
+        assert_ne!(ca, cb);
+        for c in [&ca, &cb] {
+            assert_eq!(std::fs::read_to_string(c.join("input.txt")).unwrap(), "in");
+            assert!(
+                !c.join("out/r.txt").exists(),
+                "a declared output left in the copy"
+            );
+        }
+        drop(copies);
+        assert!(!ca.exists() && !cb.exists(), "the copies are removed");
+        assert!(cwd.join("out/r.txt").exists());
     }
 }

@@ -622,38 +622,20 @@ impl<'a> Context<'a> {
     /// A workload that declares output `files` gets a fresh private copy of its cwd
     /// (under `runs/<id>/sandbox/`, removed when the returned guard drops), so no run —
     /// training, verifying or timing — ever writes into the user's tree, and no run sees
-    /// files an earlier one left: the declared outputs are removed from the copy, so each
-    /// run must write them. A declared path through a symlink out of the cwd is refused.
-    /// Other workloads are returned as they are.
+    /// files an earlier one left (`sandbox::for_files`, the rule `bench` and `hotspots`
+    /// share). Other workloads are returned as they are.
     pub fn sandboxed(
         &self,
         workload: &Workload,
         tag: &str,
     ) -> std::io::Result<(Workload, Option<Sandbox>)> {
-        if workload.files.is_empty() {
+        let dest = self.sandbox_dest(workload, tag);
+        let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
+        let Some((w, sb)) = sandbox::for_files(workload, &self.spec.path, &dest, &exclude)? else {
             return Ok((workload.clone(), None));
-        }
-        for f in &workload.files {
-            if let Some((link, to)) = sandbox::escapes(&workload.cwd, f) {
-                return Err(std::io::Error::other(format!(
-                    "{}:{}: workload `{}` declares the output file {}, but {} is a symlink to {}, outside its cwd: a run would write your file there\n  fix: declare a path inside the cwd that no link leads out of, or point `cwd` at the folder the link leads to",
-                    self.spec.path.display(),
-                    workload.line,
-                    workload.name,
-                    f.display(),
-                    link.display(),
-                    to.display()
-                )));
-            }
-        }
-        let (w, sb) = self.private_copy(workload, tag)?;
-        // A declared output left in the tree by an earlier run must not stand in for one
-        // this run did not write.
-        for f in &workload.files {
-            let p = sb.locate(&workload.cwd, f);
-            if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) {
-                std::fs::remove_file(&p)?;
-            }
+        };
+        if let Some(warning) = sb.outside_warning(&workload.name) {
+            self.warn_once(&warning);
         }
         if sb.bytes > LARGE_SANDBOX {
             self.ui.warn(&format!(
@@ -674,6 +656,16 @@ impl<'a> Context<'a> {
         sandbox::larger_than(&workload.cwd, &exclude, LARGE_SANDBOX, 20_000)
     }
 
+    /// A fresh folder for a private copy of `workload`'s cwd in this run.
+    fn sandbox_dest(&self, workload: &Workload, tag: &str) -> PathBuf {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        self.run.root.join("sandbox").join(format!(
+            "{tag}-{}-{}",
+            workload.file_stem(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ))
+    }
+
     /// A private copy of the workload's cwd whatever it declares (to see what a run
     /// writes there); removed when the returned guard drops.
     pub fn private_copy(
@@ -681,17 +673,14 @@ impl<'a> Context<'a> {
         workload: &Workload,
         tag: &str,
     ) -> std::io::Result<(Workload, Sandbox)> {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let dest = self.run.root.join("sandbox").join(format!(
-            "{tag}-{}-{}",
-            workload.file_stem(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
+        let dest = self.sandbox_dest(workload, tag);
         let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
-        let sb = Sandbox::create(&workload.cwd, &dest, &exclude)?;
-        let mut w = workload.clone();
-        w.cwd = sb.cwd().to_path_buf();
-        Ok((w, sb))
+        let root = crate::spec::spec_root(&self.spec.path);
+        let sb = Sandbox::create(&sandbox::copied_folder(workload, &root), &dest, &exclude)?;
+        if let Some(warning) = sb.outside_warning(&workload.name) {
+            self.warn_once(&warning);
+        }
+        Ok((sb.moved(workload), sb))
     }
 
     /// Remember how long a step took (and its peak RSS when known).

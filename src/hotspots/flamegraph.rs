@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use inferno::collapse::Collapse;
 
-use crate::context::sandbox::Sandbox;
+use crate::context::sandbox;
 use crate::process::{self, ProcessError};
 use crate::report::Report;
 use crate::spec::{Spec, Workload};
@@ -154,15 +154,12 @@ pub fn draw(
     let data = dir.join(format!("{stem}.perf.data"));
     // Else perf keeps the earlier record as `.old`.
     let _ = std::fs::remove_file(&data);
-    let mut w = workload.clone();
-    let _sandbox = if w.files.is_empty() {
-        None
-    } else {
-        let copy = dir.join(format!("sandbox-{}", w.file_stem()));
-        let sb = Sandbox::create(&w.cwd, &copy, exclude)
-            .map_err(|e| crate::util::io_error(e, "cannot copy the workload's cwd to", &copy))?;
-        w.cwd = sb.cwd().to_path_buf();
-        Some(sb)
+    let copy = dir.join(format!("sandbox-{stem}"));
+    let copied = sandbox::for_files(workload, spec, &copy, exclude)
+        .map_err(|e| crate::util::io_error(e, "cannot copy the workload's cwd to", &copy))?;
+    let (w, _sandbox) = match copied {
+        Some((w, sb)) => (w, Some(sb)),
+        None => (workload.clone(), None),
     };
     record(&perf, event, &binary, &w, &data, spec)?;
     let folded = fold(&script(&perf, &data)?)?;

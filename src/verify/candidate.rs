@@ -104,22 +104,26 @@ fn check_writes_nothing(
     }
     let (copy, sandbox) = ctx.private_copy(w, "writes")?;
     let outcome = ctx.run_in_place(&baseline.binary, &copy, &[])?;
-    let written = sandbox.changes(&w.cwd, 5);
-    if written.is_empty() {
+    let changes = sandbox.changes(10);
+    if changes.is_empty() {
         return Ok(Some(outcome));
     }
-    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    let names: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
     let (what, fix) = match names.iter().find(|n| n.starts_with("..")) {
         Some(out) => (
             format!("writes outside its working directory {} ({out}, beside it), which would change files next to your project", w.cwd.display()),
             "make it write inside its cwd and declare that with `files = [...]`, or give it a `cwd` whose parent it may write into".to_string(),
         ),
-        None => (
+        None if changes.iter().all(|c| c.is_written()) => (
             format!("writes into its working directory {} ({}), which would change your files", w.cwd.display(), names.join(", ")),
             format!(
                 "declare what it writes with `files = [{}]` (it then runs in a private copy of its cwd, and the files are compared), or point its output outside the project",
                 names.iter().map(|n| crate::util::toml_string(n)).collect::<Vec<_>>().join(", ")
             ),
+        ),
+        None => (
+            format!("changes its working directory {} ({}), which would change your files", w.cwd.display(), names.join("; ")),
+            "make it leave its cwd as it is (deleting, making folders or links, changing permissions), or give it a `cwd` of its own; a workload that declares output `files = [...]` runs in a private copy of its cwd".to_string(),
         ),
     };
     anyhow::bail!(

@@ -265,6 +265,36 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
+/// Every entry of a tree (but `target/`), links not followed, with its kind, permission
+/// bits and contents (a link: what it says): compare before/after to prove that a command
+/// changed nothing of the user's, modes, folders and links included.
+pub fn snapshot_entries(dir: &Path) -> BTreeMap<PathBuf, (String, Vec<u8>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n == "target") {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            let entry = if meta.file_type().is_symlink() {
+                let to = std::fs::read_link(&p).unwrap();
+                ("link".to_string(), to.into_os_string().into_encoded_bytes())
+            } else if meta.is_dir() {
+                stack.push(p.clone());
+                (format!("dir {mode:o}"), Vec::new())
+            } else {
+                (format!("file {mode:o}"), std::fs::read(&p).unwrap())
+            };
+            out.insert(p, entry);
+        }
+    }
+    out
+}
+
 /// Copy a fixture into a fresh temp dir (for tests that write into the crate).
 pub fn copy_fixture(name: &str) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();

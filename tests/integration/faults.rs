@@ -83,6 +83,66 @@ fn a_workload_writing_undeclared_files_is_refused_before_it_touches_the_tree() {
     assert!(!dir.join("beside.txt").exists());
 }
 
+/// A workload that changes its cwd without writing a file (issue 36.5): it deletes a file,
+/// makes a folder and a link, changes a file's permissions, appends to a file of the user's
+/// outside the cwd through an absolute link in it, writes `{root}/results.log` (the spec's
+/// folder, its cwd). The check run in a private
+/// copy sees each, the run is refused naming them, and the user's tree — modes, folders and
+/// links included — is as it was.
+#[test]
+fn a_workload_changing_its_cwd_is_refused_naming_each_change_and_the_tree_is_unchanged() {
+    let _g = shared();
+    let tmp = copy_fixture("verify-files");
+    let dir = tmp.path();
+    std::fs::write(dir.join("data.txt"), "input\n").unwrap();
+    let perm = |p: &Path, m: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    perm(&dir.join("Cargo.toml"), 0o644);
+    // A file of the user's outside the cwd, behind an absolute link in it.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let shared = elsewhere.path().join("shared.txt");
+    std::fs::write(&shared, "the user's\n").unwrap();
+    std::os::unix::fs::symlink(&shared, dir.join("linked.txt")).unwrap();
+    let script = "rm data.txt; mkdir newdir; ln -s x y; chmod 600 Cargo.toml; \
+                  echo more >> linked.txt; echo log >> {root}/results.log";
+    std::fs::write(
+        dir.join("optimize.toml"),
+        format!("bin = \"verify-files\"\n\n[[workload]]\nname = \"hostile\"\nargs = [\"--sh\", '{script}']\n"),
+    )
+    .unwrap();
+    let td = target_dir("faults-undeclared");
+    let args = [
+        "optimize",
+        "--target-dir",
+        td.to_str().unwrap(),
+        "--stages",
+        "pgo",
+    ];
+    let before = snapshot_entries(dir);
+    let r = run(dir, &args, &[]);
+    assert_eq!(
+        before,
+        snapshot_entries(dir),
+        "the user's tree changed\n{}",
+        r.all()
+    );
+    assert_eq!(std::fs::read_to_string(&shared).unwrap(), "the user's\n");
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    for needle in [
+        "optimize.toml:3: workload `hostile` changes its working directory",
+        "(linked.txt; results.log;",
+        "data.txt deleted",
+        "newdir: a new folder",
+        "y: a new symlink",
+        "Cargo.toml: mode 644 -> 600",
+        "fix: make it leave its cwd as it is",
+    ] {
+        assert!(r.stderr.contains(needle), "no `{needle}` in\n{}", r.stderr);
+    }
+}
+
 /// A `files` workload whose cwd holds a symlink (issue 23, defect 5): one into the cwd
 /// (absolute) leads into the private copy, never to the user's folder; a declared output
 /// through one that leads out of the cwd is refused; a declared output the run did not write
