@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 
 use crate::sys;
 
+mod output;
+use output::{Buf, Keep, SpoolFiles};
+pub use output::{Spool, Spooled, SPOOL_KEPT};
+
 /// A fully described command: nothing about it is inherited implicitly except the
 /// parent's environment (to which `env` is added and from which `env_remove` is taken).
 #[derive(Debug, Clone)]
@@ -35,6 +39,11 @@ pub struct Command {
     /// rest read and dropped: for timed runs, whose output nobody reads (a workload that
     /// prints 300 MB would otherwise be held in memory once per run).
     pub keep: Option<usize>,
+    /// Write stdout and stderr whole into these files as they arrive, keeping at most
+    /// [`SPOOL_KEPT`] bytes of each in memory (as `keep` does): verification runs, whose
+    /// outputs are compared from the files, so a workload printing gigabytes costs no
+    /// memory.
+    pub spool: Option<Spool>,
 }
 
 impl Command {
@@ -50,6 +59,7 @@ impl Command {
             label: None,
             evict: Vec::new(),
             keep: None,
+            spool: None,
         }
     }
     pub fn arg(mut self, a: impl Into<OsString>) -> Self {
@@ -190,6 +200,9 @@ pub struct Outcome {
     pub timed_out: bool,
     /// Processes the child left behind that kept its stdout/stderr open after it exited.
     pub lingering: Lingering,
+    /// With [`Command::spool`]: where the streams went whole (`stdout` and `stderr` then
+    /// hold a part only when longer than [`SPOOL_KEPT`]).
+    pub spooled: Option<Spooled>,
 }
 
 /// What became of processes that outlived the child while holding its output pipes.
@@ -262,6 +275,13 @@ pub enum ProcessError {
     Stdin {
         path: PathBuf,
         label: Option<String>,
+        error: std::io::Error,
+    },
+    #[error("cannot write the output of `{program}`{} to {path}: {error}", for_label(.label))]
+    Spool {
+        program: String,
+        label: Option<String>,
+        path: PathBuf,
         error: std::io::Error,
     },
     #[error("waiting for `{program}`{} failed: {error}", for_label(.label))]
@@ -422,11 +442,23 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         evict(f);
     }
     let mut std_cmd = std_command(cmd)?;
-    let mut bufs = [
-        Buf::new(cmd.keep, Keep::Head),
-        Buf::new(cmd.keep, Keep::Tail),
-    ];
-    let mut sink = |stream: usize, bytes: &[u8]| bufs[stream].keep(bytes);
+    let mut spool = match &cmd.spool {
+        Some(to) => {
+            Some(SpoolFiles::create(to).map_err(|(path, error)| spool_error(cmd, path, error))?)
+        }
+        None => None,
+    };
+    let keep = match spool {
+        Some(_) => Some(cmd.keep.unwrap_or(SPOOL_KEPT).min(SPOOL_KEPT)),
+        None => cmd.keep,
+    };
+    let mut bufs = [Buf::new(keep, Keep::Head), Buf::new(keep, Keep::Tail)];
+    let mut sink = |stream: usize, bytes: &[u8]| {
+        bufs[stream].keep(bytes);
+        if let Some(s) = &mut spool {
+            s.write(stream, bytes);
+        }
+    };
     let what = What {
         program: cmd.program.display().to_string(),
         label: cmd.label.clone(),
@@ -435,7 +467,19 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
     };
     let mut outcome = run_tree(&mut std_cmd, &what, cmd.timeout, &mut sink)?;
     [outcome.stdout, outcome.stderr] = bufs.map(Buf::into_bytes);
+    if let Some(s) = spool {
+        outcome.spooled = Some(s.finish().map_err(|(p, e)| spool_error(cmd, p, e))?);
+    }
     Ok(outcome)
+}
+
+fn spool_error(cmd: &Command, path: PathBuf, error: std::io::Error) -> ProcessError {
+    ProcessError::Spool {
+        program: cmd.program.display().to_string(),
+        label: cmd.label.clone(),
+        path,
+        error,
+    }
 }
 
 /// [`run`] for a command the caller prepared itself (a jobserver's fds, a lower priority:
@@ -509,6 +553,7 @@ fn run_tree(
         max_rss_bytes: usage.max_rss_bytes,
         timed_out: drained.timed_out,
         lingering: drained.lingering,
+        spooled: None,
     })
 }
 
@@ -637,54 +682,6 @@ fn arg_bytes(cmd: &Command) -> usize {
         .map(|(k, v)| k.len() + v.len() + 2 + ptr)
         .sum::<usize>();
     n
-}
-
-/// One output stream's bytes, bounded or not.
-struct Buf {
-    buf: Vec<u8>,
-    /// At most this many bytes kept, of the head or the tail.
-    keep: Option<(usize, Keep)>,
-}
-
-/// Which end of a stream a bounded [`Buf`] keeps.
-#[derive(Clone, Copy)]
-enum Keep {
-    Head,
-    Tail,
-}
-
-impl Buf {
-    fn new(keep: Option<usize>, end: Keep) -> Self {
-        Buf {
-            buf: Vec::new(),
-            keep: keep.map(|n| (n, end)),
-        }
-    }
-
-    fn keep(&mut self, bytes: &[u8]) {
-        match self.keep {
-            None => self.buf.extend_from_slice(bytes),
-            Some((n, Keep::Head)) => {
-                let room = n.saturating_sub(self.buf.len());
-                self.buf.extend_from_slice(&bytes[..room.min(bytes.len())]);
-            }
-            Some((n, Keep::Tail)) => {
-                self.buf.extend_from_slice(bytes);
-                // Trim once it is twice the bound: amortised, not a shift per read.
-                if self.buf.len() > 2 * n.max(1) {
-                    self.buf.drain(..self.buf.len() - n);
-                }
-            }
-        }
-    }
-
-    fn into_bytes(mut self) -> Vec<u8> {
-        if let Some((n, Keep::Tail)) = self.keep {
-            let extra = self.buf.len().saturating_sub(n);
-            self.buf.drain(..extra);
-        }
-        self.buf
-    }
 }
 
 /// Run a tool and return its outcome; a spawn failure (tool missing) is an error, a
@@ -845,6 +842,33 @@ mod tests {
         assert_eq!(out.stderr.len(), 1000);
         assert!(out.stderr.ends_with(b"300000\nlast\n"));
         assert_eq!(out.status.code, Some(3), "the child was drained to its end");
+    }
+
+    #[test]
+    fn a_spooled_run_writes_its_streams_whole_and_keeps_a_bounded_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let to = Spool {
+            stdout: dir.path().join("new/w.stdout"),
+            stderr: dir.path().join("new/w.stderr"),
+        };
+        let mut cmd =
+            Command::new("sh").args(["-c", "head -c 3000000 /dev/zero; echo err >&2; exit 2"]);
+        cmd.spool = Some(to.clone());
+        let out = run(&cmd).unwrap();
+        assert_eq!(out.stdout.len(), SPOOL_KEPT);
+        assert_eq!(out.stderr, b"err\n");
+        let spooled = out.spooled.unwrap();
+        assert_eq!((spooled.to, spooled.bytes), (to.clone(), [3_000_000, 4]));
+        assert_eq!(std::fs::metadata(&to.stdout).unwrap().len(), 3_000_000);
+        assert_eq!(std::fs::read(&to.stderr).unwrap(), b"err\n");
+        assert_eq!(out.status.code, Some(2));
+        // A file that cannot be written is an error naming it.
+        cmd.spool = Some(Spool {
+            stdout: to.stdout.join("not-a-folder"),
+            stderr: to.stderr.clone(),
+        });
+        let e = run(&cmd).unwrap_err().to_string();
+        assert!(e.contains("w.stdout"), "{e}");
     }
 
     #[test]

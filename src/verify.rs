@@ -24,7 +24,9 @@ use std::path::{Path, PathBuf};
 
 pub use candidate::{check_candidate, record_baseline};
 pub use crate_tests::TestFailure;
-pub use observe::{check_determinism, observe, observed_from, Nondeterminism, Reference};
+pub use observe::{
+    check_determinism, observe, observed_from, spool_for, Nondeterminism, Reference,
+};
 pub use verifier::Verifier;
 
 use crate::process::{Outcome, ProcessError, Status};
@@ -50,6 +52,19 @@ impl Observed {
             outcome,
             files: Vec::new(),
             saved: None,
+        }
+    }
+
+    /// Stream `i` (0: stdout, 1: stderr) as a comparison reads it: from memory when it was
+    /// kept whole there, else from the file it was written to as it arrived.
+    fn source(&self, i: usize) -> text::Source<'_> {
+        let o = &self.outcome;
+        let bytes = if i == 0 { &o.stdout } else { &o.stderr };
+        match &o.spooled {
+            Some(s) if s.bytes[i] != bytes.len() as u64 => {
+                text::Source::File(if i == 0 { &s.to.stdout } else { &s.to.stderr })
+            }
+            _ => text::Source::Bytes(bytes),
         }
     }
 
@@ -267,20 +282,13 @@ pub fn check_observed(workload: &Workload, a: &Observed, b: &Observed) -> Result
         mask: mask.as_ref(),
         sort: workload.sort_lines,
     };
-    let mut streams = vec![(
-        Stream::Out("stdout"),
-        &a.outcome.stdout[..],
-        &b.outcome.stdout[..],
-    )];
+    let mut streams = vec![(Stream::Out("stdout"), a.source(0), b.source(0))];
     if workload.stderr {
-        streams.push((
-            Stream::Out("stderr"),
-            &a.outcome.stderr[..],
-            &b.outcome.stderr[..],
-        ));
+        streams.push((Stream::Out("stderr"), a.source(1), b.source(1)));
     }
     for (stream, x, y) in streams {
-        if let Some(d) = text::compare(x, y, &rules) {
+        let d = text::compare_sources(x, y, &rules).unwrap_or_else(|e| Some(unreadable(e)));
+        if let Some(d) = d {
             return Err(mismatch(workload, &stream, a, b, d));
         }
     }
@@ -312,6 +320,22 @@ pub fn check_observed(workload: &Workload, a: &Observed, b: &Observed) -> Result
         }
     }
     Ok(())
+}
+
+/// A saved output that could not be read back (deleted under us, a disk error): a
+/// difference, saying so, rather than a pass nobody checked.
+fn unreadable(e: std::io::Error) -> TextDiff {
+    let says = format!("(a saved output could not be read: {e})");
+    TextDiff {
+        line: 0,
+        column: 0,
+        sorted: false,
+        line_a: None,
+        line_b: None,
+        expected: says.clone(),
+        actual: says,
+        numeric: None,
+    }
 }
 
 /// The line mode and mask of an expect mode; `None` for `exit-code`.
@@ -397,6 +421,7 @@ mod tests {
             max_rss_bytes: 0,
             timed_out: false,
             lingering: Default::default(),
+            spooled: None,
         }
     }
 

@@ -463,7 +463,8 @@ impl<'c> ProcessSource<'c> {
     }
 }
 
-/// A check of one run's whole outcome: `Err` says why it is refused.
+/// A check of one run's whole outcome (its output in memory, or where B's command spools
+/// it: [`process::Command::spool`]): `Err` says why it is refused.
 pub type CheckRun<'a> = dyn Fn(&process::Outcome) -> Result<(), String> + 'a;
 
 /// What one run produced.
@@ -515,6 +516,9 @@ impl Source for ProcessSource<'_> {
             Side::A => None,
         };
         cmd.keep = check.is_none().then_some(TIMED_OUTPUT_KEPT);
+        if check.is_none() {
+            cmd.spool = None; // only the checked run's outputs are written down
+        }
         let counting = match &mut self.counters {
             Some(set) => set.start().is_ok(),
             None => false,

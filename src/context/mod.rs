@@ -579,20 +579,24 @@ impl<'a> Context<'a> {
         extra_env: &[(&str, &Path)],
     ) -> Result<Outcome, RunError> {
         let (w, _sandbox) = self.sandboxed(workload, "run")?;
-        Ok(self.run_in_place(binary, &w, extra_env)?)
+        Ok(self.run_in_place(binary, &w, extra_env, None)?)
     }
 
-    /// Run `workload` on `binary` in its own cwd, as given (the caller isolated it).
+    /// Run `workload` on `binary` in its own cwd, as given (the caller isolated it); with
+    /// `spool`, its stdout and stderr are written there as they arrive
+    /// ([`process::Command::spool`]).
     pub fn run_in_place(
         &self,
         binary: &Path,
         workload: &Workload,
         extra_env: &[(&str, &Path)],
+        spool: Option<process::Spool>,
     ) -> Result<Outcome, process::ProcessError> {
         let mut cmd = self.command(workload, binary);
         for (k, v) in extra_env {
             cmd = cmd.env(k, v);
         }
+        cmd.spool = spool;
         self.ui
             .detail(&format!("running `{}`: {}", workload.name, cmd.display()));
         let out = process::run(&cmd)?;

@@ -242,7 +242,10 @@ fn measure_jointly(
         let (wa, sa) = ctx.sandboxed(w, "bench-a")?;
         let (wb, sb) = ctx.sandboxed(w, "bench-b")?;
         let expected = expected_status(w, verifier.reference()?);
-        commands.push((ctx.command(&wa, a), ctx.command(&wb, b), expected));
+        let mut cb = ctx.command(&wb, b);
+        // B's checked first run writes its outputs where the candidate's are saved.
+        cb.spool = check.map(|c| crate::verify::spool_for(&ctx.run.outputs(&c.cand.tag()), w));
+        commands.push((ctx.command(&wa, a), cb, expected));
         sandboxes.push((sa, sb));
     }
     let hooks: Vec<_> = todo

@@ -103,7 +103,10 @@ fn check_writes_nothing(
         return Ok(None);
     }
     let (copy, sandbox) = ctx.private_copy(w, "writes")?;
-    let outcome = ctx.run_in_place(&baseline.binary, &copy, &[])?;
+    // Spooled where the baseline's outputs go: for a slow workload this run is its
+    // observation (see `record_baseline`).
+    let spool = super::observe::spool_for(&ctx.run.outputs(StageName::Baseline.as_str()), w);
+    let outcome = ctx.run_in_place(&baseline.binary, &copy, &[], Some(spool))?;
     let changes = sandbox.changes(10);
     if changes.is_empty() {
         return Ok(Some(outcome));

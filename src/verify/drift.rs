@@ -51,13 +51,15 @@ fn one(w: &Workload, reference: &Reference, dir: &Path) -> Drift {
     };
     let stem = w.file_stem();
     let read = |p: &Path| std::fs::read(p).unwrap_or_default();
-    let mut pairs = vec![(
-        base.outcome.stdout.clone(),
-        read(&dir.join(format!("{stem}.stdout"))),
-    )];
+    // The baseline's stream whole: in memory, or the file it was written to.
+    let whole = |i| match base.source(i) {
+        super::text::Source::Bytes(b) => b.to_vec(),
+        super::text::Source::File(p) => read(p),
+    };
+    let mut pairs = vec![(whole(0), read(&dir.join(format!("{stem}.stdout"))))];
     if w.stderr {
         let cand = read(&dir.join(format!("{stem}.stderr")));
-        pairs.push((base.outcome.stderr.clone(), cand));
+        pairs.push((whole(1), cand));
     }
     for f in &base.files {
         let path = dir

@@ -13,7 +13,7 @@ use super::{check_observed, text, Mismatch, Observed, OutputFile, VerifyError};
 use crate::cargo::{BuildSettings, TestRunner};
 use crate::context::sandbox;
 use crate::context::{Candidate, Context};
-use crate::process::Outcome;
+use crate::process::{Outcome, Spool};
 use crate::spec::{Expect, Workload};
 use crate::util::toml_string;
 
@@ -27,8 +27,9 @@ pub fn observe(
     workload: &Workload,
     outputs: &Path,
 ) -> Result<Observed, VerifyError> {
+    let spool = Some(spool_for(outputs, workload));
     if workload.files.is_empty() {
-        let outcome = ctx.run_in_place(binary, workload, &[])?;
+        let outcome = ctx.run_in_place(binary, workload, &[], spool)?;
         return observed_from(workload, outcome, None, outputs);
     }
     let tag = outputs
@@ -38,8 +39,18 @@ pub fn observe(
     let (w, sb) = ctx
         .sandboxed(workload, &tag)
         .map_err(|e| VerifyError::io("copy the working directory of", &workload.cwd, e))?;
-    let outcome = ctx.run_in_place(binary, &w, &[])?;
+    let outcome = ctx.run_in_place(binary, &w, &[], spool)?;
     observed_from(workload, outcome, sb.as_ref(), outputs)
+}
+
+/// Where a run of `w` whose outputs are saved under `outputs` writes its stdout and stderr
+/// as they arrive: their saved copies, so nothing is held in memory or written twice.
+pub fn spool_for(outputs: &Path, w: &Workload) -> Spool {
+    let stem = w.file_stem();
+    Spool {
+        stdout: outputs.join(format!("{stem}.stdout")),
+        stderr: outputs.join(format!("{stem}.stderr")),
+    }
 }
 
 /// What a run of `workload` produced — its outcome, and the declared files in `sandbox`
@@ -84,8 +95,21 @@ pub fn save_outputs(
         std::fs::write(&path, bytes).map_err(|e| VerifyError::io("write", &path, e))
     };
     let stem = w.file_stem();
-    write(dir.join(format!("{stem}.stdout")), &out.stdout)?;
-    write(dir.join(format!("{stem}.stderr")), &out.stderr)?;
+    let to = spool_for(dir, w);
+    match &out.spooled {
+        // Written as it arrived, where it belongs.
+        Some(s) if s.to == to => {}
+        Some(s) => {
+            std::fs::create_dir_all(dir).map_err(|e| VerifyError::io("create", dir, e))?;
+            for (from, to) in [(&s.to.stdout, &to.stdout), (&s.to.stderr, &to.stderr)] {
+                std::fs::copy(from, to).map_err(|e| VerifyError::io("write", to, e))?;
+            }
+        }
+        None => {
+            write(to.stdout, &out.stdout)?;
+            write(to.stderr, &out.stderr)?;
+        }
+    }
     write(
         dir.join(format!("{stem}.status")),
         format!("{}\n", out.status).as_bytes(),
@@ -320,6 +344,9 @@ fn describe_runs(m: &Mismatch) -> String {
     )
 }
 
+/// The general suggestion.
+const MASK: &str = "mask the lines that vary with `expect = { ignore = \"regex\" }`, or use `sort-lines = true` / `expect = { numeric = 0.01 }`";
+
 /// The fix most likely to make a workload verifiable: `sort-lines` when only the order
 /// changes, `numeric` when only numbers move a little, else an `ignore` regex for the
 /// differing line.
@@ -328,8 +355,12 @@ fn suggest(w: &Workload, a: &Observed, b: &Observed, m: &Mismatch) -> String {
         return "the exit status itself varies between runs: make the workload deterministic (fixed seeds, inputs), or drop it".into();
     }
     let (Some(x), Some(y)) = (stream_bytes(a, &m.stream), stream_bytes(b, &m.stream)) else {
+        if m.stream.starts_with("std") {
+            return MASK.into(); // too long to read whole
+        }
         return "make the workload deterministic, or stop declaring the output that varies".into();
     };
+    let (x, y) = (&x[..], &y[..]);
     fn sorted(t: &[u8]) -> Vec<&[u8]> {
         let mut l = text::split_lines(t).0;
         l.sort();
@@ -351,7 +382,7 @@ fn suggest(w: &Workload, a: &Observed, b: &Observed, m: &Mismatch) -> String {
         lx.get(m.line.wrapping_sub(1)),
         ly.get(m.line.wrapping_sub(1)),
     ) else {
-        return "mask the lines that vary with `expect = { ignore = \"regex\" }`, or use `sort-lines = true` / `expect = { numeric = 0.01 }`".into();
+        return MASK.into();
     };
     let (lx_line, ly_line) = (
         String::from_utf8_lossy(lx_line),
@@ -362,7 +393,7 @@ fn suggest(w: &Workload, a: &Observed, b: &Observed, m: &Mismatch) -> String {
         .map(|r| r.is_match(&lx_line) && r.is_match(&ly_line))
         .unwrap_or(false);
     if m.sorted || !matches_both {
-        return "mask the lines that vary with `expect = { ignore = \"regex\" }`, or use `sort-lines = true` / `expect = { numeric = 0.01 }`".into();
+        return MASK.into();
     }
     format!(
         "mask the line that varies: `expect = {{ ignore = {} }}`",
@@ -370,17 +401,31 @@ fn suggest(w: &Workload, a: &Observed, b: &Observed, m: &Mismatch) -> String {
     )
 }
 
-fn stream_bytes<'a>(o: &'a Observed, stream: &str) -> Option<&'a [u8]> {
-    match stream {
-        "stdout" => Some(&o.outcome.stdout),
-        "stderr" => Some(&o.outcome.stderr),
+/// The most of one output [`suggest`] reads to look at its lines in every order: past it
+/// (a workload printing gigabytes), the suggestion is the general one.
+const SUGGEST_MAX: u64 = 16 << 20;
+
+fn stream_bytes<'a>(o: &'a Observed, stream: &str) -> Option<std::borrow::Cow<'a, [u8]>> {
+    let i = match stream {
+        "stdout" => 0,
+        "stderr" => 1,
         _ => {
             let path = stream.strip_prefix("file ")?;
-            o.files
+            let f = o
+                .files
                 .iter()
-                .find(|f| f.declared.display().to_string() == path)?
-                .contents
-                .as_deref()
+                .find(|f| f.declared.display().to_string() == path)?;
+            return f.contents.as_deref().map(Into::into);
+        }
+    };
+    match o.source(i) {
+        text::Source::Bytes(b) => Some(b.into()),
+        text::Source::File(p) => {
+            let small = std::fs::metadata(p).is_ok_and(|m| m.len() <= SUGGEST_MAX);
+            small
+                .then(|| std::fs::read(p).ok())
+                .flatten()
+                .map(Into::into)
         }
     }
 }
@@ -427,6 +472,7 @@ mod tests {
             max_rss_bytes: 0,
             timed_out: false,
             lingering: Default::default(),
+            spooled: None,
         })
     }
 

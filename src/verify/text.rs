@@ -4,6 +4,10 @@
 //! Works on bytes: outputs need not be UTF-8. Only the excerpts shown to the user are
 //! decoded (lossily).
 
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
 use regex::bytes::Regex;
 
 use super::numeric::{self, NumericDiff, Tolerance};
@@ -92,74 +96,184 @@ fn prepare<'a>(text: &'a [u8], rules: &Rules) -> (Vec<Line<'a>>, bool) {
     (lines, final_newline)
 }
 
+/// One side of a comparison: bytes in memory, or a saved output read line by line.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    Bytes(&'a [u8]),
+    File(&'a Path),
+}
+
+impl Source<'_> {
+    fn reader(&self) -> std::io::Result<Box<dyn BufRead + '_>> {
+        Ok(match self {
+            Source::Bytes(b) => Box::new(*b),
+            Source::File(p) => Box::new(BufReader::with_capacity(256 << 10, File::open(p)?)),
+        })
+    }
+
+    /// The whole text (`sort-lines` sorts all of it).
+    fn bytes(&self) -> std::io::Result<std::borrow::Cow<'_, [u8]>> {
+        Ok(match self {
+            Source::Bytes(b) => (*b).into(),
+            Source::File(p) => std::fs::read(p)?.into(),
+        })
+    }
+}
+
 /// Compare two texts; `None` when they agree under `rules`.
 pub fn compare(a: &[u8], b: &[u8], rules: &Rules) -> Option<TextDiff> {
     if a == b {
         return None;
     }
+    if rules.sort {
+        return compare_sorted(a, b, rules);
+    }
+    // Reading from memory cannot fail.
+    compare_streams(&mut &a[..], &mut &b[..], rules).unwrap_or(None)
+}
+
+/// [`compare`] on texts in memory or in files: line by line, so two outputs of
+/// gigabytes cost a line each in memory (with `sort-lines`, both texts are read whole).
+pub fn compare_sources(a: Source, b: Source, rules: &Rules) -> std::io::Result<Option<TextDiff>> {
+    if let (Source::Bytes(x), Source::Bytes(y)) = (a, b) {
+        return Ok(compare(x, y, rules));
+    }
+    if rules.sort {
+        return Ok(compare(&a.bytes()?, &b.bytes()?, rules));
+    }
+    compare_streams(&mut a.reader()?, &mut b.reader()?, rules)
+}
+
+/// The lines of a text, one at a time.
+struct Lines<'r> {
+    reader: &'r mut dyn BufRead,
+    text: Vec<u8>,
+    /// Lines read so far: the current one's 1-based number.
+    number: usize,
+    /// The last line read ended with a newline.
+    final_newline: bool,
+}
+
+impl<'r> Lines<'r> {
+    fn new(reader: &'r mut dyn BufRead) -> Self {
+        Lines {
+            reader,
+            text: Vec::new(),
+            number: 0,
+            final_newline: false,
+        }
+    }
+
+    /// The next line (without its newline), `None` at the end.
+    fn next(&mut self, rules: &Rules) -> std::io::Result<Option<Line<'_>>> {
+        self.text.clear();
+        if self.reader.read_until(b'\n', &mut self.text)? == 0 {
+            return Ok(None);
+        }
+        self.final_newline = self.text.last() == Some(&b'\n');
+        if self.final_newline {
+            self.text.pop();
+        }
+        self.number += 1;
+        Ok(Some(Line {
+            text: &self.text,
+            number: self.number,
+            masked: rules.mask.is_some_and(|re| re.is_match(&self.text)),
+        }))
+    }
+}
+
+fn compare_streams(
+    a: &mut dyn BufRead,
+    b: &mut dyn BufRead,
+    rules: &Rules,
+) -> std::io::Result<Option<TextDiff>> {
+    let (mut la, mut lb) = (Lines::new(a), Lines::new(b));
+    let mut k = 0;
+    loop {
+        let (x, y) = (la.next(rules)?, lb.next(rules)?);
+        if x.is_none() && y.is_none() {
+            break;
+        }
+        if let Some(d) = line_diff(k, x.as_ref(), y.as_ref(), rules) {
+            return Ok(Some(d));
+        }
+        k += 1;
+    }
+    Ok(newline_diff(k, la.final_newline, lb.final_newline, rules))
+}
+
+fn compare_sorted(a: &[u8], b: &[u8], rules: &Rules) -> Option<TextDiff> {
     let (la, nla) = prepare(a, rules);
     let (lb, nlb) = prepare(b, rules);
     let n = la.len().max(lb.len());
     for k in 0..n {
-        let diff = |column, numeric, off_a: usize, off_b: usize| TextDiff {
-            line: k + 1,
-            column,
-            sorted: rules.sort,
-            line_a: la.get(k).map(|l| l.number),
-            line_b: lb.get(k).map(|l| l.number),
-            expected: la
-                .get(k)
-                .map(|l| excerpt(l.text, off_a))
-                .unwrap_or_else(|| END.into()),
-            actual: lb
-                .get(k)
-                .map(|l| excerpt(l.text, off_b))
-                .unwrap_or_else(|| END.into()),
-            numeric,
-        };
-        let (x, y) = match (la.get(k), lb.get(k)) {
-            (Some(x), Some(y)) => (x, y),
-            _ => return Some(diff(0, None, 0, 0)),
-        };
-        if x.key() == y.key() {
-            continue;
-        }
-        if x.masked || y.masked {
-            return Some(diff(0, None, 0, 0));
-        }
-        match rules.mode {
-            LineMode::Exact => {
-                let p = common_prefix(x.text, y.text);
-                return Some(diff(p + 1, None, p, p));
-            }
-            LineMode::Numeric(tol) => {
-                if let Some(d) = numeric::compare_line(x.text, y.text, tol) {
-                    return Some(diff(d.offset_a + 1, d.numeric, d.offset_a, d.offset_b));
-                }
-            }
+        if let Some(d) = line_diff(k, la.get(k), lb.get(k), rules) {
+            return Some(d);
         }
     }
+    newline_diff(n, nla, nlb, rules)
+}
+
+/// How the `k`-th (0-based) lines of two texts differ, if they do.
+fn line_diff(k: usize, x: Option<&Line>, y: Option<&Line>, rules: &Rules) -> Option<TextDiff> {
+    let diff = |column, numeric, off_a: usize, off_b: usize| TextDiff {
+        line: k + 1,
+        column,
+        sorted: rules.sort,
+        line_a: x.map(|l| l.number),
+        line_b: y.map(|l| l.number),
+        expected: x
+            .map(|l| excerpt(l.text, off_a))
+            .unwrap_or_else(|| END.into()),
+        actual: y
+            .map(|l| excerpt(l.text, off_b))
+            .unwrap_or_else(|| END.into()),
+        numeric,
+    };
+    let (x, y) = match (x, y) {
+        (Some(x), Some(y)) => (x, y),
+        _ => return Some(diff(0, None, 0, 0)),
+    };
+    if x.key() == y.key() {
+        return None;
+    }
+    if x.masked || y.masked {
+        return Some(diff(0, None, 0, 0));
+    }
+    match rules.mode {
+        LineMode::Exact => {
+            let p = common_prefix(x.text, y.text);
+            Some(diff(p + 1, None, p, p))
+        }
+        LineMode::Numeric(tol) => numeric::compare_line(x.text, y.text, tol)
+            .map(|d| diff(d.offset_a + 1, d.numeric, d.offset_a, d.offset_b)),
+    }
+}
+
+/// Texts of `n` agreeing lines that differ in their final newline.
+fn newline_diff(n: usize, nla: bool, nlb: bool, rules: &Rules) -> Option<TextDiff> {
     // Whitespace is insignificant in numeric modes, so is the final newline there.
-    if nla != nlb && rules.mode == LineMode::Exact {
-        let says = |nl: bool| {
-            if nl {
-                "<newline at end of output>".to_string()
-            } else {
-                "<no newline at end of output>".to_string()
-            }
-        };
-        return Some(TextDiff {
-            line: n,
-            column: 0,
-            sorted: rules.sort,
-            line_a: None,
-            line_b: None,
-            expected: says(nla),
-            actual: says(nlb),
-            numeric: None,
-        });
+    if nla == nlb || rules.mode != LineMode::Exact {
+        return None;
     }
-    None
+    let says = |nl: bool| {
+        if nl {
+            "<newline at end of output>".to_string()
+        } else {
+            "<no newline at end of output>".to_string()
+        }
+    };
+    Some(TextDiff {
+        line: n,
+        column: 0,
+        sorted: rules.sort,
+        line_a: None,
+        line_b: None,
+        expected: says(nla),
+        actual: says(nlb),
+        numeric: None,
+    })
 }
 
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
@@ -318,5 +432,51 @@ mod tests {
         assert!(d.actual.chars().count() <= EXCERPT + 2);
         // Control characters are escaped, invalid UTF-8 replaced.
         assert_eq!(excerpt(b"a\x1b[0m\xff", 0), "a\\u{1b}[0m\u{fffd}");
+    }
+
+    #[test]
+    fn files_compare_line_by_line_as_bytes_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: [(&[u8], &[u8]); 6] = [
+            (b"a\nhello world\nc\n", b"a\nhello there\nc\n"),
+            (b"a\nb\n", b"a\n"),
+            (b"a\nb", b"a\nb\n"),
+            (b"", b"\n"),
+            (b"x\n\n", b"x\n\n"),
+            (b"b\na\n", b"a\nb\n"),
+        ];
+        let re = Regex::new("^h").unwrap();
+        let rules = [
+            EXACT,
+            Rules {
+                mask: Some(&re),
+                ..EXACT
+            },
+            Rules {
+                sort: true,
+                ..EXACT
+            },
+            Rules {
+                mode: LineMode::Numeric(Tolerance::Relative(0.0)),
+                ..EXACT
+            },
+        ];
+        for (k, (a, b)) in cases.iter().enumerate() {
+            let (pa, pb) = (
+                dir.path().join(format!("{k}a")),
+                dir.path().join(format!("{k}b")),
+            );
+            std::fs::write(&pa, a).unwrap();
+            std::fs::write(&pb, b).unwrap();
+            for r in &rules {
+                let want = compare(a, b, r);
+                let files = compare_sources(Source::File(&pa), Source::File(&pb), r).unwrap();
+                let mixed = compare_sources(Source::Bytes(a), Source::File(&pb), r).unwrap();
+                assert_eq!(files, want, "case {k}");
+                assert_eq!(mixed, want, "case {k}");
+            }
+        }
+        let gone = dir.path().join("gone");
+        assert!(compare_sources(Source::File(&gone), Source::Bytes(b""), &EXACT).is_err());
     }
 }

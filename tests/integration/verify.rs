@@ -294,3 +294,59 @@ fn a_nondeterministic_baseline_is_named_not_held_against_candidates() {
     assert!(nd.status_stable, "{nd:#?}");
     assert!(steady.nondeterminism.is_none(), "{steady:#?}");
 }
+
+/// A workload printing 300 MB is verified from files: its output is written down as it
+/// arrives and compared line by line, so the tool's own peak memory stays far below it
+/// (it held every run's whole stdout: the baseline's, its determinism rerun's and each
+/// candidate's). The peak is the tool's own high-water mark (`VmHWM`, which never goes
+/// down), read while it runs: its builds and workloads are not counted.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_workload_printing_300_mb_is_verified_without_holding_it_in_memory() {
+    let _guard = shared();
+    let tmp = copy_fixture("verify-exact");
+    std::fs::write(
+        tmp.path().join("optimize.toml"),
+        "bin = \"verify-exact\"\n\n[bench]\nmax-time = \"2s\"\n\n[[workload]]\nname = \"big\"\nargs = [\"1000\", \"300\"]\n",
+    )
+    .unwrap();
+    let td = target_dir("verify-exact-big");
+    let log = tmp.path().join("log");
+    let mut child = std::process::Command::new(tool())
+        .args(["optimize", "--fresh", "--stages", "profile", "--target-dir"])
+        .arg(&td)
+        .current_dir(tmp.path())
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env("NO_COLOR", "1")
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(tmp.path().join("log.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0u64;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_file) {
+            let hwm = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+            peak_kib = peak_kib.max(hwm.unwrap_or(0));
+        }
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let said = std::fs::read_to_string(tmp.path().join("log.err")).unwrap();
+    assert!(status.success(), "{said}");
+    let saved = td.join("optimize/latest/outputs/baseline/big.stdout");
+    let len = std::fs::metadata(&saved).unwrap().len();
+    assert!(len >= 300 << 20, "{}: {len} bytes", saved.display());
+    assert!(
+        peak_kib > 0 && peak_kib < 100 << 10,
+        "the tool's peak memory was {} MiB for a workload printing {} MiB\n{said}",
+        peak_kib >> 10,
+        len >> 20
+    );
+}
