@@ -386,6 +386,10 @@ impl Drop for Sandbox {
     }
 }
 
+/// The largest cwd a `files` workload's private copy is made of (every run makes one).
+const MAX_FILES_COPY_BYTES: u64 = 1 << 30;
+const MAX_FILES_COPY_FILES: u64 = 100_000;
+
 /// A private copy of `w`'s cwd in `dest` when it declares output `files` (`None`: it
 /// declares none and runs in place): the one rule of every command that runs such a
 /// workload — the ladder (`Context::sandboxed`), `bench`, `hotspots --flamegraph`. A
@@ -415,7 +419,21 @@ pub fn for_files(
         }
     }
     let root = crate::spec::spec_root(spec);
-    let sb = Sandbox::create(&copied_folder(w, &root), dest, exclude)?;
+    let source = copied_folder(w, &root);
+    // Every run of such a workload copies its cwd: one as large as `/` would copy the
+    // whole filesystem, run after run.
+    if larger_than(&source, exclude, MAX_FILES_COPY_BYTES, MAX_FILES_COPY_FILES) {
+        return Err(std::io::Error::other(format!(
+            "{}:{}: workload `{}` declares output `files`, so every run works in a private copy of {}, which holds more than {} or {} files (cargo target dirs and .git left out)\n  fix: point `cwd` at a folder holding only what the workload reads and writes",
+            spec.display(),
+            w.line,
+            w.name,
+            source.display(),
+            crate::util::human_bytes(MAX_FILES_COPY_BYTES),
+            MAX_FILES_COPY_FILES
+        )));
+    }
+    let sb = Sandbox::create(&source, dest, exclude)?;
     for f in &w.files {
         let p = sb.locate(&w.cwd, f);
         if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) {
@@ -625,7 +643,12 @@ fn count(source: &Path, exclude: &[PathBuf], max_bytes: u64, max_files: u64) -> 
 }
 
 fn skip_dir(dir: &Path, dest_canon: &Path, exclude: &[PathBuf]) -> bool {
-    if dir.file_name().is_some_and(|n| n == ".git") || dir.join("CACHEDIR.TAG").exists() {
+    // A cargo target dir — the one in use, or an old `target/` when `--target-dir` points
+    // elsewhere — holds `CACHEDIR.TAG`, or at least cargo's `.rustc_info.json`.
+    let cargo_target = ["CACHEDIR.TAG", ".rustc_info.json"]
+        .iter()
+        .any(|f| dir.join(f).exists());
+    if dir.file_name().is_some_and(|n| n == ".git") || cargo_target {
         return true;
     }
     let Ok(canon) = dir.canonicalize() else {
@@ -664,6 +687,9 @@ mod tests {
         std::fs::write(src.join("top.txt"), "top").unwrap();
         std::fs::create_dir_all(src.join("target/debug")).unwrap();
         std::fs::write(src.join("target/CACHEDIR.TAG"), "").unwrap();
+        // An old target dir of a cargo that wrote no CACHEDIR.TAG (--target-dir elsewhere).
+        std::fs::create_dir_all(src.join("old-target/release")).unwrap();
+        std::fs::write(src.join("old-target/.rustc_info.json"), "{}").unwrap();
         std::fs::create_dir_all(src.join(".git")).unwrap();
         std::fs::create_dir_all(src.join("big")).unwrap();
         std::fs::write(src.join("big/blob"), "x").unwrap();
@@ -678,7 +704,7 @@ mod tests {
             "input"
         );
         assert_eq!(std::fs::read_to_string(copy.join("link")).unwrap(), "top");
-        assert!(!copy.join("target").exists());
+        assert!(!copy.join("target").exists() && !copy.join("old-target").exists());
         assert!(!copy.join(".git").exists());
         assert!(!copy.join("big").exists());
         assert!(!copy.join("work").exists(), "copied itself");
@@ -920,6 +946,27 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_files_workload_whose_cwd_is_too_large_to_copy_is_refused_before_copying() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("proj");
+        std::fs::create_dir_all(&src).unwrap();
+        // Sparse: 2 GiB as its size says, nothing written.
+        let big = std::fs::File::create(src.join("big.img")).unwrap();
+        big.set_len(2 << 30).unwrap();
+        let mut w = workload(&src);
+        w.files = vec![PathBuf::from("out.txt")];
+        let dest = tmp.path().join("copy");
+        let e = for_files(&w, Path::new("/p/optimize.toml"), &dest, &[]).expect_err("refused");
+        let e = e.to_string();
+        assert!(
+            e.starts_with("/p/optimize.toml:7: workload `w` declares output `files`"),
+            "{e}"
+        );
+        assert!(e.contains("fix: point `cwd` at a folder"), "{e}");
+        assert!(!dest.exists(), "copying started");
     }
 
     #[test]
