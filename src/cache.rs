@@ -375,21 +375,9 @@ mod tests {
 
     fn workload(cwd: &Path, input: &str) -> Workload {
         Workload {
-            name: "w".into(),
             args: vec![input.into()],
-            stdin: None,
-            env: Default::default(),
-            cwd: cwd.to_path_buf(),
-            timeout: Duration::from_secs(5),
             train: false,
-            eval: true,
-            expect: crate::spec::Expect::Exact,
-            files: vec![],
-            sort_lines: false,
-            stderr: false,
-            start: Default::default(),
-            cargo: None,
-            line: 1,
+            ..Workload::for_tests(cwd)
         }
     }
 

@@ -427,21 +427,9 @@ mod tests {
 
     pub(super) fn workload(expect: Expect) -> Workload {
         Workload {
-            name: "w".into(),
-            args: vec![],
-            stdin: None,
-            env: Default::default(),
-            cwd: ".".into(),
             timeout: Duration::from_secs(1),
-            train: true,
-            eval: true,
             expect,
-            files: vec![],
-            sort_lines: false,
-            stderr: false,
-            start: Default::default(),
-            cargo: None,
-            line: 1,
+            ..Workload::for_tests(Path::new("."))
         }
     }
 

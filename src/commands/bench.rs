@@ -479,19 +479,9 @@ mod tests {
         crate::spec::Workload {
             name: name.into(),
             args: vec!["--n".into(), "3".into()],
-            stdin: None,
             env: [("K".to_string(), "V".to_string())].into_iter().collect(),
-            cwd: PathBuf::from("/tmp"),
-            timeout: Duration::from_secs(5),
-            train: true,
             eval,
-            expect: crate::spec::Expect::Exact,
-            files: vec![],
-            sort_lines: false,
-            stderr: false,
-            start: Default::default(),
-            cargo: None,
-            line: 1,
+            ..crate::spec::Workload::for_tests(Path::new("/tmp"))
         }
     }
 

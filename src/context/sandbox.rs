@@ -727,21 +727,8 @@ mod tests {
 
     fn workload(cwd: &Path) -> crate::spec::Workload {
         crate::spec::Workload {
-            name: "w".into(),
-            args: vec![],
-            stdin: None,
-            env: Default::default(),
-            cwd: cwd.to_path_buf(),
-            timeout: std::time::Duration::from_secs(5),
-            train: true,
-            eval: true,
-            expect: crate::spec::Expect::Exact,
-            files: vec![],
-            sort_lines: false,
-            stderr: false,
-            start: Default::default(),
-            cargo: None,
             line: 7,
+            ..crate::spec::Workload::for_tests(cwd)
         }
     }
 

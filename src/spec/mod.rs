@@ -413,6 +413,29 @@ pub fn spec_root(path: &Path) -> PathBuf {
 }
 
 impl Workload {
+    /// A workload for unit tests: `w`, no args, run in `cwd` for at most 5 s, train and
+    /// eval, `exact`, declared at line 1 (tests change what they need).
+    #[cfg(test)]
+    pub fn for_tests(cwd: &Path) -> Workload {
+        Workload {
+            name: "w".into(),
+            args: vec![],
+            stdin: None,
+            env: Default::default(),
+            cwd: cwd.to_path_buf(),
+            timeout: Duration::from_secs(5),
+            train: true,
+            eval: true,
+            expect: Expect::Exact,
+            files: vec![],
+            sort_lines: false,
+            stderr: false,
+            start: Default::default(),
+            cargo: None,
+            line: 1,
+        }
+    }
+
     /// The command that runs `binary` as this workload describes: its args, stdin, env,
     /// cwd and timeout. Every run of a workload (training, verifying, timing) goes through
     /// here.
