@@ -148,6 +148,7 @@ pub(crate) fn install() {
 
 /// What a signal does: every group killed, the registered folders removed, a line saying
 /// so, and exit 128 + `signal`. The registry stays locked until the exit: nothing starts.
+#[cfg(unix)]
 fn stop(signal: i32) -> ! {
     SIGNALLED.store(signal, Ordering::SeqCst);
     let reg = registry();

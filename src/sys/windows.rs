@@ -46,7 +46,9 @@ impl Tree {
     /// job object, which the processes it starts join too. What the child starts before it
     /// is assigned (a few microseconds) escapes the job.
     pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<Tree> {
-        let mut child = cmd.spawn()?;
+        // Registered as on Unix (nothing is refused after a signal there either); the kill
+        // itself is the job object's.
+        let mut child = super::interrupt::spawn_group(cmd)?;
         let job = new_job(&child);
         let (tx, rx) = mpsc::channel();
         let mut open = [false; 2];
@@ -171,6 +173,7 @@ impl Tree {
         sink: &mut dyn FnMut(usize, &[u8]),
     ) -> std::io::Result<(ExitStatus, Usage)> {
         let status = self.child.wait()?;
+        super::interrupt::release(self.child.id());
         let usage = usage(&self.child, self.job.as_ref());
         while let Ok(msg) = self.rx.try_recv() {
             if let Msg::Data(stream, bytes) = msg {
@@ -184,6 +187,7 @@ impl Tree {
     pub(crate) fn abort(mut self) {
         self.kill();
         let _ = self.child.wait();
+        super::interrupt::release(self.child.id());
     }
 }
 
