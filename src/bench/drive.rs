@@ -217,8 +217,8 @@ impl<'o> Drive<'o> {
                 let final_look = time_up || n >= sched.cap() || self.look + 1 >= sched.looks.len();
                 let confidence = sched.confidence_at(self.look, final_look);
                 let seed = opts.seed ^ (u64::from(n) << 32) ^ 0x9e37_79b9_7f4a_7c15;
-                let a =
-                    stats::analyze_pairs(&self.wall_a, &self.wall_b, confidence, opts.margin, seed);
+                let levels = (confidence, opts.margin);
+                let a = stats::analyze(&self.wall_a, &self.wall_b, levels, opts.estimator, seed);
                 self.look += 1;
                 on_progress(&Progress {
                     phase: Phase::Look {
@@ -391,6 +391,7 @@ fn assemble(
         counters_status: "not measured".into(),
         elapsed_secs: elapsed.as_secs_f64(),
         seed: opts.seed,
+        estimator: opts.estimator,
         samples: runs,
         lingering: Lingering::None,
         stop_note: None,

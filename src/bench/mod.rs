@@ -13,6 +13,8 @@ mod drive;
 pub mod export;
 mod joint;
 pub mod runner;
+#[cfg(test)]
+mod sim;
 pub mod stats;
 
 pub use drive::{compare, compare_expecting};

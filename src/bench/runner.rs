@@ -57,6 +57,10 @@ pub struct BenchOptions {
     /// decides what ships gets its first look whole when the run's budget pays for it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pairs_past_max_time: u32,
+    /// How a look estimates the ratio (`stats::Estimator`: the pairs' trimmed mean by
+    /// default; a comparison recorded before the field existed used the mean).
+    #[serde(default = "stats::Estimator::before_trimming")]
+    pub estimator: stats::Estimator,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -111,6 +115,7 @@ impl Default for BenchOptions {
             seed: fastrand::u64(..),
             only_faster: false,
             pairs_past_max_time: 0,
+            estimator: stats::Estimator::default(),
         }
     }
 }
@@ -338,11 +343,15 @@ pub const NOISY_CV: f64 = 0.10;
 /// The result of comparing B against A.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Comparison {
-    /// B/A of wall time, `exp(mean ln(t_B/t_A))` (below 1 is faster), its interval at the
-    /// stopping look's confidence, `1 − α_k` (see `stats::LookSchedule`), and the verdict;
-    /// flattened, so report.json's fields stay where they were.
+    /// B/A of wall time, `exp` of the `estimator`'s estimate of `ln(t_B/t_A)` (below 1 is
+    /// faster), its interval at the stopping look's confidence, `1 − α_k` (see
+    /// `stats::LookSchedule`), and the verdict; flattened, so report.json's fields stay
+    /// where they were.
     #[serde(flatten)]
     pub estimate: Estimate,
+    /// How `estimate` was made (absent: the mean, as before the field existed).
+    #[serde(default = "stats::Estimator::before_trimming")]
+    pub estimator: stats::Estimator,
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub margin: f64,
     /// Measured pairs.
@@ -351,7 +360,8 @@ pub struct Comparison {
     pub looks: u32,
     pub planned_looks: u32,
     pub stop: StopReason,
-    /// The paired-t statistics of `ln(t_B/t_A)` (se widened to the reported interval).
+    /// The statistics of `ln(t_B/t_A)` behind `estimate` (the mean's: se widened to the
+    /// reported interval; the trimmed mean's: Yuen's se and degrees of freedom).
     pub log: stats::LogEstimate,
     #[serde(deserialize_with = "crate::util::lenient_f64::pair")]
     pub t_interval: [f64; 2],
@@ -663,6 +673,7 @@ mod tests {
             margin,
             seed,
             pairs_past_max_time: 0,
+            estimator: Default::default(),
         }
     }
 

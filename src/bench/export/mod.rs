@@ -260,6 +260,7 @@ pub(crate) mod fixture {
             seed: 7,
             only_faster: false,
             pairs_past_max_time: 0,
+            estimator: Default::default(),
         };
         BenchReport::new(
             options,
