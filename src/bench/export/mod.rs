@@ -200,6 +200,7 @@ pub(crate) mod fixture {
                 verdict: Verdict::Faster,
                 confidence: 0.975,
             },
+            estimator: Default::default(),
             margin: 0.01,
             n: 2,
             looks: 1,
