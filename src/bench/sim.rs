@@ -191,6 +191,7 @@ fn trimming_saves_time_under_the_machines_noise() {
     eprintln!("3 % faster: mean at 10 s {before:?}\n  trimmed at 6 s {after:?}");
     assert!(after.kept + 10 >= before.kept, "{after:?} vs {before:?}");
     assert!(after.secs < 0.8 * before.secs, "{after:?} vs {before:?}");
+    assert!(after.pairs < 0.8 * before.pairs, "{after:?} vs {before:?}");
     assert!(after.missed * 20 <= trials as usize, "{after:?}");
     let same_time = at(10, 0.97, Estimator::Trimmed);
     assert!(

@@ -47,6 +47,7 @@ fn opts(max_secs: u64) -> BenchOptions {
         seed: 42,
         only_faster: false,
         pairs_past_max_time: 0,
+        estimator: Default::default(),
     }
 }
 
