@@ -12,7 +12,8 @@
 //! every write through `util::atomic` (temporary file + rename).
 //! - [`file_digest`]: SHA-256 of a file, remembered for the life of the process per (path,
 //!   size, modification time), so a binary that several keys name is read once (not for a
-//!   file modified in the last two seconds, which could change again unseen).
+//!   file modified in the last two seconds, which could change again unseen); [`same_bytes`]
+//!   on it: whether two files are byte-identical.
 //!
 //! Must not: know what is kept (builds, verdicts, trainings: `cache`, `cargo`, the stages).
 
@@ -252,6 +253,21 @@ pub fn file_sha256(path: &Path) -> std::io::Result<String> {
     Ok(hex(&file_digest(path)?))
 }
 
+/// Whether two files hold the same bytes: sizes first, then their SHA-256s ([`file_digest`],
+/// remembered). A file that cannot be read counts as different. The one comparison of two
+/// binaries: the ladder's byte-identical offer, `check`'s byte-identical old and new builds.
+pub fn same_bytes(a: &Path, b: &Path) -> bool {
+    let len = |p: &Path| std::fs::metadata(p).map(|m| m.len());
+    match (len(a), len(b)) {
+        (Ok(x), Ok(y)) if x == y => {}
+        _ => return false,
+    }
+    match (file_digest(a), file_digest(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
 /// The SHA-256 of bytes already read, as 64 hex digits (a file checked and then used
 /// from the same bytes).
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -265,6 +281,21 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_bytes_is_true_only_for_equal_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        std::fs::write(p("a"), b"abc").unwrap();
+        std::fs::write(p("b"), b"abc").unwrap();
+        std::fs::write(p("c"), b"abd").unwrap();
+        std::fs::write(p("d"), b"abcd").unwrap();
+        assert!(same_bytes(&p("a"), &p("b")));
+        assert!(!same_bytes(&p("a"), &p("c")));
+        assert!(!same_bytes(&p("a"), &p("d")));
+        assert!(!same_bytes(&p("a"), &p("missing")));
+        assert!(!same_bytes(&p("missing"), &p("missing")));
+    }
 
     #[test]
     fn a_blob_is_handed_out_only_while_it_has_its_digest() {

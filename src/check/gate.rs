@@ -1,5 +1,5 @@
 //! The gate's decisions, as pure functions on numbers: is a workload's interval a
-//! regression beyond `max-regression`, is a budget exceeded, and the exit code of the
+//! regression beyond `max-regression` (or were the binaries byte-identical, nothing to judge), is a budget exceeded, and the exit code of the
 //! whole check.
 //!
 //! Must not: run, measure or print anything.
@@ -21,6 +21,9 @@ pub enum Judgement {
     NoRegression,
     /// The interval straddles `1 + max_regression`: neither shown nor ruled out.
     Inconclusive,
+    /// Old and new binaries are the same bytes: no regression is possible, nothing was
+    /// compared (never the judgement of an interval: [`judge`] does not give it).
+    ByteIdentical,
 }
 
 impl Judgement {
@@ -30,6 +33,7 @@ impl Judgement {
             Judgement::Improvement => "improvement",
             Judgement::NoRegression => "no regression",
             Judgement::Inconclusive => "inconclusive",
+            Judgement::ByteIdentical => "byte-identical",
         }
     }
 }

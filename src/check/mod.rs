@@ -4,7 +4,9 @@
 //! changed output is reported, not timed), then old and new run interleaved by the bench
 //! engine, each workload judged on its interval against `[check] max-regression`, budgets
 //! and the size limit checked; exit 0 (pass), 1 (a regression, a changed output, a budget
-//! or size exceeded) or 2 (an error, from `main`). `ci` writes a workflow that runs it.
+//! or size exceeded) or 2 (an error, from `main`). Old and new binaries with the same bytes
+//! are neither verified nor compared (`identical`): every workload is judged
+//! `byte-identical`. `ci` writes a workflow that runs it.
 //!
 //! Parts: `build` (the revision's binary, kept by commit), `baseline` (saved
 //! baselines, the unpaired comparison), `gate` (the decisions), `report` (check.json),
@@ -34,7 +36,7 @@ use crate::pipeline::plan::Request;
 use crate::pipeline::{measure, Plan};
 use crate::spec::{Spec, StageName};
 use crate::verify::{self, Reference, Verifier};
-use gate::{judge, BudgetCheck, Mean};
+use gate::{judge, BudgetCheck, Judgement, Mean};
 use render::Format;
 use report::{Against, CheckReport, Ratio, SizeCheck, WorkloadCheck};
 
@@ -171,10 +173,13 @@ struct OldSide {
     against: Against,
 }
 
-fn old_side(plan: &Plan, old: &Old) -> anyhow::Result<OldSide> {
+/// The old side, and whether its binary is the new one's bytes (`store::same_bytes`; a
+/// saved baseline without its binary: its recorded SHA-256).
+fn old_side(plan: &Plan, old: &Old, new: &Candidate) -> anyhow::Result<OldSide> {
     Ok(match old {
         Old::Rev { repo, name, commit } => {
             let b = build::binary_at(plan, repo, commit)?;
+            let byte_identical = crate::store::same_bytes(&b.binary, &new.binary);
             let short = crate::util::clip(commit, 12);
             let mut notes = Vec::new();
             if b.reused {
@@ -191,11 +196,12 @@ fn old_side(plan: &Plan, old: &Old) -> anyhow::Result<OldSide> {
                     name: name.clone(),
                     commit: Some(commit.clone()),
                     paired: true,
+                    byte_identical,
                     notes,
                 },
             }
         }
-        Old::Saved(l) => saved_side(plan, l),
+        Old::Saved(l) => saved_side(plan, l, new),
         Old::Nothing => OldSide {
             candidate: None,
             label: String::new(),
@@ -205,17 +211,24 @@ fn old_side(plan: &Plan, old: &Old) -> anyhow::Result<OldSide> {
                 name: String::new(),
                 commit: None,
                 paired: false,
+                byte_identical: false,
                 notes: vec![],
             },
         },
     })
 }
 
-fn saved_side(plan: &Plan, l: &baseline::Loaded) -> OldSide {
+fn saved_side(plan: &Plan, l: &baseline::Loaded, new: &Candidate) -> OldSide {
     let s = &l.saved;
     let mut notes = Vec::new();
+    let byte_identical = match &l.binary {
+        Ok(bin) => crate::store::same_bytes(bin, &new.binary),
+        Err(_) => crate::store::file_sha256(&new.binary).is_ok_and(|h| h == s.binary_sha256),
+    };
     let candidate = match &l.binary {
         Ok(bin) => Some(candidate(bin.clone(), s.binary_size, plan, 0.0)),
+        // The same bytes: nothing to compare, so no note on what an unpaired one lacks.
+        Err(_) if byte_identical => None,
         Err(why) => {
             notes.push(format!("only the saved statistics of `{}` can be compared: {why}. Runs made at another time (maybe on another machine) are compared unpaired, which is weaker than running old and new interleaved; outputs are not verified", s.name));
             None
@@ -224,7 +237,7 @@ fn saved_side(plan: &Plan, l: &baseline::Loaded) -> OldSide {
     let here = crate::cache::machine_fingerprint(
         crate::toolchain::CpuFacts::model_and_level().0.as_deref(),
     );
-    if candidate.is_none() && s.machine != here {
+    if candidate.is_none() && !byte_identical && s.machine != here {
         notes.push(format!("the baseline was measured on another machine ({}); times are not comparable across machines", s.machine));
     }
     OldSide {
@@ -236,6 +249,7 @@ fn saved_side(plan: &Plan, l: &baseline::Loaded) -> OldSide {
             name: s.name.clone(),
             commit: s.commit.clone(),
             paired: l.binary.is_ok(),
+            byte_identical,
             notes,
         },
     }
@@ -249,7 +263,10 @@ fn compare(
     old: &Old,
     new: &Candidate,
 ) -> anyhow::Result<CheckReport> {
-    let side = old_side(plan, old)?;
+    let side = old_side(plan, old, new)?;
+    if side.against.byte_identical {
+        return identical(ctx, plan, args, side, new);
+    }
     // The old build's outputs are the reference (the new build's own, with nothing to run
     // against it: its workloads are still checked and its determinism found).
     let base = side.candidate.clone().unwrap_or_else(|| new.clone());
@@ -259,9 +276,13 @@ fn compare(
         Some(_) => changed_outputs(ctx, verifier.reference()?, new)?,
         None => Default::default(),
     };
+    let old_bin = side
+        .candidate
+        .as_ref()
+        .map(|o| (side.label.as_str(), o.binary.as_path()));
     let (measured, hits) = measure_all(
         ctx,
-        &side,
+        old_bin,
         new,
         &verifier,
         &changed,
@@ -303,6 +324,63 @@ fn compare(
                 measured.get(&w.name),
                 saved_w,
                 changed.get(&w.name),
+                max_reg,
+            )
+        })
+        .collect();
+    Ok(assemble(ctx, plan, side, workloads, &measured, new))
+}
+
+/// Old and new are the same bytes: no regression is possible, so nothing is verified or
+/// compared, and every workload is judged `byte-identical`. Only what needs the new
+/// build's own times is timed, alone: workloads with a budget, or every workload for
+/// `--save-baseline` (the baseline keeps them).
+fn identical(
+    ctx: &Context,
+    plan: &Plan,
+    args: &CheckArgs,
+    mut side: OldSide,
+    new: &Candidate,
+) -> anyhow::Result<CheckReport> {
+    ctx.ui.info(&format!(
+        "the working tree's binary is byte-identical to {}: nothing to compare",
+        side.label
+    ));
+    let mut spec = ctx.spec.clone();
+    if args.save_baseline.is_none() {
+        spec.workloads
+            .retain(|w| ctx.spec.check.budgets.contains_key(&w.name));
+    }
+    let mut measured = Default::default();
+    if !spec.workloads.is_empty() {
+        let alone = ctx.with_spec(&spec);
+        let verifier = Verifier::new(&alone, new.clone())
+            .context("running the workloads on the working tree's build")?;
+        let none = Default::default();
+        measured = measure_all(&alone, None, new, &verifier, &none, false)?.0;
+        let names: Vec<&str> = spec.workloads.iter().map(|w| w.name.as_str()).collect();
+        let why = match args.save_baseline {
+            Some(_) => "for the baseline it saves",
+            None => "on the workloads with a budget",
+        };
+        side.against.notes.push(format!(
+            "the new build was timed alone {why}: {}",
+            names.join(", ")
+        ));
+    }
+    let max_reg = ctx.spec.check.max_regression;
+    let workloads = ctx
+        .spec
+        .workloads
+        .iter()
+        .map(|w| WorkloadCheck {
+            judgement: Some(Judgement::ByteIdentical),
+            ..workload_check(
+                ctx.spec,
+                &w.name,
+                measured.get(&w.name),
+                None,
+                None,
                 max_reg,
             )
         })
@@ -353,7 +431,7 @@ fn describe_change(m: &verify::Mismatch) -> String {
 /// build alone (against itself, every run of both sides kept).
 fn measure_all(
     ctx: &Context,
-    side: &OldSide,
+    old: Option<(&str, &Path)>,
     new: &Candidate,
     verifier: &Verifier,
     changed: &std::collections::BTreeMap<String, String>,
@@ -375,8 +453,8 @@ fn measure_all(
         crate::toolchain::CpuFacts::model_and_level().0.as_deref(),
     );
     let cache = VerdictCache::new(&ctx.optimize_dir, ctx.fresh, machine);
-    let (a, paired) = match &side.candidate {
-        Some(o) => ((side.label.as_str(), o.binary.as_path()), true),
+    let (a, paired) = match old {
+        Some(o) => (o, true),
         None => (("working tree (A)", new.binary.as_path()), false),
     };
     let b_label = if paired {

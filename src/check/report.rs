@@ -18,9 +18,15 @@ pub struct Against {
     pub name: String,
     /// The commit it resolved to (a baseline: the commit it was saved at, when known).
     pub commit: Option<String>,
-    /// Old and new binaries were run interleaved here and now (the strong comparison);
-    /// false when only saved statistics could be compared.
+    /// The old binary was here to run interleaved with the new one (the strong
+    /// comparison); false when only saved statistics could be compared. With
+    /// `byte_identical`, nothing was run either way.
     pub paired: bool,
+    /// The new binary has the same bytes as the old one (compared file to file, or to the
+    /// saved baseline's SHA-256): no regression is possible, so nothing was verified or
+    /// compared; every workload's judgement is `byte-identical`.
+    #[serde(default)]
+    pub byte_identical: bool,
     /// Why the comparison is weaker, or how the old binary was found (reused build).
     pub notes: Vec<String>,
 }

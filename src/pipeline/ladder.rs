@@ -190,7 +190,7 @@ impl<'a> Ladder<'a> {
         };
         // The same bytes as its rival: the settings change nothing for this program (e.g.
         // the preset equals the user's profile). Nothing to verify or time.
-        if same_file(&cand.binary, &rival.binary) {
+        if crate::store::same_bytes(&cand.binary, &rival.binary) {
             let why = format!(
                 "byte-identical to the {} binary: these settings change nothing here",
                 rival.label()
@@ -656,14 +656,6 @@ fn describe(e: &Estimate) -> String {
         "time ratio {:.3} [{:.3}, {:.3}] → {}",
         e.ratio, e.ci_low, e.ci_high, e.verdict
     )
-}
-
-/// Whether two files have the same contents (a read error counts as different).
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    match (std::fs::read(a), std::fs::read(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
 }
 
 /// Why an equivalent candidate was kept under `objective = "size"`.

@@ -66,6 +66,10 @@ fn against_text(r: &CheckReport) -> String {
         .unwrap_or_default();
     match a.kind.as_str() {
         "none" => "the working tree alone (budgets only: nothing to compare with)".into(),
+        _ if a.byte_identical => format!(
+            "the working tree vs {} `{}`{commit}: byte-identical binaries, so no regression is possible and nothing was compared",
+            a.kind, a.name
+        ),
         _ if a.paired => format!(
             "the working tree vs {} `{}`{commit}, old and new binaries run interleaved here",
             a.kind, a.name
@@ -79,6 +83,14 @@ fn against_text(r: &CheckReport) -> String {
 
 /// A workload's judgement for a table cell.
 fn judgement_text(w: &super::report::WorkloadCheck) -> String {
+    if w.judgement == Some(Judgement::ByteIdentical) {
+        let how = if w.time.is_some() {
+            "timed alone"
+        } else {
+            "not measured"
+        };
+        return format!("byte-identical: {how}");
+    }
     if w.output_changed.is_some() && !w.timed_anyway {
         return "output changed".into();
     }
@@ -155,6 +167,7 @@ pub(crate) mod fixture {
                 name: "HEAD~1".into(),
                 commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
                 paired: true,
+                byte_identical: false,
                 notes: vec![],
             },
             max_regression: 0.05,
@@ -180,6 +193,76 @@ pub(crate) mod fixture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fixture's revision with the same bytes: every workload `byte-identical`, the
+    /// first timed alone (a budget), the rest not measured.
+    pub(crate) fn identical() -> CheckReport {
+        let mut r = fixture::report();
+        r.against.byte_identical = true;
+        r.overall = None;
+        for w in &mut r.workloads {
+            w.ratio = None;
+            w.judgement = Some(Judgement::ByteIdentical);
+            w.old_time = None;
+            w.output_changed = None;
+            if w.name != "hot" {
+                w.time = None;
+                w.budgets.clear();
+            }
+        }
+        r.workloads[0].budgets[0].limit = 1.0;
+        r.workloads[0].budgets[0].over = false;
+        r.failures = r.list_failures();
+        r.exit_code = super::super::gate::exit_code(r.failures.len());
+        r
+    }
+
+    #[test]
+    fn byte_identical_binaries_say_so_in_every_format() {
+        let r = identical();
+        assert!(r.failures.is_empty(), "{:?}", r.failures);
+        let json = Format::Json.renderer().render(&r);
+        assert!(json.contains("\"byte_identical\": true"), "{json}");
+        assert!(json.contains("\"judgement\": \"byte-identical\""), "{json}");
+        let back: CheckReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        let term = Format::Term.renderer().render(&r);
+        let line = |text: &str, start: &str| {
+            text.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("{text}"))
+                .to_string()
+        };
+        assert!(
+            line(&term, "cold ").contains("byte-identical: not measured"),
+            "{term}"
+        );
+        assert!(
+            line(&term, "hot ").contains("byte-identical: timed alone"),
+            "{term}"
+        );
+        assert!(
+            term.contains("byte-identical binaries, so no regression is possible"),
+            "{term}"
+        );
+        assert!(
+            term.ends_with("PASS\n") && !term.contains("geometric mean"),
+            "{term}"
+        );
+        let md = Format::Markdown.renderer().render(&r);
+        assert!(md.starts_with("## cargo optimize check: ✅ passed"), "{md}");
+        assert!(
+            line(&md, "| `cold`").contains("| byte-identical: not measured |"),
+            "{md}"
+        );
+        let gh = Format::Github.renderer().render(&r);
+        assert_eq!(gh.lines().count(), 1, "{gh}");
+        assert!(
+            gh.starts_with("::notice title=cargo optimize check::passed: ")
+                && gh.contains("byte-identical binaries"),
+            "{gh}"
+        );
+    }
 
     #[test]
     fn a_baseline_commit_with_a_multibyte_character_at_the_cut_does_not_panic() {

@@ -26,14 +26,21 @@ impl Render<CheckReport> for Terminal {
             .max()
             .unwrap_or(8)
             .max(8);
+        let jw = r
+            .workloads
+            .iter()
+            .map(|w| judgement_text(w).chars().count())
+            .max()
+            .unwrap_or(16)
+            .max(16);
         out.push_str(&format!(
-            "{:width$}  {:38}  {:16}  {}\n",
+            "{:width$}  {:38}  {:jw$}  {}\n",
             "workload", "new/old [95% CI]", "judgement", "new time [95% CI]"
         ));
         for w in &r.workloads {
             let time = time_text(w.time.as_ref());
             out.push_str(&format!(
-                "{:width$}  {:38}  {:16}  {}\n",
+                "{:width$}  {:38}  {:jw$}  {}\n",
                 w.name,
                 ratio_text(w.ratio.as_ref()),
                 judgement_text(w),
