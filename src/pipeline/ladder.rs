@@ -28,6 +28,9 @@ use crate::verify::{Rejection, Verifier};
 struct Holder {
     candidate: Candidate,
     vs_baseline: Option<ToBaseline>,
+    /// `vs_baseline` as it stood when the candidate was chosen, once the final
+    /// confirmation replaced it: biased towards fast by the choice.
+    at_selection: Option<ToBaseline>,
 }
 
 /// A ratio to the baseline on the log scale, measured directly or chained.
@@ -79,6 +82,7 @@ impl<'a> Ladder<'a> {
         let holder = Holder {
             candidate: baseline.clone(),
             vs_baseline: None,
+            at_selection: None,
         };
         Ladder {
             ctx,
@@ -384,6 +388,7 @@ impl<'a> Ladder<'a> {
         let holder = Holder {
             candidate: cand,
             vs_baseline: Some(to_baseline),
+            at_selection: None,
         };
         self.kept.push(holder.clone());
         if rival == Rival::Portable {
@@ -505,39 +510,42 @@ impl<'a> Ladder<'a> {
         self.ctx.spec.bench.margin
     }
 
-    /// Measure what ships (and the portable alternative) against the baseline directly,
-    /// where its ratio so far was chained through other candidates. The comparisons are
-    /// kept per workload under `<tag> vs baseline`.
+    /// Confirm what ships (and the portable alternative) against the baseline on fresh
+    /// pairs (`measure::confirm`): none of them chose the candidate, and their number is
+    /// fixed before they run, so neither the choice nor an early stop biases the ratio the
+    /// `ship:` line prints and the gate decides on; the ratio at the choice is kept beside
+    /// it (`at_selection`). The comparisons are kept per workload under `<tag> vs baseline`.
     pub fn measure_final(&mut self) -> anyhow::Result<()> {
         let portable_is_best = self.portable.candidate.binary == self.best.candidate.binary;
         let share = self.share(Decides::Final);
-        for which in [&mut self.best, &mut self.portable] {
-            if which.vs_baseline.is_none_or(|t| t.measured) {
+        for portable in [false, true] {
+            if portable && portable_is_best {
+                break;
+            }
+            let h = if portable { &self.portable } else { &self.best };
+            if h.vs_baseline.is_none() {
                 continue;
             }
-            let m = measure::measure(
-                self.ctx,
-                &self.baseline,
-                &which.candidate,
-                &self.verifier,
-                (false, share),
-                self.cache,
-                None,
-            )?;
-            which.vs_baseline = Some(ToBaseline {
+            let pairs = self.confirmation_pairs(&h.candidate.tag());
+            let pair = (&self.baseline, &h.candidate);
+            let m = measure::confirm(self.ctx, pair, &self.verifier, (share, pairs), self.cache)?;
+            let h = if portable {
+                &mut self.portable
+            } else {
+                &mut self.best
+            };
+            h.at_selection = h.vs_baseline;
+            h.vs_baseline = Some(ToBaseline {
                 log: m.log,
                 confidence: m.confidence,
                 measured: true,
             });
-            let tag = format!("{} vs baseline", which.candidate.tag());
+            let tag = format!("{} vs baseline", h.candidate.tag());
             for (w, c) in m.per_workload {
                 self.per_workload
                     .entry(w)
                     .or_default()
                     .insert(tag.clone(), c);
-            }
-            if portable_is_best {
-                break;
             }
         }
         if portable_is_best {
@@ -545,6 +553,18 @@ impl<'a> Ladder<'a> {
         }
         self.gate();
         Ok(())
+    }
+
+    /// Pairs per workload for `tag`'s confirmation: [`confirmation_pairs`] at the spread of
+    /// the pairs of the comparison that chose it, workload by workload.
+    fn confirmation_pairs(&self, tag: &str) -> u32 {
+        let spreads: Vec<f64> = self
+            .per_workload
+            .values()
+            .filter_map(|by_tag| by_tag.get(tag))
+            .map(|c| c.log.se * (c.log.n as f64).sqrt())
+            .collect();
+        confirmation_pairs(&spreads)
     }
 
     /// The final gate: what ships must be measurably faster than the baseline *measured
@@ -562,6 +582,7 @@ impl<'a> Ladder<'a> {
         let baseline = Holder {
             candidate: self.baseline.clone(),
             vs_baseline: None,
+            at_selection: None,
         };
         let fallback = |portable: bool| {
             let found = self.kept.iter().rev().find(|h| {
@@ -610,11 +631,30 @@ impl<'a> Ladder<'a> {
             binary: c.binary.display().to_string(),
             speedup_vs_baseline: e.map(|e| 1.0 / e.ratio),
             speedup_ci: e.map(|e| (1.0 / e.ci_high, 1.0 / e.ci_low)),
+            at_selection: h.at_selection.map(|t| t.estimate(self.margin())),
             variant: c.variant().map(str::to_string),
             settings: Some(Settings::from(&c.settings)),
             portable: None,
         }
     }
+}
+
+/// The half-width the confirmation aims at for the geometric mean's 95 % interval.
+const CONFIRM_HALF_WIDTH: f64 = 0.015;
+
+/// Pairs per workload that give the geometric mean of `spreads.len()` workloads a 95 %
+/// interval of ±[`CONFIRM_HALF_WIDTH`] when each workload's pairs spread as given (the
+/// standard deviation of a pair's log ratio; its standard error is that over √n): between 8
+/// and 2 000 (the budget's share stops it sooner when it cannot pay); 16 without spreads.
+fn confirmation_pairs(spreads: &[f64]) -> u32 {
+    let finite: Vec<f64> = spreads.iter().copied().filter(|s| s.is_finite()).collect();
+    if finite.is_empty() {
+        return 16;
+    }
+    let k = finite.len() as f64;
+    let target = (1.0 + CONFIRM_HALF_WIDTH).ln() / stats::normal_quantile(0.975);
+    let n = finite.iter().map(|s| s * s).sum::<f64>() / (k * k * target * target);
+    (n.ceil() as u32).clamp(8, 2000)
 }
 
 /// Whether a direct measurement against the baseline lets a candidate ship: surely faster
@@ -670,4 +710,22 @@ fn size_note(cand: &Candidate, rival: &Candidate) -> String {
 /// Whether `cand` being smaller than `rival` counts: `[bench] objective = "size"`.
 fn smaller_counts(ctx: &Context, cand: &Candidate, rival: &Candidate) -> bool {
     ctx.spec.bench.objective_size && cand.size_bytes < rival.size_bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::confirmation_pairs;
+
+    /// Four workloads whose pairs spread by 10 %: the geometric mean's se is 0.1/(2√n), and
+    /// ±1.5 % at 95 % needs 1.96·0.05/√n ≤ ln 1.015 = 0.01489, so n ≥ 43.3.
+    #[test]
+    fn the_confirmation_buys_the_pairs_its_half_width_needs() {
+        assert_eq!(confirmation_pairs(&[0.1; 4]), 44);
+        // One workload twice as noisy pays for itself: (3·0.01 + 0.04) / 0.04 × 43.3 / 4.
+        assert_eq!(confirmation_pairs(&[0.1, 0.1, 0.1, 0.2]), 76);
+        assert_eq!(confirmation_pairs(&[0.001]), 8);
+        assert_eq!(confirmation_pairs(&[5.0]), 2000);
+        assert_eq!(confirmation_pairs(&[]), 16);
+        assert_eq!(confirmation_pairs(&[f64::NAN, f64::INFINITY]), 16);
+    }
 }

@@ -79,18 +79,50 @@ pub fn measure(
     };
     opts.max_time = share.max_time.min(full);
     opts.pairs_past_max_time = share.pairs_past_max_time;
+    measured(ctx, (rival, cand), verifier, (&opts, full), cache, check)
+}
+
+/// What ships against the baseline on fresh pairs: `pairs` per workload, fixed before the
+/// first of them is run, and one look at them (or fewer, when its `share` of the budget ends
+/// first) — no verdict stops it early, so its estimate is not biased by when it stopped, and
+/// none of its pairs chose the candidate, so the choice does not bias it either.
+pub fn confirm(
+    ctx: &Context,
+    (baseline, cand): (&Candidate, &Candidate),
+    verifier: &Verifier,
+    (share, pairs): (super::budget::Share, u32),
+    cache: &VerdictCache,
+) -> anyhow::Result<Measured> {
+    let mut opts = BenchOptions::from_config(&ctx.spec.bench);
+    let full = opts.max_time;
+    opts.min_pairs = pairs;
+    opts.max_pairs = pairs;
+    opts.max_time = share.max_time.min(full);
+    opts.pairs_past_max_time = share.pairs_past_max_time;
+    measured(ctx, (baseline, cand), verifier, (&opts, full), cache, None)
+}
+
+/// `cand` against `rival` on every eval workload under `opts`, and their geometric mean.
+fn measured(
+    ctx: &Context,
+    (rival, cand): (&Candidate, &Candidate),
+    verifier: &Verifier,
+    (opts, full): (&BenchOptions, std::time::Duration),
+    cache: &VerdictCache,
+    check: Option<&TimedCheck>,
+) -> anyhow::Result<Measured> {
     let per_workload = compare_over_workloads(
         ctx,
         (&rival.label(), &rival.binary),
         (&cand.label(), &cand.binary),
-        (&opts, full),
+        (opts, full),
         (verifier, check),
         cache,
     )?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
     let (log, confidence) = bench::geomean_log(&all);
     let estimate = bench::geomean(&all, opts.margin);
-    let budget_limited = budget_limited(&all, &estimate, &opts, full);
+    let budget_limited = budget_limited(&all, &estimate, opts, full);
     Ok(Measured {
         estimate,
         log,

@@ -344,6 +344,12 @@ pub struct FinalChoice {
     /// baseline time / final time (above 1 is faster); `None` when not measured.
     pub speedup_vs_baseline: Option<f64>,
     pub speedup_ci: Option<(f64, f64)>,
+    /// Its time ratio to the baseline when it was chosen (chained through the comparisons
+    /// that chose it, or measured in one of them): biased towards fast by the choice, shown
+    /// beside `speedup_vs_baseline`, which fresh pairs confirmed (absent: not confirmed —
+    /// the baseline, or a report of an earlier version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_selection: Option<crate::bench::Estimate>,
     /// The stage's variant, e.g. the cpu stage's target-cpu.
     pub variant: Option<String>,
     /// The candidate's build settings.

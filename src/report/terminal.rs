@@ -393,6 +393,7 @@ mod tests {
             binary: format!("/run/bin/{stage}"),
             speedup_vs_baseline: speedup,
             speedup_ci: speedup.map(|x| (x - 0.1, x + 0.1)),
+            at_selection: None,
             variant: None,
             settings: Some(settings(flags, false)),
             portable: None,

@@ -46,16 +46,24 @@ pub fn portable_hint(report: &Report) -> Option<String> {
 }
 
 /// `time ratio 0.750 [0.726, 0.774] vs the baseline, measured directly`: the one wording of
-/// a ratio (below 1 is faster), as the rows and the workloads say it.
+/// a ratio (below 1 is faster), as the rows and the workloads say it; when fresh pairs
+/// confirmed it, `on fresh pairs (when chosen: 0.731 [0.700, 0.763])`.
 pub fn speedup_line(f: &FinalChoice) -> String {
     match (f.speedup_vs_baseline, f.speedup_ci) {
         (Some(x), Some((lo, hi))) => {
-            format!(
+            let line = format!(
                 "time ratio {:.3} [{:.3}, {:.3}] vs the baseline, measured directly",
                 1.0 / x,
                 1.0 / hi,
                 1.0 / lo
-            )
+            );
+            match &f.at_selection {
+                Some(e) => format!(
+                    "{line} on fresh pairs (when chosen: {:.3} [{:.3}, {:.3}])",
+                    e.ratio, e.ci_low, e.ci_high
+                ),
+                None => line,
+            }
         }
         _ if f.stage == "baseline" => {
             "no stage was measurably faster than the baseline: keep building as you do".into()
@@ -122,5 +130,35 @@ mod tests {
             "      └ vs baseline: faster on\n        1 of 4 workloads"
         );
         assert_eq!(wrap("x an-overly-long-word", 5), "x\n  an-overly-long-word");
+    }
+
+    /// A confirmed ratio says so, with the ratio at the choice beside it.
+    #[test]
+    fn the_ship_line_shows_the_ratio_at_the_choice_beside_the_confirmed_one() {
+        let mut f = FinalChoice {
+            stage: "pgo".into(),
+            binary: "bin/pgo".into(),
+            speedup_vs_baseline: Some(1.0 / 0.8),
+            speedup_ci: Some((1.0 / 0.82, 1.0 / 0.78)),
+            at_selection: None,
+            variant: None,
+            settings: None,
+            portable: None,
+        };
+        assert_eq!(
+            speedup_line(&f),
+            "time ratio 0.800 [0.780, 0.820] vs the baseline, measured directly"
+        );
+        f.at_selection = Some(crate::bench::Estimate {
+            ratio: 0.76,
+            ci_low: 0.7,
+            ci_high: 0.83,
+            verdict: crate::bench::Verdict::Faster,
+            confidence: 0.95,
+        });
+        assert_eq!(
+            speedup_line(&f),
+            "time ratio 0.800 [0.780, 0.820] vs the baseline, measured directly on fresh pairs (when chosen: 0.760 [0.700, 0.830])"
+        );
     }
 }
