@@ -59,7 +59,10 @@ pub struct BenchOptions {
     pub pairs_past_max_time: u32,
     /// How a look estimates the ratio (`stats::Estimator`: the pairs' trimmed mean by
     /// default; a comparison recorded before the field existed used the mean).
-    #[serde(default = "stats::Estimator::before_trimming")]
+    #[serde(
+        default = "stats::Estimator::before_trimming",
+        skip_serializing_if = "stats::Estimator::is_mean"
+    )]
     pub estimator: stats::Estimator,
 }
 
@@ -350,7 +353,10 @@ pub struct Comparison {
     #[serde(flatten)]
     pub estimate: Estimate,
     /// How `estimate` was made (absent: the mean, as before the field existed).
-    #[serde(default = "stats::Estimator::before_trimming")]
+    #[serde(
+        default = "stats::Estimator::before_trimming",
+        skip_serializing_if = "stats::Estimator::is_mean"
+    )]
     pub estimator: stats::Estimator,
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub margin: f64,

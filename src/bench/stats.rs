@@ -267,6 +267,12 @@ impl Estimator {
     pub fn before_trimming() -> Self {
         Estimator::Mean
     }
+
+    /// Written as an absent field, which reads back as the mean: a report of an earlier
+    /// version re-serialises to the same JSON.
+    pub fn is_mean(&self) -> bool {
+        *self == Estimator::Mean
+    }
 }
 
 /// The share of pairs [`Estimator::Trimmed`] drops at each end of the sorted `d`.
