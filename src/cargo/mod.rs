@@ -16,6 +16,7 @@ mod executable;
 mod flags;
 mod lockfile;
 pub mod profile;
+mod relink;
 mod reuse;
 pub mod runner;
 mod workspace;
@@ -133,18 +134,18 @@ impl BuildSettings {
         s
     }
 
-    /// The cargo command line (without `cargo`) that reproduces this build: `build --bin`,
-    /// or for a harness `bench --no-run --bench T` / `test --no-run --test T` (`--lib`).
+    /// The cargo command line (without `cargo`) that reproduces this build: `build --bin`
+    /// (a relink: `rustc --bin … -- <link flags>`, see [`relink`]), or for a harness
+    /// `bench --no-run --bench T` / `test --no-run --test T` (`--lib`).
     pub fn cargo_args(&self, project: &Project, target_dir: &Path) -> Vec<String> {
         use crate::spec::HarnessKind;
         let Some(h) = &project.harness else {
-            return self.command_args(
-                &["build"],
-                Some(&project.bin),
-                "--profile",
-                project,
-                target_dir,
-            );
+            let relinks = self.relink_base(project).is_some();
+            let sub = if relinks { "rustc" } else { "build" };
+            let mut args =
+                self.command_args(&[sub], Some(&project.bin), "--profile", project, target_dir);
+            args.extend(relink::args(project, self, target_dir));
+            return args;
         };
         let sub = match h.kind {
             HarnessKind::Bench => ["bench", "--no-run"],
@@ -350,7 +351,8 @@ fn build_checked(
     let Some(why) = why else {
         return Ok((built, None));
     };
-    let removed = reuse::remove_output(&built.binary);
+    let deps = relink::deps_of(project, settings, target_dir, &built.binary);
+    let removed = reuse::remove_output(&built.binary, deps.as_deref());
     let warning = format!(
         "{} is not the binary cargo built ({why}): removed ({removed}) and built again",
         built.binary.display()
@@ -383,7 +385,7 @@ fn build_once(
 ) -> Result<(Built, bool), CargoError> {
     let mut args = settings.cargo_args(project, target_dir);
     args.insert(1, "--message-format=json".into());
-    let flags = settings.all_rustflags();
+    let flags = settings.compile_rustflags(project);
     let command = format!(
         "CARGO_ENCODED_RUSTFLAGS='{}' cargo {}",
         flags.join(" "),

@@ -46,12 +46,14 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
                 let label = crate::context::label("pgo", Some(PORTABLE));
                 beside.push((format!("{label}: optimized"), portable));
             }
-            beside.extend(bolt_input(ctx, standing, &p));
             ctx.build_ahead(beside);
             let best = build_with(ctx, &standing.best.settings, &p, None, false).map(|mut c| {
                 c.notes.extend(note);
                 c
             });
+            if best.is_ok() {
+                ctx.build_ahead(bolt_input(ctx, standing, &p).into_iter().collect());
+            }
             (best, Ok(p))
         }
         Err(e) => {
@@ -300,9 +302,12 @@ pub fn train_instrumented(
     })
 }
 
-/// BOLT's input to build ahead, beside the pgo build with `profile`: that build linked with
-/// the relocations BOLT needs, when the ladder expects the BOLT stage next and it would take
-/// the pgo build as is. What is measured, and ships unless BOLT does, carries none.
+/// BOLT's input to build ahead once the pgo build with `profile` is built: that build
+/// linked again with the relocations BOLT needs (a relink in its build dir: `cargo::relink`),
+/// when the ladder expects the BOLT stage next and it would take the pgo build as is. What
+/// is measured, and ships unless BOLT does, carries none. (Started after the pgo build, not
+/// beside it: the two share a build dir, and cargo's lock would otherwise have the pgo
+/// build wait for a relink running at the lowest priority, which then compiled it all.)
 fn bolt_input(
     ctx: &Context,
     standing: &Standing,
