@@ -231,6 +231,24 @@ pub fn keeps_symbols(project: &Project, settings: &BuildSettings) -> Option<bool
     Some(profile::normalize("strip", &strip) != "\"symbols\"")
 }
 
+/// The rustflag that turns LTO off whatever the profile says: rustc takes the last `-Clto`,
+/// and cargo puts rustflags after its own. `-C metadata` ignores rustflags, so symbol and
+/// codegen-unit names stay those of the profile's own build.
+pub const NO_LTO_FLAG: &str = "-Clto=off";
+
+/// Whether `settings`' profile links with LTO across crates (`lto` is `"fat"`, `true` or
+/// `"thin"`) as far as the manifest and cargo's defaults tell (`None`: unknown here).
+pub fn uses_lto(project: &Project, settings: &BuildSettings) -> Option<bool> {
+    let lto = match settings.profile_overrides.get("lto") {
+        Some(v) => v.clone(),
+        None => known_profile_values(project, &settings.profile, &["lto"])?.remove("lto")?,
+    };
+    Some(matches!(
+        profile::normalize("lto", &lto).as_str(),
+        "\"fat\"" | "\"thin\""
+    ))
+}
+
 /// What one build produced.
 #[derive(Debug, Clone)]
 pub struct Built {
@@ -679,6 +697,29 @@ mod tests {
         assert!(args
             .windows(2)
             .any(|w| w[0] == "--config" && w[1] == "profile.release.lto=\"fat\""));
+    }
+
+    #[test]
+    fn lto_across_crates_is_fat_true_or_thin_in_the_overrides() {
+        let project = Project::for_tests("p", "0.1.0");
+        let with = |lto: &str| {
+            let mut s = BuildSettings {
+                profile: "release".into(),
+                profile_overrides: BTreeMap::new(),
+                user_rustflags: vec![],
+                rustflags: vec![],
+                target: None,
+                features: Features::default(),
+            };
+            s.profile_overrides.insert("lto".into(), lto.into());
+            uses_lto(&project, &s)
+        };
+        for lto in ["\"fat\"", "true", "\"thin\""] {
+            assert_eq!(with(lto), Some(true), "{lto}");
+        }
+        for lto in ["false", "\"off\""] {
+            assert_eq!(with(lto), Some(false), "{lto}");
+        }
     }
 
     #[test]
