@@ -16,6 +16,7 @@ mod executable;
 mod flags;
 mod lockfile;
 pub mod profile;
+mod relink;
 mod reuse;
 pub mod runner;
 mod workspace;
@@ -133,18 +134,18 @@ impl BuildSettings {
         s
     }
 
-    /// The cargo command line (without `cargo`) that reproduces this build: `build --bin`,
-    /// or for a harness `bench --no-run --bench T` / `test --no-run --test T` (`--lib`).
+    /// The cargo command line (without `cargo`) that reproduces this build: `build --bin`
+    /// (a relink: `rustc --bin … -- <link flags>`, see [`relink`]), or for a harness
+    /// `bench --no-run --bench T` / `test --no-run --test T` (`--lib`).
     pub fn cargo_args(&self, project: &Project, target_dir: &Path) -> Vec<String> {
         use crate::spec::HarnessKind;
         let Some(h) = &project.harness else {
-            return self.command_args(
-                &["build"],
-                Some(&project.bin),
-                "--profile",
-                project,
-                target_dir,
-            );
+            let relinks = self.relink_base(project).is_some();
+            let sub = if relinks { "rustc" } else { "build" };
+            let mut args =
+                self.command_args(&[sub], Some(&project.bin), "--profile", project, target_dir);
+            args.extend(relink::args(project, self, target_dir));
+            return args;
         };
         let sub = match h.kind {
             HarnessKind::Bench => ["bench", "--no-run"],
@@ -228,6 +229,24 @@ pub fn keeps_symbols(project: &Project, settings: &BuildSettings) -> Option<bool
         None => known_profile_values(project, &settings.profile, &["strip"])?.remove("strip")?,
     };
     Some(profile::normalize("strip", &strip) != "\"symbols\"")
+}
+
+/// The rustflag that turns LTO off whatever the profile says: rustc takes the last `-Clto`,
+/// and cargo puts rustflags after its own. `-C metadata` ignores rustflags, so symbol and
+/// codegen-unit names stay those of the profile's own build.
+pub const NO_LTO_FLAG: &str = "-Clto=off";
+
+/// Whether `settings`' profile links with LTO across crates (`lto` is `"fat"`, `true` or
+/// `"thin"`) as far as the manifest and cargo's defaults tell (`None`: unknown here).
+pub fn uses_lto(project: &Project, settings: &BuildSettings) -> Option<bool> {
+    let lto = match settings.profile_overrides.get("lto") {
+        Some(v) => v.clone(),
+        None => known_profile_values(project, &settings.profile, &["lto"])?.remove("lto")?,
+    };
+    Some(matches!(
+        profile::normalize("lto", &lto).as_str(),
+        "\"fat\"" | "\"thin\""
+    ))
 }
 
 /// What one build produced.
@@ -350,7 +369,8 @@ fn build_checked(
     let Some(why) = why else {
         return Ok((built, None));
     };
-    let removed = reuse::remove_output(&built.binary);
+    let deps = relink::deps_of(project, settings, target_dir, &built.binary);
+    let removed = reuse::remove_output(&built.binary, deps.as_deref());
     let warning = format!(
         "{} is not the binary cargo built ({why}): removed ({removed}) and built again",
         built.binary.display()
@@ -383,7 +403,7 @@ fn build_once(
 ) -> Result<(Built, bool), CargoError> {
     let mut args = settings.cargo_args(project, target_dir);
     args.insert(1, "--message-format=json".into());
-    let flags = settings.all_rustflags();
+    let flags = settings.compile_rustflags(project);
     let command = format!(
         "CARGO_ENCODED_RUSTFLAGS='{}' cargo {}",
         flags.join(" "),
@@ -677,6 +697,29 @@ mod tests {
         assert!(args
             .windows(2)
             .any(|w| w[0] == "--config" && w[1] == "profile.release.lto=\"fat\""));
+    }
+
+    #[test]
+    fn lto_across_crates_is_fat_true_or_thin_in_the_overrides() {
+        let project = Project::for_tests("p", "0.1.0");
+        let with = |lto: &str| {
+            let mut s = BuildSettings {
+                profile: "release".into(),
+                profile_overrides: BTreeMap::new(),
+                user_rustflags: vec![],
+                rustflags: vec![],
+                target: None,
+                features: Features::default(),
+            };
+            s.profile_overrides.insert("lto".into(), lto.into());
+            uses_lto(&project, &s)
+        };
+        for lto in ["\"fat\"", "true", "\"thin\""] {
+            assert_eq!(with(lto), Some(true), "{lto}");
+        }
+        for lto in ["false", "\"off\""] {
+            assert_eq!(with(lto), Some(false), "{lto}");
+        }
     }
 
     #[test]

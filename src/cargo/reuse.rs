@@ -188,10 +188,10 @@ pub(super) fn tampered(
     (!unchanged(&(r.binary, r.digest.clone()))).then_some(r.digest)
 }
 
-/// Remove `binary` and cargo's own copy of it in `deps/` (the file it is a hard link of, or
-/// one with the same bytes), so the next build links it again: cargo rebuilds a unit whose
-/// output is missing. Says what was removed.
-pub(super) fn remove_output(binary: &Path) -> String {
+/// Remove `binary` and cargo's own copy of it in `deps` (the file it is a hard link of, or
+/// one with the same bytes; `None`: the `deps/` beside it), so the next build links it
+/// again: cargo rebuilds a unit whose output is missing. Says what was removed.
+pub(super) fn remove_output(binary: &Path, deps: Option<&Path>) -> String {
     let mut removed = Vec::new();
     let same = std::fs::metadata(binary)
         .ok()
@@ -200,7 +200,9 @@ pub(super) fn remove_output(binary: &Path) -> String {
     let stem = binary
         .file_stem()
         .map(|s| format!("{}-", s.to_string_lossy()));
-    let deps = binary.parent().map(|d| d.join("deps"));
+    let deps = deps
+        .map(Path::to_path_buf)
+        .or_else(|| binary.parent().map(|d| d.join("deps")));
     let entries = deps.and_then(|d| std::fs::read_dir(d).ok());
     for e in entries.into_iter().flatten().flatten() {
         let path = e.path();
@@ -352,7 +354,7 @@ mod tests {
         let recorded = tampered(&store, "k", root, &bin).expect("a changed binary is seen");
         let records: Vec<Record> = store.get("k").unwrap();
         assert_eq!(recorded, records[0].digest);
-        let removed = remove_output(&bin);
+        let removed = remove_output(&bin, None);
         assert!(!bin.exists() && !linked.exists(), "{removed}");
         assert!(
             root.join("deps/my_prog-0123abcd.d").exists(),

@@ -513,3 +513,114 @@ fn pgo_and_bolt_are_kept_and_faster_where_each_wins_several_fold() {
     let fin = final_choice(&report);
     assert_eq!(fin.stage, "bolt", "{fin:#?}");
 }
+
+/// The records of the builds kept under `target_dir` (`cache/builds/<key>.json`): each
+/// build's command and what cargo printed.
+fn build_records(target_dir: &Path) -> Vec<serde_json::Value> {
+    let dir = target_dir.join("optimize/cache/builds");
+    let mut records = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        let entry: serde_json::Value = serde_json::from_str(&text).unwrap();
+        records.extend(entry["value"].as_array().cloned().unwrap_or_default());
+    }
+    records
+}
+
+/// Every file below `dir` whose name ends with `suffix`.
+fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            found.extend(files_ending(&path, suffix));
+        } else if path.to_string_lossy().ends_with(suffix) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn bolt_s_input_is_a_relink_that_compiles_no_dependency_again_and_bolt_works_on_it() {
+    let _guard = shared();
+    // This fixture's target dir is this test's alone: start with nothing built, so what
+    // cargo compiled for each build is in its record.
+    let td = target_dir("bolt-relink");
+    let _ = std::fs::remove_dir_all(&td);
+    let r = optimize("bolt-relink", &["--stages", "pgo,bolt"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let dir = run_dir(&r);
+    let report = report_of(&r);
+    let bolt = stage(&report, "bolt");
+    assert_eq!(bolt.verified, Some(true), "{bolt:#?}");
+    assert!(
+        matches!(bolt.status, Status::Kept | Status::Dropped),
+        "{bolt:#?}"
+    );
+    let facts = bolt.facts.bolt.as_ref().expect("bolt facts");
+    assert!(facts.input_rebuilt, "{facts:#?}");
+    // What apply writes still names -Wl,-q (a full build with it makes the same binary).
+    let from = best_before_bolt(&report);
+    let mut want = settings(from).rustflags.clone();
+    want.push("-Clink-args=-Wl,-q".into());
+    assert_eq!(settings(bolt).rustflags, want, "{bolt:#?}");
+
+    // Each input (the one built ahead from the pgo build, the one the stage built from its
+    // best): `cargo rustc … -- -Clink-args=-Wl,-q` in the build dir of the build it
+    // relinks, compiling the package alone.
+    let records = build_records(&td);
+    let command = |r: &serde_json::Value| r["command"].as_str().unwrap_or("").to_string();
+    let relinks: Vec<&serde_json::Value> = (records.iter())
+        .filter(|r| command(r).contains("-Wl,-q"))
+        .collect();
+    assert!(!relinks.is_empty(), "{records:#?}");
+    for relink in relinks {
+        assert_is_a_relink(relink, &command(relink));
+    }
+    // The input BOLT read has relocations, and BOLT optimized it; the pgo build it may
+    // relink kept its own binary without them (not overwritten).
+    assert!(has_section(&dir.join("bin/bolt-input"), ".rela.text"));
+    assert!(!has_section(&dir.join("bin/pgo"), ".rela.text"));
+    assert!(has_section(&dir.join("bin/bolt"), ".bolt.org.text"));
+}
+
+/// `record` (of a build with `input` as its command) compiled the package alone, in the
+/// build dir of the build it relinks, whose binary it left without relocations.
+fn assert_is_a_relink(record: &serde_json::Value, input: &str) {
+    let said = record["stderr"].as_str().unwrap();
+    assert!(
+        input.contains(" cargo rustc ") && input.ends_with(" -- -Clink-args=-Wl,-q"),
+        "{input}"
+    );
+    let flags = input.split(" cargo ").next().unwrap();
+    assert!(
+        !flags.contains("-Wl,-q"),
+        "a rustflag of every crate: {input}"
+    );
+    assert!(said.contains("Compiling bolt-relink"), "{said}");
+    assert!(!said.contains("Compiling relink-dep"), "{said}");
+    // The dependency was compiled once, into the relinked build's dir; the input's own
+    // target dir holds its binary and nothing compiled.
+    let build_dir = input
+        .split("build.build-dir='")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .unwrap_or_else(|| panic!("no build dir in {input}"));
+    let rlibs = files_ending(Path::new(build_dir), ".rlib");
+    assert_eq!(rlibs.len(), 1, "{build_dir}: {rlibs:?}");
+    let binary = PathBuf::from(record["binary"].as_str().unwrap());
+    let own = binary
+        .ancestors()
+        .find(|a| a.parent().is_some_and(|p| p.ends_with("optimize/build")))
+        .unwrap();
+    assert_ne!(own, Path::new(build_dir));
+    assert!(files_ending(own, ".rlib").is_empty(), "{}", own.display());
+    assert!(has_section(&binary, ".rela.text"), "{}", binary.display());
+    let relinked = Path::new(build_dir).join(binary.strip_prefix(own).unwrap());
+    assert!(
+        !has_section(&relinked, ".rela.text"),
+        "{}",
+        relinked.display()
+    );
+}

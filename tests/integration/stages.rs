@@ -361,3 +361,48 @@ fn objective_size_keeps_an_as_fast_smaller_binary_and_time_drops_it() {
         r.stderr
     );
 }
+
+#[test]
+fn the_instrumented_build_of_a_fat_lto_profile_leaves_lto_out_and_its_profile_still_fits() {
+    let _guard = shared();
+    // bolt-relink (a crate and a path dependency) built with its `fat` profile; a target
+    // dir of this test's own.
+    let td = target_dir("bolt-relink-fat");
+    let args = [
+        "optimize",
+        "--target-dir",
+        td.to_str().unwrap(),
+        "--profile",
+        "fat",
+        "--stages",
+        "pgo",
+        "--fresh",
+    ];
+    let r = run(&fixture("bolt-relink"), &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let pgo = stage(&report, "pgo");
+    let inst = pgo
+        .facts
+        .instrumented_rustflags
+        .as_ref()
+        .unwrap_or_else(|| panic!("no instrumented_rustflags: {pgo:#?}"));
+    assert_eq!(
+        inst.last().map(String::as_str),
+        Some("-Clto=off"),
+        "{inst:?}"
+    );
+    // The optimized build (fat LTO: its rustflags do not turn it off) found a profile for
+    // every function it instrumented, the dependency's included.
+    assert!(
+        !settings(pgo)
+            .rustflags
+            .iter()
+            .any(|f| f.starts_with("-Clto")),
+        "{pgo:#?}"
+    );
+    assert_eq!(pgo.facts.functions_without_profile, Some(0), "{pgo:#?}");
+    let functions = pgo.facts.profile.as_ref().map(|p| p.functions);
+    assert!(functions.is_some_and(|n| n > 0), "{pgo:#?}");
+    assert!(!r.stderr.contains("had no profile data"), "{}", r.stderr);
+}

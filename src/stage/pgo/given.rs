@@ -19,13 +19,13 @@ use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 /// best picks a CPU and the portable best does not, both built with the profile in `file`.
 pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> Vec<Offer<'c>> {
     let profile = load(ctx, file);
-    if let Ok(p) = &profile {
-        ctx.build_ahead(bolt_input(ctx, standing, p).into_iter().collect());
-    }
     let best = match &profile {
         Ok(p) => build_with(ctx, &standing.best.settings, p, None, false),
         Err(e) => Err(StageError::Failed(e.to_string())),
     };
+    if let (Ok(p), Ok(_)) = (&profile, &best) {
+        ctx.build_ahead(bolt_input(ctx, standing, p).into_iter().collect());
+    }
     let mut offers = vec![Offer::against_best(best)];
     if standing.best.targets_cpu() && !standing.portable.targets_cpu() {
         let portable = match profile {
