@@ -38,6 +38,10 @@ pub const SCHEMA: u32 = 1;
 /// The file every run writes into its folder.
 pub const FILE: &str = "report.json";
 
+/// The `pipeline[]` step of the wait, before a comparison is timed, for the builds started
+/// ahead to finish (nothing timed shares the machine with them): counted as building.
+pub const AHEAD_WAIT_STEP: &str = "builds ahead: finishing before timing";
+
 /// The formats a report renders to (`cargo optimize report --format`), and what renders each.
 pub use crate::render::ReportFormat as Format;
 
@@ -551,7 +555,7 @@ impl Report {
                 continue;
             } else if name.ends_with(": measure") {
                 "measuring"
-            } else if name.ends_with(" build") {
+            } else if name.ends_with(" build") || name == AHEAD_WAIT_STEP {
                 "building"
             } else if name.ends_with(": verify")
                 || name.ends_with(": crate tests")
@@ -677,6 +681,7 @@ mod tests {
                 step("baseline build", 2.0),
                 step("baseline: workloads", 1.0),
                 step("pgo: instrumented build", 3.0),
+                step(AHEAD_WAIT_STEP, 4.0),
                 step("pgo: training", 0.5),
                 step("pgo: llvm-profdata merge", 0.25),
                 step("pgo: verify", 1.0),
@@ -690,7 +695,7 @@ mod tests {
             kinds,
             [
                 ("measuring", 10.0),
-                ("building", 5.0),
+                ("building", 9.0),
                 ("verifying", 2.0),
                 ("training", 0.5),
                 ("other", 0.25)
