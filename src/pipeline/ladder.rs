@@ -529,7 +529,7 @@ impl<'a> Ladder<'a> {
             if h.vs_baseline.is_none_or(|t| portable && t.measured) {
                 continue;
             }
-            let pairs = self.confirmation_pairs(&h.candidate.tag());
+            let pairs = self.confirmation_pairs();
             let pair = (&self.baseline, &h.candidate);
             let m = measure::confirm(self.ctx, pair, &self.verifier, (share, pairs), self.cache)?;
             let h = if portable {
@@ -558,14 +558,15 @@ impl<'a> Ladder<'a> {
         Ok(())
     }
 
-    /// Pairs per workload for `tag`'s confirmation: [`confirmation_pairs`] at the spread of
-    /// the pairs of the comparison that chose it, workload by workload.
-    fn confirmation_pairs(&self, tag: &str) -> u32 {
+    /// Pairs per workload for the confirmation: [`confirmation_pairs`] at each workload's
+    /// spread pooled over every comparison the run made on it (a comparison's own first
+    /// look has 4 pairs, too few to tell its spread: the demo's gave 8 pairs where 30
+    /// were needed).
+    fn confirmation_pairs(&self) -> u32 {
         let spreads: Vec<f64> = self
             .per_workload
             .values()
-            .filter_map(|by_tag| by_tag.get(tag))
-            .map(|c| c.log.se * (c.log.n as f64).sqrt())
+            .map(|by_tag| pooled_spread(by_tag.values().map(|c| c.log)))
             .collect();
         confirmation_pairs(&spreads)
     }
@@ -660,6 +661,18 @@ fn confirmation_pairs(spreads: &[f64]) -> u32 {
     (n.ceil() as u32).clamp(8, 2000)
 }
 
+/// The spread of one pair's log ratio pooled over comparisons (each's `se·√n`, weighted by
+/// its degrees of freedom); NaN without a comparison of 2 pairs or more.
+fn pooled_spread(logs: impl Iterator<Item = LogEstimate>) -> f64 {
+    let (mut sum, mut df) = (0.0, 0.0);
+    for l in logs.filter(|l| l.n >= 2 && l.se.is_finite()) {
+        let d = (l.n - 1) as f64;
+        sum += l.se * l.se * l.n as f64 * d;
+        df += d;
+    }
+    (sum / df).sqrt()
+}
+
 /// Whether a direct measurement against the baseline lets a candidate ship: surely faster
 /// (the whole interval below 1), or under `objective = "size"` not surely slower.
 fn ships(e: &Estimate, size: bool) -> bool {
@@ -717,7 +730,8 @@ fn smaller_counts(ctx: &Context, cand: &Candidate, rival: &Candidate) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::confirmation_pairs;
+    use super::{confirmation_pairs, pooled_spread};
+    use crate::bench::stats::LogEstimate;
 
     /// Four workloads whose pairs spread by 10 %: the geometric mean's se is 0.1/(2√n), and
     /// ±1.5 % at 95 % needs 1.96·0.05/√n ≤ ln 1.015 = 0.01489, so n ≥ 43.3.
@@ -730,5 +744,21 @@ mod tests {
         assert_eq!(confirmation_pairs(&[5.0]), 2000);
         assert_eq!(confirmation_pairs(&[]), 16);
         assert_eq!(confirmation_pairs(&[f64::NAN, f64::INFINITY]), 16);
+    }
+
+    /// Two comparisons of one workload: 4 pairs spreading 0.02 (se 0.01) and 16 spreading
+    /// 0.12 (se 0.03): pooled by degrees of freedom, √((3·0.0004 + 15·0.0144) / 18) ≈ 0.110.
+    #[test]
+    fn the_spread_is_pooled_over_a_workloads_comparisons() {
+        let log = |se: f64, n: usize| LogEstimate {
+            mean: 0.0,
+            se,
+            df: (n - 1) as f64,
+            n,
+        };
+        let s = pooled_spread([log(0.01, 4), log(0.03, 16)].into_iter());
+        assert!((s - 0.1100).abs() < 1e-3, "{s}");
+        let one_pair = pooled_spread([log(0.5, 1), log(f64::INFINITY, 8)].into_iter());
+        assert!(one_pair.is_nan());
     }
 }
