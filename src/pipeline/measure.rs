@@ -192,14 +192,7 @@ pub fn compare_over_workloads(
             ctx.spec.path.display()
         );
     }
-    // Nothing timed may share the machine with a build started ahead; the wait for them is
-    // building time (the run's `time:` line adds up).
-    let waited = Instant::now();
-    ctx.ahead.settle();
-    let secs = waited.elapsed().as_secs_f64();
-    if secs >= 0.05 {
-        ctx.record(crate::report::AHEAD_WAIT_STEP, secs, None);
-    }
+    settle_ahead(ctx);
     let start = Instant::now();
     let recorded_then = ctx.recorded_secs();
     // Keyed under the comparison's full max-time (`full_max`: the spec's, weighted), not
@@ -260,6 +253,17 @@ pub fn compare_over_workloads(
         .zip(found)
         .map(|(w, c)| (w.name.clone(), c.expect("measured or kept")))
         .collect())
+}
+
+/// Nothing timed may share the machine with a build started ahead: wait for them, and record
+/// the wait as building time (so the run's `time:` line adds up).
+fn settle_ahead(ctx: &Context) {
+    let waited = Instant::now();
+    ctx.ahead.settle();
+    let secs = waited.elapsed().as_secs_f64();
+    if secs >= 0.05 {
+        ctx.record(crate::report::AHEAD_WAIT_STEP, secs, None);
+    }
 }
 
 /// Measure `todo` jointly against the `done` comparisons, each side in its own private cwd
