@@ -259,6 +259,17 @@ impl Budget {
         n * block * min_blocks.min(to_max)
     }
 
+    /// What confirming the ship against the baseline is expected to cost: the pairs
+    /// [`confirmation_pairs`] buys at the spread a run-to-run variation of `cv` gives a pair
+    /// (√2·cv), at most `max-time` per workload, at least a first look.
+    fn confirmation(&self, costs: &Costs, spec_max: Duration, cv: f64) -> f64 {
+        let n = costs.eval_workloads.max(1);
+        let spreads = vec![std::f64::consts::SQRT_2 * cv.max(0.005); n];
+        let secs = f64::from(confirmation_pairs(&spreads)) * 2.0 * costs.eval;
+        let cap = spec_max.as_secs_f64() * n as f64;
+        secs.min(cap).max(self.first_look(costs))
+    }
+
     /// What the baseline showed each piece of work costs.
     pub fn learn(&self, costs: Costs) {
         self.costs.set(Some(costs));
@@ -430,6 +441,24 @@ pub enum Decides {
     Final,
 }
 
+/// The half-width the confirmation aims at for the geometric mean's 95 % interval.
+const CONFIRM_HALF_WIDTH: f64 = 0.015;
+
+/// Pairs per workload that give the geometric mean of `spreads.len()` workloads a 95 %
+/// interval of ±[`CONFIRM_HALF_WIDTH`] when each workload's pairs spread as given (the
+/// standard deviation of a pair's log ratio; its standard error is that over √n): between 8
+/// and 2 000 (the budget's share stops it sooner when it cannot pay); 16 without spreads.
+pub(crate) fn confirmation_pairs(spreads: &[f64]) -> u32 {
+    let finite: Vec<f64> = spreads.iter().copied().filter(|s| s.is_finite()).collect();
+    if finite.is_empty() {
+        return 16;
+    }
+    let k = finite.len() as f64;
+    let target = (1.0 + CONFIRM_HALF_WIDTH).ln() / crate::bench::stats::normal_quantile(0.975);
+    let n = finite.iter().map(|s| s * s).sum::<f64>() / (k * k * target * target);
+    (n.ceil() as u32).clamp(8, 2000)
+}
+
 /// What climbing `stages` (and the final comparison) is expected to cost at `costs`, within
 /// `budget`; `cv` is the workloads' run-to-run variation (a fraction).
 pub fn project(
@@ -445,7 +474,7 @@ pub fn project(
         least_builds: Some([0.0, 0.0]),
         verify_secs: 0.0,
         training_secs: 0.0,
-        measure_secs: [budget.first_look(costs), budget.first_look(costs)],
+        measure_secs: [budget.confirmation(costs, spec_max, cv); 2],
         pairs_bought: 0.0,
         pairs_for_1pct: 0.0,
     };
@@ -777,8 +806,9 @@ mod tests {
         assert_eq!(p.verify_secs, 5.0);
         // pgo: a training (0.5) and the coverage pass (2 × 0.3); bolt: a training.
         assert!((p.training_secs - 1.6).abs() < 1e-9, "{p:?}");
-        // First looks: 6 comparisons (1 + 2 + 1 + 1 + the final) × 4 pairs × 2 × 0.3 s.
-        assert!((p.measure_secs[0] - 14.4).abs() < 1e-9, "{p:?}");
+        // First looks: 5 comparisons (1 + 2 + 1 + 1) × 4 pairs × 2 × 0.3 s, and the final
+        // confirmation's 8 pairs (2 % per run: ±1.5 % needs 7) × 2 × 0.3 s.
+        assert!((p.measure_secs[0] - 16.8).abs() < 1e-9, "{p:?}");
         assert!(p.measure_secs[1] >= p.measure_secs[0]);
         // 2 % per run: (1.96 · √2 · 2)² ≈ 30.7 → 31 pairs for ±1 %.
         assert_eq!(p.pairs_for_1pct, 31.0);
@@ -824,5 +854,18 @@ mod tests {
             small.ends_with("more than the budget: the stages that fit are tried, pgo first"),
             "{small}"
         );
+    }
+
+    /// Four workloads whose pairs spread by 10 %: the geometric mean's se is 0.1/(2√n), and
+    /// ±1.5 % at 95 % needs 1.96·0.05/√n ≤ ln 1.015 = 0.01489, so n ≥ 43.3.
+    #[test]
+    fn the_confirmation_buys_the_pairs_its_half_width_needs() {
+        assert_eq!(confirmation_pairs(&[0.1; 4]), 44);
+        // One workload twice as noisy pays for itself: (3·0.01 + 0.04) / 0.04 × 43.3 / 4.
+        assert_eq!(confirmation_pairs(&[0.1, 0.1, 0.1, 0.2]), 76);
+        assert_eq!(confirmation_pairs(&[0.001]), 8);
+        assert_eq!(confirmation_pairs(&[5.0]), 2000);
+        assert_eq!(confirmation_pairs(&[]), 16);
+        assert_eq!(confirmation_pairs(&[f64::NAN, f64::INFINITY]), 16);
     }
 }

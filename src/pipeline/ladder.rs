@@ -568,7 +568,7 @@ impl<'a> Ladder<'a> {
             .values()
             .map(|by_tag| pooled_spread(by_tag.values().map(|c| c.log)))
             .collect();
-        confirmation_pairs(&spreads)
+        super::budget::confirmation_pairs(&spreads)
     }
 
     /// The final gate: what ships must be measurably faster than the baseline *measured
@@ -643,24 +643,6 @@ impl<'a> Ladder<'a> {
     }
 }
 
-/// The half-width the confirmation aims at for the geometric mean's 95 % interval.
-const CONFIRM_HALF_WIDTH: f64 = 0.015;
-
-/// Pairs per workload that give the geometric mean of `spreads.len()` workloads a 95 %
-/// interval of ±[`CONFIRM_HALF_WIDTH`] when each workload's pairs spread as given (the
-/// standard deviation of a pair's log ratio; its standard error is that over √n): between 8
-/// and 2 000 (the budget's share stops it sooner when it cannot pay); 16 without spreads.
-fn confirmation_pairs(spreads: &[f64]) -> u32 {
-    let finite: Vec<f64> = spreads.iter().copied().filter(|s| s.is_finite()).collect();
-    if finite.is_empty() {
-        return 16;
-    }
-    let k = finite.len() as f64;
-    let target = (1.0 + CONFIRM_HALF_WIDTH).ln() / stats::normal_quantile(0.975);
-    let n = finite.iter().map(|s| s * s).sum::<f64>() / (k * k * target * target);
-    (n.ceil() as u32).clamp(8, 2000)
-}
-
 /// The spread of one pair's log ratio pooled over comparisons (each's `se·√n`, weighted by
 /// its degrees of freedom); NaN without a comparison of 2 pairs or more.
 fn pooled_spread(logs: impl Iterator<Item = LogEstimate>) -> f64 {
@@ -730,21 +712,8 @@ fn smaller_counts(ctx: &Context, cand: &Candidate, rival: &Candidate) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{confirmation_pairs, pooled_spread};
+    use super::pooled_spread;
     use crate::bench::stats::LogEstimate;
-
-    /// Four workloads whose pairs spread by 10 %: the geometric mean's se is 0.1/(2√n), and
-    /// ±1.5 % at 95 % needs 1.96·0.05/√n ≤ ln 1.015 = 0.01489, so n ≥ 43.3.
-    #[test]
-    fn the_confirmation_buys_the_pairs_its_half_width_needs() {
-        assert_eq!(confirmation_pairs(&[0.1; 4]), 44);
-        // One workload twice as noisy pays for itself: (3·0.01 + 0.04) / 0.04 × 43.3 / 4.
-        assert_eq!(confirmation_pairs(&[0.1, 0.1, 0.1, 0.2]), 76);
-        assert_eq!(confirmation_pairs(&[0.001]), 8);
-        assert_eq!(confirmation_pairs(&[5.0]), 2000);
-        assert_eq!(confirmation_pairs(&[]), 16);
-        assert_eq!(confirmation_pairs(&[f64::NAN, f64::INFINITY]), 16);
-    }
 
     /// Two comparisons of one workload: 4 pairs spreading 0.02 (se 0.01) and 16 spreading
     /// 0.12 (se 0.03): pooled by degrees of freedom, √((3·0.0004 + 15·0.0144) / 18) ≈ 0.110.
