@@ -13,7 +13,7 @@
 //!
 //! Must not: measure or decide anything (the pipeline does).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -34,6 +34,8 @@ pub struct VerdictCache {
     machine: String,
     hits: Cell<u32>,
     misses: Cell<u32>,
+    /// Workloads already warned about having no key (said once a run).
+    unkeyed: RefCell<std::collections::BTreeSet<String>>,
 }
 
 /// The key of running `workloads` on `binary`: the tool's version, the binary's bytes, and
@@ -139,7 +141,21 @@ impl VerdictCache {
             machine,
             hits: Cell::new(0),
             misses: Cell::new(0),
+            unkeyed: RefCell::default(),
         }
+    }
+
+    /// The first time in a run that `workload` has no key (`why`: its input folder is too
+    /// large to hash, say), the warning that what is measured on it is not kept; `None`
+    /// after, so a run says it once per workload, not once per comparison.
+    pub fn unkept_warning(&self, workload: &str, why: &std::io::Error) -> Option<String> {
+        if !self.unkeyed.borrow_mut().insert(workload.to_string()) {
+            return None;
+        }
+        Some(format!(
+            "workload `{workload}`: nothing measured on it is kept for later runs, so an unchanged re-run measures it again: {why}\n  fix: point it at fewer files (at most {DIR_ENTRIES_LIMIT} entries and {} in a folder), or at one file",
+            crate::util::human_bytes(DIR_BYTES_LIMIT)
+        ))
     }
 
     /// `(hits, misses)` so far.
@@ -371,6 +387,20 @@ pub fn machine_fingerprint(cpu_model: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A workload without a key is warned about once a run, with the fix, not once per
+    /// comparison.
+    #[test]
+    fn a_workload_without_a_key_is_warned_about_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = VerdictCache::new(dir.path(), false, "m".into());
+        let why = std::io::Error::other("/corpus holds more than 10000 entries");
+        let first = cache.unkept_warning("todo", &why).expect("the first time");
+        assert!(first.contains("workload `todo`") && first.contains("10000 entries"));
+        assert!(first.contains("fix: point it at fewer files"), "{first}");
+        assert_eq!(cache.unkept_warning("todo", &why), None);
+        assert!(cache.unkept_warning("word", &why).is_some());
+    }
     use std::time::Duration;
 
     fn workload(cwd: &Path, input: &str) -> Workload {

@@ -205,10 +205,7 @@ pub fn compare_over_workloads(
         pairs_past_max_time: 0,
         ..opts.clone()
     };
-    let keys: Vec<Option<String>> = eval
-        .iter()
-        .map(|w| cache.key(a.1, b.1, w, &key_opts).ok())
-        .collect();
+    let keys = verdict_keys(ctx, cache, (a.1, b.1), &eval, &key_opts);
     let cut_short =
         |c: &Comparison| opts.max_time < key_opts.max_time && c.stop == StopReason::MaxTime;
     let mut found: Vec<Option<Comparison>> = Vec::new();
@@ -253,6 +250,28 @@ pub fn compare_over_workloads(
         .zip(found)
         .map(|(w, c)| (w.name.clone(), c.expect("measured or kept")))
         .collect())
+}
+
+/// Each workload's verdict key for `b` against `a`, `None` (said once a run, with the fix)
+/// where its inputs cannot be keyed: too large a folder to hash.
+fn verdict_keys(
+    ctx: &Context,
+    cache: &VerdictCache,
+    (a, b): (&Path, &Path),
+    eval: &[&Workload],
+    key_opts: &BenchOptions,
+) -> Vec<Option<String>> {
+    eval.iter()
+        .map(|w| match cache.key(a, b, w, key_opts) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                if let Some(warning) = cache.unkept_warning(&w.name, &e) {
+                    ctx.ui.warn(&warning);
+                }
+                None
+            }
+        })
+        .collect()
 }
 
 /// Nothing timed may share the machine with a build started ahead: wait for them, and record
