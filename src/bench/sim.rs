@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::joint::drive_jointly;
 use super::runner::{BenchError, BenchOptions, Observation, Side, Source, LADDER_MIN_PAIRS};
-use super::stats::{Estimator, Verdict};
+use super::stats::Estimator;
 use super::{geomean, Comparison};
 use crate::process::Status;
 
@@ -214,5 +214,4 @@ fn without_tails_trimming_keeps_the_error_rates() {
             assert!(t.kept * 20 <= trials as usize);
         }
     }
-    let _ = Verdict::Faster;
 }
