@@ -4,6 +4,7 @@
 //! process shares. Lowest layer: imports nothing from the crate.
 
 pub mod atomic;
+pub mod mirror;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

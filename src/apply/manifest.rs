@@ -31,6 +31,16 @@ pub struct Edited {
     pub notes: Vec<String>,
 }
 
+impl Edited {
+    /// `text` as it is, no note (an edit that changes nothing, for another to follow).
+    pub fn unchanged(text: &str) -> Edited {
+        Edited {
+            text: text.to_string(),
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// `[profile.<name>]` with `inherits = "<base>"` and `overrides` (key → TOML literal), in
 /// the manifest text; everything else is kept byte for byte (see the module doc for whose
 /// keys are whose).

@@ -35,6 +35,7 @@ use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::context::DirLock;
 use crate::report::{self, Report, Status};
 
+mod allocator;
 mod manifest;
 mod profile;
 
@@ -65,6 +66,8 @@ pub struct Winner {
     pub target: Option<String>,
     pub features: crate::cargo::Features,
     pub speedup: Option<f64>,
+    /// The global allocator the alloc stage swapped in.
+    pub allocator: Option<String>,
 }
 
 impl Winner {
@@ -126,6 +129,7 @@ impl Winner {
             target: settings.target.clone(),
             features: settings.features.clone(),
             speedup: fin.speedup_vs_baseline,
+            allocator: settings.allocator.clone(),
         })
     }
 
@@ -373,14 +377,15 @@ fn plan(
     if !manifest.exists() {
         anyhow::bail!("cannot read {}: no such file", manifest.display());
     }
-    if !win.overrides.is_empty() {
-        changes.push(Change::text(
-            manifest,
-            format!("[profile.{}]", args.profile_name),
-            |text| edit_manifest(text, &args.profile_name, &win.base_profile, &win.overrides),
-            &mut notes,
-        )?);
-    }
+    let alloc = allocator::of(win)?;
+    let alloc_here = alloc.filter(|_| project.manifest_path == manifest);
+    changes.extend(manifest_change(
+        manifest,
+        win,
+        &args.profile_name,
+        alloc_here,
+        &mut notes,
+    )?);
 
     // 2. target-cpu, only when asked.
     changes.extend(cpu_change(project, win, args.cpu, &mut notes)?);
@@ -402,6 +407,17 @@ fn plan(
         });
         pgo_dest = Some(dest);
     }
+    // 4. The global allocator: its item in the binary's root file (and its dependency in a
+    //    member's manifest).
+    if let Some(a) = alloc {
+        changes.extend(allocator::changes(
+            project,
+            a,
+            report,
+            alloc_here.is_none(),
+            &mut notes,
+        )?);
+    }
     if win.stage == "bolt" {
         notes.push(format!(
             "the winner was post-processed by BOLT, which no cargo setting reproduces: the settings written here are those of the build BOLT started from; the BOLT-optimized binary is {}",
@@ -420,6 +436,39 @@ fn plan(
         notes,
         pgo_dest,
     })
+}
+
+/// The workspace root manifest's change: the named profile (none when the winner changes no
+/// profile key: it would only say `inherits`) and, when the package is the root, the global
+/// allocator's dependency, one edit after the other in the one file.
+fn manifest_change(
+    manifest: PathBuf,
+    win: &Winner,
+    profile_name: &str,
+    alloc: Option<&crate::cargo::alloc::Allocator>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Option<Change>> {
+    if win.overrides.is_empty() && alloc.is_none() {
+        return Ok(None);
+    }
+    let what = match win.overrides.is_empty() {
+        true => "the global allocator's crate".to_string(),
+        false => format!("[profile.{profile_name}]"),
+    };
+    let change = Change::text(
+        manifest,
+        what,
+        |text| {
+            let mut e = match win.overrides.is_empty() {
+                true => Edited::unchanged(text),
+                false => edit_manifest(text, profile_name, &win.base_profile, &win.overrides)?,
+            };
+            allocator::add_dependency(&mut e, alloc)?;
+            Ok(e)
+        },
+        notes,
+    )?;
+    Ok(Some(change))
 }
 
 /// `.cargo/config.toml`'s `-Ctarget-cpu` with `--cpu`; without it, a note.

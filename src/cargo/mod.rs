@@ -10,6 +10,7 @@
 //! the user's, so [`user_rustflags`] reproduces cargo's choice and every build passes
 //! `user flags + stage flags` as `CARGO_ENCODED_RUSTFLAGS`.
 
+pub mod alloc;
 mod child;
 mod config;
 mod executable;
@@ -58,6 +59,10 @@ pub enum CargoError {
     },
     #[error("package `{package}` has several binaries ({available}) and none was chosen\n  fix: pass --bin NAME, or set `bin = \"NAME\"` in optimize.toml")]
     AmbiguousBin { package: String, available: String },
+    /// The private copy of a build with an allocator could not be made (the message has
+    /// the fix).
+    #[error("{0}")]
+    Alloc(String),
     #[error("cannot run cargo: {0}")]
     Spawn(std::io::Error),
     #[error("`{command}` failed ({status}):\n{tail}")]
@@ -107,6 +112,11 @@ pub struct BuildSettings {
     /// `--target`: `None` builds for the host the way a plain `cargo build` does.
     pub target: Option<String>,
     pub features: Features,
+    /// The global allocator swapped in (`cargo::alloc`): the build compiles a private copy
+    /// of the workspace with it. Left out of the hash when `None`, so settings without one
+    /// name the target dirs and cache entries they always did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<String>,
 }
 
 impl BuildSettings {
@@ -280,6 +290,8 @@ impl BuildCache<'_> {
         settings: &BuildSettings,
         target_dir: &Path,
     ) -> Option<Built> {
+        alloc::prepare(project, settings).ok()?;
+        let project = &alloc::source(project, settings);
         let key = reuse::key(project, settings, target_dir, self.toolchain);
         reuse::reusable(
             &self.store(),
@@ -301,6 +313,8 @@ impl BuildCache<'_> {
         target_dir: &Path,
         on_line: &mut dyn FnMut(&str),
     ) -> Result<(Built, Option<String>), CargoError> {
+        alloc::prepare(project, settings)?;
+        let project = &alloc::source(project, settings);
         let key = reuse::key(project, settings, target_dir, self.toolchain);
         let store = self.store();
         let recorded = |binary: &Path| {
@@ -346,6 +360,8 @@ pub fn build(
     target_dir: &Path,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<(Built, Option<String>), CargoError> {
+    alloc::prepare(project, settings)?;
+    let project = &alloc::source(project, settings);
     build_checked(project, settings, target_dir, on_line, &|_| None)
 }
 
@@ -686,6 +702,7 @@ mod tests {
             rustflags: vec![],
             target: None,
             features: Features::default(),
+            allocator: None,
         };
         let a = base.hash();
         assert_eq!(a, base.clone().hash());
@@ -710,6 +727,7 @@ mod tests {
                 rustflags: vec![],
                 target: None,
                 features: Features::default(),
+                allocator: None,
             };
             s.profile_overrides.insert("lto".into(), lto.into());
             uses_lto(&project, &s)

@@ -121,6 +121,7 @@ mod tests {
             rustflags: flags.iter().map(|f| f.to_string()).collect(),
             target: Some("x86_64-unknown-linux-gnu".into()),
             features: Features::default(),
+            allocator: None,
         }
     }
 

@@ -17,6 +17,8 @@ pub struct Project {
     pub package_dir: PathBuf,
     pub version: String,
     pub bin: String,
+    /// The binary's root file (`src/main.rs`), as cargo names it; `None` for a harness.
+    pub bin_root: Option<PathBuf>,
     /// Every binary target of the package.
     pub bins: Vec<String>,
     /// Every bench target of the package (what `cargo = "bench"` workloads can run).
@@ -44,6 +46,7 @@ impl Project {
             package_dir: "/p".into(),
             version: version.into(),
             bin: bin.into(),
+            bin_root: None,
             bins: vec![bin.into()],
             benches: vec![],
             workspace_root: "/p".into(),
@@ -338,6 +341,11 @@ impl Workspace {
             package: pkg.name.to_string(),
             package_dir: package_dir(pkg),
             version: pkg.version.to_string(),
+            bin_root: pkg
+                .targets
+                .iter()
+                .find(|t| t.is_bin() && t.name == bin)
+                .map(|t| t.src_path.clone().into_std_path_buf()),
             bin,
             bins: bin_names(pkg),
             benches: target_names(pkg, "bench"),

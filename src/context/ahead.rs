@@ -195,6 +195,7 @@ mod tests {
             rustflags: Vec::new(),
             target: None,
             features: Default::default(),
+            allocator: None,
         }
     }
 

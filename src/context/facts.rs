@@ -43,6 +43,13 @@ pub struct StageFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<Vec<Explained>>,
 
+    // alloc
+    /// The binary's root file the `#[global_allocator]` item goes into, relative to the
+    /// workspace root, and its SHA-256 (64 hex digits) when the run built it: `apply`
+    /// writes the item only while the file still has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_root: Option<AllocRoot>,
+
     // pgo
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileStats>,
@@ -321,6 +328,13 @@ pub struct BoltFacts {
     pub functions_total: Option<u64>,
     pub warnings: Vec<String>,
     pub log: String,
+}
+
+/// Where the alloc stage's item went, and what that file held (see `StageFacts::alloc_root`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AllocRoot {
+    pub file: PathBuf,
+    pub sha256: String,
 }
 
 #[cfg(test)]

@@ -133,7 +133,13 @@ struct Shape {
     comparisons: f64,
 }
 
-fn shape(stage: StageName, cpu_levels: usize, fp_flags: usize, profiles: usize) -> Shape {
+fn shape(
+    stage: StageName,
+    cpu_levels: usize,
+    fp_flags: usize,
+    profiles: usize,
+    allocs: usize,
+) -> Shape {
     let (builds, verifications, trainings, evals, comparisons) = match stage {
         // A build, a verification and a comparison per setting the search tries.
         StageName::Profile => {
@@ -147,6 +153,12 @@ fn shape(stage: StageName, cpu_levels: usize, fp_flags: usize, profiles: usize) 
         // A build, a verification and a comparison per flag.
         StageName::Fp => {
             let n = fp_flags.max(1) as f64;
+            (n, n, 0.0, 0.0, n)
+        }
+        // A build (of the workspace's private copy, cold), a verification and a
+        // comparison per allocator; none when the list is empty.
+        StageName::Alloc => {
+            let n = allocs as f64;
             (n, n, 0.0, 0.0, n)
         }
         // Instrumented + optimized builds, the training and the eval coverage pass.
@@ -171,7 +183,7 @@ fn priority(stage: StageName) -> u8 {
         StageName::Pgo => 3,
         StageName::Cpu => 2,
         StageName::Profile => 1,
-        StageName::Fp | StageName::Bolt | StageName::Baseline => 0,
+        StageName::Fp | StageName::Alloc | StageName::Bolt | StageName::Baseline => 0,
     }
 }
 
@@ -203,6 +215,9 @@ pub struct Budget {
     cpu_levels: usize,
     /// How many flags the fp stage may try ([`fp_flags`]; set after [`Budget::new`]).
     pub fp_flags: usize,
+    /// How many allocators the alloc stage tries (`[stages] alloc`; set after
+    /// [`Budget::new`]).
+    pub allocs: usize,
     /// How many settings the profile stage builds (`stage::profile::candidates`; 1 until
     /// set after [`Budget::new`]).
     pub profiles: usize,
@@ -227,6 +242,7 @@ impl Budget {
             costs: Cell::new(None),
             cpu_levels,
             fp_flags: crate::stage::fp::DEFAULT_FLAGS.len(),
+            allocs: crate::spec::DEFAULT_ALLOC.len(),
             profiles: 1,
             profiles_least: 1,
             cpu_least: cpu_levels,
@@ -236,7 +252,13 @@ impl Budget {
 
     /// The seconds a stage costs besides measuring, and the seconds of its first looks.
     fn stage_cost(&self, costs: &Costs, stage: StageName) -> (f64, f64) {
-        let s = shape(stage, self.cpu_levels, self.fp_flags, self.profiles);
+        let s = shape(
+            stage,
+            self.cpu_levels,
+            self.fp_flags,
+            self.profiles,
+            self.allocs,
+        );
         let work = s.builds * costs.build
             + s.verifications * costs.verify
             + s.trainings * costs.train
@@ -399,7 +421,14 @@ impl Budget {
         for &stage in to_come {
             let (w, l) = self.stage_cost(&c, stage);
             (work, looks) = (work + w, looks + l);
-            comparisons += shape(stage, self.cpu_levels, self.fp_flags, self.profiles).comparisons;
+            comparisons += shape(
+                stage,
+                self.cpu_levels,
+                self.fp_flags,
+                self.profiles,
+                self.allocs,
+            )
+            .comparisons;
         }
         let mine = if is_final { 2.0 } else { 1.0 };
         let mean = (self.left() - work).max(0.0) * mine / comparisons;
@@ -480,7 +509,13 @@ pub fn project(
     };
     let mut comparisons = 1.0;
     for &stage in stages {
-        let s = shape(stage, budget.cpu_levels, budget.fp_flags, budget.profiles);
+        let s = shape(
+            stage,
+            budget.cpu_levels,
+            budget.fp_flags,
+            budget.profiles,
+            budget.allocs,
+        );
         p.builds += s.builds;
         p.build_secs += s.builds * costs.build;
         p.verify_secs += s.verifications * costs.verify;
@@ -490,6 +525,7 @@ pub fn project(
             budget.cpu_least,
             budget.fp_flags,
             budget.profiles_least,
+            budget.allocs,
         );
         if let Some([n, secs]) = p.least_builds.as_mut() {
             *n += least.builds;

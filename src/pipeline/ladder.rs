@@ -329,6 +329,7 @@ impl<'a> Ladder<'a> {
     /// portable-track offer replaces the portable best; any other kept one the best (and
     /// the portable best too, when it picks no CPU).
     fn decide(&mut self, cand: Candidate, rival: Rival, m: Measured) {
+        let trade = (cand.stage == StageName::Alloc).then(|| resources_note(&m.per_workload));
         for (w, c) in m.per_workload {
             self.per_workload
                 .entry(w)
@@ -381,6 +382,7 @@ impl<'a> Ladder<'a> {
         r.facts.rival = Some(holder.candidate.label());
         r.vs_best = Some(m.estimate);
         r.vs_baseline = Some(to_baseline.estimate(self.margin()));
+        r.notes.extend(trade.flatten());
         self.rows.push(r);
         if !keep {
             return;
@@ -687,6 +689,21 @@ fn candidate_row(c: &Candidate, status: Status, reason: &str) -> StageReport {
         notes: c.notes.clone(),
         facts: c.facts.clone(),
     }
+}
+
+/// What a candidate trades against its rival besides time (an allocator: memory for
+/// time): `resources: peak RSS 23.3 MiB → 32.0 MiB (1.373), user time …`.
+fn resources_note(per_workload: &[(String, Comparison)]) -> Option<String> {
+    let named: Vec<(&str, &Comparison)> = (per_workload.iter())
+        .map(|(w, c)| (w.as_str(), c))
+        .collect();
+    let said: Vec<String> = crate::report::shipped::resources(&named)
+        .into_iter()
+        .filter(|r| ["peak RSS", "user time", "system time"].contains(&r.name.as_str()))
+        .map(|r| format!("{} {} → {} ({:.3})", r.name, r.old, r.new, r.ratio))
+        .collect();
+    let lead = crate::report::shipped::RESOURCES_NOTE;
+    (!said.is_empty()).then(|| format!("{lead}{}", said.join(", ")))
 }
 
 fn describe(e: &Estimate) -> String {

@@ -133,6 +133,7 @@ fn run_budget(plan: &Plan) -> Budget {
         plan.spec.bench.max_time,
     );
     budget.fp_flags = budget::fp_flags(&plan.spec);
+    budget.allocs = plan.spec.stages.alloc.len();
     budget.profiles = stage::profile::candidates(&plan.spec.stages);
     budget.profiles_least = stage::profile::least(&plan.spec.stages);
     budget.cpu_least = budget::cpu_least(&plan.spec);

@@ -326,6 +326,7 @@ impl Plan {
             rustflags: Vec::new(),
             target: target.map(|t| t.triple),
             features: r.project.features.clone(),
+            allocator: None,
         };
         let budget = spec.bench.budget.unwrap_or(super::budget::DEFAULT);
         Ok(Plan {

@@ -25,6 +25,8 @@ pub(crate) struct LastRun {
     pub(crate) stages: Vec<StageName>,
     pub(crate) overrides: BTreeMap<String, String>,
     pub(crate) cpu: Option<String>,
+    /// The global allocator its winner was built with.
+    pub(crate) allocator: Option<String>,
 }
 
 impl LastRun {
@@ -50,6 +52,7 @@ impl LastRun {
                 .map(|s| s.profile_overrides.clone())
                 .unwrap_or_default(),
             cpu: settings.and_then(|s| s.target_cpu()),
+            allocator: settings.and_then(|s| s.allocator.clone()),
         })
     }
 }
@@ -73,6 +76,8 @@ pub(crate) struct Matrix {
     pub(crate) stages: Vec<StageName>,
     /// Profile key → TOML literal.
     pub(crate) overrides: BTreeMap<String, String>,
+    /// The global allocator every artifact is built with: the last run's kept one.
+    pub(crate) allocator: Option<String>,
     /// Where each choice came from, for the dry run and the manifest.
     pub(crate) origin: Vec<String>,
     /// The one flavor is the command line's selection (no `[release.flavors]`): its name
@@ -102,12 +107,20 @@ impl Matrix {
         let stages = stages(i, &mut origin)?;
         let overrides = overrides(i, &mut origin);
         let cpus = cpus(i, &mut origin)?;
+        let allocator = i.last.as_ref().and_then(|l| l.allocator.clone());
+        if let (Some(a), Some(last)) = (&allocator, &i.last) {
+            origin.push(format!(
+                "global allocator: {a} (what the last run, {}, kept)",
+                last.id
+            ));
+        }
         Ok(Matrix {
             targets,
             flavors,
             cpus,
             stages,
             overrides,
+            allocator,
             origin,
             implicit_flavor,
         })
@@ -367,6 +380,12 @@ impl Matrix {
         let mut groups = Vec::new();
         for triple in self.buildable() {
             let user_rustflags = (base.user_rustflags)(triple)?;
+            // A target the allocator cannot be built for here (no C compiler for it: a
+            // cross target without its gcc) keeps the system allocator.
+            let allocator = (self.allocator.as_deref())
+                .and_then(crate::cargo::alloc::named)
+                .filter(|a| crate::cargo::alloc::refusal(base.project, a, triple).is_none())
+                .map(|a| a.name.to_string());
             for (fi, flavor) in self.flavors.iter().enumerate() {
                 let features = Features {
                     features: flavor.features.clone(),
@@ -380,12 +399,14 @@ impl Matrix {
                     rustflags: Vec::new(),
                     target: Some(triple.to_string()),
                     features,
+                    allocator: None,
                 };
                 let group = groups.len();
                 let mut verified = false;
                 for cpu in self.cpus.iter().filter(|c| level_applies(c, triple)) {
                     let mut settings = baseline.clone();
                     settings.profile_overrides = self.overrides.clone();
+                    settings.allocator = allocator.clone();
                     if cpu != PORTABLE {
                         settings.rustflags.push(format!("-Ctarget-cpu={cpu}"));
                     }
@@ -504,6 +525,7 @@ mod tests {
 
     fn last() -> LastRun {
         LastRun {
+            allocator: None,
             id: "r1".into(),
             stages: vec![StageName::Pgo],
             overrides: [("lto".to_string(), "\"fat\"".to_string())].into(),

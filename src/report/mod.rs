@@ -259,6 +259,9 @@ pub struct Settings {
     pub target: Option<String>,
     #[serde(default)]
     pub features: Features,
+    /// The global allocator the alloc stage swapped in (`cargo::alloc::ALLOCATORS`' name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<String>,
 }
 
 impl From<&BuildSettings> for Settings {
@@ -271,6 +274,7 @@ impl From<&BuildSettings> for Settings {
             user_rustflags: s.user_rustflags.clone(),
             target: s.target.clone(),
             features: s.features.clone(),
+            allocator: s.allocator.clone(),
         }
     }
 }

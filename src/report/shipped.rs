@@ -129,6 +129,9 @@ pub struct Resource {
     pub ratio: f64,
 }
 
+/// How a row's note about its resources begins (the alloc stage's trade: memory for time).
+pub const RESOURCES_NOTE: &str = "resources: ";
+
 /// User and system time (the sum of each workload's median), peak RSS (the largest
 /// median), and each hardware counter (the sum of medians) measured on every workload.
 pub fn resources(comps: &[(&str, &Comparison)]) -> Vec<Resource> {

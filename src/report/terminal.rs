@@ -168,6 +168,13 @@ fn row_notes(report: &Report, st: &StageReport) -> Vec<String> {
         line.push_str(&format!("; {budget}"));
     }
     out.push(line);
+    // What an allocator trades for its time (the ladder's note on an alloc row).
+    out.extend(
+        st.notes
+            .iter()
+            .filter(|n| n.starts_with(shipped::RESOURCES_NOTE))
+            .cloned(),
+    );
     out.extend(shipped::noise(&comps).map(|n| format!("noise: {n}")));
     out
 }
@@ -365,6 +372,7 @@ mod tests {
             user_rustflags: vec![],
             target: None,
             features: Default::default(),
+            allocator: None,
         }
     }
 

@@ -86,6 +86,9 @@ pub fn settings_line(v: &Settings) -> String {
     if !v.stage_rustflags.is_empty() {
         out.push_str(&format!("; rustflags: {}", v.stage_rustflags.join(" ")));
     }
+    if let Some(a) = &v.allocator {
+        out.push_str(&format!("; global allocator: {a}"));
+    }
     out
 }
 

@@ -25,6 +25,7 @@ pub(super) const STAGES_KEYS: &[&str] = &[
     "cpu",
     "allow-panic-abort",
     "fp",
+    "alloc",
     "bolt-mode",
     "bolt-args",
 ];
@@ -162,6 +163,7 @@ pub(super) struct RawStages {
     pub(super) cpu: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) allow_panic_abort: Option<bool>,
     pub(super) fp: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) alloc: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) bolt_mode: Option<Spanned<String>>,
     pub(super) bolt_args: Option<Spanned<Vec<Spanned<String>>>>,
 }

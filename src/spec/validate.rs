@@ -22,12 +22,13 @@ use crate::util::indent;
 mod toml_message;
 mod workload;
 
-pub(super) const STAGE_NAMES: [&str; 5] = [
+pub(super) const STAGE_NAMES: [&str; 6] = [
     StageName::TRIED[0].as_str(),
     StageName::TRIED[1].as_str(),
     StageName::TRIED[2].as_str(),
     StageName::TRIED[3].as_str(),
     StageName::TRIED[4].as_str(),
+    StageName::TRIED[5].as_str(),
 ];
 const BOLT_MODES: &[&str] = &["auto", "instrument", "perf"];
 const USES: &[&str] = &["train", "eval"];
@@ -222,6 +223,9 @@ impl<'a> Validator<'a> {
         if let Some(fp) = raw.fp {
             self.fp_list(&mut stages, fp)?;
         }
+        if let Some(alloc) = raw.alloc {
+            self.alloc_list(&mut stages, alloc)?;
+        }
         if let Some(mode) = raw.bolt_mode {
             stages.bolt_mode = match self.choice(&mode, "bolt mode", BOLT_MODES)? {
                 "instrument" => BoltMode::Instrument,
@@ -309,6 +313,32 @@ impl<'a> Validator<'a> {
             stages.try_.push(StageName::Fp);
             stages.try_.sort();
         }
+        Ok(())
+    }
+
+    /// `[stages] alloc = [...]`: known allocators, each once; `[]` leaves the stage out of
+    /// the default `try`.
+    fn alloc_list(
+        &self,
+        stages: &mut Stages,
+        alloc: Spanned<Vec<Spanned<String>>>,
+    ) -> Result<(), SpecError> {
+        let mut names: Vec<String> = Vec::new();
+        for a in alloc.get_ref() {
+            let name = self.choice(a, "allocator", &super::ALLOC_NAMES)?;
+            if names.iter().any(|n| n == name) {
+                let why = format!("allocator \"{name}\" is listed twice");
+                return Err(self.at(a, why, Some("remove the second one".into())));
+            }
+            names.push(name.to_string());
+        }
+        stages.alloc_lines = (alloc.get_ref().iter())
+            .map(|a| self.line(a.span().start))
+            .collect();
+        if names.is_empty() && !stages.try_explicit {
+            stages.try_.retain(|s| *s != StageName::Alloc);
+        }
+        stages.alloc = names;
         Ok(())
     }
 
@@ -1028,13 +1058,45 @@ mod tests {
     }
 
     #[test]
+    fn alloc_lists_known_allocators_an_empty_one_leaves_the_stage_out() {
+        use super::super::StageName::Alloc;
+        let f = Fixture::new();
+        let spec = f.ok(ONE);
+        assert!(spec.stages.tries(Alloc));
+        assert_eq!(spec.stages.alloc, ["mimalloc"]);
+        let spec = f.ok(&format!(
+            "[stages]\nalloc = [\"jemalloc\", \"mimalloc\"]\n{ONE}"
+        ));
+        assert_eq!(spec.stages.alloc, ["jemalloc", "mimalloc"]);
+        assert_eq!(spec.stages.alloc_lines, [2, 2]);
+        let spec = f.ok(&format!("[stages]\nalloc = []\n{ONE}"));
+        assert!(!spec.stages.tries(Alloc) && spec.stages.alloc.is_empty());
+        let (line, col, msg, fix) = f.err(&format!("[stages]\nalloc = [\"tcmalloc\"]\n{ONE}"));
+        assert_eq!(
+            (line, col, msg.as_str()),
+            (2, 10, "unknown allocator \"tcmalloc\"")
+        );
+        assert!(
+            fix.contains("mimalloc") && fix.contains("jemalloc"),
+            "{fix}"
+        );
+        let (line, _, msg, _) = f.err(&format!(
+            "[stages]\nalloc = [\"mimalloc\",\n  \"mimalloc\"]\n{ONE}"
+        ));
+        assert_eq!(
+            (line, msg.as_str()),
+            (3, "allocator \"mimalloc\" is listed twice")
+        );
+    }
+
+    #[test]
     fn fp_flags_opt_in_and_bad_ones_name_their_place() {
-        use super::super::StageName::{Bolt, Cpu, Fp, Pgo, Profile};
+        use super::super::StageName::{Alloc, Bolt, Cpu, Fp, Pgo, Profile};
         let f = Fixture::new();
         // Not tried by default; listing flags opts in, in the stages' order.
         assert!(!f.ok(ONE).stages.tries(Fp));
         let spec = f.ok(&format!("[stages]\nfp = [\"--fp-contract=fast\"]\n{ONE}"));
-        assert_eq!(spec.stages.try_, [Profile, Cpu, Fp, Pgo, Bolt]);
+        assert_eq!(spec.stages.try_, [Profile, Cpu, Fp, Pgo, Alloc, Bolt]);
         assert_eq!(
             spec.stages.fp.as_deref(),
             Some(&["--fp-contract=fast".to_string()][..])
@@ -1099,7 +1161,7 @@ mod tests {
         assert_eq!(msg, "unknown stage \"cpus\"");
         assert_eq!(
             fix,
-            "did you mean \"cpu\"? stages: \"profile\", \"cpu\", \"fp\", \"pgo\", \"bolt\""
+            "did you mean \"cpu\"? stages: \"profile\", \"cpu\", \"fp\", \"pgo\", \"alloc\", \"bolt\""
         );
         let (_, _, msg, fix) = f.err(&format!("[stages]\ntry = [\"bolt\", \"pgo\"]\n{ONE}"));
         assert!(

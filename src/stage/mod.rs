@@ -18,6 +18,7 @@
 //! (`bolt::TOOL_TIMEOUT`, `process::run_tool`), or read a profile other than through
 //! `toolchain::profdata`.
 
+pub mod alloc;
 pub mod baseline;
 pub mod bolt;
 pub mod cpu;
@@ -99,6 +100,7 @@ pub fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec
         StageName::Cpu => cpu::offers(ctx, standing),
         StageName::Fp => fp::offers(ctx, standing),
         StageName::Pgo => pgo::offers(ctx, standing),
+        StageName::Alloc => alloc::offers(ctx, standing),
         StageName::Bolt => bolt::offers(ctx, standing),
     }
 }

@@ -27,6 +27,8 @@ pub struct Facts {
     pub cpu: CpuFacts,
     /// What works on this platform, and what is skipped with the reason.
     pub platform: Vec<super::platform::Row>,
+    /// The host's C compiler, which the alloc stage's allocators need (`None`: none found).
+    pub c_compiler: Option<String>,
 }
 
 impl Facts {
@@ -50,7 +52,9 @@ impl Facts {
                     (Err(needs.clone()), Err(needs))
                 }
             };
+            let host = rustc.as_ref().map(|r| r.host.clone()).unwrap_or_default();
             Facts {
+                c_compiler: super::platform::c_compiler(&host),
                 rustc,
                 llvm_profdata,
                 bolt,
@@ -325,6 +329,7 @@ fn render(facts: &Facts, tty: bool, color: bool) -> String {
     let major = rust_section(&mut o, facts);
     pgo_section(&mut o, facts, major);
     bolt_section(&mut o, facts, major);
+    alloc_section(&mut o, facts);
     perf_section(&mut o, &facts.perf);
     cpu_section(&mut o, &facts.cpu);
     platform_section(&mut o, &facts.platform);
@@ -411,6 +416,23 @@ fn bolt_section(o: &mut Out, facts: &Facts, major: Option<u32>) {
         "instrumentation (perf + LBR not usable here)"
     };
     o.line(Mark::Info, "mode", mode);
+}
+
+/// The alloc stage: a C compiler (mimalloc and jemalloc compile C); without one the stage
+/// is skipped, so it is a warning, not a missing piece.
+fn alloc_section(o: &mut Out, facts: &Facts) {
+    o.section("Global allocator (alloc stage)");
+    match &facts.c_compiler {
+        Some(cc) => o.line(Mark::Ok, "C compiler", cc),
+        None => {
+            o.line(
+                Mark::Warn,
+                "C compiler",
+                "not found: the alloc stage is skipped (mimalloc and jemalloc compile C)",
+            );
+            o.fix("install one (Debian/Ubuntu: `apt install gcc`; Fedora: `dnf install gcc`; macOS: `xcode-select --install`), or set CC");
+        }
+    }
 }
 
 /// "Platform": each feature, working or skipped here with the reason.

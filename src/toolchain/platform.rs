@@ -98,6 +98,32 @@ pub fn cold_start_skipped() -> Option<String> {
     })
 }
 
+/// The C compiler the `cc` crate will use for `target` (what builds the C code of crates
+/// such as mimalloc): `CC_<target>`, `TARGET_CC` or `CC` when set, else the platform's
+/// default (`cc`, `gcc` or `clang`; `cl.exe` for MSVC) found on the PATH; `None`: none.
+pub fn c_compiler(target: &str) -> Option<String> {
+    let vars = [
+        format!("CC_{target}"),
+        format!("CC_{}", target.replace('-', "_")),
+        "TARGET_CC".into(),
+        "CC".into(),
+    ];
+    for v in &vars {
+        if let Some(cc) = std::env::var_os(v).filter(|s| !s.is_empty()) {
+            return Some(format!("{} (${v})", cc.to_string_lossy()));
+        }
+    }
+    let names: &[&str] = match target.contains("msvc") {
+        true => &["cl.exe"],
+        false => &["cc", "gcc", "clang"],
+    };
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .flat_map(|d| names.iter().map(move |n| d.join(n)))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -513,6 +513,7 @@ mod tests {
                 rustflags: vec![],
                 target: None,
                 features: Default::default(),
+                allocator: None,
             },
             size_bytes: 0,
             build_seconds: 0.0,

@@ -10,6 +10,7 @@
 mod common;
 mod faults;
 
+mod alloc;
 mod apply;
 mod bad_input;
 mod bench_engine;

@@ -1,0 +1,437 @@
+//! A global allocator swapped in by a real build: the allocators the alloc stage knows
+//! ([`ALLOCATORS`]: a crate from crates.io and its `#[global_allocator]` type), the two
+//! edits that swap one in — the dependency in the package's manifest ([`with_dependency`],
+//! toml_edit, formatting kept) and the item at the end of the binary's root file
+//! ([`with_item`], nothing before it moves, so no line number of the program changes) —,
+//! what makes a binary unfit for one ([`refusal`]), and the private copy of the workspace
+//! a build with [`BuildSettings::allocator`] compiles ([`source`], [`prepare`]).
+//!
+//! The copy: `target/optimize/alloc/<allocator>/` holds the workspace's files (not `.git`,
+//! not a cargo target dir: a folder with `CACHEDIR.TAG`), kept in step with the user's on
+//! every build (a file copied when its size or time differs, with the source's time, so
+//! cargo's freshness holds; files gone from the workspace removed), the two edits applied,
+//! and its own Cargo.lock: the user's, to which `cargo metadata` adds the allocator's
+//! packages (without `--locked`: the copy's lock must change; `--offline` kept). The
+//! layout relative to the workspace root is the user's, so cargo's `-C metadata` (hashed
+//! from paths relative to the workspace root) and the binary's panic locations are what a
+//! plain build of the edited project gives. Nothing of the user's is written.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use super::{child, BuildSettings, CargoError, Project};
+
+/// An allocator the alloc stage can swap in.
+#[derive(Debug, Clone, Copy)]
+pub struct Allocator {
+    /// The name in `[stages] alloc` and in the row (`alloc (mimalloc)`).
+    pub name: &'static str,
+    /// The crate on crates.io, its version requirement and its allocator type.
+    pub krate: &'static str,
+    pub version: &'static str,
+    pub ty: &'static str,
+    /// Why a target cannot have it (`None`: every target the stage runs on).
+    pub unsupported: fn(&str) -> Option<&'static str>,
+}
+
+/// The allocators `[stages] alloc` may name, in the default order.
+pub const ALLOCATORS: [Allocator; 2] = [
+    Allocator {
+        name: "mimalloc",
+        krate: "mimalloc",
+        version: "0.1",
+        ty: "mimalloc::MiMalloc",
+        unsupported: |t| {
+            t.contains("wasm")
+                .then_some("mimalloc does not build for wasm")
+        },
+    },
+    Allocator {
+        name: "jemalloc",
+        krate: "tikv-jemallocator",
+        version: "0.6",
+        ty: "tikv_jemallocator::Jemalloc",
+        unsupported: |t| {
+            (t.contains("msvc") || t.contains("wasm"))
+                .then_some("jemalloc does not build for MSVC or wasm targets")
+        },
+    },
+];
+
+/// The allocator named `name`.
+pub fn named(name: &str) -> Option<&'static Allocator> {
+    ALLOCATORS.iter().find(|a| a.name == name)
+}
+
+/// The manifest `text` with `a`'s crate among `[dependencies]` (kept as it is when the
+/// package already depends on it), or what toml_edit could not read.
+pub fn with_dependency(text: &str, a: &Allocator) -> Result<String, String> {
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("{e}"))?;
+    let deps = doc
+        .entry("dependencies")
+        .or_insert_with(toml_edit::table)
+        .as_table_like_mut()
+        .ok_or("`dependencies` is not a table")?;
+    if deps.get(a.krate).is_none() {
+        deps.insert(a.krate, toml_edit::value(a.version));
+    }
+    Ok(doc.to_string())
+}
+
+/// The root file `text` with `#[global_allocator]` of `a` appended (in the file's own line
+/// endings; `extern crate` first for edition 2015); the static is `GLOBAL`, or
+/// `GLOBAL_ALLOCATOR` when the file already uses that name.
+pub fn with_item(text: &str, a: &Allocator, edition_2015: bool) -> String {
+    let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let name = match text.contains("GLOBAL") {
+        true => "GLOBAL_ALLOCATOR",
+        false => "GLOBAL",
+    };
+    let mut out = text.to_string();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push_str(eol);
+    }
+    out.push_str(eol);
+    if edition_2015 {
+        out.push_str(&format!("extern crate {};{eol}", a.krate.replace('-', "_")));
+    }
+    out.push_str(&format!(
+        "// The global allocator `cargo optimize` measured faster for this program.{eol}#[global_allocator]{eol}static {name}: {ty} = {ty};{eol}",
+        ty = a.ty
+    ));
+    out
+}
+
+/// Whether the manifest `text` leaves the package on edition 2015 (no `edition`, or 2015).
+pub fn edition_2015(text: &str) -> bool {
+    let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return false;
+    };
+    match doc.get("package").and_then(|p| p.get("edition")) {
+        None => true,
+        Some(e) => e.as_str() == Some("2015"),
+    }
+}
+
+/// Why `project`'s binary cannot get `a` for `target`, with the fix: a harness, a root file
+/// outside the workspace, `#![no_std]`, a `#[global_allocator]` of its own (file:line), a
+/// target the crate does not build for, no C compiler (both crates compile C).
+pub fn refusal(project: &Project, a: &Allocator, target: &str) -> Option<String> {
+    if project.harness.is_some() {
+        return Some(
+            "the workloads run a bench or test harness, whose allocator is not the program's"
+                .into(),
+        );
+    }
+    let Some(root) = project.bin_root.as_deref() else {
+        return Some("cargo names no root file for the binary".into());
+    };
+    if !root.starts_with(&project.workspace_root) {
+        return Some(format!(
+            "the binary's root file {} lies outside the workspace, which the private copy holds",
+            root.display()
+        ));
+    }
+    let text = std::fs::read_to_string(root).unwrap_or_default();
+    if let Some(line) = line_of(&text, "#![no_std]") {
+        return Some(format!(
+            "the binary is `#![no_std]` ({}:{line}): it has no global allocator to swap",
+            root.display()
+        ));
+    }
+    if let Some(at) = own_allocator(project, root) {
+        return Some(format!("the binary declares its own `#[global_allocator]` at {at}: keep it, or remove it to let the stage measure {}", a.name));
+    }
+    if let Some(why) = (a.unsupported)(target) {
+        return Some(format!("{why} (target {target})"));
+    }
+    if crate::toolchain::platform::c_compiler(target).is_none() {
+        return Some(format!("{} compiles C code and no C compiler was found for {target} (`cc`, or CC / CC_{})\n  fix: install one (Debian/Ubuntu: `apt install gcc`; Fedora: `dnf install gcc`; macOS: `xcode-select --install`), or set CC", a.krate, target.replace('-', "_")));
+    }
+    None
+}
+
+/// The 1-based line of the first line of `text` that is `needle` once trimmed.
+fn line_of(text: &str, needle: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| l.trim().starts_with(needle))
+        .map(|i| i + 1)
+}
+
+/// `file:line` of a `#[global_allocator]` in the binary's root or the package's `src/`
+/// (at most 5 000 files looked at).
+fn own_allocator(project: &Project, root: &Path) -> Option<String> {
+    let mut files = vec![root.to_path_buf()];
+    let mut dirs = vec![project.package_dir.join("src")];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten().take(5_000) {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => dirs.push(p),
+                Ok(t) if t.is_file() && p.extension().is_some_and(|x| x == "rs") => files.push(p),
+                _ => {}
+            }
+        }
+        if files.len() > 5_000 {
+            break;
+        }
+    }
+    files.iter().find_map(|f| {
+        let text = std::fs::read_to_string(f).ok()?;
+        let line = line_of(&text, "#[global_allocator]")?;
+        let shown = f.strip_prefix(&project.workspace_root).unwrap_or(f);
+        Some(format!("{}:{line}", shown.display()))
+    })
+}
+
+/// The folder of `name`'s private copy of the workspace.
+fn copy_dir(project: &Project, name: &str) -> PathBuf {
+    project.target_dir.join("optimize").join("alloc").join(name)
+}
+
+/// The project a build of `settings` compiles: `project` itself, or with an allocator its
+/// private copy (the same layout under [`copy_dir`]; see [`prepare`]).
+pub fn source<'p>(project: &'p Project, settings: &BuildSettings) -> Cow<'p, Project> {
+    let Some(name) = &settings.allocator else {
+        return Cow::Borrowed(project);
+    };
+    let base = copy_dir(project, name);
+    let moved = |p: &Path| match p.strip_prefix(&project.workspace_root) {
+        Ok(rel) => base.join(rel),
+        Err(_) => p.to_path_buf(),
+    };
+    let mut p = project.clone();
+    p.manifest_path = moved(&project.manifest_path);
+    p.package_dir = moved(&project.package_dir);
+    p.bin_root = project.bin_root.as_deref().map(moved);
+    p.workspace_root = base;
+    Cow::Owned(p)
+}
+
+/// Bring the private copy of a build with an allocator up to date (see the module doc);
+/// nothing without one. An error says what failed and how to fix it (the registry not
+/// reachable: `cargo metadata`'s words).
+pub fn prepare(project: &Project, settings: &BuildSettings) -> Result<(), CargoError> {
+    let Some(name) = &settings.allocator else {
+        return Ok(());
+    };
+    let a = named(name).ok_or_else(|| CargoError::Alloc(format!("unknown allocator `{name}`")))?;
+    let copy = source(project, settings);
+    let io = |what: &str, e: std::io::Error| {
+        CargoError::Alloc(format!(
+            "cannot make the private copy of the workspace for {name} ({what}): {e}\n  fix: check the free space and permissions of {}",
+            copy.workspace_root.display()
+        ))
+    };
+    let keep: Vec<PathBuf> = [
+        &project.manifest_path,
+        &project.workspace_root.join("Cargo.toml"),
+    ]
+    .into_iter()
+    .cloned()
+    .chain(project.bin_root.clone())
+    .chain([project.workspace_root.join("Cargo.lock")])
+    .collect();
+    crate::util::mirror::mirror(
+        &project.workspace_root,
+        &copy.workspace_root,
+        &project.target_dir,
+        &keep,
+    )
+    .map_err(|e| io("copying", e))?;
+    edit_copy(project, &copy, a).map_err(|e| io("editing", e))?;
+    lock_copy(project, &copy)
+}
+
+/// The copy's manifests and root file: the user's with the edits (the copy's root manifest
+/// gets an empty `[workspace]` when the user's has none, so cargo does not look above the
+/// copy for one); written only when they differ, so their times change only with them.
+fn edit_copy(project: &Project, copy: &Project, a: &Allocator) -> std::io::Result<()> {
+    let bad =
+        |e: String| std::io::Error::other(format!("{}: {e}", project.manifest_path.display()));
+    let root_manifest = project.workspace_root.join("Cargo.toml");
+    let manifest = std::fs::read_to_string(&project.manifest_path)?;
+    let mut edited = with_dependency(&manifest, a).map_err(bad)?;
+    let mut root_text = std::fs::read_to_string(&root_manifest)?;
+    if root_manifest == project.manifest_path {
+        root_text = edited.clone();
+    }
+    if !root_text
+        .parse::<toml_edit::DocumentMut>()
+        .is_ok_and(|d| d.contains_key("workspace"))
+    {
+        root_text.push_str("\n[workspace]\n");
+        if root_manifest == project.manifest_path {
+            edited = root_text.clone();
+        }
+    }
+    write_if_changed(&copy.manifest_path, &edited)?;
+    write_if_changed(&copy.workspace_root.join("Cargo.toml"), &root_text)?;
+    if let (Some(root), Some(copied)) = (&project.bin_root, &copy.bin_root) {
+        let text = std::fs::read_to_string(root)?;
+        write_if_changed(copied, &with_item(&text, a, edition_2015(&manifest)))?;
+    }
+    Ok(())
+}
+
+fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
+    if std::fs::read(path).is_ok_and(|b| b == text.as_bytes()) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, text)
+}
+
+/// The copy's Cargo.lock: the user's with the allocator's packages added by `cargo
+/// metadata` (once per change of the user's lock: the user's as last copied is kept beside
+/// the copy), so every build of the copy, `--locked` included, finds it complete.
+fn lock_copy(project: &Project, copy: &Project) -> Result<(), CargoError> {
+    let user = std::fs::read(project.workspace_root.join("Cargo.lock")).unwrap_or_default();
+    let seen = copy.workspace_root.with_extension("user-lock");
+    let lock = copy.workspace_root.join("Cargo.lock");
+    if lock.is_file() && std::fs::read(&seen).is_ok_and(|s| s == user) {
+        return Ok(());
+    }
+    let failed =
+        |e: std::io::Error| CargoError::Alloc(format!("cannot write {}: {e}", lock.display()));
+    if user.is_empty() {
+        let _ = std::fs::remove_file(&lock);
+    } else {
+        std::fs::write(&lock, &user).map_err(failed)?;
+    }
+    let f = super::flags::flags();
+    let mut args = vec![
+        "metadata".to_string(),
+        "--format-version".into(),
+        "1".into(),
+        "--manifest-path".into(),
+        copy.manifest_path.display().to_string(),
+    ];
+    if f.offline || f.frozen {
+        args.push("--offline".into());
+    }
+    args.extend(f.config_args());
+    let mut cmd = std::process::Command::new(super::cargo_program());
+    cmd.args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut said = String::new();
+    let outcome = child::run(
+        &mut cmd,
+        "`cargo metadata` of the allocator's copy",
+        child::METADATA_TIMEOUT,
+        "cargo resolves the allocator's crate from the registry: check that the registry answers here",
+        &mut |stream, line| {
+            if stream == child::Stream::Stderr {
+                said.push_str(line);
+                said.push('\n');
+            }
+        },
+    )?;
+    if !outcome.status.success() {
+        let offline = f.offline || f.frozen;
+        return Err(CargoError::Alloc(format!(
+            "cargo could not add the allocator's crate to the copy's Cargo.lock:\n{}  fix: {}",
+            crate::process::tail_lines(said.as_bytes(), 8),
+            match offline {
+                true => "run once without --offline/--frozen so cargo downloads it (or `cargo fetch` in a project that depends on it), or leave the stage out: `[stages] alloc = []`",
+                false => "check that crates.io (or your registry mirror) answers here, or leave the stage out: `[stages] alloc = []`",
+            }
+        )));
+    }
+    std::fs::write(&seen, &user).map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dependency_is_added_once_keeping_the_manifest_s_text() {
+        let text =
+            "[package]\nname = \"p\" # mine\nedition = \"2021\"\n\n[dependencies]\nregex = \"1\"\n";
+        let a = named("mimalloc").unwrap();
+        let out = with_dependency(text, a).unwrap();
+        assert_eq!(
+            out,
+            "[package]\nname = \"p\" # mine\nedition = \"2021\"\n\n[dependencies]\nregex = \"1\"\nmimalloc = \"0.1\"\n"
+        );
+        assert_eq!(
+            with_dependency(&out, a).unwrap(),
+            out,
+            "already there: kept"
+        );
+        let bare =
+            with_dependency("[package]\nname = \"p\"\n", named("jemalloc").unwrap()).unwrap();
+        assert!(
+            bare.ends_with("[dependencies]\ntikv-jemallocator = \"0.6\"\n"),
+            "{bare}"
+        );
+        assert!(with_dependency("[package\n", a).is_err());
+    }
+
+    #[test]
+    fn the_item_is_appended_in_the_file_s_line_endings_moving_no_line() {
+        let a = named("mimalloc").unwrap();
+        let out = with_item("fn main() {}\r\n", a, false);
+        assert!(out.starts_with("fn main() {}\r\n\r\n"), "{out:?}");
+        assert!(out.ends_with("#[global_allocator]\r\nstatic GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;\r\n"), "{out:?}");
+        assert!(!out.replace("\r\n", "").contains('\n'));
+        let old = with_item(
+            "static GLOBAL: u8 = 0;\nfn main() {}",
+            named("jemalloc").unwrap(),
+            true,
+        );
+        assert!(
+            old.contains("fn main() {}\n\nextern crate tikv_jemallocator;\n"),
+            "{old}"
+        );
+        assert!(
+            old.contains("static GLOBAL_ALLOCATOR: tikv_jemallocator::Jemalloc"),
+            "{old}"
+        );
+    }
+
+    #[test]
+    fn edition_2015_is_the_manifest_without_an_edition() {
+        assert!(edition_2015("[package]\nname = \"p\"\n"));
+        assert!(edition_2015("[package]\nedition = \"2015\"\n"));
+        assert!(!edition_2015("[package]\nedition = \"2021\"\n"));
+        assert!(!edition_2015("[package]\nedition.workspace = true\n"));
+    }
+
+    #[test]
+    fn a_binary_with_its_own_allocator_or_no_std_is_refused_naming_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Project::for_tests("p", "0.1.0");
+        p.workspace_root = dir.path().to_path_buf();
+        p.package_dir = dir.path().to_path_buf();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        let root = dir.path().join("src/main.rs");
+        p.bin_root = Some(root.clone());
+        let a = named("mimalloc").unwrap();
+        std::fs::write(&root, "fn main() {}\n").unwrap();
+        let host = "x86_64-unknown-linux-gnu";
+        let plain = refusal(&p, a, host);
+        assert!(plain.is_none() || plain.unwrap().contains("no C compiler"));
+        std::fs::write(
+            dir.path().join("src/alloc.rs"),
+            "\n\n#[global_allocator]\nstatic A: X = X;\n",
+        )
+        .unwrap();
+        let why = refusal(&p, a, host).unwrap();
+        assert!(why.contains("src/alloc.rs:3"), "{why}");
+        std::fs::write(&root, "#![no_std]\nfn main() {}\n").unwrap();
+        assert!(refusal(&p, a, host).unwrap().contains("src/main.rs:1"));
+        std::fs::write(&root, "fn main() {}\n").unwrap();
+        std::fs::remove_file(dir.path().join("src/alloc.rs")).unwrap();
+        let msvc = refusal(&p, named("jemalloc").unwrap(), "x86_64-pc-windows-msvc").unwrap();
+        assert!(msvc.contains("MSVC"), "{msvc}");
+    }
+}

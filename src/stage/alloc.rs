@@ -1,0 +1,77 @@
+//! The alloc stage: the global allocator swapped — one candidate per allocator of
+//! `[stages] alloc` (default mimalloc), each the real build of the best so far with the
+//! allocator's crate as a dependency and a `#[global_allocator]` item at the end of the
+//! binary's root file, compiled from a private copy of the workspace (`cargo::alloc`;
+//! nothing of the user's is touched). It comes after PGO, so the candidate is built with
+//! the run's profile (the allocator's own code, C compiled by its build script, has none,
+//! as before), and before BOLT, which then lays out the allocator's code too.
+//!
+//! A binary that cannot take one is a skipped row saying why (`cargo::alloc::refusal`: its
+//! own `#[global_allocator]` at file:line, `#![no_std]`, a target the crate does not build
+//! for, no C compiler), and so is one whose copy cannot resolve the crate (offline without
+//! it cached). The row says what the allocator trades: peak RSS and user/system time
+//! against its rival (the ladder's note).
+//!
+//! Must not: measure, verify or decide (the pipeline does).
+
+use super::{Candidate, Context, Offer, StageError, Standing};
+use crate::cargo::alloc::{self, Allocator};
+use crate::context::facts::{AllocRoot, StageFacts};
+use crate::spec::StageName;
+
+/// One offer per allocator of `[stages] alloc`, each built on the best so far.
+pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+    if ctx.spec.stages.alloc.is_empty() {
+        let why = "`[stages] alloc` lists no allocator".to_string();
+        return vec![Offer::against_best(Err(StageError::NotAvailable(why)))];
+    }
+    ctx.ui.info(&format!(
+        "alloc: candidates {} (each a real build with its crate and `#[global_allocator]`, from a private copy of the workspace)",
+        ctx.spec.stages.alloc.join(", ")
+    ));
+    let best = standing.best;
+    (ctx.spec.stages.alloc.iter())
+        .map(|name| {
+            let built = match alloc::named(name) {
+                Some(a) => build(ctx, best, a),
+                None => Err(StageError::NotAvailable(format!(
+                    "unknown allocator `{name}`"
+                ))),
+            };
+            let mut offer = Offer::against_best(built);
+            offer.variant = Some(name.clone());
+            offer
+        })
+        .collect()
+}
+
+fn build(ctx: &Context, best: &Candidate, a: &Allocator) -> Result<Candidate, StageError> {
+    if let Some(kept) = &best.settings.allocator {
+        return Err(StageError::Redundant(format!(
+            "the {} build already has {kept}",
+            best.label()
+        )));
+    }
+    let target = (best.settings.target.clone()).unwrap_or_else(|| ctx.host.clone());
+    if let Some(why) = alloc::refusal(ctx.project, a, &target) {
+        return Err(StageError::NotAvailable(why));
+    }
+    let mut settings = best.settings.clone();
+    settings.allocator = Some(a.name.to_string());
+    // The copy resolves the allocator's crate before anything is built: a registry that
+    // cannot be reached is a skipped stage, not a failed build.
+    alloc::prepare(ctx.project, &settings).map_err(|e| StageError::NotAvailable(e.to_string()))?;
+    let root = ctx.project.bin_root.as_deref().expect("refusal checks it");
+    let facts = StageFacts {
+        variant: Some(a.name.to_string()),
+        alloc_root: Some(AllocRoot {
+            file: (root.strip_prefix(&ctx.project.workspace_root))
+                .unwrap_or(root)
+                .to_path_buf(),
+            sha256: crate::store::sha256_hex(&std::fs::read(root)?),
+        }),
+        ..Default::default()
+    };
+    let (cand, _) = super::build_candidate(ctx, StageName::Alloc, settings, facts)?;
+    Ok(cand)
+}
