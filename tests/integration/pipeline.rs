@@ -678,7 +678,8 @@ fn a_budget_bounds_the_run_and_says_what_it_did_not_try_and_a_dry_run_builds_not
     let r = with(&["--dry-run"]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(
-        r.stdout.contains("stages: profile → cpu → pgo → bolt"),
+        r.stdout
+            .contains("stages: profile → cpu → pgo → alloc → bolt"),
         "{}",
         r.stdout
     );
