@@ -12,7 +12,6 @@ pub mod counters;
 mod drive;
 pub mod export;
 mod joint;
-#[allow(dead_code)] // until the ladder races (next commit)
 mod race;
 pub mod runner;
 #[cfg(test)]
@@ -20,8 +19,8 @@ mod sim;
 pub mod stats;
 
 pub use drive::{compare, compare_expecting};
+pub(crate) use joint::GroupResult;
 pub use joint::{compare_jointly, Job};
-#[allow(unused_imports)] // until the ladder races (next commit)
 pub(crate) use race::race_jointly;
 pub use runner::{
     geomean, geomean_log, BenchError, BenchOptions, Comparison, ExpectedStatus, Noise, Outliers,
