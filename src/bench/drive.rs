@@ -183,7 +183,7 @@ impl<'o> Drive<'o> {
                 sys_secs: o.sys.as_secs_f64(),
                 max_rss_bytes: o.max_rss_bytes,
                 status: o.status,
-                pad_bytes: pad,
+                pad_bytes: src.pad_used(pad),
                 outlier: false,
                 counters: o.counters,
             });

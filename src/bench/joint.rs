@@ -63,50 +63,143 @@ pub(crate) fn drive_jointly<S: Source>(
     opts: &BenchOptions,
     on_progress: &mut dyn FnMut(usize, &Progress),
 ) -> Result<Vec<Comparison>, (usize, BenchError)> {
-    let mut drives = Vec::new();
-    for (i, src) in srcs.iter_mut().enumerate() {
-        let d = Drive::warm_up(src, opts, &mut |p| on_progress(i, p)).map_err(|e| (i, e))?;
-        drives.push(d);
-    }
-    let mut stops: Vec<Option<StopReason>> = vec![None; srcs.len()];
-    while let Some(i) = next_to_advance(&drives, srcs, &stops) {
-        stops[i] = drives[i]
-            .advance_to_look(&mut srcs[i], &mut |p| on_progress(i, p))
-            .map_err(|e| (i, e))?;
-        let all_looked = drives.iter().all(|d| d.latest().is_some());
-        if opts.only_faster && all_looked && stops.iter().any(Option::is_none) {
-            if let Some(reason) = together(&drives, &stops, done, opts) {
-                for s in stops.iter_mut().filter(|s| s.is_none()) {
-                    *s = Some(reason);
+    let mut groups = [srcs];
+    let mut on_p = |_: usize, i: usize, p: &Progress| on_progress(i, p);
+    let mut results = drive_groups(&mut groups, &[done], opts, &mut on_p, &mut |_, _| {});
+    results.pop().expect("one group")
+}
+
+/// One group's comparisons (one per workload) and the result of each group of
+/// [`drive_groups`]: its comparisons, or the first error and the workload it came from.
+pub(crate) type GroupResult = Result<Vec<Comparison>, (usize, BenchError)>;
+
+/// A group of [`drive_groups`] under way.
+struct Group<'o> {
+    drives: Vec<Drive<'o>>,
+    stops: Vec<Option<StopReason>>,
+    error: Option<(usize, BenchError)>,
+}
+
+/// Several groups of comparisons (a duel is one group; a race has one per arm), each
+/// group's workloads stopping together as [`compare_jointly`] says, advanced look by look
+/// across every group by the same rule: first every comparison to its first look, then the
+/// one whose next look buys its group's geometric mean the most precision per second. An
+/// error ends its group only. `on_stop(g, i)` is told when comparison `i` of group `g` needs
+/// no more runs (stopped, or its group failed) — a race takes its runs out of the rounds.
+pub(crate) fn drive_groups<'o, S: Source>(
+    groups: &mut [&mut [S]],
+    done: &[&[Comparison]],
+    opts: &'o BenchOptions,
+    on_progress: &mut dyn FnMut(usize, usize, &Progress),
+    on_stop: &mut dyn FnMut(usize, usize),
+) -> Vec<GroupResult> {
+    let mut states: Vec<Group<'o>> = Vec::new();
+    for (g, srcs) in groups.iter_mut().enumerate() {
+        let mut state = Group {
+            drives: Vec::new(),
+            stops: vec![None; srcs.len()],
+            error: None,
+        };
+        for (i, src) in srcs.iter_mut().enumerate() {
+            match Drive::warm_up(src, opts, &mut |p| on_progress(g, i, p)) {
+                Ok(d) => state.drives.push(d),
+                Err(e) => {
+                    fail(&mut state, g, (i, e), on_stop);
+                    break;
                 }
             }
         }
+        states.push(state);
     }
-    Ok(drives
+    while let Some((g, i)) = next_to_advance(&states, groups) {
+        let state = &mut states[g];
+        let advanced =
+            state.drives[i].advance_to_look(&mut groups[g][i], &mut |p| on_progress(g, i, p));
+        match advanced {
+            Err(e) => fail(state, g, (i, e), on_stop),
+            Ok(stop) => {
+                if stop.is_some() {
+                    state.stops[i] = stop;
+                    on_stop(g, i);
+                }
+                stop_together(state, g, done[g], opts, on_stop);
+            }
+        }
+    }
+    states
         .into_iter()
-        .zip(srcs.iter())
-        .zip(stops)
-        .map(|((d, src), stop)| d.finish(src, stop.expect("every job stopped")))
-        .collect())
+        .zip(groups.iter())
+        .map(|(state, srcs)| match state.error {
+            Some(e) => Err(e),
+            None => Ok(state
+                .drives
+                .into_iter()
+                .zip(srcs.iter())
+                .zip(state.stops)
+                .map(|((d, src), stop)| d.finish(src, stop.expect("every job stopped")))
+                .collect()),
+        })
+        .collect()
 }
 
-/// Which running comparison to advance to its next look: first every one to its first
-/// look, then the one whose next look buys the geometric mean the most precision per
-/// second. The mean's variance is `Σ se_i² / k²`; the next look about doubles a
-/// comparison's pairs, which halves its `se_i²` at the cost of the time it has taken so
-/// far, so the score is `se_i² / time_i`: the noisiest workload per second of running it.
-fn next_to_advance<S: Source>(
-    drives: &[Drive],
-    srcs: &[S],
-    stops: &[Option<StopReason>],
-) -> Option<usize> {
-    let running = (0..drives.len()).filter(|&i| stops[i].is_none());
-    if let Some(i) = running.clone().find(|&i| drives[i].latest().is_none()) {
-        return Some(i);
+/// Group `g` ends with `error`: its comparisons still running are given up.
+fn fail(
+    state: &mut Group,
+    g: usize,
+    error: (usize, BenchError),
+    on_stop: &mut dyn FnMut(usize, usize),
+) {
+    for (i, s) in state.stops.iter().enumerate() {
+        if s.is_none() {
+            on_stop(g, i);
+        }
     }
-    let score = |i: usize| {
-        let se = drives[i].latest().map_or(f64::INFINITY, |a| a.log.se);
-        let secs = srcs[i].elapsed().as_secs_f64().max(1e-9);
+    state.error = Some(error);
+}
+
+/// With `opts.only_faster`, once every comparison of group `g` has looked: stop the ones
+/// still running when the group's geometric mean has answered ([`together`]).
+fn stop_together(
+    state: &mut Group,
+    g: usize,
+    done: &[Comparison],
+    opts: &BenchOptions,
+    on_stop: &mut dyn FnMut(usize, usize),
+) {
+    let all_looked = state.drives.iter().all(|d| d.latest().is_some());
+    if !(opts.only_faster && all_looked && state.stops.iter().any(Option::is_none)) {
+        return;
+    }
+    if let Some(reason) = together(&state.drives, &state.stops, done, opts) {
+        for (i, s) in state.stops.iter_mut().enumerate() {
+            if s.is_none() {
+                *s = Some(reason);
+                on_stop(g, i);
+            }
+        }
+    }
+}
+
+/// Which running comparison to advance to its next look, as `(group, index)`: first every
+/// one to its first look, then the one whose next look buys its group's geometric mean the
+/// most precision per second. The mean's variance is `Σ se_i² / k²`; the next look about
+/// doubles a comparison's pairs, which halves its `se_i²` at the cost of the time it has
+/// taken so far, so the score is `se_i² / time_i`: the noisiest workload per second of
+/// running it.
+fn next_to_advance<S: Source>(states: &[Group], groups: &[&mut [S]]) -> Option<(usize, usize)> {
+    let running = states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.error.is_none())
+        .flat_map(|(g, s)| (0..s.drives.len()).map(move |i| (g, i)))
+        .filter(|&(g, i)| states[g].stops[i].is_none());
+    let latest = |(g, i): (usize, usize)| states[g].drives[i].latest();
+    if let Some(gi) = running.clone().find(|&gi| latest(gi).is_none()) {
+        return Some(gi);
+    }
+    let score = |(g, i): (usize, usize)| {
+        let se = latest((g, i)).map_or(f64::INFINITY, |a| a.log.se);
+        let secs = groups[g][i].elapsed().as_secs_f64().max(1e-9);
         let s = se * se / secs;
         if s.is_nan() {
             f64::INFINITY

@@ -2,8 +2,8 @@
 //!
 //! `runner` holds the options, the comparison and the source of runs, `drive` decides the
 //! order of one comparison's runs and when to stop, `joint` advances a candidate pair's
-//! workloads together, `stats` turns times into
-//! estimates and verdicts, `counters` reads hardware counters where the machine has them,
+//! workloads together, `race` measures several candidates against one shared rival's runs,
+//! `stats` turns times into estimates and verdicts, `counters` reads hardware counters where the machine has them,
 //! `export` writes results as JSON, Markdown and CSV. The `cargo optimize bench` command
 //! that drives it lives in `crate::commands::bench`. The engine imports only `process`,
 //! `spec` and `util` from the crate.
@@ -12,13 +12,16 @@ pub mod counters;
 mod drive;
 pub mod export;
 mod joint;
+mod race;
 pub mod runner;
 #[cfg(test)]
 mod sim;
 pub mod stats;
 
 pub use drive::{compare, compare_expecting};
+pub(crate) use joint::GroupResult;
 pub use joint::{compare_jointly, Job};
+pub(crate) use race::race_jointly;
 pub use runner::{
     geomean, geomean_log, BenchError, BenchOptions, Comparison, ExpectedStatus, Noise, Outliers,
     Phase, Progress, RunRecord, Side, Sides, StopReason,

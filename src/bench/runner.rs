@@ -477,6 +477,11 @@ impl<'c> ProcessSource<'c> {
         c.counters_status = self.counters_status.clone();
         c.lingering = self.lingering;
     }
+
+    /// The worst lingering seen in this source's runs.
+    pub(super) fn lingering(&self) -> Lingering {
+        self.lingering
+    }
 }
 
 /// A check of one run's whole outcome (its output in memory, or where B's command spools
@@ -499,6 +504,11 @@ pub(crate) trait Source {
     fn run(&mut self, side: Side, pad_bytes: usize) -> Result<Observation, BenchError>;
     /// Time since the comparison started.
     fn elapsed(&self) -> Duration;
+    /// The pad the latest run had, when the source chose it rather than the `pad_bytes`
+    /// asked for (a race's rounds pad each run once for every arm it serves).
+    fn pad_used(&self, asked: usize) -> usize {
+        asked
+    }
 }
 
 pub(super) struct ProcessSource<'c> {

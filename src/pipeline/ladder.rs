@@ -22,6 +22,8 @@ use crate::spec::StageName;
 use crate::stage::{self, Build, Offer, Rival, StageError, Standing};
 use crate::verify::{Rejection, Verifier};
 
+mod race;
+
 /// A candidate that holds a place on the ladder, with its ratio to the baseline (`None`
 /// for the baseline itself).
 #[derive(Clone)]
@@ -131,8 +133,19 @@ impl<'a> Ladder<'a> {
             portable: &self.portable.candidate,
             then: &then,
         };
-        for offer in stage::offers(name, self.ctx, &standing) {
-            self.try_offer(name, offer)?;
+        let mut offers = stage::offers(name, self.ctx, &standing)
+            .into_iter()
+            .peekable();
+        let raced = |o: &Offer| matches!(o.candidate, Build::Raced(_));
+        while let Some(offer) = offers.next() {
+            let mut group = vec![offer];
+            while raced(&group[0]) && offers.peek().is_some_and(raced) {
+                group.extend(offers.next());
+            }
+            match group.len() {
+                1 => self.try_offer(name, group.remove(0))?,
+                _ => self.race(name, group)?,
+            }
         }
         if name == StageName::Profile {
             self.note_cheaper_profile();
@@ -146,11 +159,10 @@ impl<'a> Ladder<'a> {
     /// Skipped, failed, identical, rejected, or measured and decided. An error is one of
     /// the tool's own (a workload cannot be started at all), not the candidate's.
     fn try_offer(&mut self, name: StageName, offer: Offer) -> anyhow::Result<()> {
-        let ui = self.ctx.ui;
         let row = crate::context::label(name.as_str(), offer.variant.as_deref());
         let candidate = match offer.candidate {
             Build::Now(c) => c,
-            Build::OnBest(build) => build(
+            Build::OnBest(build) | Build::Raced(build) => build(
                 &self.best.candidate,
                 self.rows.last().and_then(|r| r.vs_best.as_ref()),
             ),
@@ -166,11 +178,33 @@ impl<'a> Ladder<'a> {
                 }
             }
         };
+        let Some(cand) = self.built(name, offer.variant, candidate, offer.rival) else {
+            return Ok(());
+        };
+        let fp = (name == StageName::Fp).then(|| cand.clone());
+        self.verify_and_measure(&row, cand, offer.rival)?;
+        if let Some(cand) = fp {
+            self.note_drift(&cand);
+        }
+        Ok(())
+    }
+
+    /// A built offer, or its row (skipped, failed, dropped: byte-identical to its rival) and
+    /// `None`.
+    fn built(
+        &mut self,
+        name: StageName,
+        variant: Option<String>,
+        candidate: Result<Candidate, StageError>,
+        which: Rival,
+    ) -> Option<Candidate> {
+        let ui = self.ctx.ui;
+        let row = crate::context::label(name.as_str(), variant.as_deref());
         let cand = match candidate {
             Ok(c) => c,
             Err(StageError::Pruned(why)) => {
                 self.note_pruned(name, why);
-                return Ok(());
+                return None;
             }
             Err(e) => {
                 let status = match e {
@@ -183,15 +217,12 @@ impl<'a> Ladder<'a> {
                     _ => ui.info(&format!("{row}: {}: {e}", status.as_str())),
                 }
                 let mut r = StageReport::without_candidate(name.as_str(), status, e.to_string());
-                r.facts.variant = offer.variant;
+                r.facts.variant = variant;
                 self.rows.push(r);
-                return Ok(());
+                return None;
             }
         };
-        let rival = match offer.rival {
-            Rival::Best => &self.best.candidate,
-            Rival::Portable => &self.portable.candidate,
-        };
+        let rival = self.rival(which);
         // The same bytes as its rival: the settings change nothing for this program (e.g.
         // the preset equals the user's profile). Nothing to verify or time.
         if crate::store::same_bytes(&cand.binary, &rival.binary) {
@@ -201,14 +232,16 @@ impl<'a> Ladder<'a> {
             );
             ui.info(&format!("{row}: dropped: {why}"));
             self.push_verified(&cand, Status::Dropped, &why);
-            return Ok(());
+            return None;
         }
-        let fp = (name == StageName::Fp).then(|| cand.clone());
-        self.verify_and_measure(&row, cand, offer.rival)?;
-        if let Some(cand) = fp {
-            self.note_drift(&cand);
+        Some(cand)
+    }
+
+    fn rival(&self, which: Rival) -> &Candidate {
+        match which {
+            Rival::Best => &self.best.candidate,
+            Rival::Portable => &self.portable.candidate,
         }
-        Ok(())
     }
 
     /// An offer not worth building: its reason, once, on the stage's first row.
@@ -254,23 +287,10 @@ impl<'a> Ladder<'a> {
         cand: Candidate,
         which: Rival,
     ) -> anyhow::Result<()> {
-        let ui = self.ctx.ui;
-        let all_checked = match self.verifier.check_untimed(&cand)? {
-            Ok(all) => {
-                if all {
-                    verified_event(ui, &cand, None);
-                }
-                all
-            }
-            Err(m) => {
-                self.reject(row, &cand, m);
-                return Ok(());
-            }
+        let Some(all_checked) = self.check_untimed(row, &cand)? else {
+            return Ok(());
         };
-        let rival = match which {
-            Rival::Best => &self.best.candidate,
-            Rival::Portable => &self.portable.candidate,
-        };
+        let rival = self.rival(which);
         let check = measure::TimedCheck::new(&cand);
         // Against the baseline itself, on the best track, the verdict decides whether
         // anything but the baseline ships.
@@ -290,27 +310,58 @@ impl<'a> Ladder<'a> {
             self.cache,
             (!all_checked).then_some(&check),
         );
+        if let Some(m) = self.conclude(row, &cand, (&check, all_checked), measured)? {
+            self.decide(cand, which, m, None);
+        }
+        Ok(())
+    }
+
+    /// The checks a candidate's untimed runs make: `Some(all)` when passed (`all`: every
+    /// eval workload checked too, so its timed runs need not be), `None` when rejected.
+    fn check_untimed(&mut self, row: &str, cand: &Candidate) -> anyhow::Result<Option<bool>> {
+        match self.verifier.check_untimed(cand)? {
+            Ok(all) => {
+                if all {
+                    verified_event(self.ctx.ui, cand, None);
+                }
+                Ok(Some(all))
+            }
+            Err(m) => {
+                self.reject(row, cand, m);
+                Ok(None)
+            }
+        }
+    }
+
+    /// After `cand`'s measuring: rejected by its timed runs' check, failed, or measured
+    /// (returned, to be decided).
+    fn conclude(
+        &mut self,
+        row: &str,
+        cand: &Candidate,
+        (check, all_checked): (&measure::TimedCheck, bool),
+        measured: anyhow::Result<Measured>,
+    ) -> anyhow::Result<Option<Measured>> {
         if let Some(m) = check.rejected.take() {
-            self.reject(row, &cand, Rejection::Outputs(m));
-            return Ok(());
+            self.reject(row, cand, Rejection::Outputs(m));
+            return Ok(None);
         }
         let m = match measured {
             Ok(m) => m,
             Err(e) => {
-                ui.warn(&format!("{row}: measuring failed: {e:#}"));
-                self.push_verified(&cand, Status::Failed, &format!("measuring failed: {e:#}"));
-                return Ok(());
+                self.ctx.ui.warn(&format!("{row}: measuring failed: {e:#}"));
+                self.push_verified(cand, Status::Failed, &format!("measuring failed: {e:#}"));
+                return Ok(None);
             }
         };
         if !all_checked {
-            if let Err(r) = self.verifier.finish_check(&cand, &check.checked.borrow())? {
-                self.reject(row, &cand, r);
-                return Ok(());
+            if let Err(r) = self.verifier.finish_check(cand, &check.checked.borrow())? {
+                self.reject(row, cand, r);
+                return Ok(None);
             }
-            verified_event(ui, &cand, None);
+            verified_event(self.ctx.ui, cand, None);
         }
-        self.decide(cand, which, m);
-        Ok(())
+        Ok(Some(m))
     }
 
     fn reject(&mut self, row: &str, cand: &Candidate, m: Rejection) {
@@ -328,29 +379,23 @@ impl<'a> Ladder<'a> {
     /// interval past it for a refinement). A kept
     /// portable-track offer replaces the portable best; any other kept one the best (and
     /// the portable best too, when it picks no CPU).
-    fn decide(&mut self, cand: Candidate, rival: Rival, m: Measured) {
+    ///
+    /// `beaten`: a raced offer that would be kept but another of its race was faster (its
+    /// label) — dropped, saying so.
+    fn decide(&mut self, cand: Candidate, rival: Rival, m: Measured, beaten: Option<&str>) {
         let trade = (cand.stage == StageName::Alloc).then(|| resources_note(&m.per_workload));
-        for (w, c) in m.per_workload {
+        for (w, c) in &m.per_workload {
             self.per_workload
-                .entry(w)
+                .entry(w.clone())
                 .or_default()
-                .insert(cand.tag(), c);
+                .insert(cand.tag(), c.clone());
         }
         let holder = match rival {
             Rival::Best => &self.best,
             Rival::Portable => &self.portable,
         };
-        let for_size = m.estimate.verdict == Verdict::Equivalent
-            && smaller_counts(self.ctx, &cand, &holder.candidate);
-        // A refinement (`budget::weight` below 1: `native` over a kept level, BOLT over PGO, the
-        // search's settings after `max`) gains a few percent at most and costs size or
-        // portability: it must be *faster*, not just surely faster by about the margin
-        // (BOLT on the demo came out 0.976 [0.955, 0.998] in one run of three).
-        let on = holder.candidate.stage;
-        let keep = match super::budget::weight(cand.stage, cand.variant(), on) < 1.0 {
-            true => m.estimate.verdict == Verdict::Faster,
-            false => m.estimate.keeps(self.margin()),
-        } || for_size;
+        let (keep, for_size) = self.keeps(&cand, rival, &m);
+        let keep = keep && beaten.is_none();
         let to_baseline = match holder.vs_baseline {
             None => ToBaseline {
                 log: m.log,
@@ -365,7 +410,10 @@ impl<'a> Ladder<'a> {
         };
         let status = if keep { Status::Kept } else { Status::Dropped };
         let measured = (&m.estimate, m.budget_limited.as_deref());
-        let reason = self.reason(&cand, &holder.candidate, measured, (keep, for_size));
+        let mut reason = self.reason(&cand, &holder.candidate, measured, (keep, for_size));
+        if let Some(by) = beaten {
+            reason = format!("{reason}; dropped: raced with it, {by} was faster");
+        }
         self.ctx.ui.event(
             "verdict",
             serde_json::json!({
@@ -401,6 +449,22 @@ impl<'a> Ladder<'a> {
             }
             self.best = holder;
         }
+    }
+
+    /// Whether `m` keeps `cand` against its rival, and whether for its size alone.
+    fn keeps(&self, cand: &Candidate, rival: Rival, m: &Measured) -> (bool, bool) {
+        let holder = self.rival(rival);
+        let for_size =
+            m.estimate.verdict == Verdict::Equivalent && smaller_counts(self.ctx, cand, holder);
+        // A refinement (`budget::weight` below 1: `native` over a kept level, BOLT over PGO, the
+        // search's settings after `max`) gains a few percent at most and costs size or
+        // portability: it must be *faster*, not just surely faster by about the margin
+        // (BOLT on the demo came out 0.976 [0.955, 0.998] in one run of three).
+        let keep = match super::budget::weight(cand.stage, cand.variant(), holder.stage) < 1.0 {
+            true => m.estimate.verdict == Verdict::Faster,
+            false => m.estimate.keeps(self.margin()),
+        };
+        (keep || for_size, for_size)
     }
 
     /// A decided row's reason: the comparison, why an *equivalent* or *slightly faster*

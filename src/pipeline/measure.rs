@@ -19,6 +19,9 @@ use crate::spec::{Expect, Workload};
 use crate::ui::{Tone, Ui};
 use crate::verify::{Mismatch, Reference, Verifier};
 
+mod race;
+pub use race::race;
+
 /// A candidate against another over every eval workload: the geometric mean (its estimate,
 /// and on the log scale, to chain it with others), and each workload's comparison.
 pub struct Measured {
@@ -63,23 +66,31 @@ pub fn measure(
     cache: &VerdictCache,
     check: Option<&TimedCheck>,
 ) -> anyhow::Result<Measured> {
-    let mut opts = if only_faster {
-        BenchOptions::for_ladder(&ctx.spec.bench)
-    } else {
-        BenchOptions::from_config(&ctx.spec.bench)
-    };
-    // A keep-or-drop question gets time by what it can change (`budget::weight`).
-    let full = match only_faster {
-        true => (opts.max_time).mul_f64(super::budget::weight(
-            cand.stage,
-            cand.variant(),
-            rival.stage,
-        )),
-        false => opts.max_time,
-    };
+    if only_faster {
+        let (opts, full) = keep_or_drop_options(ctx, rival, cand, share);
+        return measured(ctx, (rival, cand), verifier, (&opts, full), cache, check);
+    }
+    let mut opts = BenchOptions::from_config(&ctx.spec.bench);
+    let full = opts.max_time;
     opts.max_time = share.max_time.min(full);
     opts.pairs_past_max_time = share.pairs_past_max_time;
     measured(ctx, (rival, cand), verifier, (&opts, full), cache, check)
+}
+
+/// A keep-or-drop comparison's options within `share`, and its full max-time: the spec's,
+/// weighted by what the candidate can change (`budget::weight`).
+fn keep_or_drop_options(
+    ctx: &Context,
+    rival: &Candidate,
+    cand: &Candidate,
+    share: super::budget::Share,
+) -> (BenchOptions, std::time::Duration) {
+    let mut opts = BenchOptions::for_ladder(&ctx.spec.bench);
+    let weight = super::budget::weight(cand.stage, cand.variant(), rival.stage);
+    let full = opts.max_time.mul_f64(weight);
+    opts.max_time = share.max_time.min(full);
+    opts.pairs_past_max_time = share.pairs_past_max_time;
+    (opts, full)
 }
 
 /// What ships against the baseline on fresh pairs: `pairs` per workload, fixed before the
@@ -185,13 +196,7 @@ pub fn compare_over_workloads(
     (verifier, check): (&Verifier, Option<&TimedCheck>),
     cache: &VerdictCache,
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
-    let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
-    if eval.is_empty() {
-        anyhow::bail!(
-            "{}: no workload has `use = [\"eval\"]`, so nothing can be measured\n  fix: mark at least one workload for eval",
-            ctx.spec.path.display()
-        );
-    }
+    let eval = eval_workloads(ctx)?;
     settle_ahead(ctx);
     let start = Instant::now();
     let recorded_then = ctx.recorded_secs();
@@ -250,6 +255,18 @@ pub fn compare_over_workloads(
         .zip(found)
         .map(|(w, c)| (w.name.clone(), c.expect("measured or kept")))
         .collect())
+}
+
+/// The spec's eval workloads; an error with the fix when there are none.
+fn eval_workloads<'s>(ctx: &Context<'s>) -> anyhow::Result<Vec<&'s Workload>> {
+    let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
+    if eval.is_empty() {
+        anyhow::bail!(
+            "{}: no workload has `use = [\"eval\"]`, so nothing can be measured\n  fix: mark at least one workload for eval",
+            ctx.spec.path.display()
+        );
+    }
+    Ok(eval)
 }
 
 /// Each workload's verdict key for `b` against `a`, `None` (said once a run, with the fix)

@@ -12,9 +12,11 @@
 //! it cached). The row says what the allocator trades: peak RSS and user/system time
 //! against its rival (the ladder's note).
 //!
+//! Several allocators are raced against the best so far (`Build::Raced`); one is a duel.
+//!
 //! Must not: measure, verify or decide (the pipeline does).
 
-use super::{Candidate, Context, Offer, StageError, Standing};
+use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cargo::alloc::{self, Allocator};
 use crate::context::facts::{AllocRoot, StageFacts};
 use crate::spec::StageName;
@@ -29,18 +31,26 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
         "alloc: candidates {} (each a real build with its crate and `#[global_allocator]`, from a private copy of the workspace)",
         ctx.spec.stages.alloc.join(", ")
     ));
+    // Several allocators share the best so far as their rival: they are raced.
+    let race = ctx.spec.stages.alloc.len() > 1;
     let best = standing.best;
     (ctx.spec.stages.alloc.iter())
         .map(|name| {
-            let built = match alloc::named(name) {
-                Some(a) => build(ctx, best, a),
-                None => Err(StageError::NotAvailable(format!(
-                    "unknown allocator `{name}`"
-                ))),
+            let Some(a) = alloc::named(name) else {
+                let why = format!("unknown allocator `{name}`");
+                return Offer::against_best(Err(StageError::NotAvailable(why)));
             };
-            let mut offer = Offer::against_best(built);
-            offer.variant = Some(name.clone());
-            offer
+            let candidate = match race {
+                true => Build::Raced(Box::new(move |best: &Candidate, _: Option<&_>| {
+                    build(ctx, best, a)
+                })),
+                false => Build::Now(build(ctx, best, a)),
+            };
+            Offer {
+                variant: Some(name.clone()),
+                rival: Rival::Best,
+                candidate,
+            }
         })
         .collect()
 }

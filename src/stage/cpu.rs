@@ -65,6 +65,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     // (on jaq 3.1.2: x86-64-v4 0.976, native 0.998 against the profile build, both
     // dropped); that spares a build of the whole program.
     let after_level = ctx.spec.stages.cpu.is_none() && names.len() > 1;
+    let listed = ctx.spec.stages.cpu.is_some() && names.len() > 1;
     let native_cpu = facts.native_cpu;
     names
         .into_iter()
@@ -86,19 +87,32 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
             };
             (name, make)
         })
-        .map(|(name, make)| Offer {
-            candidate: if after_level && name == "native" {
-                Build::IfPreviousKept {
-                    build: Box::new(make),
-                    why_not: "not built: the CPU level before it was not kept, and `native` only adds this CPU's extra features and tuning to it (list it in `[stages] cpu` to try it anyway)".into(),
-                }
-            } else {
-                Build::Now(make())
-            },
-            variant: Some(name),
-            rival: Rival::Best,
-        })
+        .map(|(name, make)| offer(name, Box::new(make), (after_level, listed)))
         .collect()
+}
+
+/// The offer of target-cpu `name`: by default `native` after a level only when the level
+/// was kept (`after_level`); the levels a `[stages] cpu` list names (`listed`) raced against
+/// the best; else built now.
+fn offer<'c>(
+    name: String,
+    make: Box<dyn FnOnce() -> Result<Candidate, StageError> + 'c>,
+    (after_level, listed): (bool, bool),
+) -> Offer<'c> {
+    Offer {
+        candidate: if after_level && name == "native" {
+            Build::IfPreviousKept {
+                build: make,
+                why_not: "not built: the CPU level before it was not kept, and `native` only adds this CPU's extra features and tuning to it (list it in `[stages] cpu` to try it anyway)".into(),
+            }
+        } else if listed {
+            Build::Raced(Box::new(move |_, _| make()))
+        } else {
+            Build::Now(make())
+        },
+        variant: Some(name),
+        rival: Rival::Best,
+    }
 }
 
 /// The highest x86-64 level this CPU reaches (when above the v1 baseline every x86-64

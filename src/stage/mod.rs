@@ -10,7 +10,8 @@
 //! worth building only when the one before it won ([`Build::IfPreviousKept`]: the cpu
 //! stage's `native` after the x86-64 level) is built when the ladder reaches it, and so is
 //! one built on the best so far as it is then ([`Build::OnBest`]: the fp stage's flags, each
-//! on the ones kept before it). [`offers`]
+//! on the ones kept before it). Offers independent of each other that share a rival are
+//! [`Build::Raced`]: built together, then measured together in one race. [`offers`]
 //! dispatches by stage name with one `match`.
 //!
 //! Must not: measure, verify or decide (the pipeline does); run cargo or a workload other
@@ -74,6 +75,10 @@ pub enum Build<'c> {
     /// Built when the ladder reaches it, on top of the best so far then (which an earlier
     /// offer of the same stage may have replaced): the fp stage's flags, one on another.
     OnBest(OnBest<'c>),
+    /// Built as [`Build::OnBest`] is, with the stage's other raced offers next to it (all on
+    /// the best so far when the ladder reaches the first), and measured with them in one race
+    /// against their rival: the profile search's points, an explicit `[stages] cpu` list.
+    Raced(OnBest<'c>),
     IfPreviousKept {
         build: Box<dyn FnOnce() -> Result<Candidate, StageError> + 'c>,
         /// Why it is not built otherwise (the dropped row's reason).

@@ -130,7 +130,8 @@ fn searches(stages: &Stages) -> bool {
 }
 
 /// The best so far with the preset's (or the inline table's) profile keys on top; with
-/// `max`, the search's other points after it, each built when the ladder reaches it.
+/// `max`, the search's other points after it, built when the ladder reaches them, each on
+/// the stage's starting best, and raced together against the best after `max`.
 pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     let mut offers = vec![Offer::against_best(prepare(ctx, standing.best))];
     let n = candidates(&ctx.spec.stages);
@@ -161,7 +162,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
         offers.push(Offer {
             variant: Some(point_name(point)),
             rival: Rival::Best,
-            candidate: Build::OnBest(Box::new(build)),
+            candidate: Build::Raced(Box::new(build)),
         });
     }
     offers

@@ -281,6 +281,7 @@ fn the_profile_search_goes_on_when_max_is_kept_and_thorough_builds_eight_reusing
     let profile = rows(&report, "profile");
     assert_eq!(profile.len(), 8, "{}", r.all());
     search_rows_say_cost_and_effect(&profile);
+    search_points_are_raced(&profile[1..], &report, &r.stderr);
     let o = profile[1].facts.overrides.as_ref().unwrap();
     assert_eq!(o.get("lto").map(String::as_str), Some("\"thin\""));
     assert_eq!(o.get("codegen-units").map(String::as_str), Some("16"));
@@ -292,6 +293,32 @@ fn the_profile_search_goes_on_when_max_is_kept_and_thorough_builds_eight_reusing
     let cache = report.build_cache.unwrap();
     assert!(cache.hits >= misses, "{cache:?} after {misses} builds");
     assert!(cache.misses <= 8 - before, "{cache:?}");
+}
+
+/// The search's points after `max` that were measured (not byte-identical to their rival)
+/// were measured together: one race, said once, one `measure` step naming them all, each
+/// with a row of its own.
+fn search_points_are_raced(
+    points: &[&cargo_optimize::report::StageReport],
+    report: &cargo_optimize::report::Report,
+    stderr: &str,
+) {
+    let measured = points.iter().filter(|r| r.vs_best.is_some()).count();
+    if measured < 2 {
+        return;
+    }
+    let said = format!("profile: racing {measured} setting(s) against");
+    assert_eq!(stderr.matches(&said).count(), 1, "{said}\n{stderr}");
+    let steps: Vec<&str> = (report.pipeline.iter())
+        .map(|s| s.step.as_str())
+        .filter(|s| s.starts_with("profile (lto=") && s.ends_with(": measure"))
+        .collect();
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert!(steps[0].contains(" raced vs "), "{steps:?}");
+    for row in points.iter().filter(|r| r.vs_best.is_some()) {
+        let variant = row.facts.variant.as_deref().unwrap();
+        assert!(steps[0].contains(variant), "{variant}: {steps:?}");
+    }
 }
 
 /// Each setting: what it costs to build and, when built and different, its effect; a

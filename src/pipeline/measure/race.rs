@@ -1,0 +1,241 @@
+//! Several candidates of a stage measured together against one rival (`bench::race_jointly`):
+//! each candidate's verdicts kept from an earlier run reused per workload as a duel's are,
+//! the rest raced on the rival's shared runs, each candidate's comparisons then kept and
+//! summed up as [`measure`](super::measure) does its one.
+
+use std::time::{Duration, Instant};
+
+use super::{
+    budget_limited, expected_status, progress_message, settle_ahead, verdict_keys,
+    verify_first_run, Measured, TimedCheck,
+};
+use crate::bench::{self, BenchOptions, Comparison, Job, Phase, StopReason};
+use crate::cache::VerdictCache;
+use crate::context::{Candidate, Context};
+use crate::spec::Workload;
+use crate::verify::Verifier;
+
+/// `cands` against `rival` on every eval workload, as [`measure`](super::measure) measures
+/// one (keep-or-drop, each within `share`), but raced: one series of the rival's runs serves
+/// them all. `checks[j]`: candidate `j`'s first timed run of each workload is its
+/// verification run. One result per candidate; an error of the race as a whole (no eval
+/// workload, a sandbox) is the outer one.
+pub fn race(
+    ctx: &Context,
+    rival: &Candidate,
+    cands: &[&Candidate],
+    verifier: &Verifier,
+    share: super::super::budget::Share,
+    cache: &VerdictCache,
+    checks: &[Option<&TimedCheck>],
+) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
+    let eval = super::eval_workloads(ctx)?;
+    settle_ahead(ctx);
+    let (start, recorded_then) = (Instant::now(), ctx.recorded_secs());
+    let arms: Vec<Arm> = cands
+        .iter()
+        .map(|c| Arm::new(ctx, rival, c, share, cache, &eval))
+        .collect();
+    let todo: Vec<Vec<bool>> = arms
+        .iter()
+        .map(|a| a.found.iter().map(Option::is_none).collect())
+        .collect();
+    if todo.iter().flatten().any(|&t| t) {
+        let opts = (arms.iter().map(|a| &a.opts))
+            .max_by_key(|o| o.max_time)
+            .expect("a race has arms");
+        let done: Vec<Vec<Comparison>> = (arms.iter())
+            .map(|a| a.found.iter().flatten().cloned().collect())
+            .collect();
+        let run = (rival, cands, verifier, checks);
+        let results = run_race(ctx, run, &eval, &todo, (&done, opts))?;
+        let labels: Vec<String> = cands.iter().map(|c| c.label()).collect();
+        ctx.record_own(
+            &format!("{} raced vs {}: measure", labels.join(", "), rival.label()),
+            start,
+            recorded_then,
+        );
+        Ok(arms
+            .into_iter()
+            .zip(results)
+            .zip(&todo)
+            .map(|((arm, r), todo)| arm.conclude(cache, &eval, todo, r))
+            .collect())
+    } else {
+        let none = vec![false; eval.len()];
+        Ok(arms
+            .into_iter()
+            .map(|arm| arm.conclude(cache, &eval, &none, Ok(Vec::new())))
+            .collect())
+    }
+}
+
+/// One candidate of a race: its options (a duel's), verdict keys and kept comparisons.
+struct Arm {
+    opts: BenchOptions,
+    full: Duration,
+    keys: Vec<Option<String>>,
+    found: Vec<Option<Comparison>>,
+}
+
+impl Arm {
+    fn new(
+        ctx: &Context,
+        rival: &Candidate,
+        cand: &Candidate,
+        share: super::super::budget::Share,
+        cache: &VerdictCache,
+        eval: &[&Workload],
+    ) -> Self {
+        let (opts, full) = super::keep_or_drop_options(ctx, rival, cand, share);
+        let key_opts = BenchOptions {
+            max_time: opts.max_time.max(full),
+            pairs_past_max_time: 0,
+            ..opts.clone()
+        };
+        let keys = verdict_keys(ctx, cache, (&rival.binary, &cand.binary), eval, &key_opts);
+        let found = (keys.iter().zip(eval))
+            .map(|(k, w)| {
+                let kept = k.as_deref().and_then(|k| cache.get(k))?;
+                ctx.ui.info(&format!(
+                    "{} on {}: {} (kept from an earlier run: same binaries, workload and machine; --fresh measures again)",
+                    cand.label(),
+                    w.name,
+                    kept.headline()
+                ));
+                Some(kept)
+            })
+            .collect();
+        Arm {
+            opts,
+            full,
+            keys,
+            found,
+        }
+    }
+
+    /// The race's comparisons (those of the workloads `todo` marks) kept where not cut
+    /// short by the budget, and the geometric mean over every workload.
+    fn conclude(
+        mut self,
+        cache: &VerdictCache,
+        eval: &[&Workload],
+        todo: &[bool],
+        raced: bench::GroupResult,
+    ) -> anyhow::Result<Measured> {
+        let mine: Vec<&Workload> = (eval.iter().zip(todo))
+            .filter(|(_, t)| **t)
+            .map(|(w, _)| *w)
+            .collect();
+        let raced = raced.map_err(|(i, e)| {
+            anyhow::Error::new(e).context(format!("workload `{}`", mine[i].name))
+        })?;
+        let cut_short =
+            |c: &Comparison| self.opts.max_time < self.full && c.stop == StopReason::MaxTime;
+        let mut raced = raced.into_iter();
+        for (key, slot) in self.keys.iter().zip(self.found.iter_mut()) {
+            if slot.is_none() {
+                let c = raced.next().expect("one per workload raced");
+                if let Some(k) = key.as_ref().filter(|_| !cut_short(&c)) {
+                    cache.put(k, &c);
+                }
+                *slot = Some(c);
+            }
+        }
+        let per_workload: Vec<(String, Comparison)> = (eval.iter().zip(self.found))
+            .map(|(w, c)| (w.name.clone(), c.expect("raced or kept")))
+            .collect();
+        let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
+        let (log, confidence) = bench::geomean_log(&all);
+        let estimate = bench::geomean(&all, self.opts.margin);
+        Ok(Measured {
+            budget_limited: budget_limited(&all, &estimate, &self.opts, self.full),
+            estimate,
+            log,
+            confidence,
+            per_workload,
+        })
+    }
+}
+
+/// The race itself: per workload the rival's command in its own private cwd and each
+/// candidate's that `todo` marks in theirs, with a progress line on a terminal.
+fn run_race(
+    ctx: &Context,
+    (rival, cands, verifier, checks): (
+        &Candidate,
+        &[&Candidate],
+        &Verifier,
+        &[Option<&TimedCheck>],
+    ),
+    eval: &[&Workload],
+    todo: &[Vec<bool>],
+    (done, opts): (&[Vec<Comparison>], &BenchOptions),
+) -> anyhow::Result<Vec<bench::GroupResult>> {
+    let mut rivals = Vec::new();
+    let mut sides = Vec::new();
+    for w in eval {
+        let (wa, sa) = ctx.sandboxed(w, "bench-a")?;
+        let expected = expected_status(w, verifier.reference()?);
+        let mut mine = Vec::new();
+        for (j, cand) in cands.iter().enumerate() {
+            let (wb, sb) = ctx.sandboxed(w, &format!("bench-b{j}"))?;
+            let mut cb = ctx.command(&wb, &cand.binary);
+            cb.spool =
+                checks[j].map(|c| crate::verify::spool_for(&ctx.run.outputs(&c.cand.tag()), w));
+            mine.push((cb, sb));
+        }
+        rivals.push((ctx.command(&wa, &rival.binary), sa, expected));
+        sides.push(mine);
+    }
+    let hooks: Vec<Vec<_>> = (0..cands.len())
+        .map(|j| {
+            (eval.iter().zip(&sides))
+                .map(|(w, s)| checks[j].map(|c| verify_first_run(verifier, c, w, s[j].1.as_ref())))
+                .collect()
+        })
+        .collect();
+    let jobs: Vec<Vec<Option<Job>>> = (0..cands.len())
+        .map(|j| {
+            (0..eval.len())
+                .map(|w| {
+                    todo[j][w].then(|| Job {
+                        a: &rivals[w].0,
+                        b: &sides[w][j].0,
+                        expected: rivals[w].2,
+                        check_b: hooks[j][w].as_deref(),
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let done: Vec<&[Comparison]> = done.iter().map(Vec::as_slice).collect();
+    let what = format!("{} candidate(s) vs {}", cands.len(), rival.label());
+    ctx.ui
+        .progress(&format!("{what}: racing [{} workload(s)]", eval.len()));
+    let started = Instant::now();
+    let spinner = ctx.ui.spinner(what.clone());
+    // Arm j's comparison i is on the i-th workload `todo[j]` marks.
+    let on = |j: usize, i: usize| (0..eval.len()).filter(|&w| todo[j][w]).nth(i).unwrap_or(0);
+    let results = bench::race_jointly(&jobs, &done, opts, &mut |j, i, p| {
+        let (cand, w) = (cands[j].label(), &eval[on(j, i)].name);
+        if let Phase::Look { look } = p.phase {
+            ctx.ui.event(
+                "estimate",
+                serde_json::json!({
+                    "candidate": cand, "rival": rival.label(), "workload": w,
+                    "look": look, "pairs": p.pairs, "estimate": p.estimate,
+                }),
+            );
+        }
+        spinner.set_message(progress_message(
+            &format!("{cand} vs {}: racing {w}", rival.label()),
+            p,
+            ctx.ui,
+        ));
+    });
+    spinner.finish_and_clear();
+    ctx.ui
+        .done(&format!("{what} raced"), started.elapsed().as_secs_f64());
+    Ok(results)
+}
