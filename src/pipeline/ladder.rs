@@ -395,6 +395,9 @@ impl<'a> Ladder<'a> {
             Rival::Portable => &self.portable,
         };
         let (keep, for_size) = self.keeps(&cand, rival, &m);
+        // Beaten only matters to an arm the rule would keep: one that is not is dropped for
+        // its own verdict.
+        let beaten = beaten.filter(|_| keep);
         let keep = keep && beaten.is_none();
         let to_baseline = match holder.vs_baseline {
             None => ToBaseline {
