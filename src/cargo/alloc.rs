@@ -336,9 +336,13 @@ fn lock_copy(project: &Project, copy: &Project) -> Result<(), CargoError> {
     )?;
     if !outcome.status.success() {
         let offline = f.offline || f.frozen;
+        let first = (said.lines())
+            .find(|l| l.starts_with("error"))
+            .unwrap_or("cargo metadata failed");
         return Err(CargoError::Alloc(format!(
-            "cargo could not add the allocator's crate to the copy's Cargo.lock:\n{}  fix: {}",
-            crate::process::tail_lines(said.as_bytes(), 8),
+            "cargo could not add the allocator's crate to the copy's Cargo.lock ({})\n{}\n  fix: {}",
+            first.trim_start_matches("error: "),
+            crate::process::tail_lines(said.as_bytes(), 8).trim_end(),
             match offline {
                 true => "run once without --offline/--frozen so cargo downloads it (or `cargo fetch` in a project that depends on it), or leave the stage out: `[stages] alloc = []`",
                 false => "check that crates.io (or your registry mirror) answers here, or leave the stage out: `[stages] alloc = []`",

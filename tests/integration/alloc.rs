@@ -181,3 +181,38 @@ fn a_binary_with_its_own_allocator_is_refused_naming_its_line_and_an_unknown_nam
         bad.stderr
     );
 }
+
+#[test]
+fn offline_without_the_allocator_s_crate_cached_the_stage_is_skipped_saying_so() {
+    let _guard = shared();
+    let tmp = copy_fixture("alloc-heavy");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let home = tempfile::tempdir().unwrap();
+    let r = run(
+        dir,
+        &[
+            "optimize",
+            "--offline",
+            "--target-dir",
+            td.to_str().unwrap(),
+        ],
+        &[("CARGO_HOME", home.path().to_str().unwrap())],
+    );
+    // Asked for by name in the fixture's `try`: a stage without a candidate is exit 1.
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    let report = latest_report(&td);
+    let row = stage(&report, "alloc");
+    assert_eq!(row.status, Status::Skipped, "{row:#?}");
+    let first = row.reason.lines().next().unwrap();
+    assert!(
+        first.contains("could not add the allocator's crate") && first.contains("mimalloc"),
+        "{}",
+        row.reason
+    );
+    assert!(
+        row.reason.contains("fix: run once without --offline"),
+        "{}",
+        row.reason
+    );
+}
