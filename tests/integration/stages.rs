@@ -309,9 +309,18 @@ fn search_points_are_raced(
     }
     let said = format!("profile: racing {measured} setting(s) against");
     assert_eq!(stderr.matches(&said).count(), 1, "{said}\n{stderr}");
+    // What ships is confirmed against the baseline on fresh pairs once the ladder is done: a
+    // search point that won has that step too (`<point> vs baseline: measure`).
+    let f = final_choice(report);
+    let label = match &f.variant {
+        Some(v) => format!("{} ({v})", f.stage),
+        None => f.stage.clone(),
+    };
+    let confirmation = format!("{label} vs baseline: measure");
     let steps: Vec<&str> = (report.pipeline.iter())
         .map(|s| s.step.as_str())
         .filter(|s| s.starts_with("profile (lto=") && s.ends_with(": measure"))
+        .filter(|s| *s != confirmation)
         .collect();
     assert_eq!(steps.len(), 1, "{steps:?}");
     assert!(steps[0].contains(" raced vs "), "{steps:?}");
