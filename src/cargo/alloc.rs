@@ -316,23 +316,10 @@ fn lock_copy(project: &Project, copy: &Project) -> Result<(), CargoError> {
         args.push("--offline".into());
     }
     args.extend(f.config_args());
-    let mut cmd = std::process::Command::new(super::cargo_program());
-    cmd.args(&args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut said = String::new();
-    let outcome = child::run(
-        &mut cmd,
+    let (outcome, said) = child::run_quiet(
+        &args,
         "`cargo metadata` of the allocator's copy",
-        child::METADATA_TIMEOUT,
         "cargo resolves the allocator's crate from the registry: check that the registry answers here",
-        &mut |stream, line| {
-            if stream == child::Stream::Stderr {
-                said.push_str(line);
-                said.push('\n');
-            }
-        },
     )?;
     if !outcome.status.success() {
         let offline = f.offline || f.frozen;

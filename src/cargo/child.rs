@@ -95,6 +95,34 @@ pub fn run(
     Ok(outcome)
 }
 
+/// `cargo ARGS` (lock-file and metadata chores: no jobserver, no rustflags) run through
+/// [`run`] within [`METADATA_TIMEOUT`]; its outcome and what it printed on stderr.
+pub fn run_quiet(
+    args: &[String],
+    what: &str,
+    fix: &str,
+) -> Result<(crate::process::Outcome, String), CargoError> {
+    let mut cmd = std::process::Command::new(super::cargo_program());
+    cmd.args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut said = String::new();
+    let outcome = run(
+        &mut cmd,
+        what,
+        METADATA_TIMEOUT,
+        fix,
+        &mut |stream, line| {
+            if stream == Stream::Stderr {
+                said.push_str(line);
+                said.push('\n');
+            }
+        },
+    )?;
+    Ok((outcome, said))
+}
+
 /// The fix of a build or test run that timed out.
 pub fn build_fix() -> String {
     format!(

@@ -34,21 +34,10 @@ impl RunLockfile {
                 .to_string(),
         );
         args.extend([f.network_args(), f.config_args()].concat());
-        let mut cmd = std::process::Command::new(super::cargo_program());
-        cmd.args(&args)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut said = String::new();
-        let outcome = child::run(
-            &mut cmd,
+        let (outcome, said) = child::run_quiet(
+            &args,
             "`cargo generate-lockfile`",
-            child::METADATA_TIMEOUT,
             "cargo resolves the dependencies from the registry's index: check that `cargo generate-lockfile` answers here, or pass --offline",
-            &mut |_, line| {
-                said.push_str(line);
-                said.push('\n');
-            },
         )?;
         let made = Some(guard);
         let lockfile = RunLockfile { path, made };
