@@ -10,12 +10,13 @@
 //! PGO then makes the binary slower. So every tool is version-checked, and a mismatch is an
 //! error that names both majors and the command that fixes it.
 //!
-//! Submodules: `cpu` (flags → x86-64 level, pure), `perf` (perf binary, paranoid, counters,
+//! Submodules: `clang` (the clang of rustc's LLVM, for C and C++ built by `cc`), `cpu` (flags → x86-64 level, pure), `perf` (perf binary, paranoid, counters,
 //! LBR), `doctor` (the `Facts` bundle and the `doctor` command's output and `--fix`),
 //! `profdata` (a merged PGO profile's per-function counts, demangled), `llvm_args` (the
 //! `-Cllvm-args` options this rustc's LLVM accepts, asked once and kept in
 //! `cache/toolchain/`).
 
+pub mod clang;
 mod cpu;
 mod doctor;
 pub mod llvm_args;
@@ -138,7 +139,7 @@ pub fn parse_rustc_vv(text: &str, sysroot: PathBuf) -> anyhow::Result<Rustc> {
 /// Find "LLVM version X.Y.Z" in a tool's `--version` output (any vendor prefix, e.g.
 /// "Debian LLVM version 22.1.8" or "LLVM version 22.1.2-rust-1.95.0-stable").
 pub fn parse_llvm_version(text: &str) -> Option<LlvmVersion> {
-    let re = regex::Regex::new(r"LLVM version:?\s+(\d+(?:\.\d+)*)").expect("valid regex");
+    let re = regex::Regex::new(r"(?:LLVM|clang) version:?\s+(\d+(?:\.\d+)*)").expect("valid regex");
     text.lines().find_map(|line| {
         let caps = re.captures(line)?;
         let version = caps[1].to_string();

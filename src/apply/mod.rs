@@ -68,6 +68,8 @@ pub struct Winner {
     pub speedup: Option<f64>,
     /// The global allocator the alloc stage swapped in.
     pub allocator: Option<String>,
+    /// The C compiler and flags `cc` was given (c-compiler, whole-program PGO).
+    pub c: Option<crate::cargo::cc::CBuild>,
 }
 
 impl Winner {
@@ -130,6 +132,7 @@ impl Winner {
             features: settings.features.clone(),
             speedup: fin.speedup_vs_baseline,
             allocator: settings.allocator.clone(),
+            c: settings.c.clone(),
         })
     }
 
@@ -627,6 +630,7 @@ fn build_instructions(
         .map(|t| format!(" --target {t}"))
         .unwrap_or_default();
     let manifest = shell_quote(&manifest.display().to_string());
+    let c_env = win.c.as_ref().map(|c| c_env(c, pgo)).unwrap_or_default();
     match pgo {
         None => {
             let flags = cpu_not_written
@@ -635,7 +639,7 @@ fn build_instructions(
                 .map(|c| format!("(this machine only: RUSTFLAGS=\"-Ctarget-cpu={c}\")\n"))
                 .unwrap_or_default();
             s.push_str(&format!(
-                "build it with:\n  cargo build --manifest-path {manifest} --profile {profile}{target_arg}{features}\n{flags}"
+                "build it with:\n  {c_env}cargo build --manifest-path {manifest} --profile {profile}{target_arg}{features}\n{flags}"
             ));
         }
         Some(p) => {
@@ -650,7 +654,7 @@ fn build_instructions(
             flags.push(PGO_WARN.to_string());
             let target = win.target.clone().unwrap_or_else(|| win.host.clone());
             s.push_str(&format!(
-                "build it with the PGO profile (RUSTFLAGS replaces your cargo config's rustflags, so yours are repeated; --target keeps build scripts uninstrumented):\n  RUSTFLAGS={} cargo build --manifest-path {manifest} --profile {profile} --target {target}{features}\n  → the binary: target/{target}/{profile}/{} (in cargo's target directory)\n(the profile matches this source code: after larger changes, rerun `cargo optimize` and `cargo optimize apply` to refresh it)\n",
+                "build it with the PGO profile (RUSTFLAGS replaces your cargo config's rustflags, so yours are repeated; --target keeps build scripts uninstrumented):\n  {c_env}RUSTFLAGS={} cargo build --manifest-path {manifest} --profile {profile} --target {target}{features}\n  → the binary: target/{target}/{profile}/{} (in cargo's target directory)\n(the profile matches this source code: after larger changes, rerun `cargo optimize` and `cargo optimize apply` to refresh it)\n",
                 shell_quote(&flags.join(" ")),
                 win.bin
             ));
@@ -667,6 +671,25 @@ fn build_instructions(
         ));
     }
     s
+}
+
+/// The variables that give `cc`'s C and C++ the compiler the run gave them, and with a PGO
+/// profile, that profile (`-fprofile-use`, the copy `apply` made: one file for both
+/// compilers). Printed in the command rather than written into `[env]` of
+/// `.cargo/config.toml`: `[env]` would reach every build of the project (a debug build's
+/// C with a release profile), and the clang's path is this machine's.
+fn c_env(c: &crate::cargo::cc::CBuild, pgo: Option<&Path>) -> String {
+    let mut c = c.clone();
+    let use_flag = pgo.map(crate::cargo::cc::profile_use_flag);
+    c.flags = (c.flags.iter())
+        .filter_map(|f| match f.starts_with("-fprofile-use=") {
+            true => use_flag.clone(),
+            false => Some(f.clone()),
+        })
+        .collect();
+    (c.vars(&|k| std::env::var(k).ok()).iter())
+        .map(|(k, v)| format!("{k}={} ", shell_quote(v)))
+        .collect()
 }
 
 fn features_args(f: &crate::cargo::Features) -> String {

@@ -11,6 +11,7 @@
 //! `user flags + stage flags` as `CARGO_ENCODED_RUSTFLAGS`.
 
 pub mod alloc;
+pub mod cc;
 mod child;
 mod config;
 mod executable;
@@ -117,12 +118,39 @@ pub struct BuildSettings {
     /// name the target dirs and cache entries they always did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allocator: Option<String>,
+    /// The compiler and flags `cc` gives the C and C++ build scripts compile (`cc::CBuild`:
+    /// clang, its profile flags). `None` — left out of the hash — leaves them as cargo's
+    /// environment has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c: Option<cc::CBuild>,
 }
 
 impl BuildSettings {
     /// The flags rustc will see: the user's, then ours.
     pub fn all_rustflags(&self) -> Vec<String> {
         compose_rustflags(&self.user_rustflags, &self.rustflags)
+    }
+
+    /// The variables `cc` reads that this build sets (none without [`BuildSettings::c`]).
+    pub fn c_env(&self) -> Vec<(String, String)> {
+        self.c
+            .as_ref()
+            .map(cc::CBuild::env_vars)
+            .unwrap_or_default()
+    }
+
+    /// Where cargo puts this build's outputs in `target_dir`: `[<triple>/]<profile dir>`
+    /// (`dev` and `test` build into `debug`, `bench` into `release`).
+    pub fn output_dir(&self, target_dir: &Path) -> PathBuf {
+        let dir = match self.profile.as_str() {
+            "dev" | "test" => "debug",
+            "bench" => "release",
+            other => other,
+        };
+        match &self.target {
+            Some(t) => target_dir.join(t).join(dir),
+            None => target_dir.join(dir),
+        }
     }
 
     /// A short stable hash of the settings (names target dirs and cache entries).
@@ -420,18 +448,14 @@ fn build_once(
     let mut args = settings.cargo_args(project, target_dir);
     args.insert(1, "--message-format=json".into());
     let flags = settings.compile_rustflags(project);
-    let command = format!(
-        "CARGO_ENCODED_RUSTFLAGS='{}' cargo {}",
-        flags.join(" "),
-        settings.cargo_args(project, target_dir).join(" ")
-    );
+    let command = shell_line(settings, &flags, &settings.cargo_args(project, target_dir));
     let start = Instant::now();
     // cargo's JSON messages on stdout (artifacts, rustc's diagnostics) and its own lines on
     // stderr come in arrival order, so `stderr` reads as a terminal would have shown it.
     let mut stderr = String::new();
     let mut exe = None;
     let outcome = child::run(
-        &mut self::command(&args, &flags),
+        self::command(&args, &flags).envs(settings.c_env()),
         &format!("the build `{command}`"),
         build_timeout()?,
         &child::build_fix(),
@@ -475,6 +499,21 @@ fn build_once(
         peak_rss_bytes,
     };
     Ok((built, fresh))
+}
+
+/// The command line that reproduces a cargo call of `settings`: the C compiler's variables
+/// (`cc::CBuild`), the rustflags, then cargo's arguments.
+fn shell_line(settings: &BuildSettings, flags: &[String], args: &[String]) -> String {
+    let c: String = settings
+        .c_env()
+        .iter()
+        .map(|(k, v)| format!("{k}='{v}' "))
+        .collect();
+    format!(
+        "{c}CARGO_ENCODED_RUSTFLAGS='{}' cargo {}",
+        flags.join(" "),
+        args.join(" ")
+    )
 }
 
 /// Which runner [`test`] uses for the package's own tests.
@@ -559,15 +598,11 @@ pub fn test(
     };
     args.push("--no-fail-fast".into());
     let flags = settings.all_rustflags();
-    let command = format!(
-        "CARGO_ENCODED_RUSTFLAGS='{}' cargo {}",
-        flags.join(" "),
-        args.join(" ")
-    );
+    let command = shell_line(settings, &flags, &args);
     let start = Instant::now();
     let (mut stdout, mut stderr) = (String::new(), String::new());
     let outcome = child::run(
-        &mut self::command(&args, &flags),
+        self::command(&args, &flags).envs(settings.c_env()),
         &format!("the crate's tests `{command}`"),
         build_timeout()?,
         &child::build_fix(),
@@ -703,6 +738,7 @@ mod tests {
             target: None,
             features: Features::default(),
             allocator: None,
+            c: None,
         };
         let a = base.hash();
         assert_eq!(a, base.clone().hash());
@@ -728,6 +764,7 @@ mod tests {
                 target: None,
                 features: Features::default(),
                 allocator: None,
+                c: None,
             };
             s.profile_overrides.insert("lto".into(), lto.into());
             uses_lto(&project, &s)

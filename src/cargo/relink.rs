@@ -122,6 +122,7 @@ mod tests {
             target: Some("x86_64-unknown-linux-gnu".into()),
             features: Features::default(),
             allocator: None,
+            c: None,
         }
     }
 

@@ -104,7 +104,7 @@ pub enum CacheAction {
 pub struct RunArgs {
     /// Stages to try, overriding optimize.toml's `[stages] try` (e.g. pgo,bolt; `none`).
     ///
-    /// Comma separated, in the order profile, cpu, fp, pgo, alloc, bolt; `none` for the baseline only.
+    /// Comma separated, in the order profile, cpu, fp, c-compiler, pgo, alloc, bolt; `none` for the baseline only.
     #[arg(long, value_delimiter = ',', value_name = "STAGES")]
     pub stages: Option<Vec<String>>,
     /// Upper bound of benchmarking time per workload per comparison (e.g. 20s).

@@ -196,6 +196,7 @@ mod tests {
             target: None,
             features: Default::default(),
             allocator: None,
+            c: None,
         }
     }
 

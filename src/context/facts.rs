@@ -50,6 +50,12 @@ pub struct StageFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alloc_root: Option<AllocRoot>,
 
+    // c-compiler, pgo (whole-program)
+    /// The C and C++ build scripts compiled into this build through `cc`, and how much of it
+    /// the profile covered (whole-program PGO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c_code: Option<CCode>,
+
     // pgo
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileStats>,
@@ -335,6 +341,21 @@ pub struct BoltFacts {
 pub struct AllocRoot {
     pub file: PathBuf,
     pub sha256: String,
+}
+
+/// The C and C++ of a build (see `StageFacts::c_code`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CCode {
+    /// The compiler `cc` was given (its version line).
+    pub compiler: String,
+    /// The functions the build's C objects define, per package.
+    pub defined: BTreeMap<String, usize>,
+    /// Of those, the ones the PGO profile holds counts for, per package (whole-program
+    /// PGO only); the names of the hottest (at most 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiled: Option<BTreeMap<String, usize>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hottest: Vec<String>,
 }
 
 #[cfg(test)]

@@ -420,7 +420,7 @@ impl<'a> Context<'a> {
     }
 
     /// The target dir a build of `settings` uses: `target/optimize/build/<hash>`.
-    fn build_dir(&self, settings: &BuildSettings) -> PathBuf {
+    pub(crate) fn build_dir(&self, settings: &BuildSettings) -> PathBuf {
         self.optimize_dir.join("build").join(settings.hash())
     }
 

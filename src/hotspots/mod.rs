@@ -26,6 +26,9 @@ use crate::toolchain::profdata::{self, CountsError, FunctionCounts, Shown};
 /// How many hotspots every run keeps in report.json.
 pub const IN_REPORT: usize = 15;
 
+/// The crate and module the C and C++ functions of a whole-program profile are listed under.
+pub const C_GROUP: &str = "C/C++";
+
 /// How many crates and modules the grouping lists.
 pub const GROUPS: usize = 10;
 
@@ -37,6 +40,9 @@ pub struct Ranking {
     /// Functions (by name) with a non-zero count, and all of them.
     pub functions_with_counts: usize,
     pub functions_in_profile: usize,
+    /// The counts of C and C++ functions (whole-program PGO; 0 for a Rust-only profile).
+    #[serde(default)]
+    pub c_counts: u64,
     /// The hottest functions, hottest first (only functions with counts).
     pub functions: Vec<Ranked>,
     /// Counts by crate and by module, largest first.
@@ -86,10 +92,15 @@ struct Merged {
 fn merge(counts: &[FunctionCounts]) -> Vec<Merged> {
     let mut by_name: BTreeMap<&str, Merged> = BTreeMap::new();
     for f in counts {
+        // C and C++ (whole-program PGO) have no crate path: they are one group of their own.
+        let (crate_name, module) = match f.is_rust() {
+            true => (f.crate_name().to_string(), f.module()),
+            false => (C_GROUP.to_string(), C_GROUP.to_string()),
+        };
         let m = by_name.entry(&f.name).or_insert_with(|| Merged {
             name: f.name.clone(),
-            crate_name: f.crate_name().to_string(),
-            module: f.module(),
+            crate_name,
+            module,
             counts: 0,
             entries: 0,
         });
@@ -140,6 +151,9 @@ pub fn rank(shown: &Shown, top: usize, groups: usize) -> Ranking {
         // counts them, so the two numbers agree.
         functions_with_counts: shown.functions.iter().filter(|f| f.total > 0).count(),
         functions_in_profile: shown.functions.len(),
+        c_counts: (merged.iter())
+            .filter(|m| m.crate_name == C_GROUP)
+            .fold(0u64, |t, m| t.saturating_add(m.counts)),
         functions,
         crates: group(&merged, |m| &m.crate_name, total, groups),
         modules: group(&merged, |m| &m.module, total, groups),
@@ -289,7 +303,7 @@ pub(crate) mod tests {
 
     pub(crate) fn f(name: &str, total: u64, entries: u64) -> FunctionCounts {
         FunctionCounts {
-            symbol: format!("sym:{name}"),
+            symbol: format!("_Rsym:{name}"),
             name: name.into(),
             total,
             entries,
@@ -344,6 +358,36 @@ pub(crate) mod tests {
         );
         assert_eq!(r.functions[0].module, "hot");
         assert_eq!(r.functions[2].crate_name, "core");
+    }
+
+    #[test]
+    fn c_functions_of_a_whole_program_profile_are_one_group_and_their_share_is_said() {
+        let mut shown = sample();
+        let c = |symbol: &str, total| FunctionCounts {
+            symbol: symbol.into(),
+            name: symbol.into(),
+            total,
+            entries: 0,
+        };
+        shown.functions.push(c("vm_run", 3000));
+        shown.functions.push(c("vm.c;rare", 1000));
+        // rustc's C-ABI `main` shim is Rust's.
+        shown.functions.push(c("main", 1));
+        let r = rank(&shown, 2, 10);
+        assert_eq!(r.c_counts, 4000);
+        assert_eq!(
+            (
+                r.functions[0].name.as_str(),
+                r.functions[0].crate_name.as_str()
+            ),
+            ("vm_run", C_GROUP)
+        );
+        assert_eq!(
+            (r.crates[0].name.as_str(), r.crates[0].functions),
+            (C_GROUP, 2)
+        );
+        assert!(r.crates.iter().any(|g| g.name == "main"), "{:?}", r.crates);
+        assert_eq!(rank(&sample(), 2, 10).c_counts, 0);
     }
 
     #[test]

@@ -44,8 +44,15 @@ pub fn percent(share: f64) -> String {
 
 fn summary(v: &View) -> String {
     let r = &v.ranking;
+    let c = match r.c_counts {
+        0 => String::new(),
+        n => format!(
+            " C/C++ (trained with the Rust code) holds {} of the counts.",
+            percent(super::share(n, r.total_counts))
+        ),
+    };
     format!(
-        "{} counts in all; {} of {} functions ran. A share is of the profile's counters summed (work done in the train workloads, not time).",
+        "{} counts in all; {} of {} functions ran.{c} A share is of the profile's counters summed (work done in the train workloads, not time).",
         r.total_counts, r.functions_with_counts, r.functions_in_profile
     )
 }

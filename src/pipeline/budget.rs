@@ -133,36 +133,28 @@ struct Shape {
     comparisons: f64,
 }
 
-fn shape(
-    stage: StageName,
-    cpu_levels: usize,
-    fp_flags: usize,
-    profiles: usize,
-    allocs: usize,
-) -> Shape {
+/// The shape of `stage` when it builds `n` candidates (the profile search's settings, the
+/// cpu stage's levels, the fp flags, the allocators, the C compilers; ignored by pgo and
+/// bolt, which build what they build).
+fn shape(stage: StageName, n: usize) -> Shape {
+    let each = |n: usize| {
+        let n = n as f64;
+        (n, n, 0.0, 0.0, n)
+    };
     let (builds, verifications, trainings, evals, comparisons) = match stage {
-        // A build, a verification and a comparison per setting the search tries.
-        StageName::Profile => {
-            let n = profiles.max(1) as f64;
-            (n, n, 0.0, 0.0, n)
+        // A build, a verification and a comparison per setting the search tries (at least
+        // one: `max`), per level, per flag.
+        StageName::Profile | StageName::Cpu | StageName::Fp => each(n.max(1)),
+        // A build (of the workspace's private copy, cold), a verification and a comparison
+        // per allocator; per C compiler (none for a program without C). None when the list
+        // is empty.
+        StageName::Alloc | StageName::CCompiler => each(n),
+        // Instrumented + optimized builds, the training and the eval coverage pass; with C,
+        // the whole-program build and its comparison too.
+        StageName::Pgo => {
+            let n = n.max(1) as f64;
+            (1.0 + n, n, 1.0, 2.0, n)
         }
-        StageName::Cpu => {
-            let n = cpu_levels.max(1) as f64;
-            (n, n, 0.0, 0.0, n)
-        }
-        // A build, a verification and a comparison per flag.
-        StageName::Fp => {
-            let n = fp_flags.max(1) as f64;
-            (n, n, 0.0, 0.0, n)
-        }
-        // A build (of the workspace's private copy, cold), a verification and a
-        // comparison per allocator; none when the list is empty.
-        StageName::Alloc => {
-            let n = allocs as f64;
-            (n, n, 0.0, 0.0, n)
-        }
-        // Instrumented + optimized builds, the training and the eval coverage pass.
-        StageName::Pgo => (2.0, 1.0, 1.0, 2.0, 1.0),
         StageName::Bolt => (1.0, 1.0, 1.0, 0.0, 1.0),
         StageName::Baseline => (0.0, 0.0, 0.0, 0.0, 0.0),
     };
@@ -183,7 +175,11 @@ fn priority(stage: StageName) -> u8 {
         StageName::Pgo => 3,
         StageName::Cpu => 2,
         StageName::Profile => 1,
-        StageName::Fp | StageName::Alloc | StageName::Bolt | StageName::Baseline => 0,
+        StageName::Fp
+        | StageName::CCompiler
+        | StageName::Alloc
+        | StageName::Bolt
+        | StageName::Baseline => 0,
     }
 }
 
@@ -218,6 +214,9 @@ pub struct Budget {
     /// How many allocators the alloc stage tries (`[stages] alloc`; set after
     /// [`Budget::new`]).
     pub allocs: usize,
+    /// How many C compilers the c-compiler stage tries: 1 when the program's build graph
+    /// compiles C or C++, else 0 (set after [`Budget::new`]).
+    pub c_compilers: usize,
     /// How many settings the profile stage builds (`stage::profile::candidates`; 1 until
     /// set after [`Budget::new`]).
     pub profiles: usize,
@@ -243,6 +242,7 @@ impl Budget {
             cpu_levels,
             fp_flags: crate::stage::fp::DEFAULT_FLAGS.len(),
             allocs: crate::spec::DEFAULT_ALLOC.len(),
+            c_compilers: 0,
             profiles: 1,
             profiles_least: 1,
             cpu_least: cpu_levels,
@@ -250,15 +250,24 @@ impl Budget {
         }
     }
 
+    /// How many candidates `stage` builds (`least`: at the fewest).
+    fn candidates(&self, stage: StageName, least: bool) -> usize {
+        match stage {
+            StageName::Profile if least => self.profiles_least,
+            StageName::Profile => self.profiles,
+            StageName::Cpu if least => self.cpu_least,
+            StageName::Cpu => self.cpu_levels,
+            StageName::Fp => self.fp_flags,
+            StageName::Alloc => self.allocs,
+            StageName::CCompiler => self.c_compilers,
+            StageName::Pgo => 1 + self.c_compilers,
+            StageName::Bolt | StageName::Baseline => 1,
+        }
+    }
+
     /// The seconds a stage costs besides measuring, and the seconds of its first looks.
     fn stage_cost(&self, costs: &Costs, stage: StageName) -> (f64, f64) {
-        let s = shape(
-            stage,
-            self.cpu_levels,
-            self.fp_flags,
-            self.profiles,
-            self.allocs,
-        );
+        let s = shape(stage, self.candidates(stage, false));
         let work = s.builds * costs.build
             + s.verifications * costs.verify
             + s.trainings * costs.train
@@ -421,14 +430,7 @@ impl Budget {
         for &stage in to_come {
             let (w, l) = self.stage_cost(&c, stage);
             (work, looks) = (work + w, looks + l);
-            comparisons += shape(
-                stage,
-                self.cpu_levels,
-                self.fp_flags,
-                self.profiles,
-                self.allocs,
-            )
-            .comparisons;
+            comparisons += shape(stage, self.candidates(stage, false)).comparisons;
         }
         let mine = if is_final { 2.0 } else { 1.0 };
         let mean = (self.left() - work).max(0.0) * mine / comparisons;
@@ -509,24 +511,12 @@ pub fn project(
     };
     let mut comparisons = 1.0;
     for &stage in stages {
-        let s = shape(
-            stage,
-            budget.cpu_levels,
-            budget.fp_flags,
-            budget.profiles,
-            budget.allocs,
-        );
+        let s = shape(stage, budget.candidates(stage, false));
         p.builds += s.builds;
         p.build_secs += s.builds * costs.build;
         p.verify_secs += s.verifications * costs.verify;
         p.training_secs += s.trainings * costs.train + s.evals * costs.eval;
-        let least = shape(
-            stage,
-            budget.cpu_least,
-            budget.fp_flags,
-            budget.profiles_least,
-            budget.allocs,
-        );
+        let least = shape(stage, budget.candidates(stage, true));
         if let Some([n, secs]) = p.least_builds.as_mut() {
             *n += least.builds;
             *secs += least.builds * costs.build;

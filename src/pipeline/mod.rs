@@ -134,6 +134,11 @@ fn run_budget(plan: &Plan) -> Budget {
     );
     budget.fp_flags = budget::fp_flags(&plan.spec);
     budget.allocs = plan.spec.stages.alloc.len();
+    budget.c_compilers = usize::from(
+        plan.spec.stages.tries(crate::spec::StageName::CCompiler)
+            && !crate::cargo::cc::packages_of(&plan.project).is_empty()
+            && crate::toolchain::clang::find(&plan.rustc).is_ok(),
+    );
     budget.profiles = stage::profile::candidates(&plan.spec.stages);
     budget.profiles_least = stage::profile::least(&plan.spec.stages);
     budget.cpu_least = budget::cpu_least(&plan.spec);

@@ -327,6 +327,7 @@ impl Plan {
             target: target.map(|t| t.triple),
             features: r.project.features.clone(),
             allocator: None,
+            c: None,
         };
         let budget = spec.bench.budget.unwrap_or(super::budget::DEFAULT);
         Ok(Plan {

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use anyhow::bail;
 
+use crate::cargo::cc::CBuild;
 use crate::cargo::{BuildSettings, Features, Project};
 use crate::cli::ReleaseArgs;
 use crate::report::{self, Status};
@@ -27,6 +28,8 @@ pub(crate) struct LastRun {
     pub(crate) cpu: Option<String>,
     /// The global allocator its winner was built with.
     pub(crate) allocator: Option<String>,
+    /// The C compiler (and flags) its winner's C and C++ were built with.
+    pub(crate) c: Option<crate::cargo::cc::CBuild>,
 }
 
 impl LastRun {
@@ -53,6 +56,7 @@ impl LastRun {
                 .unwrap_or_default(),
             cpu: settings.and_then(|s| s.target_cpu()),
             allocator: settings.and_then(|s| s.allocator.clone()),
+            c: settings.and_then(|s| s.c.clone()),
         })
     }
 }
@@ -78,6 +82,10 @@ pub(crate) struct Matrix {
     pub(crate) overrides: BTreeMap<String, String>,
     /// The global allocator every artifact is built with: the last run's kept one.
     pub(crate) allocator: Option<String>,
+    /// The last run's C compiler for C and C++, given to the artifacts of its target (the
+    /// host's; other targets keep `cc`'s default), and whether their PGO builds give the C
+    /// the profile too (whole-program PGO was kept).
+    pub(crate) c: Option<crate::cargo::cc::CBuild>,
     /// Where each choice came from, for the dry run and the manifest.
     pub(crate) origin: Vec<String>,
     /// The one flavor is the command line's selection (no `[release.flavors]`): its name
@@ -114,6 +122,17 @@ impl Matrix {
                 last.id
             ));
         }
+        let c = i.last.as_ref().and_then(|l| l.c.clone());
+        if let (Some(c), Some(last)) = (&c, &i.last) {
+            let whole = c.flags.iter().any(|f| f.starts_with("-fprofile-use="));
+            origin.push(format!(
+                "C/C++ compiled by {} for {}{} (what the last run, {}, kept; other targets keep cc's default compiler)",
+                c.cc.display(),
+                c.target,
+                if whole { ", trained and optimized with the Rust code (whole-program PGO)" } else { "" },
+                last.id
+            ));
+        }
         Ok(Matrix {
             targets,
             flavors,
@@ -121,6 +140,7 @@ impl Matrix {
             stages,
             overrides,
             allocator,
+            c,
             origin,
             implicit_flavor,
         })
@@ -349,6 +369,8 @@ pub(crate) struct Artifact {
     pub(crate) runner: Option<String>,
     pub(crate) pgo: bool,
     pub(crate) bolt: bool,
+    /// Its PGO build gives the C and C++ the profile too (whole-program PGO).
+    pub(crate) c_profile: bool,
 }
 
 /// A target × flavor: its portable baseline (the user's profile, no stage flags) is
@@ -373,6 +395,16 @@ pub(crate) struct Base<'a> {
 }
 
 impl Matrix {
+    /// The allocator `triple`'s artifacts are built with: a target the allocator cannot be
+    /// built for here (no C compiler for it: a cross target without its gcc) keeps the
+    /// system allocator.
+    fn allocator_for(&self, project: &Project, triple: &str) -> Option<String> {
+        (self.allocator.as_deref())
+            .and_then(crate::cargo::alloc::named)
+            .filter(|a| crate::cargo::alloc::refusal(project, a, triple).is_none())
+            .map(|a| a.name.to_string())
+    }
+
     /// The artifacts and groups, targets outermost, then flavors, then CPU levels.
     pub(crate) fn artifacts(&self, base: &Base) -> anyhow::Result<(Vec<Artifact>, Vec<Group>)> {
         let many_targets = self.buildable().count() > 1;
@@ -380,12 +412,7 @@ impl Matrix {
         let mut groups = Vec::new();
         for triple in self.buildable() {
             let user_rustflags = (base.user_rustflags)(triple)?;
-            // A target the allocator cannot be built for here (no C compiler for it: a
-            // cross target without its gcc) keeps the system allocator.
-            let allocator = (self.allocator.as_deref())
-                .and_then(crate::cargo::alloc::named)
-                .filter(|a| crate::cargo::alloc::refusal(base.project, a, triple).is_none())
-                .map(|a| a.name.to_string());
+            let allocator = self.allocator_for(base.project, triple);
             for (fi, flavor) in self.flavors.iter().enumerate() {
                 let features = Features {
                     features: flavor.features.clone(),
@@ -400,6 +427,7 @@ impl Matrix {
                     target: Some(triple.to_string()),
                     features,
                     allocator: None,
+                    c: None,
                 };
                 let group = groups.len();
                 let mut verified = false;
@@ -407,6 +435,11 @@ impl Matrix {
                     let mut settings = baseline.clone();
                     settings.profile_overrides = self.overrides.clone();
                     settings.allocator = allocator.clone();
+                    let c = self.c.as_ref().filter(|c| c.target == triple);
+                    settings.c = c.map(|c| CBuild {
+                        flags: Vec::new(),
+                        ..c.clone()
+                    });
                     if cpu != PORTABLE {
                         settings.rustflags.push(format!("-Ctarget-cpu={cpu}"));
                     }
@@ -431,6 +464,9 @@ impl Matrix {
                         cannot_run,
                         runner: None,
                         pgo: runs && self.stages.contains(&StageName::Pgo),
+                        c_profile: c.is_some_and(|c| {
+                            c.flags.iter().any(|f| f.starts_with("-fprofile-use="))
+                        }),
                         bolt: runs && self.stages.contains(&StageName::Bolt),
                     });
                 }
@@ -526,6 +562,7 @@ mod tests {
     fn last() -> LastRun {
         LastRun {
             allocator: None,
+            c: None,
             id: "r1".into(),
             stages: vec![StageName::Pgo],
             overrides: [("lto".to_string(), "\"fat\"".to_string())].into(),

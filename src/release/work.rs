@@ -271,7 +271,11 @@ impl Release<'_> {
             // The lock is not held across the build: copy what it needs.
             let profile = pgo::Profile::clone(profile);
             drop(state);
-            pgo::build_with(ctx, &art.settings, &profile, None, relocs)
+            let settings = match art.c_profile {
+                true => pgo::whole::with_c_profile(&art.settings, &profile),
+                false => art.settings.clone(),
+            };
+            pgo::build_with(ctx, &settings, &profile, None, relocs)
         };
         self.count(ctx);
         self.state().binaries[a] = Some(cand?);

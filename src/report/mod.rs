@@ -262,6 +262,10 @@ pub struct Settings {
     /// The global allocator the alloc stage swapped in (`cargo::alloc::ALLOCATORS`' name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<String>,
+    /// The compiler and flags `cc` was given for C and C++ (the c-compiler stage's clang,
+    /// whole-program PGO's `-fprofile-use`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c: Option<crate::cargo::cc::CBuild>,
 }
 
 impl From<&BuildSettings> for Settings {
@@ -275,6 +279,7 @@ impl From<&BuildSettings> for Settings {
             target: s.target.clone(),
             features: s.features.clone(),
             allocator: s.allocator.clone(),
+            c: s.c.clone(),
         }
     }
 }

@@ -373,6 +373,7 @@ mod tests {
             target: None,
             features: Default::default(),
             allocator: None,
+            c: None,
         }
     }
 

@@ -89,6 +89,12 @@ pub fn settings_line(v: &Settings) -> String {
     if let Some(a) = &v.allocator {
         out.push_str(&format!("; global allocator: {a}"));
     }
+    if let Some(c) = &v.c {
+        out.push_str(&format!("; C/C++ compiled by {}", c.cc.display()));
+        if !c.flags.is_empty() {
+            out.push_str(&format!(" with {}", c.flags.join(" ")));
+        }
+    }
     out
 }
 

@@ -60,6 +60,9 @@ pub enum StageName {
     Cpu,
     /// Floating-point codegen flags (`-Cllvm-args=…`): opt-in, since they change results.
     Fp,
+    /// The compiler `cc` gives C and C++ (`clang` of rustc's LLVM, `cargo::cc`): its own
+    /// candidate before pgo, so whole-program PGO is measured apart from the switch.
+    CCompiler,
     Pgo,
     /// The global allocator (`cargo::alloc`): after PGO, before BOLT, which then lays out
     /// the allocator's code too.
@@ -69,10 +72,11 @@ pub enum StageName {
 
 impl StageName {
     /// The stages a run can try, in the order they run (the baseline always runs first).
-    pub const TRIED: [StageName; 6] = [
+    pub const TRIED: [StageName; 7] = [
         StageName::Profile,
         StageName::Cpu,
         StageName::Fp,
+        StageName::CCompiler,
         StageName::Pgo,
         StageName::Alloc,
         StageName::Bolt,
@@ -89,6 +93,7 @@ impl StageName {
             StageName::Profile => "profile",
             StageName::Cpu => "cpu",
             StageName::Fp => "fp",
+            StageName::CCompiler => "c-compiler",
             StageName::Pgo => "pgo",
             StageName::Alloc => "alloc",
             StageName::Bolt => "bolt",
@@ -550,9 +555,10 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Default `[stages] try`, in pipeline order: every stage but `fp`, which changes
 /// floating-point results and is tried only when the spec asks (`try` or `fp = [...]`).
-pub const DEFAULT_TRY: [StageName; 5] = [
+pub const DEFAULT_TRY: [StageName; 6] = [
     StageName::Profile,
     StageName::Cpu,
+    StageName::CCompiler,
     StageName::Pgo,
     StageName::Alloc,
     StageName::Bolt,
@@ -625,7 +631,7 @@ pub fn parse_try(names: &[&str]) -> Result<Vec<StageName>, TryListError> {
             let list: Vec<&str> = sorted.iter().map(|s| s.as_str()).collect();
             return Err(err(
                 i,
-                format!("stage \"{stage}\" must come before \"{later}\": stages run in the order profile, cpu, fp, pgo, alloc, bolt"),
+                format!("stage \"{stage}\" must come before \"{later}\": stages run in the order profile, cpu, fp, c-compiler, pgo, alloc, bolt"),
                 format!("write them in that order: {}", list.join(", ")),
             ));
         }

@@ -22,14 +22,15 @@ use crate::util::indent;
 mod toml_message;
 mod workload;
 
-pub(super) const STAGE_NAMES: [&str; 6] = [
-    StageName::TRIED[0].as_str(),
-    StageName::TRIED[1].as_str(),
-    StageName::TRIED[2].as_str(),
-    StageName::TRIED[3].as_str(),
-    StageName::TRIED[4].as_str(),
-    StageName::TRIED[5].as_str(),
-];
+pub(super) const STAGE_NAMES: [&str; StageName::TRIED.len()] = {
+    let mut names = [""; StageName::TRIED.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = StageName::TRIED[i].as_str();
+        i += 1;
+    }
+    names
+};
 const BOLT_MODES: &[&str] = &["auto", "instrument", "perf"];
 const USES: &[&str] = &["train", "eval"];
 const EXPECT_MODES: &[&str] = &["exact", "exit-code"];
@@ -1091,12 +1092,15 @@ mod tests {
 
     #[test]
     fn fp_flags_opt_in_and_bad_ones_name_their_place() {
-        use super::super::StageName::{Alloc, Bolt, Cpu, Fp, Pgo, Profile};
+        use super::super::StageName::{Alloc, Bolt, CCompiler, Cpu, Fp, Pgo, Profile};
         let f = Fixture::new();
         // Not tried by default; listing flags opts in, in the stages' order.
         assert!(!f.ok(ONE).stages.tries(Fp));
         let spec = f.ok(&format!("[stages]\nfp = [\"--fp-contract=fast\"]\n{ONE}"));
-        assert_eq!(spec.stages.try_, [Profile, Cpu, Fp, Pgo, Alloc, Bolt]);
+        assert_eq!(
+            spec.stages.try_,
+            [Profile, Cpu, Fp, CCompiler, Pgo, Alloc, Bolt]
+        );
         assert_eq!(
             spec.stages.fp.as_deref(),
             Some(&["--fp-contract=fast".to_string()][..])
@@ -1161,7 +1165,7 @@ mod tests {
         assert_eq!(msg, "unknown stage \"cpus\"");
         assert_eq!(
             fix,
-            "did you mean \"cpu\"? stages: \"profile\", \"cpu\", \"fp\", \"pgo\", \"alloc\", \"bolt\""
+            "did you mean \"cpu\"? stages: \"profile\", \"cpu\", \"fp\", \"c-compiler\", \"pgo\", \"alloc\", \"bolt\""
         );
         let (_, _, msg, fix) = f.err(&format!("[stages]\ntry = [\"bolt\", \"pgo\"]\n{ONE}"));
         assert!(

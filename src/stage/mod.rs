@@ -22,6 +22,7 @@
 pub mod alloc;
 pub mod baseline;
 pub mod bolt;
+pub mod ccompiler;
 pub mod cpu;
 pub mod fp;
 pub mod pgo;
@@ -104,6 +105,7 @@ pub fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec
         StageName::Profile => profile::offers(ctx, standing),
         StageName::Cpu => cpu::offers(ctx, standing),
         StageName::Fp => fp::offers(ctx, standing),
+        StageName::CCompiler => ccompiler::offers(ctx, standing),
         StageName::Pgo => pgo::offers(ctx, standing),
         StageName::Alloc => alloc::offers(ctx, standing),
         StageName::Bolt => bolt::offers(ctx, standing),

@@ -29,6 +29,9 @@ pub struct Facts {
     pub platform: Vec<super::platform::Row>,
     /// The host's C compiler, which the alloc stage's allocators need (`None`: none found).
     pub c_compiler: Option<String>,
+    /// The clang of rustc's LLVM (the c-compiler stage, whole-program PGO).
+    #[serde(serialize_with = "ser_result")]
+    pub clang: Result<super::clang::Clang, ToolError>,
 }
 
 impl Facts {
@@ -53,7 +56,12 @@ impl Facts {
                 }
             };
             let host = rustc.as_ref().map(|r| r.host.clone()).unwrap_or_default();
+            let clang = match &rustc {
+                Ok(r) => super::clang::find(r),
+                Err(e) => Err(e.clone()),
+            };
             Facts {
+                clang,
                 c_compiler: super::platform::c_compiler(&host),
                 rustc,
                 llvm_profdata,
@@ -330,6 +338,7 @@ fn render(facts: &Facts, tty: bool, color: bool) -> String {
     pgo_section(&mut o, facts, major);
     bolt_section(&mut o, facts, major);
     alloc_section(&mut o, facts);
+    clang_section(&mut o, facts);
     perf_section(&mut o, &facts.perf);
     cpu_section(&mut o, &facts.cpu);
     platform_section(&mut o, &facts.platform);
@@ -431,6 +440,39 @@ fn alloc_section(o: &mut Out, facts: &Facts) {
                 "not found: the alloc stage is skipped (mimalloc and jemalloc compile C)",
             );
             o.fix("install one (Debian/Ubuntu: `apt install gcc`; Fedora: `dnf install gcc`; macOS: `xcode-select --install`), or set CC");
+        }
+    }
+}
+
+/// C and C++ built by `cc`: the clang of rustc's LLVM, which compiles them for the
+/// c-compiler stage and trains them with the Rust code; without it both are left out (a
+/// program without C never needs it), so it is a warning.
+fn clang_section(o: &mut Out, facts: &Facts) {
+    o.section("C and C++ built by cc (c-compiler stage, whole-program PGO)");
+    match &facts.clang {
+        Ok(c) => {
+            let cxx = c.cxx.as_ref().map(|p| p.display().to_string());
+            o.line(
+                Mark::Ok,
+                "clang",
+                format!("{} ({})", c.cc.display(), c.version),
+            );
+            o.line(
+                Mark::Info,
+                "clang++",
+                cxx.unwrap_or_else(|| "not beside it: C++ keeps cc's default compiler".into()),
+            );
+        }
+        Err(e) => {
+            o.line(
+                Mark::Warn,
+                "clang",
+                format!(
+                    "{}: C and C++ keep cc's default compiler and PGO stays Rust-only",
+                    e.problem
+                ),
+            );
+            o.fix(&e.fix);
         }
     }
 }

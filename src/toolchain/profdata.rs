@@ -27,6 +27,17 @@ pub struct FunctionCounts {
 }
 
 impl FunctionCounts {
+    /// Whether rustc compiled it: its symbol is Rust-mangled (`_R…`, or `_ZN…17h<hash>E`).
+    /// Anything else in a profile is C or C++ that clang instrumented beside it (the pgo
+    /// stage's whole-program PGO).
+    /// A Rust program's `main` is rustc's too (the C-ABI shim that calls the Rust one).
+    pub fn is_rust(&self) -> bool {
+        let s = self.symbol.as_str();
+        s == "main"
+            || s.starts_with("_R")
+            || (s.starts_with("_ZN") && s.contains("17h") && s.ends_with('E'))
+    }
+
     /// The crate the function belongs to: the first segment of its [`owner`](Self::owner).
     pub fn crate_name(&self) -> &str {
         let n = self.owner();

@@ -514,6 +514,7 @@ mod tests {
                 target: None,
                 features: Default::default(),
                 allocator: None,
+                c: None,
             },
             size_bytes: 0,
             build_seconds: 0.0,

@@ -8,6 +8,7 @@
 mod coverage;
 mod eval;
 mod given;
+pub mod whole;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,6 +63,13 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
         }
     };
     let mut offers = vec![Offer::against_best(best)];
+    if let Ok(p) = &profile {
+        let (whole, note) = whole::offer(ctx, p);
+        offers.extend(whole);
+        if let (Some(note), Build::Now(Ok(c))) = (note, &mut offers[0].candidate) {
+            c.notes.push(note);
+        }
+    }
     if standing.best.targets_cpu() && !standing.portable.targets_cpu() {
         let portable = standing.portable;
         let candidate = if shares_profile(standing) {
@@ -222,6 +230,7 @@ pub fn instrument_into(
         flags.push(crate::cargo::NO_LTO_FLAG.to_string());
     }
     let instrumented = with_host_target(ctx, settings).with_rustflags(flags);
+    let instrumented = whole::instrumented(ctx, instrumented, gen_dir);
     let built = ctx.build(&format!("{label}: instrumented"), &instrumented)?;
     Ok((instrumented, built))
 }
@@ -358,16 +367,21 @@ pub(super) fn use_settings(
     profile: &Profile,
     relocs: bool,
 ) -> crate::cargo::BuildSettings {
-    let mut use_flags = vec![
-        format!("-Cprofile-use={}", profile.stable.display()),
-        "-Cllvm-args=-pgo-warn-missing-function".to_string(),
-    ];
+    let mut use_flags = use_flags(profile);
     if relocs {
         // Linked ready for BOLT, so the BOLT stage reads this binary as is instead of
         // building it again with `-Wl,-q`.
         use_flags.push(crate::cargo::EMIT_RELOCS_FLAG.to_string());
     }
     with_host_target(ctx, settings).with_rustflags(use_flags)
+}
+
+/// The rustflags an optimized build adds for `profile`.
+fn use_flags(profile: &Profile) -> Vec<String> {
+    vec![
+        format!("-Cprofile-use={}", profile.stable.display()),
+        "-Cllvm-args=-pgo-warn-missing-function".to_string(),
+    ]
 }
 
 pub fn build_with(

@@ -1,0 +1,191 @@
+//! The c-compiler stage: the C and C++ that build scripts compile through `cc` (or `cmake`)
+//! given to the clang of rustc's LLVM instead of `cc`'s default compiler (gcc on Linux) —
+//! one candidate, `c-compiler (clang)`, the best so far with `CC`/`CXX` set for its target
+//! (`cargo::cc::CBuild`). It runs before pgo so that switching compilers is measured on
+//! its own: whole-program PGO (`pgo (whole-program)`, the pgo stage) then gains only what
+//! the profile gives the C code, and both steps say what they bought.
+//!
+//! A program whose build graph compiles no C (no package reached from it depends on `cc`
+//! or `cmake`, as Cargo.lock says) has no row: it builds exactly as before. One that does,
+//! without a clang of rustc's LLVM major, is a skipped row naming the packages, what was
+//! found and the Debian package that fixes it (`toolchain::clang`).
+//!
+//! Must not: measure, verify or decide (the pipeline does).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Candidate, Context, Offer, StageError, Standing};
+use crate::cargo::cc::{self, CBuild};
+use crate::context::facts::{CCode, StageFacts};
+use crate::spec::StageName;
+use crate::toolchain::clang::Clang;
+use crate::toolchain::ToolError;
+
+/// The variant of the stage's one candidate.
+pub const CLANG: &str = "clang";
+
+/// What the program's build graph compiles besides Rust, and with what it can.
+pub enum CProgram {
+    /// No package reached from the program compiles C or C++.
+    None,
+    /// Some do (`packages`), and no clang of rustc's LLVM is here.
+    NoClang {
+        packages: Vec<String>,
+        why: ToolError,
+    },
+    Clang {
+        packages: Vec<String>,
+        clang: Clang,
+    },
+}
+
+impl CProgram {
+    /// The program's C packages and the clang of rustc's LLVM (Cargo.lock read now: the run
+    /// made one when the project has none).
+    pub fn of(ctx: &Context) -> CProgram {
+        let packages = cc::packages_of(ctx.project);
+        if packages.is_empty() {
+            return CProgram::None;
+        }
+        match crate::toolchain::clang::find(ctx.rustc) {
+            Ok(clang) => CProgram::Clang { packages, clang },
+            Err(why) => CProgram::NoClang { packages, why },
+        }
+    }
+}
+
+/// `c-compiler (clang)` on the best so far, when the program compiles C.
+pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+    let (packages, clang) = match CProgram::of(ctx) {
+        CProgram::None => return Vec::new(),
+        CProgram::NoClang { packages, why } => {
+            let why = format!(
+                "C/C++ compiled by {} is left to cc's default compiler: {why}",
+                packages.join(", ")
+            );
+            let mut offer = Offer::against_best(Err(StageError::NotAvailable(why)));
+            offer.variant = Some(CLANG.into());
+            return vec![offer];
+        }
+        CProgram::Clang { packages, clang } => (packages, clang),
+    };
+    let mut offer = Offer::against_best(build(ctx, standing.best, &packages, &clang));
+    offer.variant = Some(CLANG.into());
+    vec![offer]
+}
+
+fn build(
+    ctx: &Context,
+    best: &Candidate,
+    packages: &[String],
+    clang: &Clang,
+) -> Result<Candidate, StageError> {
+    if best.settings.c.is_some() {
+        return Err(StageError::Redundant(format!(
+            "the {} build already compiles C with clang",
+            best.label()
+        )));
+    }
+    if best
+        .settings
+        .target
+        .as_ref()
+        .is_some_and(|t| *t != ctx.host)
+    {
+        return Err(StageError::NotAvailable(
+            "C for another target than the host's keeps cc's default compiler (clang would have to cross-compile it)".into(),
+        ));
+    }
+    let mut settings = best.settings.clone();
+    settings.c = Some(c_build(ctx, &settings, clang, Vec::new()));
+    let facts = StageFacts {
+        variant: Some(CLANG.into()),
+        ..Default::default()
+    };
+    let (mut cand, _) = super::build_candidate(ctx, StageName::CCompiler, settings, facts)?;
+    let code = c_code(ctx, clang, &cand.settings, None);
+    cand.notes.push(describe(&code, packages));
+    if let Some(user) = cand.settings.c.as_ref().and_then(|c| c.replaced(&env)) {
+        cand.notes.push(format!(
+            "your {user} is replaced for this candidate's target: the profile C shares with Rust needs clang of rustc's LLVM"
+        ));
+    }
+    cand.facts.c_code = Some(code);
+    Ok(cand)
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// `cc`'s compiler for `settings`' target set to `clang`, with `flags` for C and C++.
+pub fn c_build(
+    ctx: &Context,
+    settings: &crate::cargo::BuildSettings,
+    clang: &Clang,
+    flags: Vec<String>,
+) -> CBuild {
+    let target = settings.target.clone().unwrap_or_else(|| ctx.host.clone());
+    CBuild {
+        cross: target != ctx.host,
+        target,
+        cc: clang.cc.clone(),
+        cxx: clang.cxx.clone(),
+        flags,
+    }
+}
+
+/// The C of the build of `settings`, and with a profile's C function names (those with
+/// counts), what it covered.
+pub fn c_code(
+    ctx: &Context,
+    clang: &Clang,
+    settings: &crate::cargo::BuildSettings,
+    profiled: Option<&[String]>,
+) -> CCode {
+    let defined = cc::c_functions(&settings.output_dir(&ctx.build_dir(settings)));
+    let all: BTreeSet<&String> = defined.values().flatten().collect();
+    let covered = profiled.map(|names| {
+        let names: BTreeSet<&String> = names.iter().collect();
+        (defined.iter())
+            .map(|(pkg, fns)| {
+                (
+                    pkg.clone(),
+                    fns.iter().filter(|f| names.contains(f)).count(),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect::<BTreeMap<_, _>>()
+    });
+    // The hottest of the C functions defined (rustc's own `main` shim is no C).
+    let hottest = profiled.into_iter().flatten().filter(|n| all.contains(n));
+    CCode {
+        compiler: clang.version.clone(),
+        hottest: hottest.take(10).cloned().collect(),
+        defined: defined.into_iter().map(|(p, f)| (p, f.len())).collect(),
+        profiled: covered,
+    }
+}
+
+/// The row's note: what was compiled by whom, and what the profile covered.
+pub fn describe(code: &CCode, packages: &[String]) -> String {
+    let defined: usize = code.defined.values().sum();
+    let from = match code.defined.is_empty() {
+        true => packages.join(", "),
+        false => (code.defined.keys().cloned())
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let mut out = format!(
+        "C/C++ of {from} compiled by {} ({defined} functions in its objects)",
+        code.compiler
+    );
+    if let Some(p) = &code.profiled {
+        let n: usize = p.values().sum();
+        out.push_str(&format!("; the profile has counts for {n} of them"));
+        if !code.hottest.is_empty() {
+            out.push_str(&format!(" (hottest: {})", code.hottest.join(", ")));
+        }
+    }
+    out
+}
