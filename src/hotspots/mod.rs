@@ -190,6 +190,7 @@ impl Ranking {
             total_counts: self.total_counts,
             functions_with_counts: self.functions_with_counts,
             functions_in_profile: self.functions_in_profile,
+            c_counts: self.c_counts,
             functions: self
                 .functions
                 .iter()

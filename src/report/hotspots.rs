@@ -22,8 +22,15 @@ pub struct Hotspots {
     pub functions_with_counts: usize,
     /// Functions (by demangled name) in the profile.
     pub functions_in_profile: usize,
+    /// The counts of C and C++ functions (whole-program PGO), listed under the crate `C/C++`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub c_counts: u64,
     /// The hottest functions, hottest first.
     pub functions: Vec<HotFunction>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One function of [`Hotspots`].
@@ -150,6 +157,7 @@ pub(crate) fn sample() -> Hotspots {
         total_counts: 1000,
         functions_with_counts: 4,
         functions_in_profile: 9,
+        c_counts: 0,
         functions: vec![
             f("demo::interp::Vm::run", "demo", 412, Some(3)),
             f(

@@ -196,23 +196,40 @@ fn fix(facts: &Facts) {
         );
     } else if facts.bolt.is_err() && super::bolt_unsupported_here().is_none() {
         let n = rustc.llvm_major;
-        let root = crate::sys::is_root();
-        match super::find_on_path("apt-get") {
-            _ if !root => eprintln!("not installing bolt-{n}: needs root. Run as root: {}", bolt_fix(n)),
-            None => eprintln!("not installing bolt-{n}: apt-get is not on PATH (install LLVM {n}'s BOLT yourself)"),
-            Some(apt) => {
-                let update = process::Command::new(&apt)
-                    .arg("update")
-                    .env("DEBIAN_FRONTEND", "noninteractive")
-                    .timeout(INSTALL_TIMEOUT);
-                if run_shown(&update) {
-                    run_shown(
-                        &process::Command::new(&apt)
-                            .args(["install", "-y", &format!("bolt-{n}")])
-                            .env("DEBIAN_FRONTEND", "noninteractive")
-                            .timeout(INSTALL_TIMEOUT),
-                    );
-                }
+        apt_install(
+            &format!("bolt-{n}"),
+            &bolt_fix(n),
+            &format!("LLVM {n}'s BOLT"),
+        );
+    }
+    if facts.clang.is_err() && !overridden(super::clang::CLANG_ENV) {
+        let n = rustc.llvm_major;
+        let fix = super::clang::clang_fix(n);
+        apt_install(&format!("clang-{n}"), &fix, &format!("clang {n}"));
+    }
+}
+
+/// `apt-get update && apt-get install -y <package>` as root, each bounded; otherwise why not
+/// and the command (`fix`) to run.
+fn apt_install(package: &str, fix: &str, what: &str) {
+    let root = crate::sys::is_root();
+    match super::find_on_path("apt-get") {
+        _ if !root => eprintln!("not installing {package}: needs root. Run as root: {fix}"),
+        None => {
+            eprintln!("not installing {package}: apt-get is not on PATH (install {what} yourself)")
+        }
+        Some(apt) => {
+            let update = process::Command::new(&apt)
+                .arg("update")
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .timeout(INSTALL_TIMEOUT);
+            if run_shown(&update) {
+                run_shown(
+                    &process::Command::new(&apt)
+                        .args(["install", "-y", package])
+                        .env("DEBIAN_FRONTEND", "noninteractive")
+                        .timeout(INSTALL_TIMEOUT),
+                );
             }
         }
     }

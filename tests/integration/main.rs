@@ -15,6 +15,7 @@ mod apply;
 mod bad_input;
 mod bench_engine;
 mod bolt;
+mod c_code;
 mod check;
 mod cli;
 mod compile_cache;
