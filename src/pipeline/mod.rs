@@ -357,7 +357,12 @@ fn project_and_say(
 /// `--dry-run`: the plan, and what the last run of it cost; nothing is built or run.
 fn dry_run(plan: &Plan) -> i32 {
     let spec = &plan.spec;
-    let stages: Vec<&str> = spec.stages.try_.iter().map(|s| s.as_str()).collect();
+    // The c-compiler stage makes no row for a program without C: the plan leaves it out.
+    let no_c = crate::cargo::cc::packages_of(&plan.project).is_empty();
+    let stages: Vec<&str> = (spec.stages.try_.iter())
+        .filter(|s| !(no_c && **s == crate::spec::StageName::CCompiler))
+        .map(|s| s.as_str())
+        .collect();
     let (train, eval) = (
         spec.workloads.iter().filter(|w| w.train).count(),
         spec.workloads.iter().filter(|w| w.eval).count(),

@@ -112,6 +112,7 @@ pub fn is_clang(path: &Path) -> bool {
 mod tests {
     use super::*;
 
+    #[cfg(unix)]
     fn fake_tool(dir: &Path, name: &str, version_line: &str) -> PathBuf {
         let p = dir.join(name);
         std::fs::write(&p, format!("#!/bin/sh\necho '{version_line}'\n")).unwrap();
