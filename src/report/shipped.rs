@@ -132,6 +132,10 @@ pub struct Resource {
 /// How a row's note about its resources begins (the alloc stage's trade: memory for time).
 pub const RESOURCES_NOTE: &str = "resources: ";
 
+/// How a row's notes about its C and C++ begin (the c-compiler and whole-program PGO rows,
+/// a pgo row whose C got no profile): shown under the row in the terminal.
+pub const C_NOTE: &str = "C/C++";
+
 /// User and system time (the sum of each workload's median), peak RSS (the largest
 /// median), and each hardware counter (the sum of medians) measured on every workload.
 pub fn resources(comps: &[(&str, &Comparison)]) -> Vec<Resource> {

@@ -172,7 +172,7 @@ fn row_notes(report: &Report, st: &StageReport) -> Vec<String> {
     out.extend(
         st.notes
             .iter()
-            .filter(|n| n.starts_with(shipped::RESOURCES_NOTE))
+            .filter(|n| n.starts_with(shipped::RESOURCES_NOTE) || n.starts_with(shipped::C_NOTE))
             .cloned(),
     );
     out.extend(shipped::noise(&comps).map(|n| format!("noise: {n}")));

@@ -107,7 +107,7 @@ fn build(
     cand.notes.push(describe(&code, packages));
     if let Some(user) = cand.settings.c.as_ref().and_then(|c| c.replaced(&env)) {
         cand.notes.push(format!(
-            "your {user} is replaced for this candidate's target: the profile C shares with Rust needs clang of rustc's LLVM"
+            "C/C++: your {user} is replaced for this candidate's target: the profile C shares with Rust needs clang of rustc's LLVM"
         ));
     }
     cand.facts.c_code = Some(code);
@@ -184,7 +184,8 @@ pub fn describe(code: &CCode, packages: &[String]) -> String {
         let n: usize = p.values().sum();
         out.push_str(&format!("; the profile has counts for {n} of them"));
         if !code.hottest.is_empty() {
-            out.push_str(&format!(" (hottest: {})", code.hottest.join(", ")));
+            let hottest = code.hottest.iter().take(3).cloned().collect::<Vec<_>>();
+            out.push_str(&format!(" (hottest: {})", hottest.join(", ")));
         }
     }
     out

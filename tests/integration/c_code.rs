@@ -269,7 +269,7 @@ fn without_the_clang_of_rustc_s_llvm_the_stage_is_skipped_and_pgo_stays_rust_onl
     assert!(
         pgo.notes
             .iter()
-            .any(|n| n.starts_with("Rust-only PGO: the C/C++ of c-hot got no profile")),
+            .any(|n| n.starts_with("C/C++ of c-hot got no profile, PGO is Rust-only: ")),
         "{:?}",
         pgo.notes
     );

@@ -46,7 +46,7 @@ pub fn offer<'c>(ctx: &'c Context, profile: &Profile) -> (Option<Offer<'c>>, Opt
         CProgram::NoClang { packages, why } => (
             None,
             Some(format!(
-                "Rust-only PGO: the C/C++ of {} got no profile ({})",
+                "C/C++ of {} got no profile, PGO is Rust-only: {}",
                 packages.join(", "),
                 why.to_string().replace('\n', ";")
             )),
@@ -86,7 +86,7 @@ fn build(
     cand.notes.push(ccompiler::describe(&code, packages));
     if switched {
         cand.notes.push(format!(
-            "its C is compiled by clang, the {} build's by cc's default compiler: its gain includes the switch (c-compiler was not kept)",
+            "C/C++: compiled by clang here, in the {} build by cc's default compiler: the gain includes the switch (c-compiler was not kept)",
             best.label()
         ));
     }
