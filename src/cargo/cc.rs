@@ -5,7 +5,8 @@
 //! `cc` reads first), and the functions a build's C objects define, per package
 //! ([`c_functions`]: the archives and objects in the build scripts' `OUT_DIR`s).
 //!
-//! Why per-triple names: `cc` reads `CC_<triple>` before `HOST_CC`/`TARGET_CC` and `CC`, so
+//! Why per-triple names: `cc` reads `CC_<triple>` (dashes, then underscores — we set the
+//! underscore spelling, which a shell can assign) before `HOST_CC`/`TARGET_CC` and `CC`, so
 //! the user's plain `CC`/`CFLAGS` stay in the environment for every other build. The
 //! user's flags are kept: ours are appended to the value `cc` would have taken (old `cc`
 //! versions take the first name set; new ones join them all, and a repeated flag is
@@ -45,10 +46,13 @@ impl CBuild {
     /// The variables a build sets, in a stable order: the compiler names, then the flags
     /// (each the value `cc` would have taken from `env` with ours appended).
     pub fn vars(&self, env: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+        // The underscore spelling: a name a shell can assign (`CC_x86_64_unknown_linux_gnu=…
+        // cargo build`), so the printed command is the build.
         let t = &self.target;
-        let mut vars = vec![(format!("CC_{t}"), self.cc.display().to_string())];
+        let u = t.replace('-', "_");
+        let mut vars = vec![(format!("CC_{u}"), self.cc.display().to_string())];
         if let Some(cxx) = &self.cxx {
-            vars.push((format!("CXX_{t}"), cxx.display().to_string()));
+            vars.push((format!("CXX_{u}"), cxx.display().to_string()));
         }
         if !self.flags.is_empty() {
             for base in ["CFLAGS", "CXXFLAGS"] {
@@ -56,7 +60,7 @@ impl CBuild {
                     .map(|v| v.split_whitespace().map(str::to_string).collect())
                     .unwrap_or_default();
                 value.extend(self.flags.iter().cloned());
-                vars.push((format!("{base}_{t}"), value.join(" ")));
+                vars.push((format!("{base}_{u}"), value.join(" ")));
             }
         }
         vars
@@ -312,19 +316,19 @@ dependencies = ["cmake"]
         let vars = c.vars(&env);
         let get = |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(
-            get("CC_aarch64-unknown-linux-gnu"),
+            get("CC_aarch64_unknown_linux_gnu"),
             Some("/usr/bin/clang-22")
         );
         assert_eq!(
-            get("CXX_aarch64-unknown-linux-gnu"),
+            get("CXX_aarch64_unknown_linux_gnu"),
             Some("/usr/bin/clang++-22")
         );
         assert_eq!(
-            get("CFLAGS_aarch64-unknown-linux-gnu"),
+            get("CFLAGS_aarch64_unknown_linux_gnu"),
             Some("-O3 -g -fprofile-use=/p.profdata")
         );
         assert_eq!(
-            get("CXXFLAGS_aarch64-unknown-linux-gnu"),
+            get("CXXFLAGS_aarch64_unknown_linux_gnu"),
             Some("-Wall -fprofile-use=/p.profdata")
         );
         assert_eq!(c.replaced(&env).as_deref(), Some("CC=gcc-13"));
@@ -344,7 +348,7 @@ dependencies = ["cmake"]
         assert_eq!(
             c.vars(&|_| Some("-O1".into())),
             [(
-                "CC_x86_64-unknown-linux-gnu".to_string(),
+                "CC_x86_64_unknown_linux_gnu".to_string(),
                 "clang-22".to_string()
             )]
         );

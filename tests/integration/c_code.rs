@@ -196,13 +196,13 @@ fn the_c_is_compiled_by_clang_then_trained_and_optimized_with_the_rust_on_one_pr
     );
     assert_eq!(a.code, Some(0), "{}", a.all());
     let winner = final_choice(&report);
-    let cc_var = "CC_x86_64-unknown-linux-gnu=";
+    let cc_var = "CC_x86_64_unknown_linux_gnu=";
     match (winner.stage.as_str(), winner.variant.as_deref()) {
         ("pgo", Some("whole-program")) => {
             assert!(a.stdout.contains(cc_var), "{}", a.stdout);
             assert!(
                 a.stdout
-                    .contains("CFLAGS_x86_64-unknown-linux-gnu=-fprofile-use="),
+                    .contains("CFLAGS_x86_64_unknown_linux_gnu=-fprofile-use="),
                 "{}",
                 a.stdout
             );
@@ -215,6 +215,46 @@ fn the_c_is_compiled_by_clang_then_trained_and_optimized_with_the_rust_on_one_pr
             assert!(!a.stdout.contains("CFLAGS_"), "{}", a.stdout);
         }
     }
+    if winner.stage != "baseline" {
+        plain_build_is_the_measured_binary(dir, td_s, Path::new(&winner.binary));
+    }
+}
+
+/// `apply`, then the build command it printed, run as printed by a shell: the binary is the
+/// measured one, byte for byte (the C compiler and its profile come from the command line's
+/// variables alone).
+fn plain_build_is_the_measured_binary(dir: &Path, td_s: &str, measured: &Path) {
+    let a = run(dir, &["optimize", "apply", "--target-dir", td_s], &[]);
+    assert_eq!(a.code, Some(0), "{}", a.all());
+    let line = (a.stdout.lines())
+        .find(|l| l.contains("cargo build --manifest-path"))
+        .unwrap_or_else(|| panic!("no build command in {}", a.stdout))
+        .trim();
+    assert!(line.contains("--profile release"), "{line}");
+    let out = Command::new("sh")
+        .args(["-c", line])
+        .current_dir(dir)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{line}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let built = match line.contains("--target ") {
+        true => dir.join("target/x86_64-unknown-linux-gnu/release/c-hot"),
+        false => dir.join("target/release/c-hot"),
+    };
+    let same = std::fs::read(&built).unwrap() == std::fs::read(measured).unwrap();
+    assert!(
+        same,
+        "{} is not {}: {line}",
+        built.display(),
+        measured.display()
+    );
 }
 
 #[test]
