@@ -214,6 +214,7 @@ impl Collector {
              \x20 features: {features}\n\
              \x20 target: {target}\n\
              \x20 rustflags: {rustflags}\n\
+             {c}\
              then: gather {glob} from each host, and\n\
              \x20 cargo optimize profile merge -o merged.profdata host-a.profraw host-b.profraw …\n\
              \x20 cargo optimize --pgo-profile merged.profdata\n\
@@ -225,6 +226,13 @@ impl Collector {
             features = features(&s.features),
             target = s.target.as_deref().unwrap_or("the host"),
             rustflags = s.all_rustflags().join(" "),
+            c = (s.c.as_ref())
+                .map(|c| format!(
+                    "  C/C++ (built by cc, counted with the Rust): {} {}\n",
+                    c.cc.display(),
+                    c.flags.join(" ")
+                ))
+                .unwrap_or_default(),
             glob = self.dir.join("default_*.profraw").display(),
         )
     }

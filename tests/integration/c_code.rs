@@ -340,3 +340,75 @@ fn a_program_without_c_has_no_c_compiler_row_and_no_cc_variables() {
     );
     assert!(!r.all().contains("CC_"), "{}", r.all());
 }
+
+#[test]
+fn the_fleet_collector_counts_the_c_and_its_profile_builds_the_whole_program() {
+    let _guard = shared();
+    let Some(_) = clang() else { return };
+    let tmp = copy_fixture("c-hot");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let td_s = td.to_str().unwrap();
+    let gen = dir.join("profiles");
+    let gen_s = gen.to_str().unwrap();
+    let c = run(
+        dir,
+        &[
+            "optimize",
+            "profile",
+            "collect",
+            "--target-dir",
+            td_s,
+            "--dir",
+            gen_s,
+        ],
+        &[],
+    );
+    assert_eq!(c.code, Some(0), "{}", c.all());
+    assert!(
+        c.all()
+            .contains("C/C++ (built by cc, counted with the Rust): "),
+        "{}",
+        c.all()
+    );
+    let collector = td.join("optimize/collect/c-hot-instrumented");
+    let out = Command::new(&collector).arg("3").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let merged = dir.join("merged.profdata");
+    let m = run(
+        dir,
+        &[
+            "optimize",
+            "profile",
+            "merge",
+            "-o",
+            merged.to_str().unwrap(),
+            gen_s,
+        ],
+        &[],
+    );
+    assert_eq!(m.code, Some(0), "{}", m.all());
+    assert!(m.all().contains("vm_run"), "{}", m.all());
+    let args = [
+        "optimize",
+        "--target-dir",
+        td_s,
+        "--stages",
+        "pgo",
+        "--pgo-profile",
+    ];
+    let r = run(dir, &[&args[..], &[merged.to_str().unwrap()]].concat(), &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let whole = rows(&report, "pgo")
+        .into_iter()
+        .find(|r| r.facts.variant.as_deref() == Some("whole-program"))
+        .unwrap_or_else(|| panic!("no whole-program row: {:#?}", report.stages));
+    assert_eq!(whole.verified, Some(true), "{whole:#?}");
+    let code = whole.facts.c_code.as_ref().expect("C facts");
+    assert_eq!(
+        code.profiled.as_ref().and_then(|p| p.get("c-hot")),
+        Some(&2),
+        "{code:?}"
+    );
+}

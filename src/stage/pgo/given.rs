@@ -27,6 +27,10 @@ pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> 
         ctx.build_ahead(bolt_input(ctx, standing, p).into_iter().collect());
     }
     let mut offers = vec![Offer::against_best(best)];
+    // A collector built by `profile collect` counts the program's C too.
+    if let Ok(p) = &profile {
+        super::whole::extend(ctx, p, &mut offers);
+    }
     if standing.best.targets_cpu() && !standing.portable.targets_cpu() {
         let portable = match profile {
             Ok(p) => build_with(ctx, &standing.portable.settings, &p, Some(PORTABLE), false),

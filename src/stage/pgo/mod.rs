@@ -64,11 +64,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     };
     let mut offers = vec![Offer::against_best(best)];
     if let Ok(p) = &profile {
-        let (whole, note) = whole::offer(ctx, p);
-        offers.extend(whole);
-        if let (Some(note), Build::Now(Ok(c))) = (note, &mut offers[0].candidate) {
-            c.notes.push(note);
-        }
+        whole::extend(ctx, p, &mut offers);
     }
     if standing.best.targets_cpu() && !standing.portable.targets_cpu() {
         let portable = standing.portable;

@@ -38,9 +38,21 @@ pub fn instrumented(
     instrumented
 }
 
+/// `offers` (the pgo offer first) with the whole-program offer after it, or the pgo row's
+/// note saying why there is none.
+pub fn extend<'c>(ctx: &'c Context, profile: &Profile, offers: &mut Vec<Offer<'c>>) {
+    let (whole, note) = offer(ctx, profile);
+    if let (Some(note), Some(Build::Now(Ok(c)))) =
+        (note, offers.first_mut().map(|o| &mut o.candidate))
+    {
+        c.notes.push(note);
+    }
+    offers.extend(whole);
+}
+
 /// The whole-program offer for `profile`, or the pgo row's note saying why there is none
 /// (C left out: no clang of rustc's LLVM). `None` and no note for a program without C.
-pub fn offer<'c>(ctx: &'c Context, profile: &Profile) -> (Option<Offer<'c>>, Option<String>) {
+fn offer<'c>(ctx: &'c Context, profile: &Profile) -> (Option<Offer<'c>>, Option<String>) {
     match CProgram::of(ctx) {
         CProgram::None => (None, None),
         CProgram::NoClang { packages, why } => (
