@@ -255,6 +255,21 @@ pub fn human_bytes(b: u64) -> String {
     }
 }
 
+/// A figure a program printed, to three significant digits or its whole part: `412`,
+/// `41.2`, `4.12`, `0.0412`, `12345`.
+pub fn format_number(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let a = v.abs();
+    let decimals = if a >= 100.0 || a == 0.0 {
+        0
+    } else {
+        (2 - a.log10().floor() as i32).max(0) as usize
+    };
+    format!("{v:.decimals$}")
+}
+
 /// Seconds as a short human string: `41.2 ms`, `1.53 s`, `812 µs`.
 pub fn format_secs(s: f64) -> String {
     if !s.is_finite() {

@@ -35,9 +35,21 @@ pub fn compare_expecting(
     expected: ExpectedStatus,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<Comparison, BenchError> {
+    compare_measuring(a, b, opts, expected, None, on_progress)
+}
+
+/// [`compare_expecting`], each run's figure read by `metric` from its output when given.
+pub fn compare_measuring(
+    a: &Command,
+    b: &Command,
+    opts: &BenchOptions,
+    expected: ExpectedStatus,
+    metric: Option<&crate::spec::Metric>,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<Comparison, BenchError> {
     a.prime();
     b.prime();
-    let mut src = ProcessSource::new(a, b, expected);
+    let mut src = ProcessSource::new(a, b, expected).measuring(metric);
     let mut c = drive(&mut src, opts, on_progress)?;
     src.fill_in(&mut c);
     Ok(c)
@@ -171,8 +183,8 @@ impl<'o> Drive<'o> {
             let pad = self.rng.usize(0..PAD_MAX);
             let o = src.run(side, pad)?;
             match side {
-                Side::A => self.wall_a.push(o.wall.as_secs_f64()),
-                Side::B => self.wall_b.push(o.wall.as_secs_f64()),
+                Side::A => self.wall_a.push(o.measure),
+                Side::B => self.wall_b.push(o.measure),
             }
             self.runs.push(RunRecord {
                 pair: pair_index(k, self.wall_a.len().min(self.wall_b.len())),
@@ -186,6 +198,7 @@ impl<'o> Drive<'o> {
                 pad_bytes: src.pad_used(pad),
                 outlier: false,
                 counters: o.counters,
+                metric: o.metric,
             });
         }
         Ok(())
@@ -395,6 +408,7 @@ fn assemble(
         samples: runs,
         lingering: Lingering::None,
         stop_note: None,
+        metric: None,
     }
 }
 

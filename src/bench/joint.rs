@@ -22,6 +22,9 @@ pub struct Job<'c> {
     /// an `Err` ends the comparison ([`BenchError::Rejected`]). The ladder's verification of
     /// a candidate on a workload it times.
     pub check_b: Option<&'c CheckRun<'c>>,
+    /// The workload's `metric`: each run's figure read from its output instead of timing
+    /// it whole.
+    pub metric: Option<&'c crate::spec::Metric>,
 }
 
 /// Several comparisons (one per workload) run look by look: each to its first look, then
@@ -46,7 +49,9 @@ pub fn compare_jointly(
         .map(|j| {
             j.a.prime();
             j.b.prime();
-            ProcessSource::new(j.a, j.b, j.expected).checking_b(j.check_b)
+            ProcessSource::new(j.a, j.b, j.expected)
+                .checking_b(j.check_b)
+                .measuring(j.metric)
         })
         .collect();
     let mut cs = drive_jointly(&mut srcs, done, opts, on_progress)?;

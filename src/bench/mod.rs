@@ -18,7 +18,7 @@ pub mod runner;
 mod sim;
 pub mod stats;
 
-pub use drive::{compare, compare_expecting};
+pub use drive::{compare, compare_expecting, compare_measuring};
 pub(crate) use joint::GroupResult;
 pub use joint::{compare_jointly, Job};
 pub(crate) use race::race_jointly;

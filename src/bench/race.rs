@@ -49,13 +49,15 @@ pub(crate) fn race_jointly(
             continue;
         };
         first.a.prime();
-        let rival = ProcessSource::new(first.a, first.a, first.expected);
+        let rival = ProcessSource::new(first.a, first.a, first.expected).measuring(first.metric);
         let srcs = jobs
             .iter()
             .map(|j| {
                 j.map(|j| {
                     j.b.prime();
-                    ProcessSource::new(j.a, j.b, j.expected).checking_b(j.check_b)
+                    ProcessSource::new(j.a, j.b, j.expected)
+                        .checking_b(j.check_b)
+                        .measuring(j.metric)
                 })
             })
             .collect();
@@ -286,6 +288,15 @@ fn again(e: &BenchError) -> BenchError {
             stderr_tail: String::new(),
         },
         BenchError::Rejected(why) => BenchError::Rejected(why.clone()),
+        BenchError::Metric {
+            side,
+            command,
+            what,
+        } => BenchError::Metric {
+            side: *side,
+            command: command.clone(),
+            what: what.clone(),
+        },
     }
 }
 
@@ -349,6 +360,8 @@ mod tests {
             self.clock += wall;
             Ok(Observation {
                 wall,
+                metric: None,
+                measure: wall.as_secs_f64(),
                 user: wall,
                 sys: Duration::ZERO,
                 max_rss_bytes: 1,

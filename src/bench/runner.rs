@@ -212,6 +212,13 @@ pub enum BenchError {
     /// B's first run did not pass [`Job::check_b`].
     #[error("B's first run was rejected: {0}")]
     Rejected(String),
+    /// A run's output gave no figure for the workload's `metric`.
+    #[error("{side}'s run printed no metric: {what}\n  command: `{command}`\n  fix: make the regex match what the program prints (one capture group around the number), or remove `metric` to time the whole run")]
+    Metric {
+        side: Side,
+        command: String,
+        what: String,
+    },
 }
 
 fn tail_block(tail: &str) -> String {
@@ -292,6 +299,9 @@ pub struct RunRecord {
     /// The pair's log-ratio was flagged as an outlier (kept in the statistics).
     pub outlier: bool,
     pub counters: Option<Counts>,
+    /// The workload's metric as the run printed it (a metric comparison's runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<f64>,
 }
 
 /// Both sides of something.
@@ -412,12 +422,77 @@ pub struct Comparison {
     /// Why the comparison has fewer pairs than asked for (`max_time` came first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_note: Option<String>,
+    /// The workload's metric, when the comparison compared it instead of wall time: the
+    /// ratio above is then of the metric (a higher-is-better one inverted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<MetricSummary>,
+}
+
+/// What a metric comparison compared (see [`Comparison::metric`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricSummary {
+    pub unit: String,
+    pub better: crate::spec::Better,
+    /// The median figure of each side, as the program printed it.
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub median_a: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub median_b: f64,
+    /// The same pairs' wall times: B/A (the geometric mean of the pairs' ratios) and its
+    /// t interval at the metric estimate's confidence, shown beside the metric's.
+    #[serde(deserialize_with = "crate::util::lenient_f64::one")]
+    pub wall_ratio: f64,
+    #[serde(deserialize_with = "crate::util::lenient_f64::pair")]
+    pub wall_interval: [f64; 2],
+}
+
+impl MetricSummary {
+    /// `A 412 tokens/s → B 455 tokens/s`-style figures: `412 tokens/s`.
+    pub fn show(&self, value: f64) -> String {
+        let unit = match self.unit.is_empty() {
+            true => String::new(),
+            false => format!(" {}", self.unit),
+        };
+        format!("{}{unit}", crate::util::format_number(value))
+    }
 }
 
 impl Comparison {
-    /// `time ratio 0.934 [0.912, 0.951] faster (n=24)`
+    /// `time ratio 0.934 [0.912, 0.951] faster (n=24)`; a metric comparison's `metric
+    /// ratio … (n=24; wall 0.981 [0.95, 1.02])`.
     pub fn headline(&self) -> String {
-        format!("{} (n={})", self.estimate, self.n)
+        match &self.metric {
+            None => format!("{} (n={})", self.estimate, self.n),
+            Some(m) => format!(
+                "{} (n={}; wall {:.3} [{:.3}, {:.3}])",
+                self.estimate
+                    .to_string()
+                    .replacen("time ratio", "metric ratio", 1),
+                self.n,
+                m.wall_ratio,
+                m.wall_interval[0],
+                m.wall_interval[1]
+            ),
+        }
+    }
+
+    /// Each side's median as shown: the metric's figure with its unit, else the time.
+    pub fn medians(&self) -> (String, String) {
+        match &self.metric {
+            Some(m) => (m.show(m.median_a), m.show(m.median_b)),
+            None => (
+                crate::util::format_secs(self.median_a_secs),
+                crate::util::format_secs(self.median_b_secs),
+            ),
+        }
+    }
+
+    /// Side A's median wall time in seconds (what a run costs, metric or not).
+    pub fn wall_secs_a(&self) -> f64 {
+        match self.metric {
+            Some(_) => self.wall.a.median,
+            None => self.median_a_secs,
+        }
     }
 }
 
@@ -459,7 +534,13 @@ impl<'c> ProcessSource<'c> {
             expected,
             lingering: Lingering::None,
             check_b: None,
+            metric: None,
         }
+    }
+
+    /// Each run's figure read from its output by `metric` instead of timing it whole.
+    pub(super) fn measuring(self, metric: Option<&'c crate::spec::Metric>) -> Self {
+        ProcessSource { metric, ..self }
     }
 
     /// What the source knows and the comparison reports.
@@ -476,6 +557,25 @@ impl<'c> ProcessSource<'c> {
     pub(super) fn fill_in(&self, c: &mut Comparison) {
         c.counters_status = self.counters_status.clone();
         c.lingering = self.lingering;
+        if let Some(m) = self.metric {
+            let median = |side: Side| {
+                let v: Vec<f64> = (c.samples.iter())
+                    .filter(|r| r.side == side)
+                    .filter_map(|r| r.metric)
+                    .collect();
+                stats::median(&v)
+            };
+            let d = wall_log_ratios(&c.samples);
+            let (mean, half) = t_interval(&d, c.estimate.confidence);
+            c.metric = Some(MetricSummary {
+                unit: m.unit.clone(),
+                better: m.better,
+                median_a: median(Side::A),
+                median_b: median(Side::B),
+                wall_ratio: mean.exp(),
+                wall_interval: [(mean - half).exp(), (mean + half).exp()],
+            });
+        }
     }
 
     /// The worst lingering seen in this source's runs.
@@ -492,6 +592,11 @@ pub type CheckRun<'a> = dyn Fn(&process::Outcome) -> Result<(), String> + 'a;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Observation {
     pub wall: Duration,
+    /// The workload's metric as the run printed it (`None`: the run is timed as a whole).
+    pub metric: Option<f64>,
+    /// What the comparison compares: the metric oriented so lower is better, else the wall
+    /// time in seconds.
+    pub measure: f64,
     pub user: Duration,
     pub sys: Duration,
     pub max_rss_bytes: u64,
@@ -523,7 +628,13 @@ pub(super) struct ProcessSource<'c> {
     /// The worst seen.
     lingering: Lingering,
     check_b: Option<&'c CheckRun<'c>>,
+    /// The figure read from each run's output instead of its wall time.
+    metric: Option<&'c crate::spec::Metric>,
 }
+
+/// Bytes of a metric workload's stdout (its head) and stderr (its tail) searched for the
+/// metric.
+const METRIC_OUTPUT_KEPT: usize = 4 << 20;
 
 /// Bytes of a timed run's stdout (its head) and stderr (its tail) kept in memory.
 const TIMED_OUTPUT_KEPT: usize = 64 << 10;
@@ -541,7 +652,11 @@ impl Source for ProcessSource<'_> {
             Side::B => self.check_b.take(),
             Side::A => None,
         };
-        cmd.keep = check.is_none().then_some(TIMED_OUTPUT_KEPT);
+        let kept = match self.metric {
+            Some(_) => METRIC_OUTPUT_KEPT,
+            None => TIMED_OUTPUT_KEPT,
+        };
+        cmd.keep = check.is_none().then_some(kept);
         if check.is_none() {
             cmd.spool = None; // only the checked run's outputs are written down
         }
@@ -585,8 +700,21 @@ impl Source for ProcessSource<'_> {
                 stderr_tail: out.stderr_tail(10),
             });
         }
+        let (metric, measure) = match self.metric {
+            None => (None, out.wall.as_secs_f64()),
+            Some(m) => {
+                let v = metric_of(m, &out).map_err(|what| BenchError::Metric {
+                    side,
+                    command: cmd_display(self, side),
+                    what,
+                })?;
+                (Some(v), m.oriented(v))
+            }
+        };
         Ok(Observation {
             wall: out.wall,
+            metric,
+            measure,
             user: out.user,
             sys: out.sys,
             max_rss_bytes: out.max_rss_bytes,
@@ -598,6 +726,40 @@ impl Source for ProcessSource<'_> {
     fn elapsed(&self) -> Duration {
         self.busy
     }
+}
+
+/// The mean of `d` and the half-width of its t interval at `confidence` (infinite below
+/// 2 values).
+fn t_interval(d: &[f64], confidence: f64) -> (f64, f64) {
+    let n = d.len();
+    if n < 2 {
+        return (stats::mean(d), f64::INFINITY);
+    }
+    let se = stats::std_dev(d) / (n as f64).sqrt();
+    let q = 1.0 - (1.0 - confidence) / 2.0;
+    (stats::mean(d), stats::t_quantile(q, (n - 1) as f64) * se)
+}
+
+/// `ln(wall B / wall A)` of every pair with both runs.
+fn wall_log_ratios(samples: &[RunRecord]) -> Vec<f64> {
+    let mut pairs: std::collections::BTreeMap<u32, [Option<f64>; 2]> = Default::default();
+    for r in samples {
+        let i = usize::from(r.side == Side::B);
+        pairs.entry(r.pair).or_default()[i] = Some(r.wall_secs);
+    }
+    (pairs.values())
+        .filter_map(|p| Some((p[1]? / p[0]?).ln()))
+        .filter(|d| d.is_finite())
+        .collect()
+}
+
+/// `metric`'s figure in a run's output: its stdout, then its stderr (a program may print
+/// its figures on either).
+fn metric_of(metric: &crate::spec::Metric, out: &process::Outcome) -> Result<f64, String> {
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push('\n');
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    metric.value(&text)
 }
 
 fn cmd_display(src: &ProcessSource<'_>, side: Side) -> String {
@@ -664,6 +826,8 @@ mod tests {
             self.clock += wall + Duration::from_millis(1);
             Ok(Observation {
                 wall,
+                metric: None,
+                measure: wall.as_secs_f64(),
                 user: wall.mul_f64(0.97),
                 sys: wall.mul_f64(0.02),
                 max_rss_bytes: 2 << 20,

@@ -70,6 +70,8 @@ impl Source for Disturbed {
         self.clock += wall + Duration::from_millis(1);
         Ok(Observation {
             wall,
+            metric: None,
+            measure: wall.as_secs_f64(),
             user: wall,
             sys: Duration::ZERO,
             max_rss_bytes: 1 << 20,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use crate::bench::{
-    compare_expecting, export, BenchOptions, Comparison, ExpectedStatus, Phase, Progress,
+    compare_measuring, export, BenchOptions, Comparison, ExpectedStatus, Phase, Progress,
 };
 use crate::cli::{BenchArgs, BenchFormat, GlobalArgs};
 use crate::process::Command;
@@ -25,6 +25,8 @@ pub struct Job {
     /// The status a run must exit with: 0, or for an `expect = "exit-code"` workload the
     /// first run's (every run of A and B must agree with it).
     pub expected: ExpectedStatus,
+    /// The workload's `metric`, read from each run's output instead of its wall time.
+    pub metric: Option<crate::spec::Metric>,
 }
 
 /// `cargo optimize bench`: compare two binaries over the spec's eval workloads, or two
@@ -73,7 +75,8 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
             ..opts.clone()
         };
         let bar = spinner(progress);
-        let c = compare_expecting(&job.a, &job.b, &job_opts, job.expected, &mut |p| {
+        let metric = job.metric.as_ref();
+        let c = compare_measuring(&job.a, &job.b, &job_opts, job.expected, metric, &mut |p| {
             bar.set_message(progress_line(&job.name, p));
         });
         bar.finish_and_clear();
@@ -235,6 +238,7 @@ fn select_jobs(
                 a,
                 b,
                 expected: ExpectedStatus::Success,
+                metric: None,
             }],
             None,
             Copies::default(),
@@ -304,6 +308,7 @@ pub fn spec_jobs(
             } else {
                 ExpectedStatus::Success
             },
+            metric: w.metric.clone(),
         });
     }
     Ok((jobs, copies))
@@ -375,8 +380,8 @@ fn print_result(say: &Say, name: &str, width: usize, c: &Comparison, verbose: u8
     say.line(format!(
         "{name:width$}  {}   A {} · B {} · CV {:.1} % / {:.1} % · {} outlier pair{}",
         c.headline(),
-        export::format_secs(c.median_a_secs),
-        export::format_secs(c.median_b_secs),
+        c.medians().0,
+        c.medians().1,
         c.cv_a * 100.0,
         c.cv_b * 100.0,
         c.outliers.pairs,

@@ -104,7 +104,7 @@ impl Costs {
                 let slowest = w
                     .per_stage
                     .values()
-                    .map(|c| c.median_a_secs)
+                    .map(|c| c.wall_secs_a())
                     .fold(f64::NAN, f64::max);
                 slowest.is_finite().then(|| (w.name.clone(), slowest))
             })

@@ -331,14 +331,13 @@ fn measure_jointly(
         .zip(&sandboxes)
         .map(|(w, (_, sb))| check.map(|c| verify_first_run(verifier, c, w, sb.as_ref())))
         .collect();
-    let jobs: Vec<Job> = commands
-        .iter()
-        .zip(&hooks)
-        .map(|((ca, cb, expected), hook)| Job {
+    let jobs: Vec<Job> = (commands.iter().zip(&hooks).zip(todo))
+        .map(|(((ca, cb, expected), hook), w)| Job {
             a: ca,
             b: cb,
             expected: *expected,
             check_b: hook.as_deref(),
+            metric: w.metric.as_ref(),
         })
         .collect();
     let pair = format!("{b_label} vs {a_label}");

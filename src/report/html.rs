@@ -14,7 +14,6 @@ use maud::{html, Markup, PreEscaped};
 use super::hotspots::{calls_cell, CALLS_UNKNOWN};
 use super::text::{estimate_cell, portable_hint, settings_line, short_name, speedup_line};
 use super::{pair_ratios, FinalChoice, Hotspots, Report, StageReport, Status};
-use crate::bench::export::format_secs;
 use crate::bench::Comparison;
 use crate::render::page::{document, status_legend};
 use crate::render::svg::{bars, forest, strip, Bar, Interval, Strip};
@@ -77,8 +76,8 @@ fn shipped(r: &Report) -> Markup {
             @for (w, c) in &comps {
                 tr {
                     td { (w) }
-                    td class="num" { (format_secs(c.median_a_secs)) }
-                    td class="num" { (format_secs(c.median_b_secs)) }
+                    td class="num" { (c.medians().0) }
+                    td class="num" { (c.medians().1) }
                     td class="num" { (format!("{:.3} [{:.3}, {:.3}] {}", c.estimate.ratio, c.estimate.ci_low, c.estimate.ci_high, c.estimate.verdict)) }
                 }
             }
@@ -688,8 +687,8 @@ fn noise_table(comps: &[(&str, &str, &Comparison)]) -> Markup {
                     td { (w) }
                     td { (tag) }
                     td class="num" { (c.n) }
-                    td class="num" { (format_secs(c.median_a_secs)) }
-                    td class="num" { (format_secs(c.median_b_secs)) }
+                    td class="num" { (c.medians().0) }
+                    td class="num" { (c.medians().1) }
                     td class="num" { (format!("{:.1} %", c.cv_a * 100.0)) }
                     td class="num" { (format!("{:.1} %", c.cv_b * 100.0)) }
                     td class="num" { (c.outliers.pairs) }

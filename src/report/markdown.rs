@@ -11,7 +11,6 @@ use std::fmt::Write as _;
 use super::hotspots::{calls_cell, CALLS_UNKNOWN};
 use super::text::{estimate_cell, portable_hint, settings_line, speedup_line};
 use super::{Hotspots, Report, Status};
-use crate::bench::export::format_secs;
 use crate::render::{markdown_cell as cell, markdown_code as code, Render};
 use crate::util::human_bytes;
 
@@ -291,8 +290,8 @@ fn shipped(s: &mut String, r: &Report) {
             s,
             "| {} | {} | {} | {:.3} [{:.3}, {:.3}] {} |",
             cell(w),
-            format_secs(c.median_a_secs),
-            format_secs(c.median_b_secs),
+            c.medians().0,
+            c.medians().1,
             c.estimate.ratio,
             c.estimate.ci_low,
             c.estimate.ci_high,
@@ -371,8 +370,8 @@ fn workloads(s: &mut String, r: &Report) {
                 c.estimate.confidence * 100.0,
                 c.estimate.verdict,
                 c.n,
-                format_secs(c.median_a_secs),
-                format_secs(c.median_b_secs),
+                c.medians().0,
+                c.medians().1,
                 c.cv_a * 100.0,
                 c.cv_b * 100.0
             );

@@ -203,14 +203,35 @@ fn shipped_block(s: &mut String, report: &Report, f: &FinalChoice) {
         let _ = writeln!(
             s,
             "  {name:<w$} {:>9} → {:>9}  {} [{:.3}, {:.3}] {} (n={})",
-            crate::util::format_secs(c.median_a_secs),
-            crate::util::format_secs(c.median_b_secs),
+            c.medians().0,
+            c.medians().1,
             format_args!("{:.3}", c.estimate.ratio),
             c.estimate.ci_low,
             c.estimate.ci_high,
             c.estimate.verdict,
             c.n
         );
+        // A metric's workload: what the same pairs' wall times said, beside it.
+        if let Some(m) = &c.metric {
+            let _ = writeln!(
+                s,
+                "  {:<w$} the metric ({}, {} is better); wall time {:.3} [{:.3}, {:.3}]",
+                "",
+                if m.unit.is_empty() {
+                    "no unit"
+                } else {
+                    &m.unit
+                },
+                if m.better == crate::spec::Better::Higher {
+                    "higher"
+                } else {
+                    "lower"
+                },
+                m.wall_ratio,
+                m.wall_interval[0],
+                m.wall_interval[1]
+            );
+        }
     }
     let res: Vec<String> = shipped::resources(&comps)
         .iter()

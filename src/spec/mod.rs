@@ -7,9 +7,11 @@
 //! own submodules (`check`, `release`). Must not: run anything or touch cargo.
 
 pub mod bounds;
+pub use metric::{Better, Metric};
 mod check;
 mod harness;
 mod matrix;
+mod metric;
 mod raw;
 mod release;
 mod validate;
@@ -221,6 +223,9 @@ pub struct Workload {
     /// `cargo = "bench" | "test"`: run the package's harness (with `--bench` first for a
     /// bench) instead of its binary.
     pub cargo: Option<HarnessKind>,
+    /// `metric = { … }`: the figure read from each timed run's output, compared instead of
+    /// its wall time.
+    pub metric: Option<Metric>,
     /// 1-based line of the `[[workload]]` header in the spec, for messages.
     pub line: usize,
 }
@@ -447,6 +452,7 @@ impl Workload {
             stderr: false,
             start: Default::default(),
             cargo: None,
+            metric: None,
             line: 1,
         }
     }

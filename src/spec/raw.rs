@@ -228,6 +228,17 @@ pub(super) struct RawWorkload {
     pub(super) budget: Option<Spanned<RawBudget>>,
     pub(super) start: Option<Spanned<String>>,
     pub(super) cargo: Option<Spanned<String>>,
+    pub(super) metric: Option<Spanned<RawMetric>>,
+}
+
+/// A workload's `metric` table (`spec::metric`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawMetric {
+    pub(super) regex: Spanned<String>,
+    pub(super) unit: Option<String>,
+    pub(super) better: Spanned<String>,
+    pub(super) combine: Option<Spanned<String>>,
 }
 
 #[derive(serde::Deserialize)]

@@ -29,6 +29,7 @@ mod hotspots;
 mod interrupt;
 mod ladder;
 mod library;
+mod metric;
 mod pipeline;
 mod platforms;
 mod release;

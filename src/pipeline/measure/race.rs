@@ -204,6 +204,7 @@ fn run_race(
                         b: &sides[w][j].0,
                         expected: rivals[w].2,
                         check_b: hooks[j][w].as_deref(),
+                        metric: eval[w].metric.as_ref(),
                     })
                 })
                 .collect()

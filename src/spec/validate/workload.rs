@@ -22,6 +22,7 @@ struct Shared {
     eval: bool,
     cargo: Option<crate::spec::HarnessKind>,
     expect: Expect,
+    metric: Option<crate::spec::Metric>,
 }
 
 impl Validator<'_> {
@@ -129,7 +130,9 @@ impl Validator<'_> {
             (None, Some(_)) => Expect::ExitCode,
             (None, None) => Expect::Exact,
         };
+        let metric = w.metric.as_ref().map(|m| self.metric(m)).transpose()?;
         Ok(Shared {
+            metric,
             line: self.line(header),
             start,
             timeout,
@@ -198,6 +201,7 @@ impl Validator<'_> {
             stderr: w.stderr.unwrap_or(false),
             start: shared.start,
             cargo: shared.cargo,
+            metric: shared.metric.clone(),
             line: shared.line,
         })
     }

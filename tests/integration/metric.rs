@@ -1,0 +1,146 @@
+//! A workload's `metric`: the figure a program prints, compared pair by pair instead of
+//! its wall time. `metric-steps` prints its per-step time after a random 0–200 ms start-up
+//! sleep planted on purpose, so its wall time varies by tens of percent and its steps by a
+//! few: the metric's interval is the narrower one, and both are shown. And what a bad
+//! `metric` or an output it does not match says.
+
+use cargo_optimize::report::Status;
+
+use crate::common::*;
+
+#[test]
+fn a_printed_per_step_time_is_compared_instead_of_the_wall_time_both_shown() {
+    let _guard = shared();
+    let tmp = copy_fixture("metric-steps");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let td_s = td.to_str().unwrap();
+    let r = run(
+        dir,
+        &["optimize", "--stages", "pgo", "--target-dir", td_s],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let steps = report.workloads.iter().find(|w| w.name == "steps").unwrap();
+    let pgo = steps.per_stage.get("pgo").expect("pgo measured on `steps`");
+    let m = pgo.metric.as_ref().expect("a metric comparison");
+    assert_eq!(m.unit, "ms");
+    // Every timed run's figure was read from its output, and its wall time kept too.
+    assert!(
+        pgo.samples
+            .iter()
+            .all(|s| s.metric.is_some() && s.wall_secs > 0.0),
+        "{:?}",
+        pgo.samples
+    );
+    // The pairs' ratio is the metric's: the step medians are milliseconds, not the
+    // runs of tens to hundreds of ms.
+    assert!(m.median_a < 50.0 && m.median_b < 50.0, "{m:?}");
+    // The planted start-up sleep is noise of the wall time only: on the same pairs the
+    // metric's interval is the narrower.
+    let metric_width = pgo.estimate.ci_high / pgo.estimate.ci_low;
+    let wall_width = m.wall_interval[1] / m.wall_interval[0];
+    assert!(metric_width < wall_width, "metric {pgo:?} vs wall {m:?}");
+    // What ships, whichever it is, shows the metric beside the wall time; `bench` of the
+    // two binaries says both on one line.
+    if stage(&report, "pgo").status == Status::Kept {
+        let shown = "the metric (ms, lower is better); wall time ";
+        assert!(r.stdout.contains(shown), "{}", r.stdout);
+    }
+    let bin = |tag: &str| td.join("optimize/latest/bin").join(tag);
+    let (a, b) = (bin("baseline"), bin("pgo"));
+    let args = [
+        "optimize",
+        "bench",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ];
+    let bench = run(dir, &[&args[..], &["--max-time", "3s"]].concat(), &[]);
+    assert_eq!(bench.code, Some(0), "{}", bench.all());
+    let line = bench
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("steps"))
+        .unwrap_or("");
+    assert!(
+        line.contains("metric ratio") && line.contains("; wall "),
+        "{}",
+        bench.stdout
+    );
+    assert!(line.contains(" ms · B "), "{line}");
+}
+
+#[test]
+fn a_bad_metric_is_exit_2_at_its_line_and_an_output_it_does_not_match_names_what_was_printed() {
+    let tmp = copy_fixture("metric-steps");
+    let dir = tmp.path();
+    let spec = std::fs::read_to_string(dir.join("optimize.toml")).unwrap();
+    let line = spec
+        .lines()
+        .position(|l| l.starts_with("metric = "))
+        .unwrap()
+        + 1;
+    let with = |metric: &str| {
+        let text = spec
+            .lines()
+            .map(|l| {
+                if l.starts_with("metric = ") {
+                    metric
+                } else {
+                    l
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(dir.join("optimize.toml"), text).unwrap();
+        run(dir, &["optimize", "--dry-run"], &[])
+    };
+    let cases = [
+        (
+            "metric = { regex = 'step ([0-9', better = \"lower\" }",
+            "the metric's regex does not compile",
+        ),
+        (
+            "metric = { regex = 'step [0-9.]+ ms', better = \"lower\" }",
+            "has 0 capture groups; it needs exactly one",
+        ),
+        (
+            "metric = { regex = '(a)(b)', better = \"lower\" }",
+            "has 2 capture groups",
+        ),
+        (
+            "metric = { regex = '([0-9]+)', better = \"faster\" }",
+            "`better` is \"higher\" or \"lower\", not \"faster\"",
+        ),
+        (
+            "metric = { regex = '([0-9]+)', better = \"lower\", combine = \"max\" }",
+            "`combine` is \"median\"",
+        ),
+    ];
+    for (metric, says) in cases {
+        let r = with(metric);
+        assert_eq!(r.code, Some(2), "{metric}: {}", r.all());
+        assert!(
+            r.stderr.contains(&format!("optimize.toml:{line}:")),
+            "{metric}: {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains(says), "{metric}: {}", r.stderr);
+        assert!(r.stderr.contains("fix: "), "{metric}: {}", r.stderr);
+    }
+
+    // A program whose output has no figure: the run fails naming the workload, the regex
+    // and the first lines it printed.
+    with("metric = { regex = 'pace ([0-9.]+) ms', unit = \"ms\", better = \"lower\" }");
+    let r = run(dir, &["optimize", "bench", "/bin/echo", "/bin/echo"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(r.stderr.contains("workload `steps`"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("does not match the metric's regex `pace ([0-9.]+) ms`"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("  | 6 40000"), "{}", r.stderr);
+}
