@@ -700,17 +700,7 @@ impl Source for ProcessSource<'_> {
                 stderr_tail: out.stderr_tail(10),
             });
         }
-        let (metric, measure) = match self.metric {
-            None => (None, out.wall.as_secs_f64()),
-            Some(m) => {
-                let v = metric_of(m, &out).map_err(|what| BenchError::Metric {
-                    side,
-                    command: cmd_display(self, side),
-                    what,
-                })?;
-                (Some(v), m.oriented(v))
-            }
-        };
+        let (metric, measure) = self.measure(side, &out)?;
         Ok(Observation {
             wall: out.wall,
             metric,
@@ -738,6 +728,26 @@ fn t_interval(d: &[f64], confidence: f64) -> (f64, f64) {
     let se = stats::std_dev(d) / (n as f64).sqrt();
     let q = 1.0 - (1.0 - confidence) / 2.0;
     (stats::mean(d), stats::t_quantile(q, (n - 1) as f64) * se)
+}
+
+impl ProcessSource<'_> {
+    /// A run's figure as the workload's metric reads it from its output (with the value
+    /// compared: lower is better), or its wall time.
+    fn measure(
+        &self,
+        side: Side,
+        out: &process::Outcome,
+    ) -> Result<(Option<f64>, f64), BenchError> {
+        let Some(m) = self.metric else {
+            return Ok((None, out.wall.as_secs_f64()));
+        };
+        let v = metric_of(m, out).map_err(|what| BenchError::Metric {
+            side,
+            command: cmd_display(self, side),
+            what,
+        })?;
+        Ok((Some(v), m.oriented(v)))
+    }
 }
 
 /// `ln(wall B / wall A)` of every pair with both runs.

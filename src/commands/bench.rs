@@ -53,15 +53,7 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
         kept: Default::default(),
     };
     if !g.quiet {
-        if let Some(first) = jobs.first() {
-            if jobs.len() == 1 || args.commands.len() == 2 {
-                say.line(format!("A: {}", first.a.display()));
-                say.line(format!("B: {}", first.b.display()));
-            } else {
-                say.line(format!("A: {}", first.a.program.display()));
-                say.line(format!("B: {}", first.b.program.display()));
-            }
-        }
+        say_sides(&say, &jobs, args.commands.len() == 2);
     }
     let width = jobs
         .iter()
@@ -373,6 +365,19 @@ fn progress_line(name: &str, p: &Progress) -> String {
             }
             s
         }
+    }
+}
+
+/// `A: …` and `B: …`: the whole command lines for one job or two commands, else the
+/// programs.
+fn say_sides(say: &Say, jobs: &[Job], commands: bool) {
+    let Some(first) = jobs.first() else { return };
+    if jobs.len() == 1 || commands {
+        say.line(format!("A: {}", first.a.display()));
+        say.line(format!("B: {}", first.b.display()));
+    } else {
+        say.line(format!("A: {}", first.a.program.display()));
+        say.line(format!("B: {}", first.b.program.display()));
     }
 }
 

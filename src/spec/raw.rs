@@ -61,7 +61,9 @@ pub(super) const WORKLOAD_KEYS: &[&str] = &[
     "budget",
     "start",
     "cargo",
+    "metric",
 ];
+pub(super) const METRIC_KEYS: &[&str] = &["regex", "unit", "better", "combine"];
 /// Cargo profile keys a spec may override (and `apply` manages).
 pub const PROFILE_KEYS: &[&str] = &[
     "opt-level",
@@ -91,6 +93,7 @@ pub(super) const TABLES: &[(&str, &[&str])] = &[
     ("in a profile table", PROFILE_KEYS),
     ("in the expect table", EXPECT_KEYS),
     ("in the budget table", BUDGET_KEYS),
+    ("in the metric table", METRIC_KEYS),
 ];
 
 #[derive(serde::Deserialize)]

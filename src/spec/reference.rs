@@ -38,6 +38,7 @@ fn probes() -> Vec<(String, &'static str)> {
         (format!("{ONE}zzz = 1\n"), "`[[workload]]`"),
         (format!("{ONE}expect = {{ zzz = 1 }}\n"), "Expect table"),
         (format!("{ONE}budget = {{ zzz = 1 }}\n"), "Budget table"),
+        (format!("{ONE}metric = {{ zzz = 1 }}\n"), "Metric table"),
     ]
 }
 

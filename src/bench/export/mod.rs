@@ -187,6 +187,7 @@ pub(crate) mod fixture {
             pad_bytes: 64,
             outlier: pair == 1,
             counters: None,
+            metric: None,
         }
     }
 
@@ -251,6 +252,7 @@ pub(crate) mod fixture {
             ],
             lingering: Default::default(),
             stop_note: None,
+            metric: None,
         };
         let options = BenchOptions {
             warmup: 1,
