@@ -444,6 +444,9 @@ pub struct MetricSummary {
     pub wall_ratio: f64,
     #[serde(deserialize_with = "crate::util::lenient_f64::pair")]
     pub wall_interval: [f64; 2],
+    /// A criterion harness's benchmarks, as its first run named them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub benchmarks: Vec<String>,
 }
 
 impl MetricSummary {
@@ -535,6 +538,7 @@ impl<'c> ProcessSource<'c> {
             lingering: Lingering::None,
             check_b: None,
             metric: None,
+            benchmarks: Vec::new(),
         }
     }
 
@@ -574,6 +578,7 @@ impl<'c> ProcessSource<'c> {
                 median_b: median(Side::B),
                 wall_ratio: mean.exp(),
                 wall_interval: [(mean - half).exp(), (mean + half).exp()],
+                benchmarks: self.benchmarks.clone(),
             });
         }
     }
@@ -630,6 +635,8 @@ pub(super) struct ProcessSource<'c> {
     check_b: Option<&'c CheckRun<'c>>,
     /// The figure read from each run's output instead of its wall time.
     metric: Option<&'c crate::spec::Metric>,
+    /// The benchmarks a criterion harness's first run measured.
+    benchmarks: Vec<String>,
 }
 
 /// Bytes of a metric workload's stdout (its head) and stderr (its tail) searched for the
@@ -734,18 +741,25 @@ impl ProcessSource<'_> {
     /// A run's figure as the workload's metric reads it from its output (with the value
     /// compared: lower is better), or its wall time.
     fn measure(
-        &self,
+        &mut self,
         side: Side,
         out: &process::Outcome,
     ) -> Result<(Option<f64>, f64), BenchError> {
         let Some(m) = self.metric else {
             return Ok((None, out.wall.as_secs_f64()));
         };
-        let v = metric_of(m, out).map_err(|what| BenchError::Metric {
+        // Its stdout, then its stderr: a program may print its figures on either.
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push('\n');
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        let v = m.value(&text).map_err(|what| BenchError::Metric {
             side,
             command: cmd_display(self, side),
             what,
         })?;
+        if m.time_units && self.benchmarks.is_empty() {
+            self.benchmarks = crate::spec::Metric::criterion_benchmarks(&text);
+        }
         Ok((Some(v), m.oriented(v)))
     }
 }
@@ -761,15 +775,6 @@ fn wall_log_ratios(samples: &[RunRecord]) -> Vec<f64> {
         .filter_map(|p| Some((p[1]? / p[0]?).ln()))
         .filter(|d| d.is_finite())
         .collect()
-}
-
-/// `metric`'s figure in a run's output: its stdout, then its stderr (a program may print
-/// its figures on either).
-fn metric_of(metric: &crate::spec::Metric, out: &process::Outcome) -> Result<f64, String> {
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push('\n');
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    metric.value(&text)
 }
 
 fn cmd_display(src: &ProcessSource<'_>, side: Side) -> String {

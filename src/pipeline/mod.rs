@@ -8,6 +8,7 @@
 //! except through the stages, verify and bench.
 
 pub mod budget;
+mod criterion;
 mod ladder;
 pub mod measure;
 pub mod plan;

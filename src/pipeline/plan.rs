@@ -284,10 +284,12 @@ impl Plan {
             quick(&mut located.spec, req.budget.is_some());
         }
         located.spec.stages.thorough = req.thorough;
-        if let Some(warning) = criterion_eval(&located.project, &located.spec) {
-            ui.warn(&warning);
-        }
         let mut r = Resolver::with_ui(ui, located)?;
+        match super::criterion::measure_by_estimates(&r.project, &mut r.spec) {
+            Ok(Some(info)) => r.ui.info(&info),
+            Ok(None) => {}
+            Err(warning) => r.ui.warn(&warning),
+        }
         let stages = &r.spec.stages.try_;
         let (pgo, bolt) = (
             stages.contains(&StageName::Pgo),
@@ -355,34 +357,6 @@ fn build_target(g: &GlobalArgs) -> anyhow::Result<Option<cargo::BuildTarget>> {
         None => cargo::build_target_here()?,
     })
 }
-
-/// Criterion runs each benchmark for a fixed time, adapting how many iterations it does, so
-/// the run time of its harness does not change with the code's speed: it can train PGO, but
-/// timing it measures nothing.
-fn criterion_eval(project: &Project, spec: &Spec) -> Option<String> {
-    let bench = project.harness.as_ref()?.kind == spec::HarnessKind::Bench;
-    let criterion = project.bench_framework.as_deref() == Some("criterion");
-    let eval: Vec<&str> = spec
-        .workloads
-        .iter()
-        .filter(|w| w.eval)
-        .map(|w| w.name.as_str())
-        .collect();
-    (bench && criterion && !eval.is_empty()).then(|| {
-        format!(
-            "the bench harness `{}` uses {CRITERION_TIMES_NOTHING}; eval workload(s) {} will measure ~equal times\n  {CRITERION_FIX}",
-            project.bin,
-            eval.join(", ")
-        )
-    })
-}
-
-/// Why timing a criterion harness shows nothing: said by a run with such eval workloads,
-/// and by `init` when it writes them.
-pub const CRITERION_TIMES_NOTHING: &str = "criterion, which runs each benchmark for a fixed time (it adapts the number of iterations), so timing it cannot show a speedup";
-
-/// What to do instead of timing a criterion harness.
-pub const CRITERION_FIX: &str = "fix: train on the criterion benches (use = [\"train\"]) and time a harness that does a fixed amount of work: a `harness = false` bench with its own main, or divan with --sample-count and --sample-size";
 
 /// `--pgo-profile FILE`, checked before anything is built: a merged profile this
 /// toolchain's llvm-profdata reads, for a run that tries the pgo stage. Its absolute path.

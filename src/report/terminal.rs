@@ -213,24 +213,7 @@ fn shipped_block(s: &mut String, report: &Report, f: &FinalChoice) {
         );
         // A metric's workload: what the same pairs' wall times said, beside it.
         if let Some(m) = &c.metric {
-            let _ = writeln!(
-                s,
-                "  {:<w$} the metric ({}, {} is better); wall time {:.3} [{:.3}, {:.3}]",
-                "",
-                if m.unit.is_empty() {
-                    "no unit"
-                } else {
-                    &m.unit
-                },
-                if m.better == crate::spec::Better::Higher {
-                    "higher"
-                } else {
-                    "lower"
-                },
-                m.wall_ratio,
-                m.wall_interval[0],
-                m.wall_interval[1]
-            );
+            let _ = writeln!(s, "  {:<w$} {}", "", metric_line(m));
         }
     }
     let res: Vec<String> = shipped::resources(&comps)
@@ -240,6 +223,27 @@ fn shipped_block(s: &mut String, report: &Report, f: &FinalChoice) {
     if !res.is_empty() {
         let _ = writeln!(s, "  {}", res.join(", "));
     }
+}
+
+/// `the metric (ms, lower is better; benchmarks a, b); wall time 0.981 [0.95, 1.02]`.
+fn metric_line(m: &crate::bench::runner::MetricSummary) -> String {
+    let unit = if m.unit.is_empty() {
+        "no unit"
+    } else {
+        &m.unit
+    };
+    let better = match m.better {
+        crate::spec::Better::Higher => "higher",
+        crate::spec::Better::Lower => "lower",
+    };
+    let benchmarks = match m.benchmarks.is_empty() {
+        true => String::new(),
+        false => format!("; benchmarks {}", m.benchmarks.join(", ")),
+    };
+    format!(
+        "the metric ({unit}, {better} is better{benchmarks}); wall time {:.3} [{:.3}, {:.3}]",
+        m.wall_ratio, m.wall_interval[0], m.wall_interval[1]
+    )
 }
 
 /// What to ship, the portable alternative and how to write it into the project.

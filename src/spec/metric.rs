@@ -23,27 +23,32 @@ pub struct Metric {
     pub unit: String,
     pub better: Better,
     pub combine: Combine,
-    /// The spec line of the `metric`, for messages.
+    /// The capture is a time with its unit (`48.36 µs`), read in nanoseconds: criterion's.
+    pub time_units: bool,
+    /// The spec line of the `metric` (of the workload, for criterion's), for messages.
     pub line: usize,
 }
 
 impl PartialEq for Metric {
     fn eq(&self, other: &Self) -> bool {
-        (
-            self.regex.as_str(),
-            &self.unit,
-            self.better,
-            self.combine,
-            self.line,
-        ) == (
-            other.regex.as_str(),
-            &other.unit,
-            other.better,
-            other.combine,
-            other.line,
-        )
+        let key = |m: &Self| {
+            let regex = m.regex.as_str().to_string();
+            (
+                regex,
+                m.unit.clone(),
+                m.better,
+                m.combine,
+                m.time_units,
+                m.line,
+            )
+        };
+        key(self) == key(other)
     }
 }
+
+/// What criterion prints per benchmark (0.3 to 0.7): `name  time:   [lo est hi]`, each a
+/// number and a unit.
+const CRITERION_TIME: &str = r"time:\s+\[\S+\s+\S+\s+(\S+\s+\S+)\s+\S+\s+\S+\]";
 
 /// Which way the metric is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -60,6 +65,9 @@ pub enum Combine {
     Sum,
     Mean,
     Last,
+    /// The geometric mean: each match weighs the same whatever its scale (criterion's
+    /// benchmarks).
+    Geomean,
 }
 
 /// How many lines of a run's output a failed match shows.
@@ -73,8 +81,12 @@ impl Metric {
         let mut values = Vec::new();
         for caps in self.regex.captures_iter(output) {
             let text = caps.get(1).map_or("", |m| m.as_str()).trim();
-            match text.parse::<f64>() {
-                Ok(v) if v.is_finite() && v > 0.0 => values.push(v),
+            let parsed = match self.time_units {
+                true => nanoseconds(text),
+                false => text.parse::<f64>().ok(),
+            };
+            match parsed {
+                Some(v) if v.is_finite() && v > 0.0 => values.push(v),
                 _ => {
                     return Err(format!(
                         "the metric's regex `{}` captured \"{}\", which is no positive number",
@@ -102,6 +114,7 @@ impl Metric {
             Combine::Sum => values.iter().sum(),
             Combine::Mean => values.iter().sum::<f64>() / n,
             Combine::Last => values[values.len() - 1],
+            Combine::Geomean => (values.iter().map(|v| v.ln()).sum::<f64>() / n).exp(),
             Combine::Median => {
                 values.sort_by(f64::total_cmp);
                 let mid = values.len() / 2;
@@ -111,6 +124,40 @@ impl Metric {
                 }
             }
         }
+    }
+
+    /// The metric of a criterion bench harness: each benchmark's own per-iteration estimate
+    /// (the middle of its `time:` line), in nanoseconds, several combined by their geometric
+    /// mean; `line` is the workload's.
+    pub fn criterion(line: usize) -> Metric {
+        Metric {
+            regex: Regex::new(CRITERION_TIME).expect("a valid regex"),
+            unit: "ns/iter".into(),
+            better: Better::Lower,
+            combine: Combine::Geomean,
+            time_units: true,
+            line,
+        }
+    }
+
+    /// The benchmarks a criterion harness's output measured, in order: the name before each
+    /// `time:` (on the line before it when the name is long).
+    pub fn criterion_benchmarks(output: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut previous = "";
+        for line in output.lines() {
+            if let Some(at) = line.find("time:").filter(|_| line.contains('[')) {
+                let name = match line[..at].trim() {
+                    "" => previous.trim(),
+                    n => n,
+                };
+                names.push(name.to_string());
+            }
+            if !line.trim().is_empty() {
+                previous = line;
+            }
+        }
+        names
     }
 
     /// `value` as compared: lower is better (a higher-is-better figure inverted).
@@ -154,9 +201,10 @@ impl Validator<'_> {
             Some("sum") => Combine::Sum,
             Some("mean") => Combine::Mean,
             Some("last") => Combine::Last,
+            Some("geomean") => Combine::Geomean,
             Some(other) => return Err(self.at(
                 raw.combine.as_ref().expect("matched Some"),
-                format!("`combine` is \"median\", \"sum\", \"mean\" or \"last\", not \"{other}\""),
+                format!("`combine` is \"median\", \"sum\", \"mean\", \"last\" or \"geomean\", not \"{other}\""),
                 Some("combine says how a run's several matches become its figure (default \"median\")".into()),
             )),
         };
@@ -165,9 +213,24 @@ impl Validator<'_> {
             unit: raw.unit.clone().unwrap_or_default(),
             better,
             combine,
+            time_units: false,
             line: self.line(m.span().start),
         })
     }
+}
+
+/// `48.363 µs` in nanoseconds.
+fn nanoseconds(text: &str) -> Option<f64> {
+    let (number, unit) = text.split_once(char::is_whitespace)?;
+    let scale = match unit.trim() {
+        "ps" => 1e-3,
+        "ns" => 1.0,
+        "µs" | "us" | "μs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    };
+    Some(number.parse::<f64>().ok()? * scale)
 }
 
 fn first_line(s: &str) -> &str {
@@ -184,6 +247,7 @@ mod tests {
             unit: "tokens/s".into(),
             better,
             combine,
+            time_units: false,
             line: 7,
         }
     }
@@ -199,6 +263,25 @@ mod tests {
         assert_eq!(m(Combine::Median).value("step 1 ms\nstep 3 ms\n"), Ok(2.0));
         let t = metric(r"([0-9.]+) tokens/s", Better::Higher, Combine::Last);
         assert_eq!(t.oriented(t.value("250 tokens/s").unwrap()), 1.0 / 250.0);
+    }
+
+    #[test]
+    fn criterion_s_time_lines_are_read_in_nanoseconds_and_named() {
+        let out = "Benchmarking pipeline/short: Analyzing\n\
+            pipeline/short          time:   [47.191 µs 48.000 µs 49.099 µs]\n\n\
+            a/very/long/benchmark/name/that/wraps\n\
+            \x20                       time:   [188.05 ms 192.00 ms 207.10 ms]\n\
+            Found 2 outliers among 10 measurements (20.00%)\n";
+        let m = Metric::criterion(3);
+        let v = m.value(out).unwrap();
+        assert!((v - (48_000.0f64 * 192e6).sqrt()).abs() < 1e-3, "{v}");
+        assert_eq!(
+            Metric::criterion_benchmarks(out),
+            ["pipeline/short", "a/very/long/benchmark/name/that/wraps"]
+        );
+        assert_eq!(nanoseconds("1.5 s"), Some(1.5e9));
+        assert_eq!(nanoseconds("2 ns"), Some(2.0));
+        assert_eq!(nanoseconds("2 parsecs"), None);
     }
 
     #[test]

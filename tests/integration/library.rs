@@ -80,8 +80,8 @@ fn init_in_a_library_writes_bench_workloads_that_run() {
     assert_eq!(report.bin, "hot");
     assert!(!r.stderr.contains("criterion"), "{}", r.stderr);
 
-    // A criterion harness runs each benchmark for a fixed time: init says so when it writes
-    // an eval workload that times one (a local crate named criterion stands in for it).
+    // A criterion harness runs each benchmark for a fixed time: init says its runs are
+    // measured by criterion's own estimates (a local crate named criterion stands in for it).
     let dir = tmp.path();
     std::fs::create_dir_all(dir.join("criterion/src")).unwrap();
     std::fs::write(
@@ -100,9 +100,71 @@ fn init_in_a_library_writes_bench_workloads_that_run() {
     let r = run(dir, &["optimize", "init"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(
-        r.stderr.contains("warning: the bench harness `hot` uses criterion, which runs each benchmark for a fixed time")
-            && r.stderr.contains("fix: train on the criterion benches"),
+        r.stderr.contains("note: the bench harness `hot` uses criterion: each run is measured by its benchmarks' own per-iteration estimates"),
         "{}",
         r.stderr
+    );
+
+    // A criterion this tool does not read is timed whole, and the run says why (the
+    // version the manifest asks for, when Cargo.lock has none yet).
+    std::fs::write(
+        dir.join("criterion/Cargo.toml"),
+        "[package]\nname = \"criterion\"\nversion = \"0.3.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let manifest = manifest.replace(
+        "criterion = { path = \"criterion\" }",
+        "criterion = { path = \"criterion\", version = \"0.3.0\" }",
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    let r = run(dir, &["optimize", "--dry-run"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr.contains("uses criterion 0.3.0: its per-iteration estimates are read from criterion 0.4 to 0.7 only"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_criterion_library_gets_a_pgo_row_measured_by_its_benchmarks_estimates() {
+    let _guard = shared();
+    let tmp = copy_fixture("criterion-lib");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let td_s = td.to_str().unwrap();
+    let before = snapshot_entries(dir);
+    let r = run(dir, &["optimize", "--target-dir", td_s], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert_eq!(
+        snapshot_entries(dir),
+        before,
+        "the run wrote into the project"
+    );
+    assert!(
+        r.stderr.contains("each run of the bench harness `ops` is measured by its benchmarks' own per-iteration estimates"),
+        "{}",
+        r.stderr
+    );
+    let report = latest_report(&td);
+    let pgo = stage(&report, "pgo");
+    assert!(pgo.vs_best.is_some(), "{pgo:#?}");
+    let w = report
+        .workloads
+        .iter()
+        .find(|w| w.name == "pipeline")
+        .unwrap();
+    let c = w.per_stage.get("pgo").expect("pgo measured");
+    let m = c.metric.as_ref().expect("criterion's metric");
+    assert_eq!(m.unit, "ns/iter");
+    assert_eq!(m.benchmarks, ["pipeline/short", "pipeline/long"]);
+    // The figures are criterion's per-iteration estimates (tens to hundreds of µs), not the
+    // harness's run time (about a second).
+    assert!(m.median_a > 1e3 && m.median_a < 1e7, "{m:?}");
+    assert!(
+        c.samples.iter().all(|s| s.wall_secs > 0.3),
+        "{:?}",
+        c.samples
     );
 }
