@@ -97,6 +97,12 @@ pub struct BudgetCheck {
     pub over: bool,
     /// Line of the budget in the spec.
     pub line: usize,
+    /// A `metric` budget's unit, and whether higher is better (the budget is then a floor:
+    /// `over` means below it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub floor: bool,
 }
 
 impl BudgetCheck {
@@ -108,7 +114,23 @@ impl BudgetCheck {
             over: measured.mean > limit,
             measured,
             line,
+            unit: None,
+            floor: false,
         }
+    }
+
+    /// A budget of the workload's `metric`: a ceiling when lower is better, a floor when
+    /// higher is.
+    pub fn metric(limit: f64, values: &[f64], line: usize, m: &crate::spec::Metric) -> Self {
+        let floor = m.better == crate::spec::Better::Higher;
+        let mut b = BudgetCheck::new("metric", limit, values, line);
+        b.over = match floor {
+            true => b.measured.mean < limit,
+            false => b.measured.mean > limit,
+        };
+        b.unit = Some(m.unit.clone());
+        b.floor = floor;
+        b
     }
 
     /// `mean 12.3 ms [12.1, 12.5] (n=20) > budget 10 ms`, in the kind's unit.
@@ -120,7 +142,12 @@ impl BudgetCheck {
             f(self.measured.ci_low),
             f(self.measured.ci_high),
             self.measured.n,
-            if self.over { ">" } else { "≤" },
+            match (self.floor, self.over) {
+                (false, true) => ">",
+                (false, false) => "≤",
+                (true, true) => "<",
+                (true, false) => "≥",
+            },
             f(self.limit)
         )
     }
@@ -130,7 +157,11 @@ impl BudgetCheck {
         if !v.is_finite() {
             return "–".into();
         }
-        if self.kind == "time" {
+        if let Some(unit) = &self.unit {
+            format!("{} {unit}", crate::util::format_number(v))
+                .trim_end()
+                .to_string()
+        } else if self.kind == "time" {
             crate::bench::export::format_secs(v)
         } else {
             crate::util::human_bytes(v.max(0.0) as u64)
@@ -181,6 +212,18 @@ mod tests {
         assert!((m.mean - m.ci_low - 2.054).abs() < 0.001, "{m:?}");
         assert_eq!(m.n, 4);
         assert!(Mean::of(&[5.0]).ci_high.is_infinite());
+    }
+
+    #[test]
+    fn a_higher_is_better_metric_budget_is_a_floor() {
+        let mut m = crate::spec::Metric::criterion(4);
+        m.unit = "tokens/s".into();
+        m.better = crate::spec::Better::Higher;
+        let b = BudgetCheck::metric(1000.0, &[900.0, 950.0, 920.0], 5, &m);
+        assert!(b.over, "{b:?}");
+        assert!(b.describe().ends_with("< budget 1000 tokens/s"), "{}", b.describe());
+        let ok = BudgetCheck::metric(1000.0, &[1200.0, 1250.0], 5, &m);
+        assert!(!ok.over && ok.describe().contains("≥ budget"), "{}", ok.describe());
     }
 
     #[test]

@@ -562,6 +562,15 @@ fn budgets(spec: &Spec, name: &str, m: &Measured) -> Vec<BudgetCheck> {
         let rss: Vec<f64> = new_runs(m).map(|s| s.max_rss_bytes as f64).collect();
         out.push(BudgetCheck::new("max-rss", limit as f64, &rss, b.line));
     }
+    let metric = spec
+        .workloads
+        .iter()
+        .find(|w| w.name == name)
+        .and_then(|w| w.metric.as_ref());
+    if let (Some(limit), Some(metric)) = (b.metric, metric) {
+        let values: Vec<f64> = new_runs(m).filter_map(|s| s.metric).collect();
+        out.push(BudgetCheck::metric(limit, &values, b.line, metric));
+    }
     out
 }
 

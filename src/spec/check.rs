@@ -47,6 +47,9 @@ impl Default for CheckConfig {
 pub struct Budget {
     pub time: Option<Duration>,
     pub max_rss: Option<u64>,
+    /// The bound of the workload's `metric`: at most this when lower is better, at least
+    /// this when higher is.
+    pub metric: Option<f64>,
     /// Line of the `budget` in the spec, for messages.
     pub line: usize,
 }
@@ -72,15 +75,30 @@ impl Validator<'_> {
         Ok(cfg)
     }
 
-    pub(super) fn budget(&self, raw: Spanned<RawBudget>) -> Result<Budget, SpecError> {
+    /// A workload's budget; `has_metric`: the workload has a `metric`, which a `metric`
+    /// bound needs.
+    pub(super) fn budget(
+        &self,
+        raw: Spanned<RawBudget>,
+        has_metric: bool,
+    ) -> Result<Budget, SpecError> {
         let line = self.line(raw.span().start);
         let b = raw.get_ref();
-        if b.time.is_none() && b.max_rss.is_none() {
+        if b.time.is_none() && b.max_rss.is_none() && b.metric.is_none() {
             return Err(self.at(
                 &raw,
                 "the budget is empty",
                 Some("write budget = { time = \"10ms\", max-rss = \"500MB\" } (either or both), or remove it".into()),
             ));
+        }
+        if let Some(m) = &b.metric {
+            let v = *m.get_ref();
+            if !has_metric {
+                return Err(self.at(m, "the budget's `metric` bounds the workload's metric, and this workload has none", Some("add metric = { regex = '…', unit = \"…\", better = \"higher\" | \"lower\" } to the workload, or use time = \"10ms\"".into())));
+            }
+            if !(v.is_finite() && v > 0.0) {
+                return Err(self.at(m, format!("the budget's `metric` must be a positive number, not {v}"), Some("metric = 1500 (in the metric's unit: at least this when higher is better, at most when lower is)".into())));
+            }
         }
         let time = b
             .time
@@ -95,6 +113,7 @@ impl Validator<'_> {
         Ok(Budget {
             time,
             max_rss,
+            metric: b.metric.as_ref().map(|m| *m.get_ref()),
             line,
         })
     }

@@ -41,7 +41,7 @@ pub(super) const BENCH_KEYS: &[&str] = &[
 pub(super) const VERIFY_KEYS: &[&str] = &["tests"];
 pub(super) const CACHE_KEYS: &[&str] = &["max-size"];
 pub(super) const CHECK_KEYS: &[&str] = &["max-regression", "max-binary-size"];
-pub(super) const BUDGET_KEYS: &[&str] = &["time", "max-rss"];
+pub(super) const BUDGET_KEYS: &[&str] = &["time", "max-rss", "metric"];
 pub(super) const RELEASE_KEYS: &[&str] =
     &["targets", "cpu", "stages", "profile", "out-dir", "flavors"];
 pub(super) const FLAVOR_KEYS: &[&str] = &["features", "no-default-features", "run", "workloads"];
@@ -155,6 +155,7 @@ pub(super) struct RawFlavor {
 pub(super) struct RawBudget {
     pub(super) time: Option<Spanned<RawDuration>>,
     pub(super) max_rss: Option<Spanned<String>>,
+    pub(super) metric: Option<Spanned<f64>>,
 }
 
 #[derive(serde::Deserialize, Default)]

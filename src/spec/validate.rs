@@ -514,7 +514,10 @@ impl<'a> Validator<'a> {
         for raw in raws {
             let header = raw.span().start;
             let mut raw = raw.into_inner();
-            let budget = raw.budget.take().map(|b| self.budget(b)).transpose()?;
+            let has_metric = raw.metric.is_some();
+            let budget = (raw.budget.take())
+                .map(|b| self.budget(b, has_metric))
+                .transpose()?;
             let before = out.len();
             self.workload(raw, header, root, &mut seen, &mut out)?;
             if out.len() > MAX_WORKLOADS {

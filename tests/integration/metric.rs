@@ -144,3 +144,43 @@ fn a_bad_metric_is_exit_2_at_its_line_and_an_output_it_does_not_match_names_what
     );
     assert!(r.stderr.contains("  | 6 40000"), "{}", r.stderr);
 }
+
+#[test]
+fn check_holds_a_metric_to_its_budget() {
+    let _guard = shared();
+    let tmp = copy_fixture("metric-steps");
+    let dir = tmp.path();
+    // A step takes milliseconds: a bound of 0.001 ms is missed, whatever the machine.
+    let spec = std::fs::read_to_string(dir.join("optimize.toml")).unwrap();
+    let spec = spec.replace(
+        "better = \"lower\" }\n",
+        "better = \"lower\" }\nbudget = { metric = 0.001 }\n",
+    );
+    std::fs::write(dir.join("optimize.toml"), &spec).unwrap();
+    let line = spec.lines().position(|l| l.starts_with("budget")).unwrap() + 1;
+    commit_all(dir);
+    let env = [("GIT_CONFIG_GLOBAL", "/dev/null")];
+    let r = run(dir, &["optimize", "check", "--max-time", "1s"], &env);
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    let fail = (r.stdout.lines())
+        .find(|l| l.contains("metric budget exceeded"))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(
+        fail.contains("workload `steps`") && fail.contains(" ms ["),
+        "{fail}"
+    );
+    assert!(
+        fail.ends_with(&format!("> budget 0.00100 ms (optimize.toml:{line})")),
+        "{fail}"
+    );
+
+    // A budget on a workload without a metric is exit 2 at its line.
+    let bad = spec.replace(
+        "metric = { regex = 'step \\d+: ([0-9.]+) ms', unit = \"ms\", better = \"lower\" }\n",
+        "",
+    );
+    std::fs::write(dir.join("optimize.toml"), &bad).unwrap();
+    let r = run(dir, &["optimize", "--dry-run"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(r.stderr.contains("this workload has none"), "{}", r.stderr);
+}
