@@ -214,7 +214,9 @@ impl BuildSettings {
             "--manifest-path".into(),
             project.manifest_path.display().to_string(),
             "--package".into(),
-            project.package.clone(),
+            // `name@version`: the name alone is ambiguous when the dependency graph holds
+            // another version of the package (itoa's benches pull in an older itoa).
+            format!("{}@{}", project.package, project.version),
         ]);
         if let Some(b) = bin {
             args.extend(["--bin".to_string(), b.to_string()]);

@@ -221,9 +221,17 @@ mod tests {
         m.better = crate::spec::Better::Higher;
         let b = BudgetCheck::metric(1000.0, &[900.0, 950.0, 920.0], 5, &m);
         assert!(b.over, "{b:?}");
-        assert!(b.describe().ends_with("< budget 1000 tokens/s"), "{}", b.describe());
+        assert!(
+            b.describe().ends_with("< budget 1000 tokens/s"),
+            "{}",
+            b.describe()
+        );
         let ok = BudgetCheck::metric(1000.0, &[1200.0, 1250.0], 5, &m);
-        assert!(!ok.over && ok.describe().contains("≥ budget"), "{}", ok.describe());
+        assert!(
+            !ok.over && ok.describe().contains("≥ budget"),
+            "{}",
+            ok.describe()
+        );
     }
 
     #[test]

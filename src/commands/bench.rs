@@ -89,10 +89,18 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
     }
     let report = export::BenchReport::new(opts, results);
     if report.workloads.len() > 1 {
+        // Of metrics' ratios where the workloads compared what the program printed.
+        let metrics = report
+            .workloads
+            .iter()
+            .any(|w| w.comparison.metric.is_some());
+        let mean = match metrics {
+            true => (report.geomean.to_string()).replacen("time ratio", "ratio", 1),
+            false => report.geomean.to_string(),
+        };
         say.line(format!(
-            "{:width$}  {} ({} workloads)",
+            "{:width$}  {mean} ({} workloads)",
             "geometric mean",
-            report.geomean,
             report.workloads.len(),
             width = width.max(14)
         ));

@@ -18,7 +18,7 @@ pub fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
         (true, Some(first)) => {
             let text = spec::skeleton_for_bench(first, package.benches.len() > 1);
             if package.bench_framework.as_deref() == Some("criterion") {
-                eprintln!("note: the bench harness `{first}` uses criterion: each run is measured by its benchmarks' own per-iteration estimates (criterion 0.4 to 0.7), not its run time");
+                eprintln!("note: the bench harness `{first}` uses criterion: each run is measured by its benchmarks' own per-iteration estimates (criterion 0.4 to 0.8), not its run time");
             }
             (package.clone(), text)
         }

@@ -9,7 +9,7 @@
 //! nothing is written (no `target/criterion` of the project's, no saved baseline of yours
 //! touched), so the workload runs in your tree as any other.
 //!
-//! Supported: criterion 0.4 to 0.7 (from Cargo.lock), whose command line has subsecond
+//! Supported: criterion 0.4 to 0.8 (from Cargo.lock), whose command line has subsecond
 //! durations and `--discard-baseline` and whose `time:` lines this reads. Another version
 //! keeps timing the whole run, with a warning saying why and what to do.
 
@@ -29,7 +29,7 @@ const CRITERION_ARGS: [&str; 8] = [
 ];
 
 /// The criterion minor versions (0.x) whose command line and output this reads.
-const SUPPORTED: std::ops::RangeInclusive<u64> = 4..=7;
+const SUPPORTED: std::ops::RangeInclusive<u64> = 4..=8;
 
 /// What was done for `spec`'s criterion workloads: `Ok(Some(info))` when they are measured
 /// by their estimates, `Err(warning)` when this criterion is not supported, `Ok(None)` when
@@ -52,7 +52,7 @@ pub fn measure_by_estimates(project: &Project, spec: &mut Spec) -> Result<Option
     if !supported {
         let which = version.unwrap_or_else(|| "of an unknown version (no Cargo.lock entry)".into());
         return Err(format!(
-            "the bench harness `{}` uses criterion {which}: its per-iteration estimates are read from criterion 0.4 to 0.7 only, so its runs are timed whole, and criterion runs each benchmark for a fixed time: the times will be ~equal\n  fix: use criterion 0.4–0.7, or a harness that does a fixed amount of work, or give the workload a `metric`",
+            "the bench harness `{}` uses criterion {which}: its per-iteration estimates are read from criterion 0.4 to 0.8 only, so its runs are timed whole, and criterion runs each benchmark for a fixed time: the times will be ~equal\n  fix: use criterion 0.4–0.8, or a harness that does a fixed amount of work, or give the workload a `metric`",
             project.bin
         ));
     }

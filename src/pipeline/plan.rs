@@ -99,7 +99,14 @@ fn top_level_key_line(text: &str, key: &str) -> Option<usize> {
 pub fn load_spec(g: &GlobalArgs) -> anyhow::Result<Spec> {
     match &g.spec {
         Some(path) => Ok(spec::load(path)?),
-        None => Ok(locate(g)?.spec),
+        None => {
+            // Measured as a run measures it: a criterion harness by its own estimates.
+            let Located { mut spec, project } = locate(g)?;
+            if let Err(warning) = super::criterion::measure_by_estimates(&project, &mut spec) {
+                eprintln!("warning: {warning}");
+            }
+            Ok(spec)
+        }
     }
 }
 

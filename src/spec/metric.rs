@@ -46,7 +46,7 @@ impl PartialEq for Metric {
     }
 }
 
-/// What criterion prints per benchmark (0.3 to 0.7): `name  time:   [lo est hi]`, each a
+/// What criterion prints per benchmark (0.3 to 0.8): `name  time:   [lo est hi]`, each a
 /// number and a unit.
 const CRITERION_TIME: &str = r"time:\s+\[\S+\s+\S+\s+(\S+\s+\S+)\s+\S+\s+\S+\]";
 

@@ -121,7 +121,7 @@ fn init_in_a_library_writes_bench_workloads_that_run() {
     let r = run(dir, &["optimize", "--dry-run"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(
-        r.stderr.contains("uses criterion 0.3.0: its per-iteration estimates are read from criterion 0.4 to 0.7 only"),
+        r.stderr.contains("uses criterion 0.3.0: its per-iteration estimates are read from criterion 0.4 to 0.8 only"),
         "{}",
         r.stderr
     );

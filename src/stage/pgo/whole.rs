@@ -98,7 +98,7 @@ fn build(
     cand.notes.push(ccompiler::describe(&code, packages));
     if switched {
         cand.notes.push(format!(
-            "C/C++: compiled by clang here, in the {} build by cc's default compiler: the gain includes the switch (c-compiler was not kept)",
+            "C/C++: compiled by clang here, in the {} build by cc's default compiler: the gain includes the switch (the c-compiler stage did not keep clang, or was not tried)",
             best.label()
         ));
     }
