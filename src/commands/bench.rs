@@ -88,23 +88,7 @@ pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
         });
     }
     let report = export::BenchReport::new(opts, results);
-    if report.workloads.len() > 1 {
-        // Of metrics' ratios where the workloads compared what the program printed.
-        let metrics = report
-            .workloads
-            .iter()
-            .any(|w| w.comparison.metric.is_some());
-        let mean = match metrics {
-            true => (report.geomean.to_string()).replacen("time ratio", "ratio", 1),
-            false => report.geomean.to_string(),
-        };
-        say.line(format!(
-            "{:width$}  {mean} ({} workloads)",
-            "geometric mean",
-            report.workloads.len(),
-            width = width.max(14)
-        ));
-    }
+    say_geomean(&say, &report, width);
     if let Some(line) = report_footer(&report).filter(|_| !g.quiet) {
         say.line(line);
     }
@@ -387,6 +371,28 @@ fn say_sides(say: &Say, jobs: &[Job], commands: bool) {
         say.line(format!("A: {}", first.a.program.display()));
         say.line(format!("B: {}", first.b.program.display()));
     }
+}
+
+/// The geometric mean over several workloads (of the metrics' ratios where the workloads
+/// compared what the program printed).
+fn say_geomean(say: &Say, report: &export::BenchReport, width: usize) {
+    if report.workloads.len() < 2 {
+        return;
+    }
+    let metrics = report
+        .workloads
+        .iter()
+        .any(|w| w.comparison.metric.is_some());
+    let mean = match metrics {
+        true => (report.geomean.to_string()).replacen("time ratio", "ratio", 1),
+        false => report.geomean.to_string(),
+    };
+    say.line(format!(
+        "{:width$}  {mean} ({} workloads)",
+        "geometric mean",
+        report.workloads.len(),
+        width = width.max(14)
+    ));
 }
 
 fn print_result(say: &Say, name: &str, width: usize, c: &Comparison, verbose: u8) {
