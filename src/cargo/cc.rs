@@ -108,45 +108,25 @@ fn user_value(
 /// text of Cargo.lock) records the graph; sorted. A package that uses them only on another
 /// platform is listed too: its build then compiles no C, and the candidate is byte-identical.
 pub fn c_packages(lock: &str, root: &str) -> Vec<String> {
-    let Ok(doc) = lock.parse::<toml::Table>() else {
-        return Vec::new();
-    };
-    let Some(packages) = doc.get("package").and_then(|p| p.as_array()) else {
-        return Vec::new();
-    };
     // name → (its dependencies' names), every version of a name merged: enough to tell
     // which packages can be reached, and a false positive costs one byte-identical build.
-    let mut deps: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for p in packages {
-        let Some(name) = p.get("name").and_then(|n| n.as_str()) else {
-            continue;
-        };
-        let entry = deps.entry(name).or_default();
-        for d in p
-            .get("dependencies")
-            .and_then(|d| d.as_array())
-            .into_iter()
-            .flatten()
-        {
-            if let Some(d) = d.as_str().and_then(|d| d.split_whitespace().next()) {
-                entry.insert(d);
-            }
-        }
+    let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for p in super::lockfile::packages(lock) {
+        deps.entry(p.name).or_default().extend(p.dependencies);
     }
     let mut seen = BTreeSet::new();
-    let mut todo = vec![root];
+    let mut todo = vec![root.to_string()];
     while let Some(name) = todo.pop() {
-        if seen.insert(name) {
-            todo.extend(deps.get(name).into_iter().flatten().copied());
+        if let Some(d) = deps.get(&name).filter(|_| !seen.contains(&name)) {
+            todo.extend(d.iter().cloned());
         }
+        seen.insert(name);
     }
-    seen.into_iter()
-        .filter(|n| {
-            deps.get(n)
-                .is_some_and(|d| d.contains("cc") || d.contains("cmake"))
-        })
-        .map(str::to_string)
-        .collect()
+    let compiles_c = |n: &String| {
+        deps.get(n)
+            .is_some_and(|d| d.contains("cc") || d.contains("cmake"))
+    };
+    seen.into_iter().filter(compiles_c).collect()
 }
 
 /// [`c_packages`] of `project`'s package, from the workspace's Cargo.lock (none without one).

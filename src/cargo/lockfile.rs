@@ -4,6 +4,10 @@
 //! with that same one — every build's reuse key sees the same lock file, and a rerun makes
 //! the same one again while the registry's index is unchanged — and removes it when the
 //! run ends, on an error or a signal too (`sys::interrupt::remove_on_interrupt`).
+//!
+//! Also the one reader of a `Cargo.lock`'s packages (`packages`, `locked`): their names,
+//! versions and the names they depend on (the C packages of the build graph, criterion's
+//! version).
 
 use std::path::PathBuf;
 
@@ -63,4 +67,39 @@ impl Drop for RunLockfile {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// One `[[package]]` of a `Cargo.lock`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locked {
+    pub name: String,
+    pub version: String,
+    /// The names of the packages it depends on (versions and sources left out).
+    pub dependencies: Vec<String>,
+}
+
+/// The packages a `Cargo.lock`'s text lists (none when it does not parse).
+pub fn packages(lock: &str) -> Vec<Locked> {
+    let Ok(doc) = lock.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let list = doc.get("package").and_then(|p| p.as_array());
+    let text = |v: Option<&toml::Value>| v.and_then(|v| v.as_str()).unwrap_or("").to_string();
+    (list.into_iter().flatten())
+        .map(|p| Locked {
+            name: text(p.get("name")),
+            version: text(p.get("version")),
+            dependencies: (p.get("dependencies").and_then(|d| d.as_array()).into_iter())
+                .flatten()
+                .filter_map(|d| d.as_str()?.split_whitespace().next().map(str::to_string))
+                .collect(),
+        })
+        .filter(|p| !p.name.is_empty())
+        .collect()
+}
+
+/// The packages of `project`'s workspace `Cargo.lock` (none without one).
+pub fn locked(project: &Project) -> Vec<Locked> {
+    let text = std::fs::read_to_string(project.workspace_root.join("Cargo.lock"));
+    packages(&text.unwrap_or_default())
 }

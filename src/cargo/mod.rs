@@ -16,7 +16,7 @@ mod child;
 mod config;
 mod executable;
 mod flags;
-mod lockfile;
+pub mod lockfile;
 pub mod profile;
 mod relink;
 mod reuse;

@@ -76,13 +76,9 @@ fn criterion_version(project: &Project) -> Option<String> {
 }
 
 fn locked_version(project: &Project) -> Option<String> {
-    let lock = std::fs::read_to_string(project.workspace_root.join("Cargo.lock")).ok()?;
-    let doc = lock.parse::<toml::Table>().ok()?;
-    let packages = doc.get("package")?.as_array()?;
-    packages
-        .iter()
-        .find(|p| p.get("name").and_then(|n| n.as_str()) == Some("criterion"))
-        .and_then(|p| p.get("version")?.as_str().map(str::to_string))
+    (crate::cargo::lockfile::locked(project).into_iter())
+        .find(|p| p.name == "criterion")
+        .map(|p| p.version)
 }
 
 fn required_version(project: &Project) -> Option<String> {
