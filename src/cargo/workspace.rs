@@ -34,6 +34,8 @@ pub struct Project {
     /// The benchmark framework among the package's dependencies (`criterion`, `divan`),
     /// when its bench harness is what runs.
     pub bench_framework: Option<String>,
+    /// The version the manifest asks of that framework (`^0.5`), as `cargo metadata` gives it.
+    pub bench_framework_req: Option<String>,
 }
 
 #[cfg(test)]
@@ -54,6 +56,7 @@ impl Project {
             features: Features::default(),
             harness: None,
             bench_framework: None,
+            bench_framework_req: None,
         }
     }
 }
@@ -336,6 +339,9 @@ impl Workspace {
     }
 
     fn project_of(&self, sel: &Selection, pkg: &cargo_metadata::Package, bin: String) -> Project {
+        let framework = ["criterion", "divan"]
+            .into_iter()
+            .find_map(|f| pkg.dependencies.iter().find(|d| d.name == f));
         Project {
             manifest_path: pkg.manifest_path.clone().into_std_path_buf(),
             package: pkg.name.to_string(),
@@ -353,10 +359,8 @@ impl Workspace {
             target_dir: self.target_dir(sel),
             features: Features::from_selection(sel),
             harness: None,
-            bench_framework: ["criterion", "divan"]
-                .into_iter()
-                .find(|f| pkg.dependencies.iter().any(|d| d.name == *f))
-                .map(str::to_string),
+            bench_framework: framework.map(|d| d.name.to_string()),
+            bench_framework_req: framework.map(|d| d.req.to_string()),
         }
     }
 }

@@ -82,16 +82,7 @@ fn locked_version(project: &Project) -> Option<String> {
 }
 
 fn required_version(project: &Project) -> Option<String> {
-    let manifest = std::fs::read_to_string(&project.manifest_path).ok()?;
-    let doc = manifest.parse::<toml::Table>().ok()?;
-    let dep = ["dev-dependencies", "dependencies"]
-        .iter()
-        .find_map(|t| doc.get(*t)?.get("criterion"))?;
-    let req = match dep {
-        toml::Value::String(v) => v.as_str(),
-        toml::Value::Table(t) => t.get("version")?.as_str()?,
-        _ => return None,
-    };
+    let req = project.bench_framework_req.as_deref()?;
     Some(req.trim_start_matches(['^', '~', '=', ' ']).to_string())
 }
 
