@@ -32,7 +32,6 @@ use crate::bench::{BenchOptions, Comparison, Side};
 use crate::cache::VerdictCache;
 use crate::cli::{CheckArgs, GlobalArgs};
 use crate::context::{Candidate, Context, DirLock, RunDir};
-use crate::pipeline::plan::Request;
 use crate::pipeline::{measure, Plan};
 use crate::spec::{Spec, StageName};
 use crate::verify::{self, Reference, Verifier};
@@ -70,7 +69,7 @@ pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     let _lock = DirLock::for_run(&plan.optimize_dir)?;
     let check_dir = plan.optimize_dir.join("check");
     let run = RunDir::create(&check_dir)?;
-    let ctx = crate::pipeline::context(&plan, &spec, &run);
+    let ctx = crate::context::Context::new(&plan, &spec, &run);
     let new = build_new(&ctx, &plan)?;
     let mut report = compare(&ctx, &plan, args, &old, &new)?;
     if let Some(name) = &args.save_baseline {
@@ -86,14 +85,13 @@ pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
 
 /// The plan: no stage is tried (no LLVM tool is needed).
 fn plan(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<Plan> {
-    let none = [crate::spec::NO_STAGES.to_string()];
-    let request = Request {
-        stages: Some(&none),
-        max_time: args.max_time.as_deref(),
+    let run = crate::cli::RunArgs {
+        stages: Some(vec![crate::spec::NO_STAGES.to_string()]),
+        max_time: args.max_time.clone(),
         fresh: args.fresh,
-        ..Request::default()
+        ..Default::default()
     };
-    Plan::for_request(g, &request)
+    Plan::resolve(g, &run)
 }
 
 /// The spec with only the eval workloads (or the ones named by `--workloads`).
@@ -342,7 +340,7 @@ fn identical(
     mut side: OldSide,
     new: &Candidate,
 ) -> anyhow::Result<CheckReport> {
-    ctx.ui.info(&format!(
+    ctx.ui().info(&format!(
         "the working tree's binary is byte-identical to {}: nothing to compare",
         side.label
     ));
@@ -398,7 +396,7 @@ fn changed_outputs(
     let mut changed = std::collections::BTreeMap::new();
     let outputs = ctx.run.outputs("new");
     for (i, w) in ctx.spec.workloads.iter().enumerate() {
-        ctx.ui.step(&format!(
+        ctx.ui().step(&format!(
             "working tree: verifying [{}/{}] {}",
             i + 1,
             ctx.spec.workloads.len(),
@@ -406,7 +404,7 @@ fn changed_outputs(
         ));
         let obs = verify::observe(ctx, &new.binary, w, &outputs)?;
         if let Err(m) = reference.check_settled(ctx, w, "working tree", &obs)? {
-            ctx.ui.warn(&format!("output changed: {m}"));
+            ctx.ui().warn(&format!("output changed: {m}"));
             changed.insert(w.name.clone(), describe_change(&m));
         }
     }
@@ -452,7 +450,7 @@ fn measure_all(
     let machine = crate::cache::machine_fingerprint(
         crate::toolchain::CpuFacts::model_and_level().0.as_deref(),
     );
-    let cache = VerdictCache::new(&ctx.optimize_dir, ctx.fresh, machine);
+    let cache = VerdictCache::new(&ctx.plan.optimize_dir, ctx.plan.fresh, machine);
     let (a, paired) = match old {
         Some(o) => (o, true),
         None => (("working tree (A)", new.binary.as_path()), false),
@@ -674,7 +672,7 @@ fn save_baseline(
         workloads,
     };
     let path = baseline::save(&plan.optimize_dir, &saved, &new.binary)?;
-    ctx.ui
+    ctx.ui()
         .info(&format!("saved baseline `{name}`: {}", path.display()));
     Ok(())
 }

@@ -43,8 +43,8 @@ fn draw(
     report_path: &Path,
     name: Option<&str>,
 ) -> anyhow::Result<PathBuf> {
-    let located = crate::pipeline::locate(g)?;
-    let workload = flamegraph::workload(&located.spec, name)?;
+    let (spec, project) = crate::pipeline::locate(g)?;
+    let workload = flamegraph::workload(&spec, name)?;
     let ui = Ui::new(g.quiet, g.verbose, g.color.forced());
     ui.step(&format!(
         "sampling `{}` on workload `{}` with perf (cpu-clock)",
@@ -55,8 +55,8 @@ fn draw(
     let run_dir = parent
         .canonicalize()
         .unwrap_or_else(|_| parent.to_path_buf());
-    let exclude = [located.project.target_dir.clone()];
-    let svg = flamegraph::draw(report, &run_dir, workload, &located.spec.path, &exclude)?;
+    let exclude = [project.target_dir.clone()];
+    let svg = flamegraph::draw(report, &run_dir, workload, &spec.path, &exclude)?;
     ui.info(&format!("flamegraph: {}", svg.display()));
     Ok(svg)
 }

@@ -4,7 +4,7 @@
 
 use crate::cli::{CollectArgs, GlobalArgs, MergeArgs, ProfileAction, ProfileArgs, TermJson};
 use crate::fleet::{collect, merge};
-use crate::pipeline::plan::{self, Plan, Request};
+use crate::pipeline::plan::{self, Plan};
 use crate::ui::Ui;
 
 pub fn run(g: &GlobalArgs, args: &ProfileArgs) -> anyhow::Result<i32> {
@@ -15,7 +15,7 @@ pub fn run(g: &GlobalArgs, args: &ProfileArgs) -> anyhow::Result<i32> {
 }
 
 fn run_collect(g: &GlobalArgs, args: &CollectArgs) -> anyhow::Result<i32> {
-    let plan = Plan::for_request(g, &Request::default())?;
+    let plan = Plan::resolve(g, &crate::cli::RunArgs::default())?;
     let collector = collect::build(&plan, args.output.as_deref(), args.dir.as_deref())?;
     print!("{}", collector.describe());
     Ok(0)

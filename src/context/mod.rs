@@ -1,13 +1,15 @@
-//! The run context: what every stage and every check of one pipeline run shares — the
-//! project, the spec, the toolchain, the run folder, the UI and the step timings — and the
-//! [`Candidate`] a stage produces. Builds go through [`Context::build`] (the `cargo` module), workload
-//! runs through [`Context::run_workload`] (`process`), each workload that writes files in
-//! a private copy of its cwd ([`sandbox`]).
+//! The run context: the resolved [`Plan`] (project, spec, toolchain, options, UI), the
+//! spec this context times, the run folder, and the state the run gathers (step timings,
+//! warnings given, build counts, builds started ahead) — and the [`Candidate`] a stage
+//! produces. Builds go through [`Context::build`] (the `cargo` module), workload runs
+//! through [`Context::run_workload`] (`process`), each workload that writes files in a
+//! private copy of its cwd ([`sandbox`]).
 //!
 //! Must not: decide, verify or measure (the pipeline, verify and bench do).
 
 pub mod ahead;
 pub mod facts;
+pub mod plan;
 pub mod sandbox;
 
 use std::cell::RefCell;
@@ -17,12 +19,12 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cargo::{self, BuildSettings, Project};
+use crate::cargo::{self, BuildSettings};
 use crate::process::{self, Outcome};
 use crate::spec::{Spec, StageName, Workload};
-use crate::toolchain::{BoltTools, Rustc, Tool, ToolError};
 use crate::ui::Ui;
 use facts::StageFacts;
+pub use plan::Plan;
 use sandbox::Sandbox;
 
 /// Above this many bytes copied for one sandbox, say that `cwd` could be smaller.
@@ -360,83 +362,76 @@ pub enum RunError {
     Io(#[from] std::io::Error),
 }
 
-/// What every stage may use.
+/// What every stage may use: the run's resolved configuration, the spec it times, its
+/// folder, and the state the run gathers as it goes.
 pub struct Context<'a> {
-    pub project: &'a Project,
+    /// What the run does, resolved once (project, tools, target, options, `ui`).
+    pub plan: &'a Plan,
+    /// The workloads this context times and checks: the plan's spec, or `check`'s subset.
     pub spec: &'a Spec,
-    pub rustc: &'a Rustc,
     pub run: &'a RunDir,
-    pub ui: &'a Ui,
-    /// `target/optimize`.
-    pub optimize_dir: PathBuf,
-    /// The host triple: instrumented builds pass `--target <host>` so build scripts and
-    /// proc-macros are not instrumented.
-    pub host: String,
-    /// llvm-profdata of rustc's LLVM major, when found.
-    pub llvm_profdata: Option<Tool>,
-    /// llvm-bolt + merge-fdata of rustc's LLVM major (looked for only when the bolt stage
-    /// is tried; `None` otherwise, the error when they are missing or mismatched).
-    pub bolt_tools: Option<Result<BoltTools, ToolError>>,
-    /// `--pgo-profile FILE`: the pgo stage builds with this profile (collected elsewhere)
-    /// instead of instrumenting and training.
-    pub given_profile: Option<PathBuf>,
+    /// cargo's runner for the target being built (another architecture's binaries run
+    /// through it: `qemu-aarch64`); `None`: binaries run natively. The plan's, or a release
+    /// job's target's.
+    pub runner: Option<cargo::runner::Runner>,
     /// Time and memory of every step, for the report's `pipeline` section.
     pub steps: RefCell<Vec<PipelineStep>>,
-    /// `--fresh`: reuse nothing an earlier run kept (builds, trainings, checks, verdicts).
-    pub fresh: bool,
     /// Warnings already given (each is given once per run).
     pub warned: RefCell<std::collections::BTreeSet<String>>,
     /// Builds reused and builds run (`Context::build`).
     pub builds: std::cell::Cell<(u32, u32)>,
-    /// cargo's runner for the target being built (another architecture's binaries run
-    /// through it: `qemu-aarch64`); `None`: binaries run natively.
-    pub runner: Option<cargo::runner::Runner>,
     /// Builds started ahead of need ([`Context::build_ahead`]).
     pub ahead: ahead::Ahead,
 }
 
 impl<'a> Context<'a> {
-    /// The same run over another spec (`check` times a subset of the workloads), with
-    /// step timings, warnings and counts of its own (and no BOLT tools).
-    pub fn with_spec(&self, spec: &'a Spec) -> Context<'a> {
+    /// The context of a run of `plan` over `spec` (the plan's own, or `check`'s subset of
+    /// its workloads) in the folder `run`.
+    pub fn new(plan: &'a Plan, spec: &'a Spec, run: &'a RunDir) -> Context<'a> {
         Context {
-            project: self.project,
+            plan,
             spec,
-            rustc: self.rustc,
-            run: self.run,
-            ui: self.ui,
-            optimize_dir: self.optimize_dir.clone(),
-            host: self.host.clone(),
-            llvm_profdata: self.llvm_profdata.clone(),
-            bolt_tools: None,
-            given_profile: self.given_profile.clone(),
-            fresh: self.fresh,
+            run,
+            runner: plan.runner.clone(),
             steps: RefCell::new(Vec::new()),
             warned: Default::default(),
             builds: Default::default(),
-            runner: self.runner.clone(),
             ahead: Default::default(),
         }
     }
 
+    /// The same run over another spec (`check` times a subset of the workloads), with
+    /// step timings, warnings and counts of its own.
+    pub fn with_spec(&self, spec: &'a Spec) -> Context<'a> {
+        Context {
+            runner: self.runner.clone(),
+            ..Context::new(self.plan, spec, self.run)
+        }
+    }
+
+    /// The run's output.
+    pub fn ui(&self) -> &'a Ui {
+        &self.plan.ui
+    }
+
     /// The target dir a build of `settings` uses: `target/optimize/build/<hash>`.
     pub(crate) fn build_dir(&self, settings: &BuildSettings) -> PathBuf {
-        self.optimize_dir.join("build").join(settings.hash())
+        self.plan.optimize_dir.join("build").join(settings.hash())
     }
 
     /// Start building each of `wanted` (label, settings) on threads of their own (see [`ahead`]), leaving out
     /// those the build cache already holds; [`Context::build`] then takes the result.
     pub fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
         let cache = cargo::BuildCache {
-            optimize_dir: &self.optimize_dir,
-            toolchain: &self.rustc.version,
+            optimize_dir: &self.plan.optimize_dir,
+            toolchain: &self.plan.rustc.version,
         };
         let (labels, jobs): (Vec<String>, Vec<ahead::Job>) = wanted
             .into_iter()
             .filter(|(_, s)| {
-                self.fresh
+                self.plan.fresh
                     || cache
-                        .reusable(self.project, s, &self.build_dir(s))
+                        .reusable(&self.plan.project, s, &self.build_dir(s))
                         .is_none()
             })
             .map(|(label, settings)| {
@@ -451,13 +446,18 @@ impl<'a> Context<'a> {
             })
             .unzip();
         if !jobs.is_empty() {
-            self.ui.info(&format!(
+            self.ui().info(&format!(
                 "building ahead, beside the run: {}",
                 labels.join(", ")
             ));
         }
-        let toolchain = self.rustc.version.clone();
-        (self.ahead).start(self.project, self.optimize_dir.clone(), &toolchain, jobs);
+        let toolchain = self.plan.rustc.version.clone();
+        (self.ahead).start(
+            &self.plan.project,
+            self.plan.optimize_dir.clone(),
+            &toolchain,
+            jobs,
+        );
     }
 
     /// Build `settings` into its own target dir (`target/optimize/build/<hash>`), showing
@@ -475,14 +475,14 @@ impl<'a> Context<'a> {
             }
         }
         let cache = cargo::BuildCache {
-            optimize_dir: &self.optimize_dir,
-            toolchain: &self.rustc.version,
+            optimize_dir: &self.plan.optimize_dir,
+            toolchain: &self.plan.rustc.version,
         };
-        let kept = cache.reusable(self.project, settings, &target_dir);
+        let kept = cache.reusable(&self.plan.project, settings, &target_dir);
         let (reused, run) = self.builds.get();
-        if let Some(kept) = kept.filter(|_| !self.fresh) {
+        if let Some(kept) = kept.filter(|_| !self.plan.fresh) {
             self.builds.set((reused + 1, run));
-            self.ui.info(&format!(
+            self.ui().info(&format!(
                 "{label}: build reused (no input changed since it was built)"
             ));
             self.record(
@@ -490,13 +490,13 @@ impl<'a> Context<'a> {
                 started.elapsed().as_secs_f64(),
                 None,
             );
-            built_event(self.ui, label, &kept, true);
+            built_event(self.ui(), label, &kept, true);
             return Ok(kept);
         }
         self.builds.set((reused, run + 1));
         // A terminal gets the spinner below; a log the one line when it is built.
-        let spinner = self.ui.spinner(format!("{label}: cargo build"));
-        let built = cache.build(self.project, settings, &target_dir, &mut |line| {
+        let spinner = self.ui().spinner(format!("{label}: cargo build"));
+        let built = cache.build(&self.plan.project, settings, &target_dir, &mut |line| {
             let line = line.trim();
             if line.starts_with("Compiling") || line.starts_with("Finished") {
                 spinner.set_message(format!("{label}: {line}"));
@@ -505,16 +505,16 @@ impl<'a> Context<'a> {
         spinner.finish_and_clear();
         let (built, warning) = built?;
         if let Some(warning) = warning {
-            self.ui.warn(&format!("{label}: {warning}"));
+            self.ui().warn(&format!("{label}: {warning}"));
         }
-        self.ui.done(&format!("{label} built"), built.seconds);
-        self.ui.detail(&format!("{label}: {}", built.command));
+        self.ui().done(&format!("{label} built"), built.seconds);
+        self.ui().detail(&format!("{label}: {}", built.command));
         self.record(
             &format!("{label} build"),
             built.seconds,
             built.peak_rss_bytes,
         );
-        built_event(self.ui, label, &built, false);
+        built_event(self.ui(), label, &built, false);
         Ok(built)
     }
 
@@ -527,7 +527,7 @@ impl<'a> Context<'a> {
         started: Instant,
     ) -> Option<Result<cargo::Built, cargo::CargoError>> {
         let spinner = self
-            .ui
+            .ui()
             .spinner(format!("{label}: waiting for its build started ahead"));
         let done = self.ahead.take(settings);
         spinner.finish_and_clear();
@@ -538,14 +538,14 @@ impl<'a> Context<'a> {
         let (reused, run) = self.builds.get();
         self.builds.set((reused, run + 1));
         if let Some(warning) = warning {
-            self.ui.warn(&format!("{label}: {warning}"));
+            self.ui().warn(&format!("{label}: {warning}"));
         }
         let waited = started.elapsed().as_secs_f64();
-        self.ui.done(
+        self.ui().done(
             &format!("{label} built ahead in {:.1}s; waited", built.seconds),
             waited,
         );
-        self.ui.detail(&format!("{label}: {}", built.command));
+        self.ui().detail(&format!("{label}: {}", built.command));
         self.record(&format!("{label} build"), waited, built.peak_rss_bytes);
         Some(Ok(built))
     }
@@ -597,7 +597,7 @@ impl<'a> Context<'a> {
             cmd = cmd.env(k, v);
         }
         cmd.spool = spool;
-        self.ui
+        self.ui()
             .detail(&format!("running `{}`: {}", workload.name, cmd.display()));
         let out = process::run(&cmd)?;
         if let Some(w) = out.lingering.warning() {
@@ -619,7 +619,7 @@ impl<'a> Context<'a> {
     /// A warning, unless the same one was already given in this run.
     pub fn warn_once(&self, msg: &str) {
         if self.warned.borrow_mut().insert(msg.to_string()) {
-            self.ui.warn(msg);
+            self.ui().warn(msg);
         }
     }
 
@@ -634,7 +634,10 @@ impl<'a> Context<'a> {
         tag: &str,
     ) -> std::io::Result<(Workload, Option<Sandbox>)> {
         let dest = self.sandbox_dest(workload, tag);
-        let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
+        let exclude = [
+            self.plan.project.target_dir.clone(),
+            self.plan.optimize_dir.clone(),
+        ];
         let Some((w, sb)) = sandbox::for_files(workload, &self.spec.path, &dest, &exclude)? else {
             return Ok((workload.clone(), None));
         };
@@ -642,7 +645,7 @@ impl<'a> Context<'a> {
             self.warn_once(&warning);
         }
         if sb.bytes > LARGE_SANDBOX {
-            self.ui.warn(&format!(
+            self.ui().warn(&format!(
                 "workload `{}` declares output files, so each run gets a fresh copy of its cwd {} ({} MiB in {} files)\n  fix: point `cwd` at a smaller folder holding only what the workload reads",
                 workload.name,
                 workload.cwd.display(),
@@ -656,7 +659,10 @@ impl<'a> Context<'a> {
     /// Whether a private copy of the workload's cwd would be larger than this run should
     /// make just to look (`LARGE_SANDBOX` bytes, or 20 000 files).
     pub fn cwd_too_large_to_copy(&self, workload: &Workload) -> bool {
-        let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
+        let exclude = [
+            self.plan.project.target_dir.clone(),
+            self.plan.optimize_dir.clone(),
+        ];
         sandbox::larger_than(&workload.cwd, &exclude, LARGE_SANDBOX, 20_000)
     }
 
@@ -678,7 +684,10 @@ impl<'a> Context<'a> {
         tag: &str,
     ) -> std::io::Result<(Workload, Sandbox)> {
         let dest = self.sandbox_dest(workload, tag);
-        let exclude = [self.project.target_dir.clone(), self.optimize_dir.clone()];
+        let exclude = [
+            self.plan.project.target_dir.clone(),
+            self.plan.optimize_dir.clone(),
+        ];
         let root = crate::spec::spec_root(&self.spec.path);
         let sb = Sandbox::create(&sandbox::copied_folder(workload, &root), &dest, &exclude)?;
         if let Some(warning) = sb.outside_warning(&workload.name) {

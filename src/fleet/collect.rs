@@ -13,7 +13,7 @@ use anyhow::Context as _;
 
 use crate::cargo::BuildSettings;
 use crate::context::{DirLock, RunDir};
-use crate::pipeline::{self, Plan};
+use crate::pipeline::Plan;
 
 /// The collector built, and what the operator needs to know.
 #[derive(Debug)]
@@ -63,7 +63,7 @@ pub(crate) fn build(
     };
     std::fs::create_dir_all(&run.root)
         .with_context(|| format!("cannot create {}", run.root.display()))?;
-    let ctx = pipeline::context(plan, &plan.spec, &run);
+    let ctx = crate::context::Context::new(plan, &plan.spec, &run);
     plan.ui.step(&format!(
         "building the collector of `{bin}`: instrumented, writing into {}",
         dir.display()

@@ -107,14 +107,14 @@ impl<'a> Ladder<'a> {
         if let Some(i) = self.to_come.iter().position(|s| *s == name) {
             self.to_come.remove(i);
         }
-        let ui = self.ctx.ui;
+        let ui = self.ctx.ui().clone();
         ui.event(
             "stage-started",
             serde_json::json!({ "stage": name.as_str() }),
         );
         let chained = self.best.candidate.binary != self.baseline.binary;
         if let Err(why) = self.budget.affords(name, &self.to_come, chained) {
-            self.ctx.ui.warn(&format!("{name}: {why}"));
+            self.ctx.ui().warn(&format!("{name}: {why}"));
             let fix = format!(
                 "{why}; fix: --budget {} (or [bench] budget), or --stages {name} to climb it alone",
                 crate::util::format_span(2.0 * self.budget.total.as_secs_f64())
@@ -198,7 +198,7 @@ impl<'a> Ladder<'a> {
         candidate: Result<Candidate, StageError>,
         which: Rival,
     ) -> Option<Candidate> {
-        let ui = self.ctx.ui;
+        let ui = self.ctx.ui().clone();
         let row = crate::context::label(name.as_str(), variant.as_deref());
         let cand = match candidate {
             Ok(c) => c,
@@ -250,7 +250,7 @@ impl<'a> Ladder<'a> {
             return;
         };
         if !row.notes.contains(&why) {
-            self.ctx.ui.info(&format!("{name}: {why}"));
+            self.ctx.ui().info(&format!("{name}: {why}"));
             row.notes.push(why);
         }
     }
@@ -261,7 +261,7 @@ impl<'a> Ladder<'a> {
         let drift = match self.verifier.drift(cand) {
             Ok(d) => d,
             Err(e) => {
-                self.ctx.ui.warn(&format!(
+                self.ctx.ui().warn(&format!(
                     "{}: cannot compare its outputs: {e:#}",
                     cand.label()
                 ));
@@ -273,7 +273,7 @@ impl<'a> Ladder<'a> {
             return;
         };
         let note = drift.describe();
-        self.ctx.ui.info(&format!("{}: {note}", cand.label()));
+        self.ctx.ui().info(&format!("{}: {note}", cand.label()));
         row.notes.push(note);
         row.facts.output_drift = Some(drift);
     }
@@ -322,7 +322,7 @@ impl<'a> Ladder<'a> {
         match self.verifier.check_untimed(cand)? {
             Ok(all) => {
                 if all {
-                    verified_event(self.ctx.ui, cand, None);
+                    verified_event(self.ctx.ui(), cand, None);
                 }
                 Ok(Some(all))
             }
@@ -349,7 +349,9 @@ impl<'a> Ladder<'a> {
         let m = match measured {
             Ok(m) => m,
             Err(e) => {
-                self.ctx.ui.warn(&format!("{row}: measuring failed: {e:#}"));
+                self.ctx
+                    .ui()
+                    .warn(&format!("{row}: measuring failed: {e:#}"));
                 self.push_verified(cand, Status::Failed, &format!("measuring failed: {e:#}"));
                 return Ok(None);
             }
@@ -359,16 +361,16 @@ impl<'a> Ladder<'a> {
                 self.reject(row, cand, r);
                 return Ok(None);
             }
-            verified_event(self.ctx.ui, cand, None);
+            verified_event(self.ctx.ui(), cand, None);
         }
         Ok(Some(m))
     }
 
     fn reject(&mut self, row: &str, cand: &Candidate, m: Rejection) {
         self.ctx
-            .ui
+            .ui()
             .warn(&format!("{row} rejected: {}\n  {m}", m.headline()));
-        verified_event(self.ctx.ui, cand, Some(m.headline()));
+        verified_event(self.ctx.ui(), cand, Some(m.headline()));
         let mut r = candidate_row(cand, Status::Rejected, &m.to_string());
         r.verified = Some(false);
         self.rows.push(r);
@@ -417,7 +419,7 @@ impl<'a> Ladder<'a> {
         if let Some(by) = beaten {
             reason = format!("{reason}; dropped: raced with it, {by} was faster");
         }
-        self.ctx.ui.event(
+        self.ctx.ui().event(
             "verdict",
             serde_json::json!({
                 "candidate": cand.label(),
@@ -495,7 +497,7 @@ impl<'a> Ladder<'a> {
         };
         match budget_limited {
             Some(why) if !keep => {
-                self.ctx.ui.warn(&format!("{}: {why}", cand.label()));
+                self.ctx.ui().warn(&format!("{}: {why}", cand.label()));
                 format!("{reason}; {why}")
             }
             _ => reason,
@@ -556,7 +558,7 @@ impl<'a> Ladder<'a> {
             return;
         };
         let note = stage::profile::cheaper_note((&label, ratio, secs), winner_build);
-        self.ctx.ui.info(&format!(
+        self.ctx.ui().info(&format!(
             "{}: {note}",
             crate::context::label("profile", self.rows[w].facts.variant.as_deref())
         ));
@@ -678,7 +680,7 @@ impl<'a> Ladder<'a> {
             self.best.candidate.label()
         );
         self.ctx
-            .ui
+            .ui()
             .warn(&format!("{}: {why}", failed.candidate.label()));
         let row = self.rows.iter_mut().rev().find(|r| {
             r.status == Status::Kept

@@ -217,7 +217,7 @@ pub fn compare_over_workloads(
     for (w, key) in eval.iter().zip(&keys) {
         let kept = key.as_deref().and_then(|k| cache.get(k));
         if let Some(c) = &kept {
-            ctx.ui.info(&format!(
+            ctx.ui().info(&format!(
                 "{}: {} (kept from an earlier run: same binaries, workload and machine; --fresh measures again)",
                 w.name,
                 c.headline()
@@ -283,7 +283,7 @@ fn verdict_keys(
             Ok(k) => Some(k),
             Err(e) => {
                 if let Some(warning) = cache.unkept_warning(&w.name, &e) {
-                    ctx.ui.warn(&warning);
+                    ctx.ui().warn(&warning);
                 }
                 None
             }
@@ -342,15 +342,15 @@ fn measure_jointly(
         .collect();
     let pair = format!("{b_label} vs {a_label}");
     let n = todo.len();
-    ctx.ui.progress(&format!(
+    ctx.ui().progress(&format!(
         "{pair}: measuring [{n} workload(s), where the variance is]"
     ));
     let started = std::time::Instant::now();
-    let spinner = ctx.ui.spinner(pair.clone());
+    let spinner = ctx.ui().spinner(pair.clone());
     let label = |j: usize| format!("{pair}: measuring [{}/{n}] {}", j + 1, todo[j].name);
     let result = bench::compare_jointly(&jobs, done, opts, &mut |j, p| {
         if let Phase::Look { look } = p.phase {
-            ctx.ui.event(
+            ctx.ui().event(
                 "estimate",
                 serde_json::json!({
                     "candidate": b_label, "rival": a_label, "workload": todo[j].name,
@@ -358,7 +358,7 @@ fn measure_jointly(
                 }),
             );
         }
-        spinner.set_message(progress_message(&label(j), p, ctx.ui));
+        spinner.set_message(progress_message(&label(j), p, ctx.ui()));
     });
     spinner.finish_and_clear();
     drop(jobs);
@@ -384,10 +384,10 @@ fn tell_measured(
             ctx.warn_once(&format!("workload `{}` {warning}", w.name));
         }
         if let Some(note) = &c.stop_note {
-            ctx.ui.warn(&format!("workload `{}`: {note}", w.name));
+            ctx.ui().warn(&format!("workload `{}`: {note}", w.name));
         }
-        if ctx.ui.animate {
-            ctx.ui.info(&format!("{}: {}", w.name, c.headline()));
+        if ctx.ui().animate {
+            ctx.ui().info(&format!("{}: {}", w.name, c.headline()));
         }
     }
     let named: Vec<(&str, &Comparison)> = todo
@@ -396,7 +396,7 @@ fn tell_measured(
         .map(|(w, c)| (w.name.as_str(), c))
         .collect();
     let tally = crate::report::shipped::tally(&named).unwrap_or_default();
-    ctx.ui.done(
+    ctx.ui().done(
         &format!("{pair} measured: {tally}"),
         started.elapsed().as_secs_f64(),
     );

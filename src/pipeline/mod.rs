@@ -14,7 +14,6 @@ pub mod measure;
 pub mod plan;
 mod runner;
 
-use std::cell::RefCell;
 use std::time::Instant;
 
 pub use ladder::Ladder;
@@ -39,7 +38,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let lockfile = crate::cargo::RunLockfile::for_run(&plan.project)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
-    let ctx = context(plan, &plan.spec, &run);
+    let ctx = Context::new(plan, &plan.spec, &run);
     warn_cold_starts(plan, &ctx);
     let early = early_projection(plan, &budget);
     let sccache = crate::cargo::wrapper::sccache();
@@ -169,28 +168,6 @@ fn announce(plan: &Plan, run: &RunDir) {
             "your rustflags are kept in every build: {}",
             plan.baseline.user_rustflags.join(" ")
         ));
-    }
-}
-
-/// The context of a run of `plan` over `spec` (the plan's own, or `check`'s eval subset).
-pub fn context<'a>(plan: &'a Plan, spec: &'a crate::spec::Spec, run: &'a RunDir) -> Context<'a> {
-    Context {
-        project: &plan.project,
-        spec,
-        rustc: &plan.rustc,
-        run,
-        ui: &plan.ui,
-        optimize_dir: plan.optimize_dir.clone(),
-        host: plan.rustc.host.clone(),
-        llvm_profdata: plan.llvm_profdata.clone(),
-        bolt_tools: plan.bolt_tools.clone(),
-        given_profile: plan.pgo_profile.clone(),
-        fresh: plan.fresh,
-        steps: RefCell::new(Vec::new()),
-        warned: Default::default(),
-        builds: Default::default(),
-        runner: plan.runner.clone(),
-        ahead: Default::default(),
     }
 }
 

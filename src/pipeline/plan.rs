@@ -2,20 +2,22 @@
 //! before anything is built (ripgrep's lowargs → hiargs split, on a small scale): later
 //! code reads the [`Plan`] and never goes back to flags, files or the environment.
 //!
-//! Every command that builds gets its `Plan` here: `run` and `profile collect` from a
-//! [`Request`] ([`Plan::resolve`], [`Plan::for_request`]; `check` asks for no stage),
-//! `release` through the same [`Resolver`] with the tools its artifacts need and its first
-//! group's baseline. The [`Resolver`] is the one place rustc, llvm-profdata and llvm-bolt
-//! are found and the user's rustflags (cargo's config and environment) are read.
+//! Two configuration types: what the user said (`cli::RunArgs` and the spec as parsed) and
+//! what the run does ([`Plan`]). Every command that builds gets its `Plan` here: `run`,
+//! `check` (no stage) and `profile collect` from their flags ([`Plan::resolve`]), `release`
+//! from [`Plan::located`] completed with the tools its artifacts need and its first group's
+//! baseline. This is the one place rustc, llvm-profdata and llvm-bolt are found and the
+//! user's rustflags (cargo's config and environment) are read.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::cargo::{self, BuildSettings, CargoError, Project, Workspace};
 use crate::cli::{GlobalArgs, RunArgs};
+pub use crate::context::plan::Plan;
 use crate::process;
 use crate::spec::{self, Spec, StageName};
-use crate::toolchain::{self, BoltTools, Rustc, Tool, ToolError};
+use crate::toolchain::{self, Rustc, Tool};
 use crate::ui::Ui;
 
 /// `target/optimize` of the selection (`--target-dir`, else cargo's target directory), for
@@ -29,21 +31,16 @@ pub fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<PathBuf> {
     Ok(target.join("optimize"))
 }
 
-/// The spec and the project it designates.
-pub struct Located {
-    pub spec: Spec,
-    pub project: Project,
-}
-
 /// Find the spec (`--spec`, else optimize.toml next to the package's Cargo.toml), read it,
-/// and resolve the package and binary (flags first, then the spec).
-pub fn locate(g: &GlobalArgs) -> anyhow::Result<Located> {
+/// and resolve the package and binary (flags first, then the spec): the spec and the
+/// project it designates.
+pub fn locate(g: &GlobalArgs) -> anyhow::Result<(Spec, Project)> {
     locate_with_args(g, &[])
 }
 
 /// [`locate`] for `cargo optimize -- ARGS`: with `args`, the spec's workloads are replaced by
 /// the one workload `ARGS` (run in the current directory), and no spec file is needed.
-pub fn locate_with_args(g: &GlobalArgs, args: &[String]) -> anyhow::Result<Located> {
+fn locate_with_args(g: &GlobalArgs, args: &[String]) -> anyhow::Result<(Spec, Project)> {
     let workspace = Workspace::load(&g.selection)?;
     let spec_path = match &g.spec {
         Some(p) => p.clone(),
@@ -79,7 +76,7 @@ pub fn locate_with_args(g: &GlobalArgs, args: &[String]) -> anyhow::Result<Locat
                 .unwrap_or(1);
             anyhow::anyhow!("{}:{line}: `{key}`: {e}", spec.path.display())
         })?;
-    Ok(Located { spec, project })
+    Ok((spec, project))
 }
 
 /// The line of a top-level `key = …` in a TOML text (before the first table).
@@ -101,7 +98,7 @@ pub fn load_spec(g: &GlobalArgs) -> anyhow::Result<Spec> {
         Some(path) => Ok(spec::load(path)?),
         None => {
             // Measured as a run measures it: a criterion harness by its own estimates.
-            let Located { mut spec, project } = locate(g)?;
+            let (mut spec, project) = locate(g)?;
             if let Err(warning) = super::criterion::measure_by_estimates(&project, &mut spec) {
                 eprintln!("warning: {warning}");
             }
@@ -110,111 +107,39 @@ pub fn load_spec(g: &GlobalArgs) -> anyhow::Result<Spec> {
     }
 }
 
-/// One run, resolved.
-pub struct Plan {
-    pub project: Project,
-    /// The spec with the command line's overrides (`--stages`, `--max-time`) applied.
-    pub spec: Spec,
-    pub rustc: Rustc,
-    /// Looked for only when the pgo stage is tried.
-    pub llvm_profdata: Option<Tool>,
-    /// Looked for only when the bolt stage is tried.
-    pub bolt_tools: Option<Result<BoltTools, ToolError>>,
-    /// The baseline's settings: the user's profile, features, target and rustflags.
-    pub baseline: BuildSettings,
-    /// `target/optimize`.
-    pub optimize_dir: PathBuf,
-    /// `--explain`: measure each profile setting alone.
-    pub explain: bool,
-    /// `--fresh`: look up no kept verdict.
-    pub fresh: bool,
-    /// `--pgo-profile FILE` (absolute, checked): the pgo stage builds with it instead of
-    /// training.
-    pub pgo_profile: Option<PathBuf>,
-    /// The wall time the whole run may take (`--budget`, `[bench] budget`, the default).
-    pub budget: std::time::Duration,
-    /// `--dry-run`: print the plan and what an earlier run of it cost; build nothing.
-    pub dry_run: bool,
-    /// `--quick`: pgo only, one eval workload per name, a short budget (see [`quick`]).
-    pub quick: bool,
-    pub ui: Ui,
-    /// cargo's runner for `--target`, which the user said is real hardware
-    /// (`[bench] runner-is-native`; `super::runner::for_ladder`).
-    pub runner: Option<crate::cargo::runner::Runner>,
-}
-
-/// What a command asks of the plan beyond the global flags: `run`'s flags
-/// (`From<&RunArgs>`), `check`'s subset, nothing for `profile collect`.
-#[derive(Default)]
-pub struct Request<'a> {
-    /// `cargo optimize -- ARGS`: the one workload.
-    pub args: &'a [String],
-    /// `--stages`: replaces `[stages] try`.
-    pub stages: Option<&'a [String]>,
-    pub max_time: Option<&'a str>,
-    pub budget: Option<&'a str>,
-    pub pgo_profile: Option<&'a Path>,
-    pub explain: bool,
-    pub fresh: bool,
-    pub dry_run: bool,
-    /// `--message-format json`: events on stdout.
-    pub events: bool,
-    /// `--quick`: pgo only, one eval workload per name, a short budget.
-    pub quick: bool,
-    /// `--thorough`: the profile stage searches its whole space.
-    pub thorough: bool,
-}
-
-impl<'a> From<&'a RunArgs> for Request<'a> {
-    fn from(a: &'a RunArgs) -> Self {
-        Request {
-            args: &a.args,
-            stages: a.stages.as_deref(),
-            max_time: a.max_time.as_deref(),
-            budget: a.budget.as_deref(),
-            pgo_profile: a.pgo_profile.as_deref(),
-            explain: a.explain,
-            fresh: a.fresh,
-            dry_run: a.dry_run,
-            events: a.message_format == crate::cli::MessageFormat::Json,
-            quick: a.quick,
-            thorough: a.thorough,
-        }
-    }
-}
-
-/// A plan on its way: the spec and project located, rustc found; then the LLVM tools the
-/// command needs ([`Resolver::find_tools`]) and the baseline's settings
-/// ([`Resolver::user_rustflags`]), and [`Resolver::finish`].
-pub struct Resolver {
-    pub spec: Spec,
-    pub project: Project,
-    pub rustc: Rustc,
-    pub ui: Ui,
-    llvm_profdata: Option<Tool>,
-    bolt_tools: Option<Result<BoltTools, ToolError>>,
-}
-
-impl Resolver {
-    /// Find rustc for the located project.
-    pub fn new(g: &GlobalArgs, located: Located) -> anyhow::Result<Resolver> {
-        Self::with_ui(Ui::new(g.quiet, g.verbose, g.color.forced()), located)
-    }
-
-    fn with_ui(ui: Ui, Located { spec, project }: Located) -> anyhow::Result<Resolver> {
-        Ok(Resolver {
+impl Plan {
+    /// The plan of the located `spec` and `project`, rustc found; the LLVM tools none yet
+    /// ([`Plan::find_tools`]), the baseline the user's profile and features without their
+    /// rustflags, every option off: for a command to complete (`release`), or
+    /// [`Plan::resolve`]'s start.
+    pub fn located(g: &GlobalArgs, spec: Spec, project: Project) -> anyhow::Result<Plan> {
+        let baseline = BuildSettings {
+            profile: g.selection.profile.clone(),
+            profile_overrides: BTreeMap::new(),
+            user_rustflags: Vec::new(),
+            rustflags: Vec::new(),
+            target: None,
+            features: project.features.clone(),
+            allocator: None,
+            c: None,
+        };
+        Ok(Plan {
+            optimize_dir: project.target_dir.join("optimize"),
             rustc: toolchain::rustc()?,
             spec,
             project,
-            ui,
             llvm_profdata: None,
             bolt_tools: None,
+            baseline,
+            explain: false,
+            fresh: false,
+            pgo_profile: None,
+            budget: super::budget::DEFAULT,
+            dry_run: false,
+            quick: false,
+            ui: Ui::new(g.quiet, g.verbose, g.color.forced()),
+            runner: None,
         })
-    }
-
-    /// `target/optimize`.
-    pub fn optimize_dir(&self) -> PathBuf {
-        self.project.target_dir.join("optimize")
     }
 
     /// llvm-profdata, required when `pgo` (otherwise only read for a stale profile's size,
@@ -233,29 +158,6 @@ impl Resolver {
     /// matched against rustc's cfg for that target).
     pub fn user_rustflags(&self, triple: &str) -> anyhow::Result<Vec<String>> {
         Ok(cargo::user_rustflags_here(triple, &target_cfg(triple))?)
-    }
-
-    /// The plan, with `baseline` as its baseline's settings; the options a command chooses
-    /// (`explain`, `fresh`, `pgo_profile`, `budget`, `dry_run`) off or default, for it to
-    /// set (`Plan { fresh, ..resolver.finish(baseline) }`).
-    pub fn finish(self, baseline: BuildSettings) -> Plan {
-        Plan {
-            optimize_dir: self.optimize_dir(),
-            project: self.project,
-            spec: self.spec,
-            rustc: self.rustc,
-            llvm_profdata: self.llvm_profdata,
-            bolt_tools: self.bolt_tools,
-            baseline,
-            explain: false,
-            fresh: false,
-            pgo_profile: None,
-            budget: super::budget::DEFAULT,
-            dry_run: false,
-            ui: self.ui,
-            runner: None,
-            quick: false,
-        }
     }
 }
 
@@ -277,78 +179,59 @@ pub fn llvm_profdata() -> anyhow::Result<(Rustc, Tool)> {
 }
 
 impl Plan {
-    /// `cargo optimize [run]`'s plan.
+    /// The plan of what the user said: the global flags, a run's flags (`check` and
+    /// `profile collect` give the subset they take, the rest default) and the spec they
+    /// locate. Everything below reads the plan, never the flags again.
     pub fn resolve(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<Plan> {
-        Self::for_request(g, &Request::from(args))
+        let (mut spec, project) = locate_with_args(g, &args.args)?;
+        apply_overrides(&mut spec, args)?;
+        if args.quick {
+            quick(&mut spec, args.budget.is_some());
+        }
+        spec.stages.thorough = args.thorough;
+        let mut plan = Plan::located(g, spec, project)?;
+        plan.ui.events = args.message_format == crate::cli::MessageFormat::Json;
+        match super::criterion::measure_by_estimates(&plan.project, &mut plan.spec) {
+            Ok(Some(info)) => plan.ui.info(&info),
+            Ok(None) => {}
+            Err(warning) => plan.ui.warn(&warning),
+        }
+        let stages = &plan.spec.stages;
+        plan.find_tools(stages.tries(StageName::Pgo), stages.tries(StageName::Bolt))?;
+        if let Some(file) = &args.pgo_profile {
+            let llvm_profdata = plan.llvm_profdata.as_ref();
+            let checked = given_profile(file, &plan.spec, llvm_profdata, &plan.rustc)?;
+            plan.pgo_profile = Some(checked);
+        }
+        plan.resolve_target(g)?;
+        check_fp_flags(&plan.spec, &plan.rustc, &plan.optimize_dir)?;
+        plan.budget = plan.spec.bench.budget.unwrap_or(super::budget::DEFAULT);
+        plan.explain = args.explain;
+        plan.fresh = args.fresh;
+        plan.dry_run = args.dry_run;
+        plan.quick = args.quick;
+        Ok(plan)
     }
 
-    pub fn for_request(g: &GlobalArgs, req: &Request) -> anyhow::Result<Plan> {
-        let mut ui = Ui::new(g.quiet, g.verbose, g.color.forced());
-        ui.events = req.events;
-        let mut located = locate_with_args(g, req.args)?;
-        apply_overrides(&mut located.spec, req)?;
-        if req.quick {
-            quick(&mut located.spec, req.budget.is_some());
-        }
-        located.spec.stages.thorough = req.thorough;
-        let mut r = Resolver::with_ui(ui, located)?;
-        match super::criterion::measure_by_estimates(&r.project, &mut r.spec) {
-            Ok(Some(info)) => r.ui.info(&info),
-            Ok(None) => {}
-            Err(warning) => r.ui.warn(&warning),
-        }
-        let stages = &r.spec.stages.try_;
-        let (pgo, bolt) = (
-            stages.contains(&StageName::Pgo),
-            stages.contains(&StageName::Bolt),
-        );
-        r.find_tools(pgo, bolt)?;
-        let pgo_profile = match req.pgo_profile {
-            Some(file) => Some(given_profile(
-                file,
-                &r.spec,
-                r.llvm_profdata.as_ref(),
-                &r.rustc,
-            )?),
-            None => None,
-        };
+    /// The build target (named in every build), the user's rustflags for it, and cargo's
+    /// runner for it; the spec's `[stages] cpu` names checked against it.
+    fn resolve_target(&mut self, g: &GlobalArgs) -> anyhow::Result<()> {
         let target = build_target(g)?;
         let triple =
-            (target.as_ref().map(|t| t.triple.clone())).unwrap_or_else(|| r.rustc.host.clone());
-        let spec = &r.spec;
-        if let (true, Some(names)) = (spec.stages.try_.contains(&StageName::Cpu), &spec.stages.cpu)
-        {
+            (target.as_ref().map(|t| t.triple.clone())).unwrap_or_else(|| self.rustc.host.clone());
+        let spec = &self.spec;
+        if let (true, Some(names)) = (spec.stages.tries(StageName::Cpu), &spec.stages.cpu) {
             if let Some((i, why)) = crate::stage::cpu::unknown_name(&triple, names) {
                 let line = spec.stages.cpu_lines.get(i).copied().unwrap_or(0);
                 anyhow::bail!("{}:{line}: [stages] cpu: {why}", spec.path.display());
             }
         }
         let cfg = target_cfg(&triple);
-        let user_rustflags = cargo::user_rustflags_here(&triple, &cfg)?;
+        self.baseline.user_rustflags = cargo::user_rustflags_here(&triple, &cfg)?;
         let from = target.as_ref().map_or("", |t| t.from.as_str());
-        let runner = super::runner::for_ladder(spec, &r.rustc.host, &triple, from, &cfg)?;
-        check_fp_flags(&r.spec, &r.rustc, &r.optimize_dir())?;
-        let baseline = BuildSettings {
-            profile: g.selection.profile.clone(),
-            profile_overrides: BTreeMap::new(),
-            user_rustflags,
-            rustflags: Vec::new(),
-            target: target.map(|t| t.triple),
-            features: r.project.features.clone(),
-            allocator: None,
-            c: None,
-        };
-        let budget = spec.bench.budget.unwrap_or(super::budget::DEFAULT);
-        Ok(Plan {
-            explain: req.explain,
-            fresh: req.fresh,
-            pgo_profile,
-            budget,
-            dry_run: req.dry_run,
-            runner,
-            quick: req.quick,
-            ..r.finish(baseline)
-        })
+        self.runner = super::runner::for_ladder(spec, &self.rustc.host, &triple, from, &cfg)?;
+        self.baseline.target = target.map(|t| t.triple);
+        Ok(())
     }
 }
 
@@ -453,8 +336,8 @@ fn base_name(name: &str) -> &str {
 
 /// `--stages`, `--max-time` and `--budget` replace the spec's `[stages] try`, `[bench]
 /// max-time` and `[bench] budget`.
-fn apply_overrides(spec: &mut Spec, args: &Request) -> anyhow::Result<()> {
-    if let Some(list) = args.stages {
+fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
+    if let Some(list) = &args.stages {
         let names: Vec<&str> = list
             .iter()
             .map(|s| s.trim())
@@ -474,10 +357,10 @@ fn apply_overrides(spec: &mut Spec, args: &Request) -> anyhow::Result<()> {
             )
         })?;
     }
-    if let Some(t) = args.max_time {
+    if let Some(t) = &args.max_time {
         spec.bench.max_time = crate::spec::bounds::parse_flag_duration(t, "--max-time")?;
     }
-    if let Some(t) = args.budget {
+    if let Some(t) = &args.budget {
         spec.bench.budget = Some(crate::spec::bounds::parse_flag_duration(t, "--budget")?);
     }
     Ok(())

@@ -38,7 +38,7 @@ use crate::cargo::runner::Runner;
 use crate::cli::{GlobalArgs, ReleaseArgs};
 use crate::context::{DirLock, RunDir};
 use crate::jobs::{self, Outcome};
-use crate::pipeline::plan::{self, Located, Plan, Resolver};
+use crate::pipeline::plan::{self, Plan};
 use crate::toolchain::Rustc;
 use crate::ui::Ui;
 use matrix::{Artifact, Base, Inputs, LastRun, Matrix};
@@ -49,16 +49,17 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         let out = match &args.out_dir {
             Some(out) => out.clone(),
             None => {
-                let located = plan::locate(g)?;
-                default_out(&located.spec, &located.project)
+                let (spec, project) = plan::locate(g)?;
+                default_out(&spec, &project)
             }
         };
         return gather::run(dirs, &package::out_dir(&out)?);
     }
-    let resolver = Resolver::new(g, locate_binary(g)?)?;
-    let ui = resolver.ui.clone();
-    let (spec, project, rustc) = (&resolver.spec, &resolver.project, &resolver.rustc);
-    let optimize_dir = resolver.optimize_dir();
+    let (spec, project) = locate_binary(g)?;
+    let mut plan = Plan::located(g, spec, project)?;
+    let ui = plan.ui.clone();
+    let (spec, project, rustc) = (&plan.spec, &plan.project, &plan.rustc);
+    let optimize_dir = plan.optimize_dir.clone();
     // A CI cell's runner installs its target: none is skipped.
     let emit = args.emit_ci.is_some();
     let installed = |t: &str| emit || installed(rustc, t);
@@ -75,8 +76,8 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     if emit {
         return ci::emit(g, args, project, spec, &matrix);
     }
-    let runners = runners_of(&matrix, &resolver.rustc)?;
-    let (artifacts, groups) = artifacts_of(&matrix, &resolver, &g.selection.profile, &runners)?;
+    let runners = runners_of(&matrix, &plan.rustc)?;
+    let (artifacts, groups) = artifacts_of(&matrix, &plan, &g.selection.profile, &runners)?;
     let out = package::out_dir(&match &args.out_dir {
         Some(out) => out.clone(),
         None => default_out(spec, project),
@@ -99,7 +100,8 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     let flavor_specs = (matrix.flavors.iter())
         .map(|f| flavor_spec(spec, f))
         .collect();
-    let plan = job_plan(resolver, (&artifacts, &groups), args.fresh, job_ui)?;
+    complete_for_jobs(&mut plan, &artifacts, &groups, job_ui)?;
+    plan.fresh = args.fresh;
     let _lock = DirLock::for_run(&optimize_dir)?;
     let folder = RunDir::create_in(&optimize_dir.join("releases"))?;
     package::sweep_stale(&out);
@@ -122,15 +124,15 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
 }
 
 /// The project and spec, which must ship a binary (not a bench or test harness).
-fn locate_binary(g: &GlobalArgs) -> anyhow::Result<Located> {
-    let located = plan::locate(g)?;
-    if located.project.harness.is_some() {
+fn locate_binary(g: &GlobalArgs) -> anyhow::Result<(crate::spec::Spec, crate::cargo::Project)> {
+    let (spec, project) = plan::locate(g)?;
+    if project.harness.is_some() {
         bail!(
             "{}: the workloads run the package's bench or test harness (`cargo = …`), and a release ships binaries\n  fix: release a package with a binary, or give a spec whose workloads run it with --spec",
-            located.spec.path.display()
+            spec.path.display()
         );
     }
-    Ok(located)
+    Ok((spec, project))
 }
 
 /// `--dry-run`: what each artifact is, the job graph, and where the release would go.
@@ -154,11 +156,11 @@ fn dry_run_text(
 /// verified there, as `cargo run` would run them; an emulator's CPU runs every level).
 fn artifacts_of(
     matrix: &Matrix,
-    resolver: &Resolver,
+    plan: &Plan,
     profile: &str,
     runners: &BTreeMap<String, Runner>,
 ) -> anyhow::Result<(Vec<Artifact>, Vec<matrix::Group>)> {
-    let host = &resolver.rustc.host;
+    let host = &plan.rustc.host;
     let cannot_run = |triple: &str, cpu: Option<&str>| {
         match cpu {
         _ if triple != host && runners.contains_key(triple) => None,
@@ -170,9 +172,9 @@ fn artifacts_of(
     }
     };
     let (mut artifacts, groups) = matrix.artifacts(&Base {
-        project: &resolver.project,
+        project: &plan.project,
         profile,
-        user_rustflags: &|triple| resolver.user_rustflags(triple),
+        user_rustflags: &|triple| plan.user_rustflags(triple),
         cannot_run: &cannot_run,
     })?;
     for a in &mut artifacts {
@@ -196,28 +198,26 @@ fn runners_of(matrix: &Matrix, rustc: &Rustc) -> anyhow::Result<BTreeMap<String,
     Ok(map)
 }
 
-/// The plan every job's `Context` shares: the tools the artifacts need (llvm-profdata for
-/// PGO, llvm-bolt for BOLT), the first group's baseline settings. A release is not a
-/// ladder: its jobs are bounded by their own timeouts, not a budget.
-fn job_plan(
-    mut resolver: Resolver,
-    (artifacts, groups): (&[Artifact], &[matrix::Group]),
-    fresh: bool,
+/// The plan every job's `Context` shares, completed: the tools the artifacts need
+/// (llvm-profdata for PGO, llvm-bolt for BOLT), the first group's baseline settings, the
+/// jobs' `ui`. A release is not a ladder: its jobs are bounded by their own timeouts, not
+/// a budget.
+fn complete_for_jobs(
+    plan: &mut Plan,
+    artifacts: &[Artifact],
+    groups: &[matrix::Group],
     ui: Ui,
-) -> anyhow::Result<Plan> {
-    resolver.find_tools(
+) -> anyhow::Result<()> {
+    plan.find_tools(
         artifacts.iter().any(|a| a.pgo),
         artifacts.iter().any(|a| a.bolt),
     )?;
-    resolver.ui = ui;
-    let baseline = groups
+    plan.ui = ui;
+    plan.baseline = groups
         .first()
         .map(|g| g.baseline.clone())
         .unwrap_or_else(|| artifacts[0].settings.clone());
-    Ok(Plan {
-        fresh,
-        ..resolver.finish(baseline)
-    })
+    Ok(())
 }
 
 /// `[release] out-dir`, else `dist/` in the workspace.

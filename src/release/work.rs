@@ -331,7 +331,7 @@ impl Release<'_> {
 
     /// A `Context` whose workloads run through `target`'s runner when it has one.
     fn context<'c>(&'c self, flavor: usize, run: &'c RunDir, target: &str) -> Context<'c> {
-        let mut ctx = crate::pipeline::context(self.plan, &self.specs[flavor], run);
+        let mut ctx = Context::new(self.plan, &self.specs[flavor], run);
         ctx.runner = self.runners.get(target).cloned();
         ctx
     }

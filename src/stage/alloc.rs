@@ -27,7 +27,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
         let why = "`[stages] alloc` lists no allocator".to_string();
         return vec![Offer::against_best(Err(StageError::NotAvailable(why)))];
     }
-    ctx.ui.info(&format!(
+    ctx.ui().info(&format!(
         "alloc: candidates {} (each a real build with its crate and `#[global_allocator]`, from a private copy of the workspace)",
         ctx.spec.stages.alloc.join(", ")
     ));
@@ -62,20 +62,26 @@ fn build(ctx: &Context, best: &Candidate, a: &Allocator) -> Result<Candidate, St
             best.label()
         )));
     }
-    let target = (best.settings.target.clone()).unwrap_or_else(|| ctx.host.clone());
-    if let Some(why) = alloc::refusal(ctx.project, a, &target) {
+    let target = (best.settings.target.clone()).unwrap_or_else(|| ctx.plan.rustc.host.clone());
+    if let Some(why) = alloc::refusal(&ctx.plan.project, a, &target) {
         return Err(StageError::NotAvailable(why));
     }
     let mut settings = best.settings.clone();
     settings.allocator = Some(a.name.to_string());
     // The copy resolves the allocator's crate before anything is built: a registry that
     // cannot be reached is a skipped stage, not a failed build.
-    alloc::prepare(ctx.project, &settings).map_err(|e| StageError::NotAvailable(e.to_string()))?;
-    let root = ctx.project.bin_root.as_deref().expect("refusal checks it");
+    alloc::prepare(&ctx.plan.project, &settings)
+        .map_err(|e| StageError::NotAvailable(e.to_string()))?;
+    let root = ctx
+        .plan
+        .project
+        .bin_root
+        .as_deref()
+        .expect("refusal checks it");
     let facts = StageFacts {
         variant: Some(a.name.to_string()),
         alloc_root: Some(AllocRoot {
-            file: (root.strip_prefix(&ctx.project.workspace_root))
+            file: (root.strip_prefix(&ctx.plan.project.workspace_root))
                 .unwrap_or(root)
                 .to_path_buf(),
             sha256: crate::store::sha256_hex(&std::fs::read(root)?),

@@ -20,6 +20,7 @@ pub fn build(ctx: &Context, settings: BuildSettings) -> Result<Candidate, StageE
         let mut fit = super::pgo::profile_fit(&built.stderr, &profile);
         if fit.changed_functions > 0 {
             fit.profile_functions = ctx
+                .plan
                 .llvm_profdata
                 .as_ref()
                 .and_then(|t| super::pgo::profile_functions(&t.path, &profile));
@@ -28,7 +29,7 @@ pub fn build(ctx: &Context, settings: BuildSettings) -> Result<Candidate, StageE
                 profile.display(),
                 fit.describe()
             );
-            ctx.ui.warn(&msg);
+            ctx.ui().warn(&msg);
             cand.notes.push(msg);
         }
         cand.facts.profile_fit = Some(fit);

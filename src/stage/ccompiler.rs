@@ -43,11 +43,11 @@ impl CProgram {
     /// The program's C packages and the clang of rustc's LLVM (Cargo.lock read now: the run
     /// made one when the project has none).
     pub fn of(ctx: &Context) -> CProgram {
-        let packages = cc::packages_of(ctx.project);
+        let packages = cc::packages_of(&ctx.plan.project);
         if packages.is_empty() {
             return CProgram::None;
         }
-        match crate::toolchain::clang::find(ctx.rustc) {
+        match crate::toolchain::clang::find(&ctx.plan.rustc) {
             Ok(clang) => CProgram::Clang { packages, clang },
             Err(why) => CProgram::NoClang { packages, why },
         }
@@ -90,7 +90,7 @@ fn build(
         .settings
         .target
         .as_ref()
-        .is_some_and(|t| *t != ctx.host)
+        .is_some_and(|t| *t != ctx.plan.rustc.host)
     {
         return Err(StageError::NotAvailable(
             "C for another target than the host's keeps cc's default compiler (clang would have to cross-compile it)".into(),
@@ -125,9 +125,12 @@ pub fn c_build(
     clang: &Clang,
     flags: Vec<String>,
 ) -> CBuild {
-    let target = settings.target.clone().unwrap_or_else(|| ctx.host.clone());
+    let target = settings
+        .target
+        .clone()
+        .unwrap_or_else(|| ctx.plan.rustc.host.clone());
     CBuild {
-        cross: target != ctx.host,
+        cross: target != ctx.plan.rustc.host,
         target,
         cc: clang.cc.clone(),
         cxx: clang.cxx.clone(),

@@ -29,11 +29,11 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
         .settings
         .target
         .clone()
-        .unwrap_or_else(|| ctx.host.clone());
-    if triple != ctx.host {
+        .unwrap_or_else(|| ctx.plan.rustc.host.clone());
+    if triple != ctx.plan.rustc.host {
         return fail(StageError::NotAvailable(format!(
             "building for {triple}, not this machine ({}): its binaries cannot run here",
-            ctx.host
+            ctx.plan.rustc.host
         )));
     }
     let facts = CpuFacts::gather();
@@ -49,7 +49,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
             )))
         }
     };
-    ctx.ui.info(&format!(
+    ctx.ui().info(&format!(
         "cpu: candidates {} (this CPU: {}{})",
         names.join(", "),
         facts.model.as_deref().unwrap_or("unknown model"),
@@ -81,7 +81,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
                 let built = check(&triple, &cpu, &native)
                     .and_then(|()| build(ctx, &best, &cpu, native_cpu.as_deref()));
                 if let Err(StageError::NotAvailable(why)) = &built {
-                    ctx.ui.info(&format!("cpu ({cpu}): skipped: {why}"));
+                    ctx.ui().info(&format!("cpu ({cpu}): skipped: {why}"));
                 }
                 built
             };
@@ -231,8 +231,11 @@ fn settings_for(best: &BuildSettings, name: &str) -> BuildSettings {
 /// candidate CPU this machine runs, except a `native` built only if the level before it
 /// is kept.
 pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
-    let triple = best.target.clone().unwrap_or_else(|| ctx.host.clone());
-    if triple != ctx.host {
+    let triple = best
+        .target
+        .clone()
+        .unwrap_or_else(|| ctx.plan.rustc.host.clone());
+    if triple != ctx.plan.rustc.host {
         return Vec::new();
     }
     let facts = CpuFacts::gather();

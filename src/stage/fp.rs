@@ -38,8 +38,9 @@ pub fn offers<'c>(ctx: &'c Context, _standing: &Standing) -> Vec<Offer<'c>> {
         Some(list) => list.clone(),
         None => DEFAULT_FLAGS.iter().map(|f| f.to_string()).collect(),
     };
-    let options = crate::toolchain::llvm_args::llvm_options(ctx.rustc, &ctx.optimize_dir);
-    ctx.ui.info(&format!(
+    let options =
+        crate::toolchain::llvm_args::llvm_options(&ctx.plan.rustc, &ctx.plan.optimize_dir);
+    ctx.ui().info(&format!(
         "fp: flags {} (they change floating-point results: each is kept only when every workload's outputs verify and it is faster)",
         flags.join(", ")
     ));
@@ -80,7 +81,7 @@ fn build(ctx: &Context, best: &Candidate, flag: &str) -> Result<Candidate, Stage
         )));
     }
     if contracts(flag) {
-        let triple = (best.settings.target.clone()).unwrap_or_else(|| ctx.host.clone());
+        let triple = (best.settings.target.clone()).unwrap_or_else(|| ctx.plan.rustc.host.clone());
         if let Some(why) = no_fma(&triple, &all) {
             return Err(StageError::NotAvailable(why));
         }

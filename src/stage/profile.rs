@@ -171,7 +171,7 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
 /// The search's points after `max` (the first `n` of [`SEARCH`]), said once it begins.
 fn announce_search(ctx: &Context, n: usize) {
     let points: Vec<String> = SEARCH[1..n].iter().map(|p| point_name(*p)).collect();
-    ctx.ui.info(&format!(
+    ctx.ui().info(&format!(
         "profile: searching {} more setting(s) after `max`: {}{}",
         n - 1,
         points.join("; "),
@@ -356,7 +356,7 @@ fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
     }
     let mut settings = best.settings.clone();
     settings.profile_overrides.extend(list.iter().cloned());
-    ctx.ui.info(&format!(
+    ctx.ui().info(&format!(
         "profile: {} on top of `{}`: {}",
         choice_name(&stages.profile),
         settings.profile,
@@ -391,7 +391,8 @@ fn already_in_effect(ctx: &Context, s: &BuildSettings, list: &[(String, String)]
         .map(|(k, _)| k.as_str())
         .filter(|k| !s.profile_overrides.contains_key(*k))
         .collect();
-    let Some(known) = crate::cargo::known_profile_values(ctx.project, &s.profile, &keys) else {
+    let Some(known) = crate::cargo::known_profile_values(&ctx.plan.project, &s.profile, &keys)
+    else {
         return false;
     };
     list.iter().all(|(k, v)| {
@@ -423,7 +424,7 @@ pub fn explain(
     let list = overrides(&stages.profile, stages.allow_panic_abort);
     let mut out = Vec::new();
     for (i, (key, value)) in list.iter().enumerate() {
-        ctx.ui.step(&format!(
+        ctx.ui().step(&format!(
             "profile --explain [{}/{}]: {key} = {value} alone",
             i + 1,
             list.len()
@@ -459,7 +460,7 @@ fn explain_one(
     (settings.profile_overrides).insert(key.clone(), value.clone());
     let label = format!("profile --explain {key}");
     let built = ctx.build(&label, &settings).map_err(|e| {
-        ctx.ui.warn(&format!("{label}: {e}"));
+        ctx.ui().warn(&format!("{label}: {e}"));
         e.to_string()
     })?;
     let name = format!("profile-explain-{}", crate::util::file_safe(key, "-"));
@@ -468,7 +469,7 @@ fn explain_one(
     entry.size_bytes = Some(size);
     entry.build_seconds = Some(built.seconds);
     if same_code(&baseline.binary, &binary) {
-        ctx.ui.info(&format!(
+        ctx.ui().info(&format!(
             "{key} = {value}: same machine code as the baseline (its profile already has it)"
         ));
         entry.same_code_as_baseline = true;
@@ -487,10 +488,10 @@ fn explain_one(
         },
     };
     let e = measure(&cand).map_err(|e| {
-        ctx.ui.warn(&format!("{label}: measuring failed: {e:#}"));
+        ctx.ui().warn(&format!("{label}: measuring failed: {e:#}"));
         format!("measuring failed: {e:#}")
     })?;
-    ctx.ui.info(&format!(
+    ctx.ui().info(&format!(
         "{key} = {value} alone vs baseline: time ratio {:.3} [{:.3}, {:.3}] → {}",
         e.ratio, e.ci_low, e.ci_high, e.verdict
     ));

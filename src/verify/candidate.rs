@@ -24,7 +24,7 @@ pub fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<Re
     let mut reference = Reference::new(baseline);
     let at = |line: usize| format!("{}:{line}", ctx.spec.path.display());
     for (i, w) in ctx.spec.workloads.iter().enumerate() {
-        ctx.ui
+        ctx.ui()
             .progress(&format!("baseline: running [{}/{n}] {}", i + 1, w.name));
         let copy_run = match w.files.is_empty() {
             true => check_writes_nothing(ctx, baseline, w)?,
@@ -78,7 +78,7 @@ pub fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<Re
         start.elapsed().as_secs_f64(),
         Some(peak),
     );
-    ctx.ui.done(
+    ctx.ui().done(
         &format!("baseline ran {n}/{n} workloads"),
         start.elapsed().as_secs_f64(),
     );
@@ -195,7 +195,7 @@ pub fn check_candidate_on(
     let outputs = ctx.run.outputs(&cand.tag());
     let mut result = Ok(());
     for (i, w) in picked.into_iter().enumerate() {
-        ctx.ui.progress(&format!(
+        ctx.ui().progress(&format!(
             "{}: verifying [{}/{n}] {}",
             cand.label(),
             i + 1,
@@ -213,7 +213,7 @@ pub fn check_candidate_on(
         None,
     );
     if result.is_ok() && n > 0 {
-        ctx.ui.done(
+        ctx.ui().done(
             &format!("{} verified {n}/{n}", cand.label()),
             start.elapsed().as_secs_f64(),
         );

@@ -99,11 +99,11 @@ pub fn check(
     }
     let runner = *reference
         .test_runner
-        .get_or_init(|| TestRunner::detect(|w| ctx.ui.warn(&w)));
+        .get_or_init(|| TestRunner::detect(|w| ctx.ui().warn(&w)));
     let label = cand.label();
     let run = run_tests(ctx, &label, &cand.tag(), &cand.settings, runner)?;
     if run.0.success {
-        ctx.ui.info(&format!("{label}: the crate's tests pass"));
+        ctx.ui().info(&format!("{label}: the crate's tests pass"));
         return Ok(Ok(()));
     }
     let (run, log) = run;
@@ -123,7 +123,7 @@ pub fn check(
         return Ok(Err(failure));
     }
     if base.parsed.build_failed {
-        ctx.ui.warn(&format!(
+        ctx.ui().warn(&format!(
             "the crate's tests do not build with the baseline's settings either, so they cannot verify {label}; see {}",
             ctx.run.root.join("tests/baseline.log").display()
         ));
@@ -141,7 +141,7 @@ pub fn check(
         .collect();
     // Nameless failures (a crashed test binary) against a failing baseline count as known.
     if new.is_empty() {
-        ctx.ui.warn(&format!(
+        ctx.ui().warn(&format!(
             "{label}: the crate's tests that fail ({}) fail with the baseline's settings too; not held against it",
             if parsed.failed.is_empty() {
                 "a test binary".to_string()
@@ -192,19 +192,25 @@ fn run_tests(
         TestRunner::Cargo => "cargo test",
         TestRunner::Nextest => "cargo nextest run",
     };
-    ctx.ui.step(&format!(
+    ctx.ui().step(&format!(
         "{label}: the crate's tests with its settings ({what})"
     ));
     // The same target dir as the candidate's build (Context::build), so dependencies
     // built with these settings are reused.
-    let target_dir = ctx.optimize_dir.join("build").join(settings.hash());
-    let spinner = ctx.ui.spinner(format!("{label}: {what}"));
-    let run = cargo::test(ctx.project, settings, &target_dir, runner, &mut |line| {
-        let line = line.trim();
-        if line.starts_with("Compiling") || line.starts_with("Running") {
-            spinner.set_message(format!("{label}: {line}"));
-        }
-    });
+    let target_dir = ctx.plan.optimize_dir.join("build").join(settings.hash());
+    let spinner = ctx.ui().spinner(format!("{label}: {what}"));
+    let run = cargo::test(
+        &ctx.plan.project,
+        settings,
+        &target_dir,
+        runner,
+        &mut |line| {
+            let line = line.trim();
+            if line.starts_with("Compiling") || line.starts_with("Running") {
+                spinner.set_message(format!("{label}: {line}"));
+            }
+        },
+    );
     spinner.finish_and_clear();
     let run = run?;
     ctx.record(&format!("{label}: crate tests"), run.seconds, None);

@@ -220,7 +220,7 @@ impl Reference {
     ) -> Result<Result<(), Mismatch>, VerifyError> {
         let first = self.check(w, candidate, obs);
         if first.is_err() && self.deferred.borrow_mut().remove(&w.name) {
-            ctx.ui.info(&format!(
+            ctx.ui().info(&format!(
                 "{candidate}: outputs differ on `{}`; the baseline runs it once more to see whether it agrees with itself",
                 w.name
             ));
@@ -243,7 +243,7 @@ impl Reference {
         };
         let status_stable = first.outcome.status == second.outcome.status;
         let suggestion = suggest(w, first, second, &m);
-        ctx.ui.warn(&format!(
+        ctx.ui().warn(&format!(
             "workload `{}` is not deterministic: two runs of the baseline differ\n{}\n  fix: {suggestion}\n  until then, candidates are checked on {}",
             w.name,
             describe_runs(&m),
@@ -285,7 +285,7 @@ pub fn check_determinism(
             reference.deferred.get_mut().insert(w.name.clone());
             continue;
         }
-        ctx.ui.progress(&format!(
+        ctx.ui().progress(&format!(
             "baseline: determinism check [{}/{n}] {}",
             i + 1,
             w.name
@@ -298,7 +298,7 @@ pub fn check_determinism(
     }
     let deferred = reference.deferred.get_mut().len();
     if deferred == n && n > 0 {
-        ctx.ui.info(&format!(
+        ctx.ui().info(&format!(
             "baseline determinism check: every workload takes {} or more a run, so each is run again only if a candidate's outputs differ",
             crate::util::format_span(DEFER.as_secs_f64())
         ));
@@ -316,7 +316,7 @@ pub fn check_determinism(
             crate::util::format_span(DEFER.as_secs_f64())
         ),
     };
-    ctx.ui.done(
+    ctx.ui().done(
         &format!(
             "baseline determinism check {}/{} agree{later}",
             n - deferred - reference.nondeterministic.get_mut().len(),

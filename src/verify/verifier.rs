@@ -32,7 +32,7 @@ impl<'c> Verifier<'c> {
     /// A verifier for `baseline`; its reference is recorded now unless an earlier run
     /// recorded it for the same binary and workloads.
     pub fn new(ctx: &'c Context<'c>, baseline: Candidate) -> anyhow::Result<Self> {
-        let store = Store::new(&ctx.optimize_dir, "checks");
+        let store = Store::new(&ctx.plan.optimize_dir, "checks");
         let mut v = Verifier {
             ctx,
             baseline,
@@ -40,11 +40,11 @@ impl<'c> Verifier<'c> {
             kept: None,
             store,
         };
-        if !ctx.fresh {
+        if !ctx.plan.fresh {
             v.kept = v.key(None).and_then(|k| v.store.get(&k));
         }
         match &v.kept {
-            Some(_) => ctx.ui.info(
+            Some(_) => ctx.ui().info(
                 "baseline: outputs recorded by an earlier run (same binary and workloads); they are recorded again only if a candidate needs checking",
             ),
             None => {
@@ -171,10 +171,10 @@ impl<'c> Verifier<'c> {
 
     /// Whether an earlier run checked `cand` on the same binaries and workloads (said so).
     fn kept_check(&self, cand: &Candidate) -> bool {
-        let key = self.check_key(cand).filter(|_| !self.ctx.fresh);
+        let key = self.check_key(cand).filter(|_| !self.ctx.plan.fresh);
         let kept = key.is_some_and(|k| self.store.get::<bool>(&k) == Some(true));
         if kept {
-            self.ctx.ui.info(&format!(
+            self.ctx.ui().info(&format!(
                 "{}: outputs match the baseline's (checked by an earlier run on the same binaries and workloads)",
                 cand.label()
             ));

@@ -57,7 +57,7 @@ impl Ladder<'_> {
             owner.resize(self.rows.len() - base, k);
         }
         if entrants.len() > 1 {
-            self.ctx.ui.info(&format!(
+            self.ctx.ui().info(&format!(
                 "{name}: racing {} setting(s) against `{}`",
                 entrants.len(),
                 self.rival(rival).label()

@@ -97,7 +97,7 @@ impl Arm {
         let found = (keys.iter().zip(eval))
             .map(|(k, w)| {
                 let kept = k.as_deref().and_then(|k| cache.get(k))?;
-                ctx.ui.info(&format!(
+                ctx.ui().info(&format!(
                     "{} on {}: {} (kept from an earlier run: same binaries, workload and machine; --fresh measures again)",
                     cand.label(),
                     w.name,
@@ -212,16 +212,16 @@ fn run_race(
         .collect();
     let done: Vec<&[Comparison]> = done.iter().map(Vec::as_slice).collect();
     let what = format!("{} candidate(s) vs {}", cands.len(), rival.label());
-    ctx.ui
+    ctx.ui()
         .progress(&format!("{what}: racing [{} workload(s)]", eval.len()));
     let started = Instant::now();
-    let spinner = ctx.ui.spinner(what.clone());
+    let spinner = ctx.ui().spinner(what.clone());
     // Arm j's comparison i is on the i-th workload `todo[j]` marks.
     let on = |j: usize, i: usize| (0..eval.len()).filter(|&w| todo[j][w]).nth(i).unwrap_or(0);
     let results = bench::race_jointly(&jobs, &done, opts, &mut |j, i, p| {
         let (cand, w) = (cands[j].label(), &eval[on(j, i)].name);
         if let Phase::Look { look } = p.phase {
-            ctx.ui.event(
+            ctx.ui().event(
                 "estimate",
                 serde_json::json!({
                     "candidate": cand, "rival": rival.label(), "workload": w,
@@ -232,11 +232,11 @@ fn run_race(
         spinner.set_message(progress_message(
             &format!("{cand} vs {}: racing {w}", rival.label()),
             p,
-            ctx.ui,
+            ctx.ui(),
         ));
     });
     spinner.finish_and_clear();
-    ctx.ui
+    ctx.ui()
         .done(&format!("{what} raced"), started.elapsed().as_secs_f64());
     Ok(results)
 }

@@ -157,7 +157,7 @@ fn enable_hint(ctx: &Context) -> String {
     };
     format!(
         "profile by sampling instead of instrumentation — `bolt-mode = \"perf\"` in [stages] of optimize.toml on a machine whose CPU exposes LBR branch stacks to perf (bare-metal Intel; {here}) — or an llvm-bolt {} build with the limitation fixed",
-        ctx.rustc.llvm_major
+        ctx.plan.rustc.llvm_major
     )
 }
 

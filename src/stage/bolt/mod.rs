@@ -116,14 +116,14 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
         .take(2)
         .collect::<Vec<_>>()
         .join(": ");
-    ctx.ui
+    ctx.ui()
         .info(&format!("bolt: {} mode ({gist})", mode.as_str()));
 
     let input = prepare_input(ctx, best, mode, &mut notes)?;
     let args = optimize_args(ctx, &input);
-    let kept = Store::new(&ctx.optimize_dir, "bolted");
+    let kept = Store::new(&ctx.plan.optimize_dir, "bolted");
     let key = kept_key(&tools, &input, mode, &args, ctx);
-    let lookup = key.as_deref().filter(|_| !ctx.fresh);
+    let lookup = key.as_deref().filter(|_| !ctx.plan.fresh);
     if let Some(c) = lookup.and_then(|k| reuse(ctx, &kept, k, &input)) {
         return Ok(c);
     }
@@ -167,9 +167,9 @@ fn kept_key(
 /// The BOLTed binary an earlier run made under `key`, when its copy is intact.
 fn reuse(ctx: &Context, kept: &Store, key: &str, input: &Input) -> Option<Candidate> {
     let k: Kept = kept.get(key)?;
-    let blob = Blobs::new(&ctx.optimize_dir, "blobs").get(&k.blob)?;
+    let blob = Blobs::new(&ctx.plan.optimize_dir, "blobs").get(&k.blob)?;
     let (binary, size_bytes) = ctx.install_as(StageName::Bolt.as_str(), &blob).ok()?;
-    ctx.ui.info(
+    ctx.ui().info(
         "bolt: reused the BOLTed binary of an earlier run (the same input, train workloads and flags; --fresh trains again)",
     );
     Some(Candidate {
@@ -185,7 +185,7 @@ fn reuse(ctx: &Context, kept: &Store, key: &str, input: &Input) -> Option<Candid
 
 /// Keep the BOLTed candidate for later runs (best effort).
 fn keep(ctx: &Context, kept: &Store, key: &str, cand: &Candidate) {
-    let Ok(blob) = Blobs::new(&ctx.optimize_dir, "blobs").put(&cand.binary) else {
+    let Ok(blob) = Blobs::new(&ctx.plan.optimize_dir, "blobs").put(&cand.binary) else {
         return;
     };
     let k = Kept {
@@ -281,9 +281,9 @@ fn bolt_anew(
 // Tools and mode
 
 fn find_tools(ctx: &Context) -> Result<BoltTools, StageError> {
-    let found = match &ctx.bolt_tools {
+    let found = match &ctx.plan.bolt_tools {
         Some(r) => r.clone(),
-        None => toolchain::bolt_tools(ctx.rustc),
+        None => toolchain::bolt_tools(&ctx.plan.rustc),
     };
     found.map_err(|e| StageError::NotAvailable(e.to_string()))
 }
@@ -295,7 +295,7 @@ fn choose_mode(ctx: &Context, tools: &BoltTools) -> Result<(Mode, String), Stage
         if tools.perf2bolt.is_none() {
             return Err(format!(
                 "perf2bolt of LLVM {} is not installed next to {}",
-                ctx.rustc.llvm_major,
+                ctx.plan.rustc.llvm_major,
                 tools.llvm_bolt.path.display()
             ));
         }
@@ -365,7 +365,7 @@ fn prepare_input(
             "the {} binary already has relocations and symbols; BOLT used it as is (no rebuild)",
             best.stage
         );
-        ctx.ui.info(&format!("bolt: {msg}"));
+        ctx.ui().info(&format!("bolt: {msg}"));
         notes.push(msg);
         return Ok(Input {
             size_bytes: std::fs::metadata(&dest)?.len(),
@@ -394,7 +394,7 @@ fn prepare_input(
             "the {} binary has no symbol table (profile `{}` strips symbols), and BOLT needs one: the BOLT input was built with strip = \"debuginfo\" (linking with -Wl,-q and --strip-all together fails anyway), and the BOLTed binary was stripped afterwards so its size compares with what you ship",
             best.stage, settings.profile
         );
-        ctx.ui.info(&format!("bolt: {msg}"));
+        ctx.ui().info(&format!("bolt: {msg}"));
         notes.push(msg);
     }
     let built = ctx
@@ -449,7 +449,7 @@ fn place_input(
             shortened.longest_after,
             elf::BOLT_RT_LINE_BUFFER
         );
-        ctx.ui.info(&format!("bolt: {msg}"));
+        ctx.ui().info(&format!("bolt: {msg}"));
         notes.push(msg);
     }
     if shortened.left_shared > 0 {
@@ -557,7 +557,7 @@ fn optimize_args(ctx: &Context, input: &Input) -> Vec<String> {
         }
         None => {
             let mut args: Vec<String> = DEFAULT_ARGS.iter().map(|s| s.to_string()).collect();
-            if ctx.host.starts_with("x86_64") {
+            if ctx.plan.rustc.host.starts_with("x86_64") {
                 args.push(X86_SPLIT_STRATEGY.into());
             }
             if input.elf.debug_info && !input.strip_after {
@@ -597,7 +597,7 @@ fn optimize(
         .args(args)
         .timeout(TOOL_TIMEOUT);
     let start = Instant::now();
-    let spinner = ctx.ui.spinner("bolt: llvm-bolt optimizing");
+    let spinner = ctx.ui().spinner("bolt: llvm-bolt optimizing");
     let out = process::run(&cmd);
     spinner.finish_and_clear();
     let out = out?;
@@ -608,7 +608,7 @@ fn optimize(
     if !out.status.success() || !out_path.exists() {
         return Err(bolt_failure("optimizing", &cmd, &out, &log, ctx));
     }
-    ctx.ui.done("bolt: optimized", seconds);
+    ctx.ui().done("bolt: optimized", seconds);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let (with, total) = parse_profiled_functions(&stdout).unzip();
@@ -635,8 +635,8 @@ fn strip_symbols(
     bolted: &Path,
     notes: &mut Vec<String>,
 ) -> Result<PathBuf, StageError> {
-    let n = ctx.rustc.llvm_major;
-    let rustup = toolchain::rustup_llvm_tool(ctx.rustc, "llvm-strip");
+    let n = ctx.plan.rustc.llvm_major;
+    let rustup = toolchain::rustup_llvm_tool(&ctx.plan.rustc, "llvm-strip");
     let versioned_dir = PathBuf::from(format!("/usr/lib/llvm-{n}/bin/llvm-strip"));
     let tool = [Some(rustup), Some(versioned_dir)]
         .into_iter()
@@ -647,7 +647,7 @@ fn strip_symbols(
     let Some(tool) = tool else {
         notes.push(format!(
             "the BOLTed binary keeps its symbol table: no llvm-strip found to remove it (GNU strip corrupts BOLT output); fix: {}",
-            toolchain::llvm_tools_fix(ctx.rustc)
+            toolchain::llvm_tools_fix(&ctx.plan.rustc)
         ));
         return Ok(bolted.to_path_buf());
     };
@@ -690,7 +690,7 @@ fn report_headline(ctx: &Context, o: &Optimized, size_before: u64, size_after: u
         crate::util::human_bytes(size_before),
         crate::util::human_bytes(size_after)
     ));
-    ctx.ui.info(&format!("bolt: {}", parts.join(", ")));
+    ctx.ui().info(&format!("bolt: {}", parts.join(", ")));
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ pub fn instrument_and_train(
         .arg(&instrumented)
         .timeout(super::TOOL_TIMEOUT);
     let start = Instant::now();
-    let spinner = ctx.ui.spinner("bolt: llvm-bolt -instrument");
+    let spinner = ctx.ui().spinner("bolt: llvm-bolt -instrument");
     let out = process::run(&cmd);
     spinner.finish_and_clear();
     let out = out?;
@@ -41,7 +41,7 @@ pub fn instrument_and_train(
     if !out.status.success() {
         return Err(bolt_failure("instrumenting", &cmd, &out, &log, ctx));
     }
-    ctx.ui.done("bolt: instrumented", instrument_seconds);
+    ctx.ui().done("bolt: instrumented", instrument_seconds);
     ctx.record(
         "bolt: instrument",
         instrument_seconds,
@@ -51,7 +51,7 @@ pub fn instrument_and_train(
     let train = train_workloads(ctx);
     let start = Instant::now();
     for (i, w) in train.iter().enumerate() {
-        ctx.ui.progress(&format!(
+        ctx.ui().progress(&format!(
             "bolt: training [{}/{}] {}",
             i + 1,
             train.len(),
@@ -67,7 +67,7 @@ pub fn instrument_and_train(
     }
     let train_seconds = start.elapsed().as_secs_f64();
     ctx.record("bolt: training", train_seconds, None);
-    ctx.ui.done(
+    ctx.ui().done(
         &format!("bolt: trained on {n}/{n} workloads", n = train.len()),
         train_seconds,
     );
@@ -102,15 +102,15 @@ pub fn perf_record(
     let perf2bolt = tools.perf2bolt.as_ref().ok_or_else(|| {
         StageError::NotAvailable(format!(
             "perf2bolt of LLVM {} is not installed\n  fix: {}",
-            ctx.rustc.llvm_major,
-            toolchain::bolt_fix(ctx.rustc.llvm_major)
+            ctx.plan.rustc.llvm_major,
+            toolchain::bolt_fix(ctx.plan.rustc.llvm_major)
         ))
     })?;
     let train = train_workloads(ctx);
     let start = Instant::now();
     let mut files = Vec::new();
     for (i, w) in train.iter().enumerate() {
-        ctx.ui.progress(&format!(
+        ctx.ui().progress(&format!(
             "bolt: recording [{}/{}] {}",
             i + 1,
             train.len(),

@@ -38,16 +38,16 @@ pub fn profile_quality(
     if eval_is_trained(&eval) {
         // The training ran exactly these workloads on this binary: the pass would only say
         // that training covers them, for a run of each.
-        ctx.ui.info(&format!(
+        ctx.ui().info(&format!(
             "{label}: eval coverage not measured: every eval workload is also a train workload"
         ));
         return Ok(None);
     }
-    let store = Store::new(&ctx.optimize_dir, "coverage");
+    let store = Store::new(&ctx.plan.optimize_dir, "coverage");
     let key = cache_key(binary, profile, &train, &eval).ok();
-    let kept = key.as_deref().filter(|_| !ctx.fresh);
+    let kept = key.as_deref().filter(|_| !ctx.plan.fresh);
     if let Some(quality) = kept.and_then(|k| store.get::<Option<ProfileQuality>>(k)) {
-        ctx.ui.info(&format!(
+        ctx.ui().info(&format!(
             "{label}: eval coverage reused from an earlier run (the same profile and workloads)"
         ));
         return Ok(quality);
@@ -103,7 +103,7 @@ fn measure(
     let mut profiles = Vec::new();
     let start = std::time::Instant::now();
     for (i, w) in eval.iter().enumerate() {
-        ctx.ui.progress(&format!(
+        ctx.ui().progress(&format!(
             "{label}: eval coverage [{}/{}] {}",
             i + 1,
             eval.len(),
@@ -118,7 +118,7 @@ fn measure(
             functions: function_counts(profdata, &merged).map_err(counts_failed)?,
         });
     }
-    ctx.ui.done(
+    ctx.ui().done(
         &format!("{label}: eval coverage {n}/{n}", n = eval.len()),
         start.elapsed().as_secs_f64(),
     );

@@ -58,9 +58,9 @@ fn load(ctx: &Context, file: &Path) -> Result<Profile, StageError> {
             file.display()
         )));
     }
-    let kept = cache_profile(&ctx.optimize_dir, file)?;
+    let kept = cache_profile(&ctx.plan.optimize_dir, file)?;
     let (stable, repaired) = (kept.path, kept.repaired);
-    ctx.ui.info(&format!(
+    ctx.ui().info(&format!(
         "pgo: the profile {} ({functions} functions, max count {max_count}): no instrumented build and no training in this run",
         file.display()
     ));

@@ -34,7 +34,7 @@ pub const PORTABLE: &str = "portable";
 /// the best's profile (one instrumented build and training for both; how well the profile
 /// fits it is recorded); otherwise it is trained on its own.
 pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
-    if let Some(file) = &ctx.given_profile {
+    if let Some(file) = &ctx.plan.pgo_profile {
         return given::offers(ctx, standing, file);
     }
     let (best, profile) = match train_profile(ctx, &standing.best.settings, "pgo", "pgo") {
@@ -108,10 +108,10 @@ fn assess_coverage(
 ) -> Option<String> {
     match eval::profile_quality(ctx, profile, name, label) {
         Ok(Some(q)) => {
-            ctx.ui.info(&format!("profile: {}", q.describe()));
+            ctx.ui().info(&format!("profile: {}", q.describe()));
             let warning = coverage::warning(&q);
             if let Some(w) = &warning {
-                ctx.ui.warn(w);
+                ctx.ui().warn(w);
             }
             profile.quality = Some(q);
             warning
@@ -119,7 +119,7 @@ fn assess_coverage(
         Ok(None) => None,
         Err(e) => {
             let msg = format!("eval coverage not measured: {e}");
-            ctx.ui.info(&format!("{label}: {msg}"));
+            ctx.ui().info(&format!("{label}: {msg}"));
             Some(msg)
         }
     }
@@ -178,7 +178,7 @@ pub fn train_profile(
 
 /// llvm-profdata, or why PGO cannot run.
 fn profdata<'c>(ctx: &'c Context) -> Result<&'c crate::toolchain::Tool, StageError> {
-    ctx.llvm_profdata.as_ref().ok_or_else(|| {
+    ctx.plan.llvm_profdata.as_ref().ok_or_else(|| {
         StageError::Failed(
             "llvm-profdata of rustc's LLVM is not available (run `cargo optimize doctor`)".into(),
         )
@@ -201,7 +201,7 @@ pub fn instrument(
         settings,
         label,
         vp,
-        &ctx.optimize_dir.join("pgo-default"),
+        &ctx.plan.optimize_dir.join("pgo-default"),
     )
 }
 
@@ -219,7 +219,7 @@ pub fn instrument_into(
     if let Some(n) = vp {
         flags.push(format!("-Cllvm-args=-vp-counters-per-site={n}"));
     }
-    if crate::cargo::uses_lto(ctx.project, settings) == Some(true) {
+    if crate::cargo::uses_lto(&ctx.plan.project, settings) == Some(true) {
         // Counters are placed before LTO, per function, under names LTO does not change:
         // the optimized build (with the profile's LTO) finds every one (the demo under
         // `max`: 140 of 140 with or without it), for less than half the build.
@@ -244,15 +244,15 @@ pub fn train_instrumented(
     let profdata_tool = profdata(ctx)?;
     let mut notes = Vec::new();
     let raw_dir = ctx.run.profiles(name).join("raw");
-    let trained = Store::new(&ctx.optimize_dir, "profiles");
-    let profiles = Blobs::profiles(&ctx.optimize_dir);
+    let trained = Store::new(&ctx.plan.optimize_dir, "profiles");
+    let profiles = Blobs::profiles(&ctx.plan.optimize_dir);
     let train_workloads: Vec<_> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
     let mut vp_counters: Option<u32> = None;
     let (warnings, key, reused) = loop {
         // The same instrumented binary on the same train workloads: the profile an earlier
         // run merged, when it is still the file it was.
         let key = run_key(&built.binary, &train_workloads).ok();
-        let kept = key.as_deref().filter(|_| !ctx.fresh);
+        let kept = key.as_deref().filter(|_| !ctx.plan.fresh);
         if let Some(hit) = kept.and_then(|k| reusable(&trained, &profiles, k)) {
             break (BTreeMap::new(), key, Some(hit));
         }
@@ -263,7 +263,7 @@ pub fn train_instrumented(
             let msg = format!(
                 "the instrumented program ran out of value-profile counters; rebuilt it with -Cllvm-args=-vp-counters-per-site={VP_COUNTERS_RETRY} and trained again"
             );
-            ctx.ui.warn(&msg);
+            ctx.ui().warn(&msg);
             notes.push(msg);
             vp_counters = Some(VP_COUNTERS_RETRY);
             (instrumented, built) = instrument(ctx, settings, label, vp_counters)?;
@@ -273,13 +273,13 @@ pub fn train_instrumented(
     };
     for (w, n) in &warnings {
         let msg = format!("instrumented program said ({n}×): {w}");
-        ctx.ui.warn(&msg);
+        ctx.ui().warn(&msg);
         notes.push(msg);
     }
 
     let (stable, stats, repaired) = match reused {
         Some(t) => {
-            ctx.ui.info(&format!(
+            ctx.ui().info(&format!(
                 "{label}: profile reused from an earlier run (the same instrumented binary and train workloads): {}",
                 t.profile.display()
             ));
@@ -336,10 +336,10 @@ fn bolt_input(
 /// relocations as it is (the profile keeps symbols; no relocations yet).
 pub fn bolt_takes_as_is(ctx: &Context, settings: &crate::cargo::BuildSettings) -> bool {
     let flags = settings.all_rustflags();
-    matches!(ctx.bolt_tools, Some(Ok(_)))
+    matches!(ctx.plan.bolt_tools, Some(Ok(_)))
         && !super::bolt::has_emit_relocs(&flags)
         && super::bolt::stripping_flags(&flags).is_empty()
-        && crate::cargo::keeps_symbols(ctx.project, settings) == Some(true)
+        && crate::cargo::keeps_symbols(&ctx.plan.project, settings) == Some(true)
 }
 
 /// `settings` for the host target named explicitly (as the instrumented build has it, so
@@ -349,7 +349,9 @@ fn with_host_target(
     settings: &crate::cargo::BuildSettings,
 ) -> crate::cargo::BuildSettings {
     let mut target = settings.clone();
-    target.target.get_or_insert_with(|| ctx.host.clone());
+    target
+        .target
+        .get_or_insert_with(|| ctx.plan.rustc.host.clone());
     target
 }
 
@@ -404,7 +406,7 @@ pub fn build_with(
     if let Some(problem) = profile_problems(&built.stderr, stable).first() {
         return Err(StageError::Failed(format!(
             "rustc could not use the PGO profile: {problem}\n  the binary was built without the profile, so it is not reported as a PGO build\n  fix: run `cargo optimize clean` and run again; if it persists, the profile is from another LLVM version than rustc's ({})",
-            ctx.rustc.llvm_version
+            ctx.plan.rustc.llvm_version
         )));
     }
     let mut fit = ProfileFit {
@@ -417,7 +419,7 @@ pub fn build_with(
     notes.extend(fit_note(ctx, profile, variant, &fit));
     let missing = count_missing_functions(&built.stderr);
     if missing > 0 {
-        ctx.ui.info(&format!(
+        ctx.ui().info(&format!(
             "{missing} function(s) of the package had no profile data: the profile does not match this code (built from other sources or settings), so they are optimized without it"
         ));
     }
@@ -458,8 +460,8 @@ fn redo_after_repair(
         "the cached profile {} did not match its content (a run was interrupted while writing it?): it was written again, and the build that used it is redone",
         stable.display()
     );
-    ctx.ui.warn(&msg);
-    let _ = std::fs::remove_dir_all(ctx.optimize_dir.join("build").join(settings.hash()));
+    ctx.ui().warn(&msg);
+    let _ = std::fs::remove_dir_all(ctx.plan.optimize_dir.join("build").join(settings.hash()));
     msg
 }
 
@@ -486,14 +488,14 @@ fn fit_note(
                 src.display(),
                 fit.describe_foreign()
             );
-            ctx.ui.warn(&format!(
+            ctx.ui().warn(&format!(
                 "{label}: {whose}\n  {fix} in this project, and give that profile"
             ));
             return Some(whose);
         }
         match fit.changed_functions {
-            0 => ctx.ui.info(&msg),
-            _ => ctx.ui.warn(&format!("{msg}\n  {fix}")),
+            0 => ctx.ui().info(&msg),
+            _ => ctx.ui().warn(&format!("{msg}\n  {fix}")),
         }
     }
     if fit.changed_functions == 0 {
@@ -527,7 +529,7 @@ fn merge_and_keep(
     let stats = ctx.timed(&format!("{label}: llvm-profdata merge"), || {
         merge(profdata, raw_dir, &merged)
     })?;
-    ctx.ui.info(&format!(
+    ctx.ui().info(&format!(
         "profile: {} raw file(s), {} instrumented function(s), max count {}{}",
         stats.raw_files,
         stats.functions,
@@ -545,7 +547,7 @@ fn merge_and_keep(
         path: stable,
         repaired,
         ..
-    } = cache_profile(&ctx.optimize_dir, &merged)?;
+    } = cache_profile(&ctx.plan.optimize_dir, &merged)?;
     Ok((stable, stats, repaired))
 }
 
@@ -581,7 +583,7 @@ fn train(
     let mut warnings = BTreeMap::new();
     let start = std::time::Instant::now();
     for (i, w) in train.iter().enumerate() {
-        ctx.ui.progress(&format!(
+        ctx.ui().progress(&format!(
             "{label}: training [{}/{}] {}",
             i + 1,
             train.len(),
@@ -601,7 +603,7 @@ fn train(
         start.elapsed().as_secs_f64(),
         None,
     );
-    ctx.ui.done(
+    ctx.ui().done(
         &format!("{label}: trained on {n}/{n} workloads", n = train.len()),
         start.elapsed().as_secs_f64(),
     );

@@ -28,7 +28,7 @@ pub fn instrumented(
     mut instrumented: BuildSettings,
     gen_dir: &std::path::Path,
 ) -> BuildSettings {
-    if instrumented.target.as_deref() != Some(&ctx.host) {
+    if instrumented.target.as_deref() != Some(&ctx.plan.rustc.host) {
         return instrumented;
     }
     if let CProgram::Clang { clang, .. } = CProgram::of(ctx) {
@@ -88,7 +88,8 @@ fn build(
     packages: &[String],
 ) -> Result<Candidate, StageError> {
     let mut base = without_profile_use(&best.settings, profile);
-    base.target.get_or_insert_with(|| ctx.host.clone());
+    base.target
+        .get_or_insert_with(|| ctx.plan.rustc.host.clone());
     let flags = vec![profile_use_flag(&profile.stable)];
     let switched = base.c.is_none();
     base.c = Some(ccompiler::c_build(ctx, &base, clang, flags));
