@@ -1,7 +1,10 @@
 //! Keeps the module layers honest: every `crate::<module>` path in `src/` must name a
 //! module in a lower layer than the file's own (or its own module). The layer list is the
 //! fenced `layers` block of ARCHITECTURE.md, so the document and the check cannot drift.
-//! Strict layering also means there is no import cycle.
+//! Strict layering also means there is no import cycle. The command modules of one layer
+//! (`apply`, `check`, `fleet`, `release`) are peers that never use each other, no file of
+//! `commands/` names another command's file, and no file but `src/sys/` makes an OS call
+//! (`only_sys_touches_the_os`: `std::os::{unix,windows,fd}`, `libc`, `windows_sys`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

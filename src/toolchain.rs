@@ -3,7 +3,8 @@
 //! CPU model/features/x86-64 level, perf capability; and the `doctor` command built on them.
 //!
 //! Must not: run cargo (the `cargo` module) or spawn workloads; it runs tools only through
-//! `process::run_tool`/`process::tool_stdout`/`process::run`.
+//! `process::run_tool`/`process::tool_stdout`/`process::run`. Nor take the CLI's types
+//! (`doctor` takes plain flags).
 //!
 //! Why the LLVM major matters: a `.profraw` written by rustc's LLVM N and merged by an
 //! llvm-profdata of another major is either rejected or — worse — silently read wrong, and

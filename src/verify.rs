@@ -11,6 +11,8 @@
 //! runs the tests through the `cargo` module; [`candidate`] records the baseline's outputs and
 //! checks a candidate against them (what the pipeline calls); `drift` how far a
 //! candidate's numbers moved from the baseline's (the fp stage's rows).
+//!
+//! Must not: measure (the bench engine times; verify only compares what runs produced).
 
 pub mod candidate;
 pub mod crate_tests;

@@ -9,6 +9,11 @@
 //! - A PGO profile is copied to `pgo/<bin>.profdata` in the package, and the exact command
 //!   that builds with it is printed (cargo has no profile key for `-Cprofile-use`). Only a
 //!   profile the run made is copied (`profile`): any other file a report names is refused.
+//! - Without `--cpu`, a winner that picks a CPU gives way to its portable alternative; a
+//!   winner that changes no profile key writes no `[profile.<name>]`.
+//! - The c-compiler stage's compiler and the C profile go into the printed build command as
+//!   `CC_<triple>`/`CFLAGS_<triple>` (not cargo's `[env]`, which every build would see); the
+//!   alloc stage's allocator is written by `allocator`.
 //!
 //! One apply at a time per target dir (`DirLock::for_apply`, a bounded wait): the files are
 //! read, compared and written under the lock, so concurrent applies serialise and the later

@@ -3,6 +3,12 @@
 //!
 //! This is the ONLY module that runs cargo. It knows nothing about stages: it builds one
 //! `BuildSettings` into one target dir and says where the binary is and how long it took.
+//! It does not import the CLI: the command line's cargo flags reach it as plain data
+//! (`Selection`, `Flags`, set once by `lib.rs`). Every cargo it runs is bounded and killed
+//! whole when the bound passes (`child`); the parts: `workspace` (metadata, the package
+//! rule), `config` (cargo's config and rustflags precedence), `reuse` (builds not run again),
+//! `relink`, `lockfile`, `cc` (C and C++), `alloc`, `executable`, `runner`, `wrapper`
+//! (sccache), `profile`, `flags`.
 //!
 //! Rustflags: cargo takes `CARGO_ENCODED_RUSTFLAGS`, else `RUSTFLAGS`, else the config's
 //! `target.<triple>.rustflags` / matching `target.'cfg(…)'.rustflags`, else

@@ -3,7 +3,8 @@
 //! has a module of its own below (`check`, `release`, `apply`, …) its file is that call;
 //! the others (`bench`: what to compare, the spinner, the per-workload lines, the exports;
 //! `clean`, `cache`, `init`, …) are written whole in their file, since what they print is
-//! theirs alone. No command file imports another.
+//! theirs alone. No command file imports another (`layers.rs` checks it), and none holds
+//! what a lower module needs: measuring is `bench`'s, rendering `render`'s.
 
 pub mod apply;
 pub mod bench;

@@ -4,6 +4,21 @@
 //! the run folder (`target/optimize/runs/<id>/`: `report.json`, `report.md`, `report.html`), point `latest` at it and
 //! print the ladder.
 //!
+//! In order ([`run`]): the run folder (`runs/<timestamp>-<pid>[-<random>]/`, an exclusive
+//! create, never a folder that exists) under `target/optimize.lock`, shared with other runs;
+//! a `Cargo.lock` made for the run when the project has none, removed at its end; the builds
+//! ahead (`stage::ahead`: the profile stage's preset — its search's points with `--thorough`
+//! — and the cpu stage's candidates on it, of the stages the budget pays for); the budget's
+//! costs from the last run's report before the first build (the projection printed then),
+//! else from the baseline's build and runs once recorded; the baseline and its recorded
+//! outputs; the ladder, stage by stage (after the profile stage, `--explain` measures each
+//! profile setting alone); the final comparison and gate; the 15 hottest functions of a
+//! pgo profile (one `llvm-profdata show`); `report.json`, `report.md`, `report.html` each
+//! written atomically, `latest` pointed at the run, the ladder on stdout and where the time
+//! went; then, once no other run holds the folder, what is kept trimmed to
+//! `[cache] max-size`. Exit 1 when a row failed or a stage asked for by name (`--stages`,
+//! `[stages] try`) produced no candidate, else 0; an error is exit 2 (`main.rs`).
+//!
 //! Must not: parse flags or files after the plan is made; build, run or time anything
 //! except through the stages, verify and bench.
 

@@ -18,6 +18,39 @@
 //! summary say so. Targets whose standard library is not installed are skipped with the
 //! fix, and the release is partial (exit 1).
 //!
+//! A release, top to bottom: `Matrix::resolve` (`[release]`, `--targets/--flavors/--cpu/
+//! --stages`, else what the last run's report kept; a target whose standard library is not in
+//! rustc's sysroot skipped with `rustup target add`), `Matrix::artifacts` (each artifact's
+//! settings: the user's profile + the overrides, the flavor's features, `--target` always
+//! named, `-Ctarget-cpu` for a level; `stage::cpu::cannot_run`: whether this machine runs it),
+//! `work::graph`; `--dry-run` prints the graph (the tools found and each target's rustflags
+//! read as for a run, `pipeline::plan`). Else the output folder is checked (only an earlier
+//! release or nothing is replaced), `jobs::run` runs the graph, each job in a `Context` of its
+//! own (its flavor's spec: its workloads only; a folder per artifact), and `finish` writes
+//! `SHA256SUMS` and `manifest.json` into the staging folder and renames it into place. The
+//! jobs are the ladder's own code: `stage::pgo::{instrument, train_instrumented,
+//! build_with}`, `stage::bolt::prepare`, `verify::{record_baseline, check_candidate}`. Exit 1
+//! when a target was skipped or an artifact failed. `--no-portable` leaves the portable
+//! artifact out (a CI cell building one CPU level). `--emit-ci github` stops after
+//! `Matrix::resolve` (every target counted as installed: the cell's runner installs it) and
+//! `check_cpu_names`; `--gather DIR…` runs before anything is located (the project only for
+//! a default `--out-dir`), and on an error its staging folder is removed and the output
+//! folder left untouched.
+//!
+//! Scaling (on paper: 100 targets × 10 flavors × 2 CPU levels = 2 000 artifacts). One
+//! machine's graph has 5–6 jobs per artifact and 2 per target × flavor (≈ 14 000 jobs,
+//! ≈ 5 000 cargo builds: days), so it is meant to be split: `--emit-ci github` makes each
+//! cell a CI job (≈ 2 builds + a baseline: minutes; cells of one target × flavor repeat the
+//! baseline build, the price of independence) and `--gather` joins their folders, so wall
+//! time is the slowest cell plus the gather, bounded by the CI's concurrency. A re-run of an
+//! unchanged cell is free when CI restores `target/` (`target/optimize/cache/`); sccache
+//! shares compiled dependencies across cells; fleet profiles (`profile merge`) replace
+//! training where production profiles exist. A dead runner fails only its cell
+//! (`fail-fast: false`); `gather` needs every cell, so the release is never assembled mixed
+//! or incomplete, and "re-run failed jobs" runs only the failed cells. Limits: a target no
+//! runner executes gets no PGO (the manifest says so) and is not verified; the gather is
+//! O(artifacts) copies and hashes (minutes), the manifest ≈ 2 KB per artifact.
+//!
 //! Must not: measure (a release ships what `cargo optimize` measured), or write into the
 //! project anywhere but the output folder and (`--emit-ci`) its workflow file.
 

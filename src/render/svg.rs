@@ -1,7 +1,9 @@
 //! Hand-written SVG charts for the HTML pages (the run's report, `bench --export-html`): a forest plot (ratios with intervals, the
 //! margin band), a strip plot (one dot per pair), and horizontal bars (sizes, memory, the
 //! pipeline's timeline). Inline SVG with CSS classes: no JavaScript, no fonts or files to
-//! load, and the same input gives the same bytes.
+//! load, and the same input gives the same bytes. Written by hand rather than with a
+//! plotting crate because the page must be one small file that opens from `file://` and
+//! prints; three chart shapes are a few hundred lines.
 //!
 //! Every row of a chart is one `<g class="mark" data-chart=… data-key=…>`, so a test (or
 //! a reader's stylesheet) can count one mark per stage, workload or step.

@@ -9,7 +9,13 @@
 //! `report.json` is a contract (`apply`, the CI gate and other tools read it): add fields
 //! freely, never rename or drop one without bumping [`SCHEMA`]. Every type here derives
 //! both `Serialize` and `Deserialize`, and a test checks that each report the integration
-//! tests write reads back and re-serialises to the same JSON.
+//! tests write reads back and re-serialises to the same JSON. The schema is typed here
+//! ([`Report`]), in `context::facts` (a row's `facts`) and in `bench::runner` (a workload's
+//! `Comparison`, its `Estimate` flattened into it); every field is described in
+//! docs/src/report-json.md, which the integration test
+//! `docs::the_report_schema_names_every_field` checks against the frozen demo report
+//! (`tests/fixtures/reports/demo/`). A NaN or infinite float is written as `null` and read
+//! back as NaN (`util::lenient_f64`).
 //!
 //! Must not: build, run or measure anything.
 

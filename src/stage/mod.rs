@@ -14,6 +14,17 @@
 //! [`Build::Raced`]: built together, then measured together in one race. [`offers`]
 //! dispatches by stage name with one `match`.
 //!
+//! Two tracks: an offer's rival is the best so far ([`Rival::Best`]) or the best portable
+//! one ([`Rival::Portable`]): pgo offers a second, portable candidate when the best picks a
+//! CPU and the portable best does not (one instrumented build and training serve both when
+//! the portable best is the best without `-Ctarget-cpu`). The PGO build is what is measured
+//! and ships unless BOLT does, so it carries no relocations; when BOLT comes next
+//! ([`Standing`]'s `then`: the stages still to come the budget pays for), can run and the
+//! profile keeps symbols, BOLT's input (the PGO build linked again with
+//! `cargo::EMIT_RELOCS_FLAG`) is built ahead once the PGO build is. Every BOLT input is a
+//! relink, not a rebuild (`cargo::relink`). What ships is what `apply`'s printed command
+//! builds.
+//!
 //! Must not: measure, verify or decide (the pipeline does); run cargo or a workload other
 //! than through the [`Context`]; run a tool other than through `process` with a bound
 //! (`bolt::TOOL_TIMEOUT`, `process::run_tool`), or read a profile other than through

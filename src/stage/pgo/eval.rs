@@ -4,7 +4,11 @@
 //! profile. One instrumented run per eval workload, recorded as the step `pgo: eval
 //! coverage`. Its result is kept in `cache/coverage/<key>.json` under what decides it — the
 //! instrumented binary, the train and eval workloads, the training profile's content — so a
-//! run that reuses the training reuses this too and runs nothing more.
+//! run that reuses the training reuses this too and runs nothing more. The result is the pgo
+//! row's `profile_quality` (and the portable row's when it shares the profile), a `profile:`
+//! line and, when training misses hot eval code, a warning that is also the row's note. It
+//! never fails the stage (a failed pass is a note), releases do not run it, and it is not run
+//! when every eval workload is also a train workload (training already ran them).
 
 use std::path::Path;
 use std::time::Instant;
