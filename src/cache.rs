@@ -212,7 +212,7 @@ impl VerdictCache {
 
 /// One kind of kept thing and how much of it there is.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Usage {
+pub struct DiskUsage {
     pub kind: &'static str,
     pub entries: u64,
     pub bytes: u64,
@@ -331,13 +331,13 @@ fn tree_size_and_mtime(path: &Path) -> (u64, std::time::SystemTime) {
 }
 
 /// How much is kept, per kind.
-pub fn usage(optimize_dir: &Path) -> Vec<Usage> {
-    let mut out: Vec<Usage> = Vec::new();
+pub fn usage(optimize_dir: &Path) -> Vec<DiskUsage> {
+    let mut out: Vec<DiskUsage> = Vec::new();
     let kinds = KINDS.iter().map(|(k, _)| *k).chain(["runs"]);
     for kind in kinds {
         if !out.iter().any(|u| u.kind == kind) {
             let (entries, bytes) = (0, 0);
-            out.push(Usage {
+            out.push(DiskUsage {
                 kind,
                 entries,
                 bytes,

@@ -1,7 +1,7 @@
 //! A scheduler for a graph of jobs: `Graph` (jobs in insertion order, each after the jobs it
 //! names, so insertion order is topological), `run` (at most `workers` jobs at once, each
 //! holding one CPU slot of a GNU make jobserver that cargo started inside a job shares), and
-//! the `Summary` of a run (records, CPU time, utilization, critical path).
+//! the `JobsSummary` of a run (records, CPU time, utilization, critical path).
 //!
 //! Owns: the order jobs start in, skipping what comes after a job that did not succeed, the
 //! jobserver of a run (`current_jobserver`, which `cargo` hands to the cargo it starts),
@@ -27,7 +27,7 @@ use crate::ui::Ui;
 
 mod summary;
 use summary::{by_kind, count};
-pub use summary::{Record, Summary};
+pub use summary::{JobsSummary, Record};
 
 /// How long the scheduler waits for an event before looking again.
 const TICK: Duration = Duration::from_millis(100);
@@ -174,7 +174,7 @@ impl<T> Graph<T> {
 /// `{"status": "skipped", "reason": …}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", content = "reason", rename_all = "lowercase")]
-pub enum Outcome {
+pub enum JobOutcome {
     Done,
     Failed(String),
     Skipped(String),
@@ -238,7 +238,7 @@ enum Event {
     /// A job ended; its token comes back with it.
     Finished {
         id: JobId,
-        outcome: Outcome,
+        outcome: JobOutcome,
         seconds: f64,
         token: Option<jobserver::Acquired>,
     },
@@ -358,7 +358,7 @@ impl Slots {
 
 /// Where a job is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
+enum JobState {
     Waiting,
     Ready,
     Running,
@@ -374,8 +374,8 @@ pub fn run<T: Sync>(
     graph: &Graph<T>,
     opts: &Options,
     ui: &Ui,
-    work: impl Fn(JobId, &Job<T>) -> Outcome + Sync,
-) -> Summary {
+    work: impl Fn(JobId, &Job<T>) -> JobOutcome + Sync,
+) -> JobsSummary {
     let workers = opts.workers.max(1);
     let tokens = opts.tokens.max(1);
     let began = Instant::now();
@@ -429,7 +429,7 @@ pub fn run<T: Sync>(
     });
     // Give back the tokens in hand, stop the helper, clear the current jobserver.
     drop(slots);
-    Summary {
+    JobsSummary {
         records,
         wall_seconds: began.elapsed().as_secs_f64(),
         cpu_seconds: (cpu_seconds() - cpu_before).max(0.0),
@@ -443,7 +443,7 @@ pub fn run<T: Sync>(
 fn spawn_job<'scope, 'env, T: Sync>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     (id, job): (JobId, &'env Job<T>),
-    work: &'env (impl Fn(JobId, &Job<T>) -> Outcome + Sync),
+    work: &'env (impl Fn(JobId, &Job<T>) -> JobOutcome + Sync),
     done: mpsc::Sender<Event>,
     token: Option<jobserver::Acquired>,
 ) {
@@ -452,8 +452,9 @@ fn spawn_job<'scope, 'env, T: Sync>(
         .name(format!("job {}", id.0 + 1))
         .spawn_scoped(scope, move || {
             let t0 = Instant::now();
-            let outcome = catch_unwind(AssertUnwindSafe(|| work(id, job)))
-                .unwrap_or_else(|p| Outcome::Failed(format!("panicked: {}", panic_message(&*p))));
+            let outcome = catch_unwind(AssertUnwindSafe(|| work(id, job))).unwrap_or_else(|p| {
+                JobOutcome::Failed(format!("panicked: {}", panic_message(&*p)))
+            });
             let _ = done.send(Event::Finished {
                 id,
                 outcome,
@@ -464,7 +465,7 @@ fn spawn_job<'scope, 'env, T: Sync>(
     if let Err(e) = spawned {
         let _ = failed.send(Event::Finished {
             id,
-            outcome: Outcome::Failed(format!("cannot start a thread for it: {e}")),
+            outcome: JobOutcome::Failed(format!("cannot start a thread for it: {e}")),
             seconds: 0.0,
             token: None,
         });
@@ -477,7 +478,7 @@ struct Scheduler<'g, T> {
     graph: &'g Graph<T>,
     ui: &'g Ui,
     began: Instant,
-    state: Vec<State>,
+    state: Vec<JobState>,
     records: Vec<Option<Record>>,
     started: Vec<f64>,
     ready: BTreeSet<usize>,
@@ -492,7 +493,7 @@ impl<'g, T> Scheduler<'g, T> {
             graph,
             ui,
             began,
-            state: vec![State::Waiting; n],
+            state: vec![JobState::Waiting; n],
             records: (0..n).map(|_| None).collect(),
             started: vec![0.0; n],
             ready: BTreeSet::new(),
@@ -512,7 +513,7 @@ impl<'g, T> Scheduler<'g, T> {
     fn record(
         &self,
         i: usize,
-        outcome: Outcome,
+        outcome: JobOutcome,
         start_seconds: f64,
         seconds: f64,
     ) -> Option<Record> {
@@ -533,23 +534,23 @@ impl<'g, T> Scheduler<'g, T> {
     /// skip down a whole chain.
     fn settle(&mut self) {
         for i in 0..self.graph.len() {
-            if self.state[i] != State::Waiting {
+            if self.state[i] != JobState::Waiting {
                 continue;
             }
             let deps = &self.graph.jobs[i].deps;
             let blocked = deps.iter().find_map(|d| match &self.records[d.0] {
-                Some(r) if r.outcome != Outcome::Done => Some(r),
+                Some(r) if r.outcome != JobOutcome::Done => Some(r),
                 _ => None,
             });
             if let Some(cause) = blocked {
                 let why = skip_reason(cause);
                 self.ui.info(&format!("{} skipped: {why}", self.label(i)));
                 let now = self.began.elapsed().as_secs_f64();
-                self.records[i] = self.record(i, Outcome::Skipped(why), now, 0.0);
-                self.state[i] = State::Finished;
+                self.records[i] = self.record(i, JobOutcome::Skipped(why), now, 0.0);
+                self.state[i] = JobState::Finished;
                 self.finished += 1;
             } else if deps.iter().all(|d| self.records[d.0].is_some()) {
-                self.state[i] = State::Ready;
+                self.state[i] = JobState::Ready;
                 self.ready.insert(i);
             }
         }
@@ -557,20 +558,20 @@ impl<'g, T> Scheduler<'g, T> {
 
     fn begin(&mut self, i: usize) {
         self.ready.remove(&i);
-        self.state[i] = State::Running;
+        self.state[i] = JobState::Running;
         self.running += 1;
         self.started[i] = self.began.elapsed().as_secs_f64();
         self.ui.step(&self.label(i));
     }
 
-    fn end(&mut self, i: usize, outcome: Outcome, seconds: f64) {
+    fn end(&mut self, i: usize, outcome: JobOutcome, seconds: f64) {
         self.running -= 1;
         self.finished += 1;
-        self.state[i] = State::Finished;
+        self.state[i] = JobState::Finished;
         match &outcome {
-            Outcome::Done => self.ui.done(&self.label(i), seconds),
-            Outcome::Failed(why) => self.ui.warn(&format!("{} failed: {why}", self.label(i))),
-            Outcome::Skipped(why) => self.ui.info(&format!("{} skipped: {why}", self.label(i))),
+            JobOutcome::Done => self.ui.done(&self.label(i), seconds),
+            JobOutcome::Failed(why) => self.ui.warn(&format!("{} failed: {why}", self.label(i))),
+            JobOutcome::Skipped(why) => self.ui.info(&format!("{} skipped: {why}", self.label(i))),
         }
         self.records[i] = self.record(i, outcome, self.started[i], seconds);
     }
@@ -582,7 +583,7 @@ impl<'g, T> Scheduler<'g, T> {
         for i in 0..self.graph.len() {
             if self.records[i].is_none() {
                 let why = "never became ready (a scheduler bug)".to_string();
-                self.records[i] = self.record(i, Outcome::Failed(why), 0.0, 0.0);
+                self.records[i] = self.record(i, JobOutcome::Failed(why), 0.0, 0.0);
             }
         }
     }
@@ -593,11 +594,11 @@ impl<'g, T> Scheduler<'g, T> {
 /// did not succeed, so a whole chain names that job rather than nesting every link.
 fn skip_reason(cause: &Record) -> String {
     match &cause.outcome {
-        Outcome::Skipped(why) if why.starts_with("after ") => why.clone(),
-        Outcome::Failed(why) | Outcome::Skipped(why) => {
+        JobOutcome::Skipped(why) if why.starts_with("after ") => why.clone(),
+        JobOutcome::Failed(why) | JobOutcome::Skipped(why) => {
             format!("after {} {}: {why}", cause.kind, cause.name)
         }
-        Outcome::Done => unreachable!("a job that is done does not hold others back"),
+        JobOutcome::Done => unreachable!("a job that is done does not hold others back"),
     }
 }
 
@@ -654,7 +655,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn outcomes(s: &Summary) -> Vec<Outcome> {
+    fn outcomes(s: &JobsSummary) -> Vec<JobOutcome> {
         s.records.iter().map(|r| r.outcome.clone()).collect()
     }
 
@@ -674,7 +675,7 @@ pub(crate) mod tests {
             events.lock().unwrap().push((id, true));
             std::thread::sleep(Duration::from_millis(2));
             events.lock().unwrap().push((id, false));
-            Outcome::Done
+            JobOutcome::Done
         });
         let events = events.into_inner().unwrap();
         let at = |id: JobId, start: bool| events.iter().position(|e| *e == (id, start)).unwrap();
@@ -705,21 +706,21 @@ pub(crate) mod tests {
         let s = run(&g, &opts(2, 2), &Ui::plain(), |id, job| {
             ran.lock().unwrap().push(id);
             if job.payload {
-                Outcome::Failed(format!("{} broke", job.name))
+                JobOutcome::Failed(format!("{} broke", job.name))
             } else {
-                Outcome::Done
+                JobOutcome::Done
             }
         });
         let why = "after build fast: fast broke".to_string();
         assert_eq!(
             outcomes(&s),
             vec![
-                Outcome::Failed("fast broke".into()),
-                Outcome::Skipped(why.clone()),
-                Outcome::Skipped(why.clone()),
-                Outcome::Done,
-                Outcome::Done,
-                Outcome::Skipped(why),
+                JobOutcome::Failed("fast broke".into()),
+                JobOutcome::Skipped(why.clone()),
+                JobOutcome::Skipped(why.clone()),
+                JobOutcome::Done,
+                JobOutcome::Done,
+                JobOutcome::Skipped(why),
             ]
         );
         let mut ran = ran.into_inner().unwrap();
@@ -735,11 +736,11 @@ pub(crate) mod tests {
         let a = g.add("bolt", "fast", &[], ());
         g.add("verify", "fast", &[a], ());
         let s = run(&g, &opts(1, 1), &Ui::plain(), |_, _| {
-            Outcome::Skipped("no llvm-bolt".into())
+            JobOutcome::Skipped("no llvm-bolt".into())
         });
         assert_eq!(
             outcomes(&s)[1],
-            Outcome::Skipped("after bolt fast: no llvm-bolt".into())
+            JobOutcome::Skipped("after bolt fast: no llvm-bolt".into())
         );
     }
 
@@ -754,14 +755,14 @@ pub(crate) mod tests {
             if id == a {
                 panic!("oh {}", "no");
             }
-            Outcome::Done
+            JobOutcome::Done
         });
         assert_eq!(
             outcomes(&s),
             vec![
-                Outcome::Failed("panicked: oh no".into()),
-                Outcome::Skipped("after build a: panicked: oh no".into()),
-                Outcome::Done,
+                JobOutcome::Failed("panicked: oh no".into()),
+                JobOutcome::Skipped("after build a: panicked: oh no".into()),
+                JobOutcome::Done,
             ]
         );
     }
@@ -780,7 +781,7 @@ pub(crate) mod tests {
             order.lock().unwrap().push(id);
             std::thread::sleep(Duration::from_millis(5));
             overlap.leave();
-            Outcome::Done
+            JobOutcome::Done
         });
         assert_eq!(overlap.max(), 1);
         assert_eq!(s.done(), 5);
@@ -820,7 +821,7 @@ pub(crate) mod tests {
                 met.fetch_add(1, Ordering::SeqCst);
             }
             overlap.leave();
-            Outcome::Done
+            JobOutcome::Done
         });
         assert_eq!(s.done(), 6);
         assert_eq!(met.load(Ordering::SeqCst), 6, "jobs never ran side by side");
@@ -839,7 +840,7 @@ pub(crate) mod tests {
             overlap.enter();
             std::thread::sleep(Duration::from_millis(5));
             overlap.leave();
-            Outcome::Done
+            JobOutcome::Done
         });
         assert_eq!(s.done(), 4);
         assert_eq!(overlap.max(), 1);
@@ -857,7 +858,7 @@ pub(crate) mod tests {
             if current_jobserver().is_some() {
                 seen.fetch_add(1, Ordering::SeqCst);
             }
-            Outcome::Done
+            JobOutcome::Done
         });
         assert_eq!(seen.load(Ordering::SeqCst), 1);
         assert!(current_jobserver().is_none());
@@ -914,18 +915,18 @@ pub(crate) mod tests {
             kind,
             name: name.into(),
             deps: deps.iter().copied().map(JobId).collect(),
-            outcome: Outcome::Done,
+            outcome: JobOutcome::Done,
             start_seconds: 0.0,
             seconds: secs,
         }
     }
 
-    fn hand_built() -> Summary {
+    fn hand_built() -> JobsSummary {
         let mut skipped = rec(5, "package", "fast", &[3], 0.0);
-        skipped.outcome = Outcome::Skipped("after verify fast: differs".into());
+        skipped.outcome = JobOutcome::Skipped("after verify fast: differs".into());
         let mut failed = rec(3, "verify", "fast", &[1, 2], 1.0);
-        failed.outcome = Outcome::Failed("differs".into());
-        Summary {
+        failed.outcome = JobOutcome::Failed("differs".into());
+        JobsSummary {
             records: vec![
                 rec(0, "build", "fast", &[], 3.0),
                 rec(1, "train", "fast", &[0], 2.0),

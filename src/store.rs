@@ -87,7 +87,7 @@ pub struct Blobs {
 }
 
 /// A file just kept ([`Blobs::keep`]).
-pub struct Kept {
+pub struct KeptBlob {
     pub path: PathBuf,
     pub digest: String,
     /// A copy under that digest was there with other bytes (a partial write, a corruption)
@@ -126,7 +126,7 @@ impl Blobs {
     }
 
     /// Keep a copy of `file` unless a sound one is there already.
-    pub fn keep(&self, file: &Path) -> std::io::Result<Kept> {
+    pub fn keep(&self, file: &Path) -> std::io::Result<KeptBlob> {
         let digest = file_hash(file)?;
         let path = self.dir.join(format!("{digest}{}", self.suffix));
         let (sound, repaired) = match file_hash(&path) {
@@ -140,7 +140,7 @@ impl Blobs {
         if self.executable {
             crate::sys::set_mode(&path, 0o755)?;
         }
-        Ok(Kept {
+        Ok(KeptBlob {
             path,
             digest,
             repaired,

@@ -7,7 +7,7 @@
 
 use anyhow::Context as _;
 
-use super::{Change, Edited, Winner};
+use super::{Edited, ManifestEdit, Winner};
 use crate::cargo::alloc::{self, Allocator};
 use crate::report::{Report, Status};
 
@@ -41,12 +41,12 @@ pub(super) fn changes(
     report: &Report,
     member: bool,
     notes: &mut Vec<String>,
-) -> anyhow::Result<Vec<Change>> {
+) -> anyhow::Result<Vec<ManifestEdit>> {
     let mut out = Vec::new();
     let manifest_text = std::fs::read_to_string(&project.manifest_path)
         .with_context(|| format!("cannot read {}", project.manifest_path.display()))?;
     if member {
-        out.push(Change::text(
+        out.push(ManifestEdit::text(
             project.manifest_path.clone(),
             format!("the `{}` dependency", a.krate),
             |text| {
@@ -83,7 +83,7 @@ pub(super) fn changes(
         );
     }
     let edition_2015 = alloc::edition_2015(&manifest_text);
-    out.push(Change::text(
+    out.push(ManifestEdit::text(
         root,
         format!("#[global_allocator] ({})", a.name),
         |text| Ok(Edited::unchanged(&alloc::with_item(text, a, edition_2015))),

@@ -184,7 +184,7 @@ fn picks_cpu(f: &report::FinalChoice) -> bool {
 
 /// One file `apply` would write.
 #[derive(Debug)]
-struct Change {
+struct ManifestEdit {
     path: PathBuf,
     old: Option<Vec<u8>>,
     /// The bytes to write (line endings and byte-order mark as the file had them).
@@ -195,7 +195,7 @@ struct Change {
     what: String,
 }
 
-impl Change {
+impl ManifestEdit {
     fn changes(&self) -> bool {
         self.old.as_deref() != Some(self.new.as_slice())
     }
@@ -206,13 +206,13 @@ impl Change {
         what: String,
         edit: impl FnOnce(&str) -> anyhow::Result<Edited>,
         notes: &mut Vec<String>,
-    ) -> anyhow::Result<Change> {
+    ) -> anyhow::Result<ManifestEdit> {
         let old = read_existing(&path)?;
         let text = text::Text::decode(old.as_deref().unwrap_or_default(), &path)?;
         let old_lf = text.lf();
         let edited = edit(&old_lf).with_context(|| format!("cannot edit {}", path.display()))?;
         notes.extend(edited.notes);
-        Ok(Change {
+        Ok(ManifestEdit {
             new: text.encode(&edited.text),
             diff: Some((old_lf, edited.text, text.crlf())),
             path,
@@ -360,7 +360,7 @@ fn profile_caches(optimize_dir: &Path, run_dir: &Path) -> Vec<PathBuf> {
 
 /// What `apply` would write, and the notes about it.
 struct Planned {
-    changes: Vec<Change>,
+    changes: Vec<ManifestEdit>,
     notes: Vec<String>,
     /// Where the PGO profile goes, when the winner has one.
     pgo_dest: Option<PathBuf>,
@@ -406,7 +406,7 @@ fn plan(
             .join("pgo")
             .join(format!("{}.profdata", win.bin));
         let new = profile::checked(report, run_dir, caches, &src)?;
-        changes.push(Change {
+        changes.push(ManifestEdit {
             old: read_existing(&dest)?,
             path: dest.clone(),
             new,
@@ -455,7 +455,7 @@ fn manifest_change(
     profile_name: &str,
     alloc: Option<&crate::cargo::alloc::Allocator>,
     notes: &mut Vec<String>,
-) -> anyhow::Result<Option<Change>> {
+) -> anyhow::Result<Option<ManifestEdit>> {
     if win.overrides.is_empty() && alloc.is_none() {
         return Ok(None);
     }
@@ -463,7 +463,7 @@ fn manifest_change(
         true => "the global allocator's crate".to_string(),
         false => format!("[profile.{profile_name}]"),
     };
-    let change = Change::text(
+    let change = ManifestEdit::text(
         manifest,
         what,
         |text| {
@@ -485,12 +485,12 @@ fn cpu_change(
     win: &Winner,
     write_cpu: bool,
     notes: &mut Vec<String>,
-) -> anyhow::Result<Option<Change>> {
+) -> anyhow::Result<Option<ManifestEdit>> {
     match (win.target_cpu(), write_cpu) {
         (Some(cpu), true) => {
             // The file cargo reads there (`config` when it exists), not one it would ignore.
             let path = crate::cargo::config_file(&project.workspace_root.join(".cargo"));
-            let change = Change::text(
+            let change = ManifestEdit::text(
                 path,
                 format!("-Ctarget-cpu={cpu}"),
                 |text| edit_config(text, &cpu, &win.host, &host_cfg(&win.host)),
@@ -513,7 +513,7 @@ fn cpu_change(
 }
 
 /// Print each change (a diff, or what a binary copy replaces); whether any changes a file.
-fn show(changes: &[Change], root: &Path) -> bool {
+fn show(changes: &[ManifestEdit], root: &Path) -> bool {
     let mut any = false;
     for c in changes {
         if !c.changes() {
@@ -541,7 +541,7 @@ fn show(changes: &[Change], root: &Path) -> bool {
 }
 
 /// Write the changes that change a file (all or nothing) and say what was written.
-fn write_changes(changes: &[Change]) -> anyhow::Result<()> {
+fn write_changes(changes: &[ManifestEdit]) -> anyhow::Result<()> {
     let files: Vec<write::FileWrite> = changes
         .iter()
         .filter(|c| c.changes())

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::counters::{self, Counts};
 use super::runner::{
     BenchError, BenchOptions, Comparison, ExpectedStatus, Noise, Outliers, Phase, ProcessSource,
-    Progress, RunRecord, Side, Sides, Source, StopReason, ALPHA, NOISY_CV, PAD_MAX,
+    Progress, RunRecord, Side, Sides, StopReason, TimedRuns, ALPHA, NOISY_CV, PAD_MAX,
 };
 use super::stats::{self, Estimate, LookSchedule, PairedAnalysis, Summary};
 use crate::process::{Command, Lingering};
@@ -57,7 +57,7 @@ pub fn compare_measuring(
 
 /// The run order and stopping loop, over any source.
 pub(crate) fn drive(
-    src: &mut dyn Source,
+    src: &mut dyn TimedRuns,
     opts: &BenchOptions,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<Comparison, BenchError> {
@@ -90,7 +90,7 @@ pub(crate) struct Drive<'o> {
 impl<'o> Drive<'o> {
     /// Warm up both sides (`opts.warmup` pairs, within `max_time`).
     pub(crate) fn warm_up(
-        src: &mut dyn Source,
+        src: &mut dyn TimedRuns,
         opts: &'o BenchOptions,
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<Self, BenchError> {
@@ -176,7 +176,7 @@ impl<'o> Drive<'o> {
     }
 
     /// One block: ABBA or BAAB, i.e. two pairs in mirrored order.
-    fn block(&mut self, src: &mut dyn Source) -> Result<(), BenchError> {
+    fn block(&mut self, src: &mut dyn TimedRuns) -> Result<(), BenchError> {
         let first = if self.rng.bool() { Side::A } else { Side::B };
         let order = [first, other(first), other(first), first];
         for (k, side) in order.into_iter().enumerate() {
@@ -208,7 +208,7 @@ impl<'o> Drive<'o> {
     /// the comparison.
     pub(crate) fn advance_to_look(
         &mut self,
-        src: &mut dyn Source,
+        src: &mut dyn TimedRuns,
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<Option<StopReason>, BenchError> {
         let opts = self.opts;
@@ -285,7 +285,7 @@ impl<'o> Drive<'o> {
     }
 
     /// The comparison as it stands at its latest look (which must have been taken).
-    pub(crate) fn finish(self, src: &dyn Source, stop: StopReason) -> Comparison {
+    pub(crate) fn finish(self, src: &dyn TimedRuns, stop: StopReason) -> Comparison {
         let sched = self.schedule.expect("planned before the first look");
         let n = self.wall_a.len() as u32;
         let min_pairs = self.min_pairs;

@@ -7,7 +7,7 @@
 use super::drive::{cannot_be_faster, Drive};
 use super::runner::{
     BenchError, BenchOptions, CheckRun, Comparison, ExpectedStatus, ProcessSource, Progress,
-    Source, StopReason, ALPHA,
+    StopReason, TimedRuns, ALPHA,
 };
 use super::stats::{self, Estimate, Verdict};
 use crate::process::Command;
@@ -62,7 +62,7 @@ pub fn compare_jointly(
 }
 
 /// [`compare_jointly`] over any sources.
-pub(crate) fn drive_jointly<S: Source>(
+pub(crate) fn drive_jointly<S: TimedRuns>(
     srcs: &mut [S],
     done: &[Comparison],
     opts: &BenchOptions,
@@ -79,7 +79,7 @@ pub(crate) fn drive_jointly<S: Source>(
 pub(crate) type GroupResult = Result<Vec<Comparison>, (usize, BenchError)>;
 
 /// A group of [`drive_groups`] under way.
-struct Group<'o> {
+struct DriveGroup<'o> {
     drives: Vec<Drive<'o>>,
     stops: Vec<Option<StopReason>>,
     error: Option<(usize, BenchError)>,
@@ -91,16 +91,16 @@ struct Group<'o> {
 /// one whose next look buys its group's geometric mean the most precision per second. An
 /// error ends its group only. `on_stop(g, i)` is told when comparison `i` of group `g` needs
 /// no more runs (stopped, or its group failed) — a race takes its runs out of the rounds.
-pub(crate) fn drive_groups<'o, S: Source>(
+pub(crate) fn drive_groups<'o, S: TimedRuns>(
     groups: &mut [&mut [S]],
     done: &[&[Comparison]],
     opts: &'o BenchOptions,
     on_progress: &mut dyn FnMut(usize, usize, &Progress),
     on_stop: &mut dyn FnMut(usize, usize),
 ) -> Vec<GroupResult> {
-    let mut states: Vec<Group<'o>> = Vec::new();
+    let mut states: Vec<DriveGroup<'o>> = Vec::new();
     for (g, srcs) in groups.iter_mut().enumerate() {
-        let mut state = Group {
+        let mut state = DriveGroup {
             drives: Vec::new(),
             stops: vec![None; srcs.len()],
             error: None,
@@ -149,7 +149,7 @@ pub(crate) fn drive_groups<'o, S: Source>(
 
 /// Group `g` ends with `error`: its comparisons still running are given up.
 fn fail(
-    state: &mut Group,
+    state: &mut DriveGroup,
     g: usize,
     error: (usize, BenchError),
     on_stop: &mut dyn FnMut(usize, usize),
@@ -165,7 +165,7 @@ fn fail(
 /// With `opts.only_faster`, once every comparison of group `g` has looked: stop the ones
 /// still running when the group's geometric mean has answered ([`together`]).
 fn stop_together(
-    state: &mut Group,
+    state: &mut DriveGroup,
     g: usize,
     done: &[Comparison],
     opts: &BenchOptions,
@@ -191,7 +191,10 @@ fn stop_together(
 /// doubles a comparison's pairs, which halves its `se_i²` at the cost of the time it has
 /// taken so far, so the score is `se_i² / time_i`: the noisiest workload per second of
 /// running it.
-fn next_to_advance<S: Source>(states: &[Group], groups: &[&mut [S]]) -> Option<(usize, usize)> {
+fn next_to_advance<S: TimedRuns>(
+    states: &[DriveGroup],
+    groups: &[&mut [S]],
+) -> Option<(usize, usize)> {
     let running = states
         .iter()
         .enumerate()

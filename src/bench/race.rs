@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use super::joint::{drive_groups, GroupResult, Job};
 use super::runner::{
-    BenchError, BenchOptions, Comparison, Observation, ProcessSource, Progress, Side, Source,
+    BenchError, BenchOptions, Comparison, Observation, ProcessSource, Progress, Side, TimedRuns,
     PAD_MAX,
 };
 use crate::process::{Lingering, Status};
@@ -89,7 +89,7 @@ type Shared<S> = Rc<RefCell<Rounds<S>>>;
 /// [`race_jointly`] over any sources: per workload, the rival's source (its side A is run)
 /// and each arm's (its side B is run; `None`: the arm is not measured there). Also returns
 /// each workload's rounds, whose sources know what the comparisons report.
-pub(crate) fn race<S: Source>(
+pub(crate) fn race<S: TimedRuns>(
     entrants: Vec<Option<(S, Vec<Option<S>>)>>,
     done: &[&[Comparison]],
     opts: &BenchOptions,
@@ -170,7 +170,7 @@ pub(crate) struct Rounds<S> {
     rival_failed: Option<BenchError>,
 }
 
-impl<S: Source> Rounds<S> {
+impl<S: TimedRuns> Rounds<S> {
     fn new(rival: S, arms: Vec<Option<S>>, seed: u64) -> Self {
         let k = arms.len();
         Rounds {
@@ -189,7 +189,7 @@ impl<S: Source> Rounds<S> {
         self.arms
             .iter()
             .flatten()
-            .map(Source::elapsed)
+            .map(TimedRuns::elapsed)
             .sum::<Duration>()
             + self.rival.elapsed()
     }
@@ -310,7 +310,7 @@ pub(crate) struct ArmSource<S> {
     clock: Duration,
 }
 
-impl<S: Source> Source for ArmSource<S> {
+impl<S: TimedRuns> TimedRuns for ArmSource<S> {
     fn run(&mut self, side: Side, _pad: usize) -> Result<Observation, BenchError> {
         let (o, pad, clock) = self.rounds.borrow_mut().take(self.arm, side)?;
         self.pad = pad;
@@ -350,7 +350,7 @@ mod tests {
         }
     }
 
-    impl Source for Fake {
+    impl TimedRuns for Fake {
         fn run(&mut self, side: Side, _pad: usize) -> Result<Observation, BenchError> {
             self.runs += 1;
             if side == Side::B && self.fail_at.is_some_and(|n| self.runs >= n) {

@@ -5,7 +5,7 @@
 //! [`Comparison`]. Must not: spawn processes itself (every run goes through
 //! `process::run`) or do statistics beyond calling `stats`.
 //!
-//! The loop is written against [`Source`] so that the stopping rule can be exercised with
+//! The loop is written against [`TimedRuns`] so that the stopping rule can be exercised with
 //! simulated run times (see the tests): the real source runs the commands, the simulated
 //! one draws times from a distribution and advances a simulated clock. The loops themselves
 //! are `drive` (one comparison) and `joint` (the workloads of a candidate pair together);
@@ -610,7 +610,7 @@ pub(crate) struct Observation {
 }
 
 /// Something that runs a side once and tells the time.
-pub(crate) trait Source {
+pub(crate) trait TimedRuns {
     fn run(&mut self, side: Side, pad_bytes: usize) -> Result<Observation, BenchError>;
     /// Time since the comparison started.
     fn elapsed(&self) -> Duration;
@@ -646,7 +646,7 @@ const METRIC_OUTPUT_KEPT: usize = 4 << 20;
 /// Bytes of a timed run's stdout (its head) and stderr (its tail) kept in memory.
 const TIMED_OUTPUT_KEPT: usize = 64 << 10;
 
-impl Source for ProcessSource<'_> {
+impl TimedRuns for ProcessSource<'_> {
     fn run(&mut self, side: Side, pad_bytes: usize) -> Result<Observation, BenchError> {
         let mut cmd = match side {
             Side::A => self.a.clone(),
@@ -818,7 +818,7 @@ mod tests {
         }
     }
 
-    impl Source for Sim {
+    impl TimedRuns for Sim {
         fn run(&mut self, side: Side, pad: usize) -> Result<Observation, BenchError> {
             assert!(pad < PAD_MAX);
             self.runs += 1;

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::joint::drive_jointly;
 use super::race::race;
-use super::runner::{BenchError, BenchOptions, Observation, Side, Source, LADDER_MIN_PAIRS};
+use super::runner::{BenchError, BenchOptions, Observation, Side, TimedRuns, LADDER_MIN_PAIRS};
 use super::stats::{Estimate, Estimator};
 use super::{geomean, Comparison};
 use crate::process::Status;
@@ -63,7 +63,7 @@ fn normal(rng: &mut fastrand::Rng) -> f64 {
     (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
 }
 
-impl Source for Disturbed {
+impl TimedRuns for Disturbed {
     fn run(&mut self, side: Side, _pad: usize) -> Result<Observation, BenchError> {
         let scale = if side == Side::B { self.ratio } else { 1.0 };
         let wall = Duration::from_secs_f64(self.time(scale));

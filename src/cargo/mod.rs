@@ -380,8 +380,8 @@ impl BuildCache<'_> {
 }
 
 /// Where `settings` build into `target_dir`, for [`reuse`].
-fn dest<'a>(settings: &'a BuildSettings, target_dir: &'a Path) -> reuse::Dest<'a> {
-    reuse::Dest {
+fn dest<'a>(settings: &'a BuildSettings, target_dir: &'a Path) -> reuse::CopyDest<'a> {
+    reuse::CopyDest {
         target_dir,
         target: settings.target.as_deref(),
     }
@@ -885,7 +885,7 @@ mod tests {
         let seen = std::sync::Mutex::new(None);
         crate::jobs::run(&graph, &opts, &crate::ui::Ui::plain(), |_, _| {
             *seen.lock().unwrap() = cargo_env(&command(&args, &[]), "CARGO_MAKEFLAGS");
-            crate::jobs::Outcome::Done
+            crate::jobs::JobOutcome::Done
         });
         let flags = seen.into_inner().unwrap().expect("CARGO_MAKEFLAGS is set");
         assert!(flags.contains("--jobserver-auth="), "{flags}");

@@ -54,7 +54,7 @@ const NOT_DECIDING: &[&str] = &["CARGO", "CARGO_HOME"];
 
 /// What a reusable build left behind.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Record {
+struct BuildRecord {
     binary: PathBuf,
     digest: String,
     /// Every input file of the dep-info with its digest.
@@ -110,15 +110,15 @@ const KEPT_PER_KEY: usize = 4;
 /// Where a build goes: its target dir, and the `--target` its binary is for (`None`: this
 /// host).
 #[derive(Clone, Copy)]
-pub(super) struct Dest<'a> {
+pub(super) struct CopyDest<'a> {
     pub target_dir: &'a Path,
     pub target: Option<&'a str>,
 }
 
 /// The records kept under `key` (builds into `target_dir`) that can be trusted; the others
 /// are dropped from the entry.
-fn trusted(store: &Store, key: &str, target_dir: &Path) -> Vec<Record> {
-    let mut records: Vec<Record> = store.get(key).unwrap_or_default();
+fn trusted(store: &Store, key: &str, target_dir: &Path) -> Vec<BuildRecord> {
+    let mut records: Vec<BuildRecord> = store.get(key).unwrap_or_default();
     let before = records.len();
     records.retain(|r| is_blob_name(&r.digest) && in_target_dir(&r.binary, target_dir));
     if records.len() != before {
@@ -141,7 +141,7 @@ fn in_target_dir(binary: &Path, target_dir: &Path) -> bool {
 
 /// A build kept under `key` (built to `dest`) whose inputs all still have their digests,
 /// and whose binary is a whole executable for the target (else the record is dropped).
-pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str, dest: Dest) -> Option<Built> {
+pub(super) fn reusable(store: &Store, blobs: &Blobs, key: &str, dest: CopyDest) -> Option<Built> {
     let unchanged =
         |(path, digest): &(PathBuf, String)| file_hash(path).is_ok_and(|d| d == *digest);
     let r = trusted(store, key, dest.target_dir)
@@ -235,7 +235,7 @@ pub(super) fn keep(
     store: &Store,
     blobs: &Blobs,
     key: &str,
-    (built, dest): (&Built, Dest),
+    (built, dest): (&Built, CopyDest),
     root: &Path,
 ) {
     // A binary that is not a whole executable (cut short, not for the target) is never kept.
@@ -252,7 +252,7 @@ pub(super) fn keep(
     let (Some(inputs), Ok(digest)) = (inputs, blobs.put(&built.binary)) else {
         return;
     };
-    let record = Record {
+    let record = BuildRecord {
         binary: built.binary.clone(),
         digest,
         inputs,
@@ -310,8 +310,8 @@ mod tests {
     use super::*;
     use crate::cargo::executable::{tiny_elf, TINY_TARGET};
 
-    fn dest(target_dir: &Path) -> Dest<'_> {
-        Dest {
+    fn dest(target_dir: &Path) -> CopyDest<'_> {
+        CopyDest {
             target_dir,
             target: Some(TINY_TARGET),
         }
@@ -352,7 +352,7 @@ mod tests {
         assert_eq!(tampered(&store, "k", root, &bin), None, "as built");
         std::fs::write(&bin, tiny_elf(b"edited")).unwrap();
         let recorded = tampered(&store, "k", root, &bin).expect("a changed binary is seen");
-        let records: Vec<Record> = store.get("k").unwrap();
+        let records: Vec<BuildRecord> = store.get("k").unwrap();
         assert_eq!(recorded, records[0].digest);
         let removed = remove_output(&bin, None);
         assert!(!bin.exists() && !linked.exists(), "{removed}");
@@ -426,7 +426,7 @@ mod tests {
         std::fs::write(&script, "#!/bin/sh\necho owned\n").unwrap();
         let src = dir.path().join("main.rs");
         std::fs::write(&src, "fn main() {}").unwrap();
-        let record = |binary: &Path, digest: String| Record {
+        let record = |binary: &Path, digest: String| BuildRecord {
             binary: binary.to_path_buf(),
             digest,
             inputs: vec![(src.clone(), file_hash(&src).unwrap())],
@@ -445,7 +445,7 @@ mod tests {
             store.put("k", &vec![r]);
             assert!(reusable(&store, &blobs, "k", dest(&target)).is_none());
             assert!(tampered(&store, "k", &target, &script).is_none());
-            let left: Vec<Record> = store.get("k").unwrap();
+            let left: Vec<BuildRecord> = store.get("k").unwrap();
             assert!(left.is_empty(), "the untrusted record is dropped");
             assert!(script.exists(), "and nothing outside is removed");
         }
@@ -468,7 +468,7 @@ mod tests {
             whole[..whole.len() - 1].to_vec(),
         ] {
             std::fs::write(&bin, &bytes).unwrap();
-            let record = Record {
+            let record = BuildRecord {
                 binary: bin.clone(),
                 digest: file_hash(&bin).unwrap(),
                 inputs: vec![(src.clone(), file_hash(&src).unwrap())],
@@ -478,7 +478,7 @@ mod tests {
             };
             store.put("k", &vec![record]);
             assert!(reusable(&store, &blobs, "k", dest(root)).is_none());
-            let left: Vec<Record> = store.get("k").unwrap();
+            let left: Vec<BuildRecord> = store.get("k").unwrap();
             assert!(left.is_empty(), "the record is dropped");
             let built = Built {
                 binary: bin.clone(),
@@ -488,7 +488,7 @@ mod tests {
                 peak_rss_bytes: None,
             };
             keep(&store, &blobs, "k", (&built, dest(root)), root);
-            let left: Vec<Record> = store.get("k").unwrap();
+            let left: Vec<BuildRecord> = store.get("k").unwrap();
             assert!(left.is_empty(), "nothing is kept of it");
             assert!(blobs.get(&file_hash(&bin).unwrap()).is_none(), "no blob");
         }

@@ -29,7 +29,7 @@ pub struct RevBinary {
 
 /// What the cache holds for one commit and settings.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
-struct Kept {
+struct KeptBuild {
     commit: String,
     settings: String,
     rustc: String,
@@ -42,7 +42,7 @@ struct Kept {
 
 /// The binary of `commit`, from the cache when it is sound there, else built.
 pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBinary> {
-    let want = Kept {
+    let want = KeptBuild {
         commit: commit.to_string(),
         settings: plan.baseline.hash(),
         rustc: plan.rustc.version.clone(),
@@ -54,7 +54,7 @@ pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBi
     let key = format!("{}-{}", crate::util::clip(commit, 16), want.settings);
     let store = Store::new(&plan.optimize_dir, "revs");
     let blobs = Blobs::new(&plan.optimize_dir, "blobs");
-    if let Some(kept) = store.get::<Kept>(&key) {
+    if let Some(kept) = store.get::<KeptBuild>(&key) {
         let same = (
             &kept.commit,
             &kept.settings,
@@ -101,7 +101,7 @@ pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBi
     let size = std::fs::metadata(&kept.path)?.len();
     store.put(
         &key,
-        &Kept {
+        &KeptBuild {
             blob: kept.digest,
             size,
             ..want

@@ -51,7 +51,7 @@ enum Old {
 }
 
 /// What was measured of one workload.
-struct Measured {
+struct MeasuredWorkload {
     /// The comparison old vs new (paired), or new vs itself (to time it alone).
     comparison: Comparison,
     paired: bool,
@@ -434,7 +434,7 @@ fn measure_all(
     verifier: &Verifier,
     changed: &std::collections::BTreeMap<String, String>,
     allow_changed: bool,
-) -> anyhow::Result<(std::collections::BTreeMap<String, Measured>, u32)> {
+) -> anyhow::Result<(std::collections::BTreeMap<String, MeasuredWorkload>, u32)> {
     let mut spec = ctx.spec.clone();
     if !allow_changed {
         spec.workloads.retain(|w| !changed.contains_key(&w.name));
@@ -470,13 +470,13 @@ fn measure_all(
     )?;
     let measured = comps
         .into_iter()
-        .map(|(name, comparison)| (name, Measured { comparison, paired }))
+        .map(|(name, comparison)| (name, MeasuredWorkload { comparison, paired }))
         .collect();
     Ok((measured, cache.counts().0))
 }
 
 /// The new build's runs of a comparison: side B, or both sides when it ran against itself.
-fn new_runs(m: &Measured) -> impl Iterator<Item = &crate::bench::RunRecord> {
+fn new_runs(m: &MeasuredWorkload) -> impl Iterator<Item = &crate::bench::RunRecord> {
     m.comparison
         .samples
         .iter()
@@ -486,7 +486,7 @@ fn new_runs(m: &Measured) -> impl Iterator<Item = &crate::bench::RunRecord> {
 fn workload_check(
     spec: &Spec,
     name: &str,
-    m: Option<&Measured>,
+    m: Option<&MeasuredWorkload>,
     saved: Option<&baseline::SavedWorkload>,
     changed: Option<&String>,
     max_reg: f64,
@@ -547,7 +547,7 @@ fn paired_ratio(c: &Comparison) -> Ratio {
 }
 
 /// The workload's budgets against the new build's runs.
-fn budgets(spec: &Spec, name: &str, m: &Measured) -> Vec<BudgetCheck> {
+fn budgets(spec: &Spec, name: &str, m: &MeasuredWorkload) -> Vec<BudgetCheck> {
     let Some(b) = spec.check.budgets.get(name) else {
         return Vec::new();
     };
@@ -577,7 +577,7 @@ fn assemble(
     plan: &Plan,
     side: OldSide,
     workloads: Vec<WorkloadCheck>,
-    measured: &std::collections::BTreeMap<String, Measured>,
+    measured: &std::collections::BTreeMap<String, MeasuredWorkload>,
     new: &Candidate,
 ) -> CheckReport {
     let cfg = &ctx.spec.check;

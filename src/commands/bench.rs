@@ -18,7 +18,7 @@ use crate::spec::Workload;
 
 /// One thing to compare: A and B over the same workload.
 #[derive(Debug, Clone)]
-pub struct Job {
+pub struct Duel {
     pub name: String,
     pub a: Command,
     pub b: Command,
@@ -206,7 +206,7 @@ impl Copies {
 fn select_jobs(
     g: &GlobalArgs,
     args: &BenchArgs,
-) -> anyhow::Result<(Vec<Job>, Option<crate::spec::BenchConfig>, Copies)> {
+) -> anyhow::Result<(Vec<Duel>, Option<crate::spec::BenchConfig>, Copies)> {
     if !args.commands.is_empty() {
         if args.commands.len() != 2 {
             bail!(
@@ -217,7 +217,7 @@ fn select_jobs(
         let a = command_from_line(&args.commands[0]).context("in the first --cmd (A)")?;
         let b = command_from_line(&args.commands[1]).context("in the second --cmd (B)")?;
         return Ok((
-            vec![Job {
+            vec![Duel {
                 name: "command".into(),
                 a,
                 b,
@@ -251,7 +251,7 @@ pub fn spec_jobs(
     a: &Path,
     b: &Path,
     names: Option<&[String]>,
-) -> anyhow::Result<(Vec<Job>, Copies)> {
+) -> anyhow::Result<(Vec<Duel>, Copies)> {
     let chosen: Vec<&Workload> = match names {
         Some(names) => {
             let mut out = Vec::new();
@@ -282,7 +282,7 @@ pub fn spec_jobs(
     let mut copies = Copies::default();
     let mut jobs = Vec::new();
     for w in chosen {
-        jobs.push(Job {
+        jobs.push(Duel {
             name: w.name.clone(),
             a: copies.of(w, &spec.path, "a")?.command(a),
             b: copies.of(w, &spec.path, "b")?.command(b),
@@ -362,7 +362,7 @@ fn progress_line(name: &str, p: &Progress) -> String {
 
 /// `A: …` and `B: …`: the whole command lines for one job or two commands, else the
 /// programs.
-fn say_sides(say: &Say, jobs: &[Job], commands: bool) {
+fn say_sides(say: &Say, jobs: &[Duel], commands: bool) {
     let Some(first) = jobs.first() else { return };
     if jobs.len() == 1 || commands {
         say.line(format!("A: {}", first.a.display()));

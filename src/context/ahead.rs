@@ -40,7 +40,7 @@ const BUILDERS: usize = 2;
 #[derive(Default)]
 struct Shared {
     /// Builds not started yet, in the order they were asked for.
-    queue: VecDeque<Job>,
+    queue: VecDeque<AheadBuild>,
     /// Settings hashes queued and not finished.
     pending: BTreeSet<String>,
     finished: BTreeMap<String, Finished>,
@@ -74,7 +74,7 @@ impl Drop for Ahead {
 }
 
 /// One build to start ahead: its settings and the target dir it builds into.
-pub struct Job {
+pub struct AheadBuild {
     pub settings: BuildSettings,
     pub target_dir: PathBuf,
 }
@@ -85,7 +85,13 @@ impl Ahead {
     /// while earlier ones ran used to be left out: resvg's PGO build without relocations,
     /// asked for while the profile and cpu builds were running, was built after the
     /// comparison instead of beside it, 37 s more.)
-    pub fn start(&self, project: &Project, optimize_dir: PathBuf, toolchain: &str, jobs: Vec<Job>) {
+    pub fn start(
+        &self,
+        project: &Project,
+        optimize_dir: PathBuf,
+        toolchain: &str,
+        jobs: Vec<AheadBuild>,
+    ) {
         let mut workers = self.workers.lock().unwrap();
         workers.retain(|w| !w.is_finished());
         let spawn = {

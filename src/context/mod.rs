@@ -426,7 +426,7 @@ impl<'a> Context<'a> {
             optimize_dir: &self.plan.optimize_dir,
             toolchain: &self.plan.rustc.version,
         };
-        let (labels, jobs): (Vec<String>, Vec<ahead::Job>) = wanted
+        let (labels, jobs): (Vec<String>, Vec<ahead::AheadBuild>) = wanted
             .into_iter()
             .filter(|(_, s)| {
                 self.plan.fresh
@@ -438,7 +438,7 @@ impl<'a> Context<'a> {
                 let target_dir = self.build_dir(&settings);
                 (
                     label,
-                    ahead::Job {
+                    ahead::AheadBuild {
                         target_dir,
                         settings,
                     },

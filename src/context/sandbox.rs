@@ -73,40 +73,40 @@ pub struct Sandbox {
 /// permission bits (none for a link).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Made {
-    kind: Kind,
+    kind: EntryKind,
     mode: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Kind {
+enum EntryKind {
     File,
     Dir,
     Link(PathBuf),
     Other,
 }
 
-impl Kind {
-    fn of(path: &Path) -> Option<(Kind, u32)> {
+impl EntryKind {
+    fn of(path: &Path) -> Option<(EntryKind, u32)> {
         let meta = std::fs::symlink_metadata(path).ok()?;
         let t = meta.file_type();
         let mode = crate::sys::mode(&meta) & 0o7777;
         Some(if t.is_symlink() {
-            (Kind::Link(std::fs::read_link(path).ok()?), 0)
+            (EntryKind::Link(std::fs::read_link(path).ok()?), 0)
         } else if t.is_dir() {
-            (Kind::Dir, mode)
+            (EntryKind::Dir, mode)
         } else if t.is_file() {
-            (Kind::File, mode)
+            (EntryKind::File, mode)
         } else {
-            (Kind::Other, mode)
+            (EntryKind::Other, mode)
         })
     }
 
     fn name(&self) -> &'static str {
         match self {
-            Kind::File => "file",
-            Kind::Dir => "folder",
-            Kind::Link(_) => "symlink",
-            Kind::Other => "special file",
+            EntryKind::File => "file",
+            EntryKind::Dir => "folder",
+            EntryKind::Link(_) => "symlink",
+            EntryKind::Other => "special file",
         }
     }
 }
@@ -276,12 +276,12 @@ impl Sandbox {
                 break;
             }
             let rel = rel.join(name);
-            let Some((kind, mode)) = Kind::of(&self.cwd.join(&rel)) else {
+            let Some((kind, mode)) = EntryKind::of(&self.cwd.join(&rel)) else {
                 continue;
             };
             seen.insert(rel.clone());
             let made = self.made.get(&rel);
-            if kind == Kind::Dir {
+            if kind == EntryKind::Dir {
                 let inside = self.walk(source, &rel, seen, out, limit);
                 if made.is_none() && !inside {
                     out.push(Change::Made {
@@ -305,14 +305,14 @@ impl Sandbox {
         source: &Path,
         rel: &Path,
         made: Option<&Made>,
-        kind: &Kind,
+        kind: &EntryKind,
         mode: u32,
     ) -> Option<Change> {
         let path = rel.to_path_buf();
         let Some(made) = made else {
             return match kind {
-                Kind::File => Some(Change::Written(path)),
-                Kind::Dir => None,
+                EntryKind::File => Some(Change::Written(path)),
+                EntryKind::Dir => None,
                 _ => Some(Change::Made {
                     path,
                     kind: kind.name(),
@@ -321,9 +321,13 @@ impl Sandbox {
             };
         };
         match (&made.kind, kind) {
-            (Kind::Link(a), Kind::Link(b)) if a != b => Some(Change::Relinked(path, b.clone())),
-            (Kind::Link(_), Kind::Link(_)) => None,
-            (Kind::File, Kind::File) if !same_content(&self.cwd.join(rel), &source.join(rel)) => {
+            (EntryKind::Link(a), EntryKind::Link(b)) if a != b => {
+                Some(Change::Relinked(path, b.clone()))
+            }
+            (EntryKind::Link(_), EntryKind::Link(_)) => None,
+            (EntryKind::File, EntryKind::File)
+                if !same_content(&self.cwd.join(rel), &source.join(rel)) =>
+            {
                 Some(Change::Written(path))
             }
             (a, b) if a != b => Some(Change::Made {
@@ -500,7 +504,7 @@ fn copy_tree(from: &Path, rel: &Path, roots: &Roots, sb: &mut Sandbox) -> std::i
         } else {
             continue;
         }
-        if let Some((kind, mode)) = Kind::of(&target) {
+        if let Some((kind, mode)) = EntryKind::of(&target) {
             sb.made.insert(rel, Made { kind, mode });
         }
     }

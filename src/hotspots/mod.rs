@@ -46,8 +46,8 @@ pub struct Ranking {
     /// The hottest functions, hottest first (only functions with counts).
     pub functions: Vec<Ranked>,
     /// Counts by crate and by module, largest first.
-    pub crates: Vec<Group>,
-    pub modules: Vec<Group>,
+    pub crates: Vec<FunctionGroup>,
+    pub modules: Vec<FunctionGroup>,
 }
 
 /// One function of a [`Ranking`].
@@ -71,7 +71,7 @@ pub struct Ranked {
 
 /// The counts of a crate or a module.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Group {
+pub struct FunctionGroup {
     pub name: String,
     /// Its functions with counts.
     pub functions: usize,
@@ -80,7 +80,7 @@ pub struct Group {
 }
 
 /// One function: the counts of every symbol with its demangled name.
-struct Merged {
+struct MergedCounts {
     name: String,
     crate_name: String,
     module: String,
@@ -89,15 +89,15 @@ struct Merged {
 }
 
 /// Merge symbols of the same name (a generic function's instantiations), by name.
-fn merge(counts: &[FunctionCounts]) -> Vec<Merged> {
-    let mut by_name: BTreeMap<&str, Merged> = BTreeMap::new();
+fn merge(counts: &[FunctionCounts]) -> Vec<MergedCounts> {
+    let mut by_name: BTreeMap<&str, MergedCounts> = BTreeMap::new();
     for f in counts {
         // C and C++ (whole-program PGO) have no crate path: they are one group of their own.
         let (crate_name, module) = match f.is_rust() {
             true => (f.crate_name().to_string(), f.module()),
             false => (C_GROUP.to_string(), C_GROUP.to_string()),
         };
-        let m = by_name.entry(&f.name).or_insert_with(|| Merged {
+        let m = by_name.entry(&f.name).or_insert_with(|| MergedCounts {
             name: f.name.clone(),
             crate_name,
             module,
@@ -161,16 +161,21 @@ pub fn rank(shown: &Shown, top: usize, groups: usize) -> Ranking {
 }
 
 /// The functions with counts summed by `key`, the `n` largest (ties by name).
-fn group(merged: &[Merged], key: fn(&Merged) -> &String, total: u64, n: usize) -> Vec<Group> {
+fn group(
+    merged: &[MergedCounts],
+    key: fn(&MergedCounts) -> &String,
+    total: u64,
+    n: usize,
+) -> Vec<FunctionGroup> {
     let mut by: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
     for m in merged.iter().filter(|m| m.counts > 0) {
         let e = by.entry(key(m)).or_default();
         e.0 += 1;
         e.1 = e.1.saturating_add(m.counts);
     }
-    let mut out: Vec<Group> = by
+    let mut out: Vec<FunctionGroup> = by
         .into_iter()
-        .map(|(name, (functions, counts))| Group {
+        .map(|(name, (functions, counts))| FunctionGroup {
             name: name.to_string(),
             functions,
             counts,

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Group, View};
+use super::{FunctionGroup, View};
 use crate::render::{markdown_cell as cell, markdown_code as code, Json, Render};
 use crate::report::hotspots::{calls_cell, CALLS_UNKNOWN};
 
@@ -132,7 +132,7 @@ fn any_calls(v: &View) -> bool {
     v.ranking.functions.iter().any(|f| f.entries.is_some())
 }
 
-fn groups_term(s: &mut String, what: &str, groups: &[Group]) {
+fn groups_term(s: &mut String, what: &str, groups: &[FunctionGroup]) {
     let _ = writeln!(s, "\nby {what}:");
     for g in groups {
         let _ = writeln!(
@@ -196,7 +196,7 @@ fn markdown(v: &View) -> String {
     s
 }
 
-fn groups_md(s: &mut String, what: &str, groups: &[Group]) {
+fn groups_md(s: &mut String, what: &str, groups: &[FunctionGroup]) {
     if groups.is_empty() {
         return;
     }

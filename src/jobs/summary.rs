@@ -1,4 +1,4 @@
-//! What a run of jobs did: a [`Record`] per job and the [`Summary`] — CPU time and
+//! What a run of jobs did: a [`Record`] per job and the [`JobsSummary`] — CPU time and
 //! utilization, the critical path, time by kind —, rendered for the terminal and serialised
 //! into a release's manifest.
 
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use super::{JobId, Outcome};
+use super::{JobId, JobOutcome};
 use crate::util::format_span;
 
 /// One job of a run, as it ended.
@@ -18,7 +18,7 @@ pub struct Record {
     pub name: String,
     /// The job's dependencies (as in the graph), for the critical path.
     pub deps: Vec<JobId>,
-    pub outcome: Outcome,
+    pub outcome: JobOutcome,
     /// When the job started (or was skipped), in seconds since the run began.
     pub start_seconds: f64,
     /// How long it ran (0 for a job skipped because of a dependency).
@@ -27,7 +27,7 @@ pub struct Record {
 
 /// What a run did and how well it used the machine.
 #[derive(Debug, Clone)]
-pub struct Summary {
+pub struct JobsSummary {
     /// Every job of the graph, in id order.
     pub records: Vec<Record>,
     pub wall_seconds: f64,
@@ -37,7 +37,7 @@ pub struct Summary {
     pub tokens: usize,
 }
 
-impl Summary {
+impl JobsSummary {
     /// CPU time over what the CPU slots could have given in the wall time.
     pub fn utilization(&self) -> f64 {
         let capacity = self.wall_seconds * self.tokens.max(1) as f64;
@@ -56,7 +56,7 @@ impl Summary {
         // id → (longest chain ending here, the job before it on that chain)
         let mut best: BTreeMap<JobId, (f64, Option<JobId>)> = BTreeMap::new();
         for r in records {
-            if matches!(r.outcome, Outcome::Skipped(_)) && r.seconds == 0.0 {
+            if matches!(r.outcome, JobOutcome::Skipped(_)) && r.seconds == 0.0 {
                 continue;
             }
             let mut before: Option<(f64, JobId)> = None;
@@ -88,18 +88,18 @@ impl Summary {
     }
 
     pub fn done(&self) -> usize {
-        self.count(|o| matches!(o, Outcome::Done))
+        self.count(|o| matches!(o, JobOutcome::Done))
     }
 
     pub fn failed(&self) -> usize {
-        self.count(|o| matches!(o, Outcome::Failed(_)))
+        self.count(|o| matches!(o, JobOutcome::Failed(_)))
     }
 
     pub fn skipped(&self) -> usize {
-        self.count(|o| matches!(o, Outcome::Skipped(_)))
+        self.count(|o| matches!(o, JobOutcome::Skipped(_)))
     }
 
-    fn count(&self, pick: impl Fn(&Outcome) -> bool) -> usize {
+    fn count(&self, pick: impl Fn(&JobOutcome) -> bool) -> usize {
         self.records.iter().filter(|r| pick(&r.outcome)).count()
     }
 
@@ -157,7 +157,7 @@ impl Summary {
 }
 
 /// Also writes what is derived: `utilization` and `critical_path {jobs, seconds}`.
-impl Serialize for Summary {
+impl Serialize for JobsSummary {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Path {

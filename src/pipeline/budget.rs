@@ -123,7 +123,7 @@ impl Costs {
 
 /// What a stage spends besides measuring, and how many comparisons it makes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Shape {
+struct LadderShape {
     builds: f64,
     verifications: f64,
     /// Trainings (train workloads on an instrumented binary).
@@ -136,7 +136,7 @@ struct Shape {
 /// The shape of `stage` when it builds `n` candidates (the profile search's settings, the
 /// cpu stage's levels, the fp flags, the allocators, the C compilers; ignored by pgo and
 /// bolt, which build what they build).
-fn shape(stage: StageName, n: usize) -> Shape {
+fn shape(stage: StageName, n: usize) -> LadderShape {
     let each = |n: usize| {
         let n = n as f64;
         (n, n, 0.0, 0.0, n)
@@ -158,7 +158,7 @@ fn shape(stage: StageName, n: usize) -> Shape {
         StageName::Bolt => (1.0, 1.0, 1.0, 0.0, 1.0),
         StageName::Baseline => (0.0, 0.0, 0.0, 0.0, 0.0),
     };
-    Shape {
+    LadderShape {
         builds,
         verifications,
         trainings,

@@ -123,10 +123,10 @@ struct Prepared {
 /// What to undo on failure, in reverse order of doing.
 #[derive(Default)]
 struct Undo {
-    steps: Vec<Step>,
+    steps: Vec<WriteStep>,
 }
 
-enum Step {
+enum WriteStep {
     /// A folder this call created.
     Dir(PathBuf),
     /// A temp file (removed on success too: renamed away by then).
@@ -147,13 +147,13 @@ impl Undo {
         let mut failed = Vec::new();
         while let Some(step) = self.steps.pop() {
             let r = match &step {
-                Step::Dir(d) => std::fs::remove_dir(d).map_err(|e| (d, e)),
-                Step::Tmp(t) | Step::Backup(t) => match std::fs::remove_file(t) {
+                WriteStep::Dir(d) => std::fs::remove_dir(d).map_err(|e| (d, e)),
+                WriteStep::Tmp(t) | WriteStep::Backup(t) => match std::fs::remove_file(t) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err((t, e)),
                     _ => Ok(()),
                 },
-                Step::Replaced(p, None) => std::fs::remove_file(p).map_err(|e| (p, e)),
-                Step::Replaced(p, Some(old)) => restore(p, old).map_err(|e| (p, e)),
+                WriteStep::Replaced(p, None) => std::fs::remove_file(p).map_err(|e| (p, e)),
+                WriteStep::Replaced(p, Some(old)) => restore(p, old).map_err(|e| (p, e)),
             };
             if let Err((p, e)) = r {
                 failed.push(format!("{}: {e}", p.display()));
@@ -262,7 +262,7 @@ fn prepare(f: &FileWrite, undo: &mut Undo) -> Result<Prepared, WriteError> {
     for m in missing.iter().rev() {
         std::fs::create_dir(m)
             .map_err(|e| fail(path, format!("cannot create {}: {e}", m.display()), None))?;
-        undo.steps.push(Step::Dir(m.clone()));
+        undo.steps.push(WriteStep::Dir(m.clone()));
     }
     let tmp = create_temp(&target, &f.new).map_err(|e| {
         fail(
@@ -271,7 +271,7 @@ fn prepare(f: &FileWrite, undo: &mut Undo) -> Result<Prepared, WriteError> {
             None,
         )
     })?;
-    undo.steps.push(Step::Tmp(tmp.clone()));
+    undo.steps.push(WriteStep::Tmp(tmp.clone()));
     Ok(Prepared {
         target,
         linked,
@@ -303,7 +303,7 @@ fn commit(
     if let Some(old) = &f.old {
         let (b, t) = create_backup(path, &p.target, old)
             .map_err(|e| fail(path, format!("cannot back it up: {e}"), None))?;
-        undo.steps.push(Step::Backup(b.clone()));
+        undo.steps.push(WriteStep::Backup(b.clone()));
         backup = Some(b);
         taken = t;
     }
@@ -311,7 +311,7 @@ fn commit(
         .and_then(|()| std::fs::rename(&p.tmp, &p.target))
         .map_err(|e| fail(path, e.to_string(), None))?;
     undo.steps
-        .push(Step::Replaced(p.target.clone(), f.old.clone()));
+        .push(WriteStep::Replaced(p.target.clone(), f.old.clone()));
     sync_dir(&p.target);
     Ok(Written {
         path: path.clone(),

@@ -17,7 +17,8 @@ use anyhow::{bail, Context as _};
 use serde::Deserialize;
 
 use super::manifest::{
-    self, ArtifactEntry, Failed, GatheredCell, Manifest, Skipped, Source, Toolchain, MANIFEST,
+    self, ArtifactEntry, Failed, GatheredCell, Manifest, Skipped, SourceRevision, Toolchain,
+    MANIFEST,
 };
 use super::package;
 
@@ -32,7 +33,7 @@ struct CellManifest {
     crate_name: String,
     bin: String,
     version: String,
-    source: Option<Source>,
+    source: Option<SourceRevision>,
     toolchain: Option<Toolchain>,
     #[serde(default)]
     choices: Vec<String>,
@@ -227,7 +228,7 @@ fn assemble(cells: &[Cell]) -> Manifest {
         crate_name: first.crate_name.clone(),
         bin: first.bin.clone(),
         version: first.version.clone(),
-        source: first.source.as_ref().map(|s| Source {
+        source: first.source.as_ref().map(|s| SourceRevision {
             revision: s.revision.clone(),
             dirty: each
                 .iter()
@@ -395,7 +396,7 @@ mod tests {
             crate_name: "c".into(),
             bin: "c".into(),
             version: "1.0.0".into(),
-            source: Some(Source {
+            source: Some(SourceRevision {
                 revision: revision.into(),
                 dirty: false,
             }),

@@ -32,7 +32,7 @@ pub(crate) struct Manifest {
     pub(crate) bin: String,
     pub(crate) version: String,
     /// The commit built, and whether the working tree differed from it.
-    pub(crate) source: Option<Source>,
+    pub(crate) source: Option<SourceRevision>,
     /// `None` in a gathered release whose cells were built with different toolchains.
     pub(crate) toolchain: Option<Toolchain>,
     /// Where the stages, profile and CPU levels came from.
@@ -60,7 +60,7 @@ pub(crate) struct GatheredCell {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Source {
+pub(crate) struct SourceRevision {
     pub(crate) revision: String,
     pub(crate) dirty: bool,
 }

@@ -70,7 +70,7 @@ use anyhow::bail;
 use crate::cargo::runner::Runner;
 use crate::cli::{GlobalArgs, ReleaseArgs};
 use crate::context::{DirLock, RunDir};
-use crate::jobs::{self, Outcome};
+use crate::jobs::{self, JobOutcome};
 use crate::pipeline::plan::{self, Plan};
 use crate::toolchain::Rustc;
 use crate::ui::Ui;
@@ -266,7 +266,7 @@ fn finish(
     release: &Release,
     matrix: &Matrix,
     graph: &jobs::Graph<work::Step>,
-    summary: &jobs::Summary,
+    summary: &jobs::JobsSummary,
     out: &Path,
     staging: &Path,
 ) -> anyhow::Result<i32> {
@@ -333,7 +333,7 @@ fn partial_text(m: &manifest::Manifest, matrix: &Matrix) -> String {
 fn manifest_of(
     release: &Release,
     matrix: &Matrix,
-    summary: &jobs::Summary,
+    summary: &jobs::JobsSummary,
     artifacts: Vec<manifest::ArtifactEntry>,
     failed: Vec<manifest::Failed>,
 ) -> anyhow::Result<manifest::Manifest> {
@@ -341,7 +341,7 @@ fn manifest_of(
     let source = crate::git::Repo::of(&p.project.workspace_root)
         .ok()
         .and_then(|r| r.head())
-        .map(|(revision, dirty)| manifest::Source { revision, dirty });
+        .map(|(revision, dirty)| manifest::SourceRevision { revision, dirty });
     Ok(manifest::Manifest {
         schema: manifest::schema(),
         created_by: manifest::CREATED_BY,
@@ -380,7 +380,7 @@ fn manifest_of(
 fn failures(
     artifacts: &[Artifact],
     graph: &jobs::Graph<work::Step>,
-    summary: &jobs::Summary,
+    summary: &jobs::JobsSummary,
 ) -> Vec<manifest::Failed> {
     summary
         .records
@@ -390,8 +390,8 @@ fn failures(
                 return None;
             };
             let reason = match &r.outcome {
-                Outcome::Done => return None,
-                Outcome::Failed(why) | Outcome::Skipped(why) => why.clone(),
+                JobOutcome::Done => return None,
+                JobOutcome::Failed(why) | JobOutcome::Skipped(why) => why.clone(),
             };
             Some(manifest::Failed {
                 artifact: artifacts[a].name.clone(),

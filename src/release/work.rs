@@ -17,7 +17,7 @@ use super::package::{self, Packaged};
 use crate::cargo::runner::Runner;
 use crate::cargo::{BuildSettings, Built};
 use crate::context::{Candidate, Context, RunDir};
-use crate::jobs::{Graph, Outcome};
+use crate::jobs::{Graph, JobOutcome};
 use crate::pipeline::plan::Plan;
 use crate::spec::{Spec, StageName};
 use crate::stage::{self, pgo, StageError};
@@ -159,13 +159,13 @@ impl Release<'_> {
     }
 
     /// Do one job.
-    pub(crate) fn execute(&self, step: Step) -> Outcome {
+    pub(crate) fn execute(&self, step: Step) -> JobOutcome {
         match self.try_execute(step) {
-            Ok(()) => Outcome::Done,
+            Ok(()) => JobOutcome::Done,
             Err(e) => {
                 let target = self.target_of(step);
                 let why = link_fix(&e.to_string(), target, &self.plan.rustc.host);
-                Outcome::Failed(runner_fix(why, step, self.runners.get(target)))
+                JobOutcome::Failed(runner_fix(why, step, self.runners.get(target)))
             }
         }
     }

@@ -1,7 +1,7 @@
 //! `[check]` and a workload's `budget`: what `cargo optimize check` fails on, validated
 //! like the rest of the spec (file:line:col and a fix).
 //!
-//! Owns: the types ([`CheckConfig`], [`Budget`]) and their validation. Must not: judge a
+//! Owns: the types ([`CheckConfig`], [`WorkloadBudget`]) and their validation. Must not: judge a
 //! measurement (the check module does).
 
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ pub struct CheckConfig {
     /// Line of `max-binary-size` in the spec, for messages.
     pub max_binary_size_line: usize,
     /// Expanded workload name → its budget.
-    pub budgets: BTreeMap<String, Budget>,
+    pub budgets: BTreeMap<String, WorkloadBudget>,
 }
 
 impl Default for CheckConfig {
@@ -44,7 +44,7 @@ impl Default for CheckConfig {
 /// A workload's budget: the mean time and mean peak RSS of the new build must not exceed
 /// these.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Budget {
+pub struct WorkloadBudget {
     pub time: Option<Duration>,
     pub max_rss: Option<u64>,
     /// The bound of the workload's `metric`: at most this when lower is better, at least
@@ -81,7 +81,7 @@ impl Validator<'_> {
         &self,
         raw: Spanned<RawBudget>,
         has_metric: bool,
-    ) -> Result<Budget, SpecError> {
+    ) -> Result<WorkloadBudget, SpecError> {
         let line = self.line(raw.span().start);
         let b = raw.get_ref();
         if b.time.is_none() && b.max_rss.is_none() && b.metric.is_none() {
@@ -110,7 +110,7 @@ impl Validator<'_> {
             .as_ref()
             .map(|s| self.size(s, "max-rss", "\"500MB\""))
             .transpose()?;
-        Ok(Budget {
+        Ok(WorkloadBudget {
             time,
             max_rss,
             metric: b.metric.as_ref().map(|m| *m.get_ref()),

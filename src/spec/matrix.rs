@@ -4,7 +4,7 @@
 
 use toml::Spanned;
 
-use super::raw::Matrix;
+use super::raw::RawMatrix;
 use super::validate::{did_you_mean, Validator};
 use super::SpecError;
 
@@ -14,7 +14,7 @@ const MAX_MATRIX: usize = 1000;
 impl Validator<'_> {
     pub(super) fn matrix(
         &self,
-        m: &Spanned<Matrix>,
+        m: &Spanned<RawMatrix>,
         root: &str,
     ) -> Result<Vec<MatrixKey>, SpecError> {
         if m.get_ref().is_empty() {

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use check::{Budget, CheckConfig};
+pub use check::{CheckConfig, WorkloadBudget};
 pub use raw::PROFILE_KEYS;
 pub use release::Flavor;
 pub use release::ReleaseSpec;

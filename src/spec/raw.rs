@@ -211,7 +211,7 @@ pub(super) struct RawVerify {
     pub(super) tests: Option<bool>,
 }
 
-pub(super) type Matrix = BTreeMap<Spanned<String>, Spanned<Vec<Spanned<MatrixValue>>>>;
+pub(super) type RawMatrix = BTreeMap<Spanned<String>, Spanned<Vec<Spanned<MatrixValue>>>>;
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -228,7 +228,7 @@ pub(super) struct RawWorkload {
     pub(super) files: Option<Vec<Spanned<String>>>,
     pub(super) sort_lines: Option<bool>,
     pub(super) stderr: Option<bool>,
-    pub(super) matrix: Option<Spanned<Matrix>>,
+    pub(super) matrix: Option<Spanned<RawMatrix>>,
     pub(super) budget: Option<Spanned<RawBudget>>,
     pub(super) start: Option<Spanned<String>>,
     pub(super) cargo: Option<Spanned<String>>,

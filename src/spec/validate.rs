@@ -14,8 +14,8 @@ use super::raw::{
     RawBench, RawDuration, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable,
 };
 use super::{
-    BenchConfig, BoltMode, Budget, Expect, ProfileChoice, SpecError, StageName, Stages, Workload,
-    PROFILE_PRESETS,
+    BenchConfig, BoltMode, Expect, ProfileChoice, SpecError, StageName, Stages, Workload,
+    WorkloadBudget, PROFILE_PRESETS,
 };
 use crate::util::indent;
 
@@ -491,7 +491,7 @@ impl<'a> Validator<'a> {
         raws: Vec<Spanned<RawWorkload>>,
         root: &Path,
         stages: &Stages,
-    ) -> Result<(Vec<Workload>, BTreeMap<String, Budget>), SpecError> {
+    ) -> Result<(Vec<Workload>, BTreeMap<String, WorkloadBudget>), SpecError> {
         if raws.is_empty() {
             return Err(self.invalid(
                 0,

@@ -42,7 +42,7 @@ pub(crate) use imp::Tree;
 
 /// What a reaped child used.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Usage {
+pub(crate) struct ResourceUsage {
     /// User and system CPU time of the child and its waited-for descendants (Unix), or of
     /// every process of its job (Windows).
     pub user: Duration,

@@ -11,7 +11,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::Usage;
+use super::ResourceUsage;
 
 /// A child in a process group of its own, with its stdout and stderr read without blocking.
 pub(crate) struct Tree {
@@ -146,7 +146,7 @@ impl Tree {
     pub(crate) fn finish(
         mut self,
         sink: &mut dyn FnMut(usize, &[u8]),
-    ) -> std::io::Result<(ExitStatus, Usage)> {
+    ) -> std::io::Result<(ExitStatus, ResourceUsage)> {
         super::interrupt::release(self.pid as u32);
         let (raw, usage) = wait4(self.pid)?;
         self.read_available(sink);
@@ -224,7 +224,7 @@ pub(super) fn lower_priority(cmd: &mut Command) {
     }
 }
 
-fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, Usage)> {
+fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, ResourceUsage)> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain old data; zeroed is a valid value for it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -241,10 +241,10 @@ fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, Usage)> {
     }
 }
 
-fn usage_of(u: &libc::rusage) -> Usage {
+fn usage_of(u: &libc::rusage) -> ResourceUsage {
     // Linux reports ru_maxrss in KiB, macOS in bytes.
     let unit = if cfg!(target_os = "linux") { 1024 } else { 1 };
-    Usage {
+    ResourceUsage {
         user: timeval(u.ru_utime),
         sys: timeval(u.ru_stime),
         max_rss_bytes: (u.ru_maxrss.max(0) as u64) * unit,

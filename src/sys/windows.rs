@@ -21,7 +21,7 @@ use windows_sys::Win32::System::Threading::{
     INFINITE, PROCESS_QUERY_LIMITED_INFORMATION,
 };
 
-use super::Usage;
+use super::ResourceUsage;
 
 enum Msg {
     Data(usize, Vec<u8>),
@@ -171,7 +171,7 @@ impl Tree {
     pub(crate) fn finish(
         mut self,
         sink: &mut dyn FnMut(usize, &[u8]),
-    ) -> std::io::Result<(ExitStatus, Usage)> {
+    ) -> std::io::Result<(ExitStatus, ResourceUsage)> {
         let status = self.child.wait()?;
         super::interrupt::release(self.child.id());
         let usage = usage(&self.child, self.job.as_ref());
@@ -210,9 +210,9 @@ fn new_job(child: &Child) -> Option<OwnedHandle> {
 }
 
 /// CPU times of the whole job (else of the child), and the child's peak working set.
-fn usage(child: &Child, job: Option<&OwnedHandle>) -> Usage {
+fn usage(child: &Child, job: Option<&OwnedHandle>) -> ResourceUsage {
     let process = child.as_raw_handle() as HANDLE;
-    let mut usage = Usage::default();
+    let mut usage = ResourceUsage::default();
     // SAFETY: plain old data, filled by the calls below for valid handles.
     unsafe {
         let mut acct: JOBOBJECT_BASIC_ACCOUNTING_INFORMATION = std::mem::zeroed();

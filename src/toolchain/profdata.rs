@@ -274,7 +274,7 @@ pub fn is_raw(path: &Path) -> std::io::Result<bool> {
 
 /// What `llvm-profdata show` says of a profile, the summary only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Summary {
+pub struct ProfileSummary {
     /// `Total functions:` (0 when it does not say).
     pub functions: u64,
     /// `Maximum function count:` (0 when it does not say).
@@ -283,7 +283,7 @@ pub struct Summary {
 
 /// The summary of `profile` (`llvm-profdata show`), bounded like every read of a profile;
 /// an error when this llvm-profdata cannot read it.
-pub fn summary(profdata: &Path, profile: &Path) -> Result<Summary, CountsError> {
+pub fn summary(profdata: &Path, profile: &Path) -> Result<ProfileSummary, CountsError> {
     let cmd = process::Command::new(profdata)
         .arg("show")
         .arg(profile)
@@ -315,14 +315,14 @@ fn read(profdata: &Path, profile: &Path, cmd: &process::Command) -> Result<Strin
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn parse_summary(text: &str) -> Summary {
+fn parse_summary(text: &str) -> ProfileSummary {
     let field = |name: &str| {
         text.lines()
             .find_map(|l| l.trim().strip_prefix(name))
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0)
     };
-    Summary {
+    ProfileSummary {
         functions: field("Total functions:"),
         max_count: field("Maximum function count:"),
     }

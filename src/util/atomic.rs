@@ -48,13 +48,13 @@ pub fn emit(out: Option<&Path>, text: &str, quiet: bool) -> std::io::Result<()> 
 /// Write `bytes` to `path` as described in the module doc.
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     match dest(path)? {
-        Dest::Stream(target) => {
+        WriteDest::Stream(target) => {
             let mut file = open_stream(path, &target)?;
             file.write_all(bytes)
                 .and_then(|()| file.flush())
                 .map_err(|e| super::io_error(e, "cannot write", path))
         }
-        Dest::File(target) => {
+        WriteDest::File(target) => {
             replace(&target, bytes).map_err(|e| super::io_error(e, "cannot write", path))
         }
     }
@@ -70,10 +70,10 @@ pub fn write_by(
     fill: impl FnOnce(&Path) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     match dest(path)? {
-        Dest::File(target) => {
+        WriteDest::File(target) => {
             with_temp(&target, fill).map_err(|e| super::io_error(e, "cannot write", path))
         }
-        Dest::Stream(target) => {
+        WriteDest::Stream(target) => {
             let mut stream = open_stream(path, &target)?;
             let dir = tempfile::tempdir()?;
             let name = target.file_name().unwrap_or("out".as_ref());
@@ -96,13 +96,13 @@ pub fn write_file(path: &Path, from: &Path) -> std::io::Result<()> {
 }
 
 /// What a write to a path lands on: a file replaced whole, or a device or pipe written to.
-enum Dest {
+enum WriteDest {
     File(PathBuf),
     Stream(PathBuf),
 }
 
 /// The end of `path`'s symlink chain, refused when it is a directory.
-fn dest(path: &Path) -> std::io::Result<Dest> {
+fn dest(path: &Path) -> std::io::Result<WriteDest> {
     let target = resolve(path)?;
     match std::fs::metadata(&target) {
         Ok(m) if m.is_dir() => Err(refused(
@@ -110,8 +110,8 @@ fn dest(path: &Path) -> std::io::Result<Dest> {
             "it is a directory",
             &format!("name a file, e.g. {}", path.join("out").display()),
         )),
-        Ok(m) if !m.is_file() => Ok(Dest::Stream(target)),
-        _ => Ok(Dest::File(target)),
+        Ok(m) if !m.is_file() => Ok(WriteDest::Stream(target)),
+        _ => Ok(WriteDest::File(target)),
     }
 }
 

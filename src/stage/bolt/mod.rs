@@ -136,7 +136,7 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
 
 /// What an earlier run's BOLT produced from the same input, training and flags.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Kept {
+struct KeptBolt {
     /// The output's digest in `cache/blobs/`.
     blob: String,
     size_bytes: u64,
@@ -149,7 +149,7 @@ struct Kept {
 /// the flags and llvm-bolt's version.
 fn kept_key(
     tools: &BoltTools,
-    input: &Input,
+    input: &BoltInput,
     mode: Mode,
     args: &[String],
     ctx: &Context,
@@ -165,8 +165,8 @@ fn kept_key(
 }
 
 /// The BOLTed binary an earlier run made under `key`, when its copy is intact.
-fn reuse(ctx: &Context, kept: &Store, key: &str, input: &Input) -> Option<Candidate> {
-    let k: Kept = kept.get(key)?;
+fn reuse(ctx: &Context, kept: &Store, key: &str, input: &BoltInput) -> Option<Candidate> {
+    let k: KeptBolt = kept.get(key)?;
     let blob = Blobs::new(&ctx.plan.optimize_dir, "blobs").get(&k.blob)?;
     let (binary, size_bytes) = ctx.install_as(StageName::Bolt.as_str(), &blob).ok()?;
     ctx.ui().info(
@@ -188,7 +188,7 @@ fn keep(ctx: &Context, kept: &Store, key: &str, cand: &Candidate) {
     let Ok(blob) = Blobs::new(&ctx.plan.optimize_dir, "blobs").put(&cand.binary) else {
         return;
     };
-    let k = Kept {
+    let k = KeptBolt {
         blob,
         size_bytes: cand.size_bytes,
         build_seconds: cand.build_seconds,
@@ -203,7 +203,7 @@ fn bolt_anew(
     ctx: &Context,
     tools: &BoltTools,
     best: &Candidate,
-    input: Input,
+    input: BoltInput,
     (mode, mode_reason): (Mode, String),
     args: Vec<String>,
     mut notes: Vec<String>,
@@ -329,7 +329,7 @@ fn choose_mode(ctx: &Context, tools: &BoltTools) -> Result<(Mode, String), Stage
 // The input binary
 
 /// The binary BOLT reads.
-struct Input {
+struct BoltInput {
     /// A copy in the run folder (`bin/bolt-input`).
     path: PathBuf,
     settings: crate::cargo::BuildSettings,
@@ -348,7 +348,7 @@ fn prepare_input(
     best: &Candidate,
     mode: Mode,
     notes: &mut Vec<String>,
-) -> Result<Input, StageError> {
+) -> Result<BoltInput, StageError> {
     let best_elf = elf::facts(&best.binary).map_err(|e| {
         StageError::NotAvailable(format!(
             "BOLT rewrites ELF binaries (Linux) only, and {} is not one it can read: {e}",
@@ -367,7 +367,7 @@ fn prepare_input(
         );
         ctx.ui().info(&format!("bolt: {msg}"));
         notes.push(msg);
-        return Ok(Input {
+        return Ok(BoltInput {
             size_bytes: std::fs::metadata(&dest)?.len(),
             path: dest,
             settings: best.settings.clone(),
@@ -408,7 +408,7 @@ fn prepare_input(
         ))
     })?;
     check_input(&elf, &dest, &settings.all_rustflags())?;
-    Ok(Input {
+    Ok(BoltInput {
         size_bytes: std::fs::metadata(&dest)?.len(),
         path: dest,
         settings,
@@ -543,7 +543,7 @@ fn check_input(elf: &ElfFacts, path: &Path, flags: &[String]) -> Result<(), Stag
 /// The optimization flags: `bolt-args` when given (with `-dyno-stats` added for the
 /// report), else [`DEFAULT_ARGS`] (+ cdsplit on x86-64, + keeping debug info when the
 /// input has some).
-fn optimize_args(ctx: &Context, input: &Input) -> Vec<String> {
+fn optimize_args(ctx: &Context, input: &BoltInput) -> Vec<String> {
     match &ctx.spec.stages.bolt_args {
         Some(user) => {
             let mut args = user.clone();

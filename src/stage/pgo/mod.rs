@@ -17,7 +17,7 @@ use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cache::{run_key, Store};
 use crate::context::facts::{ProfileFit, ProfileQuality, ProfileStats, StageFacts};
 use crate::spec::StageName;
-use crate::store::{file_hash, Blobs, Kept};
+use crate::store::{file_hash, Blobs, KeptBlob};
 use crate::util::reset_dir;
 
 /// The instrumented program's value-profiling warning, and the flag that cures it.
@@ -543,7 +543,7 @@ fn merge_and_keep(
     for d in &stats.dropped {
         notes.push(format!("llvm-profdata dropped: {d}"));
     }
-    let Kept {
+    let KeptBlob {
         path: stable,
         repaired,
         ..
@@ -703,7 +703,7 @@ pub fn count_missing_functions(stderr: &str) -> usize {
 /// Keep `merged` in the content-addressed profile cache (`store::Blobs::profiles`): an
 /// existing copy is checked against its name first, one that does not match is replaced
 /// (`repaired`).
-pub(super) fn cache_profile(optimize_dir: &Path, merged: &Path) -> std::io::Result<Kept> {
+pub(super) fn cache_profile(optimize_dir: &Path, merged: &Path) -> std::io::Result<KeptBlob> {
     Blobs::profiles(optimize_dir).keep(merged)
 }
 
