@@ -397,7 +397,7 @@ pub fn run<T: Sync>(
                     Take::Wait => break,
                 };
                 s.begin(i);
-                spawn_job(scope, (JobId(i), &graph.jobs[i]), work, tx.clone(), token);
+                spawn_job(scope, JobId(i), &graph.jobs[i], work, tx.clone(), token);
             }
             let want = match slots.helper {
                 Some(_) => s.ready.len().min(workers - s.running),
@@ -442,7 +442,8 @@ pub fn run<T: Sync>(
 /// with the CPU slot it held. A thread that cannot start is a failed job.
 fn spawn_job<'scope, 'env, T: Sync>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
-    (id, job): (JobId, &'env Job<T>),
+    id: JobId,
+    job: &'env Job<T>,
     work: &'env (impl Fn(JobId, &Job<T>) -> JobOutcome + Sync),
     done: mpsc::Sender<Event>,
     token: Option<jobserver::Acquired>,

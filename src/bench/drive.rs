@@ -230,8 +230,8 @@ impl<'o> Drive<'o> {
                 let final_look = time_up || n >= sched.cap() || self.look + 1 >= sched.looks.len();
                 let confidence = sched.confidence_at(self.look, final_look);
                 let seed = opts.seed ^ (u64::from(n) << 32) ^ 0x9e37_79b9_7f4a_7c15;
-                let levels = (confidence, opts.margin);
-                let a = stats::analyze(&self.wall_a, &self.wall_b, levels, opts.estimator, seed);
+                let (a, b) = (&self.wall_a, &self.wall_b);
+                let a = stats::analyze(a, b, confidence, opts.margin, opts.estimator, seed);
                 self.look += 1;
                 on_progress(&Progress {
                     phase: Phase::Look {
@@ -359,7 +359,7 @@ fn assemble(
     let d = stats::log_ratios(wall_a, wall_b);
     let outliers = mark_outliers(&mut runs, &d, wall_a, wall_b);
     let n = wall_a.len() as u32;
-    let mut noise = noise_of(&runs, &d, (wall_a, wall_b), &outliers);
+    let mut noise = noise_of(&runs, &d, wall_a, wall_b, &outliers);
     noise.warning = noise_warning(&noise, stats::median(wall_a), &analysis);
     let side_col = |side: Side, f: &dyn Fn(&RunRecord) -> f64| -> Vec<f64> {
         runs.iter().filter(|r| r.side == side).map(f).collect()
@@ -439,7 +439,8 @@ fn mark_outliers(runs: &mut [RunRecord], d: &[f64], wall_a: &[f64], wall_b: &[f6
 fn noise_of(
     runs: &[RunRecord],
     d: &[f64],
-    (wall_a, wall_b): (&[f64], &[f64]),
+    wall_a: &[f64],
+    wall_b: &[f64],
     outliers: &Outliers,
 ) -> Noise {
     let cpu_wall = |side: Side| {

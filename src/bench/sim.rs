@@ -104,8 +104,10 @@ struct Tally {
 /// jointly, `max_time` each) of a candidate `ratio` times its rival's time.
 fn ladder(
     trials: u64,
-    (base, max_time): (f64, u64),
-    (ratio, disturbance): (f64, f64),
+    base: f64,
+    max_time: u64,
+    ratio: f64,
+    disturbance: f64,
     estimator: Estimator,
 ) -> Tally {
     let (mut secs, mut pairs, mut kept, mut missed) = (0.0, 0u64, 0, 0);
@@ -183,7 +185,7 @@ fn the_model_reproduces_the_sample() {
 #[test]
 fn trimming_saves_time_under_the_machines_noise() {
     let trials = 300;
-    let at = |max_time, ratio, estimator| ladder(trials, (0.3, max_time), (ratio, 1.0), estimator);
+    let at = |max_time, ratio, estimator| ladder(trials, 0.3, max_time, ratio, 1.0, estimator);
     let tie = at(10, 1.0, Estimator::Trimmed);
     let tie_mean = at(10, 1.0, Estimator::Mean);
     eprintln!("A vs A at 10 s: trimmed {tie:?}\n  mean {tie_mean:?}");
@@ -209,8 +211,8 @@ fn trimming_saves_time_under_the_machines_noise() {
 fn without_tails_trimming_keeps_the_error_rates() {
     let trials = 200;
     for (ratio, kept_at_least) in [(1.0, 0), (0.97, 190)] {
-        let t = ladder(trials, (0.3, 10), (ratio, 0.0), Estimator::Trimmed);
-        let m = ladder(trials, (0.3, 10), (ratio, 0.0), Estimator::Mean);
+        let t = ladder(trials, 0.3, 10, ratio, 0.0, Estimator::Trimmed);
+        let m = ladder(trials, 0.3, 10, ratio, 0.0, Estimator::Mean);
         eprintln!("lognormal only, ratio {ratio}: trimmed {t:?}\n  mean {m:?}");
         assert!(t.kept >= kept_at_least && t.missed * 20 <= trials as usize);
         if ratio == 1.0 {
@@ -258,7 +260,7 @@ fn winner(means: &[Option<Estimate>]) -> Option<usize> {
 /// `trials` races of arms `ratios` times the rival's time over four workloads of `base`
 /// seconds, `max_time` per workload for the race; with `duels`, each arm measured alone
 /// against the rival instead (four workloads jointly, `max_time` each, as today).
-fn races(trials: u64, (base, max_time): (f64, u64), ratios: &[f64], duels: bool) -> RaceTally {
+fn races(trials: u64, base: f64, max_time: u64, ratios: &[f64], duels: bool) -> RaceTally {
     let planted = (0..ratios.len()).find(|&j| ratios[j] < 1.0);
     let (mut secs, mut any_kept, mut caught) = (0.0, 0, 0);
     for t in 0..trials {
@@ -319,7 +321,7 @@ fn races(trials: u64, (base, max_time): (f64, u64), ratios: &[f64], duels: bool)
 #[test]
 fn a_race_of_three_keeps_the_error_rate_and_costs_less_than_three_duels() {
     let trials = 300;
-    let at = |ratios: &[f64], duels| races(trials, (0.3, 6), ratios, duels);
+    let at = |ratios: &[f64], duels| races(trials, 0.3, 6, ratios, duels);
     let tie = at(&[1.0, 1.0, 1.0], false);
     let tie_duels = at(&[1.0, 1.0, 1.0], true);
     eprintln!("A vs A: race {tie:?}\n  duels {tie_duels:?}");
@@ -336,8 +338,8 @@ fn a_race_of_three_keeps_the_error_rate_and_costs_less_than_three_duels() {
 /// runs differ only in their seeds).
 #[test]
 fn a_race_of_one_is_a_duel() {
-    let race = races(300, (0.3, 6), &[0.97], false);
-    let duel = races(300, (0.3, 6), &[0.97], true);
+    let race = races(300, 0.3, 6, &[0.97], false);
+    let duel = races(300, 0.3, 6, &[0.97], true);
     eprintln!("race {race:?}\n  duel {duel:?}");
     assert!(
         race.caught.abs_diff(duel.caught) <= 15,

@@ -283,7 +283,8 @@ pub const TRIM: f64 = 0.2;
 pub fn analyze(
     a: &[f64],
     b: &[f64],
-    (confidence, margin): (f64, f64),
+    confidence: f64,
+    margin: f64,
     estimator: Estimator,
     seed: u64,
 ) -> PairedAnalysis {

@@ -364,7 +364,8 @@ impl BuildCache<'_> {
             &store,
             &self.blobs(),
             &key,
-            (&built, dest),
+            &built,
+            dest,
             &project.workspace_root,
         );
         Ok((built, warning))

@@ -235,7 +235,8 @@ pub(super) fn keep(
     store: &Store,
     blobs: &Blobs,
     key: &str,
-    (built, dest): (&Built, CopyDest),
+    built: &Built,
+    dest: CopyDest,
     root: &Path,
 ) {
     // A binary that is not a whole executable (cut short, not for the target) is never kept.
@@ -348,7 +349,7 @@ mod tests {
             command: "cargo build".into(),
             peak_rss_bytes: None,
         };
-        keep(&store, &blobs, "k", (&built, dest(root)), root);
+        keep(&store, &blobs, "k", &built, dest(root), root);
         assert_eq!(tampered(&store, "k", root, &bin), None, "as built");
         std::fs::write(&bin, tiny_elf(b"edited")).unwrap();
         let recorded = tampered(&store, "k", root, &bin).expect("a changed binary is seen");
@@ -380,7 +381,7 @@ mod tests {
                 command: "cargo build".into(),
                 peak_rss_bytes: None,
             };
-            keep(&store, &blobs, "k", (&built, dest(root)), root);
+            keep(&store, &blobs, "k", &built, dest(root), root);
         };
         let reused = |source: &str| {
             std::fs::write(&src, source).unwrap();
@@ -487,7 +488,7 @@ mod tests {
                 command: "cargo build".into(),
                 peak_rss_bytes: None,
             };
-            keep(&store, &blobs, "k", (&built, dest(root)), root);
+            keep(&store, &blobs, "k", &built, dest(root), root);
             let left: Vec<BuildRecord> = store.get("k").unwrap();
             assert!(left.is_empty(), "nothing is kept of it");
             assert!(blobs.get(&file_hash(&bin).unwrap()).is_none(), "no blob");
@@ -500,7 +501,7 @@ mod tests {
             command: "cargo build".into(),
             peak_rss_bytes: None,
         };
-        keep(&store, &blobs, "k", (&built, dest(root)), root);
+        keep(&store, &blobs, "k", &built, dest(root), root);
         assert!(
             reusable(&store, &blobs, "k", dest(root)).is_some(),
             "a whole one is"

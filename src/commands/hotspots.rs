@@ -15,9 +15,9 @@ use crate::ui::Ui;
 pub fn run(g: &GlobalArgs, args: &HotspotsArgs) -> anyhow::Result<i32> {
     let path = crate::apply::find_report(g, args.run.as_deref())?;
     let report = report::load(&path)?;
-    let profile = hotspots::profile_of(&report)?;
+    let (row, profile) = hotspots::profile_of(&report)?;
     let (_, profdata) = crate::pipeline::plan::llvm_profdata()?;
-    let mut view = hotspots::of_run(&report, profile, &profdata.path, args.top)?;
+    let mut view = hotspots::of_run(&report, row, profile, &profdata.path, args.top)?;
     let failed = match &args.flamegraph {
         None => None,
         Some(name) => match draw(g, &report, &path, name.as_deref()) {

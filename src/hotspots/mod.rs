@@ -289,7 +289,8 @@ pub fn profile_of(report: &Report) -> Result<(String, PathBuf), HotspotsError> {
 /// `profdata`.
 pub fn of_run(
     report: &Report,
-    (row, profile): (String, PathBuf),
+    row: String,
+    profile: PathBuf,
     profdata: &Path,
     top: usize,
 ) -> Result<View, HotspotsError> {

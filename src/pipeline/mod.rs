@@ -75,7 +75,8 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let hotspots = hotspots(plan, &ctx, &ladder);
     ctx.record("total", started.elapsed().as_secs_f64(), None);
     let not_tried = ladder.not_tried.clone();
-    let mut report = assemble(plan, &ctx, ladder, machine, verdicts.counts());
+    let (hits, misses) = verdicts.counts();
+    let mut report = assemble(plan, &ctx, ladder, machine, hits, misses);
     report.budget = Some(report::RunBudget {
         budget_secs: plan.budget.as_secs_f64(),
         projection,
@@ -209,7 +210,8 @@ fn assemble(
     ctx: &Context,
     mut ladder: Ladder,
     machine: MachineInfo,
-    (hits, misses): (u32, u32),
+    hits: u32,
+    misses: u32,
 ) -> Report {
     let final_ = ladder.final_choice();
     let mut per_workload = std::mem::take(&mut ladder.per_workload);

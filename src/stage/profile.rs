@@ -89,17 +89,29 @@ fn choice_name(choice: &ProfileChoice) -> String {
     }
 }
 
-/// The search space: (lto, codegen-units, opt-level), `max` first; a default run tries the
-/// first [`DEFAULT_POINTS`], `--thorough` all.
-pub const SEARCH: [(&str, i64, i64); 8] = [
-    ("fat", 1, 3),
-    ("thin", 16, 3),
-    ("fat", 16, 3),
-    ("thin", 1, 3),
-    ("fat", 1, 2),
-    ("thin", 16, 2),
-    ("fat", 16, 2),
-    ("thin", 1, 2),
+/// One point of the profile search: LTO, codegen-units and opt-level.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub lto: &'static str,
+    pub cgu: i64,
+    pub opt: i64,
+}
+
+const fn point(lto: &'static str, cgu: i64, opt: i64) -> Point {
+    Point { lto, cgu, opt }
+}
+
+/// The search space, `max` first; a default run tries the first [`DEFAULT_POINTS`],
+/// `--thorough` all.
+pub const SEARCH: [Point; 8] = [
+    point("fat", 1, 3),
+    point("thin", 16, 3),
+    point("fat", 16, 3),
+    point("thin", 1, 3),
+    point("fat", 1, 2),
+    point("thin", 16, 2),
+    point("fat", 16, 2),
+    point("thin", 1, 2),
 ];
 
 /// How many points of [`SEARCH`] a default run builds: `max` and three more.
@@ -231,15 +243,13 @@ fn search_stops(best: StageName, max: Option<&Estimate>) -> Option<String> {
 const UNMEASURED: &str = "search not run: `max` was not measured (its row says why), and the cheaper settings after it rarely beat it (--thorough searches all 8)";
 
 /// `lto=thin cgu=16 O3`.
-pub fn point_name((lto, cgu, opt): (&str, i64, i64)) -> String {
-    format!("lto={lto} cgu={cgu} O{opt}")
+pub fn point_name(p: Point) -> String {
+    format!("lto={} cgu={} O{}", p.lto, p.cgu, p.opt)
 }
 
 /// One point's overrides, as `(key, TOML literal)`.
-fn point_overrides(
-    (lto, cgu, opt): (&str, i64, i64),
-    allow_panic_abort: bool,
-) -> Vec<(String, String)> {
+fn point_overrides(p: Point, allow_panic_abort: bool) -> Vec<(String, String)> {
+    let Point { lto, cgu, opt } = p;
     let mut v = vec![
         ("lto".to_string(), format!("\"{lto}\"")),
         ("codegen-units".to_string(), cgu.to_string()),
@@ -253,11 +263,7 @@ fn point_overrides(
 }
 
 /// A point of the search built on `base` (the best when the stage began).
-fn build_point(
-    ctx: &Context,
-    base: &Candidate,
-    point: (&str, i64, i64),
-) -> Result<Candidate, StageError> {
+fn build_point(ctx: &Context, base: &Candidate, point: Point) -> Result<Candidate, StageError> {
     let list = point_overrides(point, ctx.spec.stages.allow_panic_abort);
     if already_in_effect(ctx, &base.settings, &list) {
         return Err(StageError::Redundant(format!(
@@ -439,7 +445,7 @@ pub fn explain(
             vs_baseline: None,
             error: None,
         };
-        if let Err(e) = explain_one(ctx, baseline, (key, value), &mut entry, measure) {
+        if let Err(e) = explain_one(ctx, baseline, key, value, &mut entry, measure) {
             entry.error = Some(e);
         }
         out.push(entry);
@@ -452,12 +458,13 @@ pub fn explain(
 fn explain_one(
     ctx: &Context,
     baseline: &Candidate,
-    (key, value): (&String, &String),
+    key: &str,
+    value: &str,
     entry: &mut Explained,
     measure: &mut dyn FnMut(&Candidate) -> anyhow::Result<Estimate>,
 ) -> Result<(), String> {
     let mut settings = baseline.settings.clone();
-    (settings.profile_overrides).insert(key.clone(), value.clone());
+    (settings.profile_overrides).insert(key.to_string(), value.to_string());
     let label = format!("profile --explain {key}");
     let built = ctx.build(&label, &settings).map_err(|e| {
         ctx.ui().warn(&format!("{label}: {e}"));

@@ -25,6 +25,16 @@ struct Shared {
     metric: Option<crate::spec::Metric>,
 }
 
+/// One combination of a workload's matrix: its name, the expander of its values, which of
+/// the matrix's keys its templates used (`Expander::expand` marks them), and whether it is
+/// the first (where what every combination shares is checked).
+struct Combination<'e, 'x> {
+    name: String,
+    ex: &'e Expander<'x>,
+    used: &'e mut Vec<bool>,
+    first: bool,
+}
+
 impl Validator<'_> {
     pub(in crate::spec) fn workload(
         &self,
@@ -62,7 +72,13 @@ impl Validator<'_> {
                 ));
             }
             seen.insert(name.clone(), shared.line);
-            out.push(self.expansion(&w, &shared, name, root, (&ex, &mut used), i == 0)?);
+            let combination = Combination {
+                name,
+                ex: &ex,
+                used: &mut used,
+                first: i == 0,
+            };
+            out.push(self.expansion(&w, &shared, root, combination)?);
             // Checked once: every combination expands the same templates.
             let unused = matrix.iter().zip(&used).find(|(_, u)| i == 0 && !**u);
             if let Some((k, _)) = unused {
@@ -143,17 +159,20 @@ impl Validator<'_> {
         })
     }
 
-    /// One combination of the matrix as a workload (`first`: the first combination, where
-    /// what every combination shares is checked).
+    /// One combination of the matrix as a workload.
     fn expansion(
         &self,
         w: &RawWorkload,
         shared: &Shared,
-        name: String,
         root: &Path,
-        (ex, used): (&Expander, &mut Vec<bool>),
-        first: bool,
+        combination: Combination,
     ) -> Result<Workload, SpecError> {
+        let Combination {
+            name,
+            ex,
+            used,
+            first,
+        } = combination;
         let mut args = Vec::new();
         for a in w.args.iter().flatten() {
             args.push(ex.expand(a, used)?);

@@ -109,9 +109,10 @@ pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
 pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
     let tools = find_tools(ctx)?;
     let mut notes = Vec::new();
-    let (mode, mode_reason) = choose_mode(ctx, &tools)?;
+    let chosen = choose_mode(ctx, &tools)?;
+    let mode = chosen.mode;
     // The full reason (perf's own message) goes to the report; the terminal gets its gist.
-    let gist = mode_reason
+    let gist = (chosen.reason)
         .split(": ")
         .take(2)
         .collect::<Vec<_>>()
@@ -127,7 +128,7 @@ pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError>
     if let Some(c) = lookup.and_then(|k| reuse(ctx, &kept, k, &input)) {
         return Ok(c);
     }
-    let cand = bolt_anew(ctx, &tools, best, input, (mode, mode_reason), args, notes)?;
+    let cand = bolt_anew(ctx, &tools, best, input, chosen, args, notes)?;
     if let Some(k) = key {
         keep(ctx, &kept, &k, &cand);
     }
@@ -204,13 +205,14 @@ fn bolt_anew(
     tools: &BoltTools,
     best: &Candidate,
     input: BoltInput,
-    (mode, mode_reason): (Mode, String),
+    chosen: ModeChoice,
     args: Vec<String>,
     mut notes: Vec<String>,
 ) -> Result<Candidate, StageError> {
     let dir = ctx.run.profiles("bolt");
     reset_dir(&dir)?;
 
+    let mode = chosen.mode;
     let (fdata_files, train_seconds, instrument_seconds) = match mode {
         Mode::Instrument => profile::instrument_and_train(ctx, tools, &input.path, &dir)?,
         Mode::Perf => profile::perf_record(ctx, tools, &input.path, &dir)?,
@@ -243,7 +245,7 @@ fn bolt_anew(
         dyno_stats: Some(optimized.dyno_stats.clone()),
         bolt: Some(BoltFacts {
             mode: mode.as_str().to_string(),
-            mode_reason,
+            mode_reason: chosen.reason,
             llvm_bolt: tools.llvm_bolt.path.display().to_string(),
             llvm_bolt_version: tools.llvm_bolt.version.clone(),
             args,
@@ -288,9 +290,24 @@ fn find_tools(ctx: &Context) -> Result<BoltTools, StageError> {
     found.map_err(|e| StageError::NotAvailable(e.to_string()))
 }
 
+/// How the profile is collected, and why (the report keeps the reason whole).
+struct ModeChoice {
+    mode: Mode,
+    reason: String,
+}
+
+impl ModeChoice {
+    fn new(mode: Mode, reason: impl Into<String>) -> Self {
+        ModeChoice {
+            mode,
+            reason: reason.into(),
+        }
+    }
+}
+
 /// The mode and why it was chosen. `perf` asked for explicitly but not usable here is
 /// "not available" (with the reason), never a silent switch.
-fn choose_mode(ctx: &Context, tools: &BoltTools) -> Result<(Mode, String), StageError> {
+fn choose_mode(ctx: &Context, tools: &BoltTools) -> Result<ModeChoice, StageError> {
     let perf_usable = || -> Result<(), String> {
         if tools.perf2bolt.is_none() {
             return Err(format!(
@@ -311,16 +328,16 @@ fn choose_mode(ctx: &Context, tools: &BoltTools) -> Result<(Mode, String), Stage
         }
     };
     match ctx.spec.stages.bolt_mode {
-        BoltMode::Instrument => Ok((Mode::Instrument, "bolt-mode = \"instrument\"".into())),
+        BoltMode::Instrument => Ok(ModeChoice::new(Mode::Instrument, "bolt-mode = \"instrument\"")),
         BoltMode::Perf => match perf_usable() {
-            Ok(()) => Ok((Mode::Perf, "bolt-mode = \"perf\"".into())),
+            Ok(()) => Ok(ModeChoice::new(Mode::Perf, "bolt-mode = \"perf\"")),
             Err(why) => Err(StageError::NotAvailable(format!(
                 "bolt-mode = \"perf\" but {why}\n  fix: set `bolt-mode = \"instrument\"` (or \"auto\") in [stages] of optimize.toml; instrumentation needs no hardware support"
             ))),
         },
         BoltMode::Auto => match perf_usable() {
-            Ok(()) => Ok((Mode::Perf, "auto: perf + LBR sampling works here".into())),
-            Err(why) => Ok((Mode::Instrument, format!("auto: {why}"))),
+            Ok(()) => Ok(ModeChoice::new(Mode::Perf, "auto: perf + LBR sampling works here")),
+            Err(why) => Ok(ModeChoice::new(Mode::Instrument, format!("auto: {why}"))),
         },
     }
 }
