@@ -5,11 +5,11 @@
 //! below its own; `layers.rs` checks it.
 
 pub(crate) mod apply;
-pub mod bench;
+pub(crate) mod bench;
 pub(crate) mod cache;
 pub(crate) mod cargo;
 pub(crate) mod check;
-pub mod cli;
+pub(crate) mod cli;
 pub(crate) mod commands;
 pub(crate) mod context;
 pub(crate) mod fleet;
@@ -21,15 +21,16 @@ mod layers;
 #[cfg(test)]
 mod limits;
 pub(crate) mod pipeline;
-pub mod process;
+pub(crate) mod process;
 pub(crate) mod propose;
 pub(crate) mod release;
-pub mod render;
-pub mod report;
+pub(crate) mod render;
+pub(crate) mod report;
 pub(crate) mod spec;
 pub(crate) mod stage;
 pub(crate) mod store;
 pub(crate) mod sys;
+pub mod testing;
 pub(crate) mod toolchain;
 pub(crate) mod ui;
 pub(crate) mod util;
@@ -38,8 +39,15 @@ pub(crate) mod workflow;
 
 use cli::{Command, Parsed};
 
+/// Run the command line this process was given (`cargo optimize …` or `cargo-optimize …`);
+/// returns the process exit code. The one API of the library: everything else is the
+/// crate's own, and integration tests reach what they exercise through [`testing`].
+pub fn run_from_env() -> anyhow::Result<i32> {
+    run_cli(cli::parse_from_env())
+}
+
 /// Run a parsed command line; returns the process exit code.
-pub fn run_cli(parsed: Parsed) -> anyhow::Result<i32> {
+fn run_cli(parsed: Parsed) -> anyhow::Result<i32> {
     let Parsed {
         global: g,
         command,

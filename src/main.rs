@@ -4,8 +4,7 @@
 
 fn main() {
     quiet_on_closed_stdout();
-    let parsed = cargo_optimize::cli::parse_from_env();
-    match cargo_optimize::run_cli(parsed) {
+    match cargo_optimize::run_from_env() {
         Ok(code) => std::process::exit(code),
         Err(e) if broken_pipe(&e) => std::process::exit(0),
         Err(e) => {

@@ -18,12 +18,12 @@ pub mod runner;
 mod sim;
 pub mod stats;
 
-pub use drive::{compare, compare_expecting, compare_measuring};
+pub use drive::{compare, compare_measuring};
 pub(crate) use joint::GroupResult;
 pub use joint::{compare_jointly, Job};
 pub(crate) use race::race_jointly;
 pub use runner::{
-    geomean, geomean_log, BenchError, BenchOptions, Comparison, ExpectedStatus, Noise, Outliers,
-    Phase, Progress, RunRecord, Side, Sides, StopReason,
+    geomean, geomean_log, BenchError, BenchOptions, Comparison, ExpectedStatus, Phase, Progress,
+    RunRecord, Side, StopReason,
 };
 pub use stats::{Estimate, Verdict};

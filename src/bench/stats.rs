@@ -706,7 +706,8 @@ pub fn mad_outliers(x: &[f64]) -> Vec<bool> {
 // Special functions and quantiles come from statrs; the tests below check them against
 // published tables, since every interval this tool reports stands on them.
 
-pub use statrs::function::beta::beta_reg as reg_inc_beta;
+#[cfg(test)]
+use statrs::function::beta::beta_reg as reg_inc_beta;
 pub use statrs::function::gamma::ln_gamma;
 
 /// Student's t with `df` degrees of freedom (`None` for a df it cannot have).
@@ -715,7 +716,8 @@ fn students_t(df: f64) -> Option<StudentsT> {
 }
 
 /// CDF of Student's t distribution with `df` (> 0, need not be an integer) degrees of freedom.
-pub fn t_cdf(t: f64, df: f64) -> f64 {
+#[cfg(test)]
+fn t_cdf(t: f64, df: f64) -> f64 {
     students_t(df).map_or(f64::NAN, |d| d.cdf(t))
 }
 

@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 
 pub use args::*;
 pub use opts::*;
-pub use parse::{command, parse, parse_from_env, Parsed};
+pub use parse::{command, parse_from_env, Parsed};
 
 /// Make a Rust binary faster, measured and verified.
 ///

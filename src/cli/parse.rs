@@ -41,6 +41,7 @@ pub fn parse_from_env() -> Parsed {
 }
 
 /// Parse `args` (the program name first).
+#[cfg(test)]
 pub fn parse<I, T>(args: I) -> Result<Parsed, clap::Error>
 where
     I: IntoIterator<Item = T>,

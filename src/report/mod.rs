@@ -37,7 +37,7 @@ pub use crate::context::facts::{ProfileQuality, StageFacts, UntrainedHot};
 pub use crate::context::PipelineStep;
 use crate::render::Render;
 use crate::verify::Nondeterminism;
-pub use hotspots::{HotFunction, Hotspots, PgoProfile};
+pub use hotspots::{HotFunction, Hotspots};
 
 pub const SCHEMA: u32 = 1;
 

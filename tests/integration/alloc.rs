@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use cargo_optimize::bench::Verdict;
-use cargo_optimize::report::Status;
+use cargo_optimize::testing::bench::Verdict;
+use cargo_optimize::testing::report::Status;
 use object::{Object, ObjectSymbol};
 
 use crate::common::*;

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use cargo_optimize::report::Status;
+use cargo_optimize::testing::report::Status;
 
 use crate::common::*;
 

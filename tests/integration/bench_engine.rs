@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use cargo_optimize::bench::{self, BenchError, BenchOptions, Comparison, Estimate, Side, Verdict};
-use cargo_optimize::process::{self, Command};
+use cargo_optimize::testing::bench::{
+    self, BenchError, BenchOptions, Comparison, Estimate, Side, Verdict,
+};
+use cargo_optimize::testing::process::{self, Command};
 
 use crate::common::exclusive;
 

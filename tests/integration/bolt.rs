@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cargo_optimize::report::{Report, StageReport, Status};
+use cargo_optimize::testing::report::{Report, StageReport, Status};
 
 use crate::common::*;
 

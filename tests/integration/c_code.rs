@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cargo_optimize::report::Status;
+use cargo_optimize::testing::report::Status;
 use object::{Object, ObjectSection};
 
 use crate::common::*;

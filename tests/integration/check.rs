@@ -220,7 +220,7 @@ fn a_budget_the_fixture_misses_fails_with_the_measured_value() {
     // and where it is written.
     let shown = format!(
         "mean {} [",
-        cargo_optimize::bench::export::format_secs(mean)
+        cargo_optimize::testing::bench::format_secs(mean)
     );
     let fail = r
         .stdout

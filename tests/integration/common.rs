@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use cargo_optimize::report::{FinalChoice, Report, Settings, StageReport};
+use cargo_optimize::testing::report::{FinalChoice, Report, Settings, StageReport};
 
 /// Held for writing by the tests that must run alone, for reading by all the others.
 static ALONE: RwLock<()> = RwLock::new(());

@@ -4,7 +4,7 @@
 //! `covered.toml` (a train workload on path B too) it does not; a re-run reuses the pass.
 //! The renderings of a report with `profile_quality` (the frozen demo report plus one).
 
-use cargo_optimize::report::{self, Format, ProfileQuality, Report, UntrainedHot};
+use cargo_optimize::testing::report::{self, Format, ProfileQuality, Report, UntrainedHot};
 
 use crate::common::*;
 

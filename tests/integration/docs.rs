@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use cargo_optimize::cli::Cli;
-use cargo_optimize::report::Report;
+use cargo_optimize::testing::report::Report;
+use cargo_optimize::testing::Cli;
 use clap::Parser;
 
 use super::common::shared;

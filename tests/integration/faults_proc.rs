@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cargo_optimize::report::Status;
+use cargo_optimize::testing::report::Status;
 
 use crate::common::*;
 

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cargo_optimize::report::Status;
+use cargo_optimize::testing::report::Status;
 
 use crate::common::*;
 

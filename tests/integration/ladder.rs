@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use cargo_optimize::bench::Verdict;
-use cargo_optimize::report::{Report, StageReport, Status};
+use cargo_optimize::testing::bench::Verdict;
+use cargo_optimize::testing::report::{Report, StageReport, Status};
 
 use crate::common::*;
 

@@ -4,7 +4,7 @@
 //! machine) its steps by a few: both are shown, the metric is what is compared. And what a bad
 //! `metric` or an output it does not match says.
 
-use cargo_optimize::report::Status;
+use cargo_optimize::testing::report::Status;
 
 use crate::common::*;
 

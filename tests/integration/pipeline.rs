@@ -1,6 +1,6 @@
 //! The pipeline end to end on real fixture crates, with the real rustc and llvm-profdata.
 
-use cargo_optimize::report::{Report, StageReport, Status};
+use cargo_optimize::testing::report::{Report, StageReport, Status};
 
 use crate::common::*;
 
@@ -110,7 +110,7 @@ fn pgo_pipeline_builds_verifies_measures_and_reports() {
     // The verdict is the one its interval gives (the default 1 % margin).
     assert_eq!(
         vs.verdict,
-        cargo_optimize::bench::stats::verdict(lo, hi, 0.01),
+        cargo_optimize::testing::bench::verdict(lo, hi, 0.01),
         "{vs:#?}"
     );
     // Outputs were kept for both binaries and are equal.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cargo_optimize::report::{self, Format};
+use cargo_optimize::testing::report::{self, Format};
 
 use crate::common::*;
 

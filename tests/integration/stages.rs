@@ -4,7 +4,7 @@
 //! `--thorough`, builds and verdicts reused), and the quick run (`--quick`) that `apply`
 //! refuses without `--allow-quick`.
 
-use cargo_optimize::report::Status;
+use cargo_optimize::testing::report::Status;
 
 use crate::common::*;
 
@@ -299,8 +299,8 @@ fn the_profile_search_goes_on_when_max_is_kept_and_thorough_builds_eight_reusing
 /// were measured together: one race, said once, one `measure` step naming them all, each
 /// with a row of its own.
 fn search_points_are_raced(
-    points: &[&cargo_optimize::report::StageReport],
-    report: &cargo_optimize::report::Report,
+    points: &[&cargo_optimize::testing::report::StageReport],
+    report: &cargo_optimize::testing::report::Report,
     stderr: &str,
 ) {
     let measured = points.iter().filter(|r| r.vs_best.is_some()).count();
@@ -332,7 +332,7 @@ fn search_points_are_raced(
 
 /// Each setting: what it costs to build and, when built and different, its effect; a
 /// winner that a cheaper build matches names it.
-fn search_rows_say_cost_and_effect(profile: &[&cargo_optimize::report::StageReport]) {
+fn search_rows_say_cost_and_effect(profile: &[&cargo_optimize::testing::report::StageReport]) {
     for row in profile {
         let built = row.build_seconds.is_some();
         assert!(built || row.status == Status::Dropped, "{row:#?}");

@@ -5,7 +5,7 @@
 //!
 //! One test per fixture: tests sharing a target dir would race on `optimize/latest`.
 
-use cargo_optimize::report::{Report, Status};
+use cargo_optimize::testing::report::{Report, Status};
 
 use crate::common::*;
 
