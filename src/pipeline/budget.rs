@@ -20,15 +20,15 @@ use crate::report::Projection;
 use crate::spec::StageName;
 
 /// Fifteen minutes. A typical crate (builds of a minute or less, workloads of a second or
-/// less) climbs every stage well within it — the demo takes about a minute. A crate with
-/// minute-long builds and 10 s workloads (resvg) spends ~2 minutes on its baseline and ~6
-/// on the pgo stage alone (two builds, training, the coverage pass, a first look at 2 pairs
-/// of each workload): 15 minutes buy that stage and say which others they could not try
-/// (5 minutes buy none), where an unbounded run took 35.
+/// less) climbs every stage well within it. A crate with minute-long builds and 10 s
+/// workloads spends minutes on its baseline and on the pgo stage alone (two builds,
+/// training, the coverage pass, a first look at 2 pairs of each workload): 15 minutes buy
+/// that stage and say which others they could not try.
 /// It bounds a run and never shortens one whose whole ladder costs less: a default of about
 /// cargo-pgo's time would leave out the profile and cpu stages on a build-bound crate, and
-/// what they find (the demo's x86-64-v4: 9 %) no measurement before them predicts
-/// (docs/src/measuring.md; `--quick` and `--budget` are the shorter runs).
+/// what they find no measurement before them predicts (docs/src/measuring.md, with the
+/// figures of the crates that set these rules; `--quick` and `--budget` are the shorter
+/// runs).
 pub const DEFAULT: Duration = Duration::from_secs(900);
 
 /// How many levels the cpu stage may try: the spec's list, else a level and `native`.
@@ -187,10 +187,10 @@ fn priority(stage: StageName) -> u8 {
 /// candidate it climbs on (`on`): `native` on top of a kept x86-64 level (this CPU's extra
 /// features and tuning), BOLT on top of PGO and the profile search's settings after `max`
 /// (cheaper builds, rarely faster than it) are refinements that usually gain a few percent
-/// at most, so their near ties — the demo's costliest comparisons — stop at half the time;
-/// every other comparison gets its whole share. BOLT on a build without PGO is no
-/// refinement: it lays out code no profile has laid out yet (oxipng, whose pgo was
-/// dropped: 0.980 [0.968, 0.992] over the baseline, dropped by the refinements' rule).
+/// at most, so their near ties — often a run's costliest comparisons — stop at half the
+/// time; every other comparison gets its whole share. BOLT on a build without PGO is no
+/// refinement: it lays out code no profile has laid out yet, and a gain of a few percent
+/// there is worth keeping, which the refinements' stricter rule would drop.
 pub fn weight(stage: StageName, variant: Option<&str>, on: StageName) -> f64 {
     let refines = match (stage, variant) {
         (StageName::Cpu, Some("native")) => on == StageName::Cpu,
@@ -277,8 +277,8 @@ impl Budget {
 
     /// A comparison's first look: [`LADDER_MIN_PAIRS`] pairs of every eval workload, or,
     /// when `max-time` comes first, the blocks of runs (two pairs each) up to the one that
-    /// ends past it. (It counted a whole block after `max-time`: resvg's 10 s runs, stopped
-    /// after one 40 s block, were projected 70 s a workload.)
+    /// ends past it — not a whole block after `max-time`, which projected long workloads at
+    /// nearly twice what they cost.
     fn first_look(&self, costs: &Costs) -> f64 {
         let n = costs.eval_workloads.max(1) as f64;
         let block = 4.0 * costs.eval / n;
@@ -367,8 +367,8 @@ impl Budget {
             .collect();
         // The final comparison's first look is kept once a stage was kept, and also when
         // stages of higher priority are to come: if this one is kept, they are climbed on
-        // top of it and what ships is compared with the baseline at the end (resvg: cpu was
-        // tried with just pgo's own cost kept, and pgo then lacked that first look).
+        // top of it and what ships is compared with the baseline at the end; reserving only
+        // their own costs let a lesser stage spend what the higher one's final look needed.
         let final_look = chained || !first.is_empty();
         let reserved: f64 = first.iter().map(|s| cost(*s)).sum::<f64>()
             + if final_look { self.first_look(c) } else { 0.0 };
@@ -437,11 +437,12 @@ impl Budget {
         let n = c.eval_workloads.max(1) as f64;
         let floor = self.first_look(&c) / n;
         share.max_time = Duration::from_secs_f64((mean / n).max(floor)).min(spec_max);
-        // Two pairs of a 13 s workload fit in 30 s, and one pair off left resvg's PGO at
-        // 0.975 [0.927, 1.025] (1 degree of freedom): the baseline shipped although PGO was
-        // 3 % faster, with minutes of the budget unused. The first look `max-time` cut was
-        // paid for when the stage was; the pairs past it must be spare. (A look max-time
-        // does not cut leaves nothing past it, but for rounding.)
+        // A look of fewer pairs than the minimum leaves an interval too wide to keep a gain of
+        // a few percent (with one pair off, 1 degree of freedom), so the comparisons that
+        // decide what ships run their minimum past `max-time` when minutes of the budget are
+        // otherwise unused. The first look `max-time` cut was paid for when the stage was; the
+        // pairs past it must be spare. (A look max-time does not cut leaves nothing past it,
+        // but for rounding.)
         let past = 2.0 * f64::from(LADDER_MIN_PAIRS) * c.eval - self.first_look(&c);
         let final_look = if is_final { 0.0 } else { self.first_look(&c) };
         let spare = self.left() - work - looks - final_look;
