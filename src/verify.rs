@@ -9,8 +9,15 @@
 //! Submodules: [`text`] and [`numeric`] compare bytes and never run anything; `observe`
 //! runs workloads through `context::Context` (so through `process.rs`); [`crate_tests`]
 //! runs the tests through the `cargo` module; [`candidate`] records the baseline's outputs and
-//! checks a candidate against them (what the pipeline calls); `drift` how far a
-//! candidate's numbers moved from the baseline's (the fp stage's rows).
+//! checks a candidate against them (what a release calls); `verifier` is what the ladder
+//! holds: [`Verifier`], with one entry per phase of a candidate's check — before it is
+//! measured, on its first timed run of each eval workload (the hook the bench engine
+//! calls), after it is measured — sharing a [`TimedCheck`]; `drift` how far a candidate's
+//! numbers moved from the baseline's (the fp stage's rows).
+//!
+//! Every check says what it found as a `#[must_use]` outcome ([`Compared`],
+//! [`crate_tests::Tested`], [`Checked`], [`Untimed`], [`Concluded`]); its error is a fault
+//! (a run could not be made), never a difference.
 //!
 //! Must not: measure (the bench engine times; verify only compares what runs produced).
 
@@ -24,12 +31,12 @@ mod verifier;
 
 use std::path::{Path, PathBuf};
 
-pub use candidate::{check_candidate, record_baseline};
+pub use candidate::{check_candidate, record_baseline, Checked};
 pub use crate_tests::TestFailure;
 pub use observe::{
-    check_determinism, observe, observed_from, spool_for, Nondeterminism, Reference,
+    check_determinism, observe, observed_from, spool_for, Compared, Nondeterminism, Reference,
 };
-pub use verifier::Verifier;
+pub use verifier::{Concluded, TimedCheck, Untimed, Verifier};
 
 use crate::process::{Outcome, ProcessError, Status};
 use crate::spec::{Expect, Workload};

@@ -403,7 +403,9 @@ fn changed_outputs(
             w.name
         ));
         let obs = verify::observe(ctx, &new.binary, w, &outputs)?;
-        if let Err(m) = reference.check_settled(ctx, w, "working tree", &obs)? {
+        if let verify::Compared::Differs(m) =
+            reference.check_settled(ctx, w, "working tree", &obs)?
+        {
             ctx.ui().warn(&format!("output changed: {m}"));
             changed.insert(w.name.clone(), describe_change(&m));
         }
@@ -460,14 +462,12 @@ fn measure_all(
     } else {
         "working tree (B)"
     };
-    let comps = measure::compare_over_workloads(
-        &timing,
+    let sides = measure::Versus {
         a,
-        (b_label, &new.binary),
-        (&opts, opts.max_time),
-        (verifier, None),
-        &cache,
-    )?;
+        b: (b_label, &new.binary),
+    };
+    let capped = measure::Capped::uncut(opts);
+    let comps = measure::compare_over_workloads(&timing, sides, &capped, verifier, None, &cache)?;
     let measured = comps
         .into_iter()
         .map(|(name, comparison)| (name, MeasuredWorkload { comparison, paired }))

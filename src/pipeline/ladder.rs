@@ -20,7 +20,7 @@ use crate::context::{Candidate, Context};
 use crate::report::{FinalChoice, Settings, StageReport, Status};
 use crate::spec::StageName;
 use crate::stage::{self, Build, Offer, Rival, StageError, Standing};
-use crate::verify::{Rejection, Verifier};
+use crate::verify::{Concluded, Rejection, TimedCheck, Untimed, Verifier};
 
 mod race;
 
@@ -279,19 +279,20 @@ impl<'a> Ladder<'a> {
     }
 
     /// Check `cand` and measure it against its rival; its first timed run of each eval
-    /// workload is its verification there (`Verifier::check_untimed`). Rejected, failed, or
-    /// measured and decided.
+    /// workload is its verification there (the `TimedCheck` of `Verifier::check_untimed`).
+    /// Rejected, failed, or measured and decided.
     fn verify_and_measure(
         &mut self,
         row: &str,
         cand: Candidate,
         which: Rival,
     ) -> anyhow::Result<()> {
-        let Some(all_checked) = self.check_untimed(row, &cand)? else {
-            return Ok(());
+        let check = match self.check_untimed(row, &cand)? {
+            Untimed::Rejected(_) => return Ok(()),
+            Untimed::AllChecked => None,
+            Untimed::Passed(check) => Some(check),
         };
         let rival = self.rival(which);
-        let check = measure::TimedCheck::new(&cand);
         // Against the baseline itself, on the best track, the verdict decides whether
         // anything but the baseline ships.
         let share = self.share(match rival.binary == self.baseline.binary {
@@ -306,44 +307,43 @@ impl<'a> Ladder<'a> {
             rival,
             &cand,
             &self.verifier,
-            (only_faster, share),
+            measure::Terms { only_faster, share },
             self.cache,
-            (!all_checked).then_some(&check),
+            check.as_ref(),
         );
-        if let Some(m) = self.conclude(row, &cand, (&check, all_checked), measured)? {
+        if let Some(m) = self.conclude(row, &cand, check, measured)? {
             self.decide(cand, which, m, None);
         }
         Ok(())
     }
 
-    /// The checks a candidate's untimed runs make: `Some(all)` when passed (`all`: every
-    /// eval workload checked too, so its timed runs need not be), `None` when rejected.
-    fn check_untimed(&mut self, row: &str, cand: &Candidate) -> anyhow::Result<Option<bool>> {
-        match self.verifier.check_untimed(cand)? {
-            Ok(all) => {
-                if all {
-                    verified_event(self.ctx.ui(), cand, None);
-                }
-                Ok(Some(all))
-            }
-            Err(m) => {
-                self.reject(row, cand, m);
-                Ok(None)
-            }
+    /// Before measuring `cand`: its untimed check (`Verifier::check_untimed`), its row when
+    /// rejected, the `verified` event when an earlier run checked it all.
+    fn check_untimed(&mut self, row: &str, cand: &Candidate) -> anyhow::Result<Untimed> {
+        let untimed = self.verifier.check_untimed(cand)?;
+        match &untimed {
+            Untimed::AllChecked => verified_event(self.ctx.ui(), cand, None),
+            Untimed::Rejected(r) => self.reject(row, cand, r),
+            Untimed::Passed(_) => {}
         }
+        Ok(untimed)
     }
 
-    /// After `cand`'s measuring: rejected by its timed runs' check, failed, or measured
-    /// (returned, to be decided).
+    /// After `cand`'s measuring: its `check` ended (`Verifier::finish_check`), then rejected,
+    /// failed, or measured (returned, to be decided).
     fn conclude(
         &mut self,
         row: &str,
         cand: &Candidate,
-        (check, all_checked): (&measure::TimedCheck, bool),
+        check: Option<TimedCheck>,
         measured: anyhow::Result<Measured>,
     ) -> anyhow::Result<Option<Measured>> {
-        if let Some(m) = check.rejected.take() {
-            self.reject(row, cand, Rejection::Outputs(m));
+        let concluded = match check {
+            Some(c) => Some(self.verifier.finish_check(c, measured.is_ok())?),
+            None => None,
+        };
+        if let Some(Concluded::Rejected(r)) = &concluded {
+            self.reject(row, cand, r);
             return Ok(None);
         }
         let m = match measured {
@@ -356,17 +356,13 @@ impl<'a> Ladder<'a> {
                 return Ok(None);
             }
         };
-        if !all_checked {
-            if let Err(r) = self.verifier.finish_check(cand, &check.checked.borrow())? {
-                self.reject(row, cand, r);
-                return Ok(None);
-            }
+        if let Some(Concluded::Passed) = concluded {
             verified_event(self.ctx.ui(), cand, None);
         }
         Ok(Some(m))
     }
 
-    fn reject(&mut self, row: &str, cand: &Candidate, m: Rejection) {
+    fn reject(&mut self, row: &str, cand: &Candidate, m: &Rejection) {
         self.ctx
             .ui()
             .warn(&format!("{row} rejected: {}\n  {m}", m.headline()));
@@ -414,8 +410,7 @@ impl<'a> Ladder<'a> {
             },
         };
         let status = if keep { Status::Kept } else { Status::Dropped };
-        let measured = (&m.estimate, m.budget_limited.as_deref());
-        let mut reason = self.reason(&cand, &holder.candidate, measured, (keep, for_size));
+        let mut reason = self.reason(&cand, &holder.candidate, &m, keep, for_size);
         if let Some(by) = beaten {
             reason = format!("{reason}; dropped: raced with it, {by} was faster");
         }
@@ -478,16 +473,17 @@ impl<'a> Ladder<'a> {
         &self,
         cand: &Candidate,
         rival: &Candidate,
-        (estimate, budget_limited): (&stats::Estimate, Option<&str>),
-        (keep, for_size): (bool, bool),
+        m: &Measured,
+        keep: bool,
+        for_size: bool,
     ) -> String {
         let reason = format!(
             "{} vs {}: {}",
             cand.label(),
             rival.label(),
-            describe(estimate)
+            describe(&m.estimate)
         );
-        let reason = match (for_size, keep && estimate.verdict == Verdict::SlightlyFaster) {
+        let reason = match (for_size, keep && m.estimate.verdict == Verdict::SlightlyFaster) {
             (true, _) => format!("{reason}; {}", size_note(cand, rival)),
             (false, true) => format!(
                 "{reason}; kept: surely faster, and by the {} % margin or more as far as its time could tell",
@@ -495,7 +491,7 @@ impl<'a> Ladder<'a> {
             ),
             (false, false) => reason,
         };
-        match budget_limited {
+        match m.budget_limited.as_deref() {
             Some(why) if !keep => {
                 self.ctx.ui().warn(&format!("{}: {why}", cand.label()));
                 format!("{reason}; {why}")
@@ -519,7 +515,11 @@ impl<'a> Ladder<'a> {
         let cache = self.cache;
         let share = self.share(Decides::Keep);
         let explained = stage::profile::explain(ctx, baseline, &mut |c| {
-            Ok(measure::measure(ctx, baseline, c, verifier, (false, share), cache, None)?.estimate)
+            let terms = measure::Terms {
+                only_faster: false,
+                share,
+            };
+            Ok(measure::measure(ctx, baseline, c, verifier, terms, cache, None)?.estimate)
         });
         if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
             r.facts.explain = Some(explained);
@@ -601,8 +601,8 @@ impl<'a> Ladder<'a> {
                 continue;
             }
             let pairs = self.confirmation_pairs();
-            let pair = (&self.baseline, &h.candidate);
-            let m = measure::confirm(self.ctx, pair, &self.verifier, (share, pairs), self.cache)?;
+            let (base, cand, v) = (&self.baseline, &h.candidate, &self.verifier);
+            let m = measure::confirm(self.ctx, base, cand, v, share, pairs, self.cache)?;
             let h = if portable {
                 &mut self.portable
             } else {

@@ -1,13 +1,14 @@
 //! Timing a candidate against another on every eval workload with the bench engine, each
 //! side in its own private cwd when the workload writes files, with a progress line per
 //! workload on a terminal (pairs, a bar and an upper bound of the time left, the running
-//! interval coloured by verdict).
+//! interval coloured by verdict). A candidate whose eval workloads are still to be checked
+//! comes with its `verify::TimedCheck`: its first timed run of each is handed to
+//! `Verifier::check_timed`, the hook that checks it.
 
-use std::cell::RefCell;
-use std::collections::BTreeSet;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use super::budget::Share;
 use crate::bench::stats::LogEstimate;
 use crate::bench::{
     self, BenchOptions, Comparison, Estimate, ExpectedStatus, Job, Phase, Progress, StopReason,
@@ -17,7 +18,7 @@ use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
 use crate::spec::{Expect, Workload};
 use crate::ui::{Tone, Ui};
-use crate::verify::{Mismatch, Reference, Verifier};
+use crate::verify::{Reference, TimedCheck, Verifier};
 
 mod race;
 pub use race::race;
@@ -35,46 +36,65 @@ pub struct Measured {
     pub budget_limited: Option<String>,
 }
 
-/// A candidate verified by its timed runs (see `Verifier::check_untimed`): the eval
-/// workloads its first timed run checked, and the difference that rejected it.
-pub struct TimedCheck<'c> {
-    pub cand: &'c Candidate,
-    pub checked: RefCell<BTreeSet<String>>,
-    pub rejected: RefCell<Option<Mismatch>>,
+/// What a comparison decides and what it may spend: with `only_faster` (a keep-or-drop
+/// decision) a workload's comparison stops as soon as *faster* is out of reach; `share` is
+/// its part of the run's budget.
+#[derive(Clone, Copy)]
+pub struct Terms {
+    pub only_faster: bool,
+    pub share: Share,
 }
 
-impl<'c> TimedCheck<'c> {
-    pub fn new(cand: &'c Candidate) -> Self {
-        TimedCheck {
-            cand,
-            checked: RefCell::default(),
-            rejected: RefCell::default(),
-        }
+/// A comparison's bench options, their max-time cut to its share of the budget, and the
+/// max-time it has in full (the spec's, weighted): its verdicts are kept under the full one,
+/// and a comparison the share cut short is not kept.
+pub struct Capped {
+    pub opts: BenchOptions,
+    pub full_max: Duration,
+}
+
+impl Capped {
+    /// `opts` within `share` of the budget, `full_max` being their max-time in full.
+    fn within(mut opts: BenchOptions, full_max: Duration, share: Share) -> Self {
+        opts.max_time = share.max_time.min(full_max);
+        opts.pairs_past_max_time = share.pairs_past_max_time;
+        Capped { opts, full_max }
+    }
+
+    /// `opts` as they are, not cut by a budget.
+    pub fn uncut(opts: BenchOptions) -> Self {
+        let full_max = opts.max_time;
+        Capped { opts, full_max }
     }
 }
 
-/// Compare `cand` with `rival` on every eval workload, each for at most its `share` of the
-/// run's budget. With `only_faster` (a keep-or-drop decision) a workload's comparison
-/// stops as soon as *faster* is out of reach. With `check`, the candidate's first timed run
-/// of each workload is its verification run.
+/// The two sides of a comparison, each a label and a binary: `b` timed against `a`.
+#[derive(Clone, Copy)]
+pub struct Versus<'a> {
+    pub a: (&'a str, &'a Path),
+    pub b: (&'a str, &'a Path),
+}
+
+/// Compare `cand` with `rival` on every eval workload under `terms`. With `check`, the
+/// candidate's first timed run of each workload is its verification run.
 pub fn measure(
     ctx: &Context,
     rival: &Candidate,
     cand: &Candidate,
     verifier: &Verifier,
-    (only_faster, share): (bool, super::budget::Share),
+    terms: Terms,
     cache: &VerdictCache,
     check: Option<&TimedCheck>,
 ) -> anyhow::Result<Measured> {
-    if only_faster {
-        let (opts, full) = keep_or_drop_options(ctx, rival, cand, share);
-        return measured(ctx, (rival, cand), verifier, (&opts, full), cache, check);
-    }
-    let mut opts = BenchOptions::from_config(&ctx.spec.bench);
-    let full = opts.max_time;
-    opts.max_time = share.max_time.min(full);
-    opts.pairs_past_max_time = share.pairs_past_max_time;
-    measured(ctx, (rival, cand), verifier, (&opts, full), cache, check)
+    let capped = match terms.only_faster {
+        true => keep_or_drop_options(ctx, rival, cand, terms.share),
+        false => {
+            let opts = BenchOptions::from_config(&ctx.spec.bench);
+            let full = opts.max_time;
+            Capped::within(opts, full, terms.share)
+        }
+    };
+    measured(ctx, rival, cand, verifier, &capped, cache, check)
 }
 
 /// A keep-or-drop comparison's options within `share`, and its full max-time: the spec's,
@@ -83,14 +103,12 @@ fn keep_or_drop_options(
     ctx: &Context,
     rival: &Candidate,
     cand: &Candidate,
-    share: super::budget::Share,
-) -> (BenchOptions, std::time::Duration) {
-    let mut opts = BenchOptions::for_ladder(&ctx.spec.bench);
+    share: Share,
+) -> Capped {
+    let opts = BenchOptions::for_ladder(&ctx.spec.bench);
     let weight = super::budget::weight(cand.stage, cand.variant(), rival.stage);
     let full = opts.max_time.mul_f64(weight);
-    opts.max_time = share.max_time.min(full);
-    opts.pairs_past_max_time = share.pairs_past_max_time;
-    (opts, full)
+    Capped::within(opts, full, share)
 }
 
 /// What ships against the baseline on fresh pairs: `pairs` per workload, fixed before the
@@ -99,41 +117,41 @@ fn keep_or_drop_options(
 /// none of its pairs chose the candidate, so the choice does not bias it either.
 pub fn confirm(
     ctx: &Context,
-    (baseline, cand): (&Candidate, &Candidate),
+    baseline: &Candidate,
+    cand: &Candidate,
     verifier: &Verifier,
-    (share, pairs): (super::budget::Share, u32),
+    share: Share,
+    pairs: u32,
     cache: &VerdictCache,
 ) -> anyhow::Result<Measured> {
     let mut opts = BenchOptions::from_config(&ctx.spec.bench);
     let full = opts.max_time;
     opts.min_pairs = pairs;
     opts.max_pairs = pairs;
-    opts.max_time = share.max_time.min(full);
-    opts.pairs_past_max_time = share.pairs_past_max_time;
-    measured(ctx, (baseline, cand), verifier, (&opts, full), cache, None)
+    let capped = Capped::within(opts, full, share);
+    measured(ctx, baseline, cand, verifier, &capped, cache, None)
 }
 
-/// `cand` against `rival` on every eval workload under `opts`, and their geometric mean.
+/// `cand` against `rival` on every eval workload under `capped`, and their geometric mean.
 fn measured(
     ctx: &Context,
-    (rival, cand): (&Candidate, &Candidate),
+    rival: &Candidate,
+    cand: &Candidate,
     verifier: &Verifier,
-    (opts, full): (&BenchOptions, std::time::Duration),
+    capped: &Capped,
     cache: &VerdictCache,
     check: Option<&TimedCheck>,
 ) -> anyhow::Result<Measured> {
-    let per_workload = compare_over_workloads(
-        ctx,
-        (&rival.label(), &rival.binary),
-        (&cand.label(), &cand.binary),
-        (opts, full),
-        (verifier, check),
-        cache,
-    )?;
+    let (rival_label, cand_label) = (rival.label(), cand.label());
+    let sides = Versus {
+        a: (&rival_label, &rival.binary),
+        b: (&cand_label, &cand.binary),
+    };
+    let per_workload = compare_over_workloads(ctx, sides, capped, verifier, check, cache)?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
     let (log, confidence) = bench::geomean_log(&all);
-    let estimate = bench::geomean(&all, opts.margin);
-    let budget_limited = budget_limited(&all, &estimate, opts, full);
+    let estimate = bench::geomean(&all, capped.opts.margin);
+    let budget_limited = budget_limited(&all, &estimate, &capped.opts, capped.full_max);
     Ok(Measured {
         estimate,
         log,
@@ -150,7 +168,7 @@ fn budget_limited(
     all: &[Comparison],
     estimate: &Estimate,
     opts: &BenchOptions,
-    spec_max: std::time::Duration,
+    spec_max: Duration,
 ) -> Option<String> {
     let cut = opts.max_time < spec_max && all.iter().any(|c| c.stop == StopReason::MaxTime);
     if !cut || estimate.verdict.is_decided() {
@@ -183,19 +201,21 @@ pub fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
     }
 }
 
-/// `b` against `a` (each a label and a binary) on every eval workload; a verdict kept from
+/// `sides.b` against `sides.a` on every eval workload under `capped`; a verdict kept from
 /// an earlier run on the same binaries, workload, options and machine is reused. The
 /// others run look by look, time going where the variance is (`bench::compare_jointly`),
-/// so a keep-or-drop question stops as soon as their geometric mean answers it. `check` calls it directly with its
-/// own labels (the revision, the working tree).
+/// so a keep-or-drop question stops as soon as their geometric mean answers it. With
+/// `check`, b's first timed run of each is checked (`Verifier::check_timed`). `check` calls
+/// it directly with its own labels (the revision, the working tree).
 pub fn compare_over_workloads(
     ctx: &Context,
-    a: (&str, &Path),
-    b: (&str, &Path),
-    (opts, full_max): (&BenchOptions, std::time::Duration),
-    (verifier, check): (&Verifier, Option<&TimedCheck>),
+    sides: Versus,
+    capped: &Capped,
+    verifier: &Verifier,
+    check: Option<&TimedCheck>,
     cache: &VerdictCache,
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
+    let (opts, full_max) = (&capped.opts, capped.full_max);
     let eval = eval_workloads(ctx)?;
     settle_ahead(ctx);
     let start = Instant::now();
@@ -210,7 +230,7 @@ pub fn compare_over_workloads(
         pairs_past_max_time: 0,
         ..opts.clone()
     };
-    let keys = verdict_keys(ctx, cache, (a.1, b.1), &eval, &key_opts);
+    let keys = verdict_keys(ctx, cache, sides.a.1, sides.b.1, &eval, &key_opts);
     let cut_short =
         |c: &Comparison| opts.max_time < key_opts.max_time && c.stop == StopReason::MaxTime;
     let mut found: Vec<Option<Comparison>> = Vec::new();
@@ -234,7 +254,7 @@ pub fn compare_over_workloads(
     if !todo.is_empty() {
         let done: Vec<Comparison> = found.iter().flatten().cloned().collect();
         let mut measured =
-            measure_jointly(ctx, a, b, opts, (verifier, check), &todo, &done)?.into_iter();
+            measure_jointly(ctx, sides, opts, verifier, check, &todo, &done)?.into_iter();
         for (key, slot) in keys.iter().zip(found.iter_mut()) {
             if slot.is_none() {
                 let c = measured.next().expect("one per workload measured");
@@ -245,7 +265,7 @@ pub fn compare_over_workloads(
             }
         }
         ctx.record_own(
-            &format!("{} vs {}: measure", b.0, a.0),
+            &format!("{} vs {}: measure", sides.b.0, sides.a.0),
             start,
             recorded_then,
         );
@@ -274,7 +294,8 @@ fn eval_workloads<'s>(ctx: &Context<'s>) -> anyhow::Result<Vec<&'s Workload>> {
 fn verdict_keys(
     ctx: &Context,
     cache: &VerdictCache,
-    (a, b): (&Path, &Path),
+    a: &Path,
+    b: &Path,
     eval: &[&Workload],
     key_opts: &BenchOptions,
 ) -> Vec<Option<String>> {
@@ -306,13 +327,14 @@ fn settle_ahead(ctx: &Context) {
 /// when the workload writes files, with a progress line on a terminal.
 fn measure_jointly(
     ctx: &Context,
-    (a_label, a): (&str, &Path),
-    (b_label, b): (&str, &Path),
+    sides: Versus,
     opts: &BenchOptions,
-    (verifier, check): (&Verifier, Option<&TimedCheck>),
+    verifier: &Verifier,
+    check: Option<&TimedCheck>,
     todo: &[&Workload],
     done: &[Comparison],
 ) -> anyhow::Result<Vec<Comparison>> {
+    let ((a_label, a), (b_label, b)) = (sides.a, sides.b);
     // Each side writes its declared files into its own copy of the cwd.
     let mut sandboxes = Vec::new();
     let mut commands = Vec::new();
@@ -322,14 +344,14 @@ fn measure_jointly(
         let expected = expected_status(w, verifier.reference()?);
         let mut cb = ctx.command(&wb, b);
         // B's checked first run writes its outputs where the candidate's are saved.
-        cb.spool = check.map(|c| crate::verify::spool_for(&ctx.run.outputs(&c.cand.tag()), w));
+        cb.spool = check.map(|c| c.spool(w));
         commands.push((ctx.command(&wa, a), cb, expected));
         sandboxes.push((sa, sb));
     }
     let hooks: Vec<_> = todo
         .iter()
         .zip(&sandboxes)
-        .map(|(w, (_, sb))| check.map(|c| verify_first_run(verifier, c, w, sb.as_ref())))
+        .map(|(w, (_, sb))| check.map(|c| verifier.check_timed(c, w, sb.as_ref())))
         .collect();
     let jobs: Vec<Job> = (commands.iter().zip(&hooks).zip(todo))
         .map(|(((ca, cb, expected), hook), w)| Job {
@@ -400,31 +422,6 @@ fn tell_measured(
         &format!("{pair} measured: {tally}"),
         started.elapsed().as_secs_f64(),
     );
-}
-
-/// The check of a candidate's first timed run of `w` (in its private copy `sb`, when the
-/// workload writes files): a pass is remembered in `check`, a difference kept there too and
-/// returned as the reason the comparison ends.
-fn verify_first_run<'a>(
-    verifier: &'a Verifier,
-    check: &'a TimedCheck,
-    w: &'a Workload,
-    sb: Option<&'a crate::context::sandbox::Sandbox>,
-) -> Box<bench::runner::CheckRun<'a>> {
-    Box::new(
-        move |out| match verifier.check_timed(check.cand, w, out, sb) {
-            Ok(Ok(())) => {
-                check.checked.borrow_mut().insert(w.name.clone());
-                Ok(())
-            }
-            Ok(Err(m)) => {
-                let said = m.to_string();
-                *check.rejected.borrow_mut() = Some(m);
-                Err(said)
-            }
-            Err(e) => Err(format!("{e:#}")),
-        },
-    )
 }
 
 /// `label: 12/40 pairs [#####···············] ≤ 14 s left, time ratio 0.93 [0.90, 0.96] faster`:

@@ -303,7 +303,7 @@ impl Release<'_> {
         let reference = reference.as_ref().ok_or_else(missing)?;
         let checked = crate::verify::check_candidate(ctx, &cand, reference)
             .map_err(|e| StageError::Failed(format!("{e:#}")))?;
-        if let Err(rejection) = checked {
+        if let crate::verify::Checked::Rejected(rejection) = checked {
             return Err(StageError::Failed(format!(
                 "{}: not packaged\n{}",
                 rejection.headline(),

@@ -1,11 +1,14 @@
-//! What the pipeline calls: [`record_baseline`] runs every workload on the baseline (the
+//! The checks themselves: [`record_baseline`] runs every workload on the baseline (the
 //! reference every candidate must match) and checks the baseline agrees with itself;
 //! [`check_candidate`] runs every workload on a candidate, compares, then runs the crate's
-//! own tests with its settings when the spec asks for it.
+//! own tests with its settings when the spec asks for it ([`Checked`]). A release calls it
+//! whole; the ladder's `Verifier` runs it in parts ([`check_candidate_on`]) around the
+//! candidate's timed runs.
 
 use std::time::Instant;
 
-use super::{Expect, Reference, Rejection};
+use super::crate_tests::Tested;
+use super::{Compared, Expect, Reference, Rejection};
 use crate::context::{Candidate, Context};
 use crate::spec::StageName;
 use crate::util::indent;
@@ -171,13 +174,26 @@ fn crashed(
     )
 }
 
+/// What checking a candidate found ([`check_candidate`]).
+#[must_use]
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per candidate: boxing buys nothing
+pub enum Checked {
+    /// Every workload checked agrees with the baseline, and the crate's tests (when run)
+    /// hold nothing against it.
+    Passed,
+    /// Its outputs differ on a workload, or the crate's tests fail with its settings.
+    Rejected(Rejection),
+}
+
 /// Run every workload on the candidate and compare with the baseline; then, with
-/// `[verify] tests = true`, run the crate's own tests with the candidate's settings.
+/// `[verify] tests = true`, run the crate's own tests with the candidate's settings. An
+/// error is a fault (a workload or the tests could not be run), not a rejection.
 pub fn check_candidate(
     ctx: &Context,
     cand: &Candidate,
     reference: &Reference,
-) -> anyhow::Result<Result<(), Rejection>> {
+) -> anyhow::Result<Checked> {
     check_candidate_on(ctx, cand, reference, &|_| true, true)
 }
 
@@ -188,12 +204,12 @@ pub fn check_candidate_on(
     reference: &Reference,
     which: &dyn Fn(&crate::spec::Workload) -> bool,
     tests: bool,
-) -> anyhow::Result<Result<(), Rejection>> {
+) -> anyhow::Result<Checked> {
     let start = Instant::now();
     let picked: Vec<_> = ctx.spec.workloads.iter().filter(|w| which(w)).collect();
     let n = picked.len();
     let outputs = ctx.run.outputs(&cand.tag());
-    let mut result = Ok(());
+    let mut result = Checked::Passed;
     for (i, w) in picked.into_iter().enumerate() {
         ctx.ui().progress(&format!(
             "{}: verifying [{}/{n}] {}",
@@ -202,8 +218,8 @@ pub fn check_candidate_on(
             w.name
         ));
         let obs = super::observe(ctx, &cand.binary, w, &outputs)?;
-        if let Err(m) = reference.check_settled(ctx, w, &cand.label(), &obs)? {
-            result = Err(Rejection::Outputs(m));
+        if let Compared::Differs(m) = reference.check_settled(ctx, w, &cand.label(), &obs)? {
+            result = Checked::Rejected(Rejection::Outputs(m));
             break;
         }
     }
@@ -212,15 +228,16 @@ pub fn check_candidate_on(
         start.elapsed().as_secs_f64(),
         None,
     );
-    if result.is_ok() && n > 0 {
+    let passed = matches!(result, Checked::Passed);
+    if passed && n > 0 {
         ctx.ui().done(
             &format!("{} verified {n}/{n}", cand.label()),
             start.elapsed().as_secs_f64(),
         );
     }
-    if result.is_ok() && tests {
-        if let Err(t) = super::crate_tests::check(ctx, cand, reference)? {
-            result = Err(Rejection::Tests(t));
+    if passed && tests {
+        if let Tested::Failed(t) = super::crate_tests::check(ctx, cand, reference)? {
+            result = Checked::Rejected(Rejection::Tests(t));
         }
     }
     Ok(result)

@@ -87,15 +87,26 @@ pub fn applies_to(stage: StageName) -> bool {
     matches!(stage, StageName::Profile | StageName::Cpu | StageName::Pgo)
 }
 
-/// Run the crate's tests with `cand`'s settings when the spec asks for it; `Ok(Err(_))`
-/// rejects the candidate.
+/// What the crate's tests say of a candidate ([`check`]).
+#[must_use]
+#[derive(Debug)]
+pub enum Tested {
+    /// Nothing held against it: the tests pass with its settings, fail only as they do
+    /// with the baseline's, or are not asked for (`[verify] tests`) or not run for its stage.
+    Passed,
+    /// A test fails (or they do not build) with its settings but not with the baseline's.
+    Failed(TestFailure),
+}
+
+/// Run the crate's tests with `cand`'s settings when the spec asks for it; `Failed`
+/// rejects the candidate, an error is a fault (the tests could not be run).
 pub fn check(
     ctx: &Context,
     cand: &Candidate,
     reference: &Reference,
-) -> Result<Result<(), TestFailure>, VerifyError> {
+) -> Result<Tested, VerifyError> {
     if !ctx.spec.verify.tests || !applies_to(cand.stage) {
-        return Ok(Ok(()));
+        return Ok(Tested::Passed);
     }
     let runner = *reference
         .test_runner
@@ -104,7 +115,7 @@ pub fn check(
     let run = run_tests(ctx, &label, &cand.tag(), &cand.settings, runner)?;
     if run.0.success {
         ctx.ui().info(&format!("{label}: the crate's tests pass"));
-        return Ok(Ok(()));
+        return Ok(Tested::Passed);
     }
     let (run, log) = run;
     let parsed = parse(runner, &run.stdout, &run.stderr);
@@ -120,17 +131,17 @@ pub fn check(
     // Hold only new failures against the candidate.
     let base = baseline(ctx, reference, runner)?;
     if base.success {
-        return Ok(Err(failure));
+        return Ok(Tested::Failed(failure));
     }
     if base.parsed.build_failed {
         ctx.ui().warn(&format!(
             "the crate's tests do not build with the baseline's settings either, so they cannot verify {label}; see {}",
             ctx.run.root.join("tests/baseline.log").display()
         ));
-        return Ok(Ok(()));
+        return Ok(Tested::Passed);
     }
     if parsed.build_failed {
-        return Ok(Err(failure));
+        return Ok(Tested::Failed(failure));
     }
     let known: BTreeSet<&String> = base.parsed.failed.iter().collect();
     let new: Vec<String> = parsed
@@ -149,9 +160,9 @@ pub fn check(
                 parsed.failed.join(", ")
             }
         ));
-        return Ok(Ok(()));
+        return Ok(Tested::Passed);
     }
-    Ok(Err(TestFailure {
+    Ok(Tested::Failed(TestFailure {
         failed: new,
         ..failure
     }))

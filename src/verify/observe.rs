@@ -137,6 +137,26 @@ pub struct Nondeterminism {
     pub status_stable: bool,
 }
 
+/// A candidate's run of one workload against the baseline's ([`Reference::check_settled`]).
+#[must_use]
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per workload checked: boxing buys nothing
+pub enum Compared {
+    /// Its outputs agree with the baseline's (as far as the workload's `expect` asks).
+    Same,
+    /// They differ: the first difference.
+    Differs(Mismatch),
+}
+
+impl From<Result<(), Mismatch>> for Compared {
+    fn from(r: Result<(), Mismatch>) -> Self {
+        match r {
+            Ok(()) => Compared::Same,
+            Err(m) => Compared::Differs(m),
+        }
+    }
+}
+
 /// What every candidate is compared with: the baseline's observations, the workloads
 /// that cannot be verified, and what the crate-tests verifier needs.
 pub struct Reference {
@@ -209,15 +229,15 @@ impl Reference {
 
     /// [`Reference::check`], and when a candidate differs on a deferred workload, the
     /// baseline runs it once more first: a baseline that disagrees with itself names the
-    /// workload (as the up-front check would have) and holds the candidate to less.
-    #[allow(clippy::result_large_err)]
+    /// workload (as the up-front check would have) and holds the candidate to less. The
+    /// error is a fault (the baseline's run could not be made), never a difference.
     pub fn check_settled(
         &self,
         ctx: &Context,
         w: &Workload,
         candidate: &str,
         obs: &Observed,
-    ) -> Result<Result<(), Mismatch>, VerifyError> {
+    ) -> Result<Compared, VerifyError> {
         let first = self.check(w, candidate, obs);
         if first.is_err() && self.deferred.borrow_mut().remove(&w.name) {
             ctx.ui().info(&format!(
@@ -227,9 +247,9 @@ impl Reference {
             let outputs = ctx.run.root.join("outputs").join("baseline-rerun");
             let second = observe(ctx, &self.baseline, w, &outputs)?;
             self.judge(ctx, w, &second);
-            return Ok(self.check(w, candidate, obs));
+            return Ok(Compared::from(self.check(w, candidate, obs)));
         }
-        Ok(first)
+        Ok(Compared::from(first))
     }
 
     /// Compare the baseline's `second` run of `w` with its first; one that differs is

@@ -5,14 +5,72 @@
 //! determinism check found. An unchanged re-run therefore runs no workload to verify.
 //! Checks are not kept with `[verify] tests = true` (the tests' own sources are not in the
 //! key), and `--fresh` looks nothing up.
+//!
+//! A candidate is checked in three phases, one entry each, so that its eval workloads are
+//! not run once more just to be compared: before it is measured
+//! ([`Verifier::check_untimed`]: the workloads that are not timed and the crate's tests, or
+//! nothing when an earlier run checked it all), on its first timed run of each eval
+//! workload ([`Verifier::check_timed`], the hook the bench engine calls), and after it is
+//! measured ([`Verifier::finish_check`]: the eval workloads no timed run checked, then the
+//! check kept). What the phases share is a [`TimedCheck`] the pipeline only passes along.
 
-use std::cell::OnceCell;
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::cell::{OnceCell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
-use super::{Nondeterminism, Reference, Rejection};
+use super::candidate::{check_candidate_on, Checked};
+use super::{Compared, Mismatch, Nondeterminism, Reference, Rejection};
+use crate::bench::runner::CheckRun;
+use crate::context::sandbox::Sandbox;
 use crate::context::{Candidate, Context};
+use crate::process::{Outcome, Spool};
+use crate::spec::Workload;
 use crate::store::Store;
+
+/// Before measuring: what a candidate's untimed check found ([`Verifier::check_untimed`]).
+#[must_use]
+#[allow(clippy::large_enum_variant)] // one per candidate: boxing buys nothing
+pub enum Untimed {
+    /// An earlier run checked the same binaries and workloads: nothing is left to check,
+    /// and its timed runs are not checked.
+    AllChecked,
+    /// The workloads that are not timed and the crate's tests passed; the eval workloads are
+    /// checked on the candidate's timed runs, through this.
+    Passed(TimedCheck),
+    /// Its outputs differ on an untimed workload, or the crate's tests fail.
+    Rejected(Rejection),
+}
+
+/// After measuring: how a candidate's check ended ([`Verifier::finish_check`]).
+#[must_use]
+#[allow(clippy::large_enum_variant)] // one per candidate: boxing buys nothing
+pub enum Concluded {
+    /// Every workload agrees with the baseline's; the check is kept for later runs.
+    Passed,
+    /// A timed run, or a run of an eval workload no timed run checked, differs.
+    Rejected(Rejection),
+    /// Measuring failed and no timed run differed: nothing more is checked or kept.
+    Unmeasured,
+}
+
+/// A candidate checked by its timed runs: made by [`Verifier::check_untimed`], handed to
+/// each timed run's hook ([`Verifier::check_timed`]), ended by [`Verifier::finish_check`].
+/// It holds the eval workloads a timed run checked and the difference that rejected it.
+pub struct TimedCheck {
+    cand: Candidate,
+    /// Where the candidate's outputs are saved (`outputs/<tag>/`).
+    outputs: PathBuf,
+    checked: RefCell<BTreeSet<String>>,
+    rejected: RefCell<Option<Mismatch>>,
+}
+
+impl TimedCheck {
+    /// Where the candidate's checked first run of `w` writes its outputs: where its
+    /// verification runs' are saved.
+    pub fn spool(&self, w: &Workload) -> Spool {
+        super::spool_for(&self.outputs, w)
+    }
+}
 
 /// What the baseline's determinism check found, as kept.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -100,67 +158,100 @@ impl<'c> Verifier<'c> {
         }
     }
 
-    /// The part of checking `cand` that comes before it is measured: nothing when an
-    /// earlier run checked the same binaries and workloads (`Ok(true)`: all checked), else
-    /// every workload that is not timed (not eval) and the crate's own tests — the eval
-    /// workloads are checked on the candidate's first timed run of each ([`check_timed`]),
-    /// and [`finish_check`] completes it (`Ok(false)`).
+    /// Before measuring `cand`: nothing when an earlier run checked the same binaries and
+    /// workloads (`AllChecked`), else every workload that is not timed (not eval) and the
+    /// crate's own tests; when they pass, the eval workloads are checked on the candidate's
+    /// first timed run of each ([`check_timed`]) and [`finish_check`] completes it. An
+    /// error is a fault (a workload could not be run), not a rejection.
     ///
     /// [`check_timed`]: Self::check_timed
     /// [`finish_check`]: Self::finish_check
-    pub fn check_untimed(&self, cand: &Candidate) -> anyhow::Result<Result<bool, Rejection>> {
+    pub fn check_untimed(&self, cand: &Candidate) -> anyhow::Result<Untimed> {
         if self.kept_check(cand) {
-            return Ok(Ok(true));
+            return Ok(Untimed::AllChecked);
         }
         let reference = self.reference()?;
-        let untimed =
-            super::candidate::check_candidate_on(self.ctx, cand, reference, &|w| !w.eval, true)?;
-        Ok(untimed.map(|()| false))
+        Ok(
+            match check_candidate_on(self.ctx, cand, reference, &|w| !w.eval, true)? {
+                Checked::Passed => Untimed::Passed(TimedCheck {
+                    cand: cand.clone(),
+                    outputs: self.ctx.run.outputs(&cand.tag()),
+                    checked: RefCell::default(),
+                    rejected: RefCell::default(),
+                }),
+                Checked::Rejected(r) => Untimed::Rejected(r),
+            },
+        )
     }
 
-    /// A candidate's first timed run of the eval workload `w` (its outcome, and the private
-    /// copy it ran in), checked as a verification run is; its outputs are saved with the
-    /// candidate's.
-    pub fn check_timed(
+    /// While measuring: the hook the bench engine calls with `check`'s candidate's first
+    /// timed run of the eval workload `w` (in its private copy `sandbox`, when the workload
+    /// writes files). The run is checked as a verification run is, its outputs saved with
+    /// the candidate's; a pass is remembered in `check`, a difference kept there too and
+    /// returned as the reason the comparison ends.
+    pub fn check_timed<'a>(
+        &'a self,
+        check: &'a TimedCheck,
+        w: &'a Workload,
+        sandbox: Option<&'a Sandbox>,
+    ) -> Box<CheckRun<'a>> {
+        Box::new(
+            move |out| match self.compare_timed(check, w, out, sandbox) {
+                Ok(Compared::Same) => {
+                    check.checked.borrow_mut().insert(w.name.clone());
+                    Ok(())
+                }
+                Ok(Compared::Differs(m)) => {
+                    let said = m.to_string();
+                    *check.rejected.borrow_mut() = Some(m);
+                    Err(said)
+                }
+                Err(e) => Err(format!("{e:#}")),
+            },
+        )
+    }
+
+    /// A timed run of `w` (its outcome, and the private copy it ran in) against the
+    /// baseline's.
+    fn compare_timed(
         &self,
-        cand: &Candidate,
-        w: &crate::spec::Workload,
-        outcome: &crate::process::Outcome,
-        sandbox: Option<&crate::context::sandbox::Sandbox>,
-    ) -> anyhow::Result<Result<(), super::Mismatch>> {
-        let outputs = self.ctx.run.outputs(&cand.tag());
-        let obs = super::observed_from(w, outcome.clone(), sandbox, &outputs)?;
+        check: &TimedCheck,
+        w: &Workload,
+        outcome: &Outcome,
+        sandbox: Option<&Sandbox>,
+    ) -> anyhow::Result<Compared> {
+        let obs = super::observed_from(w, outcome.clone(), sandbox, &check.outputs)?;
         Ok(self
             .reference()?
-            .check_settled(self.ctx, w, &cand.label(), &obs)?)
+            .check_settled(self.ctx, w, &check.cand.label(), &obs)?)
     }
 
-    /// After measuring: the eval workloads no timed run checked (their verdicts were kept
-    /// from an earlier run, so none ran) are run and checked now; then the candidate's check
-    /// is kept for later runs.
-    pub fn finish_check(
-        &self,
-        cand: &Candidate,
-        checked: &std::collections::BTreeSet<String>,
-    ) -> anyhow::Result<Result<(), Rejection>> {
-        let rest = |w: &crate::spec::Workload| w.eval && !checked.contains(&w.name);
+    /// After measuring (`measured`: it completed): rejected when a timed run differed;
+    /// else the eval workloads no timed run checked (their verdicts were kept from an
+    /// earlier run, so none ran) are run and checked now, then the candidate's check is
+    /// kept for later runs. An error is a fault, not a rejection.
+    pub fn finish_check(&self, check: TimedCheck, measured: bool) -> anyhow::Result<Concluded> {
+        if let Some(m) = check.rejected.into_inner() {
+            return Ok(Concluded::Rejected(Rejection::Outputs(m)));
+        }
+        if !measured {
+            return Ok(Concluded::Unmeasured);
+        }
+        let (cand, checked) = (&check.cand, check.checked.into_inner());
+        let rest = |w: &Workload| w.eval && !checked.contains(&w.name);
         if self.ctx.spec.workloads.iter().any(rest) {
-            let r = super::candidate::check_candidate_on(
-                self.ctx,
-                cand,
-                self.reference()?,
-                &rest,
-                false,
-            )?;
-            if r.is_err() {
-                return Ok(r);
+            let reference = self.reference()?;
+            if let Checked::Rejected(r) =
+                check_candidate_on(self.ctx, cand, reference, &rest, false)?
+            {
+                return Ok(Concluded::Rejected(r));
             }
         }
         if let Some(k) = self.check_key(cand) {
             self.store.put(&k, &true);
         }
         self.keep_baseline();
-        Ok(Ok(()))
+        Ok(Concluded::Passed)
     }
 
     /// How far `cand`'s outputs moved from the baseline's (`verify::drift`): after its

@@ -6,18 +6,30 @@
 use super::Ladder;
 use crate::context::Candidate;
 use crate::pipeline::budget::Decides;
-use crate::pipeline::measure::{self, Measured, TimedCheck};
+use crate::pipeline::measure::{self, Measured};
 use crate::spec::StageName;
 use crate::stage::{Build, Offer, Rival};
+use crate::verify::{TimedCheck, Untimed};
 
-/// A raced offer checked and ready to measure: its row's label, the candidate, and
-/// whether its untimed runs checked every eval workload already.
+/// A raced offer checked and ready to measure: its row's label, the candidate, and the
+/// check its timed runs make (none when an earlier run checked every workload already).
 struct Entrant {
     /// Its offer's place in the group.
     k: usize,
     row: String,
     cand: Candidate,
-    all_checked: bool,
+    check: Option<TimedCheck>,
+}
+
+impl Entrant {
+    fn new(k: usize, row: String, cand: Candidate, check: Option<TimedCheck>) -> Self {
+        Entrant {
+            k,
+            row,
+            cand,
+            check,
+        }
+    }
 }
 
 impl Ladder<'_> {
@@ -46,13 +58,12 @@ impl Ladder<'_> {
         for (k, row, cand) in built {
             if self.ctx.spec.bench.objective_size {
                 self.verify_and_measure(&row, cand, rival)?;
-            } else if let Some(all_checked) = self.check_untimed(&row, &cand)? {
-                entrants.push(Entrant {
-                    k,
-                    row,
-                    cand,
-                    all_checked,
-                });
+            } else {
+                match self.check_untimed(&row, &cand)? {
+                    Untimed::Rejected(_) => {}
+                    Untimed::AllChecked => entrants.push(Entrant::new(k, row, cand, None)),
+                    Untimed::Passed(c) => entrants.push(Entrant::new(k, row, cand, Some(c))),
+                }
             }
             owner.resize(self.rows.len() - base, k);
         }
@@ -63,7 +74,7 @@ impl Ladder<'_> {
                 self.rival(rival).label()
             ));
         }
-        self.run_race(entrants, rival, (base, &mut owner))?;
+        self.run_race(entrants, rival, base, &mut owner)?;
         let mut rows: Vec<_> = self.rows.drain(base..).zip(owner).collect();
         rows.sort_by_key(|(_, k)| *k);
         self.rows.extend(rows.into_iter().map(|(r, _)| r));
@@ -74,23 +85,21 @@ impl Ladder<'_> {
     /// each, noting in `owner` which offer each row pushed since `base` is of.
     fn run_race(
         &mut self,
-        entrants: Vec<Entrant>,
+        mut entrants: Vec<Entrant>,
         which: Rival,
-        (base, owner): (usize, &mut Vec<usize>),
+        base: usize,
+        owner: &mut Vec<usize>,
     ) -> anyhow::Result<()> {
         if entrants.is_empty() {
             return Ok(());
         }
-        let checks: Vec<TimedCheck> = entrants.iter().map(|e| TimedCheck::new(&e.cand)).collect();
         let rival = self.rival(which);
         let share = self.share(match rival.binary == self.baseline.binary {
             true if which == Rival::Best => Decides::Ship,
             _ => Decides::Keep,
         });
         let cands: Vec<&Candidate> = entrants.iter().map(|e| &e.cand).collect();
-        let hooks: Vec<Option<&TimedCheck>> = (entrants.iter().zip(&checks))
-            .map(|(e, c)| (!e.all_checked).then_some(c))
-            .collect();
+        let checks: Vec<Option<&TimedCheck>> = entrants.iter().map(|e| e.check.as_ref()).collect();
         let ctx = self.ctx;
         let raced = measure::race(
             ctx,
@@ -99,7 +108,7 @@ impl Ladder<'_> {
             &self.verifier,
             share,
             self.cache,
-            &hooks,
+            &checks,
         );
         let results: Vec<anyhow::Result<Measured>> = match raced {
             Ok(r) => r,
@@ -111,13 +120,12 @@ impl Ladder<'_> {
             }
         };
         let mut measured = Vec::new();
-        for (j, ((e, check), m)) in entrants.iter().zip(&checks).zip(results).enumerate() {
-            if let Some(m) = self.conclude(&e.row, &e.cand, (check, e.all_checked), m)? {
+        for (j, (e, m)) in entrants.iter_mut().zip(results).enumerate() {
+            if let Some(m) = self.conclude(&e.row, &e.cand, e.check.take(), m)? {
                 measured.push((j, m));
             }
             owner.resize(self.rows.len() - base, e.k);
         }
-        drop(checks);
         let winner = (measured.iter())
             .filter(|(j, m)| self.keeps(&entrants[*j].cand, which, m).0)
             .min_by(|a, b| a.1.estimate.ratio.total_cmp(&b.1.estimate.ratio))

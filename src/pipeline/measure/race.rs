@@ -3,17 +3,16 @@
 //! the rest raced on the rival's shared runs, each candidate's comparisons then kept and
 //! summed up as [`measure`](super::measure) does its one.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::{
-    budget_limited, expected_status, progress_message, settle_ahead, verdict_keys,
-    verify_first_run, Measured, TimedCheck,
+    budget_limited, expected_status, progress_message, settle_ahead, verdict_keys, Capped, Measured,
 };
 use crate::bench::{self, BenchOptions, Comparison, Job, Phase, StopReason};
 use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
 use crate::spec::Workload;
-use crate::verify::Verifier;
+use crate::verify::{TimedCheck, Verifier};
 
 /// `cands` against `rival` on every eval workload, as [`measure`](super::measure) measures
 /// one (keep-or-drop, each within `share`), but raced: one series of the rival's runs serves
@@ -32,23 +31,12 @@ pub fn race(
     let eval = super::eval_workloads(ctx)?;
     settle_ahead(ctx);
     let (start, recorded_then) = (Instant::now(), ctx.recorded_secs());
-    let arms: Vec<Arm> = cands
-        .iter()
-        .map(|c| Arm::new(ctx, rival, c, share, cache, &eval))
+    let arms: Vec<Arm> = (cands.iter().zip(checks))
+        .map(|(c, check)| Arm::new(ctx, rival, c, *check, share, cache, &eval))
         .collect();
-    let todo: Vec<Vec<bool>> = arms
-        .iter()
-        .map(|a| a.found.iter().map(Option::is_none).collect())
-        .collect();
+    let todo: Vec<Vec<bool>> = arms.iter().map(Arm::todo).collect();
     if todo.iter().flatten().any(|&t| t) {
-        let opts = (arms.iter().map(|a| &a.opts))
-            .max_by_key(|o| o.max_time)
-            .expect("a race has arms");
-        let done: Vec<Vec<Comparison>> = (arms.iter())
-            .map(|a| a.found.iter().flatten().cloned().collect())
-            .collect();
-        let run = (rival, cands, verifier, checks);
-        let results = run_race(ctx, run, &eval, &todo, (&done, opts))?;
+        let results = run_race(ctx, rival, verifier, &eval, &arms, &todo)?;
         let labels: Vec<String> = cands.iter().map(|c| c.label()).collect();
         ctx.record_own(
             &format!("{} raced vs {}: measure", labels.join(", "), rival.label()),
@@ -70,30 +58,33 @@ pub fn race(
     }
 }
 
-/// One candidate of a race: its options (a duel's), verdict keys and kept comparisons.
-struct Arm {
-    opts: BenchOptions,
-    full: Duration,
+/// One candidate of a race: the candidate and its timed check (when its eval workloads are
+/// still to be checked), its options (a duel's), verdict keys and kept comparisons.
+struct Arm<'a> {
+    cand: &'a Candidate,
+    check: Option<&'a TimedCheck>,
+    capped: Capped,
     keys: Vec<Option<String>>,
     found: Vec<Option<Comparison>>,
 }
 
-impl Arm {
+impl<'a> Arm<'a> {
     fn new(
         ctx: &Context,
         rival: &Candidate,
-        cand: &Candidate,
+        cand: &'a Candidate,
+        check: Option<&'a TimedCheck>,
         share: super::super::budget::Share,
         cache: &VerdictCache,
         eval: &[&Workload],
     ) -> Self {
-        let (opts, full) = super::keep_or_drop_options(ctx, rival, cand, share);
+        let capped = super::keep_or_drop_options(ctx, rival, cand, share);
         let key_opts = BenchOptions {
-            max_time: opts.max_time.max(full),
+            max_time: capped.opts.max_time.max(capped.full_max),
             pairs_past_max_time: 0,
-            ..opts.clone()
+            ..capped.opts.clone()
         };
-        let keys = verdict_keys(ctx, cache, (&rival.binary, &cand.binary), eval, &key_opts);
+        let keys = verdict_keys(ctx, cache, &rival.binary, &cand.binary, eval, &key_opts);
         let found = (keys.iter().zip(eval))
             .map(|(k, w)| {
                 let kept = k.as_deref().and_then(|k| cache.get(k))?;
@@ -107,11 +98,29 @@ impl Arm {
             })
             .collect();
         Arm {
-            opts,
-            full,
+            cand,
+            check,
+            capped,
             keys,
             found,
         }
+    }
+
+    /// The workloads to race: those without a comparison kept from an earlier run.
+    fn todo(&self) -> Vec<bool> {
+        self.found.iter().map(Option::is_none).collect()
+    }
+
+    /// The comparisons kept from an earlier run.
+    fn done(&self) -> Vec<Comparison> {
+        self.found.iter().flatten().cloned().collect()
+    }
+
+    /// The race's options: the arm's with the longest max-time.
+    fn widest<'r>(arms: &'r [Arm]) -> &'r BenchOptions {
+        (arms.iter().map(|a| &a.capped.opts))
+            .max_by_key(|o| o.max_time)
+            .expect("a race has arms")
     }
 
     /// The race's comparisons (those of the workloads `todo` marks) kept where not cut
@@ -130,8 +139,8 @@ impl Arm {
         let raced = raced.map_err(|(i, e)| {
             anyhow::Error::new(e).context(format!("workload `{}`", mine[i].name))
         })?;
-        let cut_short =
-            |c: &Comparison| self.opts.max_time < self.full && c.stop == StopReason::MaxTime;
+        let (opts, full) = (&self.capped.opts, self.capped.full_max);
+        let cut_short = |c: &Comparison| opts.max_time < full && c.stop == StopReason::MaxTime;
         let mut raced = raced.into_iter();
         for (key, slot) in self.keys.iter().zip(self.found.iter_mut()) {
             if slot.is_none() {
@@ -147,9 +156,9 @@ impl Arm {
             .collect();
         let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
         let (log, confidence) = bench::geomean_log(&all);
-        let estimate = bench::geomean(&all, self.opts.margin);
+        let estimate = bench::geomean(&all, opts.margin);
         Ok(Measured {
-            budget_limited: budget_limited(&all, &estimate, &self.opts, self.full),
+            budget_limited: budget_limited(&all, &estimate, opts, full),
             estimate,
             log,
             confidence,
@@ -159,43 +168,43 @@ impl Arm {
 }
 
 /// The race itself: per workload the rival's command in its own private cwd and each
-/// candidate's that `todo` marks in theirs, with a progress line on a terminal.
+/// arm's that `todo` marks in theirs, with a progress line on a terminal.
 fn run_race(
     ctx: &Context,
-    (rival, cands, verifier, checks): (
-        &Candidate,
-        &[&Candidate],
-        &Verifier,
-        &[Option<&TimedCheck>],
-    ),
+    rival: &Candidate,
+    verifier: &Verifier,
     eval: &[&Workload],
+    arms: &[Arm],
     todo: &[Vec<bool>],
-    (done, opts): (&[Vec<Comparison>], &BenchOptions),
 ) -> anyhow::Result<Vec<bench::GroupResult>> {
+    let done: Vec<Vec<Comparison>> = arms.iter().map(Arm::done).collect();
+    let opts = Arm::widest(arms);
     let mut rivals = Vec::new();
     let mut sides = Vec::new();
     for w in eval {
         let (wa, sa) = ctx.sandboxed(w, "bench-a")?;
         let expected = expected_status(w, verifier.reference()?);
         let mut mine = Vec::new();
-        for (j, cand) in cands.iter().enumerate() {
+        for (j, arm) in arms.iter().enumerate() {
             let (wb, sb) = ctx.sandboxed(w, &format!("bench-b{j}"))?;
-            let mut cb = ctx.command(&wb, &cand.binary);
-            cb.spool =
-                checks[j].map(|c| crate::verify::spool_for(&ctx.run.outputs(&c.cand.tag()), w));
+            let mut cb = ctx.command(&wb, &arm.cand.binary);
+            cb.spool = arm.check.map(|c| c.spool(w));
             mine.push((cb, sb));
         }
         rivals.push((ctx.command(&wa, &rival.binary), sa, expected));
         sides.push(mine);
     }
-    let hooks: Vec<Vec<_>> = (0..cands.len())
-        .map(|j| {
+    let hooks: Vec<Vec<_>> = (arms.iter().enumerate())
+        .map(|(j, arm)| {
             (eval.iter().zip(&sides))
-                .map(|(w, s)| checks[j].map(|c| verify_first_run(verifier, c, w, s[j].1.as_ref())))
+                .map(|(w, s)| {
+                    arm.check
+                        .map(|c| verifier.check_timed(c, w, s[j].1.as_ref()))
+                })
                 .collect()
         })
         .collect();
-    let jobs: Vec<Vec<Option<Job>>> = (0..cands.len())
+    let jobs: Vec<Vec<Option<Job>>> = (0..arms.len())
         .map(|j| {
             (0..eval.len())
                 .map(|w| {
@@ -211,7 +220,7 @@ fn run_race(
         })
         .collect();
     let done: Vec<&[Comparison]> = done.iter().map(Vec::as_slice).collect();
-    let what = format!("{} candidate(s) vs {}", cands.len(), rival.label());
+    let what = format!("{} candidate(s) vs {}", arms.len(), rival.label());
     ctx.ui()
         .progress(&format!("{what}: racing [{} workload(s)]", eval.len()));
     let started = Instant::now();
@@ -219,7 +228,7 @@ fn run_race(
     // Arm j's comparison i is on the i-th workload `todo[j]` marks.
     let on = |j: usize, i: usize| (0..eval.len()).filter(|&w| todo[j][w]).nth(i).unwrap_or(0);
     let results = bench::race_jointly(&jobs, &done, opts, &mut |j, i, p| {
-        let (cand, w) = (cands[j].label(), &eval[on(j, i)].name);
+        let (cand, w) = (arms[j].cand.label(), &eval[on(j, i)].name);
         if let Phase::Look { look } = p.phase {
             ctx.ui().event(
                 "estimate",
