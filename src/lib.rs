@@ -37,7 +37,7 @@ pub(crate) mod util;
 pub(crate) mod verify;
 pub(crate) mod workflow;
 
-use cli::{Command, Parsed};
+use cli::{Action, Parsed};
 
 /// Run the command line this process was given (`cargo optimize …` or `cargo-optimize …`);
 /// returns the process exit code. The one API of the library: everything else is the
@@ -62,7 +62,7 @@ fn run_cli(parsed: Parsed) -> anyhow::Result<i32> {
     // A bad build bound is bad input, said before anything runs.
     cargo::build_timeout()?;
     sys::interrupt::install();
-    let json = matches!(&command, Command::Run(a) if a.message_format == cli::MessageFormat::Json);
+    let json = matches!(&command, Action::Run(a) if a.message_format == cli::MessageFormat::Json);
     let done = run_command(&g, command);
     if let (Err(e), true) = (&done, json) {
         ui.error_event(&format!("{e:#}"));
@@ -72,22 +72,22 @@ fn run_cli(parsed: Parsed) -> anyhow::Result<i32> {
     done
 }
 
-fn run_command(g: &cli::GlobalArgs, command: Command) -> anyhow::Result<i32> {
+fn run_command(g: &cli::GlobalArgs, command: Action) -> anyhow::Result<i32> {
     match command {
-        Command::Run(args) => commands::run::run(g, &args),
-        Command::Init(args) => commands::init::run(g, &args),
-        Command::Doctor(args) => commands::doctor::run(g, &args),
-        Command::Bench(args) => commands::bench::run(g, &args),
-        Command::Apply(args) => commands::apply::run(g, &args),
-        Command::Report(args) => commands::report::run(g, &args),
-        Command::Hotspots(args) => commands::hotspots::run(g, &args),
-        Command::Check(args) => commands::check::run(g, &args),
-        Command::Release(args) => commands::release::run(g, &args),
-        Command::Ci(args) => commands::ci::run(g, &args),
-        Command::Profile(args) => commands::profile::run(g, &args),
-        Command::Clean(_) => commands::clean::run(g),
-        Command::Cache(args) => commands::cache::run(g, &args),
-        Command::Completions(args) => commands::completions::run(&args),
-        Command::Man => commands::completions::man(),
+        Action::Run(args) => commands::run::run(g, &args),
+        Action::Init(args) => commands::init::run(g, &args),
+        Action::Doctor(args) => commands::doctor::run(g, &args),
+        Action::Bench(args) => commands::bench::run(g, &args),
+        Action::Apply(args) => commands::apply::run(g, &args),
+        Action::Report(args) => commands::report::run(g, &args),
+        Action::Hotspots(args) => commands::hotspots::run(g, &args),
+        Action::Check(args) => commands::check::run(g, &args),
+        Action::Release(args) => commands::release::run(g, &args),
+        Action::Ci(args) => commands::ci::run(g, &args),
+        Action::Profile(args) => commands::profile::run(g, &args),
+        Action::Clean(_) => commands::clean::run(g),
+        Action::Cache(args) => commands::cache::run(g, &args),
+        Action::Completions(args) => commands::completions::run(&args),
+        Action::Man => commands::completions::man(),
     }
 }

@@ -8,7 +8,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command as StdCommand, ExitStatus, Stdio};
+use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::sys;
@@ -148,26 +148,26 @@ impl Command {
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Status {
+pub struct ExitStatus {
     /// Exit code when it exited normally.
     pub code: Option<i32>,
     /// Signal number when it was killed by a signal.
     pub signal: Option<i32>,
 }
 
-impl Status {
+impl ExitStatus {
     pub fn success(&self) -> bool {
         self.code == Some(0)
     }
-    fn from_std(s: ExitStatus) -> Self {
-        Status {
+    fn from_std(s: std::process::ExitStatus) -> Self {
+        ExitStatus {
             code: s.code(),
             signal: sys::exit_signal(&s),
         }
     }
 }
 
-impl std::fmt::Display for Status {
+impl std::fmt::Display for ExitStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (self.code, self.signal) {
             (Some(c), _) => write!(f, "exit code {c}"),
@@ -188,7 +188,7 @@ pub fn signal_name(signal: i32) -> Option<&'static str> {
 /// Everything observed about one run.
 #[derive(Debug, Clone)]
 pub struct Outcome {
-    pub status: Status,
+    pub status: ExitStatus,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     pub wall: Duration,
@@ -544,7 +544,7 @@ fn run_tree(
     // reading stops there (a holder that escaped the group gets EPIPE from then on).
     let (status, usage) = tree.finish(sink).map_err(wait_error)?;
     Ok(Outcome {
-        status: Status::from_std(status),
+        status: ExitStatus::from_std(status),
         stdout: Vec::new(),
         stderr: Vec::new(),
         wall,

@@ -38,7 +38,7 @@ pub use observe::{
 };
 pub use verifier::{Concluded, TimedCheck, Untimed, Verifier};
 
-use crate::process::{Outcome, ProcessError, Status};
+use crate::process::{ExitStatus, Outcome, ProcessError};
 use crate::spec::{Expect, Workload};
 use numeric::{NumericDiff, Tolerance};
 use text::{LineMode, Rules, TextDiff};
@@ -360,7 +360,7 @@ fn line_rules(expect: &Expect) -> Option<(LineMode, Option<regex::bytes::Regex>)
 }
 
 #[allow(clippy::result_large_err)] // built once per rejection: boxing buys nothing
-fn check_status(workload: &Workload, a: Status, b: Status) -> Result<(), Mismatch> {
+fn check_status(workload: &Workload, a: ExitStatus, b: ExitStatus) -> Result<(), Mismatch> {
     if a == b {
         return Ok(());
     }
@@ -418,7 +418,7 @@ mod tests {
 
     fn outcome(code: i32, stdout: &str) -> Outcome {
         Outcome {
-            status: Status {
+            status: ExitStatus {
                 code: Some(code),
                 signal: None,
             },

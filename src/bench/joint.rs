@@ -14,7 +14,7 @@ use crate::process::Command;
 
 /// One comparison of [`compare_jointly`]: the two commands and the status their runs must
 /// have.
-pub struct Job<'c> {
+pub struct Pairing<'c> {
     pub a: &'c Command,
     pub b: &'c Command,
     pub expected: ExpectedStatus,
@@ -39,7 +39,7 @@ pub struct Job<'c> {
 /// level, so it adds no wrong *faster* verdicts. `on_progress(i, p)` reports job `i`;
 /// an error names the job it came from.
 pub fn compare_jointly(
-    jobs: &[Job],
+    jobs: &[Pairing],
     done: &[Comparison],
     opts: &BenchOptions,
     on_progress: &mut dyn FnMut(usize, &Progress),

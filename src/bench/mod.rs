@@ -20,7 +20,7 @@ pub mod stats;
 
 pub use drive::{compare, compare_measuring};
 pub(crate) use joint::GroupResult;
-pub use joint::{compare_jointly, Job};
+pub use joint::{compare_jointly, Pairing};
 pub(crate) use race::race_jointly;
 pub use runner::{
     geomean, geomean_log, BenchError, BenchOptions, Comparison, ExpectedStatus, Phase, Progress,

@@ -14,12 +14,12 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Duration;
 
-use super::joint::{drive_groups, GroupResult, Job};
+use super::joint::{drive_groups, GroupResult, Pairing};
 use super::runner::{
     BenchError, BenchOptions, Comparison, Observation, ProcessSource, Progress, Side, TimedRuns,
     PAD_MAX,
 };
-use crate::process::{Lingering, Status};
+use crate::process::{ExitStatus, Lingering};
 
 /// Measure several arms against one rival: `arms[j][w]` is arm `j`'s comparison on workload
 /// `w` (`None`: not measured there, e.g. kept from an earlier run) — its `a` the rival (the
@@ -32,7 +32,7 @@ use crate::process::{Lingering, Status};
 ///
 /// [`compare_jointly`]: super::compare_jointly
 pub(crate) fn race_jointly(
-    arms: &[Vec<Option<Job>>],
+    arms: &[Vec<Option<Pairing>>],
     done: &[&[Comparison]],
     opts: &BenchOptions,
     on_progress: &mut dyn FnMut(usize, usize, &Progress),
@@ -40,7 +40,7 @@ pub(crate) fn race_jointly(
     let workloads = arms.iter().map(Vec::len).max().unwrap_or(0);
     let mut entrants = Vec::new();
     for w in 0..workloads {
-        let jobs: Vec<Option<&Job>> = arms
+        let jobs: Vec<Option<&Pairing>> = arms
             .iter()
             .map(|a| a.get(w).and_then(Option::as_ref))
             .collect();
@@ -84,7 +84,7 @@ pub(crate) fn race_jointly(
 }
 
 /// The rounds of one workload, kept for what the sources know after the race.
-type Shared<S> = Rc<RefCell<Rounds<S>>>;
+type SharedRounds<S> = Rc<RefCell<Rounds<S>>>;
 
 /// [`race_jointly`] over any sources: per workload, the rival's source (its side A is run)
 /// and each arm's (its side B is run; `None`: the arm is not measured there). Also returns
@@ -94,10 +94,10 @@ pub(crate) fn race<S: TimedRuns>(
     done: &[&[Comparison]],
     opts: &BenchOptions,
     on_progress: &mut dyn FnMut(usize, usize, &Progress),
-) -> (Vec<GroupResult>, Vec<Option<Shared<S>>>) {
+) -> (Vec<GroupResult>, Vec<Option<SharedRounds<S>>>) {
     let k = done.len();
     let opts = &race_options(opts, k);
-    let rounds: Vec<Option<Shared<S>>> = entrants
+    let rounds: Vec<Option<SharedRounds<S>>> = entrants
         .into_iter()
         .enumerate()
         .map(|(w, e)| {
@@ -279,7 +279,7 @@ fn again(e: &BenchError) -> BenchError {
         BenchError::Process { side, error } => BenchError::RunFailed {
             side: *side,
             command: String::new(),
-            status: Status {
+            status: ExitStatus {
                 code: None,
                 signal: None,
             },
@@ -303,7 +303,7 @@ fn again(e: &BenchError) -> BenchError {
 /// Arm `arm`'s comparison on one workload: its side A the rival's runs of the rounds, its
 /// side B its own.
 pub(crate) struct ArmSource<S> {
-    rounds: Shared<S>,
+    rounds: SharedRounds<S>,
     arm: usize,
     pad: usize,
     /// The race's clock at the end of the latest round this comparison has runs from.
@@ -365,7 +365,7 @@ mod tests {
                 user: wall,
                 sys: Duration::ZERO,
                 max_rss_bytes: 1,
-                status: Status {
+                status: ExitStatus {
                     code: Some(0),
                     signal: None,
                 },

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::counters::{CounterSet, CounterSummary, Counts};
 use super::stats::{self, Estimate, Summary};
-use crate::process::{self, Command, Lingering, Status};
+use crate::process::{self, Command, ExitStatus, Lingering};
 
 /// Name of the environment variable whose random length (0–4095 bytes) shifts the
 /// process's stack and environment layout from run to run (Mytkowicz et al., "Producing
@@ -171,7 +171,7 @@ pub enum ExpectedStatus {
     Success,
     /// Exactly this status: a workload whose exit status is its result (`expect =
     /// "exit-code"`) is held to the baseline's.
-    Exactly(Status),
+    Exactly(ExitStatus),
     /// Whatever the first run gives; every later run of either side must match it.
     SameAsFirstRun,
     /// Any status (a workload whose baseline exits differently from run to run).
@@ -180,7 +180,7 @@ pub enum ExpectedStatus {
 
 impl ExpectedStatus {
     /// Why `status` is not the expected one, or `None` when it is.
-    fn mismatch(&self, status: Status) -> Option<String> {
+    fn mismatch(&self, status: ExitStatus) -> Option<String> {
         match self {
             ExpectedStatus::Success if !status.success() => Some(status.to_string()),
             ExpectedStatus::Exactly(want) if *want != status => {
@@ -198,7 +198,7 @@ pub enum BenchError {
     RunFailed {
         side: Side,
         command: String,
-        status: Status,
+        status: ExitStatus,
         timed_out: bool,
         /// "exit code 3", "killed by signal 9", "timed out after 10s".
         what: String,
@@ -209,7 +209,7 @@ pub enum BenchError {
         side: Side,
         error: process::ProcessError,
     },
-    /// B's first run did not pass [`Job::check_b`].
+    /// B's first run did not pass [`Pairing::check_b`].
     #[error("B's first run was rejected: {0}")]
     Rejected(String),
     /// A run's output gave no figure for the workload's `metric`.
@@ -294,7 +294,7 @@ pub struct RunRecord {
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub sys_secs: f64,
     pub max_rss_bytes: u64,
-    pub status: Status,
+    pub status: ExitStatus,
     pub pad_bytes: usize,
     /// The pair's log-ratio was flagged as an outlier (kept in the statistics).
     pub outlier: bool,
@@ -548,9 +548,9 @@ impl<'c> ProcessSource<'c> {
     }
 
     /// What the source knows and the comparison reports.
-    /// B's first run handed to `check` before its time counts (see [`Job::check_b`]).
+    /// B's first run handed to `check` before its time counts (see [`Pairing::check_b`]).
     ///
-    /// [`Job::check_b`]: super::Job::check_b
+    /// [`Pairing::check_b`]: super::Pairing::check_b
     pub(super) fn checking_b(self, check: Option<&'c CheckRun<'c>>) -> Self {
         ProcessSource {
             check_b: check,
@@ -605,7 +605,7 @@ pub(crate) struct Observation {
     pub user: Duration,
     pub sys: Duration,
     pub max_rss_bytes: u64,
-    pub status: Status,
+    pub status: ExitStatus,
     pub counters: Option<Counts>,
 }
 
@@ -826,7 +826,7 @@ mod tests {
                 return Err(BenchError::RunFailed {
                     side,
                     command: "b".into(),
-                    status: Status {
+                    status: ExitStatus {
                         code: Some(3),
                         signal: None,
                     },
@@ -846,7 +846,7 @@ mod tests {
                 user: wall.mul_f64(0.97),
                 sys: wall.mul_f64(0.02),
                 max_rss_bytes: 2 << 20,
-                status: Status {
+                status: ExitStatus {
                     code: Some(0),
                     signal: None,
                 },
@@ -1494,7 +1494,7 @@ mod tests {
             &exits3,
             &exits3,
             &o,
-            ExpectedStatus::Exactly(Status {
+            ExpectedStatus::Exactly(ExitStatus {
                 code: Some(3),
                 signal: None,
             }),
@@ -1517,7 +1517,7 @@ mod tests {
             &exits3,
             &exits0,
             &o,
-            ExpectedStatus::Exactly(Status {
+            ExpectedStatus::Exactly(ExitStatus {
                 code: Some(3),
                 signal: None,
             }),

@@ -20,7 +20,7 @@ use super::race::race;
 use super::runner::{BenchError, BenchOptions, Observation, Side, TimedRuns, LADDER_MIN_PAIRS};
 use super::stats::{Estimate, Estimator};
 use super::{geomean, Comparison};
-use crate::process::Status;
+use crate::process::ExitStatus;
 
 /// The fitted model's parameters (see the module's doc).
 const SIGMA: f64 = 0.025;
@@ -75,7 +75,7 @@ impl TimedRuns for Disturbed {
             user: wall,
             sys: Duration::ZERO,
             max_rss_bytes: 1 << 20,
-            status: Status {
+            status: ExitStatus {
                 code: Some(0),
                 signal: None,
             },

@@ -59,7 +59,7 @@ pub fn bound_text(d: Duration) -> String {
 
 /// Which stream a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
+pub enum Pipe {
     Stdout,
     Stderr,
 }
@@ -73,10 +73,10 @@ pub fn run(
     what: &str,
     bound: Duration,
     fix: &str,
-    on_line: &mut dyn FnMut(Stream, &str),
+    on_line: &mut dyn FnMut(Pipe, &str),
 ) -> Result<crate::process::Outcome, CargoError> {
-    let mut lines = [Lines::default(), Lines::default()];
-    let stream = |i: usize| [Stream::Stdout, Stream::Stderr][i.min(1)];
+    let mut lines = [LineBuffer::default(), LineBuffer::default()];
+    let stream = |i: usize| [Pipe::Stdout, Pipe::Stderr][i.min(1)];
     let mut sink = |i: usize, bytes: &[u8]| {
         lines[i.min(1)].push(bytes, &mut |l| on_line(stream(i), l));
     };
@@ -114,7 +114,7 @@ pub fn run_quiet(
         METADATA_TIMEOUT,
         fix,
         &mut |stream, line| {
-            if stream == Stream::Stderr {
+            if stream == Pipe::Stderr {
                 said.push_str(line);
                 said.push('\n');
             }
@@ -133,11 +133,11 @@ pub fn build_fix() -> String {
 }
 
 /// A stream's bytes cut into lines (without `\n` or `\r\n`); the last, unterminated one
-/// handed over by [`Lines::finish`].
+/// handed over by [`LineBuffer::finish`].
 #[derive(Default)]
-struct Lines(Vec<u8>);
+struct LineBuffer(Vec<u8>);
 
-impl Lines {
+impl LineBuffer {
     fn push(&mut self, bytes: &[u8], each: &mut dyn FnMut(&str)) {
         self.0.extend_from_slice(bytes);
         let mut start = 0;
@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn output_comes_back_as_lines_whatever_the_pieces() {
-        let mut lines = Lines::default();
+        let mut lines = LineBuffer::default();
         let mut seen = Vec::new();
         let mut each = |l: &str| seen.push(l.to_string());
         lines.push(b"one\r\ntw", &mut each);

@@ -470,8 +470,8 @@ fn build_once(
         &child::build_fix(),
         &mut |stream, line| {
             let text = match stream {
-                child::Stream::Stderr => line.to_string(),
-                child::Stream::Stdout => match build_event(line) {
+                child::Pipe::Stderr => line.to_string(),
+                child::Pipe::Stdout => match build_event(line) {
                     Some(BuildEvent::Text(text)) => text,
                     Some(BuildEvent::Executable(path, fresh)) => {
                         exe = Some((path, fresh));
@@ -617,8 +617,8 @@ pub fn test(
         &child::build_fix(),
         &mut |stream, line| {
             let into = match stream {
-                child::Stream::Stdout => &mut stdout,
-                child::Stream::Stderr => {
+                child::Pipe::Stdout => &mut stdout,
+                child::Pipe::Stderr => {
                     on_line(line.trim_end());
                     &mut stderr
                 }

@@ -172,11 +172,11 @@ impl Workspace {
             "cargo reads the manifests and, when it needs to, the registry's index: check \
              that `cargo metadata --no-deps` answers here, or pass --offline",
             &mut |stream, line| match stream {
-                super::child::Stream::Stdout if json.is_none() && line.starts_with('{') => {
+                super::child::Pipe::Stdout if json.is_none() && line.starts_with('{') => {
                     json = Some(line.to_string())
                 }
-                super::child::Stream::Stdout => {}
-                super::child::Stream::Stderr => {
+                super::child::Pipe::Stdout => {}
+                super::child::Pipe::Stderr => {
                     stderr.push_str(line);
                     stderr.push('\n');
                 }

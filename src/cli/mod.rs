@@ -28,7 +28,7 @@ pub use parse::{command, parse_from_env, Parsed};
 #[command(after_long_help = help::RUN)]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub command: Option<Action>,
 
     /// Options of `run` (the default command).
     #[command(flatten)]
@@ -39,7 +39,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub enum Action {
     /// Run the pipeline (the default): baseline → stages → verify → bench → report.
     #[command(after_long_help = help::RUN)]
     Run(RunArgs),

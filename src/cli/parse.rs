@@ -16,7 +16,7 @@ use super::*;
 #[derive(Debug)]
 pub struct Parsed {
     pub global: GlobalArgs,
-    pub command: Command,
+    pub command: Action,
     pub warnings: Vec<String>,
 }
 
@@ -162,14 +162,14 @@ fn resolve(cli: Cli) -> Parsed {
         color: o.color.unwrap_or_else(env_color),
     };
     build(&mut g, &cli.run.build);
-    let mut command = cli.command.unwrap_or(Command::Run(cli.run));
+    let mut command = cli.command.unwrap_or(Action::Run(cli.run));
     match &mut command {
-        Command::Run(a) => build(&mut g, &a.build),
-        Command::Init(a) => {
+        Action::Run(a) => build(&mut g, &a.build),
+        Action::Init(a) => {
             package(&mut g, &a.package);
             spec(&mut g, &a.spec);
         }
-        Command::Bench(a) => {
+        Action::Bench(a) => {
             package(&mut g, &a.package);
             spec(&mut g, &a.spec);
             if let Some(n) = a.runs.take() {
@@ -177,15 +177,15 @@ fn resolve(cli: Cli) -> Parsed {
                 warnings.push("`bench --runs` is deprecated (it is a minimum, unlike hyperfine's exact --runs): use --min-runs".into());
             }
         }
-        Command::Apply(ApplyArgs { lookup, .. })
-        | Command::Report(ReportArgs { lookup, .. })
-        | Command::Hotspots(HotspotsArgs { lookup, .. }) => {
+        Action::Apply(ApplyArgs { lookup, .. })
+        | Action::Report(ReportArgs { lookup, .. })
+        | Action::Hotspots(HotspotsArgs { lookup, .. }) => {
             package(&mut g, &lookup.package);
             target_dir(&mut g, &lookup.target_dir);
             spec(&mut g, &lookup.spec);
         }
-        Command::Check(a) => build(&mut g, &a.build),
-        Command::Ci(a) => {
+        Action::Check(a) => build(&mut g, &a.build),
+        Action::Ci(a) => {
             package(&mut g, &a.package);
             spec(&mut g, &a.spec);
             if a.github {
@@ -194,23 +194,23 @@ fn resolve(cli: Cli) -> Parsed {
                 );
             }
         }
-        Command::Release(a) => {
+        Action::Release(a) => {
             build(&mut g, &a.build);
             a.jobs = g.selection.jobs;
         }
-        Command::Profile(ProfileArgs {
+        Action::Profile(ProfileArgs {
             action: ProfileAction::Collect(a),
         }) => build(&mut g, &a.build),
-        Command::Clean(CleanArgs { target_dir: t }) => target_dir(&mut g, t),
-        Command::Cache(CacheArgs { target_dir: t, .. }) => {
+        Action::Clean(CleanArgs { target_dir: t }) => target_dir(&mut g, t),
+        Action::Cache(CacheArgs { target_dir: t, .. }) => {
             g.selection.target_dir = t.clone().or(g.selection.target_dir.take());
         }
-        Command::Doctor(a) => {
+        Action::Doctor(a) => {
             if a.json {
                 a.format = TermJson::Json;
             }
         }
-        Command::Profile(_) | Command::Completions(_) | Command::Man => {}
+        Action::Profile(_) | Action::Completions(_) | Action::Man => {}
     }
     Parsed {
         global: g,

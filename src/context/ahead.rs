@@ -38,7 +38,7 @@ pub type Finished = Result<(Built, Option<String>), CargoError>;
 const BUILDERS: usize = 2;
 
 #[derive(Default)]
-struct Shared {
+struct AheadState {
     /// Builds not started yet, in the order they were asked for.
     queue: VecDeque<AheadBuild>,
     /// Settings hashes queued and not finished.
@@ -51,7 +51,7 @@ struct Shared {
 /// The queue of builds started ahead, and the threads that run them.
 #[derive(Default)]
 pub struct Ahead {
-    shared: Arc<(Mutex<Shared>, Condvar)>,
+    shared: Arc<(Mutex<AheadState>, Condvar)>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// The builders' cargo process groups, killed together on drop.
     cancel: crate::sys::interrupt::Cancel,
@@ -158,7 +158,7 @@ impl Ahead {
 
 /// One builder: take the next queued job until none is left, handing each result over.
 fn build_queued(
-    shared: &(Mutex<Shared>, Condvar),
+    shared: &(Mutex<AheadState>, Condvar),
     project: &Project,
     optimize_dir: &std::path::Path,
     toolchain: &str,

@@ -16,7 +16,7 @@ impl Format {
         match self {
             Format::Term => Box::new(Term),
             Format::Json => Box::new(Json),
-            Format::Markdown => Box::new(Markdown),
+            Format::Markdown => Box::new(HotspotsMarkdown),
         }
     }
 }
@@ -29,9 +29,9 @@ impl Render<View> for Term {
     }
 }
 
-struct Markdown;
+struct HotspotsMarkdown;
 
-impl Render<View> for Markdown {
+impl Render<View> for HotspotsMarkdown {
     fn render(&self, v: &View) -> String {
         markdown(v)
     }

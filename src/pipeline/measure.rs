@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::budget::Share;
 use crate::bench::stats::LogEstimate;
 use crate::bench::{
-    self, BenchOptions, Comparison, Estimate, ExpectedStatus, Job, Phase, Progress, StopReason,
+    self, BenchOptions, Comparison, Estimate, ExpectedStatus, Pairing, Phase, Progress, StopReason,
     Verdict,
 };
 use crate::cache::VerdictCache;
@@ -353,8 +353,8 @@ fn measure_jointly(
         .zip(&sandboxes)
         .map(|(w, (_, sb))| check.map(|c| verifier.check_timed(c, w, sb.as_ref())))
         .collect();
-    let jobs: Vec<Job> = (commands.iter().zip(&hooks).zip(todo))
-        .map(|(((ca, cb, expected), hook), w)| Job {
+    let jobs: Vec<Pairing> = (commands.iter().zip(&hooks).zip(todo))
+        .map(|(((ca, cb, expected), hook), w)| Pairing {
             a: ca,
             b: cb,
             expected: *expected,

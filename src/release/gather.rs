@@ -48,7 +48,7 @@ struct CellManifest {
 
 /// One folder to gather.
 #[derive(Debug)]
-struct Cell {
+struct CellDir {
     dir: PathBuf,
     manifest: CellManifest,
     /// `SHA256SUMS`: (file name, SHA-256), in its order.
@@ -91,7 +91,7 @@ pub(crate) fn run(dirs: &[PathBuf], out: &Path) -> anyhow::Result<i32> {
 }
 
 /// A folder's manifest and checksums, checked against each other.
-fn read_cell(dir: &Path) -> anyhow::Result<Cell> {
+fn read_cell(dir: &Path) -> anyhow::Result<CellDir> {
     let path = dir.join(MANIFEST);
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
@@ -121,7 +121,7 @@ fn read_cell(dir: &Path) -> anyhow::Result<Cell> {
     let text = std::fs::read_to_string(&sums_path)
         .with_context(|| format!("cannot read {}", sums_path.display()))?;
     let sums = parse_sums(&text).with_context(|| format!("in {}", sums_path.display()))?;
-    let cell = Cell {
+    let cell = CellDir {
         dir: dir.to_path_buf(),
         manifest,
         sums,
@@ -161,7 +161,7 @@ fn parse_sums(text: &str) -> anyhow::Result<Vec<(String, String)>> {
 }
 
 /// Every artifact's binary and archive are in `SHA256SUMS` with the manifest's digest.
-fn consistent(cell: &Cell) -> anyhow::Result<()> {
+fn consistent(cell: &CellDir) -> anyhow::Result<()> {
     for a in &cell.manifest.artifacts {
         let p = &a.packaged;
         for (file, digest) in [(&p.file, &p.sha256), (&p.archive, &p.archive_sha256)] {
@@ -179,7 +179,7 @@ fn consistent(cell: &Cell) -> anyhow::Result<()> {
 }
 
 /// One manifest for all the cells, after checking they are parts of one release.
-fn merge(cells: &[Cell]) -> anyhow::Result<Manifest> {
+fn merge(cells: &[CellDir]) -> anyhow::Result<Manifest> {
     if cells.is_empty() {
         bail!("--gather names no folder");
     }
@@ -202,7 +202,7 @@ fn merge(cells: &[Cell]) -> anyhow::Result<Manifest> {
 
 /// The gathered manifest: the first cell's crate and revision (all the same), the
 /// toolchain when all agree (else each artifact names its own), everything else of all.
-fn assemble(cells: &[Cell]) -> Manifest {
+fn assemble(cells: &[CellDir]) -> Manifest {
     let each: Vec<&CellManifest> = cells.iter().map(|c| &c.manifest).collect();
     let first = each[0];
     let toolchain = match each.iter().all(|m| m.toolchain == first.toolchain) {
@@ -265,7 +265,7 @@ fn dir_name(dir: &Path) -> String {
 }
 
 /// All cells give the same `key`, else an error listing each one's.
-fn same(cells: &[Cell], what: &str, key: impl Fn(&Cell) -> String) -> anyhow::Result<()> {
+fn same(cells: &[CellDir], what: &str, key: impl Fn(&CellDir) -> String) -> anyhow::Result<()> {
     let keys: Vec<String> = cells.iter().map(&key).collect();
     if keys.iter().all(|k| *k == keys[0]) {
         return Ok(());
@@ -283,7 +283,7 @@ fn same(cells: &[Cell], what: &str, key: impl Fn(&Cell) -> String) -> anyhow::Re
 
 /// No folder is given twice, however it is spelt (its canonical path; the path as given when
 /// it has none): each of its artifacts would be listed twice.
-fn once_each(cells: &[Cell]) -> anyhow::Result<()> {
+fn once_each(cells: &[CellDir]) -> anyhow::Result<()> {
     let canonical = |d: &Path| std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf());
     let mut seen: Vec<(PathBuf, &Path)> = Vec::new();
     for c in cells {
@@ -304,7 +304,7 @@ fn once_each(cells: &[Cell]) -> anyhow::Result<()> {
 }
 
 /// No artifact, and no file, comes from two cells.
-fn no_duplicates(cells: &[Cell]) -> anyhow::Result<()> {
+fn no_duplicates(cells: &[CellDir]) -> anyhow::Result<()> {
     let mut seen: Vec<(&str, &Path)> = Vec::new();
     let names = cells.iter().flat_map(|c| {
         let artifacts = c.manifest.artifacts.iter().map(|a| a.name.as_str());
@@ -326,7 +326,7 @@ fn no_duplicates(cells: &[Cell]) -> anyhow::Result<()> {
 
 /// Copy every listed file into `staging`, checking each copy against its `SHA256SUMS`;
 /// then the one `SHA256SUMS` and `manifest.json`.
-fn fill(cells: &[Cell], merged: &Manifest, staging: &Path) -> anyhow::Result<()> {
+fn fill(cells: &[CellDir], merged: &Manifest, staging: &Path) -> anyhow::Result<()> {
     let mut all: Vec<(String, String)> = Vec::new();
     for cell in cells {
         let binaries: Vec<&str> = (cell.manifest.artifacts.iter())
@@ -389,7 +389,7 @@ mod tests {
         }
     }
 
-    fn cell(dir: &str, revision: &str, artifacts: &[&str]) -> Cell {
+    fn cell(dir: &str, revision: &str, artifacts: &[&str]) -> CellDir {
         let manifest = CellManifest {
             schema: manifest::SCHEMA,
             created_by: manifest::CREATED_BY.into(),
@@ -407,7 +407,7 @@ mod tests {
             failed: Vec::new(),
             jobs: serde_json::Value::Null,
         };
-        Cell {
+        CellDir {
             dir: dir.into(),
             manifest,
             sums: artifacts

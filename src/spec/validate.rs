@@ -48,7 +48,7 @@ const EXAMPLE_WORKLOAD: &str =
 pub(super) struct Validator<'a> {
     pub(super) text: &'a str,
     path: &'a Path,
-    lines: Lines,
+    lines: LineStarts,
 }
 
 impl<'a> Validator<'a> {
@@ -56,7 +56,7 @@ impl<'a> Validator<'a> {
         Validator {
             text,
             path,
-            lines: Lines::new(text),
+            lines: LineStarts::new(text),
         }
     }
 
@@ -709,15 +709,15 @@ impl Validator<'_> {
 /// Where each line of a text starts, found once: a byte offset becomes its line by a
 /// binary search, so the positions of all of a spec's workloads cost linear time, not a
 /// scan from the file's start each (20 000 workloads took seconds that way).
-pub(super) struct Lines {
+pub(super) struct LineStarts {
     /// Byte offset of each line's first byte; `starts[0] == 0`.
     starts: Vec<usize>,
 }
 
-impl Lines {
+impl LineStarts {
     pub(super) fn new(text: &str) -> Self {
         let breaks = text.match_indices('\n').map(|(i, _)| i + 1);
-        Lines {
+        LineStarts {
             starts: std::iter::once(0).chain(breaks).collect(),
         }
     }
@@ -752,7 +752,7 @@ impl Lines {
 
 /// 1-based line and column (in characters) of a byte offset.
 pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    Lines::new(text).line_col(text, offset)
+    LineStarts::new(text).line_col(text, offset)
 }
 
 /// The closest of `candidates` to `word`, when close enough to be a likely typo.
@@ -1528,7 +1528,7 @@ mod tests {
     #[test]
     fn the_line_index_gives_the_positions_a_scan_from_the_start_gives() {
         let text = "a = 1\n\nécrit = \"ü\"\r\n[[workload]]\nname = \"w\"";
-        let lines = Lines::new(text);
+        let lines = LineStarts::new(text);
         for offset in 0..=text.len() + 3 {
             let mut at = offset.min(text.len());
             while !text.is_char_boundary(at) {

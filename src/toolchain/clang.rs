@@ -32,8 +32,8 @@ pub fn clang_fix(major: u32) -> String {
 /// The clang of rustc's LLVM major, or what is wrong with the ones found and the fix
 /// (another major is refused: its profile format differs). Asked once per process.
 pub fn find(rustc: &Rustc) -> Result<Clang, ToolError> {
-    type Found = Vec<(u32, Result<Clang, ToolError>)>;
-    static FOUND: OnceLock<Mutex<Found>> = OnceLock::new();
+    type Probed = Vec<(u32, Result<Clang, ToolError>)>;
+    static FOUND: OnceLock<Mutex<Probed>> = OnceLock::new();
     let memo = FOUND.get_or_init(Default::default);
     let mut memo = memo.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, found)) = memo.iter().find(|(m, _)| *m == rustc.llvm_major) {

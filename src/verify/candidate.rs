@@ -146,7 +146,7 @@ fn check_writes_nothing(
 fn crashed(
     ctx: &Context,
     w: &crate::spec::Workload,
-    status: &crate::process::Status,
+    status: &crate::process::ExitStatus,
     signal: i32,
     stderr: &str,
 ) -> anyhow::Result<()> {

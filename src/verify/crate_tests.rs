@@ -68,7 +68,7 @@ impl std::fmt::Display for TestFailure {
 
 /// What a test run's output says.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Parsed {
+pub struct ParsedTests {
     pub failed: Vec<String>,
     pub build_failed: bool,
     pub detail: String,
@@ -79,7 +79,7 @@ pub struct Parsed {
 #[derive(Debug, Clone)]
 pub(super) struct BaselineTests {
     success: bool,
-    parsed: Parsed,
+    parsed: ParsedTests,
 }
 
 /// Which candidates the crate's tests verify.
@@ -237,7 +237,7 @@ fn run_tests(
 }
 
 /// Failing tests, build failure and a detail line from a runner's output.
-pub fn parse(runner: TestRunner, stdout: &str, stderr: &str) -> Parsed {
+pub fn parse(runner: TestRunner, stdout: &str, stderr: &str) -> ParsedTests {
     let mut failed: Vec<String> = Vec::new();
     let mut push = |name: &str| {
         if !name.is_empty() && !failed.iter().any(|f| f == name) {
@@ -281,7 +281,7 @@ pub fn parse(runner: TestRunner, stdout: &str, stderr: &str) -> Parsed {
     } else {
         panic_detail(&all).unwrap_or_else(|| crash_detail(&all))
     };
-    Parsed {
+    ParsedTests {
         failed,
         build_failed,
         detail,

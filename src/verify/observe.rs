@@ -475,12 +475,12 @@ fn line_regex(line: &str) -> String {
 mod tests {
     use super::super::tests::workload;
     use super::*;
-    use crate::process::Status;
+    use crate::process::ExitStatus;
     use std::time::Duration;
 
     fn obs(stdout: &str) -> Observed {
         Observed::of(Outcome {
-            status: Status {
+            status: ExitStatus {
                 code: Some(0),
                 signal: None,
             },

@@ -157,7 +157,7 @@ pub(crate) mod fixture {
     use super::*;
     use crate::bench::runner::{Noise, Outliers, RunRecord, Side, Sides, StopReason};
     use crate::bench::stats::{LogEstimate, Summary, Verdict};
-    use crate::process::Status;
+    use crate::process::ExitStatus;
     use std::time::Duration;
 
     fn summary(median: f64) -> Sides<Summary> {
@@ -180,7 +180,7 @@ pub(crate) mod fixture {
             user_secs: wall * 0.9,
             sys_secs: 0.001,
             max_rss_bytes: 2 << 20,
-            status: Status {
+            status: ExitStatus {
                 code,
                 signal: if code.is_none() { Some(9) } else { None },
             },

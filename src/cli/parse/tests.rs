@@ -23,7 +23,7 @@ fn global_options_go_before_or_after_the_subcommand() {
         &["-q", "doctor", "--color=never"],
     ] {
         let p = ok(args);
-        assert!(matches!(p.command, Command::Doctor(_)), "{args:?}");
+        assert!(matches!(p.command, Action::Doctor(_)), "{args:?}");
         assert!(p.global.quiet);
         assert_eq!(p.global.color, Color::Never);
     }
@@ -32,7 +32,7 @@ fn global_options_go_before_or_after_the_subcommand() {
         &["report", "--manifest-path", "x/Cargo.toml", "--locked"],
     ] {
         let p = ok(args);
-        assert!(matches!(p.command, Command::Report(_)));
+        assert!(matches!(p.command, Action::Report(_)));
         assert_eq!(
             p.global.selection.manifest_path,
             Some("x/Cargo.toml".into())
@@ -82,7 +82,7 @@ fn package_options_before_a_subcommand_that_takes_them_are_its_own() {
         ],
     ] {
         let p = ok(args);
-        let Command::Check(c) = &p.command else {
+        let Action::Check(c) = &p.command else {
             panic!("{args:?}")
         };
         assert_eq!(c.against.as_deref(), Some("HEAD"));
@@ -102,7 +102,7 @@ fn package_options_before_a_subcommand_that_takes_them_are_its_own() {
         assert_eq!(p.global.selection.target_dir, Some("/t".into()), "{args:?}");
     }
     let p = ok(&["-j", "2", "release", "--dry-run"]);
-    let Command::Release(r) = &p.command else {
+    let Action::Release(r) = &p.command else {
         panic!()
     };
     assert_eq!(r.jobs, Some(2), "release's -j is the global -j");
@@ -143,9 +143,7 @@ fn the_run_is_the_default_and_takes_its_options_anywhere() {
         "--message-format",
         "json",
     ]);
-    let Command::Run(r) = &p.command else {
-        panic!()
-    };
+    let Action::Run(r) = &p.command else { panic!() };
     assert_eq!(
         r.stages.as_deref(),
         Some(&["pgo".to_string(), "bolt".into()][..])
@@ -153,15 +151,11 @@ fn the_run_is_the_default_and_takes_its_options_anywhere() {
     assert_eq!(r.message_format, MessageFormat::Json);
     assert_eq!(p.global.selection.package.as_deref(), Some("x"));
     let p = ok(&["-p", "x", "run", "--budget", "5m"]);
-    let Command::Run(r) = &p.command else {
-        panic!()
-    };
+    let Action::Run(r) = &p.command else { panic!() };
     assert_eq!(r.budget.as_deref(), Some("5m"));
     assert_eq!(p.global.selection.package.as_deref(), Some("x"));
     let p = ok(&["--", "--input", "a b"]);
-    let Command::Run(r) = &p.command else {
-        panic!()
-    };
+    let Action::Run(r) = &p.command else { panic!() };
     assert_eq!(r.args, ["--input", "a b"]);
 }
 
@@ -243,7 +237,7 @@ fn short_help_is_short_and_long_help_has_examples_and_exit_codes() {
 #[test]
 fn deprecated_spellings_still_parse_with_a_warning() {
     let p = ok(&["bench", "a", "b", "--runs", "12"]);
-    let Command::Bench(b) = &p.command else {
+    let Action::Bench(b) = &p.command else {
         panic!()
     };
     assert_eq!(b.min_runs, Some(12));
@@ -257,11 +251,11 @@ fn deprecated_spellings_still_parse_with_a_warning() {
         p.warnings
     );
     let p = ok(&["ci"]);
-    let Command::Ci(c) = &p.command else { panic!() };
+    let Action::Ci(c) = &p.command else { panic!() };
     assert_eq!(c.emit_ci, CiKind::Github);
     assert!(p.warnings.is_empty());
     let p = ok(&["doctor", "--json"]);
-    let Command::Doctor(d) = &p.command else {
+    let Action::Doctor(d) = &p.command else {
         panic!()
     };
     assert_eq!(d.format, TermJson::Json);
@@ -303,7 +297,7 @@ fn min_runs_below_two_is_refused_by_name_with_the_fix() {
         }
     }
     let p = ok(&["bench", "a", "b", "--min-runs", "2"]);
-    let Command::Bench(b) = &p.command else {
+    let Action::Bench(b) = &p.command else {
         panic!()
     };
     assert_eq!(b.min_runs, Some(2));

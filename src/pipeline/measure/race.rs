@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::{
     budget_limited, expected_status, progress_message, settle_ahead, verdict_keys, Capped, Measured,
 };
-use crate::bench::{self, BenchOptions, Comparison, Job, Phase, StopReason};
+use crate::bench::{self, BenchOptions, Comparison, Pairing, Phase, StopReason};
 use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
 use crate::spec::Workload;
@@ -204,11 +204,11 @@ fn run_race(
                 .collect()
         })
         .collect();
-    let jobs: Vec<Vec<Option<Job>>> = (0..arms.len())
+    let jobs: Vec<Vec<Option<Pairing>>> = (0..arms.len())
         .map(|j| {
             (0..eval.len())
                 .map(|w| {
-                    todo[j][w].then(|| Job {
+                    todo[j][w].then(|| Pairing {
                         a: &rivals[w].0,
                         b: &sides[w][j].0,
                         expected: rivals[w].2,
