@@ -27,7 +27,7 @@ use crate::store::{file_digest, hex};
 /// size and modification time).
 const HASHED_INPUT_LIMIT: u64 = 256 << 20;
 
-pub struct VerdictCache {
+pub(crate) struct VerdictCache {
     store: Store,
     /// `--fresh`: look nothing up (still store what is measured).
     fresh: bool,
@@ -40,13 +40,17 @@ pub struct VerdictCache {
 
 /// The key of running `workloads` on `binary`: the tool's version, the binary's bytes, and
 /// each workload's definition and input files.
-pub fn run_key(binary: &Path, workloads: &[&Workload]) -> std::io::Result<String> {
+pub(crate) fn run_key(binary: &Path, workloads: &[&Workload]) -> std::io::Result<String> {
     key_of(&[binary], workloads, "")
 }
 
 /// The key of anything decided by `binaries`, `workloads` and `extra` (settings as text):
 /// the tool's version, the binaries' bytes, each workload's definition and input files.
-pub fn key_of(binaries: &[&Path], workloads: &[&Workload], extra: &str) -> std::io::Result<String> {
+pub(crate) fn key_of(
+    binaries: &[&Path],
+    workloads: &[&Workload],
+    extra: &str,
+) -> std::io::Result<String> {
     let mut h = Sha256::new();
     h.update(env!("CARGO_PKG_VERSION"));
     for b in binaries {
@@ -134,7 +138,7 @@ fn dir_digest(h: &mut Sha256, dir: &Path) -> std::io::Result<()> {
 }
 
 impl VerdictCache {
-    pub fn new(optimize_dir: &Path, fresh: bool, machine: String) -> Self {
+    pub(crate) fn new(optimize_dir: &Path, fresh: bool, machine: String) -> Self {
         VerdictCache {
             store: Store::new(optimize_dir, "verdicts"),
             fresh,
@@ -148,7 +152,7 @@ impl VerdictCache {
     /// The first time in a run that `workload` has no key (`why`: its input folder is too
     /// large to hash, say), the warning that what is measured on it is not kept; `None`
     /// after, so a run says it once per workload, not once per comparison.
-    pub fn unkept_warning(&self, workload: &str, why: &std::io::Error) -> Option<String> {
+    pub(crate) fn unkept_warning(&self, workload: &str, why: &std::io::Error) -> Option<String> {
         if !self.unkeyed.borrow_mut().insert(workload.to_string()) {
             return None;
         }
@@ -159,12 +163,12 @@ impl VerdictCache {
     }
 
     /// `(hits, misses)` so far.
-    pub fn counts(&self) -> (u32, u32) {
+    pub(crate) fn counts(&self) -> (u32, u32) {
         (self.hits.get(), self.misses.get())
     }
 
     /// The key of comparing `b` against `a` on `w` with `opts`.
-    pub fn key(
+    pub(crate) fn key(
         &self,
         a: &Path,
         b: &Path,
@@ -187,7 +191,7 @@ impl VerdictCache {
     }
 
     /// The stored comparison for `key`, when there is a sound one.
-    pub fn get(&self, key: &str) -> Option<Comparison> {
+    pub(crate) fn get(&self, key: &str) -> Option<Comparison> {
         let found = if self.fresh {
             None
         } else {
@@ -205,14 +209,14 @@ impl VerdictCache {
     }
 
     /// Keep `c` under `key`.
-    pub fn put(&self, key: &str, c: &Comparison) {
+    pub(crate) fn put(&self, key: &str, c: &Comparison) {
         self.store.put(key, c);
     }
 }
 
 /// One kind of kept thing and how much of it there is.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct DiskUsage {
+pub(crate) struct DiskUsage {
     pub kind: &'static str,
     pub entries: u64,
     pub bytes: u64,
@@ -331,7 +335,7 @@ fn tree_size_and_mtime(path: &Path) -> (u64, std::time::SystemTime) {
 }
 
 /// How much is kept, per kind.
-pub fn usage(optimize_dir: &Path) -> Vec<DiskUsage> {
+pub(crate) fn usage(optimize_dir: &Path) -> Vec<DiskUsage> {
     let mut out: Vec<DiskUsage> = Vec::new();
     let kinds = KINDS.iter().map(|(k, _)| *k).chain(["runs"]);
     for kind in kinds {
@@ -355,7 +359,7 @@ pub fn usage(optimize_dir: &Path) -> Vec<DiskUsage> {
 
 /// Remove the least recently used entries until what is kept fits in `max_bytes`;
 /// returns how many were removed and how many bytes that freed.
-pub fn gc(optimize_dir: &Path, max_bytes: u64) -> std::io::Result<(u64, u64)> {
+pub(crate) fn gc(optimize_dir: &Path, max_bytes: u64) -> std::io::Result<(u64, u64)> {
     let mut all = items(optimize_dir);
     let mut total: u64 = all.iter().map(|i| i.bytes).sum();
     all.sort_by_key(|i| i.used);
@@ -378,7 +382,7 @@ pub fn gc(optimize_dir: &Path, max_bytes: u64) -> std::io::Result<(u64, u64)> {
 }
 
 /// What identifies this machine for timing: CPU model, logical CPUs, kernel release.
-pub fn machine_fingerprint(cpu_model: Option<&str>) -> String {
+pub(crate) fn machine_fingerprint(cpu_model: Option<&str>) -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let kernel = crate::sys::kernel_release();
     format!("{}|{cpus}|{}", cpu_model.unwrap_or("?"), kernel.trim())

@@ -62,14 +62,14 @@ fn git_ok(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
 }
 
 /// The git repository holding the project.
-pub struct Repo {
+pub(crate) struct Repo {
     /// Its top-level folder (canonical).
     pub root: PathBuf,
 }
 
 impl Repo {
     /// The repository `dir` is in, or an error saying `--against` needs one.
-    pub fn of(dir: &Path) -> anyhow::Result<Repo> {
+    pub(crate) fn of(dir: &Path) -> anyhow::Result<Repo> {
         let out = git(dir, &["rev-parse", "--show-toplevel"])?;
         if !out.status.success() {
             bail!(
@@ -84,7 +84,7 @@ impl Repo {
     }
 
     /// The commit `rev` names (a branch, tag, `HEAD~1`, a hash), or an error with the fix.
-    pub fn resolve(&self, rev: &str) -> anyhow::Result<String> {
+    pub(crate) fn resolve(&self, rev: &str) -> anyhow::Result<String> {
         let spec = format!("{rev}^{{commit}}");
         let out = git(
             &self.root,
@@ -117,7 +117,12 @@ impl Repo {
     /// An error with the fix when the package's manifest (`manifest`, a path in the
     /// working tree) is not in `commit` (`rev` as the user named it): the crate did not
     /// exist there, or was elsewhere. Asked of git's objects, before any worktree is made.
-    pub fn require_manifest(&self, rev: &str, commit: &str, manifest: &Path) -> anyhow::Result<()> {
+    pub(crate) fn require_manifest(
+        &self,
+        rev: &str,
+        commit: &str,
+        manifest: &Path,
+    ) -> anyhow::Result<()> {
         let rel = self.relative(manifest)?;
         let rel = rel.to_string_lossy();
         let out = git(&self.root, &["cat-file", "-e", &format!("{commit}:{rel}")])?;
@@ -132,7 +137,7 @@ impl Repo {
     }
 
     /// The commit checked out now, and whether the working tree differs from it.
-    pub fn head(&self) -> Option<(String, bool)> {
+    pub(crate) fn head(&self) -> Option<(String, bool)> {
         let commit = git_ok(&self.root, &["rev-parse", "HEAD"]).ok()?;
         let dirty = git_ok(
             &self.root,
@@ -146,7 +151,7 @@ impl Repo {
     /// How many commits changed `dir` (apart from `file`, relative to the root) since the
     /// last commit that changed `file`; `None` when git cannot say (no git, `file` never
     /// committed). Literal pathspecs: a folder's name is not a glob.
-    pub fn changes_since(&self, file: &str, dir: &Path) -> Option<u32> {
+    pub(crate) fn changes_since(&self, file: &str, dir: &Path) -> Option<u32> {
         let git = |args: &[&str]| {
             git_within(&self.root, args, QUERY_TIMEOUT)
                 .ok()
@@ -164,7 +169,7 @@ impl Repo {
     }
 
     /// `path` relative to the repository root (both canonical), to find it in a worktree.
-    pub fn relative(&self, path: &Path) -> anyhow::Result<PathBuf> {
+    pub(crate) fn relative(&self, path: &Path) -> anyhow::Result<PathBuf> {
         let abs = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         abs.strip_prefix(&self.root)
             .map(Path::to_path_buf)
@@ -180,7 +185,7 @@ impl Repo {
 
 /// A temporary checkout of one commit; removed (its folder and its entry in the
 /// repository's list, no other) when dropped.
-pub struct Worktree {
+pub(crate) struct Worktree {
     repo: PathBuf,
     pub path: PathBuf,
 }
@@ -189,7 +194,7 @@ impl Worktree {
     /// Check out `commit` (detached) into a new folder `dir/<pid>[-<random>]`
     /// (`util::create_fresh_dir`: never one that exists, which may be another check's of the
     /// same pid in another PID namespace).
-    pub fn add(repo: &Repo, dir: &Path, commit: &str) -> anyhow::Result<Worktree> {
+    pub(crate) fn add(repo: &Repo, dir: &Path, commit: &str) -> anyhow::Result<Worktree> {
         sweep(repo, dir);
         let stem = std::process::id().to_string();
         let (_, path) = crate::util::create_fresh_dir(dir, &stem)
@@ -218,7 +223,7 @@ impl Worktree {
     /// --recursive`, bounded like every git command), when it has any: a path dependency
     /// may be in one. `None` when there are none or they are checked out, else what git
     /// said (the build may not need them: the caller says it only when the build fails).
-    pub fn init_submodules(&self) -> Option<String> {
+    pub(crate) fn init_submodules(&self) -> Option<String> {
         if !self.path.join(".gitmodules").is_file() {
             return None;
         }
@@ -254,7 +259,7 @@ fn remove(repo: &Path, path: &Path) {
 /// Remove the worktrees a killed check left in `dir` (named by a process id that is no
 /// longer running): the folders there, and the repository's entries of folders in `dir`
 /// that are gone.
-pub fn sweep(repo: &Repo, dir: &Path) {
+pub(crate) fn sweep(repo: &Repo, dir: &Path) {
     let mut left: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()

@@ -27,7 +27,7 @@ use crate::ui::Ui;
 
 mod summary;
 use summary::{by_kind, count};
-pub use summary::{JobsSummary, Record};
+pub(crate) use summary::{JobsSummary, Record};
 
 /// How long the scheduler waits for an event before looking again.
 const TICK: Duration = Duration::from_millis(100);
@@ -39,11 +39,11 @@ const TOKEN_GRACE: Duration = Duration::from_millis(if cfg!(test) { 100 } else {
 /// A job's place in its graph (0-based; shown 1-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
-pub struct JobId(pub usize);
+pub(crate) struct JobId(pub usize);
 
 /// One unit of work.
 #[derive(Debug)]
-pub struct Job<T> {
+pub(crate) struct Job<T> {
     /// What sort of work ("build", "train", "verify", "package", …): shown, and the
     /// summary adds up time by it.
     pub kind: &'static str,
@@ -57,7 +57,7 @@ pub struct Job<T> {
 /// Jobs in insertion order; a job's dependencies were added before it, so insertion order
 /// is a topological order.
 #[derive(Debug)]
-pub struct Graph<T> {
+pub(crate) struct Graph<T> {
     jobs: Vec<Job<T>>,
 }
 
@@ -68,13 +68,13 @@ impl<T> Default for Graph<T> {
 }
 
 impl<T> Graph<T> {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Add a job after `deps`. Panics when a dependency is not already in the graph or the
     /// kind and name are those of a job already in it (a caller's bug).
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         kind: &'static str,
         name: impl Into<String>,
@@ -106,19 +106,19 @@ impl<T> Graph<T> {
         id
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.jobs.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.jobs.is_empty()
     }
 
-    pub fn job(&self, id: JobId) -> &Job<T> {
+    pub(crate) fn job(&self, id: JobId) -> &Job<T> {
         &self.jobs[id.0]
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (JobId, &Job<T>)> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (JobId, &Job<T>)> + '_ {
         self.jobs.iter().enumerate().map(|(i, j)| (JobId(i), j))
     }
 
@@ -130,7 +130,7 @@ impl<T> Graph<T> {
     ///   2  train  fast/portable  after 1
     /// 2 jobs: 1 build, 1 train
     /// ```
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let w = self.len().to_string().len();
         let kw = self.jobs.iter().map(|j| j.kind.len()).max().unwrap_or(0);
         let nw = self
@@ -174,7 +174,7 @@ impl<T> Graph<T> {
 /// `{"status": "skipped", "reason": …}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", content = "reason", rename_all = "lowercase")]
-pub enum JobOutcome {
+pub(crate) enum JobOutcome {
     Done,
     Failed(String),
     Skipped(String),
@@ -182,7 +182,7 @@ pub enum JobOutcome {
 
 /// How much runs at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
+pub(crate) struct Options {
     /// At most this many jobs run at once.
     pub workers: usize,
     /// CPU slots, shared by the running jobs and every cargo they start: each running job
@@ -192,7 +192,7 @@ pub struct Options {
 
 impl Options {
     /// As many CPU slots as the machine has logical CPUs, and as many workers unless told.
-    pub fn for_machine(workers: Option<usize>) -> Options {
+    pub(crate) fn for_machine(workers: Option<usize>) -> Options {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         Options {
             workers: workers.unwrap_or(cpus).max(1),
@@ -208,7 +208,7 @@ static NEXT_RUN: AtomicU64 = AtomicU64::new(0);
 
 /// The jobserver of the run going on (the newest, if several), for the cargo a job starts:
 /// `cargo` passes it on with `configure_make`. `None` outside `run`.
-pub fn current_jobserver() -> Option<jobserver::Client> {
+pub(crate) fn current_jobserver() -> Option<jobserver::Client> {
     let current = CURRENT.lock().unwrap_or_else(PoisonError::into_inner);
     current.last().map(|(_, c)| c.clone())
 }
@@ -370,7 +370,7 @@ enum JobState {
 /// skipped is skipped, naming the job that did not succeed (`after build fast: <why>`);
 /// independent jobs go on. A `work` that panics makes its job `Failed("panicked: …")`.
 /// Progress goes to `ui` as lines.
-pub fn run<T: Sync>(
+pub(crate) fn run<T: Sync>(
     graph: &Graph<T>,
     opts: &Options,
     ui: &Ui,

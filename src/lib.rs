@@ -3,6 +3,11 @@
 //!
 //! The modules form layers (ARCHITECTURE.md, "Layers"): a module imports only from layers
 //! below its own; `layers.rs` checks it.
+//!
+//! Every item is `pub(crate)` unless it is the one API ([`run_from_env`]) or what the
+//! integration tests reach through [`testing`]; `unreachable_pub` holds that.
+
+#![warn(unreachable_pub)]
 
 pub(crate) mod apply;
 pub(crate) mod bench;

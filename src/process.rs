@@ -15,7 +15,7 @@ use crate::sys;
 
 mod output;
 use output::{Buf, Keep, SpoolFiles};
-pub use output::{Spool, Spooled, SPOOL_KEPT};
+pub(crate) use output::{Spool, Spooled, SPOOL_KEPT};
 
 /// A fully described command: nothing about it is inherited implicitly except the
 /// parent's environment (to which `env` is added and from which `env_remove` is taken).
@@ -181,7 +181,7 @@ impl std::fmt::Display for ExitStatus {
 }
 
 /// The name of a signal a crash or a kill is made of, for messages.
-pub fn signal_name(signal: i32) -> Option<&'static str> {
+pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     sys::signal_name(signal)
 }
 
@@ -252,7 +252,7 @@ impl Outcome {
 }
 
 /// The last `n` lines of a byte buffer, lossily decoded.
-pub fn tail_lines(bytes: &[u8], n: usize) -> String {
+pub(crate) fn tail_lines(bytes: &[u8], n: usize) -> String {
     let text = String::from_utf8_lossy(bytes);
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(n);
@@ -316,7 +316,7 @@ fn spawn_hint(error: &std::io::Error, args: usize, arg_bytes: usize) -> String {
 /// itself wrote is already in the pipe when it exits, so this only waits for descendants
 /// that are finishing up (a background job writing its last lines); a quarter second is
 /// ample for that and short enough not to matter when a workload runs a hundred times.
-pub const PIPE_GRACE: Duration = Duration::from_millis(250);
+pub(crate) const PIPE_GRACE: Duration = Duration::from_millis(250);
 
 /// After the group kill, how long to wait for the pipes to close before giving up on
 /// reading them (a holder that escaped the group keeps them open indefinitely).
@@ -325,7 +325,7 @@ const KILL_GRACE: Duration = Duration::from_millis(250);
 /// Start a program that hands work to something meant to outlive us (a desktop opener
 /// launching a browser): no pipes, not in a group we would kill, and waited for at most
 /// `bound`. `Ok(None)` when it is still running then (left alone, as intended).
-pub fn launch(
+pub(crate) fn launch(
     program: &Path,
     args: &[&std::ffi::OsStr],
     bound: Duration,
@@ -364,7 +364,7 @@ pub fn launch(
 /// folder, or whose value after its first `=` does (`--input=FILE`, `if=FILE`); relative
 /// ones under `cwd`. A flag joined to its path without `=` (`-iFILE`) is not seen. A cold
 /// start evicts them; a warm comparison reads them in; cached results are keyed by them.
-pub fn named_files<'a>(
+pub(crate) fn named_files<'a>(
     cwd: &Path,
     args: impl IntoIterator<Item = &'a Path>,
     stdin: Option<&'a Path>,
@@ -400,7 +400,7 @@ const PRIME_MAX: u64 = 256 << 20;
 /// cannot be read, is left alone), so that the first timed run of a warm comparison does not
 /// pay for the disk. Past [`PRIME_MAX`] only read-ahead is requested, so a huge input never
 /// holds the comparison up for long.
-pub fn prime(path: &Path) {
+pub(crate) fn prime(path: &Path) {
     use std::io::Read;
     // Look before opening: opening a named pipe waits for a writer that may never come.
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
@@ -421,7 +421,7 @@ pub fn prime(path: &Path) {
 /// Drop `path`'s pages from the page cache (best effort: written back first; a file that
 /// cannot be opened is left alone, and the run is then as warm as it is; so is a run where
 /// the OS cannot drop pages: `sys::CAN_EVICT`).
-pub fn evict(path: &Path) {
+pub(crate) fn evict(path: &Path) {
     let Ok(f) = std::fs::File::open(path) else {
         return;
     };
@@ -487,7 +487,7 @@ fn spool_error(cmd: &Command, path: PathBuf, error: std::io::Error) -> ProcessEr
 /// after `timeout`, each piece of output handed to `sink(stream, bytes)` (0: stdout, 1:
 /// stderr) as it arrives instead of kept — the outcome's `stdout` and `stderr` are empty.
 /// `label` names what it is for in errors.
-pub fn run_streaming(
+pub(crate) fn run_streaming(
     std_cmd: &mut StdCommand,
     label: &str,
     timeout: Option<Duration>,
@@ -686,7 +686,7 @@ fn arg_bytes(cmd: &Command) -> usize {
 
 /// Run a tool and return its outcome; a spawn failure (tool missing) is an error, a
 /// non-zero exit is not (the caller decides what it means).
-pub fn run_tool<I, S>(program: impl AsRef<Path>, args: I) -> Result<Outcome, ProcessError>
+pub(crate) fn run_tool<I, S>(program: impl AsRef<Path>, args: I) -> Result<Outcome, ProcessError>
 where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
@@ -701,7 +701,7 @@ where
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Stdout of a tool that must succeed, trimmed; `None` when it is missing or fails.
-pub fn tool_stdout<I, S>(program: impl AsRef<Path>, args: I) -> Option<String>
+pub(crate) fn tool_stdout<I, S>(program: impl AsRef<Path>, args: I) -> Option<String>
 where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,

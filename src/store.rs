@@ -32,20 +32,20 @@ struct Entry<T> {
 }
 
 /// One kind of kept result: `<dir>/<key>.json`.
-pub struct Store {
+pub(crate) struct Store {
     dir: PathBuf,
 }
 
 impl Store {
     /// `target/optimize/cache/<kind>/`.
-    pub fn new(optimize_dir: &Path, kind: &str) -> Self {
+    pub(crate) fn new(optimize_dir: &Path, kind: &str) -> Self {
         Store {
             dir: optimize_dir.join("cache").join(kind),
         }
     }
 
     /// The value kept under `key`, when its entry is sound (else the entry is removed).
-    pub fn get<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+    pub(crate) fn get<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
         let path = self.path(key);
         let bytes = std::fs::read(&path).ok()?;
         match serde_json::from_slice::<Entry<T>>(&bytes) {
@@ -62,7 +62,7 @@ impl Store {
     }
 
     /// Keep `value` under `key` (best effort: a cache that cannot be written is no error).
-    pub fn put<T: serde::Serialize>(&self, key: &str, value: &T) {
+    pub(crate) fn put<T: serde::Serialize>(&self, key: &str, value: &T) {
         let entry = Entry {
             key: key.to_string(),
             value,
@@ -73,13 +73,13 @@ impl Store {
         let _ = write_whole(&self.dir, &self.path(key), &json);
     }
 
-    pub fn path(&self, key: &str) -> PathBuf {
+    pub(crate) fn path(&self, key: &str) -> PathBuf {
         self.dir.join(format!("{key}.json"))
     }
 }
 
 /// Files kept by content: `<dir>/<digest><suffix>`.
-pub struct Blobs {
+pub(crate) struct Blobs {
     dir: PathBuf,
     suffix: &'static str,
     /// Binaries are made executable: a kept build is run from its copy.
@@ -87,7 +87,7 @@ pub struct Blobs {
 }
 
 /// A file just kept ([`Blobs::keep`]).
-pub struct KeptBlob {
+pub(crate) struct KeptBlob {
     pub path: PathBuf,
     pub digest: String,
     /// A copy under that digest was there with other bytes (a partial write, a corruption)
@@ -97,7 +97,7 @@ pub struct KeptBlob {
 
 impl Blobs {
     /// Executables in `target/optimize/cache/<kind>/`.
-    pub fn new(optimize_dir: &Path, kind: &str) -> Self {
+    pub(crate) fn new(optimize_dir: &Path, kind: &str) -> Self {
         Blobs {
             dir: optimize_dir.join("cache").join(kind),
             suffix: "",
@@ -106,7 +106,7 @@ impl Blobs {
     }
 
     /// Merged PGO profiles: `target/optimize/cache/<digest>.profdata`.
-    pub fn profiles(optimize_dir: &Path) -> Self {
+    pub(crate) fn profiles(optimize_dir: &Path) -> Self {
         Blobs {
             dir: optimize_dir.join("cache"),
             suffix: ".profdata",
@@ -116,17 +116,17 @@ impl Blobs {
 
     /// Where the blob `digest` is (or would be) kept; `None` when `digest` is not a blob's
     /// name ([`is_blob_name`]): a cache entry naming anything else is not to be trusted.
-    pub fn path_of(&self, digest: &str) -> Option<PathBuf> {
+    pub(crate) fn path_of(&self, digest: &str) -> Option<PathBuf> {
         is_blob_name(digest).then(|| self.dir.join(format!("{digest}{}", self.suffix)))
     }
 
     /// Keep a copy of `file`; returns its digest (the name to ask for it by).
-    pub fn put(&self, file: &Path) -> std::io::Result<String> {
+    pub(crate) fn put(&self, file: &Path) -> std::io::Result<String> {
         Ok(self.keep(file)?.digest)
     }
 
     /// Keep a copy of `file` unless a sound one is there already.
-    pub fn keep(&self, file: &Path) -> std::io::Result<KeptBlob> {
+    pub(crate) fn keep(&self, file: &Path) -> std::io::Result<KeptBlob> {
         let digest = file_hash(file)?;
         let path = self.dir.join(format!("{digest}{}", self.suffix));
         let (sound, repaired) = match file_hash(&path) {
@@ -149,7 +149,7 @@ impl Blobs {
 
     /// The kept file named `digest`, when its content still has that digest (else it is
     /// removed). A `digest` that is no blob's name is nothing kept: no file is looked at.
-    pub fn get(&self, digest: &str) -> Option<PathBuf> {
+    pub(crate) fn get(&self, digest: &str) -> Option<PathBuf> {
         let path = self.path_of(digest)?;
         match file_hash(&path) {
             Ok(d) if d == digest => {
@@ -189,7 +189,7 @@ static DIGESTS: Mutex<Option<Seen>> = Mutex::new(None);
 const RACY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The SHA-256 of `path`'s bytes.
-pub fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
+pub(crate) fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
     let meta = std::fs::metadata(path)?;
     let stamp = (meta.len(), meta.modified()?);
     let racy = SystemTime::now()
@@ -215,7 +215,7 @@ pub fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
 /// Forget every remembered digest, as a later run starts without them (tests of what a
 /// later run sees).
 #[cfg(test)]
-pub fn forget_digests() {
+pub(crate) fn forget_digests() {
     *DIGESTS.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
@@ -237,26 +237,26 @@ fn read_digest(path: &Path) -> std::io::Result<[u8; 32]> {
 const HASH_BYTES: usize = 12;
 
 /// A file's digest as 24 hex digits (names blobs and content-addressed profiles).
-pub fn file_hash(path: &Path) -> std::io::Result<String> {
+pub(crate) fn file_hash(path: &Path) -> std::io::Result<String> {
     Ok(hex(&file_digest(path)?[..HASH_BYTES]))
 }
 
 /// Whether `name` is a blob's name: a digest as [`file_hash`] writes it, 24 lowercase hex
 /// digits. Every name a cache entry gives for a blob is checked with this before it
 /// becomes a path (a path separator, `..` or an absolute path are never one).
-pub fn is_blob_name(name: &str) -> bool {
+pub(crate) fn is_blob_name(name: &str) -> bool {
     name.len() == 2 * HASH_BYTES && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// A file's full SHA-256 as 64 hex digits (what `sha256sum` prints).
-pub fn file_sha256(path: &Path) -> std::io::Result<String> {
+pub(crate) fn file_sha256(path: &Path) -> std::io::Result<String> {
     Ok(hex(&file_digest(path)?))
 }
 
 /// Whether two files hold the same bytes: sizes first, then their SHA-256s ([`file_digest`],
 /// remembered). A file that cannot be read counts as different. The one comparison of two
 /// binaries: the ladder's byte-identical offer, `check`'s byte-identical old and new builds.
-pub fn same_bytes(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_bytes(a: &Path, b: &Path) -> bool {
     let len = |p: &Path| std::fs::metadata(p).map(|m| m.len());
     match (len(a), len(b)) {
         (Ok(x), Ok(y)) if x == y => {}
@@ -270,11 +270,11 @@ pub fn same_bytes(a: &Path, b: &Path) -> bool {
 
 /// The SHA-256 of bytes already read, as 64 hex digits (a file checked and then used
 /// from the same bytes).
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

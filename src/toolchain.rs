@@ -17,17 +17,17 @@
 //! `-Cllvm-args` options this rustc's LLVM accepts, asked once and kept in
 //! `cache/toolchain/`).
 
-pub mod clang;
+pub(crate) mod clang;
 mod cpu;
 mod doctor;
-pub mod llvm_args;
+pub(crate) mod llvm_args;
 mod perf;
-pub mod platform;
-pub mod profdata;
+pub(crate) mod platform;
+pub(crate) mod profdata;
 
-pub use cpu::{CpuFacts, X86Level};
-pub use doctor::doctor_command;
-pub use perf::{hw_counters, lbr_usable, paranoid as perf_paranoid, Capability, PerfFacts};
+pub(crate) use cpu::{CpuFacts, X86Level};
+pub(crate) use doctor::doctor_command;
+pub(crate) use perf::{hw_counters, lbr_usable, paranoid as perf_paranoid, Capability, PerfFacts};
 
 use crate::process;
 use anyhow::Context as _;
@@ -35,17 +35,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Override for the llvm-profdata to use (still version-checked against rustc's LLVM).
-pub const LLVM_PROFDATA_ENV: &str = "CARGO_OPTIMIZE_LLVM_PROFDATA";
+pub(crate) const LLVM_PROFDATA_ENV: &str = "CARGO_OPTIMIZE_LLVM_PROFDATA";
 /// Override for the llvm-bolt to use (still version-checked; merge-fdata/perf2bolt are
 /// looked for next to it first).
-pub const LLVM_BOLT_ENV: &str = "CARGO_OPTIMIZE_LLVM_BOLT";
+pub(crate) const LLVM_BOLT_ENV: &str = "CARGO_OPTIMIZE_LLVM_BOLT";
 
 /// How long a `--version` query may take before the tool counts as unusable.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What `rustc -vV` says.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Rustc {
+pub(crate) struct Rustc {
     /// e.g. "rustc 1.95.0 (59807616e 2026-04-14)"
     pub version: String,
     /// e.g. "x86_64-unknown-linux-gnu"
@@ -58,7 +58,7 @@ pub struct Rustc {
 
 /// A found LLVM tool.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Tool {
+pub(crate) struct Tool {
     pub path: PathBuf,
     /// Its own version line, e.g. "LLVM version 22.1.2".
     pub version: String,
@@ -67,7 +67,7 @@ pub struct Tool {
 
 /// The BOLT tool set, all of one LLVM major.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct BoltTools {
+pub(crate) struct BoltTools {
     pub llvm_bolt: Tool,
     pub merge_fdata: Tool,
     pub perf2bolt: Option<Tool>,
@@ -76,14 +76,14 @@ pub struct BoltTools {
 /// A missing or mismatched tool: what is wrong and the exact command that fixes it.
 #[derive(Debug, Clone, thiserror::Error, serde::Serialize)]
 #[error("{problem}\n  fix: {fix}")]
-pub struct ToolError {
+pub(crate) struct ToolError {
     pub problem: String,
     pub fix: String,
 }
 
 /// An LLVM version found in a tool's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LlvmVersion {
+pub(crate) struct LlvmVersion {
     /// The whole (trimmed) line it was found on, e.g. "Debian LLVM version 22.1.8".
     pub line: String,
     /// e.g. "22.1.8"
@@ -95,7 +95,7 @@ pub struct LlvmVersion {
 // rustc
 
 /// The rustc to ask: `$RUSTC` when set (as cargo does), else `rustc` on PATH.
-pub fn rustc_program() -> PathBuf {
+pub(crate) fn rustc_program() -> PathBuf {
     std::env::var_os("RUSTC")
         .filter(|s| !s.is_empty())
         .map(PathBuf::from)
@@ -103,7 +103,7 @@ pub fn rustc_program() -> PathBuf {
 }
 
 /// rustc's version, host, LLVM version (`rustc -vV`) and sysroot (`rustc --print sysroot`).
-pub fn rustc() -> anyhow::Result<Rustc> {
+pub(crate) fn rustc() -> anyhow::Result<Rustc> {
     let program = rustc_program();
     let vv = tool_output_checked(&program, &["-vV"])?;
     let sysroot = tool_output_checked(&program, &["--print", "sysroot"])?;
@@ -112,7 +112,7 @@ pub fn rustc() -> anyhow::Result<Rustc> {
 }
 
 /// Parse `rustc -vV` output (plus the separately obtained sysroot).
-pub fn parse_rustc_vv(text: &str, sysroot: PathBuf) -> anyhow::Result<Rustc> {
+pub(crate) fn parse_rustc_vv(text: &str, sysroot: PathBuf) -> anyhow::Result<Rustc> {
     let version = text
         .lines()
         .map(str::trim)
@@ -139,7 +139,7 @@ pub fn parse_rustc_vv(text: &str, sysroot: PathBuf) -> anyhow::Result<Rustc> {
 
 /// Find "LLVM version X.Y.Z" in a tool's `--version` output (any vendor prefix, e.g.
 /// "Debian LLVM version 22.1.8" or "LLVM version 22.1.2-rust-1.95.0-stable").
-pub fn parse_llvm_version(text: &str) -> Option<LlvmVersion> {
+pub(crate) fn parse_llvm_version(text: &str) -> Option<LlvmVersion> {
     let re = regex::Regex::new(r"(?:LLVM|clang) version:?\s+(\d+(?:\.\d+)*)").expect("valid regex");
     text.lines().find_map(|line| {
         let caps = re.captures(line)?;
@@ -184,7 +184,7 @@ pub(crate) struct Search {
 }
 
 impl Search {
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         Search {
             path_dirs: std::env::var_os("PATH")
                 .map(|p| std::env::split_paths(&p).collect())
@@ -194,7 +194,7 @@ impl Search {
     }
 
     /// The first executable file called `name` in PATH (`name.exe` on Windows).
-    pub fn which(&self, name: &str) -> Option<PathBuf> {
+    pub(crate) fn which(&self, name: &str) -> Option<PathBuf> {
         let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
         self.path_dirs
             .iter()
@@ -210,7 +210,7 @@ impl Search {
 }
 
 /// The first executable called `name` on PATH.
-pub fn find_on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     Search::from_env().which(name)
 }
 
@@ -222,7 +222,7 @@ fn is_executable(p: &Path) -> bool {
 
 /// The LLVM version a tool reports: `--version` first; LLVM ≤ 14's llvm-profdata only
 /// answers `merge --version`, so callers may give further argument lists to try.
-pub fn tool_llvm_version(path: &Path, arg_sets: &[&[&str]]) -> Option<LlvmVersion> {
+pub(crate) fn tool_llvm_version(path: &Path, arg_sets: &[&[&str]]) -> Option<LlvmVersion> {
     arg_sets.iter().find_map(|args| {
         let cmd = process::Command::new(path)
             .args(args.iter().copied())
@@ -310,12 +310,12 @@ fn env_override(var: &str) -> Option<PathBuf> {
 
 /// The command that installs rustup's llvm-tools for this rustc. With `$RUSTC` set the
 /// toolchain may not be the active one, so it is named explicitly.
-pub fn llvm_tools_fix(rustc: &Rustc) -> String {
+pub(crate) fn llvm_tools_fix(rustc: &Rustc) -> String {
     format!("rustup {}", llvm_tools_rustup_args(rustc).join(" "))
 }
 
 /// The arguments to `rustup` that [`llvm_tools_fix`] shows.
-pub fn llvm_tools_rustup_args(rustc: &Rustc) -> Vec<String> {
+pub(crate) fn llvm_tools_rustup_args(rustc: &Rustc) -> Vec<String> {
     let mut args: Vec<String> = ["component", "add", "llvm-tools"]
         .map(String::from)
         .to_vec();
@@ -341,12 +341,12 @@ fn rustup_toolchain_name(sysroot: &Path) -> Option<String> {
 }
 
 /// The command that installs Debian's BOLT package for LLVM `major`.
-pub fn bolt_fix(major: u32) -> String {
+pub(crate) fn bolt_fix(major: u32) -> String {
     format!("apt-get update && apt-get install -y bolt-{major}   # as root, on Debian/Ubuntu")
 }
 
 /// rustup's llvm-tools copy of a tool for this rustc: `<sysroot>/lib/rustlib/<host>/bin/`.
-pub fn rustup_llvm_tool(rustc: &Rustc, name: &str) -> PathBuf {
+pub(crate) fn rustup_llvm_tool(rustc: &Rustc, name: &str) -> PathBuf {
     rustc
         .sysroot
         .join("lib/rustlib")
@@ -358,7 +358,7 @@ pub fn rustup_llvm_tool(rustc: &Rustc, name: &str) -> PathBuf {
 /// llvm-profdata whose LLVM major equals rustc's: rustup's llvm-tools first, then
 /// `llvm-profdata-N`, `/usr/lib/llvm-N/bin/llvm-profdata`, plain `llvm-profdata`.
 /// `$CARGO_OPTIMIZE_LLVM_PROFDATA`, when set, is the only candidate (and still checked).
-pub fn llvm_profdata(rustc: &Rustc) -> Result<Tool, ToolError> {
+pub(crate) fn llvm_profdata(rustc: &Rustc) -> Result<Tool, ToolError> {
     llvm_profdata_in(rustc, &Search::from_env(), env_override(LLVM_PROFDATA_ENV))
 }
 
@@ -430,7 +430,7 @@ fn join_reasons(rejected: &[Rejected]) -> String {
 /// PATH. Some builds of merge-fdata print no version; one that lives next to the matching
 /// llvm-bolt or is called `merge-fdata-N` is accepted anyway. A reported version must match.
 /// perf2bolt is optional (only perf/LBR mode needs it).
-pub fn bolt_tools(rustc: &Rustc) -> Result<BoltTools, ToolError> {
+pub(crate) fn bolt_tools(rustc: &Rustc) -> Result<BoltTools, ToolError> {
     if let Some(why) = bolt_unsupported_here() {
         return Err(why);
     }
@@ -439,7 +439,7 @@ pub fn bolt_tools(rustc: &Rustc) -> Result<BoltTools, ToolError> {
 
 /// Why BOLT cannot run on this OS at all (`None` on Linux): llvm-bolt rewrites ELF
 /// binaries, and macOS (Mach-O) and Windows (PE) build neither.
-pub fn bolt_unsupported_here() -> Option<ToolError> {
+pub(crate) fn bolt_unsupported_here() -> Option<ToolError> {
     let os = std::env::consts::OS;
     (os != "linux").then(|| ToolError {
         problem: format!("BOLT rewrites Linux ELF binaries only; this machine builds {os} binaries, so the bolt stage is skipped here"),

@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How chatty to be and whether to animate.
 #[derive(Debug, Clone)]
-pub struct Ui {
+pub(crate) struct Ui {
     pub quiet: bool,
     pub verbose: u8,
     pub animate: bool,
@@ -26,7 +26,7 @@ pub struct Ui {
 }
 
 /// Force colour on or off for every stream (`Some`), or leave it to each stream (`None`).
-pub fn set_color_choice(forced: Option<bool>) {
+pub(crate) fn set_color_choice(forced: Option<bool>) {
     let choice = match forced {
         Some(true) => ColorChoice::Always,
         Some(false) => ColorChoice::Never,
@@ -37,13 +37,13 @@ pub fn set_color_choice(forced: Option<bool>) {
 
 /// Whether text written to stdout is coloured (`forced`, else the global choice and the
 /// environment, see the module doc).
-pub fn stdout_color(forced: Option<bool>) -> bool {
+pub(crate) fn stdout_color(forced: Option<bool>) -> bool {
     forced.unwrap_or_else(|| anstream::AutoStream::choice(&std::io::stdout()) != ColorChoice::Never)
 }
 
 /// The colours the tool uses, by meaning.
 #[derive(Debug, Clone, Copy)]
-pub enum Tone {
+pub(crate) enum Tone {
     Step,
     Good,
     Warn,
@@ -64,7 +64,7 @@ impl Tone {
 
 impl Ui {
     /// `color`: `Some(on)` forces it; `None` colours a terminal unless `NO_COLOR` is set.
-    pub fn new(quiet: bool, verbose: u8, color: Option<bool>) -> Self {
+    pub(crate) fn new(quiet: bool, verbose: u8, color: Option<bool>) -> Self {
         let tty = std::io::stderr().is_terminal();
         Ui {
             quiet,
@@ -78,7 +78,7 @@ impl Ui {
     }
 
     /// Silent, uncoloured, not animated (tests, and renderings for files).
-    pub fn plain() -> Self {
+    pub(crate) fn plain() -> Self {
         Ui {
             quiet: true,
             verbose: 0,
@@ -90,7 +90,7 @@ impl Ui {
 
     /// One event of `kind` with `fields` (an object) as a line of JSON on stdout, when
     /// `--message-format json` asked for events; `{"event": kind, …fields}`.
-    pub fn event(&self, kind: &str, fields: serde_json::Value) {
+    pub(crate) fn event(&self, kind: &str, fields: serde_json::Value) {
         if !self.events {
             return;
         }
@@ -102,7 +102,7 @@ impl Ui {
 
     /// `--message-format json`'s last line when the command fails: the `error` event, with
     /// the message stderr gets and the exit code (a program reading stdout alone learns why).
-    pub fn error_event(&self, message: &str) {
+    pub(crate) fn error_event(&self, message: &str) {
         let events = Ui {
             events: true,
             ..self.clone()
@@ -112,7 +112,7 @@ impl Ui {
     }
 
     /// A spinner for long work; a no-op when not on a terminal.
-    pub fn spinner(&self, msg: impl Into<String>) -> ProgressBar {
+    pub(crate) fn spinner(&self, msg: impl Into<String>) -> ProgressBar {
         if !self.animate {
             return ProgressBar::hidden();
         }
@@ -127,7 +127,7 @@ impl Ui {
     }
 
     /// A step started (printed even without a terminal, so logs show progress).
-    pub fn step(&self, msg: &str) {
+    pub(crate) fn step(&self, msg: &str) {
         if !self.quiet {
             eprintln!("{} {msg}", self.paint("→", Tone::Step));
         }
@@ -135,33 +135,33 @@ impl Ui {
 
     /// One item of a step (`pgo: verifying [2/7] infer`): on a terminal only. A log gets
     /// the step's one line when it finishes ([`Ui::done`]).
-    pub fn progress(&self, msg: &str) {
+    pub(crate) fn progress(&self, msg: &str) {
         if self.animate {
             eprintln!("{}", fit(&format!("{} {msg}", self.paint("→", Tone::Step))));
         }
     }
 
     /// A step finished.
-    pub fn done(&self, msg: &str, seconds: f64) {
+    pub(crate) fn done(&self, msg: &str, seconds: f64) {
         if !self.quiet {
             let line = format!("{} {msg} ({seconds:.1}s)", self.paint("✓", Tone::Good));
             eprintln!("{}", fit(&line));
         }
     }
 
-    pub fn info(&self, msg: &str) {
+    pub(crate) fn info(&self, msg: &str) {
         if !self.quiet {
             eprintln!("{}", fit(&format!("  {msg}")));
         }
     }
 
-    pub fn detail(&self, msg: &str) {
+    pub(crate) fn detail(&self, msg: &str) {
         if self.verbose > 0 && !self.quiet {
             eprintln!("  {msg}");
         }
     }
 
-    pub fn warn(&self, msg: &str) {
+    pub(crate) fn warn(&self, msg: &str) {
         eprintln!(
             "{}",
             fit(&format!("{} {msg}", self.paint("warning:", Tone::Warn)))
@@ -169,7 +169,7 @@ impl Ui {
     }
 
     /// `s` in the tone's colour when colour is on.
-    pub fn paint(&self, s: &str, tone: Tone) -> String {
+    pub(crate) fn paint(&self, s: &str, tone: Tone) -> String {
         if self.color {
             let style = tone.style();
             format!("{style}{s}{style:#}")

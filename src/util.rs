@@ -3,8 +3,8 @@
 //! character boundary (`clip`), resetting a scratch folder and making a fresh one no other
 //! process shares. Lowest layer: imports nothing from the crate.
 
-pub mod atomic;
-pub mod mirror;
+pub(crate) mod atomic;
+pub(crate) mod mirror;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,7 +12,7 @@ use std::time::Duration;
 /// `line` wrapped at spaces to `width` columns (colour codes take none); continuation lines
 /// are indented to where the first line's text starts after its indentation and any `└ `
 /// or `- ` marker. A word longer than the width stays whole.
-pub fn wrap(line: &str, width: usize) -> String {
+pub(crate) fn wrap(line: &str, width: usize) -> String {
     if visible_len(line) <= width {
         return line.to_string();
     }
@@ -46,7 +46,7 @@ pub fn wrap(line: &str, width: usize) -> String {
 }
 
 /// Characters a terminal shows: ANSI colour sequences (`ESC [ … m`) take no column.
-pub fn visible_len(s: &str) -> usize {
+pub(crate) fn visible_len(s: &str) -> usize {
     let mut n = 0;
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
@@ -65,7 +65,7 @@ pub fn visible_len(s: &str) -> usize {
 
 /// Every non-empty line of `text` prefixed with `prefix` (empty lines stay empty, so a
 /// block pasted into a message carries no trailing spaces).
-pub fn indent(text: &str, prefix: &str) -> String {
+pub(crate) fn indent(text: &str, prefix: &str) -> String {
     text.lines()
         .map(|l| {
             if l.is_empty() {
@@ -80,7 +80,7 @@ pub fn indent(text: &str, prefix: &str) -> String {
 
 /// `s` made safe as one file-name component: characters other than ASCII letters, digits
 /// and `keep` become `_`.
-pub fn file_safe(s: &str, keep: &str) -> String {
+pub(crate) fn file_safe(s: &str, keep: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || keep.contains(c) {
@@ -94,7 +94,7 @@ pub fn file_safe(s: &str, keep: &str) -> String {
 
 /// A TOML string literal for `s`: a literal string (`'…'`, no escaping of `\`) when it can
 /// be one, else a basic string with escapes.
-pub fn toml_string(s: &str) -> String {
+pub(crate) fn toml_string(s: &str) -> String {
     if !s.contains('\'') && !s.contains('\n') && !s.chars().any(char::is_control) {
         format!("'{s}'")
     } else {
@@ -104,7 +104,7 @@ pub fn toml_string(s: &str) -> String {
 
 /// A duration as users write it: `30s`, `2m`, `1m30s`, `500ms`, or plain seconds (`20`,
 /// `2.5`). The error says what was wrong; callers add where and the fix.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>() {
         return if (0.0..1e12).contains(&secs) {
@@ -118,7 +118,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// `error` with what was being done and where, and for a full disk (or quota) how to
 /// make room: the bare OS message ("No space left on device (os error 28)") says neither.
-pub fn io_error(error: std::io::Error, doing: &str, path: &Path) -> std::io::Error {
+pub(crate) fn io_error(error: std::io::Error, doing: &str, path: &Path) -> std::io::Error {
     let full = matches!(error.raw_os_error(), Some(28) | Some(122)); // ENOSPC, EDQUOT
     let hint = if full {
         let dir = path.parent().unwrap_or(path);
@@ -137,7 +137,7 @@ pub fn io_error(error: std::io::Error, doing: &str, path: &Path) -> std::io::Err
 }
 
 /// A size as users write it: `500M`, `5G`, `1024K`, `3GiB`, or plain bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -160,7 +160,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 /// `p` made absolute against the current directory (not canonicalised: it may not exist).
-pub fn absolute(p: &Path) -> PathBuf {
+pub(crate) fn absolute(p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
     } else {
@@ -171,7 +171,7 @@ pub fn absolute(p: &Path) -> PathBuf {
 /// Whether the existing file `path` lies inside the existing folder `dir` once both are
 /// resolved (symlinks followed, `..` taken out): a path a cache entry or a report names is
 /// used only where we put it.
-pub fn lies_inside(path: &Path, dir: &Path) -> bool {
+pub(crate) fn lies_inside(path: &Path, dir: &Path) -> bool {
     match (path.canonicalize(), dir.canonicalize()) {
         (Ok(p), Ok(d)) => p != d && p.starts_with(d),
         _ => false,
@@ -179,7 +179,7 @@ pub fn lies_inside(path: &Path, dir: &Path) -> bool {
 }
 
 /// Remove `dir` if it exists, then create it empty.
-pub fn reset_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn reset_dir(dir: &Path) -> std::io::Result<()> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -194,7 +194,7 @@ pub fn reset_dir(dir: &Path) -> std::io::Result<()> {
 /// (`create_dir`, never `create_dir_all`: an existing folder is never shared). Its name and
 /// path; an error after 100 taken names. Run folders, release staging folders and check
 /// worktrees are made here.
-pub fn create_fresh_dir(parent: &Path, stem: &str) -> std::io::Result<(String, PathBuf)> {
+pub(crate) fn create_fresh_dir(parent: &Path, stem: &str) -> std::io::Result<(String, PathBuf)> {
     std::fs::create_dir_all(parent)?;
     let mut name = stem.to_string();
     for _ in 0..100 {
@@ -215,12 +215,12 @@ pub fn create_fresh_dir(parent: &Path, stem: &str) -> std::io::Result<(String, P
 
 /// The pid at the start of a name [`create_fresh_dir`] made from `<pid>` (`1234`,
 /// `1234-a3f0`).
-pub fn pid_of_fresh_name(name: &str) -> Option<u32> {
+pub(crate) fn pid_of_fresh_name(name: &str) -> Option<u32> {
     name.split('-').next()?.parse().ok()
 }
 
 /// The first 8 hex digits of the SHA-256 of `bytes`: a short name that stays unique.
-pub fn short_digest(bytes: &[u8]) -> String {
+pub(crate) fn short_digest(bytes: &[u8]) -> String {
     use sha2::Digest as _;
     sha2::Sha256::digest(bytes)[..4]
         .iter()
@@ -231,7 +231,7 @@ pub fn short_digest(bytes: &[u8]) -> String {
 /// The longest start of `s` of at most `max` bytes that ends on a character boundary: the
 /// one way to shorten text that came from a user, a file or a cache (a commit read from a
 /// report.json, a name), where `&s[..max]` would panic inside a multibyte character.
-pub fn clip(s: &str, max: usize) -> &str {
+pub(crate) fn clip(s: &str, max: usize) -> &str {
     let mut cut = max.min(s.len());
     while !s.is_char_boundary(cut) {
         cut -= 1;
@@ -240,7 +240,7 @@ pub fn clip(s: &str, max: usize) -> &str {
 }
 
 /// `1234567` → `1.2 MiB`.
-pub fn human_bytes(b: u64) -> String {
+pub(crate) fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
     let mut v = b as f64;
     let mut u = 0;
@@ -257,7 +257,7 @@ pub fn human_bytes(b: u64) -> String {
 
 /// A figure a program printed, to three significant digits or its whole part: `412`,
 /// `41.2`, `4.12`, `0.0412`, `12345`.
-pub fn format_number(v: f64) -> String {
+pub(crate) fn format_number(v: f64) -> String {
     if !v.is_finite() {
         return "–".into();
     }
@@ -297,7 +297,7 @@ pub fn format_secs(s: f64) -> String {
 
 /// A span of time as a short human string: [`format_secs`] under a minute (`8.10 s`), whole
 /// seconds past it (`1m 23s`, `1h 2m 5s`).
-pub fn format_span(s: f64) -> String {
+pub(crate) fn format_span(s: f64) -> String {
     if s.is_finite() && s >= 59.5 {
         humantime::format_duration(Duration::from_secs(s.round() as u64)).to_string()
     } else {
@@ -307,23 +307,23 @@ pub fn format_span(s: f64) -> String {
 
 /// serde for floats that may be NaN or infinite: JSON has no such numbers and serde_json
 /// writes them as `null`, so a reader takes `null` back as NaN (the JSON then round-trips).
-pub mod lenient_f64 {
+pub(crate) mod lenient_f64 {
     use serde::{Deserialize, Deserializer};
 
     fn value(v: Option<f64>) -> f64 {
         v.unwrap_or(f64::NAN)
     }
 
-    pub fn one<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    pub(crate) fn one<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         Option::<f64>::deserialize(d).map(value)
     }
 
-    pub fn pair<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 2], D::Error> {
+    pub(crate) fn pair<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 2], D::Error> {
         let [a, b] = <[Option<f64>; 2]>::deserialize(d)?;
         Ok([value(a), value(b)])
     }
 
-    pub fn opt_pair<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[f64; 2]>, D::Error> {
+    pub(crate) fn opt_pair<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[f64; 2]>, D::Error> {
         let p = Option::<[Option<f64>; 2]>::deserialize(d)?;
         Ok(p.map(|[a, b]| [value(a), value(b)]))
     }

@@ -21,22 +21,22 @@
 //!
 //! Must not: measure (the bench engine times; verify only compares what runs produced).
 
-pub mod candidate;
-pub mod crate_tests;
+pub(crate) mod candidate;
+pub(crate) mod crate_tests;
 mod drift;
-pub mod numeric;
+pub(crate) mod numeric;
 mod observe;
-pub mod text;
+pub(crate) mod text;
 mod verifier;
 
 use std::path::{Path, PathBuf};
 
-pub use candidate::{check_candidate, record_baseline, Checked};
-pub use crate_tests::TestFailure;
-pub use observe::{
+pub(crate) use candidate::{check_candidate, record_baseline, Checked};
+pub(crate) use crate_tests::TestFailure;
+pub(crate) use observe::{
     check_determinism, observe, observed_from, spool_for, Compared, Nondeterminism, Reference,
 };
-pub use verifier::{Concluded, TimedCheck, Untimed, Verifier};
+pub(crate) use verifier::{Concluded, TimedCheck, Untimed, Verifier};
 
 use crate::process::{ExitStatus, Outcome, ProcessError};
 use crate::spec::{Expect, Workload};
@@ -45,7 +45,7 @@ use text::{LineMode, Rules, TextDiff};
 
 /// What one run of a workload produced: its outcome and the output files it declared.
 #[derive(Debug, Clone)]
-pub struct Observed {
+pub(crate) struct Observed {
     pub outcome: Outcome,
     /// One entry per declared file, in the spec's order.
     pub files: Vec<OutputFile>,
@@ -56,7 +56,7 @@ pub struct Observed {
 impl Observed {
     /// An observation without files (nothing saved).
     #[cfg(test)]
-    pub fn of(outcome: Outcome) -> Self {
+    pub(crate) fn of(outcome: Outcome) -> Self {
         Observed {
             outcome,
             files: Vec::new(),
@@ -91,7 +91,7 @@ impl Observed {
 
 /// A declared output file after a run.
 #[derive(Debug, Clone)]
-pub struct OutputFile {
+pub(crate) struct OutputFile {
     /// As declared in the spec (relative to the workload's cwd, or absolute).
     pub declared: PathBuf,
     /// `None` when the run did not write it.
@@ -211,14 +211,14 @@ impl std::fmt::Display for Mismatch {
 
 /// Why a candidate is rejected.
 #[derive(Debug, Clone)]
-pub enum Rejection {
+pub(crate) enum Rejection {
     Outputs(Mismatch),
     Tests(TestFailure),
 }
 
 impl Rejection {
     /// One phrase for "<stage> rejected: …".
-    pub fn headline(&self) -> &'static str {
+    pub(crate) fn headline(&self) -> &'static str {
         match self {
             Rejection::Outputs(_) => "its outputs differ from the baseline's",
             Rejection::Tests(_) => "the crate's own tests fail with its settings",
@@ -236,7 +236,7 @@ impl std::fmt::Display for Rejection {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum VerifyError {
+pub(crate) enum VerifyError {
     #[error(transparent)]
     Process(#[from] ProcessError),
     #[error(transparent)]
@@ -271,7 +271,11 @@ enum Stream {
 /// `expect`: the exit status, then stdout, then stderr when `stderr = true`.
 #[cfg(test)]
 #[allow(clippy::result_large_err)] // built once per rejection: boxing buys nothing
-pub fn check(workload: &Workload, baseline: &Outcome, candidate: &Outcome) -> Result<(), Mismatch> {
+pub(crate) fn check(
+    workload: &Workload,
+    baseline: &Outcome,
+    candidate: &Outcome,
+) -> Result<(), Mismatch> {
     check_observed(
         workload,
         &Observed::of(baseline.clone()),
@@ -281,7 +285,11 @@ pub fn check(workload: &Workload, baseline: &Outcome, candidate: &Outcome) -> Re
 
 /// [`check`], then each declared output file, with the same rules.
 #[allow(clippy::result_large_err)] // built once per rejection: boxing buys nothing
-pub fn check_observed(workload: &Workload, a: &Observed, b: &Observed) -> Result<(), Mismatch> {
+pub(crate) fn check_observed(
+    workload: &Workload,
+    a: &Observed,
+    b: &Observed,
+) -> Result<(), Mismatch> {
     check_status(workload, a.outcome.status, b.outcome.status)?;
     let Some((mode, mask)) = line_rules(&workload.expect) else {
         return Ok(()); // exit-code: the status only

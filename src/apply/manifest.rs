@@ -15,17 +15,17 @@ use anyhow::Context as _;
 use toml_edit::{DocumentMut, Item, Table, Value};
 
 /// Profile keys the profile stage can set.
-pub const MANAGED_KEYS: &[&str] = crate::spec::PROFILE_KEYS;
+pub(crate) const MANAGED_KEYS: &[&str] = crate::spec::PROFILE_KEYS;
 
 /// Profiles cargo defines itself: they take keys directly, never `inherits`.
 const BUILTIN_PROFILES: &[&str] = &["dev", "release", "test", "bench"];
 
 /// In the comment above a profile `apply` created: the table is apply's.
-pub const MARKER: &str = "Written by `cargo optimize apply`";
+pub(crate) const MARKER: &str = "Written by `cargo optimize apply`";
 
 /// An edited text and what the edit did to the user's own values.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edited {
+pub(crate) struct Edited {
     pub text: String,
     /// One line each (a `fix:` line where there is one).
     pub notes: Vec<String>,
@@ -33,7 +33,7 @@ pub struct Edited {
 
 impl Edited {
     /// `text` as it is, no note (an edit that changes nothing, for another to follow).
-    pub fn unchanged(text: &str) -> Edited {
+    pub(crate) fn unchanged(text: &str) -> Edited {
         Edited {
             text: text.to_string(),
             notes: Vec::new(),
@@ -44,7 +44,7 @@ impl Edited {
 /// `[profile.<name>]` with `inherits = "<base>"` and `overrides` (key → TOML literal), in
 /// the manifest text; everything else is kept byte for byte (see the module doc for whose
 /// keys are whose).
-pub fn edit_manifest(
+pub(crate) fn edit_manifest(
     text: &str,
     name: &str,
     base: &str,
@@ -215,7 +215,12 @@ fn put_cpu(arr: &mut toml_edit::Array, flag: &str) {
     }
 }
 
-pub fn edit_config(text: &str, cpu: &str, host: &str, cfg: &[String]) -> anyhow::Result<Edited> {
+pub(crate) fn edit_config(
+    text: &str,
+    cpu: &str,
+    host: &str,
+    cfg: &[String],
+) -> anyhow::Result<Edited> {
     let mut doc: DocumentMut = text.parse().context("not valid TOML")?;
     let flag = format!("-Ctarget-cpu={cpu}");
     let target_key = target_with_rustflags(&doc, host, cfg);

@@ -45,7 +45,7 @@ mod manifest;
 mod profile;
 
 use crate::propose::{text, unified_diff, write};
-pub use manifest::{edit_config, edit_manifest, Edited};
+pub(crate) use manifest::{edit_config, edit_manifest, Edited};
 
 /// Names cargo reserves and rejects as custom profiles.
 const RESERVED_PROFILES: &[&str] = &["doc", "check", "build", "debug", "default"];
@@ -54,7 +54,7 @@ const PGO_WARN: &str = "-Cllvm-args=-pgo-warn-missing-function";
 
 /// What a run's report says to ship (the parts `apply` needs).
 #[derive(Debug, Clone)]
-pub struct Winner {
+pub(crate) struct Winner {
     pub crate_name: String,
     pub bin: String,
     pub host: String,
@@ -81,7 +81,7 @@ impl Winner {
     /// What the report says to ship: without `cpu`, its portable alternative when the
     /// winner picks a CPU and the run found one (a binary built for one CPU can crash on
     /// others); the CPU-specific winner with `cpu`, or when the report has no alternative.
-    pub fn from_report(report: &Report, cpu: bool) -> anyhow::Result<Winner> {
+    pub(crate) fn from_report(report: &Report, cpu: bool) -> anyhow::Result<Winner> {
         let best = report
             .final_
             .as_ref()
@@ -142,18 +142,18 @@ impl Winner {
     }
 
     /// Whether this winner is the portable alternative of one that picks a CPU.
-    pub fn is_portable_alternative(&self, report: &Report) -> bool {
+    pub(crate) fn is_portable_alternative(&self, report: &Report) -> bool {
         report
             .final_
             .as_ref()
             .is_some_and(|f| f.binary != self.binary && picks_cpu(f))
     }
 
-    pub fn target_cpu(&self) -> Option<String> {
+    pub(crate) fn target_cpu(&self) -> Option<String> {
         crate::cargo::target_cpu_of(&self.stage_rustflags)
     }
 
-    pub fn profile_use(&self) -> Option<PathBuf> {
+    pub(crate) fn profile_use(&self) -> Option<PathBuf> {
         crate::cargo::codegen_option(&self.stage_rustflags, "profile-use").map(PathBuf::from)
     }
 
@@ -243,7 +243,7 @@ fn read_existing(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
 const APPLY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// `cargo optimize apply`.
-pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
     validate_profile_name(&args.profile_name)?;
     let report_path = find_report(g, args.run.as_deref())?;
     let report = report::load(&report_path)?;

@@ -74,7 +74,7 @@ impl Counts {
 
 /// Whether counting is possible here: `Ok(())` or the reason it is not.
 #[cfg(test)]
-pub fn probe() -> Result<(), String> {
+pub(crate) fn probe() -> Result<(), String> {
     CounterSet::open_inherited().map(|_| ())
 }
 
@@ -85,7 +85,7 @@ mod imp {
     use perf_event::{Builder, Counter};
 
     /// Open counters on the calling thread, inherited by the children it spawns.
-    pub struct CounterSet {
+    pub(crate) struct CounterSet {
         counters: Vec<(Kind, Counter)>,
     }
 
@@ -100,7 +100,7 @@ mod imp {
 
     impl CounterSet {
         /// Open every counter the machine has; an error (with the reason) when it has none.
-        pub fn open_inherited() -> Result<Self, String> {
+        pub(crate) fn open_inherited() -> Result<Self, String> {
             let mut counters = Vec::new();
             let mut first_error = None;
             for k in Kind::ALL {
@@ -131,7 +131,7 @@ mod imp {
         }
 
         /// Zero and enable the counters (call right before the run).
-        pub fn start(&mut self) -> std::io::Result<()> {
+        pub(crate) fn start(&mut self) -> std::io::Result<()> {
             for (_, c) in &mut self.counters {
                 c.reset()?;
                 c.enable()?;
@@ -141,7 +141,7 @@ mod imp {
 
         /// Disable the counters and read them (call after the child was reaped). A counter
         /// that was multiplexed is scaled by enabled/running time.
-        pub fn stop(&mut self) -> Counts {
+        pub(crate) fn stop(&mut self) -> Counts {
             let mut counts = Counts::default();
             for (k, c) in &mut self.counters {
                 let _ = c.disable();
@@ -164,22 +164,22 @@ mod imp {
 mod imp {
     use super::Counts;
 
-    pub struct CounterSet;
+    pub(crate) struct CounterSet;
 
     impl CounterSet {
-        pub fn open_inherited() -> Result<Self, String> {
+        pub(crate) fn open_inherited() -> Result<Self, String> {
             Err("hardware counters are only supported on Linux".into())
         }
-        pub fn start(&mut self) -> std::io::Result<()> {
+        pub(crate) fn start(&mut self) -> std::io::Result<()> {
             Ok(())
         }
-        pub fn stop(&mut self) -> Counts {
+        pub(crate) fn stop(&mut self) -> Counts {
             Counts::default()
         }
     }
 }
 
-pub use imp::CounterSet;
+pub(crate) use imp::CounterSet;
 
 /// Medians of each counter for A and B over a comparison, and B/A of the medians.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -200,7 +200,7 @@ pub struct CounterComparison {
 }
 
 /// Summarize per-run counts (`None` runs had no counters). `None` when nothing was counted.
-pub fn summarize(a: &[Option<Counts>], b: &[Option<Counts>]) -> Option<CounterSummary> {
+pub(crate) fn summarize(a: &[Option<Counts>], b: &[Option<Counts>]) -> Option<CounterSummary> {
     let column = |runs: &[Option<Counts>], k: Kind| -> Vec<f64> {
         runs.iter()
             .filter_map(|c| c.and_then(|c| c.get(k)))

@@ -28,7 +28,7 @@ pub fn compare(
 }
 
 /// [`compare`], where a run fails when its status is not `expected` (or it timed out).
-pub fn compare_expecting(
+pub(crate) fn compare_expecting(
     a: &Command,
     b: &Command,
     opts: &BenchOptions,
@@ -39,7 +39,7 @@ pub fn compare_expecting(
 }
 
 /// [`compare_expecting`], each run's figure read by `metric` from its output when given.
-pub fn compare_measuring(
+pub(crate) fn compare_measuring(
     a: &Command,
     b: &Command,
     opts: &BenchOptions,

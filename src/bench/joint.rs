@@ -14,7 +14,7 @@ use crate::process::Command;
 
 /// One comparison of [`compare_jointly`]: the two commands and the status their runs must
 /// have.
-pub struct Pairing<'c> {
+pub(crate) struct Pairing<'c> {
     pub a: &'c Command,
     pub b: &'c Command,
     pub expected: ExpectedStatus,
@@ -38,7 +38,7 @@ pub struct Pairing<'c> {
 /// faster that the geometric mean does not already call faster at its own (strictest)
 /// level, so it adds no wrong *faster* verdicts. `on_progress(i, p)` reports job `i`;
 /// an error names the job it came from.
-pub fn compare_jointly(
+pub(crate) fn compare_jointly(
     jobs: &[Pairing],
     done: &[Comparison],
     opts: &BenchOptions,

@@ -8,22 +8,23 @@
 //! that drives it lives in `crate::commands::bench`. The engine imports only `process`,
 //! `spec` and `util` from the crate.
 
-pub mod counters;
+pub(crate) mod counters;
 mod drive;
-pub mod export;
+pub(crate) mod export;
 mod joint;
 mod race;
-pub mod runner;
+pub(crate) mod runner;
 #[cfg(test)]
 mod sim;
-pub mod stats;
+pub(crate) mod stats;
 
-pub use drive::{compare, compare_measuring};
+pub use drive::compare;
+pub(crate) use drive::compare_measuring;
 pub(crate) use joint::GroupResult;
-pub use joint::{compare_jointly, Pairing};
+pub(crate) use joint::{compare_jointly, Pairing};
 pub(crate) use race::race_jointly;
-pub use runner::{
-    geomean, geomean_log, BenchError, BenchOptions, Comparison, ExpectedStatus, Phase, Progress,
-    RunRecord, Side, StopReason,
+pub(crate) use runner::{
+    geomean, geomean_log, ExpectedStatus, Phase, Progress, RunRecord, StopReason,
 };
+pub use runner::{BenchError, BenchOptions, Comparison, Side};
 pub use stats::{Estimate, Verdict};

@@ -23,7 +23,7 @@ use crate::process::{self, Command, ExitStatus, Lingering};
 /// Name of the environment variable whose random length (0–4095 bytes) shifts the
 /// process's stack and environment layout from run to run (Mytkowicz et al., "Producing
 /// wrong data without doing anything obviously wrong", ASPLOS 2009).
-pub const PAD_VAR: &str = "CARGO_OPTIMIZE_PAD";
+pub(crate) const PAD_VAR: &str = "CARGO_OPTIMIZE_PAD";
 
 /// Largest padding, exclusive.
 pub(super) const PAD_MAX: usize = 4096;
@@ -71,14 +71,14 @@ fn is_zero(n: &u32) -> bool {
 }
 
 mod secs {
-    pub fn serialize<S: serde::Serializer>(
+    pub(crate) fn serialize<S: serde::Serializer>(
         d: &std::time::Duration,
         s: S,
     ) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
     }
 
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(
         d: D,
     ) -> Result<std::time::Duration, D::Error> {
         let secs = <f64 as serde::Deserialize>::deserialize(d)?;
@@ -88,7 +88,7 @@ mod secs {
 
 /// Pairs before a workload's first look when the spec does not set `min-runs` (rounded up
 /// to whole ABBA blocks: 6).
-pub const DEFAULT_MIN_PAIRS: u32 = 5;
+pub(crate) const DEFAULT_MIN_PAIRS: u32 = 5;
 
 /// The same for a ladder's keep-or-drop comparison ([`BenchOptions::for_ladder`]): its
 /// question is answered by the geometric mean over every workload, whose first joint look
@@ -100,10 +100,10 @@ pub const DEFAULT_MIN_PAIRS: u32 = 5;
 /// still more than 6 pairs had while a workload could stop for futility at its first look
 /// (208 and 210). A plain comparison keeps 6: there an A-vs-A run has to settle as
 /// *equivalent*, which 4 makes slower (292 pairs instead of 249).
-pub const LADDER_MIN_PAIRS: u32 = 4;
+pub(crate) const LADDER_MIN_PAIRS: u32 = 4;
 
 /// Overall error budget: the reported intervals are (at least) 95 % intervals.
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 
 /// The spec's `[bench]` defaults, so that `bench` without a spec measures as with one.
 impl Default for BenchOptions {
@@ -165,7 +165,7 @@ impl std::fmt::Display for Side {
 
 /// Which exit status makes a run count as a success (a timed-out run never does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ExpectedStatus {
+pub(crate) enum ExpectedStatus {
     /// Exit code 0.
     #[default]
     Success,
@@ -351,7 +351,7 @@ pub struct Noise {
 }
 
 /// Above this CV of wall times the machine is called noisy.
-pub const NOISY_CV: f64 = 0.10;
+pub(crate) const NOISY_CV: f64 = 0.10;
 
 /// The result of comparing B against A.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -503,7 +503,7 @@ impl Comparison {
 /// its interval: the per-workload log-estimates are averaged and their standard errors
 /// combined (`stats::geomean_of`). The interval is at the strictest confidence level of
 /// the inputs, so it is never less corrected than they are.
-pub fn geomean(comparisons: &[Comparison], margin: f64) -> Estimate {
+pub(crate) fn geomean(comparisons: &[Comparison], margin: f64) -> Estimate {
     let (log, confidence) = geomean_log(comparisons);
     if comparisons.is_empty() {
         return stats::geomean_of(&[], confidence, margin);
@@ -513,7 +513,7 @@ pub fn geomean(comparisons: &[Comparison], margin: f64) -> Estimate {
 
 /// The log estimate of the geometric mean of several comparisons, and the confidence level
 /// its interval is reported at (the strictest of theirs).
-pub fn geomean_log(comparisons: &[Comparison]) -> (stats::LogEstimate, f64) {
+pub(crate) fn geomean_log(comparisons: &[Comparison]) -> (stats::LogEstimate, f64) {
     let logs: Vec<stats::LogEstimate> = comparisons.iter().map(|c| c.log).collect();
     let confidence = comparisons
         .iter()
@@ -591,7 +591,7 @@ impl<'c> ProcessSource<'c> {
 
 /// A check of one run's whole outcome (its output in memory, or where B's command spools
 /// it: [`process::Command::spool`]): `Err` says why it is refused.
-pub type CheckRun<'a> = dyn Fn(&process::Outcome) -> Result<(), String> + 'a;
+pub(crate) type CheckRun<'a> = dyn Fn(&process::Outcome) -> Result<(), String> + 'a;
 
 /// What one run produced.
 #[derive(Debug, Clone, PartialEq)]

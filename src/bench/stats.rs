@@ -209,7 +209,7 @@ fn two_sided(confidence: f64) -> f64 {
 }
 
 /// `ln(b_i / a_i)` for each pair. Non-positive times are clamped to 1 ns.
-pub fn log_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+pub(crate) fn log_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
     a.iter()
         .zip(b)
         .map(|(&a, &b)| (b.max(1e-9) / a.max(1e-9)).ln())
@@ -217,11 +217,11 @@ pub fn log_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
 }
 
 /// Number of bootstrap resamples for the check interval.
-pub const BOOTSTRAP_RESAMPLES: usize = 4000;
+pub(crate) const BOOTSTRAP_RESAMPLES: usize = 4000;
 
 /// The paired analysis of one look at the data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairedAnalysis {
+pub(crate) struct PairedAnalysis {
     /// The reported estimate: interval = union of the t and (when computed) bootstrap ones.
     pub estimate: Estimate,
     /// Paired-t statistics of `d`. `se` is the *effective* standard error: widened so that
@@ -276,11 +276,11 @@ impl Estimator {
 }
 
 /// The share of pairs [`Estimator::Trimmed`] drops at each end of the sorted `d`.
-pub const TRIM: f64 = 0.2;
+pub(crate) const TRIM: f64 = 0.2;
 
 /// Analyse paired wall times at a confidence level with `estimator`; `seed` drives the
 /// bootstrap of the mean's check.
-pub fn analyze(
+pub(crate) fn analyze(
     a: &[f64],
     b: &[f64],
     confidence: f64,
@@ -331,7 +331,7 @@ fn analyze_trimmed(d: &[f64], confidence: f64, margin: f64) -> PairedAnalysis {
 /// machine with bursts of background load — and the verdict is withheld as
 /// *inconclusive*. This only ever turns a verdict into *inconclusive*, so it cannot raise
 /// the error rates; on undisturbed data the two agree and it costs nothing.
-pub fn analyze_pairs(
+pub(crate) fn analyze_pairs(
     a: &[f64],
     b: &[f64],
     confidence: f64,
@@ -392,7 +392,7 @@ pub fn analyze_pairs(
 /// order statistics: `[d_(k), d_(n+1−k)]` covers the median with probability
 /// `1 − 2·P(X ≤ k−1)`, `X ~ Binomial(n, ½)` (the sign test). Infinite bounds when `n` is
 /// too small for the level.
-pub fn median_interval(d: &[f64], confidence: f64) -> (f64, f64) {
+pub(crate) fn median_interval(d: &[f64], confidence: f64) -> (f64, f64) {
     let n = d.len();
     let tail = (1.0 - confidence) / 2.0;
     let mut sorted = d.to_vec();
@@ -418,7 +418,7 @@ pub fn median_interval(d: &[f64], confidence: f64) -> (f64, f64) {
 }
 
 /// Percentile bootstrap interval of the mean of `d` (log scale), seeded.
-pub fn bootstrap_mean_interval(
+pub(crate) fn bootstrap_mean_interval(
     d: &[f64],
     confidence: f64,
     resamples: usize,
@@ -446,7 +446,7 @@ pub fn bootstrap_mean_interval(
 /// `√(Σ se_i²) / k`, degrees of freedom by Welch–Satterthwaite
 /// `(Σ se_i²)² / Σ (se_i⁴ / df_i)`. The workloads are independent measurements, so their
 /// variances add.
-pub fn geomean_of(logs: &[LogEstimate], confidence: f64, margin: f64) -> Estimate {
+pub(crate) fn geomean_of(logs: &[LogEstimate], confidence: f64, margin: f64) -> Estimate {
     if logs.is_empty() {
         return Estimate {
             ratio: f64::NAN,
@@ -460,7 +460,7 @@ pub fn geomean_of(logs: &[LogEstimate], confidence: f64, margin: f64) -> Estimat
 }
 
 /// The log estimate of the geometric mean of independent ratios: the mean of the means.
-pub fn geomean_log(logs: &[LogEstimate]) -> LogEstimate {
+pub(crate) fn geomean_log(logs: &[LogEstimate]) -> LogEstimate {
     let kf = logs.len().max(1) as f64;
     let sum = sum_log(logs);
     LogEstimate {
@@ -472,7 +472,7 @@ pub fn geomean_log(logs: &[LogEstimate]) -> LogEstimate {
 
 /// The log estimate of the product of independent ratios (a chain: C/A = C/B · B/A): the
 /// sum of the means, variances added, degrees of freedom by Welch–Satterthwaite.
-pub fn sum_log(logs: &[LogEstimate]) -> LogEstimate {
+pub(crate) fn sum_log(logs: &[LogEstimate]) -> LogEstimate {
     let var_sum: f64 = logs.iter().map(|l| l.se * l.se).sum();
     let df = if var_sum > 0.0 {
         let denom: f64 = logs.iter().map(|l| l.se.powi(4) / l.df.max(1.0)).sum();
@@ -525,7 +525,7 @@ pub fn sum_log(logs: &[LogEstimate]) -> LogEstimate {
 /// (the union bound ignores that looks are correlated: the real rate is lower still). The
 /// reported interval is the one of the stopping look, at that look's level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LookSchedule {
+pub(crate) struct LookSchedule {
     /// Pair counts at which the data is analysed (increasing, even: pairs come in ABBA blocks).
     pub looks: Vec<u32>,
     /// Overall error budget (0.05 for 95 %).
@@ -536,7 +536,7 @@ pub struct LookSchedule {
 impl LookSchedule {
     /// Looks from `min_pairs` doubling up to `cap_pairs`. A look closer than 1.5× to the
     /// cap is merged into the cap (it would buy little and cost a share of α).
-    pub fn plan(min_pairs: u32, cap_pairs: u32, alpha: f64) -> Self {
+    pub(crate) fn plan(min_pairs: u32, cap_pairs: u32, alpha: f64) -> Self {
         let min = round_even(min_pairs.max(2));
         let cap = round_even(cap_pairs.max(min));
         let mut looks = Vec::new();
@@ -554,7 +554,7 @@ impl LookSchedule {
 
     /// The confidence level of look `k` (0-based): `1 − α_k` (see the type's doc). A `last`
     /// look (time is up, or the cap is reached) spends all that is left.
-    pub fn confidence_at(&self, k: usize, last: bool) -> f64 {
+    pub(crate) fn confidence_at(&self, k: usize, last: bool) -> f64 {
         let before = if k == 0 { 0.0 } else { self.spent_by(k - 1) };
         let upto = if last || k + 1 >= self.looks.len() {
             self.alpha
@@ -577,7 +577,7 @@ impl LookSchedule {
     }
 
     /// The largest number of pairs the schedule collects.
-    pub fn cap(&self) -> u32 {
+    pub(crate) fn cap(&self) -> u32 {
         self.looks.last().copied().unwrap_or(2)
     }
 }
@@ -619,7 +619,7 @@ impl Summary {
     }
 }
 
-pub fn mean(x: &[f64]) -> f64 {
+pub(crate) fn mean(x: &[f64]) -> f64 {
     if x.is_empty() {
         return f64::NAN;
     }
@@ -627,7 +627,7 @@ pub fn mean(x: &[f64]) -> f64 {
 }
 
 /// Sample standard deviation (n − 1).
-pub fn std_dev(x: &[f64]) -> f64 {
+pub(crate) fn std_dev(x: &[f64]) -> f64 {
     let n = x.len();
     if n < 2 {
         return f64::NAN;
@@ -637,7 +637,7 @@ pub fn std_dev(x: &[f64]) -> f64 {
 }
 
 /// Coefficient of variation: standard deviation / mean.
-pub fn cv(x: &[f64]) -> f64 {
+pub(crate) fn cv(x: &[f64]) -> f64 {
     if x.len() < 2 {
         return 0.0;
     }
@@ -649,7 +649,7 @@ pub fn cv(x: &[f64]) -> f64 {
 }
 
 /// Sample skewness (g1); 0 when there is no spread.
-pub fn skewness(x: &[f64]) -> f64 {
+pub(crate) fn skewness(x: &[f64]) -> f64 {
     let n = x.len();
     if n < 3 {
         return 0.0;
@@ -663,14 +663,14 @@ pub fn skewness(x: &[f64]) -> f64 {
     m3 / m2.powf(1.5)
 }
 
-pub fn median(x: &[f64]) -> f64 {
+pub(crate) fn median(x: &[f64]) -> f64 {
     let mut v = x.to_vec();
     v.sort_by(f64::total_cmp);
     quantile_sorted(&v, 0.5)
 }
 
 /// Quantile of sorted data with linear interpolation (R type 7).
-pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
     match sorted.len() {
         0 => f64::NAN,
         1 => sorted[0],
@@ -685,7 +685,7 @@ pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
 
 /// Outliers by the modified z-score rule (Iglewicz & Hoaglin): `|0.6745·(x − median) / MAD| >
 /// 3.5`. Outliers are flagged, never dropped. No spread (MAD = 0) flags nothing.
-pub fn mad_outliers(x: &[f64]) -> Vec<bool> {
+pub(crate) fn mad_outliers(x: &[f64]) -> Vec<bool> {
     if x.len() < 3 {
         return vec![false; x.len()];
     }
@@ -708,7 +708,7 @@ pub fn mad_outliers(x: &[f64]) -> Vec<bool> {
 
 #[cfg(test)]
 use statrs::function::beta::beta_reg as reg_inc_beta;
-pub use statrs::function::gamma::ln_gamma;
+pub(crate) use statrs::function::gamma::ln_gamma;
 
 /// Student's t with `df` degrees of freedom (`None` for a df it cannot have).
 fn students_t(df: f64) -> Option<StudentsT> {
@@ -725,7 +725,7 @@ fn t_cdf(t: f64, df: f64) -> f64 {
 /// for `df ≤ 0`. Above 10⁴ degrees of freedom statrs' inversion loses accuracy (an error of
 /// 7e-6 in `p` at 10⁶), so there the normal quantile with its first Cornish–Fisher term
 /// `(z³ + z) / 4df` is used: its error is O(1/df²), below 1e-8.
-pub fn t_quantile(p: f64, df: f64) -> f64 {
+pub(crate) fn t_quantile(p: f64, df: f64) -> f64 {
     if !(p > 0.0 && p < 1.0) || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
@@ -740,12 +740,12 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
 }
 
 /// CDF of the standard normal.
-pub fn normal_cdf(z: f64) -> f64 {
+pub(crate) fn normal_cdf(z: f64) -> f64 {
     Normal::standard().cdf(z)
 }
 
 /// Inverse CDF of the standard normal; NaN outside `0 < p < 1`.
-pub fn normal_quantile(p: f64) -> f64 {
+pub(crate) fn normal_quantile(p: f64) -> f64 {
     if !(p > 0.0 && p < 1.0) {
         return f64::NAN;
     }

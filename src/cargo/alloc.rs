@@ -23,7 +23,7 @@ use super::{child, BuildSettings, CargoError, Project};
 
 /// An allocator the alloc stage can swap in.
 #[derive(Debug, Clone, Copy)]
-pub struct Allocator {
+pub(crate) struct Allocator {
     /// The name in `[stages] alloc` and in the row (`alloc (mimalloc)`).
     pub name: &'static str,
     /// The crate on crates.io, its version requirement and its allocator type.
@@ -35,7 +35,7 @@ pub struct Allocator {
 }
 
 /// The allocators `[stages] alloc` may name, in the default order.
-pub const ALLOCATORS: [Allocator; 2] = [
+pub(crate) const ALLOCATORS: [Allocator; 2] = [
     Allocator {
         name: "mimalloc",
         krate: "mimalloc",
@@ -59,13 +59,13 @@ pub const ALLOCATORS: [Allocator; 2] = [
 ];
 
 /// The allocator named `name`.
-pub fn named(name: &str) -> Option<&'static Allocator> {
+pub(crate) fn named(name: &str) -> Option<&'static Allocator> {
     ALLOCATORS.iter().find(|a| a.name == name)
 }
 
 /// The manifest `text` with `a`'s crate among `[dependencies]` (kept as it is when the
 /// package already depends on it), or what toml_edit could not read.
-pub fn with_dependency(text: &str, a: &Allocator) -> Result<String, String> {
+pub(crate) fn with_dependency(text: &str, a: &Allocator) -> Result<String, String> {
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("{e}"))?;
     let deps = doc
         .entry("dependencies")
@@ -81,7 +81,7 @@ pub fn with_dependency(text: &str, a: &Allocator) -> Result<String, String> {
 /// The root file `text` with `#[global_allocator]` of `a` appended (in the file's own line
 /// endings; `extern crate` first for edition 2015); the static is `GLOBAL`, or
 /// `GLOBAL_ALLOCATOR` when the file already uses that name.
-pub fn with_item(text: &str, a: &Allocator, edition_2015: bool) -> String {
+pub(crate) fn with_item(text: &str, a: &Allocator, edition_2015: bool) -> String {
     let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let name = match text.contains("GLOBAL") {
         true => "GLOBAL_ALLOCATOR",
@@ -103,7 +103,7 @@ pub fn with_item(text: &str, a: &Allocator, edition_2015: bool) -> String {
 }
 
 /// Whether the manifest `text` leaves the package on edition 2015 (no `edition`, or 2015).
-pub fn edition_2015(text: &str) -> bool {
+pub(crate) fn edition_2015(text: &str) -> bool {
     let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
         return false;
     };
@@ -116,7 +116,7 @@ pub fn edition_2015(text: &str) -> bool {
 /// Why `project`'s binary cannot get `a` for `target`, with the fix: a harness, a root file
 /// outside the workspace, `#![no_std]`, a `#[global_allocator]` of its own (file:line), a
 /// target the crate does not build for, no C compiler (both crates compile C).
-pub fn refusal(project: &Project, a: &Allocator, target: &str) -> Option<String> {
+pub(crate) fn refusal(project: &Project, a: &Allocator, target: &str) -> Option<String> {
     if project.harness.is_some() {
         return Some(
             "the workloads run a bench or test harness, whose allocator is not the program's"
@@ -194,7 +194,7 @@ fn copy_dir(project: &Project, name: &str) -> PathBuf {
 
 /// The project a build of `settings` compiles: `project` itself, or with an allocator its
 /// private copy (the same layout under [`copy_dir`]; see [`prepare`]).
-pub fn source<'p>(project: &'p Project, settings: &BuildSettings) -> Cow<'p, Project> {
+pub(crate) fn source<'p>(project: &'p Project, settings: &BuildSettings) -> Cow<'p, Project> {
     let Some(name) = &settings.allocator else {
         return Cow::Borrowed(project);
     };
@@ -214,7 +214,7 @@ pub fn source<'p>(project: &'p Project, settings: &BuildSettings) -> Cow<'p, Pro
 /// Bring the private copy of a build with an allocator up to date (see the module doc);
 /// nothing without one. An error says what failed and how to fix it (the registry not
 /// reachable: `cargo metadata`'s words).
-pub fn prepare(project: &Project, settings: &BuildSettings) -> Result<(), CargoError> {
+pub(crate) fn prepare(project: &Project, settings: &BuildSettings) -> Result<(), CargoError> {
     let Some(name) = &settings.allocator else {
         return Ok(());
     };

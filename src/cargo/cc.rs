@@ -32,13 +32,13 @@ pub struct CBuild {
 }
 
 /// The profile-use flag a whole-program PGO build gives C and C++.
-pub fn profile_use_flag(profile: &Path) -> String {
+pub(crate) fn profile_use_flag(profile: &Path) -> String {
     format!("-fprofile-use={}", profile.display())
 }
 
 /// The profile-generate flag an instrumented build gives C and C++ (the same folder as
 /// rustc's `-Cprofile-generate`: one runtime writes one file for both).
-pub fn profile_generate_flag(dir: &Path) -> String {
+pub(crate) fn profile_generate_flag(dir: &Path) -> String {
     format!("-fprofile-generate={}", dir.display())
 }
 
@@ -107,7 +107,7 @@ fn user_value(
 /// build scripts compile C or C++: those that depend on `cc` or `cmake`, as `lock` (the
 /// text of Cargo.lock) records the graph; sorted. A package that uses them only on another
 /// platform is listed too: its build then compiles no C, and the candidate is byte-identical.
-pub fn c_packages(lock: &str, root: &str) -> Vec<String> {
+pub(crate) fn c_packages(lock: &str, root: &str) -> Vec<String> {
     // name → (its dependencies' names), every version of a name merged: enough to tell
     // which packages can be reached, and a false positive costs one byte-identical build.
     let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -130,7 +130,7 @@ pub fn c_packages(lock: &str, root: &str) -> Vec<String> {
 }
 
 /// [`c_packages`] of `project`'s package, from the workspace's Cargo.lock (none without one).
-pub fn packages_of(project: &super::Project) -> Vec<String> {
+pub(crate) fn packages_of(project: &super::Project) -> Vec<String> {
     let lock = std::fs::read_to_string(project.workspace_root.join("Cargo.lock"));
     c_packages(&lock.unwrap_or_default(), &project.package)
 }
@@ -139,7 +139,7 @@ pub fn packages_of(project: &super::Project) -> Vec<String> {
 /// the `OUT_DIR`s of its build scripts (`<output dir>/build/<pkg>-<hash>/out`, the output
 /// dir [`super::BuildSettings::output_dir`]), their defined text symbols. Bounded: at most
 /// [`MAX_FILES`] files are read.
-pub fn c_functions(output_dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+pub(crate) fn c_functions(output_dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let build = output_dir.join("build");
     let mut files = Vec::new();
@@ -162,7 +162,7 @@ pub fn c_functions(output_dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 /// How many object files [`c_functions`] reads at most (a large C library has hundreds).
-pub const MAX_FILES: usize = 4096;
+pub(crate) const MAX_FILES: usize = 4096;
 
 /// Every `.a` and `.o` under `dir`, at most 6 folders deep (cmake's build trees).
 fn objects_under(dir: &Path, depth: u32, found: &mut dyn FnMut(PathBuf)) {
@@ -221,7 +221,7 @@ fn defined_functions(file: &Path) -> BTreeSet<String> {
 
 /// A profile's function name as the object defines it: a `static` function's name is
 /// `<file>;<name>` (or `<file>:<name>` in older formats) in the profile.
-pub fn symbol_of(profile_name: &str) -> &str {
+pub(crate) fn symbol_of(profile_name: &str) -> &str {
     profile_name
         .rsplit_once(';')
         .map(|(_, n)| n)

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::CargoError;
 
 /// The variable that bounds every cargo build and test run (a duration: `90m`, `4h`).
-pub const BUILD_TIMEOUT_ENV: &str = "CARGO_OPTIMIZE_BUILD_TIMEOUT";
+pub(crate) const BUILD_TIMEOUT_ENV: &str = "CARGO_OPTIMIZE_BUILD_TIMEOUT";
 
 /// A build's or test run's bound when [`BUILD_TIMEOUT_ENV`] is not set: far past any
 /// honest release build (a large workspace's fat-LTO build takes tens of minutes), so only
@@ -19,15 +19,15 @@ pub const BUILD_TIMEOUT_ENV: &str = "CARGO_OPTIMIZE_BUILD_TIMEOUT";
 const BUILD_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
 
 /// `cargo metadata`'s bound: it reads manifests (and may fetch the index once).
-pub const METADATA_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+pub(crate) const METADATA_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 /// A quick question to cargo (`cargo nextest --version`).
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The bound of every cargo build and test run: [`BUILD_TIMEOUT_ENV`] when set (more than
 /// zero, at most a day), else two hours. A bad value is an error naming the variable and
 /// the fix.
-pub fn build_timeout() -> Result<Duration, CargoError> {
+pub(crate) fn build_timeout() -> Result<Duration, CargoError> {
     let raw = std::env::var_os(BUILD_TIMEOUT_ENV);
     build_timeout_of(raw.map(|v| v.to_string_lossy().into_owned()))
 }
@@ -53,13 +53,13 @@ fn build_timeout_of(value: Option<String>) -> Result<Duration, CargoError> {
 }
 
 /// A duration as the messages say it (`2h`, `20s`).
-pub fn bound_text(d: Duration) -> String {
+pub(crate) fn bound_text(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs().max(1))).to_string()
 }
 
 /// Which stream a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pipe {
+pub(crate) enum Pipe {
     Stdout,
     Stderr,
 }
@@ -68,7 +68,7 @@ pub enum Pipe {
 /// `bound`: each line to `on_line` with the stream it came from, in the order they arrive. On expiry cargo and everything it started are killed and the error
 /// says that `what` did not finish within the bound, with `fix`. A non-zero exit is not an
 /// error here (the caller decides).
-pub fn run(
+pub(crate) fn run(
     cmd: &mut Command,
     what: &str,
     bound: Duration,
@@ -97,7 +97,7 @@ pub fn run(
 
 /// `cargo ARGS` (lock-file and metadata chores: no jobserver, no rustflags) run through
 /// [`run`] within [`METADATA_TIMEOUT`]; its outcome and what it printed on stderr.
-pub fn run_quiet(
+pub(crate) fn run_quiet(
     args: &[String],
     what: &str,
     fix: &str,
@@ -124,7 +124,7 @@ pub fn run_quiet(
 }
 
 /// The fix of a build or test run that timed out.
-pub fn build_fix() -> String {
+pub(crate) fn build_fix() -> String {
     format!(
         "a build script or proc macro that waits for something never finishes: run the \
          printed cargo command yourself to see where it stops; if the build only needs \

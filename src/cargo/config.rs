@@ -16,7 +16,7 @@ use super::{CargoError, Project};
 /// and the config files seen from `cwd`.
 ///
 /// `cfg` is `rustc --print cfg` output for the target (to match `target.'cfg(…)'` tables).
-pub fn user_rustflags(
+pub(crate) fn user_rustflags(
     env: &dyn Fn(&str) -> Option<String>,
     cwd: &Path,
     cargo_home: Option<&Path>,
@@ -65,7 +65,7 @@ pub fn user_rustflags(
 
 /// Cargo's home folder: `$CARGO_HOME`, else `.cargo` in the user's home (`$HOME`, else the
 /// home folder of the user's account, as cargo's `home` crate finds it when `HOME` is unset).
-pub fn cargo_home() -> Option<PathBuf> {
+pub(crate) fn cargo_home() -> Option<PathBuf> {
     cargo_home_of(std::env::var_os("CARGO_HOME"), std::env::home_dir)
 }
 
@@ -82,7 +82,7 @@ fn cargo_home_of(
 
 /// The same as [`user_rustflags`] for this process's environment, directory and command
 /// line.
-pub fn user_rustflags_here(triple: &str, cfg: &[String]) -> Result<Vec<String>, CargoError> {
+pub(crate) fn user_rustflags_here(triple: &str, cfg: &[String]) -> Result<Vec<String>, CargoError> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let cargo_home = cargo_home();
     user_rustflags(
@@ -100,7 +100,7 @@ pub fn user_rustflags_here(triple: &str, cfg: &[String]) -> Result<Vec<String>, 
 /// of the nearest config file that sets it (cargo's precedence). `None`: the host. A
 /// `.json` target file is made absolute (a config file's is relative to the folder that
 /// holds its `.cargo`); several targets at once are refused with the fix.
-pub fn build_target(
+pub(crate) fn build_target(
     env: &dyn Fn(&str) -> Option<String>,
     cwd: &Path,
     cargo_home: Option<&Path>,
@@ -149,7 +149,7 @@ pub fn build_target(
 
 /// A build target and where it was set.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BuildTarget {
+pub(crate) struct BuildTarget {
     pub triple: String,
     /// `build.target = "x" (/p/.cargo/config.toml)`, `build.target = "x" (CARGO_BUILD_TARGET)`.
     pub from: String,
@@ -165,7 +165,7 @@ fn target_name(name: &str, base: &Path) -> String {
 }
 
 /// [`build_target`] for this process's environment, directory and command line.
-pub fn build_target_here() -> Result<Option<BuildTarget>, CargoError> {
+pub(crate) fn build_target_here() -> Result<Option<BuildTarget>, CargoError> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let cargo_home = cargo_home();
     build_target(
@@ -183,7 +183,7 @@ fn split_flags(s: &str) -> Vec<String> {
 /// The config file cargo reads in the `.cargo` folder `dir`: `config` when it exists — cargo
 /// prefers it to `config.toml` beside it (and warns "both … exist. Using …/config") —, else
 /// `config.toml`.
-pub fn config_file(dir: &Path) -> PathBuf {
+pub(crate) fn config_file(dir: &Path) -> PathBuf {
     let plain = dir.join("config");
     if plain.is_file() {
         plain
@@ -313,7 +313,7 @@ fn flags_value(v: &toml::Value) -> Vec<String> {
 
 /// Whether a `[target.KEY]` table (a triple, or `cfg(…)`) applies to `triple`, whose
 /// `rustc --print cfg` lines are `cfg`, as cargo decides it.
-pub fn target_applies(key: &str, triple: &str, cfg: &[String]) -> bool {
+pub(crate) fn target_applies(key: &str, triple: &str, cfg: &[String]) -> bool {
     key.parse::<cargo_platform::Platform>()
         .is_ok_and(|p| p.matches(triple, &parse_cfg(cfg)))
 }
@@ -328,7 +328,7 @@ pub(super) fn parse_cfg(lines: &[String]) -> Vec<cargo_platform::Cfg> {
 /// `not(..)`) holds for `rustc --print cfg` lines, as cargo decides it for
 /// `[target.'cfg(…)']` tables. An expression cargo cannot parse matches nothing.
 #[cfg(test)]
-pub fn cfg_matches(expr: &str, cfg: &[String]) -> bool {
+pub(crate) fn cfg_matches(expr: &str, cfg: &[String]) -> bool {
     expr.parse::<cargo_platform::CfgExpr>()
         .is_ok_and(|e| e.matches(&parse_cfg(cfg)))
 }
@@ -349,17 +349,17 @@ pub(super) fn config_dirs(project: &Project) -> Vec<PathBuf> {
 
 /// User flags first, then ours: later flags win in rustc, so a stage's `-Ctarget-cpu`
 /// overrides the user's, but nothing of the user's is dropped.
-pub fn compose_rustflags(user: &[String], ours: &[String]) -> Vec<String> {
+pub(crate) fn compose_rustflags(user: &[String], ours: &[String]) -> Vec<String> {
     user.iter().chain(ours).cloned().collect()
 }
 
 /// The last `-Ctarget-cpu=X` (or `-C target-cpu=X`) in `flags`.
-pub fn target_cpu_of(flags: &[String]) -> Option<String> {
+pub(crate) fn target_cpu_of(flags: &[String]) -> Option<String> {
     codegen_option(flags, "target-cpu")
 }
 
 /// The value of the last `-C<name>=X` (or `-C <name>=X`) in `flags`: later ones win in rustc.
-pub fn codegen_option(flags: &[String], name: &str) -> Option<String> {
+pub(crate) fn codegen_option(flags: &[String], name: &str) -> Option<String> {
     let mut found = None;
     let mut prev_c = false;
     for f in flags {

@@ -18,12 +18,12 @@ pub struct Flags {
 static FLAGS: std::sync::RwLock<Option<Flags>> = std::sync::RwLock::new(None);
 
 /// Set the flags every later cargo command carries (the command line's).
-pub fn set_flags(flags: Flags) {
+pub(crate) fn set_flags(flags: Flags) {
     *FLAGS.write().unwrap_or_else(|e| e.into_inner()) = Some(flags);
 }
 
 /// The command line's `--config` values (cargo's own config layer above every file).
-pub fn cli_config() -> Vec<String> {
+pub(crate) fn cli_config() -> Vec<String> {
     flags().config
 }
 

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use super::{child, CargoError, Project};
 
 /// A `Cargo.lock` a run made, removed when dropped; or the project's own, left alone.
-pub struct RunLockfile {
+pub(crate) struct RunLockfile {
     path: PathBuf,
     made: Option<crate::sys::interrupt::PathGuard>,
 }
@@ -22,7 +22,7 @@ pub struct RunLockfile {
 impl RunLockfile {
     /// The project's lock file, made when there is none (the command line's `--offline`,
     /// `--locked`, `--frozen` and `--config` apply: `--locked` then fails as cargo does).
-    pub fn for_run(project: &Project) -> Result<RunLockfile, CargoError> {
+    pub(crate) fn for_run(project: &Project) -> Result<RunLockfile, CargoError> {
         let path = project.workspace_root.join("Cargo.lock");
         if path.exists() {
             return Ok(RunLockfile { path, made: None });
@@ -56,7 +56,7 @@ impl RunLockfile {
     }
 
     /// Whether the run made it (and will remove it).
-    pub fn made(&self) -> bool {
+    pub(crate) fn made(&self) -> bool {
         self.made.is_some()
     }
 }
@@ -71,7 +71,7 @@ impl Drop for RunLockfile {
 
 /// One `[[package]]` of a `Cargo.lock`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locked {
+pub(crate) struct Locked {
     pub name: String,
     pub version: String,
     /// The names of the packages it depends on (versions and sources left out).
@@ -79,7 +79,7 @@ pub struct Locked {
 }
 
 /// The packages a `Cargo.lock`'s text lists (none when it does not parse).
-pub fn packages(lock: &str) -> Vec<Locked> {
+pub(crate) fn packages(lock: &str) -> Vec<Locked> {
     let Ok(doc) = lock.parse::<toml::Table>() else {
         return Vec::new();
     };
@@ -99,7 +99,7 @@ pub fn packages(lock: &str) -> Vec<Locked> {
 }
 
 /// The packages of `project`'s workspace `Cargo.lock` (none without one).
-pub fn locked(project: &Project) -> Vec<Locked> {
+pub(crate) fn locked(project: &Project) -> Vec<Locked> {
     let text = std::fs::read_to_string(project.workspace_root.join("Cargo.lock"));
     packages(&text.unwrap_or_default())
 }

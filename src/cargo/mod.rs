@@ -16,38 +16,38 @@
 //! the user's, so [`user_rustflags`] reproduces cargo's choice and every build passes
 //! `user flags + stage flags` as `CARGO_ENCODED_RUSTFLAGS`.
 
-pub mod alloc;
-pub mod cc;
+pub(crate) mod alloc;
+pub(crate) mod cc;
 mod child;
 mod config;
 mod executable;
 mod flags;
-pub mod lockfile;
-pub mod profile;
+pub(crate) mod lockfile;
+pub(crate) mod profile;
 mod relink;
 mod reuse;
-pub mod runner;
+pub(crate) mod runner;
 mod workspace;
-pub mod wrapper;
+pub(crate) mod wrapper;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-pub use child::build_timeout;
-pub use config::{
+pub(crate) use child::build_timeout;
+pub(crate) use config::{
     build_target_here, cargo_home, codegen_option, compose_rustflags, config_file, target_applies,
     target_cpu_of, user_rustflags, user_rustflags_here, BuildTarget,
 };
 use config::{config_dirs, parse_cfg, CargoConfig};
 use flags::flags;
-pub use flags::{cli_config, set_flags, Flags};
-pub use lockfile::RunLockfile;
-pub use workspace::{Features, Project, Selection, Workspace};
+pub(crate) use flags::{cli_config, set_flags, Flags};
+pub(crate) use lockfile::RunLockfile;
+pub(crate) use workspace::{Features, Project, Selection, Workspace};
 
 #[derive(Debug, thiserror::Error)]
-pub enum CargoError {
+pub(crate) enum CargoError {
     #[error("cargo metadata failed for {manifest}:\n{message}")]
     Metadata { manifest: String, message: String },
     #[error("package `{0}` is not in this workspace\n  fix: pick one of: {1}")]
@@ -251,7 +251,7 @@ impl BuildSettings {
 /// manifest and cargo's defaults alone decide them (see [`profile::known_values`]): the
 /// config files that could set profiles are those of the current directory's ancestors,
 /// the workspace's, and `$CARGO_HOME`'s.
-pub fn known_profile_values(
+pub(crate) fn known_profile_values(
     project: &Project,
     name: &str,
     keys: &[&str],
@@ -265,11 +265,11 @@ pub fn known_profile_values(
 
 /// The linker flag that keeps relocations in the output (`--emit-relocs`), which BOLT
 /// needs to move code. It adds sections that are never loaded: the code is unchanged.
-pub const EMIT_RELOCS_FLAG: &str = "-Clink-args=-Wl,-q";
+pub(crate) const EMIT_RELOCS_FLAG: &str = "-Clink-args=-Wl,-q";
 
 /// Whether `settings`' profile keeps the symbol table (`strip` is not `true`/`"symbols"`)
 /// as far as the manifest and cargo's defaults tell (`None`: unknown here).
-pub fn keeps_symbols(project: &Project, settings: &BuildSettings) -> Option<bool> {
+pub(crate) fn keeps_symbols(project: &Project, settings: &BuildSettings) -> Option<bool> {
     let strip = match settings.profile_overrides.get("strip") {
         Some(v) => v.clone(),
         None => known_profile_values(project, &settings.profile, &["strip"])?.remove("strip")?,
@@ -280,11 +280,11 @@ pub fn keeps_symbols(project: &Project, settings: &BuildSettings) -> Option<bool
 /// The rustflag that turns LTO off whatever the profile says: rustc takes the last `-Clto`,
 /// and cargo puts rustflags after its own. `-C metadata` ignores rustflags, so symbol and
 /// codegen-unit names stay those of the profile's own build.
-pub const NO_LTO_FLAG: &str = "-Clto=off";
+pub(crate) const NO_LTO_FLAG: &str = "-Clto=off";
 
 /// Whether `settings`' profile links with LTO across crates (`lto` is `"fat"`, `true` or
 /// `"thin"`) as far as the manifest and cargo's defaults tell (`None`: unknown here).
-pub fn uses_lto(project: &Project, settings: &BuildSettings) -> Option<bool> {
+pub(crate) fn uses_lto(project: &Project, settings: &BuildSettings) -> Option<bool> {
     let lto = match settings.profile_overrides.get("lto") {
         Some(v) => v.clone(),
         None => known_profile_values(project, &settings.profile, &["lto"])?.remove("lto")?,
@@ -297,7 +297,7 @@ pub fn uses_lto(project: &Project, settings: &BuildSettings) -> Option<bool> {
 
 /// What one build produced.
 #[derive(Debug, Clone)]
-pub struct Built {
+pub(crate) struct Built {
     pub binary: PathBuf,
     pub seconds: f64,
     /// The build log as a terminal would show it: cargo's stderr lines merged with rustc's
@@ -312,7 +312,7 @@ pub struct Built {
 
 /// Where builds are kept for reuse (see [`reuse`]): `<optimize_dir>/cache/builds/`, under
 /// keys that also hold rustc's full version line.
-pub struct BuildCache<'a> {
+pub(crate) struct BuildCache<'a> {
     pub optimize_dir: &'a Path,
     pub toolchain: &'a str,
 }
@@ -320,7 +320,7 @@ pub struct BuildCache<'a> {
 impl BuildCache<'_> {
     /// The binary an earlier build of the same inputs left in `target_dir`, when it and
     /// every input are unchanged.
-    pub fn reusable(
+    pub(crate) fn reusable(
         &self,
         project: &Project,
         settings: &BuildSettings,
@@ -342,7 +342,7 @@ impl BuildCache<'_> {
     /// executable for the target (truncated or changed in the target dir: cargo's
     /// freshness looks at times, not bytes), is removed so cargo links it again; the
     /// warning saying so comes back with the build.
-    pub fn build(
+    pub(crate) fn build(
         &self,
         project: &Project,
         settings: &BuildSettings,
@@ -391,7 +391,7 @@ fn dest<'a>(settings: &'a BuildSettings, target_dir: &'a Path) -> reuse::CopyDes
 /// Build `settings` into `target_dir`; `on_line` sees each line cargo prints (progress). A
 /// binary cargo calls fresh that is no whole executable for the target is linked again; the
 /// warning saying so comes back with the build.
-pub fn build(
+pub(crate) fn build(
     project: &Project,
     settings: &BuildSettings,
     target_dir: &Path,
@@ -528,7 +528,7 @@ fn shell_line(settings: &BuildSettings, flags: &[String], args: &[String]) -> St
 /// Which runner [`test`] uses for the package's own tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum TestRunner {
+pub(crate) enum TestRunner {
     /// `cargo test`: the harness prints `test name ... FAILED`.
     Cargo,
     /// `cargo nextest run`: prints `FAIL [time] binary name`.
@@ -540,7 +540,7 @@ impl TestRunner {
     /// `CARGO_OPTIMIZE_TEST_RUNNER=cargo|nextest` decides instead. A probe that does not
     /// answer within [`child::PROBE_TIMEOUT`] is stopped, and `warn` told so (`cargo test`
     /// then).
-    pub fn detect(warn: impl FnOnce(String)) -> Self {
+    pub(crate) fn detect(warn: impl FnOnce(String)) -> Self {
         match std::env::var("CARGO_OPTIMIZE_TEST_RUNNER").as_deref() {
             Ok("cargo") => return TestRunner::Cargo,
             Ok("nextest") => return TestRunner::Nextest,
@@ -569,7 +569,7 @@ impl TestRunner {
 
 /// What running the package's tests printed (a failing test is not an error here).
 #[derive(Debug, Clone)]
-pub struct TestRun {
+pub(crate) struct TestRun {
     pub success: bool,
     pub status: String,
     pub stdout: String,
@@ -582,7 +582,7 @@ pub struct TestRun {
 /// Build and run the package's own tests with exactly `settings` (profile, profile
 /// overrides, rustflags, target, features) into `target_dir`, every test even after a
 /// failure; `on_line` sees each line cargo prints on stderr (progress).
-pub fn test(
+pub(crate) fn test(
     project: &Project,
     settings: &BuildSettings,
     target_dir: &Path,
@@ -648,7 +648,7 @@ thread_local! {
 
 /// From now on, the builds this thread starts run at the lowest CPU priority
 /// (`sys::lower_priority`): `context::ahead`'s builders call it.
-pub fn build_in_background() {
+pub(crate) fn build_in_background() {
     IN_BACKGROUND.with(|b| b.set(true));
 }
 

@@ -23,7 +23,7 @@ const DEFAULTS: &[(&str, &str, &str)] = &[
 /// The values `keys` of profile `name` will have, when the manifest and the defaults decide
 /// them alone; `None` when a config file or the environment could set profile keys, the
 /// manifest cannot be read, or a key has no known default.
-pub fn known_values(
+pub(crate) fn known_values(
     workspace_root: &Path,
     config_dirs: &[&Path],
     env_has_profile: bool,
@@ -45,7 +45,7 @@ pub fn known_values(
 
 /// The normal form of a profile value given as a TOML literal, so that equal settings
 /// compare equal (`lto = true` is `"fat"`, `strip = true` is `"symbols"`).
-pub fn normalize(key: &str, literal: &str) -> String {
+pub(crate) fn normalize(key: &str, literal: &str) -> String {
     let v: Option<toml::Value> = format!("v = {literal}")
         .parse::<toml::Table>()
         .ok()

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use super::{BuildSettings, Project, EMIT_RELOCS_FLAG};
 
 /// Stage rustflags that only the final link reads.
-pub const LINK_ONLY: &[&str] = &[EMIT_RELOCS_FLAG];
+pub(crate) const LINK_ONLY: &[&str] = &[EMIT_RELOCS_FLAG];
 
 impl BuildSettings {
     /// The build whose compiled crates this one links again: these settings without their

@@ -13,7 +13,7 @@ use super::{parse_cfg, CargoConfig, CargoError};
 
 /// A runner: its program and the arguments before the binary's path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Runner {
+pub(crate) struct Runner {
     pub program: PathBuf,
     pub args: Vec<String>,
     /// Where it was set, for messages: `CARGO_TARGET_…_RUNNER` or `<config file>:
@@ -23,7 +23,7 @@ pub struct Runner {
 
 impl Runner {
     /// Its program's file name (`qemu-aarch64`), for messages and the manifest.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.program
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -31,7 +31,7 @@ impl Runner {
     }
 
     /// The whole command line before the binary, for messages.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         std::iter::once(self.program.display().to_string())
             .chain(self.args.iter().cloned())
             .collect::<Vec<_>>()
@@ -40,7 +40,7 @@ impl Runner {
 
     /// The program exists (a path that is a file, or a name found on `PATH`), else the
     /// error with the fix.
-    pub fn check_exists(&self, triple: &str) -> Result<(), String> {
+    pub(crate) fn check_exists(&self, triple: &str) -> Result<(), String> {
         let found = if self.program.components().count() > 1 {
             self.program.is_file()
         } else {
@@ -62,7 +62,7 @@ impl Runner {
 
 /// The runner cargo would use for `triple`, as seen from `cwd`. `cfg` is `rustc --print
 /// cfg --target <triple>` output (to match `target.'cfg(…)'` tables).
-pub fn target_runner(
+pub(crate) fn target_runner(
     env: &dyn Fn(&str) -> Option<String>,
     cwd: &Path,
     cargo_home: Option<&Path>,
@@ -107,7 +107,10 @@ pub fn target_runner(
 }
 
 /// The same as [`target_runner`] for this process's environment and directory.
-pub fn target_runner_here(triple: &str, cfg: &[String]) -> Result<Option<Runner>, CargoError> {
+pub(crate) fn target_runner_here(
+    triple: &str,
+    cfg: &[String],
+) -> Result<Option<Runner>, CargoError> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let cargo_home = super::cargo_home();
     target_runner(

@@ -138,13 +138,13 @@ impl Features {
 /// Cargo metadata for the selection: the workspace and the package that `-p`,
 /// `--manifest-path` or the current directory designate (`None` in a virtual workspace
 /// without `-p`).
-pub struct Workspace {
+pub(crate) struct Workspace {
     meta: cargo_metadata::Metadata,
     manifest_arg: Option<PathBuf>,
 }
 
 impl Workspace {
-    pub fn load(sel: &Selection) -> Result<Self, CargoError> {
+    pub(crate) fn load(sel: &Selection) -> Result<Self, CargoError> {
         let mut cmd = cargo_metadata::MetadataCommand::new();
         cmd.no_deps();
         if let Some(m) = &sel.manifest_path {
@@ -194,13 +194,13 @@ impl Workspace {
         })
     }
 
-    pub fn root(&self) -> PathBuf {
+    pub(crate) fn root(&self) -> PathBuf {
         self.meta.workspace_root.clone().into_std_path_buf()
     }
 
     /// Where builds go and everything we write: `--target-dir`, else cargo's target
     /// directory (`CARGO_TARGET_DIR`, `build.target-dir`, else the workspace's `target/`).
-    pub fn target_dir(&self, sel: &Selection) -> PathBuf {
+    pub(crate) fn target_dir(&self, sel: &Selection) -> PathBuf {
         match &sel.target_dir {
             Some(d) => crate::util::absolute(d),
             None => self.meta.target_directory.clone().into_std_path_buf(),
@@ -210,7 +210,7 @@ impl Workspace {
     /// The folder whose optimize.toml applies: the named package's, else the package
     /// [`Workspace::only_package`] picks (the one `init` writes into), else the workspace
     /// root.
-    pub fn spec_dir(&self, package: Option<&str>) -> Result<PathBuf, CargoError> {
+    pub(crate) fn spec_dir(&self, package: Option<&str>) -> Result<PathBuf, CargoError> {
         if let Some(name) = package {
             return Ok(package_dir(self.find_package(name)?));
         }
@@ -253,7 +253,7 @@ impl Workspace {
 
     /// Resolve the package and binary: flags first, then the spec's `package`/`bin`,
     /// then the only candidate. Every ambiguity is an error that says how to choose.
-    pub fn project(
+    pub(crate) fn project(
         &self,
         sel: &Selection,
         spec_package: Option<&str>,
@@ -299,7 +299,7 @@ impl Workspace {
 
     /// [`Workspace::project`], or with `harness`, the package whose bench or test harness
     /// the workloads run (a library-only package is fine then).
-    pub fn project_for(
+    pub(crate) fn project_for(
         &self,
         sel: &Selection,
         spec_package: Option<&str>,
@@ -321,7 +321,7 @@ impl Workspace {
 
     /// The selected package, whatever its targets (its name stands in for `bin`): for
     /// `init`, which proposes workloads from what the package has.
-    pub fn package_project(&self, sel: &Selection) -> Result<Project, CargoError> {
+    pub(crate) fn package_project(&self, sel: &Selection) -> Result<Project, CargoError> {
         let pkg = self.package_for(sel, None)?;
         Ok(self.project_of(sel, pkg, pkg.name.to_string()))
     }

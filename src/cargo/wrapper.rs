@@ -35,7 +35,7 @@ impl std::ops::Sub for CompileCounts {
 
 /// The rustc wrapper cargo will use (`RUSTC_WRAPPER`, `CARGO_BUILD_RUSTC_WRAPPER`), when it
 /// is sccache.
-pub fn sccache() -> Option<PathBuf> {
+pub(crate) fn sccache() -> Option<PathBuf> {
     let wrapper = std::env::var_os("RUSTC_WRAPPER")
         .or_else(|| std::env::var_os("CARGO_BUILD_RUSTC_WRAPPER"))
         .filter(|w| !w.is_empty())?;
@@ -45,7 +45,7 @@ pub fn sccache() -> Option<PathBuf> {
 }
 
 /// sccache's counters now (its server's, since it started or was zeroed), when it answers.
-pub fn stats(sccache: &Path) -> Option<CompileCounts> {
+pub(crate) fn stats(sccache: &Path) -> Option<CompileCounts> {
     let cmd = process::Command::new(sccache)
         .args(["--show-stats", "--stats-format", "json"])
         .timeout(std::time::Duration::from_secs(30));
@@ -55,7 +55,7 @@ pub fn stats(sccache: &Path) -> Option<CompileCounts> {
 }
 
 /// The counters of `sccache --show-stats --stats-format json`.
-pub fn parse(json: &str) -> Option<CompileCounts> {
+pub(crate) fn parse(json: &str) -> Option<CompileCounts> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     let stats = v.get("stats")?;
     let sum = |key: &str| -> u64 {

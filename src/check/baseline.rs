@@ -17,12 +17,12 @@ use super::report::Ratio;
 use crate::bench::stats::{mean, std_dev};
 
 /// The file a baseline folder holds.
-pub const FILE: &str = "baseline.json";
+pub(crate) const FILE: &str = "baseline.json";
 /// The kept binary, beside it.
 const BIN: &str = "bin";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Saved {
+pub(crate) struct Saved {
     pub schema: u32,
     pub kind: String,
     pub name: String,
@@ -43,7 +43,7 @@ pub struct Saved {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SavedWorkload {
+pub(crate) struct SavedWorkload {
     pub name: String,
     /// Wall time of every measured run, in seconds.
     pub wall_secs: Vec<f64>,
@@ -52,13 +52,13 @@ pub struct SavedWorkload {
 }
 
 impl SavedWorkload {
-    pub fn time(&self) -> Mean {
+    pub(crate) fn time(&self) -> Mean {
         Mean::of(&self.wall_secs)
     }
 }
 
 /// A baseline read back, and its binary when it is still the one measured.
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub saved: Saved,
     pub path: PathBuf,
     /// The kept binary, or why it cannot be used.
@@ -66,12 +66,12 @@ pub struct Loaded {
 }
 
 /// `target/optimize/baselines/<name>`.
-pub fn dir(optimize_dir: &Path, name: &str) -> PathBuf {
+pub(crate) fn dir(optimize_dir: &Path, name: &str) -> PathBuf {
     optimize_dir.join("baselines").join(name)
 }
 
 /// A baseline name: letters, digits, `-`, `_`, `.` (it names a folder).
-pub fn check_name(name: &str) -> anyhow::Result<()> {
+pub(crate) fn check_name(name: &str) -> anyhow::Result<()> {
     let ok = !name.is_empty()
         && !name.starts_with('.')
         && name
@@ -85,7 +85,7 @@ pub fn check_name(name: &str) -> anyhow::Result<()> {
 
 /// Write `saved` and a copy of `binary` into the baseline's folder (each atomically);
 /// returns the file written.
-pub fn save(optimize_dir: &Path, saved: &Saved, binary: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn save(optimize_dir: &Path, saved: &Saved, binary: &Path) -> anyhow::Result<PathBuf> {
     let d = dir(optimize_dir, &saved.name);
     std::fs::create_dir_all(&d).map_err(|e| crate::util::io_error(e, "cannot create", &d))?;
     if let Err(e) = crate::util::atomic::copy(binary, &d.join(BIN)) {
@@ -99,7 +99,7 @@ pub fn save(optimize_dir: &Path, saved: &Saved, binary: &Path) -> anyhow::Result
 
 /// `--baseline NAME|FILE`: a name saved under `target/optimize/baselines/`, or a path to a
 /// baseline.json (a folder holding one works too).
-pub fn load(optimize_dir: &Path, arg: &str) -> anyhow::Result<Loaded> {
+pub(crate) fn load(optimize_dir: &Path, arg: &str) -> anyhow::Result<Loaded> {
     let as_path = Path::new(arg);
     let path = if arg.contains('/') || arg.ends_with(".json") || as_path.is_file() {
         if as_path.is_dir() {
@@ -159,7 +159,7 @@ fn names(optimize_dir: &Path) -> String {
 /// The ratio of mean times new/old from two independent samples (no pairing): the log of
 /// the ratio of means with a delta-method standard error and Welch–Satterthwaite degrees
 /// of freedom, a 95 % interval, and the verdict with `margin`.
-pub fn unpaired(new: &[f64], old: &[f64], margin: f64) -> Ratio {
+pub(crate) fn unpaired(new: &[f64], old: &[f64], margin: f64) -> Ratio {
     let (mn, mo) = (mean(new), mean(old));
     let (nn, no) = (new.len() as f64, old.len() as f64);
     // Relative variances of the two means.

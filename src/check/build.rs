@@ -20,7 +20,7 @@ use crate::pipeline::Plan;
 use crate::store::{Blobs, Store};
 
 /// A binary of the package at some commit.
-pub struct RevBinary {
+pub(crate) struct RevBinary {
     pub binary: PathBuf,
     pub size: u64,
     /// Taken from the cache (not built by this check).
@@ -41,7 +41,7 @@ struct KeptBuild {
 }
 
 /// The binary of `commit`, from the cache when it is sound there, else built.
-pub fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBinary> {
+pub(crate) fn binary_at(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<RevBinary> {
     let want = KeptBuild {
         commit: commit.to_string(),
         settings: plan.baseline.hash(),

@@ -17,10 +17,10 @@ use crate::propose::{propose, Proposal};
 use crate::workflow::{env_lines, repo_root, shape, Shape};
 
 /// The workflow file, relative to the repository root.
-pub const WORKFLOW: &str = ".github/workflows/optimize.yml";
+pub(crate) const WORKFLOW: &str = ".github/workflows/optimize.yml";
 
 /// `cargo optimize ci --github`.
-pub fn run(g: &GlobalArgs, args: &CiArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &CiArgs) -> anyhow::Result<i32> {
     let ws = Workspace::load(&g.selection)?;
     let project = ws.project(&g.selection, None, None)?;
     let root = repo_root(&project);
@@ -37,7 +37,7 @@ pub fn run(g: &GlobalArgs, args: &CiArgs) -> anyhow::Result<i32> {
 
 /// The workflow's text: the project's values in its workflow-level `env:`, its scripts
 /// constant.
-pub fn workflow(s: &Shape) -> anyhow::Result<String> {
+pub(crate) fn workflow(s: &Shape) -> anyhow::Result<String> {
     Ok(WORKFLOW_TEMPLATE
         .replace("{version}", env!("CARGO_PKG_VERSION"))
         .replace("{profile}", &s.profile.replace(['\n', '\r'], " "))

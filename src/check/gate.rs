@@ -40,7 +40,7 @@ impl Judgement {
 
 /// Judge an interval `[ci_low, ci_high]` of the ratio new/old (above 1: slower) against
 /// `max_regression`: only the interval counts, never the point estimate.
-pub fn judge(ci_low: f64, ci_high: f64, max_regression: f64) -> Judgement {
+pub(crate) fn judge(ci_low: f64, ci_high: f64, max_regression: f64) -> Judgement {
     if !(ci_low.is_finite() && ci_high.is_finite()) {
         return Judgement::Inconclusive;
     }
@@ -171,7 +171,7 @@ impl BudgetCheck {
 
 /// The exit code of a check: 1 when anything failed (a regression, a changed output, a
 /// budget or the size limit exceeded), else 0. Errors are 2, elsewhere.
-pub fn exit_code(failures: usize) -> i32 {
+pub(crate) fn exit_code(failures: usize) -> i32 {
     if failures > 0 {
         1
     } else {

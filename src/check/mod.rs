@@ -18,7 +18,7 @@
 
 mod baseline;
 mod build;
-pub mod ci;
+pub(crate) mod ci;
 mod gate;
 mod render;
 mod report;
@@ -58,7 +58,7 @@ struct MeasuredWorkload {
 }
 
 /// `cargo optimize check`; the exit code.
-pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     let plan = plan(g, args)?;
     let spec = eval_spec(&plan.spec, args.workloads.as_deref())?;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::gate::{BudgetCheck, Judgement, Mean};
 
-pub const SCHEMA: u32 = 1;
+pub(crate) const SCHEMA: u32 = 1;
 
 /// What the working tree was compared with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,7 +161,7 @@ impl CheckReport {
 }
 
 /// `1.243×`.
-pub fn format_ratio(r: f64) -> String {
+pub(crate) fn format_ratio(r: f64) -> String {
     if r.is_finite() {
         format!("{r:.3}×")
     } else {

@@ -9,7 +9,7 @@ use super::opts::{
 };
 
 /// The output formats of `report`, `hotspots` and `check` (one per family, in `render`).
-pub use crate::render::{CheckFormat, HotspotsFormat, ReportFormat};
+pub(crate) use crate::render::{CheckFormat, HotspotsFormat, ReportFormat};
 
 /// Make a Rust binary faster, measured and verified: baseline, release-profile tuning,
 /// CPU level, PGO and BOLT, each checked for identical outputs and benchmarked with

@@ -14,9 +14,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-pub use args::*;
-pub use opts::*;
-pub use parse::{command, parse_from_env, Parsed};
+pub(crate) use args::*;
+pub(crate) use opts::*;
+pub(crate) use parse::{command, parse_from_env, Parsed};
 
 /// Make a Rust binary faster, measured and verified.
 ///
@@ -127,7 +127,7 @@ pub enum Action {
 /// What every command reads once the command line is parsed: the global options and the
 /// package, feature and compilation options, wherever they were given.
 #[derive(Debug, Clone, Default)]
-pub struct GlobalArgs {
+pub(crate) struct GlobalArgs {
     pub selection: Selection,
     /// `--spec`: the spec file (default: optimize.toml next to the package's Cargo.toml).
     pub spec: Option<PathBuf>,
@@ -138,4 +138,4 @@ pub struct GlobalArgs {
 
 /// Cargo's selection and build flags as given (`-p`, `-F`, `--profile`, `-j`, `--locked`, …):
 /// the cargo layer's own type, filled in by the parser.
-pub use crate::cargo::Selection;
+pub(crate) use crate::cargo::Selection;

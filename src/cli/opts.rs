@@ -128,7 +128,7 @@ pub struct RunLookupOpts {
 
 /// The one `-o`: the result goes to FILE instead of stdout.
 #[derive(Debug, Clone, Args, Default)]
-pub struct OutputOpt {
+pub(crate) struct OutputOpt {
     /// Write the result to FILE (atomically) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -14,21 +14,21 @@ use super::*;
 /// A parsed command line: the options every command reads, the command (the run when
 /// none was named), and the warnings deprecated spellings earned.
 #[derive(Debug)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub global: GlobalArgs,
     pub command: Action,
     pub warnings: Vec<String>,
 }
 
 /// The clap command (help, completions, the man page).
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Cli::command()
 }
 
 /// Parse the process arguments, dropping the `optimize` that cargo inserts when the
 /// binary is run as `cargo optimize …`; on a bad command line, print clap's error (with
 /// "did you mean" where one is close) and exit 2.
-pub fn parse_from_env() -> Parsed {
+pub(crate) fn parse_from_env() -> Parsed {
     let mut args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "optimize") {
         args.remove(1);
@@ -42,7 +42,7 @@ pub fn parse_from_env() -> Parsed {
 
 /// Parse `args` (the program name first).
 #[cfg(test)]
-pub fn parse<I, T>(args: I) -> Result<Parsed, clap::Error>
+pub(crate) fn parse<I, T>(args: I) -> Result<Parsed, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,

@@ -2,6 +2,6 @@
 
 use crate::cli::{ApplyArgs, GlobalArgs};
 
-pub fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
     crate::apply::run(g, args)
 }

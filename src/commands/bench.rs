@@ -18,7 +18,7 @@ use crate::spec::Workload;
 
 /// One thing to compare: A and B over the same workload.
 #[derive(Debug, Clone)]
-pub struct Duel {
+pub(crate) struct Duel {
     pub name: String,
     pub a: Command,
     pub b: Command,
@@ -31,7 +31,7 @@ pub struct Duel {
 
 /// `cargo optimize bench`: compare two binaries over the spec's eval workloads, or two
 /// commands, and print per workload `time ratio r [lo, hi] verdict (n=…)` (B/A) and the geometric mean.
-pub fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<i32> {
     // Held to the end: the private copies the jobs run in.
     let (jobs, config, _copies) = select_jobs(g, args)?;
     let mut opts = match &config {
@@ -166,7 +166,7 @@ fn report_footer(report: &export::BenchReport) -> Option<String> {
 /// side and workload, made by the ladder's rule (`sandbox::for_files`), in a temporary
 /// folder of their own; removed when dropped.
 #[derive(Debug, Default)]
-pub struct Copies {
+pub(crate) struct Copies {
     sandboxes: Vec<crate::context::sandbox::Sandbox>,
     dir: Option<tempfile::TempDir>,
 }
@@ -246,7 +246,7 @@ fn absolute_binary(p: &Path) -> anyhow::Result<PathBuf> {
 /// A and B over the spec's eval workloads, or over the named ones; a workload that
 /// declares output `files` runs on each side in a private copy of its cwd (as the ladder
 /// runs it), never in the user's tree.
-pub fn spec_jobs(
+pub(crate) fn spec_jobs(
     spec: &crate::spec::Spec,
     a: &Path,
     b: &Path,
@@ -300,7 +300,7 @@ pub fn spec_jobs(
 
 /// A command line split like a POSIX shell splits words (quotes and backslashes), without
 /// running a shell: no variables, globs, pipes or redirections.
-pub fn command_from_line(line: &str) -> anyhow::Result<Command> {
+pub(crate) fn command_from_line(line: &str) -> anyhow::Result<Command> {
     let words = shell_words::split(line).map_err(anyhow::Error::msg)?;
     let Some((program, args)) = words.split_first() else {
         bail!("the command is empty");

@@ -7,7 +7,7 @@ use crate::cli::{CacheAction, CacheArgs, GlobalArgs, TermJson};
 use crate::context::DirLock;
 use crate::util::{human_bytes, parse_size};
 
-pub fn run(g: &GlobalArgs, args: &CacheArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &CacheArgs) -> anyhow::Result<i32> {
     let dir = crate::pipeline::plan::optimize_dir(g)?;
     match &args.action {
         CacheAction::Stats(a) => {

@@ -2,6 +2,6 @@
 
 use crate::cli::{CheckArgs, GlobalArgs};
 
-pub fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     crate::check::run(g, args)
 }

@@ -2,6 +2,6 @@
 
 use crate::cli::{CiArgs, GlobalArgs};
 
-pub fn run(g: &GlobalArgs, args: &CiArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &CiArgs) -> anyhow::Result<i32> {
     crate::check::ci::run(g, args)
 }

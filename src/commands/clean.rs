@@ -4,7 +4,7 @@ use anyhow::Context as _;
 
 use crate::cli::GlobalArgs;
 
-pub fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs) -> anyhow::Result<i32> {
     let dir = crate::pipeline::plan::optimize_dir(g)?;
     let _lock = crate::context::DirLock::for_clean(&dir)?;
     let fix = |e: std::io::Error, what: &std::path::Path| {

@@ -3,7 +3,7 @@
 
 use crate::cli::CompletionsArgs;
 
-pub fn run(args: &CompletionsArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(args: &CompletionsArgs) -> anyhow::Result<i32> {
     let mut cmd = crate::cli::command();
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "cargo-optimize", &mut out);
@@ -12,7 +12,7 @@ pub fn run(args: &CompletionsArgs) -> anyhow::Result<i32> {
 }
 
 /// The man page: the command's, then a section per subcommand.
-pub fn man() -> anyhow::Result<i32> {
+pub(crate) fn man() -> anyhow::Result<i32> {
     super::emit(None, &man_page()?, true)?;
     Ok(0)
 }

@@ -3,7 +3,7 @@
 
 use crate::cli::{DoctorArgs, GlobalArgs, TermJson};
 
-pub fn run(g: &GlobalArgs, args: &DoctorArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &DoctorArgs) -> anyhow::Result<i32> {
     let json = args.format == TermJson::Json;
     let color = args.output.is_none() && crate::ui::stdout_color(g.color.forced());
     let (text, code) = crate::toolchain::doctor_command(args.fix, json, color)?;

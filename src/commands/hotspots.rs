@@ -12,7 +12,7 @@ use crate::hotspots::{self, flamegraph};
 use crate::report::{self, Report};
 use crate::ui::Ui;
 
-pub fn run(g: &GlobalArgs, args: &HotspotsArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &HotspotsArgs) -> anyhow::Result<i32> {
     let path = crate::apply::find_report(g, args.run.as_deref())?;
     let report = report::load(&path)?;
     let (row, profile) = hotspots::profile_of(&report)?;

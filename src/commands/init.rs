@@ -9,7 +9,7 @@ use crate::cargo::Workspace;
 use crate::cli::{GlobalArgs, InitArgs};
 use crate::spec;
 
-pub fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
     let ws = Workspace::load(&g.selection)?;
     let sel = g.selection.clone();
     let package = ws.package_project(&sel)?;

@@ -6,20 +6,20 @@
 //! theirs alone. No command file imports another (`layers.rs` checks it), and none holds
 //! what a lower module needs: measuring is `bench`'s, rendering `render`'s.
 
-pub mod apply;
-pub mod bench;
-pub mod cache;
-pub mod check;
-pub mod ci;
-pub mod clean;
-pub mod completions;
-pub mod doctor;
-pub mod hotspots;
-pub mod init;
-pub mod profile;
-pub mod release;
-pub mod report;
-pub mod run;
+pub(crate) mod apply;
+pub(crate) mod bench;
+pub(crate) mod cache;
+pub(crate) mod check;
+pub(crate) mod ci;
+pub(crate) mod clean;
+pub(crate) mod completions;
+pub(crate) mod doctor;
+pub(crate) mod hotspots;
+pub(crate) mod init;
+pub(crate) mod profile;
+pub(crate) mod release;
+pub(crate) mod report;
+pub(crate) mod run;
 
 /// A command's result, to `-o FILE` or stdout (`util::atomic::emit`).
 pub(crate) fn emit(out: Option<&std::path::Path>, text: &str, quiet: bool) -> anyhow::Result<()> {

@@ -7,7 +7,7 @@ use crate::fleet::{collect, merge};
 use crate::pipeline::plan::{self, Plan};
 use crate::ui::Ui;
 
-pub fn run(g: &GlobalArgs, args: &ProfileArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &ProfileArgs) -> anyhow::Result<i32> {
     match &args.action {
         ProfileAction::Collect(a) => run_collect(g, a),
         ProfileAction::Merge(a) => run_merge(g, a),

@@ -2,6 +2,6 @@
 
 use crate::cli::{GlobalArgs, ReleaseArgs};
 
-pub fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     crate::release::run(g, args)
 }

@@ -9,7 +9,7 @@ use crate::render::Render as _;
 use crate::report::{self, Format};
 use crate::ui::Ui;
 
-pub fn run(g: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<i32> {
     let path = crate::apply::find_report(g, args.run.as_deref())?;
     let report = report::load(&path)?;
     let format = if args.open { Format::Html } else { args.format };

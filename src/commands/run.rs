@@ -3,7 +3,7 @@
 use crate::cli::{GlobalArgs, RunArgs};
 use crate::pipeline::{self, Plan};
 
-pub fn run(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
     let plan = Plan::resolve(g, args)?;
     let code = pipeline::run(&plan)?;
     if !args.args.is_empty() && !plan.spec.path.exists() {

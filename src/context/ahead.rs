@@ -32,7 +32,7 @@ use std::time::Duration;
 use crate::cargo::{BuildCache, BuildSettings, Built, CargoError, Project};
 
 /// A finished build: what [`BuildCache::build`] returned.
-pub type Finished = Result<(Built, Option<String>), CargoError>;
+pub(crate) type Finished = Result<(Built, Option<String>), CargoError>;
 
 /// How many builds run ahead at once (beside the one the pipeline may run itself).
 const BUILDERS: usize = 2;
@@ -50,7 +50,7 @@ struct AheadState {
 
 /// The queue of builds started ahead, and the threads that run them.
 #[derive(Default)]
-pub struct Ahead {
+pub(crate) struct Ahead {
     shared: Arc<(Mutex<AheadState>, Condvar)>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// The builders' cargo process groups, killed together on drop.
@@ -74,7 +74,7 @@ impl Drop for Ahead {
 }
 
 /// One build to start ahead: its settings and the target dir it builds into.
-pub struct AheadBuild {
+pub(crate) struct AheadBuild {
     pub settings: BuildSettings,
     pub target_dir: PathBuf,
 }
@@ -85,7 +85,7 @@ impl Ahead {
     /// while earlier ones ran used to be left out: resvg's PGO build without relocations,
     /// asked for while the profile and cpu builds were running, was built after the
     /// comparison instead of beside it, 37 s more.)
-    pub fn start(
+    pub(crate) fn start(
         &self,
         project: &Project,
         optimize_dir: PathBuf,
@@ -115,7 +115,7 @@ impl Ahead {
     }
 
     /// Whether `settings` was queued here (finished or not).
-    pub fn has(&self, settings: &BuildSettings) -> bool {
+    pub(crate) fn has(&self, settings: &BuildSettings) -> bool {
         let hash = settings.hash();
         let s = self.shared.0.lock().unwrap();
         s.pending.contains(&hash) || s.finished.contains_key(&hash)
@@ -123,7 +123,7 @@ impl Ahead {
 
     /// The result of the build of `settings` started ahead, once it is finished; `None`
     /// when it was not started here (or its thread died: the caller then builds it).
-    pub fn take(&self, settings: &BuildSettings) -> Option<Finished> {
+    pub(crate) fn take(&self, settings: &BuildSettings) -> Option<Finished> {
         let hash = settings.hash();
         let (lock, ready) = &*self.shared;
         let mut s = lock.lock().unwrap();
@@ -140,7 +140,7 @@ impl Ahead {
     }
 
     /// Wait until no build started here is running (before anything is timed).
-    pub fn settle(&self) {
+    pub(crate) fn settle(&self) {
         let workers = &mut *self.workers.lock().unwrap_or_else(|e| e.into_inner());
         for worker in std::mem::take(workers) {
             let _ = worker.join();

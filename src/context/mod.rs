@@ -7,10 +7,10 @@
 //!
 //! Must not: decide, verify or measure (the pipeline, verify and bench do).
 
-pub mod ahead;
-pub mod facts;
-pub mod plan;
-pub mod sandbox;
+pub(crate) mod ahead;
+pub(crate) mod facts;
+pub(crate) mod plan;
+pub(crate) mod sandbox;
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -24,7 +24,7 @@ use crate::process::{self, Outcome};
 use crate::spec::{Spec, StageName, Workload};
 use crate::ui::Ui;
 use facts::StageFacts;
-pub use plan::Plan;
+pub(crate) use plan::Plan;
 use sandbox::Sandbox;
 
 /// Above this many bytes copied for one sandbox, say that `cwd` could be smaller.
@@ -32,7 +32,7 @@ const LARGE_SANDBOX: u64 = 64 << 20;
 
 /// A built binary and how it was made.
 #[derive(Debug, Clone)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     pub stage: StageName,
     /// The binary, copied into the run folder (`runs/<id>/bin/<tag>`).
     pub binary: PathBuf,
@@ -47,17 +47,17 @@ pub struct Candidate {
 
 impl Candidate {
     /// The stage's variant (e.g. the cpu stage's `x86-64-v3`), if any.
-    pub fn variant(&self) -> Option<&str> {
+    pub(crate) fn variant(&self) -> Option<&str> {
         self.facts.variant.as_deref()
     }
 
     /// For messages: `cpu (x86-64-v3)`, or the stage name.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         label(self.stage.as_str(), self.variant())
     }
 
     /// For file names: `cpu-x86-64-v3`, or the stage name.
-    pub fn tag(&self) -> String {
+    pub(crate) fn tag(&self) -> String {
         match self.variant() {
             Some(v) => format!("{}-{}", self.stage, crate::util::file_safe(v, "-_.")),
             None => self.stage.to_string(),
@@ -66,13 +66,13 @@ impl Candidate {
 
     /// Whether the stage flags pick a CPU (`-Ctarget-cpu=…`): such a binary may not run on
     /// other machines.
-    pub fn targets_cpu(&self) -> bool {
+    pub(crate) fn targets_cpu(&self) -> bool {
         cargo::target_cpu_of(&self.settings.rustflags).is_some()
     }
 }
 
 /// `cpu (x86-64-v3)` for a stage with a variant, else the stage's name.
-pub fn label(stage: &str, variant: Option<&str>) -> String {
+pub(crate) fn label(stage: &str, variant: Option<&str>) -> String {
     match variant {
         Some(v) => format!("{stage} ({v})"),
         None => stage.to_string(),
@@ -81,7 +81,7 @@ pub fn label(stage: &str, variant: Option<&str>) -> String {
 
 /// The folder of one pipeline run: `target/optimize/runs/<id>/`.
 #[derive(Debug, Clone)]
-pub struct RunDir {
+pub(crate) struct RunDir {
     pub id: String,
     pub root: PathBuf,
 }
@@ -91,7 +91,7 @@ impl RunDir {
     /// and unique on this machine.
     /// `latest` must be ours to replace (a link, or nothing): checked here, before any
     /// build, not when the run ends.
-    pub fn create(optimize_dir: &Path) -> std::io::Result<RunDir> {
+    pub(crate) fn create(optimize_dir: &Path) -> std::io::Result<RunDir> {
         let latest = optimize_dir.join("latest");
         if let Ok(m) = std::fs::symlink_metadata(&latest) {
             if !m.file_type().is_symlink() {
@@ -108,7 +108,7 @@ impl RunDir {
     }
 
     /// A new folder `<parent>/<timestamp>-<pid>[-<random>]` (a run's, a release's).
-    pub fn create_in(parent: &Path) -> std::io::Result<RunDir> {
+    pub(crate) fn create_in(parent: &Path) -> std::io::Result<RunDir> {
         let ts = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
             .replace([':', '-'], "")
@@ -128,20 +128,20 @@ impl RunDir {
     }
 
     /// Point `<optimize_dir>/latest` at this run (atomically: a new link renamed over it).
-    pub fn point_latest(&self, optimize_dir: &Path) -> std::io::Result<()> {
+    pub(crate) fn point_latest(&self, optimize_dir: &Path) -> std::io::Result<()> {
         let link = optimize_dir.join("latest");
         let to = Path::new("runs").join(&self.id);
         crate::util::atomic::with_temp(&link, |tmp| crate::sys::symlink(&to, tmp))
             .map_err(|e| crate::util::io_error(e, "cannot point to the newest run", &link))
     }
 
-    pub fn bin(&self, stage: StageName) -> PathBuf {
+    pub(crate) fn bin(&self, stage: StageName) -> PathBuf {
         self.root.join("bin").join(stage.as_str())
     }
-    pub fn profiles(&self, kind: &str) -> PathBuf {
+    pub(crate) fn profiles(&self, kind: &str) -> PathBuf {
         self.root.join("profiles").join(kind)
     }
-    pub fn outputs(&self, tag: &str) -> PathBuf {
+    pub(crate) fn outputs(&self, tag: &str) -> PathBuf {
         self.root.join("outputs").join(tag)
     }
 }
@@ -149,7 +149,7 @@ impl RunDir {
 /// Who may use `target/optimize` at once: any number of runs (each has its own run folder)
 /// or one `clean`. Held through an OS file lock on `target/optimize.lock` (outside the
 /// folder `clean` removes), released when dropped or when the process dies.
-pub struct DirLock {
+pub(crate) struct DirLock {
     file: std::fs::File,
     /// The holder wrote who it is into the file ([`DirLock::for_apply`]): emptied on release,
     /// so a waiter never names a holder that has gone.
@@ -166,7 +166,7 @@ impl Drop for DirLock {
 
 /// The tool's folder is in use by the other kind of holder.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     #[error("{dir} is in use by a running `cargo optimize`; `{doing}` would delete the files it is working on\n  fix: wait for that run to finish (or stop it), then run `cargo optimize {doing}` again")]
     RunInProgress { dir: PathBuf, doing: &'static str },
     #[error("{dir} is being removed by `cargo optimize clean` (waited {waited_secs} s)\n  fix: run again when it has finished")]
@@ -205,7 +205,7 @@ impl DirLock {
     }
 
     /// A run's share of the folder; waits (bounded) while a `clean` holds it.
-    pub fn for_run(optimize_dir: &Path) -> Result<DirLock, LockError> {
+    pub(crate) fn for_run(optimize_dir: &Path) -> Result<DirLock, LockError> {
         let (file, path) = Self::open(optimize_dir)?;
         let start = Instant::now();
         loop {
@@ -239,7 +239,7 @@ impl DirLock {
     /// the whole read–diff–write. While another apply holds it, `on_wait` is told who (once),
     /// and after `wait` the error names the holder. The holder's pid and command line are
     /// written into the file for whoever waits.
-    pub fn for_apply(
+    pub(crate) fn for_apply(
         optimize_dir: &Path,
         wait: std::time::Duration,
         on_wait: &mut dyn FnMut(&str),
@@ -287,13 +287,16 @@ impl DirLock {
     }
 
     /// The whole folder, for `clean`; refused at once while a run holds it.
-    pub fn for_clean(optimize_dir: &Path) -> Result<DirLock, LockError> {
+    pub(crate) fn for_clean(optimize_dir: &Path) -> Result<DirLock, LockError> {
         Self::exclusive(optimize_dir, "clean")
     }
 
     /// The whole folder, for a command that removes from it (`doing`: `clean`, `cache
     /// clear`); refused at once while a run holds it.
-    pub fn exclusive(optimize_dir: &Path, doing: &'static str) -> Result<DirLock, LockError> {
+    pub(crate) fn exclusive(
+        optimize_dir: &Path,
+        doing: &'static str,
+    ) -> Result<DirLock, LockError> {
         let (file, path) = Self::open(optimize_dir)?;
         match file.try_lock() {
             Ok(()) => Ok(DirLock {
@@ -355,7 +358,7 @@ pub struct PipelineStep {
 
 /// A workload could not be run.
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub(crate) enum RunError {
     #[error(transparent)]
     Process(#[from] process::ProcessError),
     #[error("cannot prepare the workload's private working directory: {0}")]
@@ -364,7 +367,7 @@ pub enum RunError {
 
 /// What every stage may use: the run's resolved configuration, the spec it times, its
 /// folder, and the state the run gathers as it goes.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     /// What the run does, resolved once (project, tools, target, options, `ui`).
     pub plan: &'a Plan,
     /// The workloads this context times and checks: the plan's spec, or `check`'s subset.
@@ -387,7 +390,7 @@ pub struct Context<'a> {
 impl<'a> Context<'a> {
     /// The context of a run of `plan` over `spec` (the plan's own, or `check`'s subset of
     /// its workloads) in the folder `run`.
-    pub fn new(plan: &'a Plan, spec: &'a Spec, run: &'a RunDir) -> Context<'a> {
+    pub(crate) fn new(plan: &'a Plan, spec: &'a Spec, run: &'a RunDir) -> Context<'a> {
         Context {
             plan,
             spec,
@@ -402,7 +405,7 @@ impl<'a> Context<'a> {
 
     /// The same run over another spec (`check` times a subset of the workloads), with
     /// step timings, warnings and counts of its own.
-    pub fn with_spec(&self, spec: &'a Spec) -> Context<'a> {
+    pub(crate) fn with_spec(&self, spec: &'a Spec) -> Context<'a> {
         Context {
             runner: self.runner.clone(),
             ..Context::new(self.plan, spec, self.run)
@@ -410,7 +413,7 @@ impl<'a> Context<'a> {
     }
 
     /// The run's output.
-    pub fn ui(&self) -> &'a Ui {
+    pub(crate) fn ui(&self) -> &'a Ui {
         &self.plan.ui
     }
 
@@ -421,7 +424,7 @@ impl<'a> Context<'a> {
 
     /// Start building each of `wanted` (label, settings) on threads of their own (see [`ahead`]), leaving out
     /// those the build cache already holds; [`Context::build`] then takes the result.
-    pub fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
+    pub(crate) fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
         let cache = cargo::BuildCache {
             optimize_dir: &self.plan.optimize_dir,
             toolchain: &self.plan.rustc.version,
@@ -462,7 +465,7 @@ impl<'a> Context<'a> {
 
     /// Build `settings` into its own target dir (`target/optimize/build/<hash>`), showing
     /// cargo's progress, and record the step.
-    pub fn build(
+    pub(crate) fn build(
         &self,
         label: &str,
         settings: &BuildSettings,
@@ -551,7 +554,7 @@ impl<'a> Context<'a> {
     }
 
     /// Copy a built binary into the run folder as `bin/<name>` (the candidate's tag).
-    pub fn install_as(&self, name: &str, built: &Path) -> std::io::Result<(PathBuf, u64)> {
+    pub(crate) fn install_as(&self, name: &str, built: &Path) -> std::io::Result<(PathBuf, u64)> {
         let dest = self.run.root.join("bin").join(name);
         let copy = || -> std::io::Result<u64> {
             std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))?;
@@ -572,7 +575,7 @@ impl<'a> Context<'a> {
 
     /// Run `workload` on `binary` with extra environment variables, in a private copy of
     /// its cwd when it writes files.
-    pub fn run_workload(
+    pub(crate) fn run_workload(
         &self,
         binary: &Path,
         workload: &Workload,
@@ -585,7 +588,7 @@ impl<'a> Context<'a> {
     /// Run `workload` on `binary` in its own cwd, as given (the caller isolated it); with
     /// `spool`, its stdout and stderr are written there as they arrive
     /// ([`process::Command::spool`]).
-    pub fn run_in_place(
+    pub(crate) fn run_in_place(
         &self,
         binary: &Path,
         workload: &Workload,
@@ -608,7 +611,7 @@ impl<'a> Context<'a> {
 
     /// The command that runs `workload` on `binary`: through the target's runner when it
     /// has one (see [`Context::runner`]).
-    pub fn command(&self, workload: &Workload, binary: &Path) -> process::Command {
+    pub(crate) fn command(&self, workload: &Workload, binary: &Path) -> process::Command {
         let cmd = workload.command(binary);
         match &self.runner {
             Some(r) => cmd.through(&r.program, &r.args),
@@ -617,7 +620,7 @@ impl<'a> Context<'a> {
     }
 
     /// A warning, unless the same one was already given in this run.
-    pub fn warn_once(&self, msg: &str) {
+    pub(crate) fn warn_once(&self, msg: &str) {
         if self.warned.borrow_mut().insert(msg.to_string()) {
             self.ui().warn(msg);
         }
@@ -628,7 +631,7 @@ impl<'a> Context<'a> {
     /// training, verifying or timing — ever writes into the user's tree, and no run sees
     /// files an earlier one left (`sandbox::for_files`, the rule `bench` and `hotspots`
     /// share). Other workloads are returned as they are.
-    pub fn sandboxed(
+    pub(crate) fn sandboxed(
         &self,
         workload: &Workload,
         tag: &str,
@@ -658,7 +661,7 @@ impl<'a> Context<'a> {
 
     /// Whether a private copy of the workload's cwd would be larger than this run should
     /// make just to look (`LARGE_SANDBOX` bytes, or 20 000 files).
-    pub fn cwd_too_large_to_copy(&self, workload: &Workload) -> bool {
+    pub(crate) fn cwd_too_large_to_copy(&self, workload: &Workload) -> bool {
         let exclude = [
             self.plan.project.target_dir.clone(),
             self.plan.optimize_dir.clone(),
@@ -678,7 +681,7 @@ impl<'a> Context<'a> {
 
     /// A private copy of the workload's cwd whatever it declares (to see what a run
     /// writes there); removed when the returned guard drops.
-    pub fn private_copy(
+    pub(crate) fn private_copy(
         &self,
         workload: &Workload,
         tag: &str,
@@ -697,7 +700,7 @@ impl<'a> Context<'a> {
     }
 
     /// Remember how long a step took (and its peak RSS when known).
-    pub fn record(&self, step: &str, seconds: f64, peak_rss_bytes: Option<u64>) {
+    pub(crate) fn record(&self, step: &str, seconds: f64, peak_rss_bytes: Option<u64>) {
         self.steps.borrow_mut().push(PipelineStep {
             step: step.to_string(),
             seconds,
@@ -708,7 +711,7 @@ impl<'a> Context<'a> {
     /// The seconds of every step recorded so far: a step that may record others inside it
     /// (a comparison that first records the baseline's outputs) takes this at its start
     /// and records only its own time ([`Context::record_own`]).
-    pub fn recorded_secs(&self) -> f64 {
+    pub(crate) fn recorded_secs(&self) -> f64 {
         self.steps.borrow().iter().map(|s| s.seconds).sum()
     }
 
@@ -716,14 +719,14 @@ impl<'a> Context<'a> {
     /// `recorded_then`, without the steps recorded inside it: each second is counted once in
     /// the time by part (an unchanged re-run's baseline outputs, recorded inside the
     /// comparison that needed them, counted twice: 138 % in all).
-    pub fn record_own(&self, step: &str, start: Instant, recorded_then: f64) {
+    pub(crate) fn record_own(&self, step: &str, start: Instant, recorded_then: f64) {
         let inside = self.recorded_secs() - recorded_then;
         let own = (start.elapsed().as_secs_f64() - inside).max(0.0);
         self.record(step, own, None);
     }
 
     /// Time a closure as a named step.
-    pub fn timed<T>(&self, step: &str, f: impl FnOnce() -> T) -> T {
+    pub(crate) fn timed<T>(&self, step: &str, f: impl FnOnce() -> T) -> T {
         let start = Instant::now();
         let out = f();
         self.record(step, start.elapsed().as_secs_f64(), None);

@@ -12,7 +12,7 @@ use crate::toolchain::{BoltTools, Rustc, Tool, ToolError};
 use crate::ui::Ui;
 
 /// One run, resolved.
-pub struct Plan {
+pub(crate) struct Plan {
     pub project: Project,
     /// The spec with the command line's overrides (`--stages`, `--max-time`) applied.
     pub spec: Spec,

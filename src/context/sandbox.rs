@@ -40,7 +40,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// A copy of a working directory, in a folder of its own; both removed when dropped.
 #[derive(Debug)]
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     /// The folder holding the copy (and whatever a run writes beside it).
     root: PathBuf,
     /// The folder copied, as given.
@@ -113,7 +113,7 @@ impl EntryKind {
 
 /// What a run changed in its copy, against the copy as it was made.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Change {
+pub(crate) enum Change {
     /// A file written: new, or with other content (`../name`: beside the cwd).
     Written(PathBuf),
     /// An entry that is gone.
@@ -133,11 +133,11 @@ pub enum Change {
 
 impl Change {
     /// Whether this is a file written, the one change a workload may declare (`files`).
-    pub fn is_written(&self) -> bool {
+    pub(crate) fn is_written(&self) -> bool {
         matches!(self, Change::Written(_))
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             Change::Written(p) | Change::Deleted(p) | Change::Relinked(p, _) => p,
             Change::Made { path, .. } | Change::Mode(path, ..) => path,
@@ -167,8 +167,8 @@ impl std::fmt::Display for Change {
 
 /// At most this much of what links out of the cwd lead to is copied into a sandbox, in
 /// all; past it (or [`SNAPSHOT_FILES`]) a link is kept leading to its target.
-pub const SNAPSHOT_BYTES: u64 = 4 << 20;
-pub const SNAPSHOT_FILES: u64 = 1000;
+pub(crate) const SNAPSHOT_BYTES: u64 = 4 << 20;
+pub(crate) const SNAPSHOT_FILES: u64 = 1000;
 
 /// Where a copy is made from, for repointing links.
 struct Roots {
@@ -182,7 +182,11 @@ struct Roots {
 impl Sandbox {
     /// Copy `source` (a directory) into `dest/<source's name>` (`dest` is removed first if
     /// it exists), skipping `exclude` and the folders described in the module doc.
-    pub fn create(source: &Path, dest: &Path, exclude: &[PathBuf]) -> std::io::Result<Sandbox> {
+    pub(crate) fn create(
+        source: &Path,
+        dest: &Path,
+        exclude: &[PathBuf],
+    ) -> std::io::Result<Sandbox> {
         if dest.exists() {
             std::fs::remove_dir_all(dest)?;
         }
@@ -222,7 +226,7 @@ impl Sandbox {
     /// something else, permission bits — and what it wrote beside the cwd, as `../name`;
     /// at most `limit`, sorted. File contents are compared with their originals in
     /// `source`.
-    pub fn changes(&self, limit: usize) -> Vec<Change> {
+    pub(crate) fn changes(&self, limit: usize) -> Vec<Change> {
         let source = &self.source;
         let mut out: Vec<Change> = std::fs::read_dir(&self.root)
             .into_iter()
@@ -342,7 +346,7 @@ impl Sandbox {
 
     /// The warning for workload `name` when a link out of its cwd was kept leading out
     /// ([`Sandbox::outside`]): writes through it are not seen.
-    pub fn outside_warning(&self, name: &str) -> Option<String> {
+    pub(crate) fn outside_warning(&self, name: &str) -> Option<String> {
         let (link, to) = self.outside.first()?;
         Some(format!(
             "workload `{name}`: {} in its cwd is a symlink to {}, outside it and too large to copy into its private copy (over {} MiB or {} files, a folder holding the cwd, a cargo target dir, or not a regular file or folder): a run that writes through it writes there, and the check that a workload writes nothing into its cwd does not see it\n  fix: if the workload writes through the link, point `cwd` at a folder without links out of it",
@@ -354,14 +358,14 @@ impl Sandbox {
     }
 
     /// The copy of the working directory.
-    pub fn cwd(&self) -> &Path {
+    pub(crate) fn cwd(&self) -> &Path {
         &self.cwd
     }
 
     /// Where a declared output file of a workload whose cwd is `cwd` lands in this copy:
     /// paths inside the folder copied map into the copy (relative ones from `cwd`); other
     /// absolute paths are left as they are.
-    pub fn locate(&self, cwd: &Path, declared: &Path) -> PathBuf {
+    pub(crate) fn locate(&self, cwd: &Path, declared: &Path) -> PathBuf {
         let path = cwd.join(declared);
         match path.strip_prefix(&self.source) {
             Ok(rel) => self.cwd.join(rel),
@@ -372,7 +376,7 @@ impl Sandbox {
     /// `w` as it runs in this copy: its cwd, and every argument and environment value
     /// that names a path in the folder copied by its absolute path (what `{root}/…`
     /// expands to), moved into the copy — so a run that writes `{root}/x` writes there.
-    pub fn moved(&self, w: &crate::spec::Workload) -> crate::spec::Workload {
+    pub(crate) fn moved(&self, w: &crate::spec::Workload) -> crate::spec::Workload {
         let from = self.source.to_string_lossy();
         let to = self.cwd().to_string_lossy();
         let mut copy = w.clone();
@@ -400,7 +404,7 @@ const MAX_FILES_COPY_FILES: u64 = 100_000;
 /// declared path through a symlink out of the cwd is refused (naming `spec`, where it is
 /// declared); the declared outputs are removed from the copy, so one left in the tree by
 /// an earlier run never stands in for one this run did not write.
-pub fn for_files(
+pub(crate) fn for_files(
     w: &crate::spec::Workload,
     spec: &Path,
     dest: &Path,
@@ -451,7 +455,7 @@ pub fn for_files(
 /// (what `{root}` expands to), when the cwd is inside it and an argument or environment
 /// value names a path in `root` outside the cwd (`args = ["{root}/results.log"]` with
 /// `cwd = "work"`), so that a run writing there writes into the copy, and is seen.
-pub fn copied_folder(w: &crate::spec::Workload, root: &Path) -> PathBuf {
+pub(crate) fn copied_folder(w: &crate::spec::Workload, root: &Path) -> PathBuf {
     let root_str = root.to_string_lossy();
     let outside_cwd = w.args.iter().chain(w.env.values()).any(|v| {
         let moved = replace_path(v, &w.cwd.to_string_lossy(), "");
@@ -590,7 +594,7 @@ fn leads_to(link: &Path, to: &Path) -> PathBuf {
 /// The first symlink on the way to `declared` (an output path, relative to `cwd` or inside
 /// it) that leads outside `cwd`, and where it leads: a run in a private copy would write
 /// through it into the user's files.
-pub fn escapes(cwd: &Path, declared: &Path) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn escapes(cwd: &Path, declared: &Path) -> Option<(PathBuf, PathBuf)> {
     let source = cwd.canonicalize().ok()?;
     let rel = declared.strip_prefix(cwd).unwrap_or(declared);
     let mut at = cwd.to_path_buf();
@@ -609,7 +613,12 @@ pub fn escapes(cwd: &Path, declared: &Path) -> Option<(PathBuf, PathBuf)> {
 
 /// Whether copying `source` (with the same skips as [`Sandbox::create`]) would take more
 /// than `max_bytes` or `max_files`; stops counting as soon as it would.
-pub fn larger_than(source: &Path, exclude: &[PathBuf], max_bytes: u64, max_files: u64) -> bool {
+pub(crate) fn larger_than(
+    source: &Path,
+    exclude: &[PathBuf],
+    max_bytes: u64,
+    max_files: u64,
+) -> bool {
     count(source, exclude, max_bytes, max_files).is_none()
 }
 
@@ -663,7 +672,7 @@ fn skip_dir(dir: &Path, dest_canon: &Path, exclude: &[PathBuf]) -> bool {
 
 /// A declared output path as a safe relative path under `outputs/<stage>/<w>.files/`:
 /// relative to `cwd` when it is inside it, without its root otherwise, `..` spelled `__`.
-pub fn saved_name(cwd: &Path, declared: &Path) -> PathBuf {
+pub(crate) fn saved_name(cwd: &Path, declared: &Path) -> PathBuf {
     let rel = if declared.is_absolute() {
         declared.strip_prefix(cwd).unwrap_or(declared)
     } else {

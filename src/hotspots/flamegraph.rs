@@ -21,7 +21,7 @@ use crate::toolchain::{self, PerfFacts};
 
 /// Why no flamegraph was drawn, with the fix.
 #[derive(Debug, thiserror::Error)]
-pub enum FlameError {
+pub(crate) enum FlameError {
     #[error(
         "perf is not installed, so no flamegraph can be sampled\n  fix: {}",
         PerfFacts::install_fix()
@@ -75,7 +75,7 @@ pub enum FlameError {
 
 /// The perf event this process may sample with: the whole `cpu-clock` as root or with
 /// `perf_event_paranoid` ≤ 1, its user-space part (`cpu-clock:u`) at 2, nothing above.
-pub fn event_for(root: bool, paranoid: Option<i32>) -> Result<&'static str, FlameError> {
+pub(crate) fn event_for(root: bool, paranoid: Option<i32>) -> Result<&'static str, FlameError> {
     match paranoid {
         None => Err(FlameError::NoPerfEvents),
         _ if root => Ok("cpu-clock"),
@@ -86,7 +86,7 @@ pub fn event_for(root: bool, paranoid: Option<i32>) -> Result<&'static str, Flam
 }
 
 /// The workload named `name`, or (`None`) the spec's first eval workload, else its first.
-pub fn workload<'s>(spec: &'s Spec, name: Option<&str>) -> Result<&'s Workload, FlameError> {
+pub(crate) fn workload<'s>(spec: &'s Spec, name: Option<&str>) -> Result<&'s Workload, FlameError> {
     let all = &spec.workloads;
     let found = match name {
         Some(n) => all.iter().find(|w| w.name == n),
@@ -109,7 +109,7 @@ pub fn workload<'s>(spec: &'s Spec, name: Option<&str>) -> Result<&'s Workload, 
 /// The binary a run ships: `final.binary`, or the file of that name under the run
 /// folder's `bin/` (a run folder that was moved). Only a file inside the run folder is
 /// ever run (symlinks resolved): a report naming one elsewhere is refused.
-pub fn shipped_binary(report: &Report, run_dir: &Path) -> Result<PathBuf, FlameError> {
+pub(crate) fn shipped_binary(report: &Report, run_dir: &Path) -> Result<PathBuf, FlameError> {
     let named = report
         .final_
         .as_ref()
@@ -133,7 +133,7 @@ pub fn shipped_binary(report: &Report, run_dir: &Path) -> Result<PathBuf, FlameE
 /// Sample `workload` (of the spec at `spec`) on the run's shipped binary and draw
 /// `<run_dir>/hotspots/<workload>.svg`. A workload that writes files runs in a private copy
 /// of its cwd (without `exclude`).
-pub fn draw(
+pub(crate) fn draw(
     report: &Report,
     run_dir: &Path,
     workload: &Workload,
@@ -262,7 +262,7 @@ fn script(perf: &Path, data: &Path) -> Result<String, FlameError> {
 }
 
 /// `perf script` output folded into one line per distinct stack (`a;b;c 12`).
-pub fn fold(perf_script: &str) -> std::io::Result<String> {
+pub(crate) fn fold(perf_script: &str) -> std::io::Result<String> {
     let mut folded = Vec::new();
     inferno::collapse::perf::Folder::default().collapse(perf_script.as_bytes(), &mut folded)?;
     Ok(String::from_utf8_lossy(&folded).into_owned())
@@ -270,7 +270,7 @@ pub fn fold(perf_script: &str) -> std::io::Result<String> {
 
 /// Draw folded stacks into `svg` (atomically). The colours are a function of the names,
 /// so the same samples give the same picture.
-pub fn plot(folded: &str, title: &str, svg: &Path) -> Result<(), FlameError> {
+pub(crate) fn plot(folded: &str, title: &str, svg: &Path) -> Result<(), FlameError> {
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.count_name = "ns".into(); // cpu-clock samples carry their period in ns

@@ -12,8 +12,8 @@
 //! Must not: build, measure or decide anything; write outside the run folder's
 //! `hotspots/`; run a process except through `process`.
 
-pub mod flamegraph;
-pub mod render;
+pub(crate) mod flamegraph;
+pub(crate) mod render;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,13 +24,13 @@ use crate::report::{HotFunction, Hotspots, Report};
 use crate::toolchain::profdata::{self, CountsError, FunctionCounts, Shown};
 
 /// How many hotspots every run keeps in report.json.
-pub const IN_REPORT: usize = 15;
+pub(crate) const IN_REPORT: usize = 15;
 
 /// The crate and module the C and C++ functions of a whole-program profile are listed under.
-pub const C_GROUP: &str = "C/C++";
+pub(crate) const C_GROUP: &str = "C/C++";
 
 /// How many crates and modules the grouping lists.
-pub const GROUPS: usize = 10;
+pub(crate) const GROUPS: usize = 10;
 
 /// A profile's functions ranked by their counts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -120,7 +120,7 @@ fn share(part: u64, total: u64) -> f64 {
 
 /// Rank a profile's functions: the `top` hottest (largest counts first, ties by name),
 /// and the `groups` largest crates and modules over every function.
-pub fn rank(shown: &Shown, top: usize, groups: usize) -> Ranking {
+pub(crate) fn rank(shown: &Shown, top: usize, groups: usize) -> Ranking {
     let mut merged = merge(&shown.functions);
     let total = merged.iter().fold(0u64, |t, m| t.saturating_add(m.counts));
     // Stable: equal counts stay in name order.
@@ -213,14 +213,14 @@ impl Ranking {
 
 /// The [`IN_REPORT`] hottest functions of `profile`, for report.json (one
 /// `llvm-profdata show`).
-pub fn for_report(profdata: &Path, profile: &Path) -> Result<Hotspots, CountsError> {
+pub(crate) fn for_report(profdata: &Path, profile: &Path) -> Result<Hotspots, CountsError> {
     let shown = profdata::show(profdata, profile)?;
     Ok(rank(&shown, IN_REPORT, 0).to_report(profile))
 }
 
 /// What cannot be ranked, with the fix.
 #[derive(Debug, thiserror::Error)]
-pub enum HotspotsError {
+pub(crate) enum HotspotsError {
     #[error("run `{run}` has no PGO profile (its stages: {stages})\n  fix: run `cargo optimize --stages pgo` first")]
     NoProfile { run: String, stages: String },
     #[error("the PGO profile of run `{run}` ({row}) is gone: {}\n  (removed by `cargo optimize clean`, `cargo optimize cache gc` or [cache] max-size)\n  fix: run `cargo optimize --stages pgo` again", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
@@ -251,7 +251,7 @@ pub struct View {
 
 /// The run's merged PGO profile that still exists, and the row it comes from
 /// ([`Report::pgo_profile`]).
-pub fn profile_of(report: &Report) -> Result<(String, PathBuf), HotspotsError> {
+pub(crate) fn profile_of(report: &Report) -> Result<(String, PathBuf), HotspotsError> {
     let Some(pgo) = report.pgo_profile() else {
         let foreign = report.stages.iter().find_map(|s| {
             let fit = s.facts.profile_fit.as_ref().filter(|f| f.foreign())?;
@@ -287,7 +287,7 @@ pub fn profile_of(report: &Report) -> Result<(String, PathBuf), HotspotsError> {
 
 /// The `top` hottest functions of `report`'s `profile` (from [`profile_of`]), read with
 /// `profdata`.
-pub fn of_run(
+pub(crate) fn of_run(
     report: &Report,
     row: String,
     profile: PathBuf,

@@ -9,7 +9,7 @@ use crate::render::{markdown_cell as cell, markdown_code as code, Json, Render};
 use crate::report::hotspots::{calls_cell, CALLS_UNKNOWN};
 
 /// `hotspots --format`, and what renders each.
-pub use crate::render::HotspotsFormat as Format;
+pub(crate) use crate::render::HotspotsFormat as Format;
 
 impl Format {
     pub fn renderer(self) -> Box<dyn Render<View>> {
@@ -38,7 +38,7 @@ impl Render<View> for HotspotsMarkdown {
 }
 
 /// `41.3 %`.
-pub fn percent(share: f64) -> String {
+pub(crate) fn percent(share: f64) -> String {
     format!("{:.1} %", share * 100.0)
 }
 

@@ -12,7 +12,7 @@ use crate::util::format_span;
 
 /// One job of a run, as it ended.
 #[derive(Debug, Clone, Serialize)]
-pub struct Record {
+pub(crate) struct Record {
     pub id: JobId,
     pub kind: &'static str,
     pub name: String,
@@ -27,7 +27,7 @@ pub struct Record {
 
 /// What a run did and how well it used the machine.
 #[derive(Debug, Clone)]
-pub struct JobsSummary {
+pub(crate) struct JobsSummary {
     /// Every job of the graph, in id order.
     pub records: Vec<Record>,
     pub wall_seconds: f64,
@@ -39,7 +39,7 @@ pub struct JobsSummary {
 
 impl JobsSummary {
     /// CPU time over what the CPU slots could have given in the wall time.
-    pub fn utilization(&self) -> f64 {
+    pub(crate) fn utilization(&self) -> f64 {
         let capacity = self.wall_seconds * self.tokens.max(1) as f64;
         if capacity > 0.0 {
             self.cpu_seconds / capacity
@@ -50,7 +50,7 @@ impl JobsSummary {
 
     /// The longest chain of jobs that ran (done or failed) through the dependency edges,
     /// by measured seconds, and its total. Ties go to the lower ids.
-    pub fn critical_path(&self) -> (Vec<JobId>, f64) {
+    pub(crate) fn critical_path(&self) -> (Vec<JobId>, f64) {
         let mut records: Vec<&Record> = self.records.iter().collect();
         records.sort_by_key(|r| r.id);
         // id → (longest chain ending here, the job before it on that chain)
@@ -87,15 +87,15 @@ impl JobsSummary {
         (path, total)
     }
 
-    pub fn done(&self) -> usize {
+    pub(crate) fn done(&self) -> usize {
         self.count(|o| matches!(o, JobOutcome::Done))
     }
 
-    pub fn failed(&self) -> usize {
+    pub(crate) fn failed(&self) -> usize {
         self.count(|o| matches!(o, JobOutcome::Failed(_)))
     }
 
-    pub fn skipped(&self) -> usize {
+    pub(crate) fn skipped(&self) -> usize {
         self.count(|o| matches!(o, JobOutcome::Skipped(_)))
     }
 
@@ -111,7 +111,7 @@ impl JobsSummary {
     /// critical path 1m 10s (84 % of the wall time): build fast/portable 8.10 s → …
     /// by kind: build 6 jobs 48.2 s · train 4 jobs 20.1 s · …
     /// ```
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = format!(
             "{} in {} with {} on {}: {} done, {} failed, {} skipped\n",
             count(self.records.len(), "job"),

@@ -29,21 +29,21 @@ use crate::spec::StageName;
 /// what they find no measurement before them predicts (docs/src/measuring.md, with the
 /// figures of the crates that set these rules; `--quick` and `--budget` are the shorter
 /// runs).
-pub const DEFAULT: Duration = Duration::from_secs(900);
+pub(crate) const DEFAULT: Duration = Duration::from_secs(900);
 
 /// How many levels the cpu stage may try: the spec's list, else a level and `native`.
-pub fn cpu_levels(spec: &crate::spec::Spec) -> usize {
+pub(crate) fn cpu_levels(spec: &crate::spec::Spec) -> usize {
     spec.stages.cpu.as_ref().map_or(2, Vec::len)
 }
 
 /// How many levels the cpu stage builds at least: the spec's list, else one (`native` is
 /// built only when the level before it is kept).
-pub fn cpu_least(spec: &crate::spec::Spec) -> usize {
+pub(crate) fn cpu_least(spec: &crate::spec::Spec) -> usize {
     spec.stages.cpu.as_ref().map_or(1, Vec::len)
 }
 
 /// How many flags the fp stage may try: the spec's list, else the default ones.
-pub fn fp_flags(spec: &crate::spec::Spec) -> usize {
+pub(crate) fn fp_flags(spec: &crate::spec::Spec) -> usize {
     spec.stages
         .fp
         .as_ref()
@@ -52,7 +52,7 @@ pub fn fp_flags(spec: &crate::spec::Spec) -> usize {
 
 /// What one piece of work costs, in seconds, as the baseline showed.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Costs {
+pub(crate) struct Costs {
     /// One build.
     pub build: f64,
     /// One run of every workload that is not timed (a candidate's verification: eval
@@ -69,7 +69,11 @@ pub struct Costs {
 
 impl Costs {
     /// From the baseline's build time and each workload's run time on it.
-    pub fn of(spec: &crate::spec::Spec, build_secs: f64, times: &BTreeMap<String, f64>) -> Self {
+    pub(crate) fn of(
+        spec: &crate::spec::Spec,
+        build_secs: f64,
+        times: &BTreeMap<String, f64>,
+    ) -> Self {
         let sum = |keep: &dyn Fn(&crate::spec::Workload) -> bool| -> f64 {
             spec.workloads
                 .iter()
@@ -94,7 +98,10 @@ impl Costs {
     /// builds' mean time, and each workload's run time on the slowest side it was timed on
     /// (the baseline, as a rule); a workload it did not time (train only) counts as their
     /// mean. `None` without a timed workload.
-    pub fn from_report(report: &crate::report::Report, spec: &crate::spec::Spec) -> Option<Self> {
+    pub(crate) fn from_report(
+        report: &crate::report::Report,
+        spec: &crate::spec::Spec,
+    ) -> Option<Self> {
         let builds: Vec<f64> = (report.stages.iter())
             .filter_map(|s| s.build_seconds)
             .filter(|&b| b > 0.0)
@@ -191,7 +198,7 @@ fn priority(stage: StageName) -> u8 {
 /// time; every other comparison gets its whole share. BOLT on a build without PGO is no
 /// refinement: it lays out code no profile has laid out yet, and a gain of a few percent
 /// there is worth keeping, which the refinements' stricter rule would drop.
-pub fn weight(stage: StageName, variant: Option<&str>, on: StageName) -> f64 {
+pub(crate) fn weight(stage: StageName, variant: Option<&str>, on: StageName) -> f64 {
     let refines = match (stage, variant) {
         (StageName::Cpu, Some("native")) => on == StageName::Cpu,
         (StageName::Profile, Some(_)) => on == StageName::Profile,
@@ -204,7 +211,7 @@ pub fn weight(stage: StageName, variant: Option<&str>, on: StageName) -> f64 {
     }
 }
 
-pub struct Budget {
+pub(crate) struct Budget {
     pub total: Duration,
     started: Instant,
     costs: Cell<Option<Costs>>,
@@ -234,7 +241,7 @@ pub struct Budget {
 impl Budget {
     /// A budget of `total` counted from now; `cpu_levels` is how many levels the cpu stage
     /// may try, `spec_max` the spec's `max-time`.
-    pub fn new(total: Duration, cpu_levels: usize, spec_max: Duration) -> Self {
+    pub(crate) fn new(total: Duration, cpu_levels: usize, spec_max: Duration) -> Self {
         Budget {
             total,
             started: Instant::now(),
@@ -302,12 +309,12 @@ impl Budget {
     }
 
     /// What the baseline showed each piece of work costs.
-    pub fn learn(&self, costs: Costs) {
+    pub(crate) fn learn(&self, costs: Costs) {
         self.costs.set(Some(costs));
     }
 
     /// Seconds left (negative once overspent).
-    pub fn left(&self) -> f64 {
+    pub(crate) fn left(&self) -> f64 {
         self.total.as_secs_f64() - self.started.elapsed().as_secs_f64()
     }
 
@@ -316,7 +323,7 @@ impl Budget {
     /// (`chained`), so what ships is compared with the baseline at the end — for the final
     /// comparison's first look. Without known costs (the baseline's outputs were reused, so
     /// nothing was run), only whether anything is left.
-    pub fn affords(
+    pub(crate) fn affords(
         &self,
         stage: StageName,
         to_come: &[StageName],
@@ -378,7 +385,7 @@ impl Budget {
     /// The stages of `to_come` the ladder can expect to climb once `stage` is paid for, in
     /// order, as far as the costs learnt tell (all of them when none are known, while any
     /// time is left): what the projection counts and what may start building ahead.
-    pub fn then(&self, stage: StageName, to_come: &[StageName]) -> Vec<StageName> {
+    pub(crate) fn then(&self, stage: StageName, to_come: &[StageName]) -> Vec<StageName> {
         let Some(c) = self.costs.get() else {
             return match self.left() > 0.0 {
                 true => to_come.to_vec(),
@@ -416,7 +423,12 @@ impl Budget {
     /// that decides what ships (`Decides::Ship`, `Decides::Final`) its first look whole —
     /// [`LADDER_MIN_PAIRS`] pairs of each workload, past `spec_max` — when what is left pays
     /// for the pairs past it after the work and first looks still to come.
-    pub fn share(&self, spec_max: Duration, to_come: &[StageName], decides: Decides) -> Share {
+    pub(crate) fn share(
+        &self,
+        spec_max: Duration,
+        to_come: &[StageName],
+        decides: Decides,
+    ) -> Share {
         let mut share = Share {
             max_time: spec_max,
             pairs_past_max_time: 0,
@@ -456,14 +468,14 @@ impl Budget {
 /// How long the next comparison may run: `max_time` per workload, and the pairs it runs
 /// even past it (`bench::BenchOptions::pairs_past_max_time`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Share {
+pub(crate) struct Share {
     pub max_time: Duration,
     pub pairs_past_max_time: u32,
 }
 
 /// What a comparison decides, for its share of the budget ([`Budget::share`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decides {
+pub(crate) enum Decides {
     /// Whether a candidate is kept over one kept before it.
     Keep,
     /// Whether a candidate is kept over the baseline: whether anything but the baseline
@@ -493,7 +505,7 @@ pub(crate) fn confirmation_pairs(spreads: &[f64]) -> u32 {
 
 /// What climbing `stages` (and the final comparison) is expected to cost at `costs`, within
 /// `budget`; `cv` is the workloads' run-to-run variation (a fraction).
-pub fn project(
+pub(crate) fn project(
     costs: &Costs,
     stages: &[StageName],
     budget: &Budget,
@@ -545,7 +557,7 @@ pub fn project(
 }
 
 /// The projection as one line for the terminal.
-pub fn line(p: &Projection, budget_secs: f64, costs: &Costs) -> String {
+pub(crate) fn line(p: &Projection, budget_secs: f64, costs: &Costs) -> String {
     let span = crate::util::format_span;
     let [lo, hi] = p.total();
     let n = costs.eval_workloads;
@@ -579,7 +591,7 @@ pub fn line(p: &Projection, budget_secs: f64, costs: &Costs) -> String {
 
 /// What the projection leaves out when the budget cannot pay for every stage: the stages,
 /// the whole ladder's projection (`whole`), and the fix.
-pub fn left_out(stages: &[StageName], whole: &Projection, budget_secs: f64) -> String {
+pub(crate) fn left_out(stages: &[StageName], whole: &Projection, budget_secs: f64) -> String {
     let span = crate::util::format_span;
     let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
     let [lo, hi] = whole.total();

@@ -34,7 +34,10 @@ const SUPPORTED: std::ops::RangeInclusive<u64> = 4..=8;
 /// What was done for `spec`'s criterion workloads: `Ok(Some(info))` when they are measured
 /// by their estimates, `Err(warning)` when this criterion is not supported, `Ok(None)` when
 /// there is none.
-pub fn measure_by_estimates(project: &Project, spec: &mut Spec) -> Result<Option<String>, String> {
+pub(crate) fn measure_by_estimates(
+    project: &Project,
+    spec: &mut Spec,
+) -> Result<Option<String>, String> {
     let bench = project.harness.as_ref().map(|h| h.kind) == Some(HarnessKind::Bench);
     let criterion = project.bench_framework.as_deref() == Some("criterion");
     let workloads: Vec<usize> = (spec.workloads.iter().enumerate())

@@ -49,7 +49,7 @@ impl ToBaseline {
     }
 }
 
-pub struct Ladder<'a> {
+pub(crate) struct Ladder<'a> {
     ctx: &'a Context<'a>,
     cache: &'a VerdictCache,
     budget: &'a Budget,
@@ -72,7 +72,7 @@ pub struct Ladder<'a> {
 
 impl<'a> Ladder<'a> {
     /// A ladder standing on the baseline, whose outputs every candidate must match.
-    pub fn new(
+    pub(crate) fn new(
         ctx: &'a Context<'a>,
         cache: &'a VerdictCache,
         baseline: Candidate,
@@ -103,7 +103,7 @@ impl<'a> Ladder<'a> {
     }
 
     /// Try every offer of one stage; after the profile stage, `--explain` when asked.
-    pub fn climb(&mut self, name: StageName, explain: bool) -> anyhow::Result<()> {
+    pub(crate) fn climb(&mut self, name: StageName, explain: bool) -> anyhow::Result<()> {
         if let Some(i) = self.to_come.iter().position(|s| *s == name) {
             self.to_come.remove(i);
         }
@@ -567,7 +567,7 @@ impl<'a> Ladder<'a> {
     }
 
     /// The baseline's outputs and which workloads are deterministic.
-    pub fn verifier(&self) -> &Verifier<'a> {
+    pub(crate) fn verifier(&self) -> &Verifier<'a> {
         &self.verifier
     }
 
@@ -586,7 +586,7 @@ impl<'a> Ladder<'a> {
     /// fixed before they run, so neither the choice nor an early stop biases the ratio the
     /// `ship:` line prints and the gate decides on; the ratio at the choice is kept beside
     /// it (`at_selection`). The comparisons are kept per workload under `<tag> vs baseline`.
-    pub fn measure_final(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn measure_final(&mut self) -> anyhow::Result<()> {
         let portable_is_best = self.portable.candidate.binary == self.best.candidate.binary;
         let share = self.share(Decides::Final);
         for portable in [false, true] {
@@ -692,7 +692,7 @@ impl<'a> Ladder<'a> {
     }
 
     /// What to ship, with the portable alternative beside it.
-    pub fn final_choice(&self) -> FinalChoice {
+    pub(crate) fn final_choice(&self) -> FinalChoice {
         let mut f = self.choice(&self.best);
         f.portable = Some(Box::new(self.choice(&self.portable)));
         f

@@ -21,11 +21,11 @@ use crate::ui::{Tone, Ui};
 use crate::verify::{Reference, TimedCheck, Verifier};
 
 mod race;
-pub use race::race;
+pub(crate) use race::race;
 
 /// A candidate against another over every eval workload: the geometric mean (its estimate,
 /// and on the log scale, to chain it with others), and each workload's comparison.
-pub struct Measured {
+pub(crate) struct Measured {
     pub estimate: Estimate,
     pub log: LogEstimate,
     /// The level `estimate`'s interval is at (the strictest of the workloads').
@@ -40,7 +40,7 @@ pub struct Measured {
 /// decision) a workload's comparison stops as soon as *faster* is out of reach; `share` is
 /// its part of the run's budget.
 #[derive(Clone, Copy)]
-pub struct Terms {
+pub(crate) struct Terms {
     pub only_faster: bool,
     pub share: Share,
 }
@@ -48,7 +48,7 @@ pub struct Terms {
 /// A comparison's bench options, their max-time cut to its share of the budget, and the
 /// max-time it has in full (the spec's, weighted): its verdicts are kept under the full one,
 /// and a comparison the share cut short is not kept.
-pub struct Capped {
+pub(crate) struct Capped {
     pub opts: BenchOptions,
     pub full_max: Duration,
 }
@@ -62,7 +62,7 @@ impl Capped {
     }
 
     /// `opts` as they are, not cut by a budget.
-    pub fn uncut(opts: BenchOptions) -> Self {
+    pub(crate) fn uncut(opts: BenchOptions) -> Self {
         let full_max = opts.max_time;
         Capped { opts, full_max }
     }
@@ -70,14 +70,14 @@ impl Capped {
 
 /// The two sides of a comparison, each a label and a binary: `b` timed against `a`.
 #[derive(Clone, Copy)]
-pub struct Versus<'a> {
+pub(crate) struct Versus<'a> {
     pub a: (&'a str, &'a Path),
     pub b: (&'a str, &'a Path),
 }
 
 /// Compare `cand` with `rival` on every eval workload under `terms`. With `check`, the
 /// candidate's first timed run of each workload is its verification run.
-pub fn measure(
+pub(crate) fn measure(
     ctx: &Context,
     rival: &Candidate,
     cand: &Candidate,
@@ -115,7 +115,7 @@ fn keep_or_drop_options(
 /// first of them is run, and one look at them (or fewer, when its `share` of the budget ends
 /// first) — no verdict stops it early, so its estimate is not biased by when it stopped, and
 /// none of its pairs chose the candidate, so the choice does not bias it either.
-pub fn confirm(
+pub(crate) fn confirm(
     ctx: &Context,
     baseline: &Candidate,
     cand: &Candidate,
@@ -186,7 +186,7 @@ fn budget_limited(
 
 /// The exit status a timed run of `w` must have: 0, or for `expect = "exit-code"` the
 /// baseline's (any, when the baseline's status varied from run to run).
-pub fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
+pub(crate) fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
     if w.expect != Expect::ExitCode {
         return ExpectedStatus::Success;
     }
@@ -207,7 +207,7 @@ pub fn expected_status(w: &Workload, reference: &Reference) -> ExpectedStatus {
 /// so a keep-or-drop question stops as soon as their geometric mean answers it. With
 /// `check`, b's first timed run of each is checked (`Verifier::check_timed`). `check` calls
 /// it directly with its own labels (the revision, the working tree).
-pub fn compare_over_workloads(
+pub(crate) fn compare_over_workloads(
     ctx: &Context,
     sides: Versus,
     capped: &Capped,

@@ -22,17 +22,17 @@
 //! Must not: parse flags or files after the plan is made; build, run or time anything
 //! except through the stages, verify and bench.
 
-pub mod budget;
+pub(crate) mod budget;
 mod criterion;
 mod ladder;
-pub mod measure;
-pub mod plan;
+pub(crate) mod measure;
+pub(crate) mod plan;
 mod runner;
 
 use std::time::Instant;
 
-pub use ladder::Ladder;
-pub use plan::{load_spec, locate, Plan};
+pub(crate) use ladder::Ladder;
+pub(crate) use plan::{load_spec, locate, Plan};
 
 use crate::cache::{self, VerdictCache};
 use crate::context::{Context, DirLock, RunDir};
@@ -42,7 +42,7 @@ use crate::{stage, verify};
 use budget::Budget;
 
 /// Run the whole pipeline; the exit code is 1 when a stage failed, else 0.
-pub fn run(plan: &Plan) -> anyhow::Result<i32> {
+pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
     if plan.dry_run {
         return Ok(dry_run(plan));
     }

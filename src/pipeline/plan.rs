@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cargo::{self, BuildSettings, CargoError, Project, Workspace};
 use crate::cli::{GlobalArgs, RunArgs};
-pub use crate::context::plan::Plan;
+pub(crate) use crate::context::plan::Plan;
 use crate::process;
 use crate::spec::{self, Spec, StageName};
 use crate::toolchain::{self, Rustc, Tool};
@@ -23,7 +23,7 @@ use crate::ui::Ui;
 /// `target/optimize` of the selection (`--target-dir`, else cargo's target directory), for
 /// the commands that read what runs left there without a spec or a binary of their own
 /// (`apply`, `clean`, `cache`).
-pub fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<PathBuf> {
+pub(crate) fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<PathBuf> {
     let target = match &g.selection.target_dir {
         Some(d) => crate::util::absolute(d),
         None => Workspace::load(&g.selection)?.target_dir(&g.selection),
@@ -34,7 +34,7 @@ pub fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<PathBuf> {
 /// Find the spec (`--spec`, else optimize.toml next to the package's Cargo.toml), read it,
 /// and resolve the package and binary (flags first, then the spec): the spec and the
 /// project it designates.
-pub fn locate(g: &GlobalArgs) -> anyhow::Result<(Spec, Project)> {
+pub(crate) fn locate(g: &GlobalArgs) -> anyhow::Result<(Spec, Project)> {
     locate_with_args(g, &[])
 }
 
@@ -93,7 +93,7 @@ fn top_level_key_line(text: &str, key: &str) -> Option<usize> {
 
 /// The spec for the selected package (used by `bench`).
 /// With `--spec` no cargo project is needed: comparing two binaries needs only the workloads.
-pub fn load_spec(g: &GlobalArgs) -> anyhow::Result<Spec> {
+pub(crate) fn load_spec(g: &GlobalArgs) -> anyhow::Result<Spec> {
     match &g.spec {
         Some(path) => Ok(spec::load(path)?),
         None => {
@@ -112,7 +112,7 @@ impl Plan {
     /// ([`Plan::find_tools`]), the baseline the user's profile and features without their
     /// rustflags, every option off: for a command to complete (`release`), or
     /// [`Plan::resolve`]'s start.
-    pub fn located(g: &GlobalArgs, spec: Spec, project: Project) -> anyhow::Result<Plan> {
+    pub(crate) fn located(g: &GlobalArgs, spec: Spec, project: Project) -> anyhow::Result<Plan> {
         let baseline = BuildSettings {
             profile: g.selection.profile.clone(),
             profile_overrides: BTreeMap::new(),
@@ -144,7 +144,7 @@ impl Plan {
 
     /// llvm-profdata, required when `pgo` (otherwise only read for a stale profile's size,
     /// so looked for without failing), and llvm-bolt's tools when `bolt`.
-    pub fn find_tools(&mut self, pgo: bool, bolt: bool) -> anyhow::Result<()> {
+    pub(crate) fn find_tools(&mut self, pgo: bool, bolt: bool) -> anyhow::Result<()> {
         self.llvm_profdata = if pgo {
             Some(toolchain::llvm_profdata(&self.rustc)?)
         } else {
@@ -156,7 +156,7 @@ impl Plan {
 
     /// The user's rustflags for `triple` as cargo will pass them (`[target.'cfg(…)']`
     /// matched against rustc's cfg for that target).
-    pub fn user_rustflags(&self, triple: &str) -> anyhow::Result<Vec<String>> {
+    pub(crate) fn user_rustflags(&self, triple: &str) -> anyhow::Result<Vec<String>> {
         Ok(cargo::user_rustflags_here(triple, &target_cfg(triple))?)
     }
 }
@@ -172,7 +172,7 @@ pub(crate) fn target_cfg(triple: &str) -> Vec<String> {
 
 /// The llvm-profdata of rustc's LLVM, for commands without a project (`profile merge`,
 /// `hotspots`).
-pub fn llvm_profdata() -> anyhow::Result<(Rustc, Tool)> {
+pub(crate) fn llvm_profdata() -> anyhow::Result<(Rustc, Tool)> {
     let rustc = toolchain::rustc()?;
     let tool = toolchain::llvm_profdata(&rustc)?;
     Ok((rustc, tool))
@@ -182,7 +182,7 @@ impl Plan {
     /// The plan of what the user said: the global flags, a run's flags (`check` and
     /// `profile collect` give the subset they take, the rest default) and the spec they
     /// locate. Everything below reads the plan, never the flags again.
-    pub fn resolve(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<Plan> {
+    pub(crate) fn resolve(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<Plan> {
         let (mut spec, project) = locate_with_args(g, &args.args)?;
         apply_overrides(&mut spec, args)?;
         if args.quick {
@@ -306,7 +306,7 @@ fn check_fp_flags(spec: &Spec, rustc: &Rustc, optimize_dir: &Path) -> anyhow::Re
 }
 
 /// A quick run's default budget (`--quick` without `--budget`).
-pub const QUICK_BUDGET: std::time::Duration = std::time::Duration::from_secs(120);
+pub(crate) const QUICK_BUDGET: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// `--quick`: the pgo stage only, asked for by name; the first eval workload of each name
 /// (a matrix's other combinations still train, but are not timed); a budget of

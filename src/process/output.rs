@@ -13,7 +13,7 @@ pub struct Spool {
 
 /// Bytes of each spooled stream also kept in memory (stdout's head, stderr's tail): an
 /// output this short is whole in memory.
-pub const SPOOL_KEPT: usize = 1 << 20;
+pub(crate) const SPOOL_KEPT: usize = 1 << 20;
 
 /// What a spooled run wrote: the files, and how many bytes each stream had in all.
 #[derive(Debug, Clone, PartialEq, Eq)]

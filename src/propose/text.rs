@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// The original bytes of a text file, decoded.
 #[derive(Debug, Clone)]
-pub struct Text {
+pub(crate) struct Text {
     bom: bool,
     /// Without the byte-order mark.
     original: String,
@@ -17,7 +17,7 @@ const BOM: &str = "\u{feff}";
 
 impl Text {
     /// The text of `bytes` (read from `path`, named in the error).
-    pub fn decode(bytes: &[u8], path: &Path) -> anyhow::Result<Text> {
+    pub(crate) fn decode(bytes: &[u8], path: &Path) -> anyhow::Result<Text> {
         let s = std::str::from_utf8(bytes).map_err(|e| {
             anyhow::anyhow!(
                 "{} is not UTF-8 (invalid byte at offset {}), so apply cannot edit it without corrupting it\n  fix: save it as UTF-8 (cargo requires UTF-8 TOML)",
@@ -38,19 +38,19 @@ impl Text {
     }
 
     /// The text with LF line endings (what the TOML edits and the diff work on).
-    pub fn lf(&self) -> String {
+    pub(crate) fn lf(&self) -> String {
         self.original.replace("\r\n", "\n")
     }
 
     /// Whether most lines end in CRLF (new lines get that ending).
-    pub fn crlf(&self) -> bool {
+    pub(crate) fn crlf(&self) -> bool {
         let crlf = self.original.matches("\r\n").count();
         crlf > 0 && crlf * 2 >= self.original.matches('\n').count()
     }
 
     /// The bytes to write for `edited` (LF text, an edit of [`Text::lf`]): each line the
     /// edit kept has its original ending, each new line the file's usual one.
-    pub fn encode(&self, edited: &str) -> Vec<u8> {
+    pub(crate) fn encode(&self, edited: &str) -> Vec<u8> {
         let mut out = String::with_capacity(edited.len() + edited.len() / 16);
         if self.bom {
             out.push_str(BOM);
@@ -90,7 +90,7 @@ impl Text {
 }
 
 /// A unified diff (3 lines of context) of two texts, `--- a/PATH` / `+++ b/PATH`.
-pub fn unified_diff(old: &str, new: &str, path: &str) -> String {
+pub(crate) fn unified_diff(old: &str, new: &str, path: &str) -> String {
     similar::TextDiff::from_lines(old, new)
         .unified_diff()
         .context_radius(3)

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 /// One file to write: `path` as the user names it, the bytes it had when read (`None`: it
 /// did not exist) and the bytes to write.
 #[derive(Debug, Clone)]
-pub struct FileWrite {
+pub(crate) struct FileWrite {
     pub path: PathBuf,
     pub old: Option<Vec<u8>>,
     pub new: Vec<u8>,
@@ -28,7 +28,7 @@ pub struct FileWrite {
 
 /// What was done for one [`FileWrite`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
+pub(crate) struct Written {
     pub path: PathBuf,
     /// The file written when `path` is a symlink (its resolved target).
     pub through: Option<PathBuf>,
@@ -39,7 +39,7 @@ pub struct Written {
 
 /// A write that failed (nothing changed), or failed and could not be fully undone.
 #[derive(Debug)]
-pub struct WriteError {
+pub(crate) struct WriteError {
     pub path: PathBuf,
     pub why: String,
     pub fix: Option<String>,
@@ -68,15 +68,15 @@ impl std::fmt::Display for WriteError {
 impl std::error::Error for WriteError {}
 
 /// The point just before a file's rename, where tests inject a failure.
-pub type Hook<'a> = &'a mut dyn FnMut(&Path) -> std::io::Result<()>;
+pub(crate) type Hook<'a> = &'a mut dyn FnMut(&Path) -> std::io::Result<()>;
 
 /// Write every file (see the module doc): all or nothing.
-pub fn write_all(files: &[FileWrite]) -> Result<Vec<Written>, WriteError> {
+pub(crate) fn write_all(files: &[FileWrite]) -> Result<Vec<Written>, WriteError> {
     write_all_with(files, &mut |_| Ok(()))
 }
 
 /// [`write_all`], calling `before_rename` with each target just before it is replaced.
-pub fn write_all_with(
+pub(crate) fn write_all_with(
     files: &[FileWrite],
     before_rename: Hook<'_>,
 ) -> Result<Vec<Written>, WriteError> {
@@ -165,7 +165,7 @@ impl Undo {
 
 /// Say what `w` wrote (stderr): the file (through which symlink), its backup, and the
 /// backup names that were taken already.
-pub fn tell(w: &Written) {
+pub(crate) fn tell(w: &Written) {
     let mut line = match &w.through {
         Some(real) => format!(
             "wrote {} through the symlink {}",
@@ -322,7 +322,7 @@ fn commit(
 }
 
 /// The backup names for `path`, in the order they are tried.
-pub fn backup_names(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+pub(crate) fn backup_names(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

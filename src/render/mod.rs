@@ -10,8 +10,8 @@
 //! live with the family: `report`, `check::render`, `bench::export`, `hotspots::render`);
 //! depend on the clock or on hash order (the same value renders to the same bytes).
 
-pub mod page;
-pub mod svg;
+pub(crate) mod page;
+pub(crate) mod svg;
 
 use clap::ValueEnum;
 
@@ -21,7 +21,7 @@ pub trait Render<T: ?Sized> {
 }
 
 /// A value as pretty JSON with a final newline: the JSON rendering of every family.
-pub struct Json;
+pub(crate) struct Json;
 
 impl<T: serde::Serialize + ?Sized> Render<T> for Json {
     fn render(&self, value: &T) -> String {
@@ -91,7 +91,7 @@ pub enum ExportFormat {
 /// A code span is found as CommonMark finds one: a run of backticks closed by the next run
 /// of the same length; a run without one is text, escaped, so it cannot pair with a backtick
 /// after the cell (another cell's code span) and turn that span's text into raw HTML.
-pub fn markdown_cell(s: &str) -> String {
+pub(crate) fn markdown_cell(s: &str) -> String {
     let flat = s
         .split(['\n', '\r'])
         .map(str::trim)
@@ -147,7 +147,7 @@ fn closing_run(s: &str, len: usize) -> Option<usize> {
 /// Text inside a Markdown code span (`` `…` ``): a backtick would end the span, `|` would
 /// split a table; empty text is a space (two backticks alone would be a run of two, able to
 /// open a span with a later cell's).
-pub fn markdown_code(s: &str) -> String {
+pub(crate) fn markdown_code(s: &str) -> String {
     if s.is_empty() {
         return " ".into();
     }
@@ -157,7 +157,7 @@ pub fn markdown_code(s: &str) -> String {
 /// HTML-escape text for an element or a double-quoted attribute (`&`, `<`, `>`, `"`): the
 /// escaper maud's templates apply to every value they splice, so hand-drawn SVG and the
 /// templates escape alike.
-pub fn html(s: &str) -> String {
+pub(crate) fn html(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     // Writing into a String cannot fail.
     let _ = std::fmt::Write::write_str(&mut maud::Escaper::new(&mut out), s);

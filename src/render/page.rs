@@ -7,10 +7,10 @@
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 /// The stylesheet of every page, kept as an asset file.
-pub const CSS: &str = include_str!("assets/report.css");
+pub(crate) const CSS: &str = include_str!("assets/report.css");
 
 /// The page: `title` (escaped) and `body`, as one document ending in a newline.
-pub fn document(title: &str, body: Markup) -> String {
+pub(crate) fn document(title: &str, body: Markup) -> String {
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -35,7 +35,7 @@ const BAND: (&str, &str) = (
 );
 
 /// A legend: one coloured dot (a CSS colour) per label, then the margin band.
-pub fn legend(items: &[(&str, &str)]) -> Markup {
+pub(crate) fn legend(items: &[(&str, &str)]) -> Markup {
     html! {
         p class="legend caption" {
             @for (colour, label) in items.iter().chain([&BAND]) {
@@ -46,7 +46,7 @@ pub fn legend(items: &[(&str, &str)]) -> Markup {
 }
 
 /// The legend of a chart coloured by stage status and verdict (the run's report).
-pub fn status_legend() -> Markup {
+pub(crate) fn status_legend() -> Markup {
     legend(&[
         ("var(--kept)", "kept / faster"),
         ("var(--dropped)", "dropped / inconclusive / equivalent"),
@@ -56,7 +56,7 @@ pub fn status_legend() -> Markup {
 }
 
 /// The legend of a chart coloured by verdict only (`bench`).
-pub fn verdict_legend() -> Markup {
+pub(crate) fn verdict_legend() -> Markup {
     legend(&[
         ("var(--kept)", "faster"),
         ("var(--dropped)", "inconclusive / equivalent"),

@@ -18,7 +18,7 @@ const TOP: f64 = 12.0;
 const AXIS_H: f64 = 38.0;
 
 /// One row of a forest plot.
-pub struct Interval {
+pub(crate) struct Interval {
     pub label: String,
     /// `data-key`: the stage label, workload name, …
     pub key: String,
@@ -34,7 +34,7 @@ pub struct Interval {
 }
 
 /// One row of a strip plot: one dot per value.
-pub struct Strip {
+pub(crate) struct Strip {
     pub label: String,
     pub key: String,
     pub values: Vec<f64>,
@@ -43,7 +43,7 @@ pub struct Strip {
 }
 
 /// One horizontal bar from `start` to `start + len`.
-pub struct Bar {
+pub(crate) struct Bar {
     pub label: String,
     pub key: String,
     pub class: String,
@@ -183,7 +183,7 @@ fn ratio_guides(s: &mut String, sc: &Scale, h: f64, margin: f64) {
 }
 
 /// Ratios with their intervals, one row each, the margin band and the line at 1.
-pub fn forest(chart: &str, rows: &[Interval], margin: f64, axis_label: &str) -> String {
+pub(crate) fn forest(chart: &str, rows: &[Interval], margin: f64, axis_label: &str) -> String {
     const ROW: f64 = 26.0;
     let mut s = String::new();
     let h = open(&mut s, chart, rows.len(), ROW, axis_label);
@@ -255,7 +255,7 @@ pub fn forest(chart: &str, rows: &[Interval], margin: f64, axis_label: &str) -> 
 }
 
 /// One dot per value, a row per comparison, with the estimate as a tick.
-pub fn strip(chart: &str, rows: &[Strip], margin: f64, axis_label: &str) -> String {
+pub(crate) fn strip(chart: &str, rows: &[Strip], margin: f64, axis_label: &str) -> String {
     const ROW: f64 = 30.0;
     let mut s = String::new();
     let h = open(&mut s, chart, rows.len(), ROW, axis_label);
@@ -305,7 +305,7 @@ pub fn strip(chart: &str, rows: &[Strip], margin: f64, axis_label: &str) -> Stri
 }
 
 /// Horizontal bars on a linear scale from 0 (a Gantt chart when the starts differ).
-pub fn bars(chart: &str, rows: &[Bar], axis_label: &str) -> String {
+pub(crate) fn bars(chart: &str, rows: &[Bar], axis_label: &str) -> String {
     const ROW: f64 = 20.0;
     let mut s = String::new();
     let h = open(&mut s, chart, rows.len(), ROW, axis_label);

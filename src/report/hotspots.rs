@@ -67,12 +67,12 @@ impl Hotspots {
 }
 
 /// A calls column's cell: the count, or `-` when the profile did not count it.
-pub fn calls_cell(entries: Option<u64>) -> String {
+pub(crate) fn calls_cell(entries: Option<u64>) -> String {
     entries.map_or_else(|| "-".into(), |n| n.to_string())
 }
 
 /// Said under a table where some calls are unknown (`-`, or no calls column at all).
-pub const CALLS_UNKNOWN: &str = "calls are not shown where the profile does not count them: rustc's PGO instrumentation counts the edges of a function's control flow, not its entries";
+pub(crate) const CALLS_UNKNOWN: &str = "calls are not shown where the profile does not count them: rustc's PGO instrumentation counts the edges of a function's control flow, not its entries";
 
 /// The merged PGO profile a run's rows name: the files that may hold it, best first.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,7 +106,10 @@ impl Report {
 }
 
 /// [`Report::pgo_profile`] over the rows, `shipped` being the final choice's binary.
-pub fn pgo_profile(stages: &[super::StageReport], shipped: Option<&str>) -> Option<PgoProfile> {
+pub(crate) fn pgo_profile(
+    stages: &[super::StageReport],
+    shipped: Option<&str>,
+) -> Option<PgoProfile> {
     let with_profile: Vec<_> = stages
         .iter()
         .filter(|s| s.name == "pgo")

@@ -20,7 +20,7 @@ use crate::render::svg::{bars, forest, strip, Bar, Interval, Strip};
 use crate::render::Render;
 use crate::util::human_bytes;
 
-pub struct HtmlRenderer;
+pub(crate) struct HtmlRenderer;
 
 impl Render<Report> for HtmlRenderer {
     fn render(&self, report: &Report) -> String {
@@ -29,7 +29,7 @@ impl Render<Report> for HtmlRenderer {
 }
 
 /// The run's page.
-pub fn page(r: &Report) -> String {
+pub(crate) fn page(r: &Report) -> String {
     let body = html! {
         h1 { "cargo-optimize: " code { (r.bin) } }
         p class="meta" {

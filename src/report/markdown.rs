@@ -14,7 +14,7 @@ use super::{Hotspots, Report, Status};
 use crate::render::{markdown_cell as cell, markdown_code as code, Render};
 use crate::util::human_bytes;
 
-pub struct MarkdownRenderer {
+pub(crate) struct MarkdownRenderer {
     /// Include the hotspots table.
     pub hotspots: bool,
 }

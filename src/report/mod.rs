@@ -19,12 +19,12 @@
 //!
 //! Must not: build, run or measure anything.
 
-pub mod hotspots;
-pub mod html;
-pub mod markdown;
-pub mod shipped;
-pub mod terminal;
-pub mod text;
+pub(crate) mod hotspots;
+pub(crate) mod html;
+pub(crate) mod markdown;
+pub(crate) mod shipped;
+pub(crate) mod terminal;
+pub(crate) mod text;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,20 +33,21 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::{Comparison, Estimate};
 use crate::cargo::{BuildSettings, Features};
-pub use crate::context::facts::{ProfileQuality, StageFacts, UntrainedHot};
-pub use crate::context::PipelineStep;
+pub(crate) use crate::context::facts::StageFacts;
+pub use crate::context::facts::{ProfileQuality, UntrainedHot};
+pub(crate) use crate::context::PipelineStep;
 use crate::render::Render;
 use crate::verify::Nondeterminism;
-pub use hotspots::{HotFunction, Hotspots};
+pub(crate) use hotspots::{HotFunction, Hotspots};
 
-pub const SCHEMA: u32 = 1;
+pub(crate) const SCHEMA: u32 = 1;
 
 /// The file every run writes into its folder.
-pub const FILE: &str = "report.json";
+pub(crate) const FILE: &str = "report.json";
 
 /// The `pipeline[]` step of the wait, before a comparison is timed, for the builds started
 /// ahead to finish (nothing timed shares the machine with them): counted as building.
-pub const AHEAD_WAIT_STEP: &str = "builds ahead: finishing before timing";
+pub(crate) const AHEAD_WAIT_STEP: &str = "builds ahead: finishing before timing";
 
 /// The formats a report renders to (`cargo optimize report --format`), and what renders each.
 pub use crate::render::ReportFormat as Format;
@@ -428,7 +429,7 @@ pub enum LoadError {
 
 /// The report.json of a run: `None` → the latest run; else a run id (under
 /// `<optimize_dir>/runs`), a run folder, or a report.json path.
-pub fn locate(optimize_dir: &Path, run: Option<&str>) -> Result<PathBuf, LoadError> {
+pub(crate) fn locate(optimize_dir: &Path, run: Option<&str>) -> Result<PathBuf, LoadError> {
     let runs = optimize_dir.join("runs");
     let (given, path) = match run {
         None => ("latest".to_string(), optimize_dir.join("latest").join(FILE)),

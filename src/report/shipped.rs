@@ -8,7 +8,7 @@ use crate::bench::{Comparison, Verdict};
 use crate::util::{format_secs, human_bytes};
 
 /// The comparisons of a row against its rival, per workload.
-pub fn of_row<'r>(report: &'r Report, row: &StageReport) -> Vec<(&'r str, &'r Comparison)> {
+pub(crate) fn of_row<'r>(report: &'r Report, row: &StageReport) -> Vec<(&'r str, &'r Comparison)> {
     let Some(tag) = row.tag() else {
         return Vec::new();
     };
@@ -25,7 +25,10 @@ fn keyed<'r>(report: &'r Report, key: &str) -> Vec<(&'r str, &'r Comparison)> {
 
 /// The shipped candidate's comparisons against the baseline: measured at the end
 /// (`<tag> vs baseline`), or its own row's when its rival was the baseline.
-pub fn against_baseline<'r>(report: &'r Report, f: &FinalChoice) -> Vec<(&'r str, &'r Comparison)> {
+pub(crate) fn against_baseline<'r>(
+    report: &'r Report,
+    f: &FinalChoice,
+) -> Vec<(&'r str, &'r Comparison)> {
     let Some(tag) = std::path::Path::new(&f.binary)
         .file_name()
         .and_then(|n| n.to_str())
@@ -48,7 +51,7 @@ pub fn against_baseline<'r>(report: &'r Report, f: &FinalChoice) -> Vec<(&'r str
 }
 
 /// `faster on 1 of 4 workloads (infer), none slower`; `None` without comparisons.
-pub fn tally(comps: &[(&str, &Comparison)]) -> Option<String> {
+pub(crate) fn tally(comps: &[(&str, &Comparison)]) -> Option<String> {
     if comps.is_empty() {
         return None;
     }
@@ -84,7 +87,7 @@ pub fn tally(comps: &[(&str, &Comparison)]) -> Option<String> {
 /// `too noisy to decide on 2 of 4 workloads (tokenize, infer): run-to-run variation up to
 /// 40.7 %, up to 25 % of the pairs outliers`: the comparisons with a noise warning, in one
 /// line; `None` when none has one.
-pub fn noise(comps: &[(&str, &Comparison)]) -> Option<String> {
+pub(crate) fn noise(comps: &[(&str, &Comparison)]) -> Option<String> {
     let noisy: Vec<_> = comps
         .iter()
         .filter(|(_, c)| c.noise_warning.is_some())
@@ -121,7 +124,7 @@ pub fn noise(comps: &[(&str, &Comparison)]) -> Option<String> {
 
 /// One resource of the shipped candidate against the baseline, over its workloads.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Resource {
+pub(crate) struct Resource {
     pub name: String,
     pub old: String,
     pub new: String,
@@ -130,15 +133,15 @@ pub struct Resource {
 }
 
 /// How a row's note about its resources begins (the alloc stage's trade: memory for time).
-pub const RESOURCES_NOTE: &str = "resources: ";
+pub(crate) const RESOURCES_NOTE: &str = "resources: ";
 
 /// How a row's notes about its C and C++ begin (the c-compiler and whole-program PGO rows,
 /// a pgo row whose C got no profile): shown under the row in the terminal.
-pub const C_NOTE: &str = "C/C++";
+pub(crate) const C_NOTE: &str = "C/C++";
 
 /// User and system time (the sum of each workload's median), peak RSS (the largest
 /// median), and each hardware counter (the sum of medians) measured on every workload.
-pub fn resources(comps: &[(&str, &Comparison)]) -> Vec<Resource> {
+pub(crate) fn resources(comps: &[(&str, &Comparison)]) -> Vec<Resource> {
     if comps.is_empty() {
         return Vec::new();
     }

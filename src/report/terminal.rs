@@ -11,7 +11,7 @@ use crate::ui::{Tone, Ui};
 use crate::util::human_bytes;
 
 /// The ladder without colour, 80 columns wide (`cargo optimize report --format term`).
-pub struct TerminalRenderer;
+pub(crate) struct TerminalRenderer;
 
 impl Render<Report> for TerminalRenderer {
     fn render(&self, report: &Report) -> String {
@@ -20,16 +20,16 @@ impl Render<Report> for TerminalRenderer {
 }
 
 /// The width lines are wrapped to when the terminal's is unknown.
-pub const DEFAULT_WIDTH: usize = 80;
+pub(crate) const DEFAULT_WIDTH: usize = 80;
 
 /// The ladder: one row per stage, then what to ship. Printed to stdout, wrapped to its
 /// terminal's width (`COLUMNS`, else the terminal's, else 80).
-pub fn print_ladder(report: &Report, ui: &Ui) {
+pub(crate) fn print_ladder(report: &Report, ui: &Ui) {
     print!("{}", ladder(report, ui, terminal_width()));
 }
 
 /// `COLUMNS` when set, else stdout's terminal width, else [`DEFAULT_WIDTH`].
-pub fn terminal_width() -> usize {
+pub(crate) fn terminal_width() -> usize {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
@@ -49,7 +49,7 @@ pub fn terminal_width() -> usize {
 /// own effect when `--explain` measured it; the shipped candidate per workload and its
 /// resources against the baseline; then what to ship and the portable alternative. Paths
 /// are relative to the workspace, lines wrapped to `width`.
-pub fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
+pub(crate) fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let names: Vec<String> = report.stages.iter().map(StageReport::label).collect();

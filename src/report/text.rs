@@ -7,7 +7,7 @@ use crate::bench::Estimate;
 
 /// Stages kept on top of a cpu candidate are missing from the portable alternative: say
 /// which, and how to get a portable build with them.
-pub fn portable_hint(report: &Report) -> Option<String> {
+pub(crate) fn portable_hint(report: &Report) -> Option<String> {
     let on_cpu: Vec<&str> = report
         .stages
         .iter()
@@ -48,7 +48,7 @@ pub fn portable_hint(report: &Report) -> Option<String> {
 /// `time ratio 0.750 [0.726, 0.774] vs the baseline, measured directly`: the one wording of
 /// a ratio (below 1 is faster), as the rows and the workloads say it; when fresh pairs
 /// confirmed it, `on fresh pairs (when chosen: 0.731 [0.700, 0.763])`.
-pub fn speedup_line(f: &FinalChoice) -> String {
+pub(crate) fn speedup_line(f: &FinalChoice) -> String {
     match (f.speedup_vs_baseline, f.speedup_ci) {
         (Some(x), Some((lo, hi))) => {
             let line = format!(
@@ -73,7 +73,7 @@ pub fn speedup_line(f: &FinalChoice) -> String {
 }
 
 /// `--profile release + lto = "fat", codegen-units = 1; rustflags: -Ctarget-cpu=native`.
-pub fn settings_line(v: &Settings) -> String {
+pub(crate) fn settings_line(v: &Settings) -> String {
     let mut out = format!("--profile {}", v.profile);
     if !v.profile_overrides.is_empty() {
         let list: Vec<String> = v
@@ -99,7 +99,7 @@ pub fn settings_line(v: &Settings) -> String {
 }
 
 /// `name` cut to at most `max` characters, the middle replaced by `…`.
-pub fn short_name(name: &str, max: usize) -> String {
+pub(crate) fn short_name(name: &str, max: usize) -> String {
     let n = name.chars().count();
     if n <= max {
         return name.to_string();
@@ -111,7 +111,7 @@ pub fn short_name(name: &str, max: usize) -> String {
 }
 
 /// `0.902 [0.855, 0.953] faster`, or `-`.
-pub fn estimate_cell(e: Option<&Estimate>) -> String {
+pub(crate) fn estimate_cell(e: Option<&Estimate>) -> String {
     match e {
         Some(e) => format!(
             "{:.3} [{:.3}, {:.3}] {}",
@@ -121,7 +121,7 @@ pub fn estimate_cell(e: Option<&Estimate>) -> String {
     }
 }
 
-pub use crate::util::wrap;
+pub(crate) use crate::util::wrap;
 
 #[cfg(test)]
 mod tests {

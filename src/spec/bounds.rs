@@ -8,11 +8,11 @@ use std::time::Duration;
 /// decided, so a long `max-time` costs nothing when the difference is clear; beyond a day
 /// it is a typo (`"1000000h"`), and a run longer than a day cannot be repeated enough
 /// times to be measured. A hard bound, not an opt-in: nothing useful lies above it.
-pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
 /// Where a value was written: a spec key (`margin`) or a flag (`--margin`).
 #[derive(Debug, Clone, Copy)]
-pub enum Key {
+pub(crate) enum Key {
     Spec(&'static str),
     Flag(&'static str),
 }
@@ -25,7 +25,7 @@ impl Key {
     }
 
     /// How the user writes `value` for this key: `margin = 0.01`, `--margin 0.01`.
-    pub fn written(&self, value: &str) -> String {
+    pub(crate) fn written(&self, value: &str) -> String {
         match self {
             Key::Spec(k) => format!("{k} = {value}"),
             Key::Flag(k) => format!("{k} {value}"),
@@ -43,7 +43,7 @@ impl Key {
 
 /// What is wrong and how to fix it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Problem {
+pub(crate) struct Problem {
     pub message: String,
     pub fix: String,
 }
@@ -57,7 +57,7 @@ impl std::fmt::Display for Problem {
 impl std::error::Error for Problem {}
 
 /// The equivalence margin: a fraction in (0, 0.5).
-pub fn margin(v: f64, key: Key) -> Result<f64, Problem> {
+pub(crate) fn margin(v: f64, key: Key) -> Result<f64, Problem> {
     if v > 0.0 && v < 0.5 {
         return Ok(v);
     }
@@ -74,7 +74,7 @@ pub fn margin(v: f64, key: Key) -> Result<f64, Problem> {
 }
 
 /// `min-runs`: pairs of runs before the first look, at least 2.
-pub fn min_runs(n: u32, key: Key) -> Result<u32, Problem> {
+pub(crate) fn min_runs(n: u32, key: Key) -> Result<u32, Problem> {
     if n >= 2 {
         return Ok(n);
     }
@@ -89,7 +89,7 @@ pub fn min_runs(n: u32, key: Key) -> Result<u32, Problem> {
 }
 
 /// `max-time` or `timeout`: longer than zero, at most [`MAX_DURATION`].
-pub fn duration(d: Duration, key: Key) -> Result<Duration, Problem> {
+pub(crate) fn duration(d: Duration, key: Key) -> Result<Duration, Problem> {
     if d.is_zero() {
         return Err(Problem {
             message: format!("`{}` must be longer than zero", key.name()),
@@ -123,7 +123,7 @@ fn hours(d: Duration) -> String {
 }
 
 /// "write a duration such as max-time = "500ms", "30s" or "2m"".
-pub fn duration_fix(key: Key) -> String {
+pub(crate) fn duration_fix(key: Key) -> String {
     match key {
         Key::Spec(k) => format!("write a duration such as {k} = \"500ms\", \"30s\" or \"2m\""),
         Key::Flag(k) => format!("write a duration such as {k} 500ms, 30s or 2m"),
@@ -131,7 +131,7 @@ pub fn duration_fix(key: Key) -> String {
 }
 
 /// A duration as written on the command line for `key`, checked like the spec's.
-pub fn parse_flag_duration(text: &str, key: &'static str) -> Result<Duration, Problem> {
+pub(crate) fn parse_flag_duration(text: &str, key: &'static str) -> Result<Duration, Problem> {
     let key = Key::Flag(key);
     let d = crate::util::parse_duration(text).map_err(|e| Problem {
         message: format!("`{}`: {e}", key.name()),

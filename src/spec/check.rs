@@ -14,11 +14,11 @@ use super::validate::Validator;
 use super::SpecError;
 
 /// `[check] max-regression` when the spec does not say: 5 %.
-pub const DEFAULT_MAX_REGRESSION: f64 = 0.05;
+pub(crate) const DEFAULT_MAX_REGRESSION: f64 = 0.05;
 
 /// What `cargo optimize check` fails on.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CheckConfig {
+pub(crate) struct CheckConfig {
     /// A workload regresses when its whole interval of new/old time lies above
     /// `1 + max_regression`.
     pub max_regression: f64,
@@ -44,7 +44,7 @@ impl Default for CheckConfig {
 /// A workload's budget: the mean time and mean peak RSS of the new build must not exceed
 /// these.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WorkloadBudget {
+pub(crate) struct WorkloadBudget {
     pub time: Option<Duration>,
     pub max_rss: Option<u64>,
     /// The bound of the workload's `metric`: at most this when lower is better, at least

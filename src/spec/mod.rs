@@ -6,8 +6,8 @@
 //! `matrix` and placeholder expansion live in `matrix`; `[check]` and `[release]` have their
 //! own submodules (`check`, `release`). Must not: run anything or touch cargo.
 
-pub mod bounds;
-pub use metric::{Better, Metric};
+pub(crate) mod bounds;
+pub(crate) use metric::{Better, Metric};
 mod check;
 mod harness;
 mod matrix;
@@ -25,17 +25,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use check::{CheckConfig, WorkloadBudget};
-pub use raw::PROFILE_KEYS;
-pub use release::Flavor;
-pub use release::ReleaseSpec;
+pub(crate) use check::{CheckConfig, WorkloadBudget};
+pub(crate) use raw::PROFILE_KEYS;
+pub(crate) use release::Flavor;
+pub(crate) use release::ReleaseSpec;
 use validate::Validator;
 /// File name looked up next to the package's Cargo.toml.
-pub const SPEC_FILE: &str = "optimize.toml";
+pub(crate) const SPEC_FILE: &str = "optimize.toml";
 
 /// A validated spec with every workload expanded (matrix) and every path made absolute.
 #[derive(Debug, Clone)]
-pub struct Spec {
+pub(crate) struct Spec {
     /// The file it was read from.
     pub path: PathBuf,
     pub bin: Option<String>,
@@ -56,7 +56,7 @@ pub struct Spec {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum StageName {
+pub(crate) enum StageName {
     Baseline,
     Profile,
     Cpu,
@@ -74,7 +74,7 @@ pub enum StageName {
 
 impl StageName {
     /// The stages a run can try, in the order they run (the baseline always runs first).
-    pub const TRIED: [StageName; 7] = [
+    pub(crate) const TRIED: [StageName; 7] = [
         StageName::Profile,
         StageName::Cpu,
         StageName::Fp,
@@ -85,11 +85,11 @@ impl StageName {
     ];
 
     /// The stage named `name` among [`StageName::TRIED`].
-    pub fn tried(name: &str) -> Option<StageName> {
+    pub(crate) fn tried(name: &str) -> Option<StageName> {
         Self::TRIED.into_iter().find(|s| s.as_str() == name)
     }
 
-    pub const fn as_str(&self) -> &'static str {
+    pub(crate) const fn as_str(&self) -> &'static str {
         match self {
             StageName::Baseline => "baseline",
             StageName::Profile => "profile",
@@ -110,7 +110,7 @@ impl std::fmt::Display for StageName {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum ProfileChoice {
+pub(crate) enum ProfileChoice {
     /// A named preset: "max", "balanced", "size".
     Preset(String),
     /// Inline overrides, key (cargo profile key such as "lto") to TOML value.
@@ -118,14 +118,14 @@ pub enum ProfileChoice {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BoltMode {
+pub(crate) enum BoltMode {
     Auto,
     Instrument,
     Perf,
 }
 
 #[derive(Debug, Clone)]
-pub struct Stages {
+pub(crate) struct Stages {
     /// Stages to try, in order (baseline is implicit and always first).
     pub try_: Vec<StageName>,
     /// `try` was written in the spec (not the default list): its stages were asked for.
@@ -178,13 +178,13 @@ pub struct BenchConfig {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct VerifyConfig {
+pub(crate) struct VerifyConfig {
     /// Run the crate's own tests with each candidate's settings.
     pub tests: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Expect {
+pub(crate) enum Expect {
     /// stdout and exit status equal.
     Exact,
     /// exit status only.
@@ -198,7 +198,7 @@ pub enum Expect {
 }
 
 #[derive(Debug, Clone)]
-pub struct Workload {
+pub(crate) struct Workload {
     /// Unique; for matrix workloads the expanded name, e.g. `parse[size=10]`.
     pub name: String,
     /// Arguments with `{root}` and matrix variables expanded.
@@ -250,7 +250,7 @@ pub struct Harness {
 
 /// `start = "warm" | "cold"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Start {
+pub(crate) enum Start {
     #[default]
     Warm,
     /// Before every run, the binary and the workload's input files are dropped from the
@@ -261,7 +261,7 @@ pub enum Start {
 
 /// Everything that can be wrong with a spec. Display gives `file:line:col: what — fix`.
 #[derive(Debug, thiserror::Error)]
-pub enum SpecError {
+pub(crate) enum SpecError {
     #[error("no {SPEC_FILE} at {path}\n  fix: run `cargo optimize init` to write a commented one, pass --spec PATH, or give the program's arguments after `--` (`cargo optimize -- ARGS`) to use them as the one workload")]
     Missing { path: PathBuf },
     #[error("{path} {what}\n  fix: {fix}")]
@@ -286,7 +286,7 @@ pub enum SpecError {
 }
 
 /// Read, validate and expand a spec file.
-pub fn load(path: &Path) -> Result<Spec, SpecError> {
+pub(crate) fn load(path: &Path) -> Result<Spec, SpecError> {
     not_a_file(path)?;
     let text = match std::fs::read(path) {
         Ok(bytes) => utf8(bytes, path)?,
@@ -362,7 +362,7 @@ fn utf8(bytes: Vec<u8>, path: &Path) -> Result<String, SpecError> {
 /// Checks everything that can be checked without running anything: unknown keys, types,
 /// values, placeholders, that `stdin` files exist and `cwd`s are folders. Matrix workloads are
 /// expanded and every path is made absolute against [`spec_root`]`(path)`.
-pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
+pub(crate) fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
     let cx = Validator::new(text, path);
     let raw: raw::RawSpec = toml::from_str(text).map_err(|e| cx.toml_error(&e))?;
     let root = spec_root(path);
@@ -413,7 +413,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
 
 /// The folder a spec at `path` resolves relative paths and `{root}` against: its parent,
 /// absolute (canonical when it exists, else joined with the current directory).
-pub fn spec_root(path: &Path) -> PathBuf {
+pub(crate) fn spec_root(path: &Path) -> PathBuf {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -436,7 +436,7 @@ impl Workload {
     /// A workload for unit tests: `w`, no args, run in `cwd` for at most 5 s, train and
     /// eval, `exact`, declared at line 1 (tests change what they need).
     #[cfg(test)]
-    pub fn for_tests(cwd: &Path) -> Workload {
+    pub(crate) fn for_tests(cwd: &Path) -> Workload {
         Workload {
             name: "w".into(),
             args: vec![],
@@ -460,7 +460,7 @@ impl Workload {
     /// The command that runs `binary` as this workload describes: its args, stdin, env,
     /// cwd and timeout. Every run of a workload (training, verifying, timing) goes through
     /// here.
-    pub fn command(&self, binary: &Path) -> crate::process::Command {
+    pub(crate) fn command(&self, binary: &Path) -> crate::process::Command {
         // A bench harness (libtest's or criterion's) runs its benchmarks only with `--bench`,
         // as `cargo bench` passes it.
         let bench_flag = (self.cargo == Some(HarnessKind::Bench)).then_some("--bench");
@@ -485,7 +485,7 @@ impl Workload {
     /// What it reads that the spec names: `stdin`, and every argument that is an existing
     /// path, or whose value after `=` is (`--input=FILE`), relative to `cwd`
     /// (`process::named_files`).
-    pub fn input_paths(&self) -> Vec<PathBuf> {
+    pub(crate) fn input_paths(&self) -> Vec<PathBuf> {
         crate::process::named_files(
             &self.cwd,
             self.args.iter().map(Path::new),
@@ -495,7 +495,7 @@ impl Workload {
 
     /// The workload's name made safe as a file name (for `outputs/<stage>/<name>.stdout`):
     /// characters other than ASCII letters, digits and `-_.,=[]+` become `_`.
-    pub fn file_stem(&self) -> String {
+    pub(crate) fn file_stem(&self) -> String {
         let stem = crate::util::file_safe(&self.name, "-_.,=[]+");
         let stem = if stem.starts_with('.') {
             format!("_{stem}")
@@ -517,7 +517,7 @@ const MAX_STEM: usize = 100;
 
 impl Stages {
     /// Whether `stage` is to be tried (baseline always is).
-    pub fn tries(&self, stage: StageName) -> bool {
+    pub(crate) fn tries(&self, stage: StageName) -> bool {
         stage == StageName::Baseline || self.try_.contains(&stage)
     }
 }
@@ -557,11 +557,11 @@ impl Default for BenchConfig {
 }
 
 /// Default `[[workload]] timeout`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Default `[stages] try`, in pipeline order: every stage but `fp`, which changes
 /// floating-point results and is tried only when the spec asks (`try` or `fp = [...]`).
-pub const DEFAULT_TRY: [StageName; 6] = [
+pub(crate) const DEFAULT_TRY: [StageName; 6] = [
     StageName::Profile,
     StageName::Cpu,
     StageName::CCompiler,
@@ -575,21 +575,21 @@ pub const DEFAULT_TRY: [StageName; 6] = [
 /// against mimalloc's 6 s,
 /// more than the rest of a small program's run, and mimalloc was the faster of the two
 /// on the programs measured (an indexer: 0.64× vs 0.74×).
-pub const DEFAULT_ALLOC: [&str; 1] = ["mimalloc"];
+pub(crate) const DEFAULT_ALLOC: [&str; 1] = ["mimalloc"];
 
 /// The names `[stages] alloc` may list.
-pub const ALLOC_NAMES: [&str; 2] = ["mimalloc", "jemalloc"];
+pub(crate) const ALLOC_NAMES: [&str; 2] = ["mimalloc", "jemalloc"];
 
 /// `[cache] max-size` when the spec does not say.
-pub const DEFAULT_CACHE_MAX_BYTES: u64 = 10 << 30;
+pub(crate) const DEFAULT_CACHE_MAX_BYTES: u64 = 10 << 30;
 
 /// The stage list that asks for no stage: the baseline only.
-pub const NO_STAGES: &str = "none";
+pub(crate) const NO_STAGES: &str = "none";
 
 /// A stage list (`[stages] try` or `--stages`) that cannot be used: the offending item's
 /// index (`len` when the list as a whole is wrong), what is wrong, and the fix.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TryListError {
+pub(crate) struct TryListError {
     pub index: usize,
     pub message: String,
     pub fix: String,
@@ -598,7 +598,7 @@ pub struct TryListError {
 /// The one parser of stage lists, for the spec's `[stages] try` and `--stages` alike:
 /// known names, each once, in the order the stages run, at least one — or `none` alone,
 /// which asks for the baseline only (built, verified for determinism, nothing measured).
-pub fn parse_try(names: &[&str]) -> Result<Vec<StageName>, TryListError> {
+pub(crate) fn parse_try(names: &[&str]) -> Result<Vec<StageName>, TryListError> {
     if names == [NO_STAGES] {
         return Ok(Vec::new());
     }
@@ -654,11 +654,11 @@ pub fn parse_try(names: &[&str]) -> Result<Vec<StageName>, TryListError> {
 }
 
 /// Names accepted by `[stages] profile = "…"`.
-pub const PROFILE_PRESETS: [&str; 3] = ["max", "balanced", "size"];
+pub(crate) const PROFILE_PRESETS: [&str; 3] = ["max", "balanced", "size"];
 
 /// The spec of `cargo optimize -- ARGS` without an optimize.toml: one workload, `ARGS`,
 /// used for training and timing, run in `dir` (the current directory).
-pub fn from_args(args: &[String], dir: &Path) -> Result<Spec, SpecError> {
+pub(crate) fn from_args(args: &[String], dir: &Path) -> Result<Spec, SpecError> {
     let text = format!(
         "[[workload]]\nname = \"command-line\"\nargs = {}\n",
         toml_list(args)
@@ -667,7 +667,7 @@ pub fn from_args(args: &[String], dir: &Path) -> Result<Spec, SpecError> {
 }
 
 /// `spec` with its workloads replaced by the one `ARGS` workload of [`from_args`].
-pub fn with_args(mut spec: Spec, args: &[String], dir: &Path) -> Result<Spec, SpecError> {
+pub(crate) fn with_args(mut spec: Spec, args: &[String], dir: &Path) -> Result<Spec, SpecError> {
     spec.workloads = from_args(args, dir)?.workloads;
     Ok(spec)
 }
@@ -682,7 +682,7 @@ fn toml_list(items: &[String]) -> String {
 }
 
 /// The skeleton with `args` in both workloads instead of the `--help` placeholders.
-pub fn skeleton_with_args(bin: &str, args: &[String]) -> String {
+pub(crate) fn skeleton_with_args(bin: &str, args: &[String]) -> String {
     skeleton(bin)
         .replace("args = [\"--help\"]", &format!("args = {}", toml_list(args)))
         .replace(
@@ -693,7 +693,7 @@ pub fn skeleton_with_args(bin: &str, args: &[String]) -> String {
 
 /// The skeleton of a package without a binary: its workloads run the bench harness
 /// (`target`: the bench target, named when the package has several).
-pub fn skeleton_for_bench(target: &str, several: bool) -> String {
+pub(crate) fn skeleton_for_bench(target: &str, several: bool) -> String {
     let text = skeleton("x");
     let bin_line = text
         .lines()
@@ -731,7 +731,7 @@ pub fn skeleton_for_bench(target: &str, several: bool) -> String {
 
 /// Commented workloads for a package's benches, appended to a binary's skeleton: they can
 /// make a spec of their own (one spec times one executable).
-pub fn bench_proposals(benches: &[String]) -> String {
+pub(crate) fn bench_proposals(benches: &[String]) -> String {
     let mut s = String::from("\n# Your benches could train and time the library code too, in a spec of their own (one\n# spec times one executable; pick it with --spec):\n");
     for b in benches {
         s.push_str(&format!(
@@ -744,7 +744,7 @@ pub fn bench_proposals(benches: &[String]) -> String {
 
 /// A commented skeleton for `cargo optimize init` (the asset `skeleton.toml`, its
 /// `@BIN_LINE@` the binary's line).
-pub fn skeleton(bin: &str) -> String {
+pub(crate) fn skeleton(bin: &str) -> String {
     // Always a basic ("…") string, as `init` has always written it.
     let bin_line = format!("bin = {}", toml::Value::String(bin.to_owned()));
     let bin_line = format!("{bin_line:<33} # the binary to optimize");

@@ -65,7 +65,7 @@ pub(super) const WORKLOAD_KEYS: &[&str] = &[
 ];
 pub(super) const METRIC_KEYS: &[&str] = &["regex", "unit", "better", "combine"];
 /// Cargo profile keys a spec may override (and `apply` manages).
-pub const PROFILE_KEYS: &[&str] = &[
+pub(crate) const PROFILE_KEYS: &[&str] = &[
     "opt-level",
     "lto",
     "codegen-units",

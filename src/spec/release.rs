@@ -16,7 +16,7 @@ use super::{clean_path, ProfileChoice, SpecError, StageName, Workload};
 
 /// What `cargo optimize release` builds. `Default` when the spec has no `[release]`.
 #[derive(Debug, Clone, Default)]
-pub struct ReleaseSpec {
+pub(crate) struct ReleaseSpec {
     /// Target triples; empty = the host.
     pub targets: Vec<String>,
     /// Flavors in the order written; empty = one flavor from the command line's selection.
@@ -33,7 +33,7 @@ pub struct ReleaseSpec {
 
 /// One feature set of a release (`[release.flavors.<name>]`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Flavor {
+pub(crate) struct Flavor {
     pub name: String,
     pub features: Vec<String>,
     pub no_default_features: bool,
@@ -49,7 +49,7 @@ impl Flavor {
     /// Whether the workload named `workload_name` trains and verifies this flavor: every
     /// workload when `workloads` is empty, else those matching one of its patterns (`*`
     /// matches any run of characters, everything else itself).
-    pub fn applies_to(&self, workload_name: &str) -> bool {
+    pub(crate) fn applies_to(&self, workload_name: &str) -> bool {
         self.workloads.is_empty() || self.workloads.iter().any(|p| glob(p, workload_name))
     }
 }

@@ -22,7 +22,7 @@ use crate::context::facts::{AllocRoot, StageFacts};
 use crate::spec::StageName;
 
 /// One offer per allocator of `[stages] alloc`, each built on the best so far.
-pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     if ctx.spec.stages.alloc.is_empty() {
         let why = "`[stages] alloc` lists no allocator".to_string();
         return vec![Offer::against_best(Err(StageError::NotAvailable(why)))];

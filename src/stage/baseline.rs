@@ -12,7 +12,7 @@ use super::{Candidate, Context, StageError};
 use crate::cargo::BuildSettings;
 use crate::spec::StageName;
 
-pub fn build(ctx: &Context, settings: BuildSettings) -> Result<Candidate, StageError> {
+pub(crate) fn build(ctx: &Context, settings: BuildSettings) -> Result<Candidate, StageError> {
     let user_profile = profile_use(&settings.user_rustflags);
     let (mut cand, built) =
         super::build_candidate(ctx, StageName::Baseline, settings, Default::default())?;

@@ -22,10 +22,10 @@ use crate::toolchain::clang::Clang;
 use crate::toolchain::ToolError;
 
 /// The variant of the stage's one candidate.
-pub const CLANG: &str = "clang";
+pub(crate) const CLANG: &str = "clang";
 
 /// What the program's build graph compiles besides Rust, and with what it can.
-pub enum CProgram {
+pub(crate) enum CProgram {
     /// No package reached from the program compiles C or C++.
     None,
     /// Some do (`packages`), and no clang of rustc's LLVM is here.
@@ -42,7 +42,7 @@ pub enum CProgram {
 impl CProgram {
     /// The program's C packages and the clang of rustc's LLVM (Cargo.lock read now: the run
     /// made one when the project has none).
-    pub fn of(ctx: &Context) -> CProgram {
+    pub(crate) fn of(ctx: &Context) -> CProgram {
         let packages = cc::packages_of(&ctx.plan.project);
         if packages.is_empty() {
             return CProgram::None;
@@ -55,7 +55,7 @@ impl CProgram {
 }
 
 /// `c-compiler (clang)` on the best so far, when the program compiles C.
-pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     let (packages, clang) = match CProgram::of(ctx) {
         CProgram::None => return Vec::new(),
         CProgram::NoClang { packages, why } => {
@@ -119,7 +119,7 @@ fn env(name: &str) -> Option<String> {
 }
 
 /// `cc`'s compiler for `settings`' target set to `clang`, with `flags` for C and C++.
-pub fn c_build(
+pub(crate) fn c_build(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
     clang: &Clang,
@@ -140,7 +140,7 @@ pub fn c_build(
 
 /// The C of the build of `settings`, and with a profile's C function names (those with
 /// counts), what it covered.
-pub fn c_code(
+pub(crate) fn c_code(
     ctx: &Context,
     clang: &Clang,
     settings: &crate::cargo::BuildSettings,
@@ -171,7 +171,7 @@ pub fn c_code(
 }
 
 /// The row's note: what was compiled by whom, and what the profile covered.
-pub fn describe(code: &CCode, packages: &[String]) -> String {
+pub(crate) fn describe(code: &CCode, packages: &[String]) -> String {
     let defined: usize = code.defined.values().sum();
     let from = match code.defined.is_empty() {
         true => packages.join(", "),

@@ -22,7 +22,7 @@ use crate::toolchain::{CpuFacts, X86Level};
 
 /// One candidate per target-cpu the spec lists (or the default ones), each against the
 /// best so far.
-pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     let best = standing.best;
     let fail = |e: StageError| vec![Offer::against_best(Err(e))];
     let triple = best
@@ -118,7 +118,7 @@ fn offer<'c>(
 /// The highest x86-64 level this CPU reaches (when above the v1 baseline every x86-64
 /// binary already targets), or on aarch64 the core LLVM names (`neoverse-v1`, `apple-m2`),
 /// then `native`.
-pub fn default_candidates(
+pub(crate) fn default_candidates(
     arch: &str,
     level: Option<X86Level>,
     aarch64_cpu: Option<&str>,
@@ -138,7 +138,7 @@ pub fn default_candidates(
 
 /// Why this machine cannot run code built for `triple` with target-cpu `name`, if it
 /// cannot (another target, or a CPU level this one lacks features of).
-pub fn cannot_run(host: &str, triple: &str, name: &str) -> Option<String> {
+pub(crate) fn cannot_run(host: &str, triple: &str, name: &str) -> Option<String> {
     if triple != host {
         return Some(format!("built for {triple}, not this machine ({host})"));
     }
@@ -167,13 +167,13 @@ fn check(triple: &str, name: &str, native: &BTreeSet<String>) -> Result<(), Stag
 }
 
 /// What `wanted` needs that `have` lacks.
-pub fn missing_features(wanted: &BTreeSet<String>, have: &BTreeSet<String>) -> Vec<String> {
+pub(crate) fn missing_features(wanted: &BTreeSet<String>, have: &BTreeSet<String>) -> Vec<String> {
     wanted.difference(have).cloned().collect()
 }
 
 /// The first of `names` rustc does not know as a target-cpu for `triple` (its index and
 /// rustc's word with the fix), checked before anything is built.
-pub fn unknown_name(triple: &str, names: &[String]) -> Option<(usize, String)> {
+pub(crate) fn unknown_name(triple: &str, names: &[String]) -> Option<(usize, String)> {
     names
         .iter()
         .enumerate()
@@ -209,7 +209,7 @@ fn features(triple: &str, cpu: &str) -> Result<BTreeSet<String>, String> {
 }
 
 /// `target_feature="avx2"` lines of `rustc --print cfg`.
-pub fn parse_features(cfg: &str) -> BTreeSet<String> {
+pub(crate) fn parse_features(cfg: &str) -> BTreeSet<String> {
     cfg.lines()
         .filter_map(|l| l.trim().strip_prefix("target_feature="))
         .map(|v| v.trim_matches('"').to_string())
@@ -230,7 +230,7 @@ fn settings_for(best: &BuildSettings, name: &str) -> BuildSettings {
 /// The settings [`offers`] builds at once on top of `best` (for [`super::ahead`]): every
 /// candidate CPU this machine runs, except a `native` built only if the level before it
 /// is kept.
-pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
+pub(crate) fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
     let triple = best
         .target
         .clone()

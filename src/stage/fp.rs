@@ -24,7 +24,7 @@ use crate::process;
 use crate::spec::StageName;
 
 /// The flags tried when the spec lists none, in this order.
-pub const DEFAULT_FLAGS: [&str; 5] = [
+pub(crate) const DEFAULT_FLAGS: [&str; 5] = [
     "--fp-contract=fast",
     "--enable-no-nans-fp-math",
     "--enable-no-infs-fp-math",
@@ -33,7 +33,7 @@ pub const DEFAULT_FLAGS: [&str; 5] = [
 ];
 
 /// One offer per flag, each built on the best so far when the ladder reaches it.
-pub fn offers<'c>(ctx: &'c Context, _standing: &Standing) -> Vec<Offer<'c>> {
+pub(crate) fn offers<'c>(ctx: &'c Context, _standing: &Standing) -> Vec<Offer<'c>> {
     let flags: Vec<String> = match &ctx.spec.stages.fp {
         Some(list) => list.clone(),
         None => DEFAULT_FLAGS.iter().map(|f| f.to_string()).collect(),
@@ -102,7 +102,7 @@ fn contracts(flag: &str) -> bool {
 }
 
 /// The `-Cllvm-args=` values of `flags`, in order.
-pub fn flags_of(flags: &[String]) -> Vec<String> {
+pub(crate) fn flags_of(flags: &[String]) -> Vec<String> {
     flags
         .iter()
         .filter_map(|f| f.strip_prefix("-Cllvm-args="))

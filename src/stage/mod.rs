@@ -30,21 +30,21 @@
 //! (`bolt::TOOL_TIMEOUT`, `process::run_tool`), or read a profile other than through
 //! `toolchain::profdata`.
 
-pub mod alloc;
-pub mod baseline;
-pub mod bolt;
-pub mod ccompiler;
-pub mod cpu;
-pub mod fp;
-pub mod pgo;
-pub mod profile;
+pub(crate) mod alloc;
+pub(crate) mod baseline;
+pub(crate) mod bolt;
+pub(crate) mod ccompiler;
+pub(crate) mod cpu;
+pub(crate) mod fp;
+pub(crate) mod pgo;
+pub(crate) mod profile;
 
 use crate::context::RunError;
-pub use crate::context::{Candidate, Context};
+pub(crate) use crate::context::{Candidate, Context};
 use crate::{cargo, process, spec::StageName};
 
 /// What the ladder holds when a stage starts.
-pub struct Standing<'a> {
+pub(crate) struct Standing<'a> {
     /// The best candidate so far.
     pub best: &'a Candidate,
     /// The best candidate without a stage `-Ctarget-cpu` (the baseline at least).
@@ -57,7 +57,7 @@ pub struct Standing<'a> {
 
 /// Which candidate of the standing an offer must beat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rival {
+pub(crate) enum Rival {
     /// The best so far: the usual case.
     Best,
     /// The portable best: an offer that stays portable while the best picks a CPU.
@@ -65,7 +65,7 @@ pub enum Rival {
 }
 
 /// One candidate a stage offers, or why it could not make it.
-pub struct Offer<'c> {
+pub(crate) struct Offer<'c> {
     /// The variant's name (a target-cpu, `portable`), for rows without a candidate.
     pub variant: Option<String>,
     pub rival: Rival,
@@ -75,14 +75,14 @@ pub struct Offer<'c> {
 /// A build on top of the best so far as the ladder stands when it reaches the offer; it is
 /// also given the latest row's estimate against its rival (how precisely the offer before
 /// it was measured), when that row was measured.
-pub type OnBest<'c> = Box<
+pub(crate) type OnBest<'c> = Box<
     dyn FnOnce(&Candidate, Option<&crate::bench::Estimate>) -> Result<Candidate, StageError> + 'c,
 >;
 
 /// An offer's candidate: built when offered, or only once the ladder reaches it and the
 /// offer before it in the same stage was kept.
 #[allow(clippy::large_enum_variant)] // a handful per stage: boxing buys nothing
-pub enum Build<'c> {
+pub(crate) enum Build<'c> {
     Now(Result<Candidate, StageError>),
     /// Built when the ladder reaches it, on top of the best so far then (which an earlier
     /// offer of the same stage may have replaced): the fp stage's flags, one on another.
@@ -100,7 +100,7 @@ pub enum Build<'c> {
 
 impl Offer<'_> {
     /// The usual offer: one candidate against the best so far.
-    pub fn against_best(candidate: Result<Candidate, StageError>) -> Self {
+    pub(crate) fn against_best(candidate: Result<Candidate, StageError>) -> Self {
         Offer {
             variant: None,
             rival: Rival::Best,
@@ -110,7 +110,7 @@ impl Offer<'_> {
 }
 
 /// The offers of stage `name` (none for the baseline, which the pipeline builds first).
-pub fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+pub(crate) fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     match name {
         StageName::Baseline => Vec::new(),
         StageName::Profile => profile::offers(ctx, standing),
@@ -129,7 +129,7 @@ pub fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec
 /// default run's search points are started once `max` is kept), then the cpu stage's
 /// built on top of the preset (a profile preset is kept more often than not). Stages after
 /// those are not guessed: PGO needs the stage before it decided and a training run.
-pub fn ahead(
+pub(crate) fn ahead(
     ctx: &Context,
     stages: &[StageName],
     baseline: &cargo::BuildSettings,
@@ -158,7 +158,7 @@ pub fn ahead(
 
 /// A stage could not produce a candidate.
 #[derive(Debug, thiserror::Error)]
-pub enum StageError {
+pub(crate) enum StageError {
     #[error(transparent)]
     Cargo(#[from] cargo::CargoError),
     #[error(transparent)]
@@ -190,7 +190,7 @@ impl From<RunError> for StageError {
 }
 
 /// Build `settings` as stage `stage` (binary installed as `bin/<tag>`) into a candidate.
-pub fn build_candidate(
+pub(crate) fn build_candidate(
     ctx: &Context,
     stage: StageName,
     settings: cargo::BuildSettings,

@@ -36,7 +36,10 @@ use crate::context::facts::{Explained, StageFacts};
 use crate::spec::{ProfileChoice, StageName, Stages};
 
 /// The overrides of a preset, as `(cargo profile key, TOML value)`.
-pub fn preset(name: &str, allow_panic_abort: bool) -> Option<Vec<(&'static str, toml::Value)>> {
+pub(crate) fn preset(
+    name: &str,
+    allow_panic_abort: bool,
+) -> Option<Vec<(&'static str, toml::Value)>> {
     use toml::Value::{Boolean as B, Integer as I, String as S};
     let mut v = match name {
         "max" => vec![
@@ -67,7 +70,7 @@ pub fn preset(name: &str, allow_panic_abort: bool) -> Option<Vec<(&'static str, 
 
 /// The overrides the spec asks for, key → TOML literal (the form `profile_overrides` takes),
 /// in the order they are explained.
-pub fn overrides(choice: &ProfileChoice, allow_panic_abort: bool) -> Vec<(String, String)> {
+pub(crate) fn overrides(choice: &ProfileChoice, allow_panic_abort: bool) -> Vec<(String, String)> {
     match choice {
         ProfileChoice::Preset(name) => preset(name, allow_panic_abort)
             .unwrap_or_default()
@@ -91,7 +94,7 @@ fn choice_name(choice: &ProfileChoice) -> String {
 
 /// One point of the profile search: LTO, codegen-units and opt-level.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     pub lto: &'static str,
     pub cgu: i64,
     pub opt: i64,
@@ -103,7 +106,7 @@ const fn point(lto: &'static str, cgu: i64, opt: i64) -> Point {
 
 /// The search space, `max` first; a default run tries the first [`DEFAULT_POINTS`],
 /// `--thorough` all.
-pub const SEARCH: [Point; 8] = [
+pub(crate) const SEARCH: [Point; 8] = [
     point("fat", 1, 3),
     point("thin", 16, 3),
     point("fat", 16, 3),
@@ -115,11 +118,11 @@ pub const SEARCH: [Point; 8] = [
 ];
 
 /// How many points of [`SEARCH`] a default run builds: `max` and three more.
-pub const DEFAULT_POINTS: usize = 4;
+pub(crate) const DEFAULT_POINTS: usize = 4;
 
 /// How many candidates the stage builds: the search's points with the default preset, else
 /// one.
-pub fn candidates(stages: &Stages) -> usize {
+pub(crate) fn candidates(stages: &Stages) -> usize {
     match searches(stages) {
         true if stages.thorough => SEARCH.len(),
         true => DEFAULT_POINTS,
@@ -129,7 +132,7 @@ pub fn candidates(stages: &Stages) -> usize {
 
 /// How many candidates the stage builds at least: a default run's search stops after `max`
 /// when `max` is not kept ([`PRUNED`]); `--thorough` builds every one.
-pub fn least(stages: &Stages) -> usize {
+pub(crate) fn least(stages: &Stages) -> usize {
     match stages.thorough {
         true => candidates(stages),
         false => 1,
@@ -144,7 +147,7 @@ fn searches(stages: &Stages) -> bool {
 /// The best so far with the preset's (or the inline table's) profile keys on top; with
 /// `max`, the search's other points after it, built when the ladder reaches them, each on
 /// the stage's starting best, and raced together against the best after `max`.
-pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     let mut offers = vec![Offer::against_best(prepare(ctx, standing.best))];
     let n = candidates(&ctx.spec.stages);
     let thorough = ctx.spec.stages.thorough;
@@ -243,7 +246,7 @@ fn search_stops(best: StageName, max: Option<&Estimate>) -> Option<String> {
 const UNMEASURED: &str = "search not run: `max` was not measured (its row says why), and the cheaper settings after it rarely beat it (--thorough searches all 8)";
 
 /// `lto=thin cgu=16 O3`.
-pub fn point_name(p: Point) -> String {
+pub(crate) fn point_name(p: Point) -> String {
     format!("lto={} cgu={} O{}", p.lto, p.cgu, p.opt)
 }
 
@@ -289,7 +292,7 @@ fn build_point(ctx: &Context, base: &Candidate, point: Point) -> Result<Candidat
 /// The note for the profile stage's winner when a candidate measured against it came out
 /// within the margin and builds in under 90 % of its time: `(label, ratio, its build
 /// seconds)` of the cheapest such one, and the winner's build seconds.
-pub fn cheaper_note(cheaper: (&str, f64, f64), winner_build: f64) -> String {
+pub(crate) fn cheaper_note(cheaper: (&str, f64, f64), winner_build: f64) -> String {
     let (label, ratio, secs) = cheaper;
     format!(
         "{label} is within the margin of this one (time ratio {ratio:.3}) and builds in {} instead of {}: the cheaper choice when build time matters",
@@ -301,7 +304,7 @@ pub fn cheaper_note(cheaper: (&str, f64, f64), winner_build: f64) -> String {
 /// The settings [`offers`] builds on top of `best` (for [`super::ahead`]), labelled: the
 /// preset (or table) first, then, with `--thorough`, the search's other points; none that
 /// would be `best` again.
-pub fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
+pub(crate) fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
     let stages = &ctx.spec.stages;
     let with = |list: Vec<(String, String)>| -> Option<BuildSettings> {
         if list.is_empty() || already_in_effect(ctx, best, &list) {
@@ -411,7 +414,7 @@ fn already_in_effect(ctx: &Context, s: &BuildSettings, list: &[(String, String)]
 }
 
 /// `lto = "fat", codegen-units = 1`.
-pub fn describe(list: &[(String, String)]) -> String {
+pub(crate) fn describe(list: &[(String, String)]) -> String {
     list.iter()
         .map(|(k, v)| format!("{k} = {v}"))
         .collect::<Vec<_>>()
@@ -421,7 +424,7 @@ pub fn describe(list: &[(String, String)]) -> String {
 /// `--explain`: build the baseline with each of the profile stage's settings alone and
 /// measure each against the baseline with `measure(candidate)`. Never fails: a setting
 /// that cannot be built or measured says so in its entry.
-pub fn explain(
+pub(crate) fn explain(
     ctx: &Context,
     baseline: &Candidate,
     measure: &mut dyn FnMut(&Candidate) -> anyhow::Result<Estimate>,

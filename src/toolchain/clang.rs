@@ -12,11 +12,11 @@ use std::sync::{Mutex, OnceLock};
 use super::{env_override, first_match, join_reasons, Rustc, Search, Tool, ToolError};
 
 /// Override for the clang to use (still version-checked against rustc's LLVM).
-pub const CLANG_ENV: &str = "CARGO_OPTIMIZE_CLANG";
+pub(crate) const CLANG_ENV: &str = "CARGO_OPTIMIZE_CLANG";
 
 /// A clang of rustc's LLVM major and its clang++.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Clang {
+pub(crate) struct Clang {
     pub cc: PathBuf,
     /// `None` when no clang++ sits beside it (C++ then keeps the default compiler).
     pub cxx: Option<PathBuf>,
@@ -25,13 +25,13 @@ pub struct Clang {
 }
 
 /// The Debian command that installs the clang of LLVM `major`.
-pub fn clang_fix(major: u32) -> String {
+pub(crate) fn clang_fix(major: u32) -> String {
     format!("apt-get update && apt-get install -y clang-{major}   # as root, on Debian/Ubuntu; or set {CLANG_ENV} to a clang of LLVM {major}")
 }
 
 /// The clang of rustc's LLVM major, or what is wrong with the ones found and the fix
 /// (another major is refused: its profile format differs). Asked once per process.
-pub fn find(rustc: &Rustc) -> Result<Clang, ToolError> {
+pub(crate) fn find(rustc: &Rustc) -> Result<Clang, ToolError> {
     type Probed = Vec<(u32, Result<Clang, ToolError>)>;
     static FOUND: OnceLock<Mutex<Probed>> = OnceLock::new();
     let memo = FOUND.get_or_init(Default::default);
@@ -102,7 +102,7 @@ fn with_cxx(tool: Tool) -> Clang {
 }
 
 /// Whether `path` names a clang (by its file name): a user's `CC` that already is one.
-pub fn is_clang(path: &Path) -> bool {
+pub(crate) fn is_clang(path: &Path) -> bool {
     path.file_name()
         .and_then(|f| f.to_str())
         .is_some_and(|f| f.starts_with("clang"))

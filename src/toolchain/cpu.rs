@@ -11,22 +11,23 @@
 use std::collections::HashSet;
 
 /// x86-64 psABI baseline (what every x86-64 CPU has). Names as /proc/cpuinfo spells them.
-pub const X86_64_V1_FLAGS: &[&str] = &[
+pub(crate) const X86_64_V1_FLAGS: &[&str] = &[
     "cmov", "cx8", "fpu", "fxsr", "mmx", "syscall", "sse", "sse2",
 ];
 /// Added by x86-64-v2: CMPXCHG16B, LAHF/SAHF, POPCNT, SSE3 (`pni`), SSE4.1, SSE4.2, SSSE3.
-pub const X86_64_V2_FLAGS: &[&str] = &[
+pub(crate) const X86_64_V2_FLAGS: &[&str] = &[
     "cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3",
 ];
 /// Added by x86-64-v3: AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT (`abm`), MOVBE, XSAVE.
-pub const X86_64_V3_FLAGS: &[&str] = &[
+pub(crate) const X86_64_V3_FLAGS: &[&str] = &[
     "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave",
 ];
 /// Added by x86-64-v4: AVX512F, AVX512BW, AVX512CD, AVX512DQ, AVX512VL.
-pub const X86_64_V4_FLAGS: &[&str] = &["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"];
+pub(crate) const X86_64_V4_FLAGS: &[&str] =
+    &["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"];
 
 /// Features worth showing: (rustc target-feature name, /proc/cpuinfo flag).
-pub const KEY_FEATURES: &[(&str, &str)] = &[
+pub(crate) const KEY_FEATURES: &[(&str, &str)] = &[
     ("sse4.2", "sse4_2"),
     ("avx2", "avx2"),
     ("fma", "fma"),
@@ -35,7 +36,7 @@ pub const KEY_FEATURES: &[(&str, &str)] = &[
 ];
 
 /// aarch64 cores by their MIDR fields (implementer, part), as LLVM names them.
-pub const AARCH64_CORES: &[(u32, u32, &str)] = &[
+pub(crate) const AARCH64_CORES: &[(u32, u32, &str)] = &[
     (0x41, 0xd08, "cortex-a72"),
     (0x41, 0xd0b, "cortex-a76"),
     (0x41, 0xd0c, "neoverse-n1"),
@@ -51,7 +52,7 @@ pub const AARCH64_CORES: &[(u32, u32, &str)] = &[
 
 /// aarch64 server cores as levels, each with the HWCAP features (/proc/cpuinfo names) its
 /// code needs on top of the one before: a CPU no table names gets the highest it reaches.
-pub const AARCH64_LEVELS: &[(&str, &[&str])] = &[
+pub(crate) const AARCH64_LEVELS: &[(&str, &[&str])] = &[
     (
         "neoverse-n1",
         &[
@@ -67,7 +68,7 @@ pub const AARCH64_LEVELS: &[(&str, &[&str])] = &[
 
 /// The aarch64 core /proc/cpuinfo text describes: its MIDR fields when a table entry names
 /// them, else the highest level of [`AARCH64_LEVELS`] its features reach.
-pub fn aarch64_cpu(text: &str) -> Option<&'static str> {
+pub(crate) fn aarch64_cpu(text: &str) -> Option<&'static str> {
     let hex = |key: &str| {
         let v = value_of(text, key)?;
         u32::from_str_radix(v.trim_start_matches("0x"), 16).ok()
@@ -90,7 +91,7 @@ pub fn aarch64_cpu(text: &str) -> Option<&'static str> {
 }
 
 /// The Apple core of a `machdep.cpu.brand_string` ("Apple M2 Pro" → `apple-m2`).
-pub fn apple_cpu(brand: &str) -> Option<String> {
+pub(crate) fn apple_cpu(brand: &str) -> Option<String> {
     let chip = brand.strip_prefix("Apple M")?;
     let gen: String = chip.chars().take_while(char::is_ascii_digit).collect();
     (!gen.is_empty()).then(|| format!("apple-m{gen}"))
@@ -98,7 +99,7 @@ pub fn apple_cpu(brand: &str) -> Option<String> {
 
 /// An x86-64 microarchitecture level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum X86Level {
+pub(crate) enum X86Level {
     V1,
     V2,
     V3,
@@ -106,10 +107,10 @@ pub enum X86Level {
 }
 
 impl X86Level {
-    pub const ALL: [X86Level; 4] = [X86Level::V1, X86Level::V2, X86Level::V3, X86Level::V4];
+    pub(crate) const ALL: [X86Level; 4] = [X86Level::V1, X86Level::V2, X86Level::V3, X86Level::V4];
 
     /// "x86-64-v1" … "x86-64-v4".
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             X86Level::V1 => "x86-64-v1",
             X86Level::V2 => "x86-64-v2",
@@ -119,7 +120,7 @@ impl X86Level {
     }
 
     /// The `-Ctarget-cpu` value for this level (v1 is plain "x86-64").
-    pub fn target_cpu(self) -> &'static str {
+    pub(crate) fn target_cpu(self) -> &'static str {
         match self {
             X86Level::V1 => "x86-64",
             other => other.name(),
@@ -127,7 +128,7 @@ impl X86Level {
     }
 
     /// The flags this level adds over the previous one.
-    pub fn added_flags(self) -> &'static [&'static str] {
+    pub(crate) fn added_flags(self) -> &'static [&'static str] {
         match self {
             X86Level::V1 => X86_64_V1_FLAGS,
             X86Level::V2 => X86_64_V2_FLAGS,
@@ -160,7 +161,7 @@ fn flag_set<S: AsRef<str>>(flags: &[S]) -> HashSet<&str> {
 
 /// The highest x86-64 level whose flags (and all lower levels' flags) are all present;
 /// `None` when even the v1 baseline is incomplete (not an x86-64 flag set).
-pub fn x86_64_level<S: AsRef<str>>(flags: &[S]) -> Option<X86Level> {
+pub(crate) fn x86_64_level<S: AsRef<str>>(flags: &[S]) -> Option<X86Level> {
     let set = flag_set(flags);
     X86Level::ALL
         .into_iter()
@@ -170,14 +171,14 @@ pub fn x86_64_level<S: AsRef<str>>(flags: &[S]) -> Option<X86Level> {
 
 /// The level just above the one a CPU reaches and the flags it lacks for it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct NextLevel {
+pub(crate) struct NextLevel {
     pub level: X86Level,
     pub missing: Vec<&'static str>,
 }
 
 /// The flags missing for the level just above the one `flags` reach (for explanations);
 /// `None` at v4.
-pub fn missing_for_next_level<S: AsRef<str>>(flags: &[S]) -> Option<NextLevel> {
+pub(crate) fn missing_for_next_level<S: AsRef<str>>(flags: &[S]) -> Option<NextLevel> {
     let set = flag_set(flags);
     let next = X86Level::ALL
         .into_iter()
@@ -196,7 +197,7 @@ pub fn missing_for_next_level<S: AsRef<str>>(flags: &[S]) -> Option<NextLevel> {
 
 /// Model name and flags from /proc/cpuinfo text (the first processor's; aarch64 calls
 /// its flags `Features` and names no model).
-pub fn parse_cpuinfo(text: &str) -> (Option<String>, Vec<String>) {
+pub(crate) fn parse_cpuinfo(text: &str) -> (Option<String>, Vec<String>) {
     let model = value_of(text, "model name").filter(|m| !m.is_empty());
     let flags = (value_of(text, "flags").or_else(|| value_of(text, "Features")))
         .map(|f| f.split_whitespace().map(str::to_string).collect())
@@ -213,7 +214,7 @@ fn value_of(text: &str, key: &str) -> Option<String> {
 
 /// One key target feature and whether this CPU has it.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct CpuFeature {
+pub(crate) struct CpuFeature {
     /// rustc's target-feature name, e.g. "avx2".
     pub name: &'static str,
     pub present: bool,
@@ -221,7 +222,7 @@ pub struct CpuFeature {
 
 /// What this machine's CPU offers.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct CpuFacts {
+pub(crate) struct CpuFacts {
     /// `std::env::consts::ARCH`, e.g. "x86_64".
     pub arch: &'static str,
     /// "model name" from /proc/cpuinfo.
@@ -240,7 +241,7 @@ pub struct CpuFacts {
 impl CpuFacts {
     /// The CPU model and x86-64 level from /proc/cpuinfo alone (no rustc query), for the
     /// run's record. Never fails: unknowns are `None`.
-    pub fn model_and_level() -> (Option<String>, Option<X86Level>) {
+    pub(crate) fn model_and_level() -> (Option<String>, Option<X86Level>) {
         let text = crate::sys::cpuinfo().unwrap_or_default();
         let (model, flags) = parse_cpuinfo(&text);
         let flags = with_detected(flags);
@@ -253,7 +254,7 @@ impl CpuFacts {
     }
 
     /// Read /proc/cpuinfo and ask rustc what `native` means. Never fails: unknowns are `None`.
-    pub fn gather() -> CpuFacts {
+    pub(crate) fn gather() -> CpuFacts {
         let text = crate::sys::cpuinfo().unwrap_or_default();
         let (model, flags) = parse_cpuinfo(&text);
         let flags = with_detected(flags);

@@ -16,7 +16,7 @@ const RUSTUP_INSTALL: &str = "curl --proto '=https' --tlsv1.2 -sSf https://sh.ru
 
 /// All toolchain and machine facts. Missing tools are `Err` with the fix, never a panic.
 #[derive(Debug, Clone, Serialize)]
-pub struct Facts {
+pub(crate) struct Facts {
     #[serde(serialize_with = "ser_result")]
     pub rustc: Result<Rustc, ToolError>,
     #[serde(serialize_with = "ser_result")]
@@ -37,7 +37,7 @@ pub struct Facts {
 impl Facts {
     /// Ask rustc, look for the LLVM tools, probe perf and the CPU. Takes well under a second
     /// (perf and CPU probes run while the tools are being looked for).
-    pub fn gather() -> Facts {
+    pub(crate) fn gather() -> Facts {
         std::thread::scope(|s| {
             let perf = s.spawn(PerfFacts::gather);
             let cpu = s.spawn(CpuFacts::gather);
@@ -75,12 +75,12 @@ impl Facts {
 
     /// Everything the default pipeline (stages profile, cpu, pgo, bolt) needs: rustc, an
     /// llvm-profdata of rustc's LLVM major, and llvm-bolt + merge-fdata of that major.
-    pub fn ready(&self) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         self.problems().is_empty()
     }
 
     /// The missing required pieces, each with its fix.
-    pub fn problems(&self) -> Vec<&ToolError> {
+    pub(crate) fn problems(&self) -> Vec<&ToolError> {
         let mut v = Vec::new();
         if let Err(e) = &self.rustc {
             v.push(e);
@@ -97,7 +97,7 @@ impl Facts {
     }
 
     /// BOLT can profile with perf + LBR instead of instrumenting the binary.
-    pub fn bolt_perf_mode_usable(&self) -> bool {
+    pub(crate) fn bolt_perf_mode_usable(&self) -> bool {
         self.perf.lbr.available && matches!(&self.bolt, Ok(b) if b.perf2bolt.is_some())
     }
 }
@@ -136,7 +136,11 @@ struct DoctorJson<'a> {
 /// (bolt, which is in the default stage list) — otherwise 1. perf, hardware counters, LBR
 /// and perf2bolt are reported (with fixes where there are any) but never fail it: without
 /// them benchmarks report time only and BOLT uses instrumentation mode.
-pub fn doctor_command(fix_it: bool, json: bool, color: bool) -> anyhow::Result<(String, i32)> {
+pub(crate) fn doctor_command(
+    fix_it: bool,
+    json: bool,
+    color: bool,
+) -> anyhow::Result<(String, i32)> {
     let mut facts = Facts::gather();
     if fix_it && !facts.ready() {
         fix(&facts);

@@ -15,14 +15,14 @@ use crate::store::Store;
 /// LLVM's options: name (without the dashes) → the values an enumerated option takes
 /// (empty for a flag or a free-form value).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct LlvmOptions {
+pub(crate) struct LlvmOptions {
     pub options: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl LlvmOptions {
     /// Whether `flag` (`--name` or `--name=value`) is an option this LLVM accepts, with an
     /// allowed value when the option lists its values. `Err`: why not, for messages.
-    pub fn accepts(&self, flag: &str) -> Result<(), String> {
+    pub(crate) fn accepts(&self, flag: &str) -> Result<(), String> {
         let body = flag.trim_start_matches('-');
         let (name, value) = match body.split_once('=') {
             Some((n, v)) => (n, Some(v)),
@@ -43,7 +43,7 @@ impl LlvmOptions {
 
 /// Parse `--help-hidden`: option lines are `  --name=<value> - text` or `  --name - text`;
 /// the values of an enumerated option follow as `    =value - text`.
-pub fn parse_help(text: &str) -> LlvmOptions {
+pub(crate) fn parse_help(text: &str) -> LlvmOptions {
     let mut options: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in text.lines() {
@@ -75,7 +75,7 @@ pub fn parse_help(text: &str) -> LlvmOptions {
 }
 
 /// This toolchain's LLVM options, from `cache/toolchain/` or asked now (bounded: 60 s).
-pub fn llvm_options(rustc: &Rustc, optimize_dir: &Path) -> Result<LlvmOptions, String> {
+pub(crate) fn llvm_options(rustc: &Rustc, optimize_dir: &Path) -> Result<LlvmOptions, String> {
     let store = Store::new(optimize_dir, "toolchain");
     let key = crate::store::sha256_hex(
         format!(

@@ -9,20 +9,20 @@ use std::time::Duration;
 
 /// A yes/no capability with the reason or evidence.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Capability {
+pub(crate) struct Capability {
     pub available: bool,
     /// Evidence when available ("counted 1234 cycles"), the reason when not.
     pub detail: String,
 }
 
 impl Capability {
-    pub fn yes(detail: impl Into<String>) -> Self {
+    pub(crate) fn yes(detail: impl Into<String>) -> Self {
         Capability {
             available: true,
             detail: detail.into(),
         }
     }
-    pub fn no(detail: impl Into<String>) -> Self {
+    pub(crate) fn no(detail: impl Into<String>) -> Self {
         Capability {
             available: false,
             detail: detail.into(),
@@ -32,7 +32,7 @@ impl Capability {
 
 /// What perf can do on this machine.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct PerfFacts {
+pub(crate) struct PerfFacts {
     /// The `perf` binary on PATH.
     pub perf_path: Option<PathBuf>,
     /// Whether `perf --version` runs (detail: its version line or error).
@@ -48,7 +48,7 @@ pub struct PerfFacts {
 }
 
 impl PerfFacts {
-    pub fn gather() -> PerfFacts {
+    pub(crate) fn gather() -> PerfFacts {
         let perf_path = super::find_on_path("perf");
         let perf = match &perf_path {
             None => Capability::no("perf is not on PATH"),
@@ -66,7 +66,7 @@ impl PerfFacts {
     }
 
     /// The command that installs perf (Debian's package; Ubuntu ships it per kernel).
-    pub fn install_fix() -> &'static str {
+    pub(crate) fn install_fix() -> &'static str {
         "apt-get install -y linux-perf   # as root, Debian (Ubuntu: linux-tools-$(uname -r))"
     }
 }
@@ -90,13 +90,13 @@ fn perf_version(perf: &Path) -> Capability {
 }
 
 /// /proc/sys/kernel/perf_event_paranoid (`None` when the kernel has no perf events).
-pub fn paranoid() -> Option<i32> {
+pub(crate) fn paranoid() -> Option<i32> {
     crate::sys::perf_event_paranoid()
 }
 
 /// Open a hardware cycles counter on this process, run a little work, read it.
 #[cfg(target_os = "linux")]
-pub fn hw_counters() -> Capability {
+pub(crate) fn hw_counters() -> Capability {
     use perf_event::events::Hardware;
     let mut counter = match perf_event::Builder::new(Hardware::CPU_CYCLES).build() {
         Ok(c) => c,
@@ -125,7 +125,7 @@ pub fn hw_counters() -> Capability {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn hw_counters() -> Capability {
+pub(crate) fn hw_counters() -> Capability {
     Capability::no("perf_event_open is Linux-only")
 }
 
@@ -144,7 +144,7 @@ fn open_error_reason(e: &std::io::Error) -> String {
 
 /// Whether `perf record` can sample branch stacks (LBR on Intel, BRS/LbrExtV2 on AMD),
 /// which BOLT's perf mode needs. Runs `perf record -e cycles:u -j any,u -- true` once.
-pub fn lbr_usable(perf: Option<&Path>) -> Capability {
+pub(crate) fn lbr_usable(perf: Option<&Path>) -> Capability {
     let Some(perf) = perf else {
         return Capability::no("perf is not installed or does not run");
     };

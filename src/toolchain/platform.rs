@@ -9,7 +9,7 @@ use serde::Serialize;
 
 /// One feature on one platform.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub feature: &'static str,
     pub works: bool,
     /// How it works here, or why it is skipped and what to do instead.
@@ -25,7 +25,7 @@ fn row(feature: &'static str, works: bool, detail: impl Into<String>) -> Row {
 }
 
 /// What works on `os` (`std::env::consts::OS`) and `arch` (`…::ARCH`).
-pub fn rows(os: &str, arch: &str) -> Vec<Row> {
+pub(crate) fn rows(os: &str, arch: &str) -> Vec<Row> {
     let linux = os == "linux";
     let tree = match os {
         "windows" => {
@@ -84,12 +84,12 @@ pub fn rows(os: &str, arch: &str) -> Vec<Row> {
 }
 
 /// This platform's rows.
-pub fn here() -> Vec<Row> {
+pub(crate) fn here() -> Vec<Row> {
     rows(std::env::consts::OS, std::env::consts::ARCH)
 }
 
 /// The reason a `start = "cold"` workload runs warm here (`None` where cold starts work).
-pub fn cold_start_skipped() -> Option<String> {
+pub(crate) fn cold_start_skipped() -> Option<String> {
     (!crate::sys::can_evict()).then(|| {
         format!(
             "cold starts are skipped on {}: dropping a file from the page cache is Linux-only, so the workload runs warm",
@@ -101,7 +101,7 @@ pub fn cold_start_skipped() -> Option<String> {
 /// The C compiler the `cc` crate will use for `target` (what builds the C code of crates
 /// such as mimalloc): `CC_<target>`, `TARGET_CC` or `CC` when set, else the platform's
 /// default (`cc`, `gcc` or `clang`; `cl.exe` for MSVC) found on the PATH; `None`: none.
-pub fn c_compiler(target: &str) -> Option<String> {
+pub(crate) fn c_compiler(target: &str) -> Option<String> {
     let vars = [
         format!("CC_{target}"),
         format!("CC_{}", target.replace('-', "_")),

@@ -13,7 +13,7 @@ use crate::process;
 
 /// One function of a profile.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct FunctionCounts {
+pub(crate) struct FunctionCounts {
     /// The symbol as the profile names it (mangled; local symbols without their file prefix).
     pub symbol: String,
     /// Demangled, without the hash: `demo::interp::Vm::run`.
@@ -31,7 +31,7 @@ impl FunctionCounts {
     /// Anything else in a profile is C or C++ that clang instrumented beside it (the pgo
     /// stage's whole-program PGO).
     /// A Rust program's `main` is rustc's too (the C-ABI shim that calls the Rust one).
-    pub fn is_rust(&self) -> bool {
+    pub(crate) fn is_rust(&self) -> bool {
         let s = self.symbol.as_str();
         s == "main"
             || s.starts_with("_R")
@@ -39,7 +39,7 @@ impl FunctionCounts {
     }
 
     /// The crate the function belongs to: the first segment of its [`owner`](Self::owner).
-    pub fn crate_name(&self) -> &str {
+    pub(crate) fn crate_name(&self) -> &str {
         let n = self.owner();
         n.split("::").next().unwrap_or(n)
     }
@@ -68,7 +68,7 @@ impl FunctionCounts {
     /// function (`a::b::f` → `a::b`), and without the type segments before it
     /// (`a::b::Type::f` → `a::b`); by convention segments starting with an uppercase letter
     /// are types.
-    pub fn module(&self) -> String {
+    pub(crate) fn module(&self) -> String {
         let n = self.owner();
         let n = n.split([' ', '<']).next().unwrap_or(n);
         let segs: Vec<&str> = n.split("::").collect();
@@ -86,7 +86,7 @@ impl FunctionCounts {
 /// Every function of `profile`, in the order llvm-profdata lists them; an error when
 /// llvm-profdata fails or does not finish within [`SHOW_TIMEOUT`] (never an empty list
 /// for a profile it could not read).
-pub fn function_counts(
+pub(crate) fn function_counts(
     profdata: &Path,
     profile: &Path,
 ) -> Result<Vec<FunctionCounts>, CountsError> {
@@ -106,7 +106,7 @@ fn show_command(profdata: &Path, profile: &Path) -> process::Command {
 
 /// A profile's functions, and what their first counter is.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Shown {
+pub(crate) struct Shown {
     pub functions: Vec<FunctionCounts>,
     /// Each function's first counter is its entry count (`entry_first = 1`, or front-end
     /// instrumentation). rustc's IR instrumentation counts edges of the control-flow graph
@@ -116,14 +116,14 @@ pub struct Shown {
 
 /// What llvm-profdata said about one input (its index), or about none (`input` is `None`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Said {
+pub(crate) struct Said {
     pub input: Option<usize>,
     pub message: String,
 }
 
 /// A merge could not be done.
 #[derive(Debug, thiserror::Error)]
-pub enum MergeError {
+pub(crate) enum MergeError {
     #[error(transparent)]
     Process(#[from] process::ProcessError),
     #[error("cannot write the list of profiles to merge {path}: {error}")]
@@ -147,7 +147,7 @@ const MERGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 /// `llvm-profdata merge --failure-mode=warn` of `inputs` (path, weight) into `out`. The
 /// inputs are listed in a file (`--input-files`), so their number is not bounded by the
 /// command line. What llvm-profdata said, by input; an error when it failed.
-pub fn merge(
+pub(crate) fn merge(
     profdata: &Path,
     inputs: &[(&Path, u64)],
     out: &Path,
@@ -190,7 +190,7 @@ pub fn merge(
 
 /// llvm-profdata's `warning: <file>: <message>` lines (continuation lines joined), each
 /// given to the input it names (the longest path that matches).
-pub fn said_by_input(stderr: &str, inputs: &[&Path]) -> Vec<Said> {
+pub(crate) fn said_by_input(stderr: &str, inputs: &[&Path]) -> Vec<Said> {
     let mut out: Vec<Said> = Vec::new();
     for line in stderr.lines() {
         let body = ["warning: ", "error: "]
@@ -227,7 +227,7 @@ pub fn said_by_input(stderr: &str, inputs: &[&Path]) -> Vec<Said> {
 
 /// llvm-profdata could not list a profile's functions.
 #[derive(Debug, thiserror::Error)]
-pub enum CountsError {
+pub(crate) enum CountsError {
     #[error(transparent)]
     Process(#[from] process::ProcessError),
     #[error("`{tool} show` could not read {profile} ({status}): {stderr}\n  fix: use the llvm-profdata of rustc's LLVM (`cargo optimize doctor`), or train the profile again (`cargo optimize --stages pgo`)")]
@@ -240,7 +240,7 @@ pub enum CountsError {
 }
 
 /// [`function_counts`], failing when llvm-profdata does, with what the first counters are.
-pub fn show(profdata: &Path, profile: &Path) -> Result<Shown, CountsError> {
+pub(crate) fn show(profdata: &Path, profile: &Path) -> Result<Shown, CountsError> {
     let text = read(profdata, profile, &show_command(profdata, profile))?;
     Ok(Shown {
         functions: parse(&text),
@@ -251,7 +251,7 @@ pub fn show(profdata: &Path, profile: &Path) -> Result<Shown, CountsError> {
 /// Whether what llvm-profdata said about a file means it is in another LLVM version's
 /// profile format (a raw profile of another runtime version, an indexed profile of a newer
 /// writer): only the llvm-profdata of that LLVM reads it.
-pub fn version_mismatch(said: &str) -> bool {
+pub(crate) fn version_mismatch(said: &str) -> bool {
     const SIGNS: [&str; 2] = [
         "raw profile version mismatch",
         "unsupported instrumentation profile format version",
@@ -265,7 +265,7 @@ const RAW_MAGIC: [u8; 8] = [0x81, b'r', b'f', b'o', b'r', b'p', b'l', 0xff];
 
 /// Whether `path` is a raw profile (which rustc's `-Cprofile-use` does not take: it must be
 /// merged first).
-pub fn is_raw(path: &Path) -> std::io::Result<bool> {
+pub(crate) fn is_raw(path: &Path) -> std::io::Result<bool> {
     use std::io::Read;
     let mut head = [0u8; 8];
     let mut f = std::fs::File::open(path)?;
@@ -274,7 +274,7 @@ pub fn is_raw(path: &Path) -> std::io::Result<bool> {
 
 /// What `llvm-profdata show` says of a profile, the summary only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProfileSummary {
+pub(crate) struct ProfileSummary {
     /// `Total functions:` (0 when it does not say).
     pub functions: u64,
     /// `Maximum function count:` (0 when it does not say).
@@ -283,7 +283,7 @@ pub struct ProfileSummary {
 
 /// The summary of `profile` (`llvm-profdata show`), bounded like every read of a profile;
 /// an error when this llvm-profdata cannot read it.
-pub fn summary(profdata: &Path, profile: &Path) -> Result<ProfileSummary, CountsError> {
+pub(crate) fn summary(profdata: &Path, profile: &Path) -> Result<ProfileSummary, CountsError> {
     let cmd = process::Command::new(profdata)
         .arg("show")
         .arg(profile)
@@ -329,19 +329,19 @@ fn parse_summary(text: &str) -> ProfileSummary {
 }
 
 /// Whether this llvm-profdata reads `profile` (its [`summary`]).
-pub fn readable(profdata: &Path, profile: &Path) -> Result<(), CountsError> {
+pub(crate) fn readable(profdata: &Path, profile: &Path) -> Result<(), CountsError> {
     summary(profdata, profile).map(|_| ())
 }
 
 /// Whether the `Instrumentation level:` line says the first counter is the entry count.
-pub fn entry_first(text: &str) -> bool {
+pub(crate) fn entry_first(text: &str) -> bool {
     text.lines()
         .find_map(|l| l.trim().strip_prefix("Instrumentation level:"))
         .is_some_and(|l| l.contains("entry_first = 1") || l.trim().starts_with("Front-end"))
 }
 
 /// Parse `llvm-profdata show --all-functions --counts` text.
-pub fn parse(text: &str) -> Vec<FunctionCounts> {
+pub(crate) fn parse(text: &str) -> Vec<FunctionCounts> {
     let mut out = Vec::new();
     let mut symbol: Option<String> = None;
     for line in text.lines() {
@@ -370,7 +370,7 @@ pub fn parse(text: &str) -> Vec<FunctionCounts> {
 }
 
 /// `rustc-demangle`, without the hash; a name that is not a Rust symbol as it is.
-pub fn demangle(symbol: &str) -> String {
+pub(crate) fn demangle(symbol: &str) -> String {
     format!("{:#}", rustc_demangle::demangle(symbol))
 }
 

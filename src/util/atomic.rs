@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// A command's result (`-o FILE`): written to `out` as [`write`] does (then named on
 /// stderr unless `quiet`), else to stdout. A stdout whose reader has gone is the error
 /// `BrokenPipe`, which `main` ends quietly on with exit 0.
-pub fn emit(out: Option<&Path>, text: &str, quiet: bool) -> std::io::Result<()> {
+pub(crate) fn emit(out: Option<&Path>, text: &str, quiet: bool) -> std::io::Result<()> {
     match out {
         Some(o) => {
             write(o, text.as_bytes())?;
@@ -46,7 +46,7 @@ pub fn emit(out: Option<&Path>, text: &str, quiet: bool) -> std::io::Result<()> 
 }
 
 /// Write `bytes` to `path` as described in the module doc.
-pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     match dest(path)? {
         WriteDest::Stream(target) => {
             let mut file = open_stream(path, &target)?;
@@ -65,7 +65,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// device or named pipe (made in a private temporary folder: nothing is created beside a
 /// device; a pipe without a reader refused before `fill` runs), a directory refused. A tool's
 /// output (`profile merge`), a file copied (`profile collect`'s binary: [`write_file`]).
-pub fn write_by(
+pub(crate) fn write_by(
     path: &Path,
     fill: impl FnOnce(&Path) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
@@ -88,7 +88,7 @@ pub fn write_by(
 
 /// The file `from` put at `path` as [`write`] puts bytes (a new or replaced file gets
 /// `from`'s mode; synced before the rename).
-pub fn write_file(path: &Path, from: &Path) -> std::io::Result<()> {
+pub(crate) fn write_file(path: &Path, from: &Path) -> std::io::Result<()> {
     write_by(path, |tmp| {
         std::fs::copy(from, tmp)?;
         std::fs::File::open(tmp)?.sync_all()
@@ -117,7 +117,7 @@ fn dest(path: &Path) -> std::io::Result<WriteDest> {
 
 /// Where a write to `path` lands: the file its symlink chain ends at (relative links read
 /// against their own folder), or `path` itself.
-pub fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn resolve(path: &Path) -> std::io::Result<PathBuf> {
     let target = link_target(path)?;
     let p = target.as_deref().unwrap_or(path);
     let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
@@ -143,7 +143,7 @@ pub fn resolve(path: &Path) -> std::io::Result<PathBuf> {
 /// the deepest existing folder of the end made canonical (`proj/../shared/x` →
 /// `/…/shared/x`) —, or `None` when `path` is not a symlink. `apply` writes through links the
 /// same way.
-pub fn link_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
+pub(crate) fn link_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
     let mut p = path.to_path_buf();
     let mut linked = false;
     for _ in 0..40 {
@@ -209,7 +209,7 @@ fn open_stream(path: &Path, target: &Path) -> std::io::Result<std::fs::File> {
 /// `target` made by `fill` at a temporary path beside it (a name no other process or
 /// thread uses, nothing there yet), then renamed over it; the temporary file is removed
 /// when `fill` or the rename fails. The target's folder must exist.
-pub fn with_temp(
+pub(crate) fn with_temp(
     target: &Path,
     fill: impl FnOnce(&Path) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
@@ -231,7 +231,7 @@ pub fn with_temp(
 }
 
 /// `target` replaced whole by `bytes` (a replaced file keeps its permissions).
-pub fn replace(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn replace(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mode = std::fs::metadata(target).ok().map(|m| m.permissions());
     with_temp(target, |tmp| {
         let mut file = std::fs::OpenOptions::new()
@@ -247,7 +247,7 @@ pub fn replace(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// `to` replaced whole by a copy of `from` (its bytes and mode), synced before the rename.
-pub fn copy(from: &Path, to: &Path) -> std::io::Result<u64> {
+pub(crate) fn copy(from: &Path, to: &Path) -> std::io::Result<u64> {
     let mut size = 0;
     with_temp(to, |tmp| {
         size = std::fs::copy(from, tmp)?;

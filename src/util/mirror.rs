@@ -8,14 +8,14 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// At most this many entries and bytes are mirrored; a larger tree is refused.
-pub const MAX_ENTRIES: usize = 50_000;
-pub const MAX_BYTES: u64 = 2 << 30;
+pub(crate) const MAX_ENTRIES: usize = 50_000;
+pub(crate) const MAX_BYTES: u64 = 2 << 30;
 
 /// Make `dest` a copy of `src`, leaving out `.git`, every folder holding a `CACHEDIR.TAG`
 /// (cargo's target dirs), `skip` and `dest` itself; the files in `own` (paths in `src`)
 /// are not copied: the caller writes their copies. What `dest` held that `src` does not
 /// is removed (but `own`'s copies).
-pub fn mirror(src: &Path, dest: &Path, skip: &Path, own: &[PathBuf]) -> std::io::Result<()> {
+pub(crate) fn mirror(src: &Path, dest: &Path, skip: &Path, own: &[PathBuf]) -> std::io::Result<()> {
     let skip = [canonical(skip), canonical(dest)];
     let mut seen = BTreeSet::new();
     let mut budget = (MAX_ENTRIES, MAX_BYTES);

@@ -20,7 +20,7 @@ use crate::util::indent;
 /// cwd to show it writes nothing there; for a slow one that run is also its observation. A
 /// workload that fails, times out or does not write a declared file on the baseline is a
 /// spec problem, reported as such.
-pub fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<Reference> {
+pub(crate) fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Result<Reference> {
     let n = ctx.spec.workloads.len();
     let start = Instant::now();
     let mut peak = 0;
@@ -178,7 +178,7 @@ fn crashed(
 #[must_use]
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // one per candidate: boxing buys nothing
-pub enum Checked {
+pub(crate) enum Checked {
     /// Every workload checked agrees with the baseline, and the crate's tests (when run)
     /// hold nothing against it.
     Passed,
@@ -189,7 +189,7 @@ pub enum Checked {
 /// Run every workload on the candidate and compare with the baseline; then, with
 /// `[verify] tests = true`, run the crate's own tests with the candidate's settings. An
 /// error is a fault (a workload or the tests could not be run), not a rejection.
-pub fn check_candidate(
+pub(crate) fn check_candidate(
     ctx: &Context,
     cand: &Candidate,
     reference: &Reference,
@@ -198,7 +198,7 @@ pub fn check_candidate(
 }
 
 /// [`check_candidate`] on the workloads `which` picks, and the crate's tests when `tests`.
-pub fn check_candidate_on(
+pub(crate) fn check_candidate_on(
     ctx: &Context,
     cand: &Candidate,
     reference: &Reference,

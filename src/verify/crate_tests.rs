@@ -16,7 +16,7 @@ use crate::spec::StageName;
 
 /// The crate's tests fail with a candidate's settings.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct TestFailure {
+pub(crate) struct TestFailure {
     /// The candidate, e.g. `pgo` or `cpu (x86-64-v3)`.
     pub stage: String,
     pub runner: TestRunner,
@@ -68,7 +68,7 @@ impl std::fmt::Display for TestFailure {
 
 /// What a test run's output says.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ParsedTests {
+pub(crate) struct ParsedTests {
     pub failed: Vec<String>,
     pub build_failed: bool,
     pub detail: String,
@@ -83,14 +83,14 @@ pub(super) struct BaselineTests {
 }
 
 /// Which candidates the crate's tests verify.
-pub fn applies_to(stage: StageName) -> bool {
+pub(crate) fn applies_to(stage: StageName) -> bool {
     matches!(stage, StageName::Profile | StageName::Cpu | StageName::Pgo)
 }
 
 /// What the crate's tests say of a candidate ([`check`]).
 #[must_use]
 #[derive(Debug)]
-pub enum Tested {
+pub(crate) enum Tested {
     /// Nothing held against it: the tests pass with its settings, fail only as they do
     /// with the baseline's, or are not asked for (`[verify] tests`) or not run for its stage.
     Passed,
@@ -100,7 +100,7 @@ pub enum Tested {
 
 /// Run the crate's tests with `cand`'s settings when the spec asks for it; `Failed`
 /// rejects the candidate, an error is a fault (the tests could not be run).
-pub fn check(
+pub(crate) fn check(
     ctx: &Context,
     cand: &Candidate,
     reference: &Reference,
@@ -237,7 +237,7 @@ fn run_tests(
 }
 
 /// Failing tests, build failure and a detail line from a runner's output.
-pub fn parse(runner: TestRunner, stdout: &str, stderr: &str) -> ParsedTests {
+pub(crate) fn parse(runner: TestRunner, stdout: &str, stderr: &str) -> ParsedTests {
     let mut failed: Vec<String> = Vec::new();
     let mut push = |name: &str| {
         if !name.is_empty() && !failed.iter().any(|f| f == name) {

@@ -15,7 +15,7 @@ use crate::spec::{Expect, Workload};
 
 /// The drift of `cand`'s outputs from the baseline's (`reference`), over every workload
 /// with outputs to compare.
-pub fn drift(
+pub(crate) fn drift(
     ctx: &Context,
     reference: &Reference,
     cand: &Candidate,

@@ -7,7 +7,7 @@
 
 /// How far apart two numbers may be.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Tolerance {
+pub(crate) enum Tolerance {
     /// `|a − b| ≤ tol · max(|a|, |b|)`.
     Relative(f64),
     /// `|a − b| ≤ tol`.
@@ -15,12 +15,12 @@ pub enum Tolerance {
 }
 
 impl Tolerance {
-    pub fn value(&self) -> f64 {
+    pub(crate) fn value(&self) -> f64 {
         match *self {
             Tolerance::Relative(t) | Tolerance::Absolute(t) => t,
         }
     }
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Tolerance::Relative(_) => "relative",
             Tolerance::Absolute(_) => "absolute",
@@ -30,7 +30,7 @@ impl Tolerance {
 
 /// One token of a line.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Token<'a> {
+pub(crate) enum Token<'a> {
     /// A number: its text and value.
     Num(&'a [u8], f64),
     /// A run of bytes that are neither space nor part of a number.
@@ -42,7 +42,7 @@ pub enum Token<'a> {
 
 /// A token with its 0-based byte offset in the line.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Located<'a> {
+pub(crate) struct Located<'a> {
     pub token: Token<'a>,
     pub offset: usize,
 }
@@ -53,7 +53,7 @@ pub struct Located<'a> {
 /// `inf`, `infinity`, `nan` (any case, optional sign). A number starts only where the
 /// previous byte is not a letter, digit or `_`, so identifiers such as `x86_64` or `v2`
 /// stay words; the named forms must also end there (`info` is a word).
-pub fn tokenize(line: &[u8]) -> Vec<Located<'_>> {
+pub(crate) fn tokenize(line: &[u8]) -> Vec<Located<'_>> {
     let mut out: Vec<Located> = Vec::new();
     let mut i = 0;
     let mut word_start: Option<usize> = None;
@@ -208,7 +208,7 @@ fn fmt_error(e: f64) -> String {
 }
 
 /// The error between two numbers in the tolerance's terms (0 when they agree exactly).
-pub fn error(a: f64, b: f64, tol: Tolerance) -> f64 {
+pub(crate) fn error(a: f64, b: f64, tol: Tolerance) -> f64 {
     if a.is_nan() || b.is_nan() {
         return if a.is_nan() && b.is_nan() {
             0.0
@@ -231,7 +231,7 @@ pub fn error(a: f64, b: f64, tol: Tolerance) -> f64 {
 
 /// Where two lines first disagree.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LineDiff {
+pub(crate) struct LineDiff {
     /// 0-based byte offsets of the first differing token in each line.
     pub offset_a: usize,
     pub offset_b: usize,
@@ -240,7 +240,7 @@ pub struct LineDiff {
 }
 
 /// Compare two lines token by token; `None` when they agree.
-pub fn compare_line(a: &[u8], b: &[u8], tol: Tolerance) -> Option<LineDiff> {
+pub(crate) fn compare_line(a: &[u8], b: &[u8], tol: Tolerance) -> Option<LineDiff> {
     if a == b {
         return None;
     }
@@ -282,7 +282,7 @@ pub fn compare_line(a: &[u8], b: &[u8], tol: Tolerance) -> Option<LineDiff> {
 /// The largest error over all number pairs of two equally shaped texts, or `None` when
 /// their non-numeric tokens differ or two different integers are paired: used to suggest a
 /// tolerance, and integers that differ (ids, counts, clocks) are not rounding noise.
-pub fn max_error(a: &[&[u8]], b: &[&[u8]], tol: Tolerance) -> Option<f64> {
+pub(crate) fn max_error(a: &[&[u8]], b: &[&[u8]], tol: Tolerance) -> Option<f64> {
     if a.len() != b.len() {
         return None;
     }
@@ -312,7 +312,7 @@ pub fn max_error(a: &[&[u8]], b: &[&[u8]], tol: Tolerance) -> Option<f64> {
 /// and how many numbers differ, over the line pairs whose non-numeric tokens agree (other
 /// lines are not numbers that moved, and are left out).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Drift {
+pub(crate) struct Drift {
     pub max_abs: f64,
     pub max_rel: f64,
     pub changed: usize,
@@ -320,7 +320,7 @@ pub struct Drift {
 
 impl Drift {
     /// Both drifts together (the larger of each, the counts added).
-    pub fn merge(self, o: Drift) -> Drift {
+    pub(crate) fn merge(self, o: Drift) -> Drift {
         Drift {
             max_abs: self.max_abs.max(o.max_abs),
             max_rel: self.max_rel.max(o.max_rel),
@@ -330,7 +330,7 @@ impl Drift {
 }
 
 /// The [`Drift`] from `a` to `b`, line by line.
-pub fn drift(a: &[&[u8]], b: &[&[u8]]) -> Drift {
+pub(crate) fn drift(a: &[&[u8]], b: &[&[u8]]) -> Drift {
     let mut d = Drift::default();
     for (la, lb) in a.iter().zip(b) {
         if la == lb {

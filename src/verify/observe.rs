@@ -21,7 +21,7 @@ use crate::util::toml_string;
 /// (`runs/<id>/outputs/<stage>/`). A workload that declares `files` runs in a fresh copy
 /// of its cwd (under `runs/<id>/sandbox/`, removed afterwards) and its files are read
 /// from there.
-pub fn observe(
+pub(crate) fn observe(
     ctx: &Context,
     binary: &Path,
     workload: &Workload,
@@ -45,7 +45,7 @@ pub fn observe(
 
 /// Where a run of `w` whose outputs are saved under `outputs` writes its stdout and stderr
 /// as they arrive: their saved copies, so nothing is held in memory or written twice.
-pub fn spool_for(outputs: &Path, w: &Workload) -> Spool {
+pub(crate) fn spool_for(outputs: &Path, w: &Workload) -> Spool {
     let stem = w.file_stem();
     Spool {
         stdout: outputs.join(format!("{stem}.stdout")),
@@ -57,7 +57,7 @@ pub fn spool_for(outputs: &Path, w: &Workload) -> Spool {
 /// (the private copy it ran in) —, saved under `outputs`. The ladder's timed runs are
 /// checked through it too: a candidate's first timed run of an eval workload is its
 /// verification.
-pub fn observed_from(
+pub(crate) fn observed_from(
     workload: &Workload,
     outcome: Outcome,
     sandbox: Option<&sandbox::Sandbox>,
@@ -82,7 +82,7 @@ pub fn observed_from(
 
 /// Write `<stem>.stdout`, `.stderr`, `.status` and the produced files under
 /// `<stem>.files/` into `dir`; records where each file went.
-pub fn save_outputs(
+pub(crate) fn save_outputs(
     dir: &Path,
     w: &Workload,
     out: &Outcome,
@@ -141,7 +141,7 @@ pub struct Nondeterminism {
 #[must_use]
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // one per workload checked: boxing buys nothing
-pub enum Compared {
+pub(crate) enum Compared {
     /// Its outputs agree with the baseline's (as far as the workload's `expect` asks).
     Same,
     /// They differ: the first difference.
@@ -159,7 +159,7 @@ impl From<Result<(), Mismatch>> for Compared {
 
 /// What every candidate is compared with: the baseline's observations, the workloads
 /// that cannot be verified, and what the crate-tests verifier needs.
-pub struct Reference {
+pub(crate) struct Reference {
     pub observed: BTreeMap<String, Observed>,
     /// The workloads whose baseline disagreed with itself: found by the determinism check,
     /// or for a deferred one when a candidate first differed on it.
@@ -181,10 +181,10 @@ pub struct Reference {
 /// 8 s renderer scene cost a minute of a ten-minute run, and its runs are timed again and
 /// again once candidates are measured. Shorter ones are: it costs little, names a workload
 /// that varies before anything is built, and gives the budget a warm run time.
-pub const DEFER: std::time::Duration = std::time::Duration::from_millis(500);
+pub(crate) const DEFER: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Reference {
-    pub fn new(baseline: &Candidate) -> Self {
+    pub(crate) fn new(baseline: &Candidate) -> Self {
         Reference {
             observed: BTreeMap::new(),
             nondeterministic: RefCell::default(),
@@ -198,12 +198,12 @@ impl Reference {
     }
 
     /// The workloads found to disagree with themselves so far.
-    pub fn nondeterministic(&self) -> BTreeMap<String, Nondeterminism> {
+    pub(crate) fn nondeterministic(&self) -> BTreeMap<String, Nondeterminism> {
         self.nondeterministic.borrow().clone()
     }
 
     /// Whether `w`'s baseline was found to disagree with itself, and how.
-    pub fn nondeterminism(&self, w: &str) -> Option<Nondeterminism> {
+    pub(crate) fn nondeterminism(&self, w: &str) -> Option<Nondeterminism> {
         self.nondeterministic.borrow().get(w).cloned()
     }
 
@@ -211,7 +211,12 @@ impl Reference {
     /// workload is held to its exit status only (when that was stable), never to its
     /// outputs.
     #[allow(clippy::result_large_err)] // built once per rejection: boxing buys nothing
-    pub fn check(&self, w: &Workload, candidate: &str, obs: &Observed) -> Result<(), Mismatch> {
+    pub(crate) fn check(
+        &self,
+        w: &Workload,
+        candidate: &str,
+        obs: &Observed,
+    ) -> Result<(), Mismatch> {
         let Some(base) = self.observed.get(&w.name) else {
             return Ok(());
         };
@@ -231,7 +236,7 @@ impl Reference {
     /// baseline runs it once more first: a baseline that disagrees with itself names the
     /// workload (as the up-front check would have) and holds the candidate to less. The
     /// error is a fault (the baseline's run could not be made), never a difference.
-    pub fn check_settled(
+    pub(crate) fn check_settled(
         &self,
         ctx: &Context,
         w: &Workload,
@@ -288,7 +293,7 @@ impl Reference {
 /// `outputs/baseline-rerun/`); a workload whose two runs disagree is named with a fix and
 /// marked nondeterministic, so candidates are not rejected on it. Longer ones are deferred
 /// ([`Reference::check_settled`]).
-pub fn check_determinism(
+pub(crate) fn check_determinism(
     ctx: &Context,
     baseline: &Candidate,
     reference: &mut Reference,

@@ -14,14 +14,14 @@ use super::numeric::{self, NumericDiff, Tolerance};
 
 /// How two lines must agree.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum LineMode {
+pub(crate) enum LineMode {
     Exact,
     Numeric(Tolerance),
 }
 
 /// Everything that decides whether two texts agree.
 #[derive(Debug, Clone, Copy)]
-pub struct Rules<'r> {
+pub(crate) struct Rules<'r> {
     pub mode: LineMode,
     /// Lines matching this are masked (equal to any other masked line).
     pub mask: Option<&'r Regex>,
@@ -31,7 +31,7 @@ pub struct Rules<'r> {
 
 /// The first disagreement between two texts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TextDiff {
+pub(crate) struct TextDiff {
     /// 1-based position of the first differing line (in sorted order when `sorted`).
     pub line: usize,
     /// 1-based column (byte) of the first difference in the baseline's line (0: none).
@@ -46,7 +46,7 @@ pub struct TextDiff {
     pub numeric: Option<NumericDiff>,
 }
 
-pub const END: &str = "<end of output>";
+pub(crate) const END: &str = "<end of output>";
 
 struct Line<'a> {
     text: &'a [u8],
@@ -66,7 +66,7 @@ impl Line<'_> {
 }
 
 /// The lines of a text; a final newline does not start an empty last line.
-pub fn split_lines(text: &[u8]) -> (Vec<&[u8]>, bool) {
+pub(crate) fn split_lines(text: &[u8]) -> (Vec<&[u8]>, bool) {
     let final_newline = text.ends_with(b"\n");
     let body = if final_newline {
         &text[..text.len() - 1]
@@ -98,7 +98,7 @@ fn prepare<'a>(text: &'a [u8], rules: &Rules) -> (Vec<Line<'a>>, bool) {
 
 /// One side of a comparison: bytes in memory, or a saved output read line by line.
 #[derive(Debug, Clone, Copy)]
-pub enum Source<'a> {
+pub(crate) enum Source<'a> {
     Bytes(&'a [u8]),
     File(&'a Path),
 }
@@ -121,7 +121,7 @@ impl Source<'_> {
 }
 
 /// Compare two texts; `None` when they agree under `rules`.
-pub fn compare(a: &[u8], b: &[u8], rules: &Rules) -> Option<TextDiff> {
+pub(crate) fn compare(a: &[u8], b: &[u8], rules: &Rules) -> Option<TextDiff> {
     if a == b {
         return None;
     }
@@ -134,7 +134,11 @@ pub fn compare(a: &[u8], b: &[u8], rules: &Rules) -> Option<TextDiff> {
 
 /// [`compare`] on texts in memory or in files: line by line, so two outputs of
 /// gigabytes cost a line each in memory (with `sort-lines`, both texts are read whole).
-pub fn compare_sources(a: Source, b: Source, rules: &Rules) -> std::io::Result<Option<TextDiff>> {
+pub(crate) fn compare_sources(
+    a: Source,
+    b: Source,
+    rules: &Rules,
+) -> std::io::Result<Option<TextDiff>> {
     if let (Source::Bytes(x), Source::Bytes(y)) = (a, b) {
         return Ok(compare(x, y, rules));
     }
@@ -285,7 +289,7 @@ const EXCERPT: usize = 160;
 
 /// A line for display: decoded lossily, control characters escaped, and cut to a window
 /// around byte `offset` when long (`…` marks the cuts).
-pub fn excerpt(line: &[u8], offset: usize) -> String {
+pub(crate) fn excerpt(line: &[u8], offset: usize) -> String {
     let (start, end) = if line.len() <= EXCERPT {
         (0, line.len())
     } else {

@@ -30,7 +30,7 @@ use crate::store::Store;
 /// Before measuring: what a candidate's untimed check found ([`Verifier::check_untimed`]).
 #[must_use]
 #[allow(clippy::large_enum_variant)] // one per candidate: boxing buys nothing
-pub enum Untimed {
+pub(crate) enum Untimed {
     /// An earlier run checked the same binaries and workloads: nothing is left to check,
     /// and its timed runs are not checked.
     AllChecked,
@@ -44,7 +44,7 @@ pub enum Untimed {
 /// After measuring: how a candidate's check ended ([`Verifier::finish_check`]).
 #[must_use]
 #[allow(clippy::large_enum_variant)] // one per candidate: boxing buys nothing
-pub enum Concluded {
+pub(crate) enum Concluded {
     /// Every workload agrees with the baseline's; the check is kept for later runs.
     Passed,
     /// A timed run, or a run of an eval workload no timed run checked, differs.
@@ -56,7 +56,7 @@ pub enum Concluded {
 /// A candidate checked by its timed runs: made by [`Verifier::check_untimed`], handed to
 /// each timed run's hook ([`Verifier::check_timed`]), ended by [`Verifier::finish_check`].
 /// It holds the eval workloads a timed run checked and the difference that rejected it.
-pub struct TimedCheck {
+pub(crate) struct TimedCheck {
     cand: Candidate,
     /// Where the candidate's outputs are saved (`outputs/<tag>/`).
     outputs: PathBuf,
@@ -67,7 +67,7 @@ pub struct TimedCheck {
 impl TimedCheck {
     /// Where the candidate's checked first run of `w` writes its outputs: where its
     /// verification runs' are saved.
-    pub fn spool(&self, w: &Workload) -> Spool {
+    pub(crate) fn spool(&self, w: &Workload) -> Spool {
         super::spool_for(&self.outputs, w)
     }
 }
@@ -78,7 +78,7 @@ struct KeptBaseline {
     nondeterministic: BTreeMap<String, Nondeterminism>,
 }
 
-pub struct Verifier<'c> {
+pub(crate) struct Verifier<'c> {
     ctx: &'c Context<'c>,
     baseline: Candidate,
     reference: OnceCell<Reference>,
@@ -89,7 +89,7 @@ pub struct Verifier<'c> {
 impl<'c> Verifier<'c> {
     /// A verifier for `baseline`; its reference is recorded now unless an earlier run
     /// recorded it for the same binary and workloads.
-    pub fn new(ctx: &'c Context<'c>, baseline: Candidate) -> anyhow::Result<Self> {
+    pub(crate) fn new(ctx: &'c Context<'c>, baseline: Candidate) -> anyhow::Result<Self> {
         let store = Store::new(&ctx.plan.optimize_dir, "checks");
         let mut v = Verifier {
             ctx,
@@ -113,7 +113,7 @@ impl<'c> Verifier<'c> {
     }
 
     /// The baseline's outputs, recorded on first use.
-    pub fn reference(&self) -> anyhow::Result<&Reference> {
+    pub(crate) fn reference(&self) -> anyhow::Result<&Reference> {
         if let Some(r) = self.reference.get() {
             return Ok(r);
         }
@@ -136,7 +136,7 @@ impl<'c> Verifier<'c> {
 
     /// Each workload's wall time on the baseline, in seconds, when this run recorded the
     /// reference (an earlier run's kept one holds no times).
-    pub fn run_times(&self) -> Option<BTreeMap<String, f64>> {
+    pub(crate) fn run_times(&self) -> Option<BTreeMap<String, f64>> {
         let r = self.reference.get()?;
         Some(
             r.observed
@@ -150,7 +150,7 @@ impl<'c> Verifier<'c> {
     }
 
     /// The workloads whose baseline disagreed with itself.
-    pub fn nondeterministic(&self) -> BTreeMap<String, Nondeterminism> {
+    pub(crate) fn nondeterministic(&self) -> BTreeMap<String, Nondeterminism> {
         match (self.reference.get(), &self.kept) {
             (Some(r), _) => r.nondeterministic(),
             (None, Some(k)) => k.nondeterministic.clone(),
@@ -166,7 +166,7 @@ impl<'c> Verifier<'c> {
     ///
     /// [`check_timed`]: Self::check_timed
     /// [`finish_check`]: Self::finish_check
-    pub fn check_untimed(&self, cand: &Candidate) -> anyhow::Result<Untimed> {
+    pub(crate) fn check_untimed(&self, cand: &Candidate) -> anyhow::Result<Untimed> {
         if self.kept_check(cand) {
             return Ok(Untimed::AllChecked);
         }
@@ -189,7 +189,7 @@ impl<'c> Verifier<'c> {
     /// writes files). The run is checked as a verification run is, its outputs saved with
     /// the candidate's; a pass is remembered in `check`, a difference kept there too and
     /// returned as the reason the comparison ends.
-    pub fn check_timed<'a>(
+    pub(crate) fn check_timed<'a>(
         &'a self,
         check: &'a TimedCheck,
         w: &'a Workload,
@@ -230,7 +230,11 @@ impl<'c> Verifier<'c> {
     /// else the eval workloads no timed run checked (their verdicts were kept from an
     /// earlier run, so none ran) are run and checked now, then the candidate's check is
     /// kept for later runs. An error is a fault, not a rejection.
-    pub fn finish_check(&self, check: TimedCheck, measured: bool) -> anyhow::Result<Concluded> {
+    pub(crate) fn finish_check(
+        &self,
+        check: TimedCheck,
+        measured: bool,
+    ) -> anyhow::Result<Concluded> {
         if let Some(m) = check.rejected.into_inner() {
             return Ok(Concluded::Rejected(Rejection::Outputs(m)));
         }
@@ -256,7 +260,10 @@ impl<'c> Verifier<'c> {
 
     /// How far `cand`'s outputs moved from the baseline's (`verify::drift`): after its
     /// check, from what the check saved.
-    pub fn drift(&self, cand: &Candidate) -> anyhow::Result<crate::context::facts::OutputDrift> {
+    pub(crate) fn drift(
+        &self,
+        cand: &Candidate,
+    ) -> anyhow::Result<crate::context::facts::OutputDrift> {
         super::drift::drift(self.ctx, self.reference()?, cand)
     }
 

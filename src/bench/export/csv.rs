@@ -5,7 +5,7 @@ use super::BenchReport;
 use crate::bench::runner::Side;
 use crate::render::Render;
 
-pub struct CsvExporter;
+pub(crate) struct CsvExporter;
 
 const HEADER: [&str; 11] = [
     "workload",

@@ -10,7 +10,7 @@ use crate::render::svg::{forest, strip, Interval, Strip};
 use crate::render::Render;
 use crate::util::human_bytes;
 
-pub struct HtmlExporter;
+pub(crate) struct HtmlExporter;
 
 impl Render<BenchReport> for HtmlExporter {
     fn render(&self, report: &BenchReport) -> String {

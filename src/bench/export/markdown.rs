@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::{format_secs, BenchReport};
 use crate::render::{markdown_cell, Render};
 
-pub struct MarkdownExporter;
+pub(crate) struct MarkdownExporter;
 
 impl Render<BenchReport> for MarkdownExporter {
     fn render(&self, report: &BenchReport) -> String {

@@ -60,7 +60,7 @@ impl BenchReport {
 }
 
 /// The formats `bench` can write, and what renders each.
-pub use crate::render::ExportFormat as Format;
+pub(crate) use crate::render::ExportFormat as Format;
 
 impl Format {
     pub fn renderer(self) -> Box<dyn Render<BenchReport>> {
@@ -92,7 +92,7 @@ pub fn pair_ratios(c: &Comparison) -> Vec<f64> {
 }
 
 /// Write `report` in each format that has a path, in the order given.
-pub fn write_files(report: &BenchReport, targets: &[(Format, Option<&Path>)]) -> Result<()> {
+pub(crate) fn write_files(report: &BenchReport, targets: &[(Format, Option<&Path>)]) -> Result<()> {
     for (format, path) in targets {
         if let Some(p) = path {
             let text = format.renderer().render(report);

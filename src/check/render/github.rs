@@ -7,7 +7,7 @@ use super::{ratio_text, Render};
 use crate::check::gate::Judgement;
 use crate::check::report::CheckReport;
 
-pub struct Github;
+pub(crate) struct Github;
 
 impl Render<CheckReport> for Github {
     fn render(&self, r: &CheckReport) -> String {

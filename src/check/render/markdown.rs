@@ -6,7 +6,7 @@ use crate::check::gate::Judgement;
 use crate::check::report::CheckReport;
 use crate::render::{markdown_cell as cell, markdown_code as code};
 
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 impl Render<CheckReport> for Markdown {
     fn render(&self, r: &CheckReport) -> String {

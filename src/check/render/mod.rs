@@ -15,7 +15,7 @@ use super::report::{format_ratio, CheckReport, Ratio};
 use crate::render::Render;
 
 /// `check --format`, and what renders each.
-pub use crate::render::CheckFormat as Format;
+pub(crate) use crate::render::CheckFormat as Format;
 
 impl Format {
     pub fn renderer(self) -> Box<dyn Render<CheckReport>> {
@@ -118,7 +118,7 @@ pub(crate) mod fixture {
     }
 
     /// A check with one regression, one budget miss, one changed output and one pass.
-    pub fn report() -> CheckReport {
+    pub(crate) fn report() -> CheckReport {
         let w = |name: &str| WorkloadCheck {
             name: name.into(),
             ratio: None,

@@ -5,7 +5,7 @@ use super::{against_text, judgement_text, ratio_text, time_text, Render};
 use crate::check::report::CheckReport;
 use crate::util::human_bytes;
 
-pub struct Terminal;
+pub(crate) struct Terminal;
 
 impl Render<CheckReport> for Terminal {
     fn render(&self, r: &CheckReport) -> String {

@@ -19,7 +19,7 @@ use crate::verify::{TimedCheck, Verifier};
 /// them all. `checks[j]`: candidate `j`'s first timed run of each workload is its
 /// verification run. One result per candidate; an error of the race as a whole (no eval
 /// workload, a sandbox) is the outer one.
-pub fn race(
+pub(crate) fn race(
     ctx: &Context,
     rival: &Candidate,
     cands: &[&Candidate],

@@ -29,18 +29,18 @@ type Header = elf::FileHeader64<Endianness>;
 /// The line buffer of BOLT's instrumentation runtime (`BufSize`, bolt/runtime/common.h):
 /// llvm-22's libbolt_rt_instr.a reserves 0x2800 bytes of stack for each line and checks
 /// names against 0x27e7 (10240 − 25).
-pub const BOLT_RT_LINE_BUFFER: usize = 10240;
+pub(crate) const BOLT_RT_LINE_BUFFER: usize = 10240;
 
 /// Names longer than this are shortened. One profile line holds two names (the source and
 /// the target of an edge or call) plus about 60 bytes of numbers, so two names of this
 /// length always fit.
-pub const MAX_NAME: usize = 4000;
+pub(crate) const MAX_NAME: usize = 4000;
 
 /// A rewritten name keeps this many bytes of every over-long part of the original.
 const KEEP: usize = 160;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ElfFacts {
+pub(crate) struct ElfFacts {
     /// `.symtab`: the static symbol table (gone when stripped).
     pub symtab: bool,
     /// `.rela.text`: link-time relocations of the code (present only with --emit-relocs).
@@ -54,7 +54,7 @@ pub struct ElfFacts {
 }
 
 /// The facts of the ELF file at `path`.
-pub fn facts(path: &Path) -> Result<ElfFacts, String> {
+pub(crate) fn facts(path: &Path) -> Result<ElfFacts, String> {
     let data = std::fs::read(path).map_err(|e| e.to_string())?;
     facts_of(&data)
 }
@@ -99,7 +99,7 @@ fn facts_of(data: &[u8]) -> Result<ElfFacts, String> {
 }
 
 /// The names in the `.symtab` of the ELF file at `path` (empty when it is stripped).
-pub fn symbol_names(path: &Path) -> Result<std::collections::HashSet<Vec<u8>>, String> {
+pub(crate) fn symbol_names(path: &Path) -> Result<std::collections::HashSet<Vec<u8>>, String> {
     let data = std::fs::read(path).map_err(|e| e.to_string())?;
     let (header, endian) = parse(&data)?;
     let sections = header
@@ -116,11 +116,11 @@ pub fn symbol_names(path: &Path) -> Result<std::collections::HashSet<Vec<u8>>, S
 }
 
 /// What [`copy_with_short_names`] did.
-pub use crate::context::facts::Shortened;
+pub(crate) use crate::context::facts::Shortened;
 
 /// Copy the ELF file `src` to `dest` with every `.symtab` name longer than [`MAX_NAME`]
 /// shortened (module doc). `dest` is written anew; `src` is not touched.
-pub fn copy_with_short_names(src: &Path, dest: &Path) -> Result<Shortened, String> {
+pub(crate) fn copy_with_short_names(src: &Path, dest: &Path) -> Result<Shortened, String> {
     let mut data = std::fs::read(src).map_err(|e| format!("{}: {e}", src.display()))?;
     let (edits, report) = plan_short_names(&data)?;
     for (at, name) in edits {
@@ -201,7 +201,7 @@ fn plan_short_names(data: &[u8]) -> Result<(Vec<Edit>, Shortened), String> {
 /// A legacy Rust name (`_ZN` + length-prefixed parts + `E`) stays one, with each long part
 /// cut to its first [`KEEP`] bytes plus `::…<hash>`, so `rustc-demangle` and `c++filt` still
 /// read it; any other name becomes its first [`KEEP`] bytes plus `.bolt.<hash>`.
-pub fn short_name(name: &[u8]) -> Vec<u8> {
+pub(crate) fn short_name(name: &[u8]) -> Vec<u8> {
     let hash = format!("{:016x}", fnv1a(name));
     if let Some(parts) = legacy_parts(name) {
         let mut out = b"_ZN".to_vec();

@@ -40,7 +40,7 @@ const ARCH_MISMATCH: &str = "linking object with arch";
 /// `assert`: `Assertion failed: <message>` on stderr, then exit code 1).
 const RUNTIME_ASSERTION: &str = "Assertion failed: ";
 
-pub fn save_log(path: &Path, cmd: &process::Command, out: &Outcome) -> std::io::Result<()> {
+pub(crate) fn save_log(path: &Path, cmd: &process::Command, out: &Outcome) -> std::io::Result<()> {
     let mut text = format!("$ {}\n# {}\n", cmd.display(), out.status);
     text.push_str(&String::from_utf8_lossy(&out.stdout));
     text.push_str("\n# stderr\n");
@@ -50,7 +50,7 @@ pub fn save_log(path: &Path, cmd: &process::Command, out: &Outcome) -> std::io::
 
 /// llvm-bolt (or perf2bolt) failed or crashed on the input (`bin/bolt-input`): BOLT's own
 /// words, and what to do; skipped when BOLT refused the input as unsupported.
-pub fn bolt_failure(
+pub(crate) fn bolt_failure(
     doing: &str,
     cmd: &process::Command,
     out: &Outcome,
@@ -127,7 +127,7 @@ fn is_unsupported(said: &str) -> bool {
 /// A train workload failed on the instrumented binary although it succeeds on the
 /// baseline. When BOLT's runtime stopped it with its own assertion, BOLT cannot profile
 /// this binary by instrumentation here: the stage is skipped with the reason.
-pub fn instrumented_run_refused(
+pub(crate) fn instrumented_run_refused(
     workload: &str,
     out: &Outcome,
     ctx: &Context,

@@ -45,7 +45,7 @@ use crate::toolchain::{self, BoltTools};
 
 /// The label of the build of BOLT's input (the best so far linked with relocations); the
 /// pgo stage starts it ahead under the same label when BOLT comes next.
-pub const INPUT_LABEL: &str = "bolt: input (-Wl,-q)";
+pub(crate) const INPUT_LABEL: &str = "bolt: input (-Wl,-q)";
 use crate::util::reset_dir;
 use elf::ElfFacts;
 use failure::{bolt_failure, save_log};
@@ -102,11 +102,11 @@ impl Mode {
 }
 
 /// BOLT on the best so far.
-pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     vec![Offer::against_best(prepare(ctx, standing.best))]
 }
 
-pub fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
+pub(crate) fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
     let tools = find_tools(ctx)?;
     let mut notes = Vec::new();
     let chosen = choose_mode(ctx, &tools)?;

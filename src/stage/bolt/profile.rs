@@ -14,7 +14,7 @@ use crate::util::indent;
 
 /// `llvm-bolt -instrument`, then every train workload on the instrumented binary; returns
 /// the `.fdata` files written, the training time and the instrumentation time.
-pub fn instrument_and_train(
+pub(crate) fn instrument_and_train(
     ctx: &Context,
     tools: &BoltTools,
     input: &Path,
@@ -87,7 +87,7 @@ pub fn instrument_and_train(
 
 /// `perf record -e cycles:u -j any,u` around every train workload on the input binary,
 /// then `perf2bolt` for each recording.
-pub fn perf_record(
+pub(crate) fn perf_record(
     ctx: &Context,
     tools: &BoltTools,
     input: &Path,
@@ -200,7 +200,7 @@ fn fdata_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-pub fn merge_fdata(merge: &Path, files: &[PathBuf], out: &Path) -> Result<(), StageError> {
+pub(crate) fn merge_fdata(merge: &Path, files: &[PathBuf], out: &Path) -> Result<(), StageError> {
     let cmd = process::Command::new(merge)
         .arg("-o")
         .arg(out)

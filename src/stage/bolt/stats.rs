@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 
-pub use crate::context::facts::DynoStat;
+pub(crate) use crate::context::facts::DynoStat;
 
 /// Parse BOLT's `-dyno-stats` tables. BOLT prints a header line
 /// (`BOLT-INFO: program-wide dynostats …:`), the table before its optimizations, and — when
 /// anything changed — the table after them (values with `(+x.y%)`/`(=)`). With several
 /// headers (`-dyno-stats-all`) the first table is the input and the last the output.
-pub fn parse_dyno_stats(stdout: &str) -> BTreeMap<String, DynoStat> {
+pub(crate) fn parse_dyno_stats(stdout: &str) -> BTreeMap<String, DynoStat> {
     let re = regex::Regex::new(r"^\s*(\d+)\s+:\s+(.+?)(?:\s+\((?:[+-]?[0-9.]+%|=)\))?\s*$")
         .expect("valid regex");
     let mut tables: Vec<Vec<(String, u64)>> = Vec::new();
@@ -66,7 +66,7 @@ pub fn parse_dyno_stats(stdout: &str) -> BTreeMap<String, DynoStat> {
 }
 
 /// `BOLT-INFO: 37 out of 546 functions in the binary (6.8%) have non-empty execution profile`
-pub fn parse_profiled_functions(stdout: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_profiled_functions(stdout: &str) -> Option<(u64, u64)> {
     let re = regex::Regex::new(
         r"(\d+) out of (\d+) functions in the binary .*have non-empty execution profile",
     )
@@ -78,7 +78,7 @@ pub fn parse_profiled_functions(stdout: &str) -> Option<(u64, u64)> {
 }
 
 /// `+1.2 %` from `before` to `after`, `n/a` without a base.
-pub fn percent(before: u64, after: u64) -> String {
+pub(crate) fn percent(before: u64, after: u64) -> String {
     if before == 0 {
         return "n/a".into();
     }

@@ -30,7 +30,7 @@ const WARN_HOT: f64 = 0.05;
 const NAMED: usize = 3;
 
 /// One eval workload's profile.
-pub struct EvalProfile {
+pub(crate) struct EvalProfile {
     pub workload: String,
     pub functions: Vec<FunctionCounts>,
 }
@@ -80,7 +80,7 @@ fn eval_shares(eval: &[EvalProfile]) -> EvalShares<'_> {
 }
 
 /// How well `train` covers `eval`; `None` when no eval workload ran instrumented code.
-pub fn assess(train: &[FunctionCounts], eval: &[EvalProfile]) -> Option<ProfileQuality> {
+pub(crate) fn assess(train: &[FunctionCounts], eval: &[EvalProfile]) -> Option<ProfileQuality> {
     let EvalShares {
         per_workload,
         names,
@@ -137,7 +137,7 @@ pub fn assess(train: &[FunctionCounts], eval: &[EvalProfile]) -> Option<ProfileQ
 /// The warning when training misses hot eval code: less than 90 % of eval's counts in
 /// trained code, or one untrained function with 5 % of them or more. Names at most three
 /// functions, each with the eval workload that runs it hottest.
-pub fn warning(q: &ProfileQuality) -> Option<String> {
+pub(crate) fn warning(q: &ProfileQuality) -> Option<String> {
     let hot = q.untrained_hot.iter().any(|u| u.eval_share >= WARN_HOT);
     if q.eval_share_in_trained >= WARN_TRAINED_BELOW && !hot {
         return None;

@@ -25,7 +25,7 @@ use crate::util::reset_dir;
 /// How well `profile` covers the eval workloads: the kept answer, or the eval pass run now.
 /// `None` when there is no eval workload, none ran instrumented code, or the profile was
 /// not trained here (no instrumented binary to run them on).
-pub fn profile_quality(
+pub(crate) fn profile_quality(
     ctx: &Context,
     profile: &Profile,
     name: &str,

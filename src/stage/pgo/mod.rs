@@ -8,7 +8,7 @@
 mod coverage;
 mod eval;
 mod given;
-pub mod whole;
+pub(crate) mod whole;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,14 +26,14 @@ const VP_WARNING: &str = "Running out of static counters";
 const VP_COUNTERS_RETRY: u32 = 64;
 
 /// The variant name of the PGO build of the portable best (see the pipeline).
-pub const PORTABLE: &str = "portable";
+pub(crate) const PORTABLE: &str = "portable";
 
 /// PGO on top of the best so far; when the best picks a CPU, also on the portable best
 /// (`pgo (portable)`, against the portable best), so the binary that runs anywhere gets
 /// PGO too. When the portable best is the best without its target-cpu, it is built with
 /// the best's profile (one instrumented build and training for both; how well the profile
 /// fits it is recorded); otherwise it is trained on its own.
-pub fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     if let Some(file) = &ctx.plan.pgo_profile {
         return given::offers(ctx, standing, file);
     }
@@ -143,7 +143,7 @@ fn without_cpu(settings: &crate::cargo::BuildSettings) -> crate::cargo::BuildSet
 
 /// A merged profile, and how it was made.
 #[derive(Clone)]
-pub struct Profile {
+pub(crate) struct Profile {
     /// The profile in the content-addressed cache (`cache/<sha256>.profdata`).
     pub stable: PathBuf,
     pub stats: ProfileStats,
@@ -165,7 +165,7 @@ pub struct Profile {
 /// Instrumented build of `settings` (with `--target <host>`) → train workloads →
 /// merged profile in the content-addressed cache (or the one an earlier run kept for the
 /// same instrumented binary and train workloads). `name` names the run folder's profiles.
-pub fn train_profile(
+pub(crate) fn train_profile(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
     name: &str,
@@ -187,7 +187,7 @@ fn profdata<'c>(ctx: &'c Context) -> Result<&'c crate::toolchain::Tool, StageErr
 
 /// The instrumented build of `settings` (for the host target, named explicitly), with
 /// `vp` value-profile counters per site when given; its settings and what it built.
-pub fn instrument(
+pub(crate) fn instrument(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
     label: &str,
@@ -208,7 +208,7 @@ pub fn instrument(
 /// [`instrument`], the binary writing its profiles into `gen_dir` (compiled in:
 /// `-Cprofile-generate`) unless `LLVM_PROFILE_FILE` says otherwise. `profile collect` builds
 /// the binary to deploy with it.
-pub fn instrument_into(
+pub(crate) fn instrument_into(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
     label: &str,
@@ -234,7 +234,7 @@ pub fn instrument_into(
 /// Train the instrumented build of `settings` (from [`instrument`]) and merge its
 /// profile; when the program runs out of value-profile counters it is built again with
 /// more and trained again.
-pub fn train_instrumented(
+pub(crate) fn train_instrumented(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
     (mut instrumented, mut built): (crate::cargo::BuildSettings, crate::cargo::Built),
@@ -334,7 +334,7 @@ fn bolt_input(
 
 /// Whether BOLT can run here and would take a binary built with `settings` plus
 /// relocations as it is (the profile keeps symbols; no relocations yet).
-pub fn bolt_takes_as_is(ctx: &Context, settings: &crate::cargo::BuildSettings) -> bool {
+pub(crate) fn bolt_takes_as_is(ctx: &Context, settings: &crate::cargo::BuildSettings) -> bool {
     let flags = settings.all_rustflags();
     matches!(ctx.plan.bolt_tools, Some(Ok(_)))
         && !super::bolt::has_emit_relocs(&flags)
@@ -382,7 +382,7 @@ fn use_flags(profile: &Profile) -> Vec<String> {
     ]
 }
 
-pub fn build_with(
+pub(crate) fn build_with(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
     profile: &Profile,
@@ -611,7 +611,7 @@ fn train(
 }
 
 /// Count `LLVM Profile Warning/Error:` lines by message.
-pub fn collapse_profile_warnings(stderr: &[u8], into: &mut BTreeMap<String, usize>) {
+pub(crate) fn collapse_profile_warnings(stderr: &[u8], into: &mut BTreeMap<String, usize>) {
     for line in String::from_utf8_lossy(stderr).lines() {
         let line = line.trim();
         if line.starts_with("LLVM Profile Warning:") || line.starts_with("LLVM Profile Error:") {
@@ -668,7 +668,7 @@ fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, St
 /// What rustc's warnings say about how `profile` fits the code it was used on: LLVM warns
 /// once per function whose control flow changed since training, `… (hash mismatch) <name>
 /// Hash = <h> up to <count> count discarded`.
-pub fn profile_fit(stderr: &str, profile: &Path) -> ProfileFit {
+pub(crate) fn profile_fit(stderr: &str, profile: &Path) -> ProfileFit {
     let mut fit = ProfileFit {
         profile: profile.to_path_buf(),
         ..Default::default()
@@ -685,7 +685,7 @@ pub fn profile_fit(stderr: &str, profile: &Path) -> ProfileFit {
 }
 
 /// The number of functions in `profile` (`llvm-profdata show`), when it can be read.
-pub fn profile_functions(profdata: &Path, profile: &Path) -> Option<u64> {
+pub(crate) fn profile_functions(profdata: &Path, profile: &Path) -> Option<u64> {
     let functions = crate::toolchain::profdata::summary(profdata, profile)
         .ok()?
         .functions;
@@ -693,7 +693,7 @@ pub fn profile_functions(profdata: &Path, profile: &Path) -> Option<u64> {
 }
 
 /// `-pgo-warn-missing-function` prints one warning per function without profile data.
-pub fn count_missing_functions(stderr: &str) -> usize {
+pub(crate) fn count_missing_functions(stderr: &str) -> usize {
     stderr
         .lines()
         .filter(|l| l.contains("no profile data available for function"))
@@ -709,7 +709,7 @@ pub(super) fn cache_profile(optimize_dir: &Path, merged: &Path) -> std::io::Resu
 
 /// rustc's warnings about the profile file itself (`malformed instrumentation profile
 /// data`, unreadable file): with them the binary is built without the profile.
-pub fn profile_problems(stderr: &str, profile: &Path) -> Vec<String> {
+pub(crate) fn profile_problems(stderr: &str, profile: &Path) -> Vec<String> {
     let path = profile.display().to_string();
     stderr
         .lines()

@@ -18,12 +18,12 @@ use crate::stage::{Build, Candidate, Context, Offer, Rival, StageError};
 use crate::toolchain::clang::Clang;
 
 /// The variant of the whole-program candidate.
-pub const WHOLE: &str = "whole-program";
+pub(crate) const WHOLE: &str = "whole-program";
 
 /// `instrumented` with its C and C++ instrumented too, writing into `gen_dir`, when the
 /// program compiles C and a clang of rustc's LLVM is here. Only a build for the host:
 /// another target's C would need clang to cross-compile.
-pub fn instrumented(
+pub(crate) fn instrumented(
     ctx: &Context,
     mut instrumented: BuildSettings,
     gen_dir: &std::path::Path,
@@ -40,7 +40,7 @@ pub fn instrumented(
 
 /// `offers` (the pgo offer first) with the whole-program offer after it, or the pgo row's
 /// note saying why there is none.
-pub fn extend<'c>(ctx: &'c Context, profile: &Profile, offers: &mut Vec<Offer<'c>>) {
+pub(crate) fn extend<'c>(ctx: &'c Context, profile: &Profile, offers: &mut Vec<Offer<'c>>) {
     let (whole, note) = offer(ctx, profile);
     if let (Some(note), Some(Build::Now(Ok(c)))) =
         (note, offers.first_mut().map(|o| &mut o.candidate))
@@ -109,7 +109,7 @@ fn build(
 
 /// `settings`, whose C is compiled by clang, with `profile` given to its C too (a release's
 /// whole-program PGO build).
-pub fn with_c_profile(settings: &BuildSettings, profile: &Profile) -> BuildSettings {
+pub(crate) fn with_c_profile(settings: &BuildSettings, profile: &Profile) -> BuildSettings {
     let mut s = settings.clone();
     if let Some(c) = s.c.as_mut() {
         c.flags = vec![profile_use_flag(&profile.stable)];
