@@ -190,27 +190,6 @@ fn priority(stage: StageName) -> u8 {
     }
 }
 
-/// The share of a comparison's time it gets by what it can change, given the stage of the
-/// candidate it climbs on (`on`): `native` on top of a kept x86-64 level (this CPU's extra
-/// features and tuning), BOLT on top of PGO and the profile search's settings after `max`
-/// (cheaper builds, rarely faster than it) are refinements that usually gain a few percent
-/// at most, so their near ties — often a run's costliest comparisons — stop at half the
-/// time; every other comparison gets its whole share. BOLT on a build without PGO is no
-/// refinement: it lays out code no profile has laid out yet, and a gain of a few percent
-/// there is worth keeping, which the refinements' stricter rule would drop.
-pub(crate) fn weight(stage: StageName, variant: Option<&str>, on: StageName) -> f64 {
-    let refines = match (stage, variant) {
-        (StageName::Cpu, Some("native")) => on == StageName::Cpu,
-        (StageName::Profile, Some(_)) => on == StageName::Profile,
-        (StageName::Bolt, _) => on == StageName::Pgo,
-        _ => false,
-    };
-    match refines {
-        true => 0.5,
-        false => 1.0,
-    }
-}
-
 pub(crate) struct Budget {
     pub total: Duration,
     started: Instant,
@@ -462,6 +441,56 @@ impl Budget {
             share.pairs_past_max_time = LADDER_MIN_PAIRS;
         }
         share
+    }
+}
+
+/// What the budget grants one step of the ladder, asked once when the step begins
+/// ([`Budget::grant`]): the stages after it the budget expects to pay for (the projection
+/// counts them; their candidates may build ahead), and the share of each of the step's
+/// comparisons, drawn when the comparison starts — from what is left then, so a step's later
+/// comparisons never spend what its earlier ones used.
+pub(crate) struct Grant<'b> {
+    budget: &'b Budget,
+    to_come: Vec<StageName>,
+    spec_max: Duration,
+    pub(crate) then: Vec<StageName>,
+}
+
+impl Grant<'_> {
+    /// The share of the step's next comparison, by what it decides.
+    pub(crate) fn share(&self, decides: Decides) -> Share {
+        (self.budget).share(self.spec_max, &self.to_come, decides)
+    }
+}
+
+impl Budget {
+    /// The grant of the ladder's step `stage`, with `to_come` after it (`chained`: a stage was
+    /// kept before, so what ships is confirmed at the end), comparisons at most `spec_max`
+    /// per workload; or why the step does not fit ([`Budget::affords`]).
+    pub(crate) fn grant(
+        &self,
+        stage: StageName,
+        to_come: &[StageName],
+        chained: bool,
+        spec_max: Duration,
+    ) -> Result<Grant<'_>, String> {
+        self.affords(stage, to_come, chained)?;
+        Ok(Grant {
+            budget: self,
+            then: self.then(stage, to_come),
+            to_come: to_come.to_vec(),
+            spec_max,
+        })
+    }
+
+    /// The grant of the last step, the confirmation of what ships: nothing comes after it.
+    pub(crate) fn last_grant(&self, spec_max: Duration) -> Grant<'_> {
+        Grant {
+            budget: self,
+            then: Vec::new(),
+            to_come: Vec::new(),
+            spec_max,
+        }
     }
 }
 
@@ -733,22 +762,6 @@ mod tests {
             ),
             vec![StageName::Cpu, StageName::Pgo]
         );
-    }
-
-    #[test]
-    fn refinements_get_half_the_time_of_what_decides_more() {
-        use StageName::{Baseline, Bolt, Cpu, Pgo, Profile};
-        assert_eq!(weight(Cpu, Some("native"), Cpu), 0.5);
-        assert_eq!(weight(Bolt, None, Pgo), 0.5);
-        assert_eq!(weight(Profile, Some("lto=thin cgu=16 O3"), Profile), 0.5);
-        assert_eq!(weight(Cpu, Some("x86-64-v3"), Profile), 1.0);
-        assert_eq!(weight(Pgo, None, Cpu), 1.0);
-        assert_eq!(weight(Pgo, Some("portable"), Baseline), 1.0);
-        assert_eq!(weight(Profile, None, Baseline), 1.0);
-        // Not on what they refine: BOLT without PGO, `native` listed without a kept level.
-        assert_eq!(weight(Bolt, None, Baseline), 1.0);
-        assert_eq!(weight(Bolt, None, Cpu), 1.0);
-        assert_eq!(weight(Cpu, Some("native"), Profile), 1.0);
     }
 
     #[test]

@@ -11,18 +11,19 @@
 
 use std::collections::BTreeMap;
 
-use super::budget::{Budget, Decides, Share};
+use super::budget::{Budget, Decides, Grant, Share};
 use super::measure::{self, Measured};
 use crate::bench::stats::{self, LogEstimate};
 use crate::bench::{Comparison, Estimate, Verdict};
 use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
-use crate::report::{FinalChoice, Settings, StageReport, Status};
+use crate::report::{Settings, StageReport, Status};
 use crate::spec::StageName;
 use crate::stage::{self, Build, Offer, Rival, StageError, Standing};
 use crate::verify::{Concluded, Rejection, TimedCheck, Untimed, Verifier};
 
 mod race;
+mod ship;
 
 /// A candidate that holds a place on the ladder, with its ratio to the baseline (`None`
 /// for the baseline itself).
@@ -53,6 +54,8 @@ pub(crate) struct Ladder<'a> {
     ctx: &'a Context<'a>,
     cache: &'a VerdictCache,
     budget: &'a Budget,
+    /// What the budget granted the step being climbed (asked once, when it begins).
+    grant: Option<Grant<'a>>,
     /// The stages still to climb after the current one.
     to_come: Vec<StageName>,
     /// Stages the budget could not pay for.
@@ -90,6 +93,7 @@ impl<'a> Ladder<'a> {
             ctx,
             cache,
             budget,
+            grant: None,
             to_come: ctx.spec.stages.try_.clone(),
             not_tried: Vec::new(),
             verifier,
@@ -113,29 +117,24 @@ impl<'a> Ladder<'a> {
             serde_json::json!({ "stage": name.as_str() }),
         );
         let chained = self.best.candidate.binary != self.baseline.binary;
-        if let Err(why) = self.budget.affords(name, &self.to_come, chained) {
-            self.ctx.ui().warn(&format!("{name}: {why}"));
-            let fix = format!(
-                "{why}; fix: --budget {} (or [bench] budget), or --stages {name} to climb it alone",
-                crate::util::format_span(2.0 * self.budget.total.as_secs_f64())
-            );
-            self.rows.push(StageReport::without_candidate(
-                name.as_str(),
-                Status::Skipped,
-                fix,
-            ));
-            self.not_tried.push(name.as_str().to_string());
-            return Ok(());
-        }
-        let then = self.budget.then(name, &self.to_come);
+        self.grant = None;
+        let spec_max = self.ctx.spec.bench.max_time;
+        let grant = match self.budget.grant(name, &self.to_come, chained, spec_max) {
+            Ok(grant) => grant,
+            Err(why) => {
+                self.not_affordable(name, &why);
+                return Ok(());
+            }
+        };
         let standing = Standing {
             best: &self.best.candidate,
             portable: &self.portable.candidate,
-            then: &then,
+            then: &grant.then,
         };
         let mut offers = stage::offers(name, self.ctx, &standing)
             .into_iter()
             .peekable();
+        self.grant = Some(grant);
         let raced = |o: &Offer| matches!(o.candidate, Build::Raced(_));
         while let Some(offer) = offers.next() {
             let mut group = vec![offer];
@@ -154,6 +153,21 @@ impl<'a> Ladder<'a> {
             self.explain_profile();
         }
         Ok(())
+    }
+
+    /// A stage the budget cannot pay for: a skipped row with the fix, and a warning.
+    fn not_affordable(&mut self, name: StageName, why: &str) {
+        self.ctx.ui().warn(&format!("{name}: {why}"));
+        let fix = format!(
+            "{why}; fix: --budget {} (or [bench] budget), or --stages {name} to climb it alone",
+            crate::util::format_span(2.0 * self.budget.total.as_secs_f64())
+        );
+        self.rows.push(StageReport::without_candidate(
+            name.as_str(),
+            Status::Skipped,
+            fix,
+        ));
+        self.not_tried.push(name.as_str().to_string());
     }
 
     /// Skipped, failed, identical, rejected, or measured and decided. An error is one of
@@ -456,11 +470,9 @@ impl<'a> Ladder<'a> {
         let holder = self.rival(rival);
         let for_size =
             m.estimate.verdict == Verdict::Equivalent && smaller_counts(self.ctx, cand, holder);
-        // A refinement (`budget::weight` below 1: `native` over a kept level, BOLT over PGO, the
-        // search's settings after `max`) gains a few percent at most and costs size or
-        // portability: it must be *faster*, not just surely faster by about the margin
-        // (BOLT on the demo came out 0.976 [0.955, 0.998] in one run of three).
-        let keep = match super::budget::weight(cand.stage, cand.variant(), holder.stage) < 1.0 {
+        // A refinement (`stage::refines`) gains a few percent at most and costs size or
+        // portability: it must be *faster*, not just surely faster by about the margin.
+        let keep = match stage::refines(cand.stage, cand.variant(), holder.stage) {
             true => m.estimate.verdict == Verdict::Faster,
             false => m.estimate.keeps(self.margin()),
         };
@@ -571,167 +583,17 @@ impl<'a> Ladder<'a> {
         &self.verifier
     }
 
-    /// The next comparison's share of the budget.
+    /// The next comparison's share of the budget, from the step's grant (every comparison
+    /// is made within a step; outside one, as if nothing came after it).
     fn share(&self, decides: Decides) -> Share {
-        self.budget
-            .share(self.ctx.spec.bench.max_time, &self.to_come, decides)
+        match &self.grant {
+            Some(grant) => grant.share(decides),
+            None => (self.budget.last_grant(self.ctx.spec.bench.max_time)).share(decides),
+        }
     }
 
     fn margin(&self) -> f64 {
         self.ctx.spec.bench.margin
-    }
-
-    /// Confirm what ships (and the portable alternative, when its ratio was chained) against
-    /// the baseline on fresh pairs (`measure::confirm`): none of them chose the candidate, and their number is
-    /// fixed before they run, so neither the choice nor an early stop biases the ratio the
-    /// `ship:` line prints and the gate decides on; the ratio at the choice is kept beside
-    /// it (`at_selection`). The comparisons are kept per workload under `<tag> vs baseline`.
-    pub(crate) fn measure_final(&mut self) -> anyhow::Result<()> {
-        let portable_is_best = self.portable.candidate.binary == self.best.candidate.binary;
-        let share = self.share(Decides::Final);
-        for portable in [false, true] {
-            if portable && portable_is_best {
-                break;
-            }
-            let h = if portable { &self.portable } else { &self.best };
-            // The portable alternative only when its ratio was chained: a comparison with
-            // the baseline of its own gave it one measured directly, and confirming it too
-            // would cost the demo's run 36 s more.
-            if h.vs_baseline.is_none_or(|t| portable && t.measured) {
-                continue;
-            }
-            let pairs = self.confirmation_pairs();
-            let (base, cand, v) = (&self.baseline, &h.candidate, &self.verifier);
-            let m = measure::confirm(self.ctx, base, cand, v, share, pairs, self.cache)?;
-            let h = if portable {
-                &mut self.portable
-            } else {
-                &mut self.best
-            };
-            h.at_selection = h.vs_baseline;
-            h.vs_baseline = Some(ToBaseline {
-                log: m.log,
-                confidence: m.confidence,
-                measured: true,
-            });
-            let tag = format!("{} vs baseline", h.candidate.tag());
-            for (w, c) in m.per_workload {
-                self.per_workload
-                    .entry(w)
-                    .or_default()
-                    .insert(tag.clone(), c);
-            }
-        }
-        if portable_is_best {
-            self.portable = self.best.clone();
-        }
-        self.gate();
-        Ok(())
-    }
-
-    /// Pairs per workload for the confirmation: [`confirmation_pairs`] at each workload's
-    /// spread pooled over every comparison the run made on it (a comparison's own first
-    /// look has 4 pairs, too few to tell its spread: the demo's gave 8 pairs where 30
-    /// were needed).
-    fn confirmation_pairs(&self) -> u32 {
-        let spreads: Vec<f64> = self
-            .per_workload
-            .values()
-            .map(|by_tag| pooled_spread(by_tag.values().map(|c| c.log)))
-            .collect();
-        super::budget::confirmation_pairs(&spreads)
-    }
-
-    /// The final gate: what ships must be measurably faster than the baseline *measured
-    /// directly* (under `objective = "size"`: not slower), not only by a chain of keeps,
-    /// each of which may have been lucky. Otherwise the latest kept candidate that was
-    /// (portable: one without a `-Ctarget-cpu`) ships instead, else the baseline; the row
-    /// and a warning say why.
-    fn gate(&mut self) {
-        let size = self.ctx.spec.bench.objective_size;
-        let margin = self.margin();
-        let holds = |h: &Holder| {
-            h.vs_baseline
-                .is_none_or(|t| t.measured && ships(&t.estimate(margin), size))
-        };
-        let baseline = Holder {
-            candidate: self.baseline.clone(),
-            vs_baseline: None,
-            at_selection: None,
-        };
-        let fallback = |portable: bool| {
-            let found = self.kept.iter().rev().find(|h| {
-                holds(h) && h.vs_baseline.is_some() && !(portable && h.candidate.targets_cpu())
-            });
-            found.cloned().unwrap_or_else(|| baseline.clone())
-        };
-        let (best, portable) = (fallback(false), fallback(true));
-        if !holds(&self.portable) {
-            self.portable = portable;
-        }
-        if holds(&self.best) {
-            return;
-        }
-        let failed = std::mem::replace(&mut self.best, best);
-        let direct = failed.vs_baseline.map(|t| t.estimate(margin));
-        let why = format!(
-            "not shipped: measured directly against the baseline, {}: not faster, so the chain of keeps that led here did not hold; {} ships instead",
-            direct.map_or("not measured".to_string(), |e| e.to_string()),
-            self.best.candidate.label()
-        );
-        self.ctx
-            .ui()
-            .warn(&format!("{}: {why}", failed.candidate.label()));
-        let row = self.rows.iter_mut().rev().find(|r| {
-            r.status == Status::Kept
-                && r.binary.as_deref() == Some(&*failed.candidate.binary.display().to_string())
-        });
-        if let Some(row) = row {
-            row.notes.push(why);
-        }
-    }
-
-    /// What to ship, with the portable alternative beside it.
-    pub(crate) fn final_choice(&self) -> FinalChoice {
-        let mut f = self.choice(&self.best);
-        f.portable = Some(Box::new(self.choice(&self.portable)));
-        f
-    }
-
-    fn choice(&self, h: &Holder) -> FinalChoice {
-        let c = &h.candidate;
-        let e = h.vs_baseline.map(|t| t.estimate(self.margin()));
-        FinalChoice {
-            stage: c.stage.to_string(),
-            binary: c.binary.display().to_string(),
-            speedup_vs_baseline: e.map(|e| 1.0 / e.ratio),
-            speedup_ci: e.map(|e| (1.0 / e.ci_high, 1.0 / e.ci_low)),
-            at_selection: h.at_selection.map(|t| t.estimate(self.margin())),
-            variant: c.variant().map(str::to_string),
-            settings: Some(Settings::from(&c.settings)),
-            portable: None,
-        }
-    }
-}
-
-/// The spread of one pair's log ratio pooled over comparisons (each's `se·√n`, weighted by
-/// its degrees of freedom); NaN without a comparison of 2 pairs or more.
-fn pooled_spread(logs: impl Iterator<Item = LogEstimate>) -> f64 {
-    let (mut sum, mut df) = (0.0, 0.0);
-    for l in logs.filter(|l| l.n >= 2 && l.se.is_finite()) {
-        let d = (l.n - 1) as f64;
-        sum += l.se * l.se * l.n as f64 * d;
-        df += d;
-    }
-    (sum / df).sqrt()
-}
-
-/// Whether a direct measurement against the baseline lets a candidate ship: surely faster
-/// (the whole interval below 1), or under `objective = "size"` not surely slower.
-fn ships(e: &Estimate, size: bool) -> bool {
-    match size {
-        true => !matches!(e.verdict, Verdict::Slower | Verdict::SlightlySlower),
-        false => e.ci_high < 1.0,
     }
 }
 
@@ -794,26 +656,4 @@ fn size_note(cand: &Candidate, rival: &Candidate) -> String {
 /// Whether `cand` being smaller than `rival` counts: `[bench] objective = "size"`.
 fn smaller_counts(ctx: &Context, cand: &Candidate, rival: &Candidate) -> bool {
     ctx.spec.bench.objective_size && cand.size_bytes < rival.size_bytes
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pooled_spread;
-    use crate::bench::stats::LogEstimate;
-
-    /// Two comparisons of one workload: 4 pairs spreading 0.02 (se 0.01) and 16 spreading
-    /// 0.12 (se 0.03): pooled by degrees of freedom, √((3·0.0004 + 15·0.0144) / 18) ≈ 0.110.
-    #[test]
-    fn the_spread_is_pooled_over_a_workloads_comparisons() {
-        let log = |se: f64, n: usize| LogEstimate {
-            mean: 0.0,
-            se,
-            df: (n - 1) as f64,
-            n,
-        };
-        let s = pooled_spread([log(0.01, 4), log(0.03, 16)].into_iter());
-        assert!((s - 0.1100).abs() < 1e-3, "{s}");
-        let one_pair = pooled_spread([log(0.5, 1), log(f64::INFINITY, 8)].into_iter());
-        assert!(one_pair.is_nan());
-    }
 }

@@ -97,8 +97,12 @@ pub(crate) fn measure(
     measured(ctx, rival, cand, verifier, &capped, cache, check)
 }
 
+/// What a refinement's comparison gets of `max-time` (`stage::refines`): its near ties —
+/// often a run's costliest comparisons — stop at half the time.
+const REFINEMENT_TIME: f64 = 0.5;
+
 /// A keep-or-drop comparison's options within `share`, and its full max-time: the spec's,
-/// weighted by what the candidate can change (`budget::weight`).
+/// [`REFINEMENT_TIME`] of it for a refinement.
 fn keep_or_drop_options(
     ctx: &Context,
     rival: &Candidate,
@@ -106,8 +110,10 @@ fn keep_or_drop_options(
     share: Share,
 ) -> Capped {
     let opts = BenchOptions::for_ladder(&ctx.spec.bench);
-    let weight = super::budget::weight(cand.stage, cand.variant(), rival.stage);
-    let full = opts.max_time.mul_f64(weight);
+    let full = match crate::stage::refines(cand.stage, cand.variant(), rival.stage) {
+        true => opts.max_time.mul_f64(REFINEMENT_TIME),
+        false => opts.max_time,
+    };
     Capped::within(opts, full, share)
 }
 

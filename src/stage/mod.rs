@@ -109,6 +109,22 @@ impl Offer<'_> {
     }
 }
 
+/// Whether `stage`'s candidate (`variant`) refines the stage it climbs on (`on`): `native`
+/// on top of a kept x86-64 level (this CPU's extra features and tuning), BOLT on top of PGO,
+/// and the profile search's settings after `max` (cheaper builds, rarely faster than it).
+/// A refinement usually gains a few percent at most and costs size or portability, so it is
+/// timed for less (`pipeline::measure`) and kept only when *faster* (`pipeline::ladder`).
+/// BOLT on a build without PGO is no refinement: it lays out code no profile has laid out
+/// yet, and a gain of a few percent there is worth keeping.
+pub(crate) fn refines(stage: StageName, variant: Option<&str>, on: StageName) -> bool {
+    match (stage, variant) {
+        (StageName::Cpu, Some("native")) => on == StageName::Cpu,
+        (StageName::Profile, Some(_)) => on == StageName::Profile,
+        (StageName::Bolt, _) => on == StageName::Pgo,
+        _ => false,
+    }
+}
+
 /// The offers of stage `name` (none for the baseline, which the pipeline builds first).
 pub(crate) fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
     match name {
@@ -211,4 +227,25 @@ pub(crate) fn build_candidate(
     c.binary = binary;
     c.size_bytes = size_bytes;
     Ok((c, built))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refinements_are_native_over_a_level_bolt_over_pgo_and_the_search_after_max() {
+        use StageName::{Baseline, Bolt, Cpu, Pgo, Profile};
+        assert!(refines(Cpu, Some("native"), Cpu));
+        assert!(refines(Bolt, None, Pgo));
+        assert!(refines(Profile, Some("lto=thin cgu=16 O3"), Profile));
+        assert!(!refines(Cpu, Some("x86-64-v3"), Profile));
+        assert!(!refines(Pgo, None, Cpu));
+        assert!(!refines(Pgo, Some("portable"), Baseline));
+        assert!(!refines(Profile, None, Baseline));
+        // Not on what they refine: BOLT without PGO, `native` listed without a kept level.
+        assert!(!refines(Bolt, None, Baseline));
+        assert!(!refines(Bolt, None, Cpu));
+        assert!(!refines(Cpu, Some("native"), Profile));
+    }
 }
