@@ -333,7 +333,8 @@ fn project_and_say(
 ) -> report::Projection {
     budget.learn(costs);
     // What the budget pays for, as far as it can tell now; the ladder decides stage by
-    // stage on what is left then (resvg: pgo alone, where the whole ladder projected 34m).
+    // stage on what is left then, which on a crate of slow builds and workloads can be far
+    // less than the whole ladder's projection.
     let all: Vec<_> = plan.spec.stages.try_.clone();
     let fit = budget.then(crate::spec::StageName::Baseline, &all);
     let max = plan.spec.bench.max_time;

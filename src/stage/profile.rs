@@ -199,8 +199,8 @@ fn announce_search(ctx: &Context, n: usize) {
 
 /// Why a default run's search stops when `max` is not kept: the points after it trade
 /// speed for build time, so when the fastest setting gains nothing over the best so far,
-/// three more builds and comparisons (a third of the demo's run) would most likely find
-/// nothing either.
+/// three more builds and comparisons (on a crate of quick builds, a third of the run) would
+/// most likely find nothing either.
 const PRUNED: &str = "search not run: `max` was not faster than the best so far, and the cheaper settings after it rarely are (--thorough searches all 8)";
 
 /// The widest interval, as a relative half-width around its estimate, of `max`'s comparison
@@ -242,7 +242,7 @@ fn search_stops(best: StageName, max: Option<&Estimate>) -> Option<String> {
 }
 
 /// Why a default run's search stops when `max` was not measured at all: dropped unbuilt
-/// (the release profile has its settings already: rhai's), or its build failed.
+/// (the release profile has its settings already), or its build failed.
 const UNMEASURED: &str = "search not run: `max` was not measured (its row says why), and the cheaper settings after it rarely beat it (--thorough searches all 8)";
 
 /// `lto=thin cgu=16 O3`.

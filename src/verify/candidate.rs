@@ -36,7 +36,7 @@ pub(crate) fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Re
         let outputs = ctx.run.outputs(StageName::Baseline.as_str());
         // A slow workload's run in the private copy is its observation too: it wrote
         // nothing there, so in place it prints the same, and a second run costs as much
-        // again (resvg's six 8–13 s scenes: a minute).
+        // again (six 10 s workloads: a minute).
         let obs = match copy_run.filter(|o| o.wall >= super::observe::DEFER) {
             Some(outcome) => super::observed_from(w, outcome, None, &outputs)?,
             None => super::observe(ctx, &baseline.binary, w, &outputs)?,

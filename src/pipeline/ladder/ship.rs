@@ -26,8 +26,8 @@ impl Ladder<'_> {
             }
             let h = if portable { &self.portable } else { &self.best };
             // The portable alternative only when its ratio was chained: a comparison with
-            // the baseline of its own gave it one measured directly, and confirming it too
-            // would cost the demo's run 36 s more.
+            // the baseline of its own gave it one measured directly, and confirming it again
+            // would cost a second confirmation for a figure already measured directly.
             if h.vs_baseline.is_none_or(|t| portable && t.measured) {
                 continue;
             }
@@ -62,8 +62,8 @@ impl Ladder<'_> {
 
     /// Pairs per workload for the confirmation: [`confirmation_pairs`] at each workload's
     /// spread pooled over every comparison the run made on it (a comparison's own first
-    /// look has 4 pairs, too few to tell its spread: the demo's gave 8 pairs where 30
-    /// were needed).
+    /// look has 4 pairs, too few to tell its spread: sized from it alone, the confirmation
+    /// bought a fraction of the pairs its ±1.5 % needed).
     fn confirmation_pairs(&self) -> u32 {
         let spreads: Vec<f64> = self
             .per_workload
