@@ -41,15 +41,7 @@ fn mimalloc_is_kept_where_it_is_faster_and_apply_makes_the_measured_program() {
     let dir = tmp.path();
     let td = dir.join("target");
     let td_s = td.to_str().unwrap();
-    let before = snapshot_entries(dir);
-    let r = run(dir, &["optimize", "--target-dir", td_s], &[]);
-    assert_eq!(r.code, Some(0), "{}", r.all());
-    assert_eq!(
-        snapshot_entries(dir),
-        before,
-        "the run wrote into the project"
-    );
-    let report = latest_report(&td);
+    let (r, report) = optimize_in_place(dir);
     let row = stage(&report, "alloc");
     assert_eq!(
         (row.status, row.facts.variant.as_deref()),

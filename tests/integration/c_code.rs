@@ -82,15 +82,7 @@ fn the_c_is_compiled_by_clang_then_trained_and_optimized_with_the_rust_on_one_pr
     let dir = tmp.path();
     let td = dir.join("target");
     let td_s = td.to_str().unwrap();
-    let before = snapshot_entries(dir);
-    let r = run(dir, &["optimize", "--target-dir", td_s], &[]);
-    assert_eq!(r.code, Some(0), "{}", r.all());
-    assert_eq!(
-        snapshot_entries(dir),
-        before,
-        "the run wrote into the project"
-    );
-    let report = latest_report(&td);
+    let (_, report) = optimize_in_place(dir);
 
     // The compiler switch is a candidate of its own, measured against the baseline.
     let cc = stage(&report, "c-compiler");

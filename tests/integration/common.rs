@@ -160,6 +160,26 @@ pub fn optimize(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
 }
 
 /// The report.json of the newest run under a target dir (see [`read_report`]).
+/// `cargo optimize --target-dir <dir>/target` in `dir`: it succeeds and writes nothing into
+/// the project. What it printed, and its report.
+pub fn optimize_in_place(dir: &Path) -> (Run, Report) {
+    let td = dir.join("target");
+    let before = snapshot_entries(dir);
+    let r = run(
+        dir,
+        &["optimize", "--target-dir", td.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert_eq!(
+        snapshot_entries(dir),
+        before,
+        "the run wrote into the project"
+    );
+    let report = latest_report(&td);
+    (r, report)
+}
+
 pub fn latest_report(target_dir: &Path) -> Report {
     read_report(&target_dir.join("optimize/latest/report.json"))
 }

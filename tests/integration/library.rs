@@ -132,22 +132,12 @@ fn a_criterion_library_gets_a_pgo_row_measured_by_its_benchmarks_estimates() {
     let _guard = shared();
     let tmp = copy_fixture("criterion-lib");
     let dir = tmp.path();
-    let td = dir.join("target");
-    let td_s = td.to_str().unwrap();
-    let before = snapshot_entries(dir);
-    let r = run(dir, &["optimize", "--target-dir", td_s], &[]);
-    assert_eq!(r.code, Some(0), "{}", r.all());
-    assert_eq!(
-        snapshot_entries(dir),
-        before,
-        "the run wrote into the project"
-    );
+    let (r, report) = optimize_in_place(dir);
     assert!(
         r.stderr.contains("each run of the bench harness `ops` is measured by its benchmarks' own per-iteration estimates"),
         "{}",
         r.stderr
     );
-    let report = latest_report(&td);
     let pgo = stage(&report, "pgo");
     assert!(pgo.vs_best.is_some(), "{pgo:#?}");
     let w = report
