@@ -5,8 +5,8 @@
 
 use super::{Holder, Ladder, ToBaseline};
 use crate::bench::stats::LogEstimate;
-use crate::bench::{Estimate, Verdict};
-use crate::pipeline::budget::Decides;
+use crate::bench::{Comparison, Estimate, Verdict};
+use crate::pipeline::budget::{confirmation_pairs, span_pairs, Decides};
 use crate::pipeline::measure;
 use crate::report::{FinalChoice, Settings, Status};
 
@@ -63,14 +63,21 @@ impl Ladder<'_> {
     /// Pairs per workload for the confirmation: [`confirmation_pairs`] at each workload's
     /// spread pooled over every comparison the run made on it (a comparison's own first
     /// look has 4 pairs, too few to tell its spread: sized from it alone, the confirmation
-    /// bought a fraction of the pairs its ±1.5 % needed).
+    /// bought a fraction of the pairs its ±1.5 % needed), and at least what spans its
+    /// least time at the run times those comparisons saw ([`span_pairs`]; theirs, not the
+    /// baseline's latest runs, so an unchanged re-run asks for the same pairs and reuses
+    /// the verdicts kept under them).
     fn confirmation_pairs(&self) -> u32 {
-        let spreads: Vec<f64> = self
-            .per_workload
-            .values()
+        let by_workload = self.per_workload.values();
+        let spreads: Vec<f64> = by_workload
+            .clone()
             .map(|by_tag| pooled_spread(by_tag.values().map(|c| c.log)))
             .collect();
-        crate::pipeline::budget::confirmation_pairs(&spreads)
+        let eval_secs: f64 = by_workload
+            .map(|by_tag| median_run_secs(by_tag.values()))
+            .sum();
+        let (workloads, max) = (spreads.len(), self.ctx.spec.bench.max_time);
+        confirmation_pairs(&spreads, span_pairs(eval_secs, workloads, max))
     }
 
     /// The final gate: what ships must be measurably faster than the baseline *measured
@@ -155,6 +162,24 @@ fn pooled_spread(logs: impl Iterator<Item = LogEstimate>) -> f64 {
         df += d;
     }
     (sum / df).sqrt()
+}
+
+/// The mean of comparisons' median run times (both sides); 0 without one.
+fn median_run_secs<'c>(comparisons: impl Iterator<Item = &'c Comparison>) -> f64 {
+    let (mut sum, mut n) = (0.0, 0.0);
+    for c in comparisons {
+        for t in [c.median_a_secs, c.median_b_secs] {
+            if t.is_finite() && t > 0.0 {
+                sum += t;
+                n += 1.0;
+            }
+        }
+    }
+    if n > 0.0 {
+        sum / n
+    } else {
+        0.0
+    }
 }
 
 /// Whether a direct measurement against the baseline lets a candidate ship: surely faster
