@@ -229,20 +229,9 @@ impl<'o> Drive<'o> {
             if due || time_up {
                 let final_look = time_up || n >= sched.cap() || self.look + 1 >= sched.looks.len();
                 let confidence = sched.confidence_at(self.look, final_look);
-                let seed = opts.seed ^ (u64::from(n) << 32) ^ 0x9e37_79b9_7f4a_7c15;
-                let (a, b) = (&self.wall_a, &self.wall_b);
-                let a = stats::analyze(a, b, confidence, opts.margin, opts.estimator, seed);
-                self.look += 1;
-                on_progress(&Progress {
-                    phase: Phase::Look {
-                        look: self.look as u32,
-                    },
-                    pairs: n,
-                    planned_pairs: Some(sched.cap()),
-                    elapsed: now,
-                    max_time: opts.max_time,
-                    estimate: Some(a.estimate),
-                });
+                let cap = sched.cap();
+                let a = self.look_now(confidence, cap, now, on_progress);
+                let sched = self.schedule.as_ref().expect("planned above");
                 let last = self.look >= sched.looks.len();
                 let stop = if a.estimate.verdict.is_decided() {
                     Some(StopReason::Decided)
@@ -282,6 +271,68 @@ impl<'o> Drive<'o> {
                 )),
             });
         }
+    }
+
+    /// Look at the pairs so far at `confidence` (the schedule's `cap` is shown as planned).
+    fn look_now(
+        &mut self,
+        confidence: f64,
+        cap: u32,
+        now: Duration,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> PairedAnalysis {
+        let opts = self.opts;
+        let n = self.wall_a.len() as u32;
+        let seed = opts.seed ^ (u64::from(n) << 32) ^ 0x9e37_79b9_7f4a_7c15;
+        let (a, b) = (&self.wall_a, &self.wall_b);
+        let a = stats::analyze(a, b, confidence, opts.margin, opts.estimator, seed);
+        self.look += 1;
+        on_progress(&Progress {
+            phase: Phase::Look {
+                look: self.look as u32,
+            },
+            pairs: n,
+            planned_pairs: Some(cap),
+            elapsed: now,
+            max_time: opts.max_time,
+            estimate: Some(a.estimate),
+        });
+        a
+    }
+
+    /// One turn of a fixed design (`opts.in_turns`): one block, then, once the workload has
+    /// its `max_pairs` or `max_time` is up (past `pairs_past_max_time`), its one look, at
+    /// the full confidence (`Some(reason)`); else `None`, with the progress so far.
+    pub(crate) fn turn(
+        &mut self,
+        src: &mut dyn TimedRuns,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Option<StopReason>, BenchError> {
+        let opts = self.opts;
+        self.block(src)?;
+        let (n, now) = (self.wall_a.len() as u32, src.elapsed());
+        let time_up = now >= opts.max_time && n >= opts.pairs_past_max_time;
+        if n < self.max_pairs && !time_up {
+            on_progress(&Progress {
+                phase: Phase::Measuring,
+                pairs: n,
+                planned_pairs: Some(self.max_pairs),
+                elapsed: now,
+                max_time: opts.max_time,
+                estimate: None,
+            });
+            return Ok(None);
+        }
+        // One look, planned as what it is: the pairs taken, all of α spent on them.
+        let sched = LookSchedule::plan(n, n, ALPHA);
+        let confidence = sched.confidence_at(0, true);
+        self.schedule = Some(sched);
+        self.look = 0;
+        self.latest = Some(self.look_now(confidence, n, now, on_progress));
+        Ok(Some(match n >= self.max_pairs {
+            true => StopReason::MaxPairs,
+            false => StopReason::MaxTime,
+        }))
     }
 
     /// The comparison as it stands at its latest look (which must have been taken).

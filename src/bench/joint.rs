@@ -54,7 +54,10 @@ pub(crate) fn compare_jointly(
                 .measuring(j.metric)
         })
         .collect();
-    let mut cs = drive_jointly(&mut srcs, done, opts, on_progress)?;
+    let mut cs = match opts.in_turns {
+        true => drive_in_turns(&mut srcs, opts, on_progress)?,
+        false => drive_jointly(&mut srcs, done, opts, on_progress)?,
+    };
     for (c, src) in cs.iter_mut().zip(&srcs) {
         src.fill_in(c);
     }
@@ -72,6 +75,40 @@ pub(crate) fn drive_jointly<S: TimedRuns>(
     let mut on_p = |_: usize, i: usize, p: &Progress| on_progress(i, p);
     let mut results = drive_groups(&mut groups, &[done], opts, &mut on_p, &mut |_, _| {});
     results.pop().expect("one group")
+}
+
+/// The fixed design (`opts.in_turns`): the workloads take turns one ABBA block at a time
+/// until each has its `max_pairs` (or its `max_time` of running is up), then each looks
+/// once. Nothing the pairs show stops them, so the estimate is not biased by when it
+/// stopped; and each workload's pairs spread over the whole comparison's time instead of a
+/// window of their own, so a ratio that drifts over seconds is averaged, not caught in one
+/// state (`sim::under_drift_taking_turns_cuts_the_confirmations_misses`).
+pub(crate) fn drive_in_turns<S: TimedRuns>(
+    srcs: &mut [S],
+    opts: &BenchOptions,
+    on_progress: &mut dyn FnMut(usize, &Progress),
+) -> Result<Vec<Comparison>, (usize, BenchError)> {
+    let mut drives = Vec::new();
+    for (i, src) in srcs.iter_mut().enumerate() {
+        let d = Drive::warm_up(src, opts, &mut |p| on_progress(i, p)).map_err(|e| (i, e))?;
+        drives.push(d);
+    }
+    let mut stops: Vec<Option<StopReason>> = vec![None; srcs.len()];
+    while stops.iter().any(Option::is_none) {
+        for (i, (d, src)) in drives.iter_mut().zip(srcs.iter_mut()).enumerate() {
+            if stops[i].is_none() {
+                stops[i] = d
+                    .turn(src, &mut |p| on_progress(i, p))
+                    .map_err(|e| (i, e))?;
+            }
+        }
+    }
+    Ok(drives
+        .into_iter()
+        .zip(srcs.iter())
+        .zip(stops)
+        .map(|((d, src), stop)| d.finish(src, stop.expect("every workload stopped")))
+        .collect())
 }
 
 /// One group's comparisons (one per workload) and the result of each group of
@@ -287,4 +324,94 @@ pub(super) fn unlikely_to_become_faster(
         return log.mean > needed;
     }
     stats::normal_cdf((needed - log.mean) / spread) < CURTAIL_POWER
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use std::time::Duration;
+
+    use super::drive_in_turns;
+    use crate::bench::runner::{
+        BenchError, BenchOptions, Observation, Side, StopReason, TimedRuns,
+    };
+    use crate::process::ExitStatus;
+
+    /// Runs of `secs` each, writing its workload's index into the shared order.
+    struct Logged {
+        id: usize,
+        secs: f64,
+        clock: Duration,
+        order: Rc<RefCell<Vec<usize>>>,
+    }
+
+    impl TimedRuns for Logged {
+        fn run(&mut self, side: Side, _pad: usize) -> Result<Observation, BenchError> {
+            self.order.borrow_mut().push(self.id);
+            let scale = if side == Side::B { 0.9 } else { 1.0 };
+            let wall = Duration::from_secs_f64(self.secs * scale);
+            self.clock += wall;
+            Ok(Observation {
+                wall,
+                metric: None,
+                measure: wall.as_secs_f64(),
+                user: wall,
+                sys: Duration::ZERO,
+                max_rss_bytes: 1,
+                status: ExitStatus {
+                    code: Some(0),
+                    signal: None,
+                },
+                counters: None,
+            })
+        }
+        fn elapsed(&self) -> Duration {
+            self.clock
+        }
+    }
+
+    /// Three workloads of 6 fixed pairs take turns a block (4 runs) at a time; the third,
+    /// whose runs take 1 s, is out of its 2 s max-time after its first block and looks
+    /// then, while the others run on to their 6 pairs. No look stops one early: each
+    /// has one look, at the end.
+    #[test]
+    fn workloads_take_turns_a_block_at_a_time_and_look_once() {
+        let order = Rc::new(RefCell::new(Vec::new()));
+        let mut srcs: Vec<Logged> = [0.01, 0.01, 1.0]
+            .iter()
+            .enumerate()
+            .map(|(id, &secs)| Logged {
+                id,
+                secs,
+                clock: Duration::ZERO,
+                order: Rc::clone(&order),
+            })
+            .collect();
+        let opts = BenchOptions {
+            warmup: 0,
+            min_pairs: 6,
+            max_pairs: 6,
+            max_time: Duration::from_secs(2),
+            in_turns: true,
+            ..BenchOptions::default()
+        };
+        let cs = drive_in_turns(&mut srcs, &opts, &mut |_, _| {}).unwrap();
+        let blocks: Vec<usize> = order.borrow().chunks(4).map(|b| b[0]).collect();
+        assert_eq!(blocks, [0, 1, 2, 0, 1, 0, 1]);
+        let got: Vec<(u32, u32, StopReason)> = cs.iter().map(|c| (c.n, c.looks, c.stop)).collect();
+        assert_eq!(
+            got,
+            [
+                (6, 1, StopReason::MaxPairs),
+                (6, 1, StopReason::MaxPairs),
+                (2, 1, StopReason::MaxTime)
+            ]
+        );
+        assert!(
+            cs[0].estimate.ci_high < 1.0,
+            "B is 10 % faster: {:?}",
+            cs[0].estimate
+        );
+    }
 }

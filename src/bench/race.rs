@@ -388,6 +388,7 @@ mod tests {
             seed: 7,
             pairs_past_max_time: 0,
             estimator: Default::default(),
+            in_turns: false,
         }
     }
 

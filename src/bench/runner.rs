@@ -64,6 +64,12 @@ pub struct BenchOptions {
         skip_serializing_if = "stats::Estimator::is_mean"
     )]
     pub estimator: stats::Estimator,
+    /// A fixed design: `max_pairs` pairs per workload, fixed before they run, the workloads
+    /// of a joint comparison taking turns one ABBA block at a time, and one look at the end
+    /// of each, so no verdict stops one early and each one's pairs spread over the whole
+    /// comparison's time (`joint::drive_in_turns`; the confirmation of what ships).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_turns: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -119,6 +125,7 @@ impl Default for BenchOptions {
             only_faster: false,
             pairs_past_max_time: 0,
             estimator: stats::Estimator::default(),
+            in_turns: false,
         }
     }
 }
@@ -869,6 +876,7 @@ mod tests {
             seed,
             pairs_past_max_time: 0,
             estimator: Default::default(),
+            in_turns: false,
         }
     }
 

@@ -118,8 +118,8 @@ fn keep_or_drop_options(
 }
 
 /// What ships against the baseline on fresh pairs: `pairs` per workload, fixed before the
-/// first of them is run, and one look at them (or fewer, when its `share` of the budget ends
-/// first) — no verdict stops it early, so its estimate is not biased by when it stopped, and
+/// first of them is run, the workloads taking turns, and one look at them (or fewer, when
+/// its `share` of the budget ends first) — no verdict stops it early, so its estimate is not biased by when it stopped, and
 /// none of its pairs chose the candidate, so the choice does not bias it either.
 pub(crate) fn confirm(
     ctx: &Context,
@@ -134,6 +134,9 @@ pub(crate) fn confirm(
     let full = opts.max_time;
     opts.min_pairs = pairs;
     opts.max_pairs = pairs;
+    // The workloads take turns, so each one's pairs spread over the whole confirmation
+    // (`bench::joint::drive_in_turns`): the ratio drifts over seconds on shared machines.
+    opts.in_turns = true;
     let capped = Capped::within(opts, full, share);
     measured(ctx, baseline, cand, verifier, &capped, cache, None)
 }

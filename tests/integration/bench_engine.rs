@@ -50,6 +50,7 @@ fn opts(max_secs: u64) -> BenchOptions {
         only_faster: false,
         pairs_past_max_time: 0,
         estimator: Default::default(),
+        in_turns: false,
     }
 }
 

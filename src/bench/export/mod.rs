@@ -264,6 +264,7 @@ pub(crate) mod fixture {
             only_faster: false,
             pairs_past_max_time: 0,
             estimator: Default::default(),
+            in_turns: false,
         };
         BenchReport::new(
             options,
