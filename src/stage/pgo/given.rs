@@ -24,7 +24,7 @@ pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> 
         Err(e) => Err(StageError::Failed(e.to_string())),
     };
     if let (Ok(p), Ok(_)) = (&profile, &best) {
-        ctx.build_ahead(bolt_input(ctx, standing, p).into_iter().collect());
+        ctx.build_after_stage(bolt_input(ctx, standing, p).into_iter().collect());
     }
     let mut offers = vec![Offer::against_best(best)];
     // A collector built by `profile collect` counts the program's C too.

@@ -53,7 +53,7 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                 c
             });
             if best.is_ok() {
-                ctx.build_ahead(bolt_input(ctx, standing, &p).into_iter().collect());
+                ctx.build_after_stage(bolt_input(ctx, standing, &p).into_iter().collect());
             }
             (best, Ok(p))
         }
