@@ -135,6 +135,29 @@ pub(crate) fn packages_of(project: &super::Project) -> Vec<String> {
     c_packages(&lock.unwrap_or_default(), &project.package)
 }
 
+/// Of `packages`, those whose build script ran in the build whose output dir is
+/// `output_dir` (it has a `build/<package>-<hash>/` folder); `None` when that build's
+/// `build/` folder is not there to tell (a build reused from its kept binary alone). A
+/// package in Cargo.lock that the build never compiled (an optional dependency left off:
+/// ripgrep's `pcre2-sys`) compiles no C.
+pub(crate) fn ran_build_scripts(output_dir: &Path, packages: &[String]) -> Option<Vec<String>> {
+    let entries = std::fs::read_dir(output_dir.join("build")).ok()?;
+    let ran: BTreeSet<String> = entries
+        .flatten()
+        .filter_map(|e| {
+            let dir = e.file_name().to_string_lossy().into_owned();
+            dir.rsplit_once('-').map(|(pkg, _hash)| pkg.to_string())
+        })
+        .collect();
+    Some(
+        packages
+            .iter()
+            .filter(|p| ran.contains(*p))
+            .cloned()
+            .collect(),
+    )
+}
+
 /// The C and C++ functions a build's objects define, by package: every `.a` and `.o` in
 /// the `OUT_DIR`s of its build scripts (`<output dir>/build/<pkg>-<hash>/out`, the output
 /// dir [`super::BuildSettings::output_dir`]), their defined text symbols. Bounded: at most
@@ -231,6 +254,24 @@ pub(crate) fn symbol_of(profile_name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A C package whose build script ran (its `build/<pkg>-<hash>` folder) is kept; one
+    /// Cargo.lock names but the build never compiled is not; no `build/` folder tells
+    /// nothing.
+    #[test]
+    fn only_packages_whose_build_script_ran_compile_c() {
+        let dir = tempfile::tempdir().unwrap();
+        let packages = vec!["zstd-sys".to_string(), "pcre2-sys".to_string()];
+        assert_eq!(ran_build_scripts(dir.path(), &packages), None);
+        std::fs::create_dir_all(dir.path().join("build/zstd-sys-0123abcd/out")).unwrap();
+        std::fs::create_dir_all(dir.path().join("build/memchr-89ab/out")).unwrap();
+        assert_eq!(
+            ran_build_scripts(dir.path(), &packages),
+            Some(vec!["zstd-sys".to_string()])
+        );
+        std::fs::remove_dir_all(dir.path().join("build/zstd-sys-0123abcd")).unwrap();
+        assert_eq!(ran_build_scripts(dir.path(), &packages), Some(vec![]));
+    }
 
     const LOCK: &str = r#"
 version = 4

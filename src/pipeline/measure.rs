@@ -373,9 +373,12 @@ fn measure_jointly(
         .collect();
     let pair = format!("{b_label} vs {a_label}");
     let n = todo.len();
-    ctx.ui().progress(&format!(
-        "{pair}: measuring [{n} workload(s), where the variance is]"
-    ));
+    let how = match opts.in_turns {
+        true => format!("{} pairs each, in turns", opts.max_pairs),
+        false => "where the variance is".to_string(),
+    };
+    ctx.ui()
+        .progress(&format!("{pair}: measuring [{n} workload(s), {how}]"));
     let started = std::time::Instant::now();
     let spinner = ctx.ui().spinner(pair.clone());
     let label = |j: usize| format!("{pair}: measuring [{}/{n}] {}", j + 1, todo[j].name);

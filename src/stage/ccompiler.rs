@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Candidate, Context, Offer, StageError, Standing};
 use crate::cargo::cc::{self, CBuild};
+use crate::cargo::BuildSettings;
 use crate::context::facts::{CCode, StageFacts};
 use crate::spec::StageName;
 use crate::toolchain::clang::Clang;
@@ -41,9 +42,15 @@ pub(crate) enum CProgram {
 
 impl CProgram {
     /// The program's C packages and the clang of rustc's LLVM (Cargo.lock read now: the run
-    /// made one when the project has none).
-    pub(crate) fn of(ctx: &Context) -> CProgram {
-        let packages = cc::packages_of(&ctx.plan.project);
+    /// made one when the project has none), less those whose build script the build of
+    /// `built` (one that was made: the best so far) never ran — optional dependencies left
+    /// off; each would have cost a byte-identical build (ripgrep: two, 109 s).
+    pub(crate) fn of(ctx: &Context, built: &BuildSettings) -> CProgram {
+        let mut packages = cc::packages_of(&ctx.plan.project);
+        let output_dir = built.output_dir(&ctx.build_dir(built));
+        if let Some(ran) = cc::ran_build_scripts(&output_dir, &packages) {
+            packages = ran;
+        }
         if packages.is_empty() {
             return CProgram::None;
         }
@@ -56,7 +63,7 @@ impl CProgram {
 
 /// `c-compiler (clang)` on the best so far, when the program compiles C.
 pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
-    let (packages, clang) = match CProgram::of(ctx) {
+    let (packages, clang) = match CProgram::of(ctx, &standing.best.settings) {
         CProgram::None => return Vec::new(),
         CProgram::NoClang { packages, why } => {
             let why = format!(

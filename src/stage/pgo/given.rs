@@ -29,7 +29,7 @@ pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> 
     let mut offers = vec![Offer::against_best(best)];
     // A collector built by `profile collect` counts the program's C too.
     if let Ok(p) = &profile {
-        super::whole::extend(ctx, p, &mut offers);
+        super::whole::extend(ctx, &standing.best.settings, p, &mut offers);
     }
     if standing.best.targets_cpu() && !standing.portable.targets_cpu() {
         let portable = match profile {

@@ -64,7 +64,7 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
     };
     let mut offers = vec![Offer::against_best(best)];
     if let Ok(p) = &profile {
-        whole::extend(ctx, p, &mut offers);
+        whole::extend(ctx, &standing.best.settings, p, &mut offers);
     }
     if standing.best.targets_cpu() && !standing.portable.targets_cpu() {
         let portable = standing.portable;
@@ -226,7 +226,7 @@ pub(crate) fn instrument_into(
         flags.push(crate::cargo::NO_LTO_FLAG.to_string());
     }
     let instrumented = with_host_target(ctx, settings).with_rustflags(flags);
-    let instrumented = whole::instrumented(ctx, instrumented, gen_dir);
+    let instrumented = whole::instrumented(ctx, settings, instrumented, gen_dir);
     let built = ctx.build(&format!("{label}: instrumented"), &instrumented)?;
     Ok((instrumented, built))
 }

@@ -25,13 +25,14 @@ pub(crate) const WHOLE: &str = "whole-program";
 /// another target's C would need clang to cross-compile.
 pub(crate) fn instrumented(
     ctx: &Context,
+    built: &BuildSettings,
     mut instrumented: BuildSettings,
     gen_dir: &std::path::Path,
 ) -> BuildSettings {
     if instrumented.target.as_deref() != Some(&ctx.plan.rustc.host) {
         return instrumented;
     }
-    if let CProgram::Clang { clang, .. } = CProgram::of(ctx) {
+    if let CProgram::Clang { clang, .. } = CProgram::of(ctx, built) {
         let flags = vec![profile_generate_flag(gen_dir)];
         instrumented.c = Some(ccompiler::c_build(ctx, &instrumented, &clang, flags));
     }
@@ -40,8 +41,13 @@ pub(crate) fn instrumented(
 
 /// `offers` (the pgo offer first) with the whole-program offer after it, or the pgo row's
 /// note saying why there is none.
-pub(crate) fn extend<'c>(ctx: &'c Context, profile: &Profile, offers: &mut Vec<Offer<'c>>) {
-    let (whole, note) = offer(ctx, profile);
+pub(crate) fn extend<'c>(
+    ctx: &'c Context,
+    built: &BuildSettings,
+    profile: &Profile,
+    offers: &mut Vec<Offer<'c>>,
+) {
+    let (whole, note) = offer(ctx, built, profile);
     if let (Some(note), Some(Build::Now(Ok(c)))) =
         (note, offers.first_mut().map(|o| &mut o.candidate))
     {
@@ -52,8 +58,12 @@ pub(crate) fn extend<'c>(ctx: &'c Context, profile: &Profile, offers: &mut Vec<O
 
 /// The whole-program offer for `profile`, or the pgo row's note saying why there is none
 /// (C left out: no clang of rustc's LLVM). `None` and no note for a program without C.
-fn offer<'c>(ctx: &'c Context, profile: &Profile) -> (Option<Offer<'c>>, Option<String>) {
-    match CProgram::of(ctx) {
+fn offer<'c>(
+    ctx: &'c Context,
+    built: &BuildSettings,
+    profile: &Profile,
+) -> (Option<Offer<'c>>, Option<String>) {
+    match CProgram::of(ctx, built) {
         CProgram::None => (None, None),
         CProgram::NoClang { packages, why } => (
             None,
