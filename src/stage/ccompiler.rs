@@ -6,7 +6,8 @@
 //! the profile gives the C code, and both steps say what they bought.
 //!
 //! A program whose build graph compiles no C (no package reached from it depends on `cc`
-//! or `cmake`, as Cargo.lock says) has no row: it builds exactly as before. One that does,
+//! or `cmake`, as Cargo.lock says, or none whose build script the best so far's build ran)
+//! has no row: it builds exactly as before. One that does,
 //! without a clang of rustc's LLVM major, is a skipped row naming the packages, what was
 //! found and the Debian package that fixes it (`toolchain::clang`).
 //!
