@@ -336,7 +336,6 @@ mod tests {
     use crate::bench::runner::{
         BenchError, BenchOptions, Observation, Side, StopReason, TimedRuns,
     };
-    use crate::process::ExitStatus;
 
     /// Runs of `secs` each, writing its workload's index into the shared order.
     struct Logged {
@@ -352,19 +351,7 @@ mod tests {
             let scale = if side == Side::B { 0.9 } else { 1.0 };
             let wall = Duration::from_secs_f64(self.secs * scale);
             self.clock += wall;
-            Ok(Observation {
-                wall,
-                metric: None,
-                measure: wall.as_secs_f64(),
-                user: wall,
-                sys: Duration::ZERO,
-                max_rss_bytes: 1,
-                status: ExitStatus {
-                    code: Some(0),
-                    signal: None,
-                },
-                counters: None,
-            })
+            Ok(Observation::of_wall(wall))
         }
         fn elapsed(&self) -> Duration {
             self.clock

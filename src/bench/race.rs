@@ -358,19 +358,7 @@ mod tests {
             }
             let wall = Duration::from_secs_f64(self.secs * (1.0 + 0.01 * (self.rng.f64() - 0.5)));
             self.clock += wall;
-            Ok(Observation {
-                wall,
-                metric: None,
-                measure: wall.as_secs_f64(),
-                user: wall,
-                sys: Duration::ZERO,
-                max_rss_bytes: 1,
-                status: ExitStatus {
-                    code: Some(0),
-                    signal: None,
-                },
-                counters: None,
-            })
+            Ok(Observation::of_wall(wall))
         }
         fn elapsed(&self) -> Duration {
             self.clock

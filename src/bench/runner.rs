@@ -616,6 +616,27 @@ pub(crate) struct Observation {
     pub counters: Option<Counts>,
 }
 
+#[cfg(test)]
+impl Observation {
+    /// A successful run of `wall`, all of it user time: what the engine's simulated sources
+    /// return.
+    pub(crate) fn of_wall(wall: Duration) -> Self {
+        Observation {
+            wall,
+            metric: None,
+            measure: wall.as_secs_f64(),
+            user: wall,
+            sys: Duration::ZERO,
+            max_rss_bytes: 1 << 20,
+            status: ExitStatus {
+                code: Some(0),
+                signal: None,
+            },
+            counters: None,
+        }
+    }
+}
+
 /// Something that runs a side once and tells the time.
 pub(crate) trait TimedRuns {
     fn run(&mut self, side: Side, pad_bytes: usize) -> Result<Observation, BenchError>;

@@ -23,7 +23,6 @@ use super::race::race;
 use super::runner::{BenchError, BenchOptions, Observation, Side, TimedRuns, LADDER_MIN_PAIRS};
 use super::stats::{Estimate, Estimator};
 use super::{geomean, Comparison};
-use crate::process::ExitStatus;
 
 /// The fitted model's parameters (see the module's doc).
 const SIGMA: f64 = 0.025;
@@ -116,19 +115,7 @@ impl TimedRuns for Disturbed {
         self.clock += wall + Duration::from_millis(1);
         self.now
             .set(self.now.get() + wall + Duration::from_millis(1));
-        Ok(Observation {
-            wall,
-            metric: None,
-            measure: wall.as_secs_f64(),
-            user: wall,
-            sys: Duration::ZERO,
-            max_rss_bytes: 1 << 20,
-            status: ExitStatus {
-                code: Some(0),
-                signal: None,
-            },
-            counters: None,
-        })
+        Ok(Observation::of_wall(wall))
     }
     fn elapsed(&self) -> Duration {
         self.clock
