@@ -13,6 +13,13 @@
 //! build's own target dir, so the base's binary is never overwritten (and the base stays
 //! fresh afterwards). cargo locks the build dir, so the two never run at once.
 //!
+//! A relink needs its base built: one whose base is not built yet (the base is building
+//! beside it, started at the same time) compiles its crates in a build dir of its own, the
+//! same `cargo rustc … -- <link flags>` command, instead of waiting on the base's lock for
+//! the base's whole build and then linking alone (pulldown-cmark: BOLT's input relinked
+//! after the PGO build held the PGO build's timing for 17.8 s; built beside it, it is done
+//! when the PGO build is).
+//!
 //! `-C metadata` (hence symbol names) does not depend on rustflags nor on `cargo rustc`'s
 //! extra arguments, so the relinked binary is the one a full build with the link flag in
 //! `RUSTFLAGS` makes, byte for byte (cargo 1.95: checked on `lto-helps`); `apply`'s
@@ -59,29 +66,38 @@ impl BuildSettings {
 }
 
 /// The folder holding a build's intermediate artifacts (`deps/`): a relink's base target
-/// dir, beside `target_dir`; else `target_dir` itself.
+/// dir, beside `target_dir`, when the base is built there; else `target_dir` itself.
 pub(super) fn build_dir(project: &Project, settings: &BuildSettings, target_dir: &Path) -> PathBuf {
-    match settings.relink_base(project) {
-        Some(base) => target_dir.with_file_name(base.hash()),
-        None => target_dir.to_path_buf(),
-    }
+    built_base_dir(project, settings, target_dir).unwrap_or_else(|| target_dir.to_path_buf())
 }
 
-/// A relink's cargo arguments after the common ones: the base's build dir, then the link
-/// flags for the final crate alone; nothing for an ordinary build.
+/// The target dir of the base a build of `settings` into `target_dir` relinks: beside
+/// `target_dir`, named by the base's hash, when the base's binary is there (see the
+/// module doc); `None` for an ordinary build or a base not built yet.
+fn built_base_dir(
+    project: &Project,
+    settings: &BuildSettings,
+    target_dir: &Path,
+) -> Option<PathBuf> {
+    let base = settings.relink_base(project)?;
+    let dir = target_dir.with_file_name(base.hash());
+    let binary = base.output_dir(&dir).join(&project.bin);
+    let built = binary.is_file() || binary.with_extension("exe").is_file();
+    built.then_some(dir)
+}
+
+/// A relink's cargo arguments after the common ones: the base's build dir (when it is
+/// built), then the link flags for the final crate alone; nothing for an ordinary build.
 pub(super) fn args(project: &Project, settings: &BuildSettings, target_dir: &Path) -> Vec<String> {
     if settings.relink_base(project).is_none() {
         return Vec::new();
     }
-    let dir = build_dir(project, settings, target_dir);
-    let mut args = vec![
-        "--config".to_string(),
-        format!(
-            "build.build-dir={}",
-            crate::util::toml_string(&dir.display().to_string())
-        ),
-        "--".to_string(),
-    ];
+    let mut args = Vec::new();
+    if let Some(dir) = built_base_dir(project, settings, target_dir) {
+        let dir = crate::util::toml_string(&dir.display().to_string());
+        args.extend(["--config".to_string(), format!("build.build-dir={dir}")]);
+    }
+    args.push("--".to_string());
     args.extend(settings.link_flags());
     args
 }
@@ -139,7 +155,9 @@ mod tests {
             .all_rustflags()
             .contains(&EMIT_RELOCS_FLAG.to_string()));
 
-        let build = Path::new("/t/optimize/build");
+        let tmp = tempfile::tempdir().unwrap();
+        let build = tmp.path();
+        built_binary(&pgo, &build.join(pgo.hash()));
         let target_dir = build.join(input.hash());
         let args = input.cargo_args(&project, &target_dir);
         assert_eq!(args[0], "rustc");
@@ -168,12 +186,49 @@ mod tests {
         assert_eq!(args[0], "bench");
     }
 
+    /// A binary where cargo would have built `settings`' into `target_dir`.
+    fn built_binary(settings: &BuildSettings, target_dir: &Path) {
+        let out = settings.output_dir(target_dir);
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("demo"), b"\x7fELF").unwrap();
+    }
+
+    #[test]
+    fn a_link_only_flag_whose_base_is_not_built_builds_its_crates_in_its_own_dir() {
+        let project = Project::for_tests("demo", "0.1.0");
+        let base = settings(&[]);
+        let input = base.with_rustflags([EMIT_RELOCS_FLAG]);
+        let tmp = tempfile::tempdir().unwrap();
+        let target_dir = tmp.path().join(input.hash());
+        // The same command, the link flag for the final crate alone, but no base build dir:
+        // the base's lock would hold it for the base's whole build.
+        let args = input.cargo_args(&project, &target_dir);
+        assert_eq!(args[0], "rustc");
+        assert!(!args.iter().any(|a| a.contains("build-dir")), "{args:?}");
+        let at = args.iter().position(|a| a == "--").expect("--");
+        assert_eq!(args[at + 1..], [EMIT_RELOCS_FLAG.to_string()]);
+        assert_eq!(input.compile_rustflags(&project), base.all_rustflags());
+        let binary = target_dir.join("x86_64-unknown-linux-gnu/max/demo");
+        assert_eq!(
+            deps_of(&project, &input, &target_dir, &binary),
+            Some(target_dir.join("x86_64-unknown-linux-gnu/max/deps"))
+        );
+        // Once the base is built, the same build is a relink of it.
+        built_binary(&base, &tmp.path().join(base.hash()));
+        assert_eq!(
+            build_dir(&project, &input, &target_dir),
+            tmp.path().join(base.hash())
+        );
+    }
+
     #[test]
     fn a_relink_s_deps_are_in_its_base_s_target_dir() {
         let project = Project::for_tests("demo", "0.1.0");
         let base = settings(&[]);
         let input = base.with_rustflags([EMIT_RELOCS_FLAG]);
-        let build = Path::new("/t/optimize/build");
+        let tmp = tempfile::tempdir().unwrap();
+        let build = tmp.path();
+        built_binary(&base, &build.join(base.hash()));
         let target_dir = build.join(input.hash());
         let binary = target_dir.join("x86_64-unknown-linux-gnu/max/demo");
         assert_eq!(

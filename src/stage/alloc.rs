@@ -18,6 +18,7 @@
 
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cargo::alloc::{self, Allocator};
+use crate::cargo::BuildSettings;
 use crate::context::facts::{AllocRoot, StageFacts};
 use crate::spec::StageName;
 
@@ -51,6 +52,26 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                 rival: Rival::Best,
                 candidate,
             }
+        })
+        .collect()
+}
+
+/// The settings [`offers`] would build on a best built with `best`, one per allocator the
+/// program can take, labelled as the stage labels them: for the pgo stage to start beside
+/// its own build (`stage::pgo`), and the copy not prepared here (the build prepares it).
+pub(crate) fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
+    if best.allocator.is_some() {
+        return Vec::new();
+    }
+    let target = (best.target.clone()).unwrap_or_else(|| ctx.plan.rustc.host.clone());
+    (ctx.spec.stages.alloc.iter())
+        .filter_map(|name| alloc::named(name))
+        .filter(|a| alloc::refusal(&ctx.plan.project, a, &target).is_none())
+        .map(|a| {
+            let mut settings = best.clone();
+            settings.allocator = Some(a.name.to_string());
+            let label = crate::context::label(StageName::Alloc.as_str(), Some(a.name));
+            (label, settings)
         })
         .collect()
 }

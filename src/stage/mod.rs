@@ -20,10 +20,11 @@
 //! the portable best is the best without `-Ctarget-cpu`). The PGO build is what is measured
 //! and ships unless BOLT does, so it carries no relocations; when BOLT comes next
 //! ([`Standing`]'s `then`: the stages still to come the budget pays for), can run and the
-//! profile keeps symbols, BOLT's input (the PGO build linked again with
-//! `cargo::EMIT_RELOCS_FLAG`) is built ahead once the PGO build is. Every BOLT input is a
-//! relink, not a rebuild (`cargo::relink`). What ships is what `apply`'s printed command
-//! builds.
+//! profile keeps symbols, BOLT's input (the PGO build linked with
+//! `cargo::EMIT_RELOCS_FLAG`) is built ahead beside the PGO build, and so is the alloc
+//! stage's candidate when it follows. A BOLT input passes the flag to the final link alone
+//! (`cargo::relink`): a relink of its base when the base is built, else its own build. What
+//! ships is what `apply`'s printed command builds.
 //!
 //! Must not: measure, verify or decide (the pipeline does); run cargo or a workload other
 //! than through the [`Context`]; run a tool other than through `process` with a bound

@@ -208,3 +208,35 @@ fn offline_without_the_allocator_s_crate_cached_the_stage_is_skipped_saying_so()
         row.reason
     );
 }
+
+/// When the alloc stage follows PGO, its candidate (the PGO build with the allocator) is
+/// built beside the PGO build, not after the PGO build's timing, and the stage takes that
+/// build. On `pgo-bolt-wins`, whose PGO build is several-fold faster, so PGO is kept.
+#[test]
+fn after_pgo_the_allocator_s_candidate_is_built_beside_the_pgo_build() {
+    let _guard = shared();
+    let tmp = copy_fixture("pgo-bolt-wins");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let args = ["optimize", "--stages", "pgo,alloc", "--max-time", "2s"];
+    let r = run(
+        dir,
+        &[&args[..], &["--target-dir", td.to_str().unwrap()]].concat(),
+        &[],
+    );
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    let report = latest_report(&td);
+    let pgo = stage(&report, "pgo");
+    assert_eq!(pgo.status, Status::Kept, "{pgo:#?}");
+    let err = r.stderr.as_str();
+    assert!(
+        err.contains("building ahead, beside the run: alloc (mimalloc)"),
+        "{err}"
+    );
+    assert!(err.contains("alloc (mimalloc) built ahead in"), "{err}");
+    let row = stage(&report, "alloc");
+    assert_eq!(row.verified, Some(true), "{row:#?}");
+    // The PGO build (its profile among the flags) with the allocator.
+    assert_eq!(settings(row).rustflags, settings(pgo).rustflags);
+    assert_eq!(settings(row).allocator.as_deref(), Some("mimalloc"));
+}

@@ -542,7 +542,7 @@ fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
 }
 
 #[test]
-fn bolt_s_input_is_a_relink_that_compiles_no_dependency_again_and_bolt_works_on_it() {
+fn bolt_s_input_links_alone_beside_its_base_or_relinks_it_and_bolt_works_on_it() {
     let _guard = shared();
     // This fixture's target dir is this test's alone: start with nothing built, so what
     // cargo compiled for each build is in its record.
@@ -566,29 +566,54 @@ fn bolt_s_input_is_a_relink_that_compiles_no_dependency_again_and_bolt_works_on_
     want.push("-Clink-args=-Wl,-q".into());
     assert_eq!(settings(bolt).rustflags, want, "{bolt:#?}");
 
-    // Each input (the one built ahead from the pgo build, the one the stage built from its
-    // best): `cargo rustc … -- -Clink-args=-Wl,-q` in the build dir of the build it
-    // relinks, compiling the package alone.
+    // Each input (the one built ahead beside the pgo build, the one the stage built from
+    // its best): `cargo rustc … -- -Clink-args=-Wl,-q`, the flag for the final link alone.
+    // One whose base was built relinks it in the base's build dir, compiling the package
+    // alone; one started beside its base compiles its crates in its own dir.
     let records = build_records(&td);
     let command = |r: &serde_json::Value| r["command"].as_str().unwrap_or("").to_string();
-    let relinks: Vec<&serde_json::Value> = (records.iter())
+    let inputs: Vec<&serde_json::Value> = (records.iter())
         .filter(|r| command(r).contains("-Wl,-q"))
         .collect();
-    assert!(!relinks.is_empty(), "{records:#?}");
-    for relink in relinks {
-        assert_is_a_relink(relink, &command(relink));
+    assert!(!inputs.is_empty(), "{records:#?}");
+    let mut beside = Vec::new();
+    for input in inputs {
+        match command(input).contains("build.build-dir=") {
+            true => assert_is_a_relink(input, &command(input)),
+            false => beside.push(assert_is_built_beside(input, &command(input))),
+        }
     }
+    // The one built ahead started beside the pgo build, before that was built.
+    assert!(!beside.is_empty(), "{records:#?}");
     // The input BOLT read has relocations, and BOLT optimized it; the pgo build it may
     // relink kept its own binary without them (not overwritten).
     assert!(has_section(&dir.join("bin/bolt-input"), ".rela.text"));
     assert!(!has_section(&dir.join("bin/pgo"), ".rela.text"));
     assert!(has_section(&dir.join("bin/bolt"), ".bolt.org.text"));
+
+    // Built again (its own dir gone) once the pgo build is there, the same input relinks it.
+    for own in &beside {
+        std::fs::remove_dir_all(own).unwrap();
+    }
+    let r = optimize("bolt-relink", &["--stages", "pgo,bolt", "--fresh"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let records = build_records(&td);
+    let in_beside = |r: &serde_json::Value| {
+        let binary = PathBuf::from(r["binary"].as_str().unwrap_or(""));
+        beside.iter().any(|own| binary.starts_with(own))
+    };
+    let relinks: Vec<&serde_json::Value> = (records.iter())
+        .filter(|r| in_beside(r) && command(r).contains("build.build-dir="))
+        .collect();
+    assert!(!relinks.is_empty(), "{records:#?}");
+    for relink in relinks {
+        assert_is_a_relink(relink, &command(relink));
+    }
 }
 
-/// `record` (of a build with `input` as its command) compiled the package alone, in the
-/// build dir of the build it relinks, whose binary it left without relocations.
-fn assert_is_a_relink(record: &serde_json::Value, input: &str) {
-    let said = record["stderr"].as_str().unwrap();
+/// `input` links with relocations through `cargo rustc … -- <flag>`, not as a rustflag of
+/// every crate.
+fn assert_links_alone_with_relocations(input: &str) {
     assert!(
         input.contains(" cargo rustc ") && input.ends_with(" -- -Clink-args=-Wl,-q"),
         "{input}"
@@ -598,6 +623,29 @@ fn assert_is_a_relink(record: &serde_json::Value, input: &str) {
         !flags.contains("-Wl,-q"),
         "a rustflag of every crate: {input}"
     );
+}
+
+/// `record` (of a build with `input` as its command, started beside the build it would
+/// relink) compiled its crates, the dependency included, in its own target dir.
+fn assert_is_built_beside(record: &serde_json::Value, input: &str) -> PathBuf {
+    assert_links_alone_with_relocations(input);
+    let said = record["stderr"].as_str().unwrap();
+    assert!(said.contains("Compiling relink-dep"), "{said}");
+    let binary = PathBuf::from(record["binary"].as_str().unwrap());
+    let own = binary
+        .ancestors()
+        .find(|a| a.parent().is_some_and(|p| p.ends_with("optimize/build")))
+        .unwrap();
+    assert_eq!(files_ending(own, ".rlib").len(), 1, "{}", own.display());
+    assert!(has_section(&binary, ".rela.text"), "{}", binary.display());
+    own.to_path_buf()
+}
+
+/// `record` (of a build with `input` as its command) compiled the package alone, in the
+/// build dir of the build it relinks, whose binary it left without relocations.
+fn assert_is_a_relink(record: &serde_json::Value, input: &str) {
+    let said = record["stderr"].as_str().unwrap();
+    assert_links_alone_with_relocations(input);
     assert!(said.contains("Compiling bolt-relink"), "{said}");
     assert!(!said.contains("Compiling relink-dep"), "{said}");
     // The dependency was compiled once, into the relinked build's dir; the input's own

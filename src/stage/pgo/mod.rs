@@ -47,14 +47,11 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                 let label = crate::context::label("pgo", Some(PORTABLE));
                 beside.push((format!("{label}: optimized"), portable));
             }
-            ctx.build_ahead(beside);
+            ctx.build_ahead(beside.into_iter().chain(after(ctx, standing, &p)).collect());
             let best = build_with(ctx, &standing.best.settings, &p, None, false).map(|mut c| {
                 c.notes.extend(note);
                 c
             });
-            if best.is_ok() {
-                ctx.build_after_stage(bolt_input(ctx, standing, &p).into_iter().collect());
-            }
             (best, Ok(p))
         }
         Err(e) => {
@@ -313,12 +310,34 @@ pub(crate) fn train_instrumented(
     })
 }
 
-/// BOLT's input to build ahead once the pgo build with `profile` is built: that build
-/// linked again with the relocations BOLT needs (a relink in its build dir: `cargo::relink`),
-/// when the ladder expects the BOLT stage next and it would take the pgo build as is. What
-/// is measured, and ships unless BOLT does, carries none. (Started after the pgo build, not
-/// beside it: the two share a build dir, and cargo's lock would otherwise have the pgo
-/// build wait for a relink running at the lowest priority, which then compiled it all.)
+/// The builds the stages after this one will ask for when the PGO build is kept, to start
+/// beside it: each allocator's candidate on it when the alloc stage follows, then BOLT's
+/// input when BOLT follows. Why now: fat LTO spends most of a build on one core, and this
+/// stage's timings wait for every build ahead, so a build started after the PGO build
+/// (BOLT's input as a relink of it) would hold them up (pulldown-cmark: 17.8 s), and one
+/// started after them would hold up the next stage's (its allocator's build: 20.6 s). When
+/// PGO is not kept, they are kept in the build cache unused.
+fn after(
+    ctx: &Context,
+    standing: &Standing,
+    p: &Profile,
+) -> Vec<(String, crate::cargo::BuildSettings)> {
+    let pgo = use_settings(ctx, &standing.best.settings, p, false);
+    let alloc = match standing.then.contains(&StageName::Alloc) {
+        true => super::alloc::ahead(ctx, &pgo),
+        false => Vec::new(),
+    };
+    alloc
+        .into_iter()
+        .chain(bolt_input(ctx, standing, p))
+        .collect()
+}
+
+/// BOLT's input to build beside the pgo build with `profile`: that build linked with the
+/// relocations BOLT needs (the flag for the final link alone: `cargo::relink`; started
+/// before the pgo build is built, it compiles its crates in its own build dir), when the
+/// ladder expects the BOLT stage next and it would take the pgo build as is. What is
+/// measured, and ships unless BOLT does, carries none.
 fn bolt_input(
     ctx: &Context,
     standing: &Standing,
