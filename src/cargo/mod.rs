@@ -132,6 +132,21 @@ pub struct BuildSettings {
 }
 
 impl BuildSettings {
+    /// A plain build of `profile`: no overrides, flags, target, features or allocator.
+    #[cfg(test)]
+    pub(crate) fn plain(profile: &str) -> Self {
+        BuildSettings {
+            profile: profile.into(),
+            profile_overrides: BTreeMap::new(),
+            user_rustflags: Vec::new(),
+            rustflags: Vec::new(),
+            target: None,
+            features: Features::default(),
+            allocator: None,
+            c: None,
+        }
+    }
+
     /// The flags rustc will see: the user's, then ours.
     pub fn all_rustflags(&self) -> Vec<String> {
         compose_rustflags(&self.user_rustflags, &self.rustflags)
@@ -739,16 +754,7 @@ mod tests {
 
     #[test]
     fn settings_hash_changes_with_flags_and_overrides() {
-        let base = BuildSettings {
-            profile: "release".into(),
-            profile_overrides: BTreeMap::new(),
-            user_rustflags: vec![],
-            rustflags: vec![],
-            target: None,
-            features: Features::default(),
-            allocator: None,
-            c: None,
-        };
+        let base = BuildSettings::plain("release");
         let a = base.hash();
         assert_eq!(a, base.clone().hash());
         assert_ne!(a, base.with_rustflags(["-Cx"]).hash());
@@ -765,16 +771,7 @@ mod tests {
     fn lto_across_crates_is_fat_true_or_thin_in_the_overrides() {
         let project = Project::for_tests("p", "0.1.0");
         let with = |lto: &str| {
-            let mut s = BuildSettings {
-                profile: "release".into(),
-                profile_overrides: BTreeMap::new(),
-                user_rustflags: vec![],
-                rustflags: vec![],
-                target: None,
-                features: Features::default(),
-                allocator: None,
-                c: None,
-            };
+            let mut s = BuildSettings::plain("release");
             s.profile_overrides.insert("lto".into(), lto.into());
             uses_lto(&project, &s)
         };

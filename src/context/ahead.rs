@@ -13,7 +13,9 @@
 //! priority they take only the cycles the pipeline leaves idle.
 //!
 //! Must not overlap a timed run: [`Ahead::settle`] waits for every build started here,
-//! and the pipeline calls it before it measures anything. A build asked for by
+//! and the pipeline calls it before it measures anything. So a build for a later stage
+//! that cannot start before the current stage's build is done may be held
+//! ([`Ahead::defer`]) until that stage has timed its own candidates. A build asked for by
 //! [`Ahead::take`] hands over its result (an error included, reported by the stage that
 //! asked, as a build of its own would be); a build nobody asks for is kept in the build
 //! cache like any other.
@@ -55,6 +57,9 @@ pub(crate) struct Ahead {
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// The builders' cargo process groups, killed together on drop.
     cancel: crate::sys::interrupt::Cancel,
+    /// Builds asked for after the current stage's timings (`Context::build_after_stage`),
+    /// as `(label, settings)`, not queued yet.
+    deferred: Mutex<Vec<(String, BuildSettings)>>,
 }
 
 impl Drop for Ahead {
@@ -112,6 +117,16 @@ impl Ahead {
                 build_queued(&shared, &project, &dir, &toolchain)
             }));
         }
+    }
+
+    /// Hold `wanted` until [`Ahead::take_deferred`].
+    pub(crate) fn defer(&self, wanted: Vec<(String, BuildSettings)>) {
+        self.deferred.lock().unwrap().extend(wanted);
+    }
+
+    /// What [`Ahead::defer`] held, to be queued now.
+    pub(crate) fn take_deferred(&self) -> Vec<(String, BuildSettings)> {
+        std::mem::take(&mut *self.deferred.lock().unwrap())
     }
 
     /// Whether `settings` was queued here (finished or not).
@@ -194,16 +209,7 @@ mod tests {
     use super::*;
 
     fn settings() -> BuildSettings {
-        BuildSettings {
-            profile: "release".into(),
-            profile_overrides: Default::default(),
-            user_rustflags: Vec::new(),
-            rustflags: Vec::new(),
-            target: None,
-            features: Default::default(),
-            allocator: None,
-            c: None,
-        }
+        BuildSettings::plain("release")
     }
 
     #[test]
@@ -230,5 +236,20 @@ mod tests {
         assert!(ahead.has(&settings));
         assert!(matches!(ahead.take(&settings), Some(Err(_))));
         assert!(ahead.take(&settings).is_none());
+    }
+
+    /// A build deferred to the end of a stage is neither queued nor waited for until it is
+    /// taken out, once.
+    #[test]
+    fn a_deferred_build_is_held_until_it_is_taken_out() {
+        let ahead = Ahead::default();
+        let settings = settings();
+        ahead.defer(vec![("bolt: input".into(), settings.clone())]);
+        assert!(!ahead.has(&settings));
+        assert!(ahead.take(&settings).is_none());
+        let held = ahead.take_deferred();
+        assert_eq!(held.len(), 1);
+        assert_eq!(held[0].1, settings);
+        assert!(ahead.take_deferred().is_empty());
     }
 }

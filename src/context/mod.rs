@@ -463,6 +463,23 @@ impl<'a> Context<'a> {
         );
     }
 
+    /// [`Context::build_ahead`] once the current stage's comparisons are timed
+    /// ([`Context::start_deferred`]), not before: a build for a later stage started now
+    /// would hold up this stage's timings, which wait for every build ahead (pulldown-cmark:
+    /// BOLT's fat-LTO relink, asked for once the PGO build was done, held pgo's timing for
+    /// 17.8 s; started after it, it builds beside the next stage's build).
+    pub(crate) fn build_after_stage(&self, wanted: Vec<(String, BuildSettings)>) {
+        self.ahead.defer(wanted);
+    }
+
+    /// Start what [`Context::build_after_stage`] held (the ladder, when a stage is done).
+    pub(crate) fn start_deferred(&self) {
+        let wanted = self.ahead.take_deferred();
+        if !wanted.is_empty() {
+            self.build_ahead(wanted);
+        }
+    }
+
     /// Build `settings` into its own target dir (`target/optimize/build/<hash>`), showing
     /// cargo's progress, and record the step.
     pub(crate) fn build(

@@ -146,6 +146,8 @@ impl<'a> Ladder<'a> {
                 _ => self.race(name, group)?,
             }
         }
+        // Builds a stage asked for once its own timings are done (BOLT's input) start now.
+        self.ctx.start_deferred();
         if name == StageName::Profile {
             self.note_cheaper_profile();
         }

@@ -21,8 +21,8 @@
 //! and ships unless BOLT does, so it carries no relocations; when BOLT comes next
 //! ([`Standing`]'s `then`: the stages still to come the budget pays for), can run and the
 //! profile keeps symbols, BOLT's input (the PGO build linked with
-//! `cargo::EMIT_RELOCS_FLAG`) is built ahead beside the PGO build, and so is the alloc
-//! stage's candidate when it follows. A BOLT input passes the flag to the final link alone
+//! `cargo::EMIT_RELOCS_FLAG`) is built ahead: beside the PGO build under LTO, else once the
+//! stage's timings are done; the alloc stage's candidate, when it follows, beside it. A BOLT input passes the flag to the final link alone
 //! (`cargo::relink`): a relink of its base when the base is built, else its own build. What
 //! ships is what `apply`'s printed command builds.
 //!

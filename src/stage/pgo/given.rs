@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::context::facts::ProfileFit;
 
-use super::{after, build_with, cache_profile, profdata, Profile, PORTABLE};
+use super::{build_with, cache_profile, profdata, start_after, Profile, PORTABLE};
 use crate::context::facts::ProfileStats;
 use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 
@@ -19,13 +19,16 @@ use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 /// best picks a CPU and the portable best does not, both built with the profile in `file`.
 pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> Vec<Offer<'c>> {
     let profile = load(ctx, file);
-    if let Ok(p) = &profile {
-        ctx.build_ahead(after(ctx, standing, p));
-    }
+    let later = (profile.as_ref())
+        .map(|p| start_after(ctx, standing, p, Vec::new()))
+        .unwrap_or_default();
     let best = match &profile {
         Ok(p) => build_with(ctx, &standing.best.settings, p, None, false),
         Err(e) => Err(StageError::Failed(e.to_string())),
     };
+    if best.is_ok() {
+        ctx.build_after_stage(later);
+    }
     let mut offers = vec![Offer::against_best(best)];
     // A collector built by `profile collect` counts the program's C too.
     if let Ok(p) = &profile {

@@ -47,11 +47,14 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                 let label = crate::context::label("pgo", Some(PORTABLE));
                 beside.push((format!("{label}: optimized"), portable));
             }
-            ctx.build_ahead(beside.into_iter().chain(after(ctx, standing, &p)).collect());
+            let later = start_after(ctx, standing, &p, beside);
             let best = build_with(ctx, &standing.best.settings, &p, None, false).map(|mut c| {
                 c.notes.extend(note);
                 c
             });
+            if best.is_ok() {
+                ctx.build_after_stage(later);
+            }
             (best, Ok(p))
         }
         Err(e) => {
@@ -310,27 +313,41 @@ pub(crate) fn train_instrumented(
     })
 }
 
-/// The builds the stages after this one will ask for when the PGO build is kept, to start
-/// beside it: each allocator's candidate on it when the alloc stage follows, then BOLT's
-/// input when BOLT follows. Why now: fat LTO spends most of a build on one core, and this
-/// stage's timings wait for every build ahead, so a build started after the PGO build
-/// (BOLT's input as a relink of it) would hold them up (pulldown-cmark: 17.8 s), and one
-/// started after them would hold up the next stage's (its allocator's build: 20.6 s). When
-/// PGO is not kept, they are kept in the build cache unused.
-fn after(
+/// The builds the stages after this one will ask for when the PGO build is kept, started
+/// on their own (`ctx.build_ahead`; the pgo build's own portable sibling comes first):
+/// each allocator's candidate on it when the alloc stage follows, and BOLT's input when
+/// BOLT follows and its build has LTO across crates. Why beside, not after: this stage's
+/// timings wait for every build ahead, so a build started once the PGO build is built
+/// holds them up (pulldown-cmark, BOLT's input relinked: 17.8 s), and one started after
+/// them holds up the next stage's (its allocator's build: 20.6 s), while fat LTO leaves a
+/// core idle for the build beside. When PGO is not kept, they are kept in the build cache
+/// unused.
+///
+/// Without LTO, BOLT's input is returned, for the caller to start once the stage's timings
+/// are done (`ctx.build_after_stage`, when the PGO build was built): its relink then
+/// compiles the package's crate alone (ripgrep 14.1.1: 11 s), where compiling every crate
+/// beside the PGO build held its timing for 45 s more.
+fn start_after(
     ctx: &Context,
     standing: &Standing,
     p: &Profile,
+    beside: Vec<(String, crate::cargo::BuildSettings)>,
 ) -> Vec<(String, crate::cargo::BuildSettings)> {
     let pgo = use_settings(ctx, &standing.best.settings, p, false);
-    let alloc = match standing.then.contains(&StageName::Alloc) {
-        true => super::alloc::ahead(ctx, &pgo),
-        false => Vec::new(),
+    let mut beside = beside;
+    if standing.then.contains(&StageName::Alloc) {
+        beside.extend(super::alloc::ahead(ctx, &pgo));
+    }
+    let input = bolt_input(ctx, standing, p);
+    let later = match crate::cargo::uses_lto(&ctx.plan.project, &pgo) == Some(true) {
+        true => {
+            beside.extend(input);
+            Vec::new()
+        }
+        false => input.into_iter().collect(),
     };
-    alloc
-        .into_iter()
-        .chain(bolt_input(ctx, standing, p))
-        .collect()
+    ctx.build_ahead(beside);
+    later
 }
 
 /// BOLT's input to build beside the pgo build with `profile`: that build linked with the
