@@ -102,6 +102,20 @@ pub(super) fn args(project: &Project, settings: &BuildSettings, target_dir: &Pat
     args
 }
 
+/// `args` without the `--config build.build-dir=…` a relink of a built base has (see
+/// [`args`]): what it builds, wherever its crates are compiled.
+pub(super) fn without_build_dir(args: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(args.len());
+    for a in args {
+        if a.starts_with("build.build-dir=") && out.last().is_some_and(|l| l == "--config") {
+            out.pop();
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
 /// The `deps/` folder holding cargo's original of `binary` (built into `target_dir`): in
 /// the build dir, at the same place below it.
 pub(super) fn deps_of(
@@ -213,12 +227,15 @@ mod tests {
             deps_of(&project, &input, &target_dir, &binary),
             Some(target_dir.join("x86_64-unknown-linux-gnu/max/deps"))
         );
-        // Once the base is built, the same build is a relink of it.
+        // Once the base is built, the same build is a relink of it: the same build for the
+        // build cache's key.
+        let before = input.cargo_args(&project, &target_dir);
         built_binary(&base, &tmp.path().join(base.hash()));
-        assert_eq!(
-            build_dir(&project, &input, &target_dir),
-            tmp.path().join(base.hash())
-        );
+        let relinked = tmp.path().join(base.hash());
+        assert_eq!(build_dir(&project, &input, &target_dir), relinked);
+        let after = input.cargo_args(&project, &target_dir);
+        assert_ne!(after, before);
+        assert_eq!(without_build_dir(after), before);
     }
 
     #[test]

@@ -594,6 +594,19 @@ fn bolt_s_input_links_alone_beside_its_base_or_relinks_it_and_bolt_works_on_it()
     assert!(!has_section(&dir.join("bin/pgo"), ".rela.text"));
     assert!(has_section(&dir.join("bin/bolt"), ".bolt.org.text"));
 
+    // Unchanged, a run builds nothing: the input is the same build whether its crates were
+    // compiled in its own dir or its base's.
+    let td_s = td.to_str().unwrap();
+    let again = [&args[..], &["--target-dir", td_s]].concat();
+    let r = run(
+        &fixture("bolt-relink"),
+        &[&["optimize"][..], &again].concat(),
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let cache = report_of(&r).build_cache.expect("build cache stats");
+    assert_eq!(cache.misses, 0, "{cache:?}\n{}", r.all());
+
     // Built again (its own dir gone) once the pgo build is there, the same input relinks it.
     for own in &beside {
         std::fs::remove_dir_all(own).unwrap();
@@ -612,6 +625,7 @@ fn bolt_s_input_links_alone_beside_its_base_or_relinks_it_and_bolt_works_on_it()
     for relink in relinks {
         assert_is_a_relink(relink, &command(relink));
     }
+
 }
 
 /// `input` links with relocations through `cargo rustc … -- <flag>`, not as a rustflag of
