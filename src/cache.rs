@@ -38,6 +38,14 @@ pub(crate) struct VerdictCache {
     unkeyed: RefCell<std::collections::BTreeSet<String>>,
 }
 
+/// The fix for a workload whose inputs are too large to key (see [`DIR_ENTRIES_LIMIT`]).
+pub(crate) fn unkeyed_fix() -> String {
+    format!(
+        "point it at fewer files (at most {DIR_ENTRIES_LIMIT} entries and {} in a folder), or at one file",
+        crate::util::human_bytes(DIR_BYTES_LIMIT)
+    )
+}
+
 /// The key of running `workloads` on `binary`: the tool's version, the binary's bytes, and
 /// each workload's definition and input files.
 pub(crate) fn run_key(binary: &Path, workloads: &[&Workload]) -> std::io::Result<String> {
@@ -157,8 +165,8 @@ impl VerdictCache {
             return None;
         }
         Some(format!(
-            "workload `{workload}`: nothing measured on it is kept for later runs, so an unchanged re-run measures it again: {why}\n  fix: point it at fewer files (at most {DIR_ENTRIES_LIMIT} entries and {} in a folder), or at one file",
-            crate::util::human_bytes(DIR_BYTES_LIMIT)
+            "workload `{workload}`: nothing measured on it is kept for later runs, so an unchanged re-run measures it again: {why}\n  fix: {}",
+            unkeyed_fix()
         ))
     }
 

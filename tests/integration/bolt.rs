@@ -625,7 +625,6 @@ fn bolt_s_input_links_alone_beside_its_base_or_relinks_it_and_bolt_works_on_it()
     for relink in relinks {
         assert_is_a_relink(relink, &command(relink));
     }
-
 }
 
 /// `input` links with relocations through `cargo rustc … -- <flag>`, not as a rustflag of

@@ -781,3 +781,37 @@ fn a_project_without_a_lock_file_is_left_without_one_and_a_rerun_reuses_its_buil
         assert_eq!(r.stderr.contains("build reused"), reused, "{}", r.stderr);
     }
 }
+
+/// A train workload naming a folder too large to key (more than 10 000 entries): the
+/// training cannot be kept for later runs, and the run says so with the fix, instead of
+/// training again silently on every run.
+#[test]
+fn a_training_too_large_to_key_is_said_with_the_fix() {
+    let _guard = shared();
+    let tmp = copy_fixture("pgo-basic");
+    let dir = tmp.path();
+    let big = dir.join("big");
+    std::fs::create_dir(&big).unwrap();
+    for i in 0..10_001 {
+        std::fs::write(big.join(format!("{i}.txt")), b"").unwrap();
+    }
+    // pgo-basic reads its first argument only; the folder is named, not read.
+    let spec = "bin = \"pgo-basic\"\n\n[bench]\nmax-time = \"1s\"\n\n[[workload]]\nname = \"train\"\nargs = [\"80000\", \"big\"]\nuse = [\"train\"]\n\n[[workload]]\nname = \"eval\"\nargs = [\"120000\"]\nuse = [\"eval\"]\nexpect = \"exact\"\n";
+    std::fs::write(dir.join("big.toml"), spec).unwrap();
+    let td = dir.join("target");
+    let args = ["optimize", "--spec", "big.toml", "--stages", "pgo"];
+    let r = run(
+        dir,
+        &[&args[..], &["--target-dir", td.to_str().unwrap()]].concat(),
+        &[],
+    );
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    let said = "pgo: the training is not kept for later runs, so an unchanged re-run trains again";
+    assert_eq!(r.stderr.matches(said).count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("more than 10000 entries"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("fix: point it at fewer files"),
+        "{}",
+        r.stderr
+    );
+}

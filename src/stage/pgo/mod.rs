@@ -231,6 +231,27 @@ pub(crate) fn instrument_into(
     Ok((instrumented, built))
 }
 
+/// What a training of `binary` on `workloads` is kept under; `None`, said once with the
+/// fix, when the workloads' inputs are too large to key. Said, not silent: every build on
+/// the profile is redone too (ripgrep's unchanged re-run: 311 s).
+fn training_key(
+    ctx: &Context,
+    label: &str,
+    binary: &Path,
+    workloads: &[&crate::spec::Workload],
+) -> Option<String> {
+    match run_key(binary, workloads) {
+        Ok(key) => Some(key),
+        Err(why) => {
+            ctx.warn_once(&format!(
+                "{label}: the training is not kept for later runs, so an unchanged re-run trains again and rebuilds what uses its profile: {why}\n  fix: {}",
+                crate::cache::unkeyed_fix()
+            ));
+            None
+        }
+    }
+}
+
 /// Train the instrumented build of `settings` (from [`instrument`]) and merge its
 /// profile; when the program runs out of value-profile counters it is built again with
 /// more and trained again.
@@ -251,7 +272,7 @@ pub(crate) fn train_instrumented(
     let (warnings, key, reused) = loop {
         // The same instrumented binary on the same train workloads: the profile an earlier
         // run merged, when it is still the file it was.
-        let key = run_key(&built.binary, &train_workloads).ok();
+        let key = training_key(ctx, label, &built.binary, &train_workloads);
         let kept = key.as_deref().filter(|_| !ctx.plan.fresh);
         if let Some(hit) = kept.and_then(|k| reusable(&trained, &profiles, k)) {
             break (BTreeMap::new(), key, Some(hit));
