@@ -81,8 +81,10 @@ fn built_base_dir(
 ) -> Option<PathBuf> {
     let base = settings.relink_base(project)?;
     let dir = target_dir.with_file_name(base.hash());
-    let binary = base.output_dir(&dir).join(&project.bin);
-    let built = binary.is_file() || binary.with_extension("exe").is_file();
+    let out = base.output_dir(&dir);
+    let built = [project.bin.clone(), format!("{}.exe", project.bin)]
+        .iter()
+        .any(|name| out.join(name).is_file());
     built.then_some(dir)
 }
 

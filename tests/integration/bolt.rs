@@ -596,13 +596,7 @@ fn bolt_s_input_links_alone_beside_its_base_or_relinks_it_and_bolt_works_on_it()
 
     // Unchanged, a run builds nothing: the input is the same build whether its crates were
     // compiled in its own dir or its base's.
-    let td_s = td.to_str().unwrap();
-    let again = [&args[..], &["--target-dir", td_s]].concat();
-    let r = run(
-        &fixture("bolt-relink"),
-        &[&["optimize"][..], &again].concat(),
-        &[],
-    );
+    let r = optimize_into(&fixture("bolt-relink"), &td, &args);
     assert_eq!(r.code, Some(0), "{}", r.all());
     let cache = report_of(&r).build_cache.expect("build cache stats");
     assert_eq!(cache.misses, 0, "{cache:?}\n{}", r.all());

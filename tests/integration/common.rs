@@ -159,6 +159,13 @@ pub fn optimize(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
     run(&fixture(name), &args, env)
 }
 
+/// `cargo optimize --target-dir <td> EXTRA…` in `dir`, reusing what earlier runs kept there.
+pub fn optimize_into(dir: &Path, td: &Path, extra: &[&str]) -> Run {
+    let mut args = vec!["optimize", "--target-dir", td.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run(dir, &args, &[])
+}
+
 /// The report.json of the newest run under a target dir (see [`read_report`]).
 /// `cargo optimize --target-dir <dir>/target` in `dir`: it succeeds and writes nothing into
 /// the project. What it printed, and its report.

@@ -799,12 +799,7 @@ fn a_training_too_large_to_key_is_said_with_the_fix() {
     let spec = "bin = \"pgo-basic\"\n\n[bench]\nmax-time = \"1s\"\n\n[[workload]]\nname = \"train\"\nargs = [\"80000\", \"big\"]\nuse = [\"train\"]\n\n[[workload]]\nname = \"eval\"\nargs = [\"120000\"]\nuse = [\"eval\"]\nexpect = \"exact\"\n";
     std::fs::write(dir.join("big.toml"), spec).unwrap();
     let td = dir.join("target");
-    let args = ["optimize", "--spec", "big.toml", "--stages", "pgo"];
-    let r = run(
-        dir,
-        &[&args[..], &["--target-dir", td.to_str().unwrap()]].concat(),
-        &[],
-    );
+    let r = optimize_into(dir, &td, &["--spec", "big.toml", "--stages", "pgo"]);
     assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
     let said = "pgo: the training is not kept for later runs, so an unchanged re-run trains again";
     assert_eq!(r.stderr.matches(said).count(), 1, "{}", r.stderr);
