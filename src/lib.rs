@@ -46,8 +46,12 @@ use cli::{Action, Parsed};
 
 /// Run the command line this process was given (`cargo optimize …` or `cargo-optimize …`);
 /// returns the process exit code. The one API of the library: everything else is the
-/// crate's own, and integration tests reach what they exercise through [`testing`].
+/// crate's own, and integration tests reach what they exercise through [`testing`]. Started
+/// by rustc as the linker of one of this tool's own builds, it links (`cargo::twin`).
 pub fn run_from_env() -> anyhow::Result<i32> {
+    if let Some(code) = cargo::twin::as_linker() {
+        return Ok(code);
+    }
     run_cli(cli::parse_from_env())
 }
 

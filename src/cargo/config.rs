@@ -95,6 +95,55 @@ pub(crate) fn user_rustflags_here(triple: &str, cfg: &[String]) -> Result<Vec<St
     )
 }
 
+/// Whether the user chose the linker for `triple` (`CARGO_TARGET_<TRIPLE>_LINKER`, a
+/// `linker` in a matching `[target.…]` table of the config files or the command line's
+/// `--config`, or `-Clinker` among `rustflags`), as cargo would see it from `cwd`.
+pub(crate) fn linker_set(
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+    cargo_home: Option<&Path>,
+    cli: &[String],
+    (triple, cfg): (&str, &[String]),
+    rustflags: &[String],
+) -> Result<bool, CargoError> {
+    let var = format!(
+        "CARGO_TARGET_{}_LINKER",
+        triple.to_uppercase().replace(['-', '.'], "_")
+    );
+    if env(&var).is_some_and(|v| !v.is_empty()) || codegen_option(rustflags, "linker").is_some() {
+        return Ok(true);
+    }
+    let config = CargoConfig::discover(cwd, cargo_home, cli)?;
+    Ok(config.files.iter().any(|(_, t)| {
+        let targets = t.get("target").and_then(|v| v.as_table());
+        targets.is_some_and(|targets| {
+            targets
+                .iter()
+                .any(|(key, v)| v.get("linker").is_some() && target_applies(key, triple, cfg))
+        })
+    }))
+}
+
+/// [`linker_set`] for this process's environment, directory and command line.
+pub(crate) fn linker_set_here(
+    triple: &str,
+    cfg: &[String],
+    rustflags: &[String],
+) -> Result<bool, CargoError> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let cargo_home = cargo_home();
+    let env = |k: &str| std::env::var(k).ok();
+    let cli = &super::flags().config;
+    linker_set(
+        &env,
+        &cwd,
+        cargo_home.as_deref(),
+        cli,
+        (triple, cfg),
+        rustflags,
+    )
+}
+
 /// The target cargo builds for when the command line names none, and where that was said
 /// (for messages): `--config build.target=…`, else `CARGO_BUILD_TARGET`, else `build.target`
 /// of the nearest config file that sets it (cargo's precedence). `None`: the host. A
@@ -421,6 +470,35 @@ mod tests {
         assert!(user_rustflags(&empty, dir.path(), None, &[], HOST, &cfg())
             .unwrap()
             .is_empty());
+    }
+
+    #[test]
+    fn a_linker_is_set_by_the_environment_a_matching_table_or_a_rustflag() {
+        let dir = tempfile::tempdir().unwrap();
+        let here = (HOST, &cfg()[..]);
+        let set = |env: &[(&str, &str)], cli: &[String], flags: &[&str]| {
+            let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+            linker_set(&env_of(env), dir.path(), None, cli, here, &flags).unwrap()
+        };
+        assert!(!set(
+            &[],
+            &[],
+            &["-Clinker-flavor=gcc", "-Clink-arg=-fuse-ld=lld"]
+        ));
+        assert!(set(
+            &[("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER", "clang")],
+            &[],
+            &[]
+        ));
+        assert!(set(&[], &[], &["-C", "linker=clang"]));
+        let table = |t: &str| vec![format!("target.{t}.linker=\"clang\"")];
+        assert!(set(&[], &table(HOST), &[]));
+        assert!(set(&[], &table("'cfg(unix)'"), &[]));
+        assert!(!set(&[], &table("aarch64-unknown-linux-gnu"), &[]));
+        std::fs::create_dir_all(dir.path().join(".cargo")).unwrap();
+        let file = format!("[target.{HOST}]\nlinker = \"clang\"\n");
+        std::fs::write(dir.path().join(".cargo/config.toml"), file).unwrap();
+        assert!(set(&[], &[], &[]));
     }
 
     #[test]

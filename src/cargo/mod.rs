@@ -27,6 +27,7 @@ pub(crate) mod profile;
 mod relink;
 mod reuse;
 pub(crate) mod runner;
+pub(crate) mod twin;
 mod workspace;
 pub(crate) mod wrapper;
 
@@ -37,8 +38,8 @@ use std::time::Instant;
 
 pub(crate) use child::build_timeout;
 pub(crate) use config::{
-    build_target_here, cargo_home, codegen_option, compose_rustflags, config_file, target_applies,
-    target_cpu_of, user_rustflags, user_rustflags_here, BuildTarget,
+    build_target_here, cargo_home, codegen_option, compose_rustflags, config_file, linker_set_here,
+    target_applies, target_cpu_of, user_rustflags, user_rustflags_here, BuildTarget,
 };
 use config::{config_dirs, parse_cfg, CargoConfig};
 use flags::flags;
@@ -129,6 +130,11 @@ pub struct BuildSettings {
     /// environment has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub c: Option<cc::CBuild>,
+    /// Link the binary a second time with `-Wl,-q` beside it (`cargo::twin`), for BOLT's
+    /// input; the binary is the one a build without it links. Left out of the hash when
+    /// false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub relocs_twin: bool,
 }
 
 impl BuildSettings {
@@ -144,6 +150,7 @@ impl BuildSettings {
             features: Features::default(),
             allocator: None,
             c: None,
+            relocs_twin: false,
         }
     }
 
@@ -373,7 +380,10 @@ impl BuildCache<'_> {
                 format!("its digest is not {digest}, the one recorded when it was built")
             })
         };
-        let (built, warning) = build_checked(project, settings, target_dir, on_line, &recorded)?;
+        let (built, warning) = match twin::take(project, settings, target_dir) {
+            Some(built) => (built, None),
+            None => build_checked(project, settings, target_dir, on_line, &recorded)?,
+        };
         let dest = dest(settings, target_dir);
         reuse::keep(
             &store,
@@ -472,14 +482,18 @@ fn build_once(
     let mut args = settings.cargo_args(project, target_dir);
     args.insert(1, "--message-format=json".into());
     let flags = settings.compile_rustflags(project);
+    // The command that reproduces the binary: a twin's linker is not part of it.
     let command = shell_line(settings, &flags, &settings.cargo_args(project, target_dir));
+    let (flags, twin_env) = twin::arrange(project, settings, flags);
     let start = Instant::now();
     // cargo's JSON messages on stdout (artifacts, rustc's diagnostics) and its own lines on
     // stderr come in arrival order, so `stderr` reads as a terminal would have shown it.
     let mut stderr = String::new();
     let mut exe = None;
     let outcome = child::run(
-        self::command(&args, &flags).envs(settings.c_env()),
+        self::command(&args, &flags)
+            .envs(settings.c_env())
+            .envs(twin_env),
         &format!("the build `{command}`"),
         build_timeout()?,
         &child::build_fix(),

@@ -48,7 +48,7 @@ impl BuildSettings {
     }
 
     /// The stage flags only the final link reads, in order.
-    fn link_flags(&self) -> Vec<String> {
+    pub(super) fn link_flags(&self) -> Vec<String> {
         (self.rustflags.iter())
             .filter(|f| LINK_ONLY.contains(&f.as_str()))
             .cloned()
@@ -74,7 +74,7 @@ pub(super) fn build_dir(project: &Project, settings: &BuildSettings, target_dir:
 /// The target dir of the base a build of `settings` into `target_dir` relinks: beside
 /// `target_dir`, named by the base's hash, when the base's binary is there (see the
 /// module doc); `None` for an ordinary build or a base not built yet.
-fn built_base_dir(
+pub(super) fn built_base_dir(
     project: &Project,
     settings: &BuildSettings,
     target_dir: &Path,
@@ -155,6 +155,7 @@ mod tests {
             features: Features::default(),
             allocator: None,
             c: None,
+            relocs_twin: false,
         }
     }
 

@@ -42,4 +42,7 @@ pub(crate) struct Plan {
     /// cargo's runner for `--target`, which the user said is real hardware
     /// (`[bench] runner-is-native`; `pipeline::runner::for_ladder`).
     pub runner: Option<crate::cargo::runner::Runner>,
+    /// A build whose BOLT input will be asked for can link that input beside itself
+    /// (`cargo::twin`): the target is GNU Linux and its linker is rustc's own.
+    pub twin_links: bool,
 }

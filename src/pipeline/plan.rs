@@ -122,6 +122,7 @@ impl Plan {
             features: project.features.clone(),
             allocator: None,
             c: None,
+            relocs_twin: false,
         };
         Ok(Plan {
             optimize_dir: project.target_dir.join("optimize"),
@@ -139,6 +140,7 @@ impl Plan {
             quick: false,
             ui: Ui::new(g.quiet, g.verbose, g.color.forced()),
             runner: None,
+            twin_links: false,
         })
     }
 
@@ -228,6 +230,8 @@ impl Plan {
         }
         let cfg = target_cfg(&triple);
         self.baseline.user_rustflags = cargo::user_rustflags_here(&triple, &cfg)?;
+        let linker_set = cargo::linker_set_here(&triple, &cfg, &self.baseline.user_rustflags)?;
+        self.twin_links = cargo::twin::possible(&triple, linker_set);
         let from = target.as_ref().map_or("", |t| t.from.as_str());
         self.runner = super::runner::for_ladder(spec, &self.rustc.host, &triple, from, &cfg)?;
         self.baseline.target = target.map(|t| t.triple);

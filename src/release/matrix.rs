@@ -428,6 +428,7 @@ impl Matrix {
                     features,
                     allocator: None,
                     c: None,
+                    relocs_twin: false,
                 };
                 let group = groups.len();
                 let mut verified = false;

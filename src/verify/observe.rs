@@ -540,6 +540,7 @@ mod tests {
                 features: Default::default(),
                 allocator: None,
                 c: None,
+                relocs_twin: false,
             },
             size_bytes: 0,
             build_seconds: 0.0,

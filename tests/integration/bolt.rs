@@ -541,17 +541,90 @@ fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     found
 }
 
+/// The variable that names the host's linker: set, the PGO build cannot link BOLT's input
+/// beside itself (`cargo::twin` runs rustc's own linker only).
+fn linker_var() -> String {
+    let host = host().to_uppercase().replace(['-', '.'], "_");
+    format!("CARGO_TARGET_{host}_LINKER")
+}
+
 #[test]
-fn bolt_s_input_links_alone_beside_its_base_or_relinks_it_and_bolt_works_on_it() {
+fn bolt_s_input_is_linked_by_the_pgo_build_itself_the_same_binary_as_its_relink() {
+    let _guard = shared();
+    let dir = fixture("bolt-relink");
+    let td = target_dir("bolt-relink-twin");
+    let _ = std::fs::remove_dir_all(&td);
+    let args = ["--stages", "pgo,bolt", "--profile", "fat"];
+    let r = optimize_into(&dir, &td, &args);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let bolt_dir = run_dir(&r);
+    let bolt = stage(&report_of(&r), "bolt").clone();
+    assert_eq!(bolt.verified, Some(true), "{bolt:#?}");
+    assert!(has_section(&bolt_dir.join("bin/bolt"), ".bolt.org.text"));
+
+    // One build record with -Wl,-q, for which cargo never ran: nothing compiled, nothing said.
+    let records = build_records(&td);
+    let command = |r: &serde_json::Value| r["command"].as_str().unwrap_or("").to_string();
+    let inputs: Vec<&serde_json::Value> = (records.iter())
+        .filter(|r| command(r).contains("-Wl,-q"))
+        .collect();
+    assert_eq!(inputs.len(), 1, "{records:#?}");
+    assert_eq!(inputs[0]["stderr"].as_str(), Some(""), "{:#?}", inputs[0]);
+    let input = PathBuf::from(inputs[0]["binary"].as_str().unwrap());
+    assert!(has_section(&input, ".rela.text"), "{}", input.display());
+    assert!(!has_section(&bolt_dir.join("bin/pgo"), ".rela.text"));
+
+    // Unchanged, a run builds nothing.
+    let again = optimize_into(&dir, &td, &args);
+    assert_eq!(again.code, Some(0), "{}", again.all());
+    let cache = report_of(&again).build_cache.expect("build cache stats");
+    assert_eq!(cache.misses, 0, "{cache:?}\n{}", again.all());
+
+    // Byte for byte what its printed command builds (every crate compiled, in a target dir
+    // of its own: `cargo rustc … -- -Clink-args=-Wl,-q`).
+    let own = td.join("by-its-command");
+    let line = command(inputs[0]);
+    let line = line.replace("CARGO_ENCODED_RUSTFLAGS=", "RUSTFLAGS=");
+    let (before, _) = line.split_once(" --target-dir ").unwrap();
+    let (_, after) = line.split_once(" --target ").unwrap();
+    let after = after.split(" --config build.build-dir=").next().unwrap();
+    let after = after.split(" -- ").next().unwrap();
+    let line = format!(
+        "{before} --target-dir {} --target {after} -- -Clink-args=-Wl,-q",
+        own.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &line])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{line}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let built = own.join(host()).join("fat/bolt-relink");
+    assert_eq!(
+        std::fs::read(&built).unwrap(),
+        std::fs::read(&input).unwrap(),
+        "{line}"
+    );
+}
+
+#[test]
+fn without_a_twin_bolt_s_input_links_alone_beside_its_base_or_relinks_it() {
     let _guard = shared();
     // This fixture's target dir is this test's alone: start with nothing built, so what
     // cargo compiled for each build is in its record.
     let td = target_dir("bolt-relink");
     let _ = std::fs::remove_dir_all(&td);
     // Under fat LTO, where a relink redoes the link-time optimization, the input starts
-    // beside the PGO build.
+    // beside the PGO build. A linker of the user's own (here rustc's default, named) leaves
+    // no twin to take.
     let args = ["--stages", "pgo,bolt", "--profile", "fat"];
-    let r = optimize("bolt-relink", &args, &[]);
+    let var = linker_var();
+    let env = [(var.as_str(), "cc")];
+    let r = optimize("bolt-relink", &args, &env);
     assert_eq!(r.code, Some(0), "{}", r.all());
     let dir = run_dir(&r);
     let report = report_of(&r);
@@ -596,7 +669,12 @@ fn bolt_s_input_links_alone_beside_its_base_or_relinks_it_and_bolt_works_on_it()
 
     // Unchanged, a run builds nothing: the input is the same build whether its crates were
     // compiled in its own dir or its base's.
-    let r = optimize_into(&fixture("bolt-relink"), &td, &args);
+    let again = [
+        &["optimize", "--target-dir", td.to_str().unwrap()],
+        &args[..],
+    ]
+    .concat();
+    let r = run(&fixture("bolt-relink"), &again, &env);
     assert_eq!(r.code, Some(0), "{}", r.all());
     let cache = report_of(&r).build_cache.expect("build cache stats");
     assert_eq!(cache.misses, 0, "{cache:?}\n{}", r.all());
@@ -605,7 +683,7 @@ fn bolt_s_input_links_alone_beside_its_base_or_relinks_it_and_bolt_works_on_it()
     for own in &beside {
         std::fs::remove_dir_all(own).unwrap();
     }
-    let r = optimize("bolt-relink", &[&args[..], &["--fresh"]].concat(), &[]);
+    let r = optimize("bolt-relink", &[&args[..], &["--fresh"]].concat(), &env);
     assert_eq!(r.code, Some(0), "{}", r.all());
     let records = build_records(&td);
     let in_beside = |r: &serde_json::Value| {

@@ -609,3 +609,14 @@ pub fn files_named(dir: &Path, name: &str) -> Vec<PathBuf> {
 pub fn unwrapped(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// This machine's target triple (`rustc -vV`'s `host:`).
+pub fn host() -> String {
+    let out = std::process::Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text.lines().find_map(|l| l.strip_prefix("host: "));
+    line.expect("rustc -vV names the host").trim().to_string()
+}

@@ -230,17 +230,6 @@ fn the_ladder_refuses_to_time_through_a_runner() {
     assert!(!td.join("optimize/runs").exists(), "a run folder was made");
 }
 
-/// This machine's target triple (`rustc -vV`'s `host:`).
-fn host() -> String {
-    let out = std::process::Command::new("rustc")
-        .arg("-vV")
-        .output()
-        .expect("rustc -vV");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let line = text.lines().find_map(|l| l.strip_prefix("host: "));
-    line.expect("rustc -vV names the host").trim().to_string()
-}
-
 /// Issue 36 item 3: `[build] target` in `.cargo/config.toml` was ignored: the baseline
 /// was built for it (cargo obeys it) while PGO was built with `--target <host>`. The
 /// target is now resolved once and named by every build: every row's settings and the

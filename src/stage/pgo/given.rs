@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::context::facts::ProfileFit;
 
-use super::{build_with, cache_profile, profdata, start_after, Profile, PORTABLE};
+use super::{build_with, cache_profile, profdata, start_after, twinned, Profile, PORTABLE};
 use crate::context::facts::ProfileStats;
 use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 
@@ -19,11 +19,12 @@ use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 /// best picks a CPU and the portable best does not, both built with the profile in `file`.
 pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> Vec<Offer<'c>> {
     let profile = load(ctx, file);
+    let settings = twinned(ctx, standing);
     let later = (profile.as_ref())
-        .map(|p| start_after(ctx, standing, p, Vec::new()))
+        .map(|p| start_after(ctx, standing, &settings, p, Vec::new()))
         .unwrap_or_default();
     let best = match &profile {
-        Ok(p) => build_with(ctx, &standing.best.settings, p, None, false),
+        Ok(p) => build_with(ctx, &settings, p, None, false),
         Err(e) => Err(StageError::Failed(e.to_string())),
     };
     if best.is_ok() {

@@ -47,8 +47,9 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                 let label = crate::context::label("pgo", Some(PORTABLE));
                 beside.push((format!("{label}: optimized"), portable));
             }
-            let later = start_after(ctx, standing, &p, beside);
-            let best = build_with(ctx, &standing.best.settings, &p, None, false).map(|mut c| {
+            let settings = twinned(ctx, standing);
+            let later = start_after(ctx, standing, &settings, &p, beside);
+            let best = build_with(ctx, &settings, &p, None, false).map(|mut c| {
                 c.notes.extend(note);
                 c
             });
@@ -348,18 +349,22 @@ pub(crate) fn train_instrumented(
 /// are done (`ctx.build_after_stage`, when the PGO build was built): its relink then
 /// compiles the package's crate alone (ripgrep 14.1.1: 11 s), where compiling every crate
 /// beside the PGO build held its timing for 45 s more.
+///
+/// With a twin (`settings.relocs_twin`, see [`twinned`]) BOLT's input is linked by the PGO
+/// build itself (and by the allocator's, which inherits it): nothing to build for it.
 fn start_after(
     ctx: &Context,
     standing: &Standing,
+    settings: &crate::cargo::BuildSettings,
     p: &Profile,
     beside: Vec<(String, crate::cargo::BuildSettings)>,
 ) -> Vec<(String, crate::cargo::BuildSettings)> {
-    let pgo = use_settings(ctx, &standing.best.settings, p, false);
+    let pgo = use_settings(ctx, settings, p, false);
     let mut beside = beside;
     if standing.then.contains(&StageName::Alloc) {
         beside.extend(super::alloc::ahead(ctx, &pgo));
     }
-    let input = bolt_input(ctx, standing, p);
+    let input = bolt_input(ctx, standing, p).filter(|_| !settings.relocs_twin);
     let later = match crate::cargo::uses_lto(&ctx.plan.project, &pgo) == Some(true) {
         true => {
             beside.extend(input);
@@ -381,12 +386,27 @@ fn bolt_input(
     standing: &Standing,
     profile: &Profile,
 ) -> Option<(String, crate::cargo::BuildSettings)> {
-    let follows = standing.then.contains(&StageName::Bolt)
-        && bolt_takes_as_is(ctx, &with_host_target(ctx, &standing.best.settings));
-    follows.then(|| {
+    bolt_input_wanted(ctx, standing).then(|| {
         let input = use_settings(ctx, &standing.best.settings, profile, true);
         (crate::stage::bolt::INPUT_LABEL.to_string(), input)
     })
+}
+
+/// The best's settings for the PGO build: with [`relocs_twin`] when BOLT's input will be
+/// asked for and can be linked beside it (`Plan::twin_links`), so its final link also
+/// writes that input (`cargo::twin`) instead of a build of its own.
+///
+/// [`relocs_twin`]: crate::cargo::BuildSettings::relocs_twin
+fn twinned(ctx: &Context, standing: &Standing) -> crate::cargo::BuildSettings {
+    let mut settings = standing.best.settings.clone();
+    settings.relocs_twin = ctx.plan.twin_links && bolt_input_wanted(ctx, standing);
+    settings
+}
+
+/// Whether the ladder expects the BOLT stage after this one, on the PGO build as it is.
+fn bolt_input_wanted(ctx: &Context, standing: &Standing) -> bool {
+    standing.then.contains(&StageName::Bolt)
+        && bolt_takes_as_is(ctx, &with_host_target(ctx, &standing.best.settings))
 }
 
 /// Whether BOLT can run here and would take a binary built with `settings` plus
