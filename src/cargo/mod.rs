@@ -539,18 +539,46 @@ fn build_once(
     Ok((built, fresh))
 }
 
-/// The command line that reproduces a cargo call of `settings`: the C compiler's variables
-/// (`cc::CBuild`), the rustflags, then cargo's arguments.
+/// The command line that reproduces a cargo call of `settings`, pasted into a POSIX shell:
+/// the C compiler's variables (`cc::CBuild`), the rustflags, then cargo's arguments, each
+/// word quoted where the shell would change it (`--config profile.release.lto="fat"` loses
+/// its quotes unquoted, and cargo then reads a boolean).
 fn shell_line(settings: &BuildSettings, flags: &[String], args: &[String]) -> String {
-    let c: String = settings
-        .c_env()
-        .iter()
-        .map(|(k, v)| format!("{k}='{v}' "))
+    let c: String = (settings.c_env().iter())
+        .map(|(k, v)| format!("{k}={} ", shell_word(v)))
         .collect();
+    let args: Vec<_> = args.iter().map(|a| shell_word(a)).collect();
+    format!("{c}{}cargo {}", rustflags_assignment(flags), args.join(" "))
+}
+
+/// `word` as one shell word: as it is when the shell changes nothing in it (`=` included,
+/// which only the first word makes an assignment), else quoted.
+fn shell_word(word: &str) -> std::borrow::Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    match !word.is_empty() && word.chars().all(plain) {
+        true => word.into(),
+        false => shell_words::quote(word),
+    }
+}
+
+/// `flags` as a shell assignment cargo reads: `RUSTFLAGS` (split on whitespace) when no
+/// flag holds any, else `CARGO_ENCODED_RUSTFLAGS`, joined with its separator (a control
+/// character) by `printf`; nothing without flags.
+fn rustflags_assignment(flags: &[String]) -> String {
+    if flags.is_empty() {
+        return String::new();
+    }
+    if !flags
+        .iter()
+        .any(|f| f.is_empty() || f.contains(char::is_whitespace))
+    {
+        return format!("RUSTFLAGS={} ", shell_word(&flags.join(" ")));
+    }
+    let format = vec!["%s"; flags.len()].join("\\037");
+    let words: Vec<_> = flags.iter().map(|f| shell_word(f)).collect();
     format!(
-        "{c}CARGO_ENCODED_RUSTFLAGS='{}' cargo {}",
-        flags.join(" "),
-        args.join(" ")
+        "CARGO_ENCODED_RUSTFLAGS=\"$(printf '{format}' {})\" ",
+        words.join(" ")
     )
 }
 
@@ -749,6 +777,28 @@ fn build_event(line: &str) -> Option<BuildEvent> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_build_s_command_line_is_what_a_shell_hands_cargo_unchanged() {
+        let flags = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut settings = BuildSettings::plain("release");
+        settings.rustflags = flags(&["-Cprofile-use=/p/a.profdata", "-Ctarget-cpu=native"]);
+        let args = flags(&["build", "--config", "profile.release.lto=\"fat\""]);
+        let line = shell_line(&settings, &settings.rustflags, &args);
+        assert_eq!(
+            line,
+            "RUSTFLAGS='-Cprofile-use=/p/a.profdata -Ctarget-cpu=native' cargo build --config 'profile.release.lto=\"fat\"'"
+        );
+        let words = shell_words::split(&line).unwrap();
+        assert_eq!(words[4], "profile.release.lto=\"fat\"");
+        // A flag with a space cannot go through RUSTFLAGS.
+        let spaced = flags(&["-Cprofile-use=/my dir/a.profdata", "-Cx"]);
+        assert_eq!(
+            rustflags_assignment(&spaced),
+            "CARGO_ENCODED_RUSTFLAGS=\"$(printf '%s\\037%s' '-Cprofile-use=/my dir/a.profdata' -Cx)\" "
+        );
+        assert_eq!(rustflags_assignment(&[]), "");
+    }
+
     use super::*;
 
     #[test]

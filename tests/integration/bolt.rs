@@ -580,34 +580,40 @@ fn bolt_s_input_is_linked_by_the_pgo_build_itself_the_same_binary_as_its_relink(
     let cache = report_of(&again).build_cache.expect("build cache stats");
     assert_eq!(cache.misses, 0, "{cache:?}\n{}", again.all());
 
-    // Byte for byte what its printed command builds (every crate compiled, in a target dir
-    // of its own: `cargo rustc … -- -Clink-args=-Wl,-q`).
+    // Byte for byte what its printed command builds, run as a shell would (every crate
+    // compiled, in a target dir of its own: `cargo rustc … -- -Clink-args=-Wl,-q`).
     let own = td.join("by-its-command");
-    let line = command(inputs[0]);
-    let line = line.replace("CARGO_ENCODED_RUSTFLAGS=", "RUSTFLAGS=");
-    let (before, _) = line.split_once(" --target-dir ").unwrap();
-    let (_, after) = line.split_once(" --target ").unwrap();
-    let after = after.split(" --config build.build-dir=").next().unwrap();
-    let after = after.split(" -- ").next().unwrap();
-    let line = format!(
-        "{before} --target-dir {} --target {after} -- -Clink-args=-Wl,-q",
-        own.display()
+    let mut words = shell_words::split(&command(inputs[0])).unwrap();
+    let assignment = words.remove(0);
+    let (var, flags) = assignment.split_once('=').unwrap();
+    assert_eq!(
+        (var, words.remove(0).as_str()),
+        ("RUSTFLAGS", "cargo"),
+        "{words:?}"
     );
-    let out = std::process::Command::new("sh")
-        .args(["-c", &line])
+    let at = words.iter().position(|w| w == "--target-dir").unwrap();
+    words[at + 1] = own.display().to_string();
+    if let Some(at) = words.iter().position(|w| w.starts_with("build.build-dir=")) {
+        words.drain(at - 1..=at);
+    }
+    assert_eq!(words.last().map(String::as_str), Some("-Clink-args=-Wl,-q"));
+    let out = std::process::Command::new("cargo")
+        .args(&words)
+        .env(var, flags)
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .current_dir(&dir)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "{line}\n{}",
+        "{words:?}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let built = own.join(host()).join("fat/bolt-relink");
     assert_eq!(
         std::fs::read(&built).unwrap(),
         std::fs::read(&input).unwrap(),
-        "{line}"
+        "{words:?}"
     );
 }
 
@@ -738,10 +744,10 @@ fn assert_is_a_relink(record: &serde_json::Value, input: &str) {
     assert!(!said.contains("Compiling relink-dep"), "{said}");
     // The dependency was compiled once, into the relinked build's dir; the input's own
     // target dir holds its binary and nothing compiled.
-    let build_dir = input
-        .split("build.build-dir='")
-        .nth(1)
-        .and_then(|rest| rest.split('\'').next())
+    let words = shell_words::split(input).unwrap();
+    let build_dir = (words.iter())
+        .find_map(|w| w.strip_prefix("build.build-dir="))
+        .map(|d| d.trim_matches('\''))
         .unwrap_or_else(|| panic!("no build dir in {input}"));
     let rlibs = files_ending(Path::new(build_dir), ".rlib");
     assert_eq!(rlibs.len(), 1, "{build_dir}: {rlibs:?}");

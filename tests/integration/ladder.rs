@@ -44,7 +44,7 @@ fn fat_lto_that_inlines_across_crates_is_measured_and_kept() {
         .as_deref()
         .unwrap_or_else(|| panic!("no cargo_command: {profile:#?}"));
     assert!(
-        command.contains("--config profile.release.lto=\"fat\"")
+        command.contains("--config 'profile.release.lto=\"fat\"'")
             && command.contains("--config profile.release.codegen-units=1"),
         "{command}"
     );
