@@ -163,6 +163,7 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
     let stops: Rc<OnceCell<Option<String>>> = Rc::default();
     for (i, &point) in SEARCH[1..n].iter().enumerate() {
         let base = standing.best.clone();
+        let then = standing.then.to_vec();
         let stops = Rc::clone(&stops);
         let build = move |best: &Candidate, max: Option<&Estimate>| {
             if !thorough {
@@ -177,7 +178,11 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                     return Err(StageError::Pruned(why));
                 }
                 match i {
-                    0 => announce_search(ctx, 1..2),
+                    0 => {
+                        announce_search(ctx, 1..2);
+                        // `max` kept: the pgo stage's instrumented build, on it, beside.
+                        ctx.build_ahead(super::pgo::ahead(ctx, &then, &best.settings));
+                    }
                     1 => {
                         // The rest, two at a time, once the first was kept.
                         announce_search(ctx, 2..n);

@@ -5,10 +5,14 @@
 //! arithmetic and the warning when training misses hot eval code). With `--pgo-profile FILE`
 //! the stage trains nothing and builds with that profile (`given`).
 
+mod beside;
 mod coverage;
 mod eval;
 mod given;
 pub(crate) mod whole;
+
+pub(crate) use beside::ahead;
+use beside::{start_after, twinned};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -216,6 +220,18 @@ pub(crate) fn instrument_into(
     vp: Option<u32>,
     gen_dir: &Path,
 ) -> Result<(crate::cargo::BuildSettings, crate::cargo::Built), StageError> {
+    let instrumented = instrumented_settings(ctx, settings, vp, gen_dir);
+    let built = ctx.build(&format!("{label}: instrumented"), &instrumented)?;
+    Ok((instrumented, built))
+}
+
+/// The settings of the instrumented build of `settings` ([`instrument_into`]).
+pub(super) fn instrumented_settings(
+    ctx: &Context,
+    settings: &crate::cargo::BuildSettings,
+    vp: Option<u32>,
+    gen_dir: &Path,
+) -> crate::cargo::BuildSettings {
     let mut flags = vec![format!("-Cprofile-generate={}", gen_dir.display())];
     if let Some(n) = vp {
         flags.push(format!("-Cllvm-args=-vp-counters-per-site={n}"));
@@ -227,9 +243,7 @@ pub(crate) fn instrument_into(
         flags.push(crate::cargo::NO_LTO_FLAG.to_string());
     }
     let instrumented = with_host_target(ctx, settings).with_rustflags(flags);
-    let instrumented = whole::instrumented(ctx, settings, instrumented, gen_dir);
-    let built = ctx.build(&format!("{label}: instrumented"), &instrumented)?;
-    Ok((instrumented, built))
+    whole::instrumented(ctx, settings, instrumented, gen_dir)
 }
 
 /// What a training of `binary` on `workloads` is kept under; `None`, said once with the
@@ -335,80 +349,6 @@ pub(crate) fn train_instrumented(
     })
 }
 
-/// The builds the stages after this one will ask for when the PGO build is kept, started
-/// on their own (`ctx.build_ahead`; the pgo build's own portable sibling comes first):
-/// each allocator's candidate on it when the alloc stage follows, and BOLT's input when
-/// BOLT follows and its build has LTO across crates. Why beside, not after: this stage's
-/// timings wait for every build ahead, so a build started once the PGO build is built
-/// holds them up (pulldown-cmark, BOLT's input relinked: 17.8 s), and one started after
-/// them holds up the next stage's (its allocator's build: 20.6 s), while fat LTO leaves a
-/// core idle for the build beside. When PGO is not kept, they are kept in the build cache
-/// unused.
-///
-/// Without LTO, BOLT's input is returned, for the caller to start once the stage's timings
-/// are done (`ctx.build_after_stage`, when the PGO build was built): its relink then
-/// compiles the package's crate alone (ripgrep 14.1.1: 11 s), where compiling every crate
-/// beside the PGO build held its timing for 45 s more.
-///
-/// With a twin (`settings.relocs_twin`, see [`twinned`]) BOLT's input is linked by the PGO
-/// build itself (and by the allocator's, which inherits it): nothing to build for it.
-fn start_after(
-    ctx: &Context,
-    standing: &Standing,
-    settings: &crate::cargo::BuildSettings,
-    p: &Profile,
-    beside: Vec<(String, crate::cargo::BuildSettings)>,
-) -> Vec<(String, crate::cargo::BuildSettings)> {
-    let pgo = use_settings(ctx, settings, p, false);
-    let mut beside = beside;
-    if standing.then.contains(&StageName::Alloc) {
-        beside.extend(super::alloc::ahead(ctx, &pgo));
-    }
-    let input = bolt_input(ctx, standing, p).filter(|_| !settings.relocs_twin);
-    let later = match crate::cargo::uses_lto(&ctx.plan.project, &pgo) == Some(true) {
-        true => {
-            beside.extend(input);
-            Vec::new()
-        }
-        false => input.into_iter().collect(),
-    };
-    ctx.build_ahead(beside);
-    later
-}
-
-/// BOLT's input to build beside the pgo build with `profile`: that build linked with the
-/// relocations BOLT needs (the flag for the final link alone: `cargo::relink`; started
-/// before the pgo build is built, it compiles its crates in its own build dir), when the
-/// ladder expects the BOLT stage next and it would take the pgo build as is. What is
-/// measured, and ships unless BOLT does, carries none.
-fn bolt_input(
-    ctx: &Context,
-    standing: &Standing,
-    profile: &Profile,
-) -> Option<(String, crate::cargo::BuildSettings)> {
-    bolt_input_wanted(ctx, standing).then(|| {
-        let input = use_settings(ctx, &standing.best.settings, profile, true);
-        (crate::stage::bolt::INPUT_LABEL.to_string(), input)
-    })
-}
-
-/// The best's settings for the PGO build: with [`relocs_twin`] when BOLT's input will be
-/// asked for and can be linked beside it (`Plan::twin_links`), so its final link also
-/// writes that input (`cargo::twin`) instead of a build of its own.
-///
-/// [`relocs_twin`]: crate::cargo::BuildSettings::relocs_twin
-fn twinned(ctx: &Context, standing: &Standing) -> crate::cargo::BuildSettings {
-    let mut settings = standing.best.settings.clone();
-    settings.relocs_twin = ctx.plan.twin_links && bolt_input_wanted(ctx, standing);
-    settings
-}
-
-/// Whether the ladder expects the BOLT stage after this one, on the PGO build as it is.
-fn bolt_input_wanted(ctx: &Context, standing: &Standing) -> bool {
-    standing.then.contains(&StageName::Bolt)
-        && bolt_takes_as_is(ctx, &with_host_target(ctx, &standing.best.settings))
-}
-
 /// Whether BOLT can run here and would take a binary built with `settings` plus
 /// relocations as it is (the profile keeps symbols; no relocations yet).
 pub(crate) fn bolt_takes_as_is(ctx: &Context, settings: &crate::cargo::BuildSettings) -> bool {
@@ -421,7 +361,7 @@ pub(crate) fn bolt_takes_as_is(ctx: &Context, settings: &crate::cargo::BuildSett
 
 /// `settings` for the host target named explicitly (as the instrumented build has it, so
 /// symbol names match between the two builds).
-fn with_host_target(
+pub(super) fn with_host_target(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
 ) -> crate::cargo::BuildSettings {

@@ -1,0 +1,101 @@
+//! Builds the pgo stage starts for the stages around it, so they are done when asked for:
+//! its own instrumented build ahead of it (the profile stage starts it beside its search),
+//! and, beside its optimized build, the allocator's candidate and BOLT's input — the
+//! optimized build's own twin link (`cargo::twin`) where it can be, else a build of its
+//! own beside it under LTO, else a relink after the stage's timings.
+
+use super::{bolt_takes_as_is, instrumented_settings, use_settings, with_host_target, Profile};
+use crate::spec::StageName;
+use crate::stage::{Context, Standing};
+
+/// The instrumented build ahead of the stage, on the best so far (`settings`), when the
+/// ladder expects (`then`) the pgo stage to train and the best not to change before it; the
+/// profile stage starts it beside its search's first point, a build's worth earlier
+/// (pulldown-cmark under `max`: 8.6 s). When the best does change (the point or a CPU
+/// level is kept), it is a build nobody asks for, kept in the build cache.
+pub(crate) fn ahead(
+    ctx: &Context,
+    then: &[StageName],
+    settings: &crate::cargo::BuildSettings,
+) -> Vec<(String, crate::cargo::BuildSettings)> {
+    if !then.contains(&StageName::Pgo) || ctx.plan.pgo_profile.is_some() {
+        return Vec::new();
+    }
+    let gen_dir = ctx.plan.optimize_dir.join("pgo-default");
+    let instrumented = instrumented_settings(ctx, settings, None, &gen_dir);
+    vec![("pgo: instrumented".to_string(), instrumented)]
+}
+
+/// The builds the stages after this one will ask for when the PGO build is kept, started
+/// on their own (`ctx.build_ahead`; the pgo build's own portable sibling comes first):
+/// each allocator's candidate on it when the alloc stage follows, and BOLT's input when
+/// BOLT follows and its build has LTO across crates. Why beside, not after: this stage's
+/// timings wait for every build ahead, so a build started once the PGO build is built
+/// holds them up (pulldown-cmark, BOLT's input relinked: 17.8 s), and one started after
+/// them holds up the next stage's (its allocator's build: 20.6 s), while fat LTO leaves a
+/// core idle for the build beside. When PGO is not kept, they are kept in the build cache
+/// unused.
+///
+/// Without LTO, BOLT's input is returned, for the caller to start once the stage's timings
+/// are done (`ctx.build_after_stage`, when the PGO build was built): its relink then
+/// compiles the package's crate alone (ripgrep 14.1.1: 11 s), where compiling every crate
+/// beside the PGO build held its timing for 45 s more.
+///
+/// With a twin (`settings.relocs_twin`, see [`twinned`]) BOLT's input is linked by the PGO
+/// build itself (and by the allocator's, which inherits it): nothing to build for it.
+pub(super) fn start_after(
+    ctx: &Context,
+    standing: &Standing,
+    settings: &crate::cargo::BuildSettings,
+    p: &Profile,
+    beside: Vec<(String, crate::cargo::BuildSettings)>,
+) -> Vec<(String, crate::cargo::BuildSettings)> {
+    let pgo = use_settings(ctx, settings, p, false);
+    let mut beside = beside;
+    if standing.then.contains(&StageName::Alloc) {
+        beside.extend(crate::stage::alloc::ahead(ctx, &pgo));
+    }
+    let input = bolt_input(ctx, standing, p).filter(|_| !settings.relocs_twin);
+    let later = match crate::cargo::uses_lto(&ctx.plan.project, &pgo) == Some(true) {
+        true => {
+            beside.extend(input);
+            Vec::new()
+        }
+        false => input.into_iter().collect(),
+    };
+    ctx.build_ahead(beside);
+    later
+}
+
+/// BOLT's input to build beside the pgo build with `profile`: that build linked with the
+/// relocations BOLT needs (the flag for the final link alone: `cargo::relink`; started
+/// before the pgo build is built, it compiles its crates in its own build dir), when the
+/// ladder expects the BOLT stage next and it would take the pgo build as is. What is
+/// measured, and ships unless BOLT does, carries none.
+fn bolt_input(
+    ctx: &Context,
+    standing: &Standing,
+    profile: &Profile,
+) -> Option<(String, crate::cargo::BuildSettings)> {
+    bolt_input_wanted(ctx, standing).then(|| {
+        let input = use_settings(ctx, &standing.best.settings, profile, true);
+        (crate::stage::bolt::INPUT_LABEL.to_string(), input)
+    })
+}
+
+/// The best's settings for the PGO build: with [`relocs_twin`] when BOLT's input will be
+/// asked for and can be linked beside it (`Plan::twin_links`), so its final link also
+/// writes that input (`cargo::twin`) instead of a build of its own.
+///
+/// [`relocs_twin`]: crate::cargo::BuildSettings::relocs_twin
+pub(super) fn twinned(ctx: &Context, standing: &Standing) -> crate::cargo::BuildSettings {
+    let mut settings = standing.best.settings.clone();
+    settings.relocs_twin = ctx.plan.twin_links && bolt_input_wanted(ctx, standing);
+    settings
+}
+
+/// Whether the ladder expects the BOLT stage after this one, on the PGO build as it is.
+fn bolt_input_wanted(ctx: &Context, standing: &Standing) -> bool {
+    standing.then.contains(&StageName::Bolt)
+        && bolt_takes_as_is(ctx, &with_host_target(ctx, &standing.best.settings))
+}
