@@ -455,3 +455,44 @@ fn the_instrumented_build_of_a_fat_lto_profile_leaves_lto_out_and_its_profile_st
     assert!(functions.is_some_and(|n| n > 0), "{pgo:#?}");
     assert!(!r.stderr.contains("had no profile data"), "{}", r.stderr);
 }
+
+#[test]
+fn on_a_kept_max_the_pgo_instrumented_build_is_built_beside_the_search_and_taken_if_max_stays_best()
+{
+    let _guard = shared();
+    let tmp = copy_fixture("lto-helps");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    // Thirty pairs at the first look measure `max`'s gain closely enough for the search to
+    // run, where a first look of four stops it (too wide).
+    let spec = "bin = \"lto-helps\"\n[stages]\ntry = [\"profile\", \"pgo\"]\n\
+                [bench]\nmax-time = \"4s\"\nmin-runs = 30\nbudget = \"4h\"\n\
+                [[workload]]\nname = \"sum\"\nargs = [\"60000000\"]\n";
+    std::fs::write(dir.join("ahead.toml"), spec).unwrap();
+    let td_s = td.to_str().unwrap();
+    let args = ["optimize", "--target-dir", td_s, "--spec", "ahead.toml"];
+    let r = run(dir, &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let profile = rows(&report, "profile");
+    let searched = profile.len() > 1;
+    let max_stays = searched && profile[1..].iter().all(|p| p.status != Status::Kept);
+    let ahead = "pgo: instrumented built ahead in";
+    // What each legitimate outcome prints: the build started beside the search is the
+    // stage's own when `max` stayed the best; without a search none started ahead.
+    match (searched, max_stays) {
+        (true, true) => assert!(r.stderr.contains(ahead), "{}", r.stderr),
+        (true, false) => {}
+        (false, _) => assert!(!r.stderr.contains(ahead), "{}", r.stderr),
+    }
+    if max_stays {
+        let pgo = stage(&report, "pgo");
+        let o = &settings(pgo).profile_overrides;
+        assert_eq!(
+            o.get("lto").map(String::as_str),
+            Some("\"fat\""),
+            "{pgo:#?}"
+        );
+        assert_eq!(pgo.facts.functions_without_profile, Some(0), "{pgo:#?}");
+    }
+}
