@@ -51,21 +51,14 @@ pub(super) fn arrange(
     settings: &BuildSettings,
     mut flags: Vec<String>,
 ) -> (Vec<String>, Vec<(String, String)>) {
-    let relink = settings.relink_base(project).is_some();
-    let Some(exe) = std::env::current_exe()
-        .ok()
-        .filter(|_| settings.relocs_twin)
-    else {
+    let wanted = settings.relocs_twin && project.harness.is_none();
+    let Some(exe) = std::env::current_exe().ok().filter(|_| wanted) else {
         return (flags, Vec::new());
     };
-    if project.harness.is_some() {
-        return (flags, Vec::new());
-    }
     flags.push(format!("-Clinker={}", exe.display()));
-    let krate = if relink {
-        String::new()
-    } else {
-        crate_name(project)
+    let krate = match settings.relink_base(project) {
+        Some(_) => String::new(),
+        None => crate_name(project),
     };
     (flags, vec![(ENV.to_string(), krate)])
 }
@@ -104,7 +97,9 @@ pub(crate) fn as_linker() -> Option<i32> {
     Some(0)
 }
 
-/// Run the real linker with `args`, its output passed through; its exit code.
+/// Run the real linker with `args`, its output passed through (rustc reads it); its exit
+/// code. The wait has the bound of the build it is part of: the cargo call's timeout kills
+/// the whole process tree, this program and its linker included (`cargo::child`).
 fn link(args: &[OsString]) -> i32 {
     match std::process::Command::new(REAL_LINKER).args(args).status() {
         Ok(s) => s.code().unwrap_or(1),
@@ -132,6 +127,7 @@ fn is_binary(out: &Path, krate: &str) -> bool {
         .is_some_and(|hash| !hash.is_empty() && hash.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
+/// Where the twin of the link into `original` goes: beside it, [`SUFFIX`] appended.
 fn twin_of(original: &Path) -> PathBuf {
     let mut name = original.as_os_str().to_os_string();
     name.push(SUFFIX);
@@ -157,12 +153,13 @@ pub(super) fn take(
     let twin = find(&out.join("deps"), &crate_name(project), &binary)?;
     let dest = settings.output_dir(target_dir).join(&project.bin);
     std::fs::create_dir_all(dest.parent()?).ok()?;
-    let partial = dest.with_extension("twin-partial");
-    std::fs::copy(&twin, &partial).ok()?;
-    std::fs::rename(&partial, &dest).ok()?;
+    let copy = |from: &Path, to: &Path| {
+        crate::util::atomic::with_temp(to, |tmp| std::fs::copy(from, tmp).map(drop)).ok()
+    };
+    copy(&twin, &dest)?;
     // The base's dep-info: the same sources made it, and the build cache keeps a build by
     // them (`reuse::keep`), so an unchanged run reuses this one.
-    std::fs::copy(binary.with_extension("d"), dest.with_extension("d")).ok()?;
+    copy(&binary.with_extension("d"), &dest.with_extension("d"))?;
     super::executable::check(&dest, settings.target.as_deref()).ok()?;
     Some(Built {
         binary: dest,
