@@ -190,7 +190,12 @@ const RACY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The SHA-256 of `path`'s bytes.
 pub(crate) fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
-    let meta = std::fs::metadata(path)?;
+    file_digest_as(path, &std::fs::metadata(path)?)
+}
+
+/// [`file_digest`] of a file whose metadata the caller just read (a folder's walk has it
+/// from its entries, without resolving each path again).
+pub(crate) fn file_digest_as(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<[u8; 32]> {
     let stamp = (meta.len(), meta.modified()?);
     let racy = SystemTime::now()
         .duration_since(stamp.1)
