@@ -210,6 +210,7 @@ impl VerdictCache {
     ) -> std::io::Result<String> {
         let mut h = Sha256::new();
         h.update(env!("CARGO_PKG_VERSION"));
+        h.update(crate::bench::stats::ANALYSIS);
         h.update(&self.machine);
         for bin in [a, b] {
             h.update(file_digest(bin)?);

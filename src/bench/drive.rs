@@ -328,7 +328,11 @@ impl<'o> Drive<'o> {
         let confidence = sched.confidence_at(0, true);
         self.schedule = Some(sched);
         self.look = 0;
-        self.latest = Some(self.look_now(confidence, n, now, on_progress));
+        let a = self.look_now(confidence, n, now, on_progress);
+        // Its pairs span the whole comparison in time, and the ratio drifts over seconds:
+        // the interval also counts how much their consecutive batches differ.
+        let d = stats::log_ratios(&self.wall_a, &self.wall_b);
+        self.latest = Some(super::drift::widened(a, &d, opts.estimator, opts.margin));
         Ok(Some(match n >= self.max_pairs {
             true => StopReason::MaxPairs,
             false => StopReason::MaxTime,

@@ -3,12 +3,13 @@
 //! `runner` holds the options, the comparison and the source of runs, `drive` decides the
 //! order of one comparison's runs and when to stop, `joint` advances a candidate pair's
 //! workloads together, `race` measures several candidates against one shared rival's runs,
-//! `stats` turns times into estimates and verdicts, `counters` reads hardware counters where the machine has them,
+//! `stats` turns times into estimates and verdicts, `drift` checks a fixed design's interval against its batches, `counters` reads hardware counters where the machine has them,
 //! `export` writes results as JSON, Markdown and CSV. The `cargo optimize bench` command
 //! that drives it lives in `crate::commands::bench`. The engine imports only `process`,
 //! `spec` and `util` from the crate.
 
 pub(crate) mod counters;
+mod drift;
 mod drive;
 pub(crate) mod export;
 mod joint;
