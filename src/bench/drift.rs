@@ -20,17 +20,17 @@ const DRIFT_BATCHES: usize = 4;
 /// interval no narrower than the spread between [`DRIFT_BATCHES`] consecutive batches of
 /// `d` says (each batch's estimate by `estimator`): the estimate stays, the standard error
 /// becomes the batches' (with their degrees of freedom) when that is the larger
-/// (`sim::under_drift_the_confirmations_interval_counts_it`). Fewer than four pairs a
-/// batch: `a` as it is.
+/// (`sim::under_drift_the_confirmations_interval_counts_it`), and the batches' ratios come
+/// with it, in time order. Fewer than four pairs a batch: `a` as it is.
 pub(crate) fn widened(
     a: PairedAnalysis,
     d: &[f64],
     estimator: Estimator,
     margin: f64,
-) -> PairedAnalysis {
+) -> (PairedAnalysis, Option<Vec<f64>>) {
     let (n, m) = (d.len(), DRIFT_BATCHES);
     if n < 4 * m {
-        return a;
+        return (a, None);
     }
     let means: Vec<f64> = (0..m)
         .map(|j| {
@@ -43,18 +43,19 @@ pub(crate) fn widened(
         .collect();
     let se = LogEstimate::of(&means).se;
     if se.is_nan() || se <= a.log.se {
-        return a;
+        return (a, None);
     }
     let log = LogEstimate {
         se,
         df: (m - 1) as f64,
         ..a.log
     };
-    PairedAnalysis {
+    let widened = PairedAnalysis {
         estimate: Estimate::from_log(&log, a.estimate.confidence, margin),
         log,
         ..a
-    }
+    };
+    (widened, Some(means.iter().map(|x| x.exp()).collect()))
 }
 
 #[cfg(test)]
@@ -76,10 +77,13 @@ mod tests {
             let a = vec![1.0; d.len()];
             let b: Vec<f64> = d.iter().map(|x| x.exp()).collect();
             let p = analyze(&a, &b, 0.95, 0.01, Estimator::Trimmed, 1);
-            (p.clone(), widened(p, d, Estimator::Trimmed, 0.01))
+            let (after, batches) = widened(p.clone(), d, Estimator::Trimmed, 0.01);
+            (p, after, batches)
         };
         let moved: Vec<f64> = (0..16).map(|i| if i < 8 { 0.0 } else { 0.1 }).collect();
-        let (before, after) = analysed(&moved);
+        let (before, after, batches) = analysed(&moved);
+        let batches = batches.expect("widened");
+        assert!(close(batches[0], 1.0, 1e-12) && close(batches[3], 0.1f64.exp(), 1e-12));
         assert!(
             close(after.log.se, 0.1 / 3f64.sqrt() / 2.0, 1e-9),
             "{:?}",
@@ -91,9 +95,13 @@ mod tests {
         assert!(after.estimate.ci_low < before.estimate.ci_low);
         assert_eq!(after.estimate.verdict, Verdict::Inconclusive);
         let alternating: Vec<f64> = (0..16).map(|i| 0.1 * f64::from(i % 2)).collect();
-        let (before, after) = analysed(&alternating);
-        assert_eq!(after.log, before.log);
-        let (before, after) = analysed(&moved[4..]);
-        assert_eq!(after.log, before.log, "12 pairs: 3 a batch");
+        let (before, after, batches) = analysed(&alternating);
+        assert_eq!((after.log, batches), (before.log, None));
+        let (before, after, batches) = analysed(&moved[4..]);
+        assert_eq!(
+            (after.log, batches),
+            (before.log, None),
+            "12 pairs: 3 a batch"
+        );
     }
 }

@@ -85,6 +85,8 @@ pub(crate) struct Drive<'o> {
     measure_start: Duration,
     /// The latest look's analysis.
     latest: Option<PairedAnalysis>,
+    /// A fixed design's batches, when their spread set its interval (`bench::drift`).
+    drift: Option<Vec<f64>>,
 }
 
 impl<'o> Drive<'o> {
@@ -132,6 +134,7 @@ impl<'o> Drive<'o> {
             look: 0,
             measure_start: src.elapsed(),
             latest: None,
+            drift: None,
         };
         if warmed > 0 {
             d.schedule = Some(d.plan(warmed, src.elapsed(), src.elapsed()));
@@ -332,7 +335,8 @@ impl<'o> Drive<'o> {
         // Its pairs span the whole comparison in time, and the ratio drifts over seconds:
         // the interval also counts how much their consecutive batches differ.
         let d = stats::log_ratios(&self.wall_a, &self.wall_b);
-        self.latest = Some(super::drift::widened(a, &d, opts.estimator, opts.margin));
+        let (a, drift) = super::drift::widened(a, &d, opts.estimator, opts.margin);
+        (self.latest, self.drift) = (Some(a), drift);
         Ok(Some(match n >= self.max_pairs {
             true => StopReason::MaxPairs,
             false => StopReason::MaxTime,
@@ -363,6 +367,7 @@ impl<'o> Drive<'o> {
             src.elapsed(),
         );
         c.stop_note = stop_note;
+        c.drift = self.drift;
         c
     }
 }
@@ -463,6 +468,7 @@ fn assemble(
         samples: runs,
         lingering: Lingering::None,
         stop_note: None,
+        drift: None,
         metric: None,
     }
 }

@@ -429,6 +429,11 @@ pub struct Comparison {
     /// Why the comparison has fewer pairs than asked for (`max_time` came first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_note: Option<String>,
+    /// A fixed design's (the confirmation's) ratio in each of its consecutive batches of
+    /// pairs, in time order, when their spread set the interval: the ratio drifted while it
+    /// was measured (`bench::drift`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Vec<f64>>,
     /// The workload's metric, when the comparison compared it instead of wall time: the
     /// ratio above is then of the metric (a higher-is-better one inverted).
     #[serde(default, skip_serializing_if = "Option::is_none")]

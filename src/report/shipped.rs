@@ -50,6 +50,33 @@ pub(crate) fn against_baseline<'r>(
     }
 }
 
+/// Why the shipped candidate's interval is as wide as it is when its confirmation's ratio
+/// drifted while it was measured (`bench::drift`): the workload whose consecutive batches
+/// spread the most, their ratios in time order (`infer 0.567 → 0.567 → 0.515 → 0.414`), and
+/// how many others drifted; `None` when none did.
+pub(crate) fn drift_line(comps: &[(&str, &Comparison)]) -> Option<String> {
+    let drifted: Vec<(&str, &[f64])> = comps
+        .iter()
+        .filter_map(|(name, c)| Some((*name, c.drift.as_deref()?)))
+        .collect();
+    let spread = |b: &[f64]| {
+        let logs = b.iter().map(|r| r.ln());
+        logs.clone().fold(f64::MIN, f64::max) - logs.fold(f64::MAX, f64::min)
+    };
+    let (name, batches) = drifted
+        .iter()
+        .max_by(|x, y| spread(x.1).total_cmp(&spread(y.1)))?;
+    let path: Vec<String> = batches.iter().map(|r| format!("{r:.3}")).collect();
+    let others = match drifted.len() - 1 {
+        0 => String::new(),
+        n => format!(", and {n} other workload(s) drifted too"),
+    };
+    Some(format!(
+        "the interval counts how the ratio drifted while it was measured: {name} {} over consecutive quarters of its pairs{others} (a quieter machine narrows it)",
+        path.join(" → ")
+    ))
+}
+
 /// `faster on 1 of 4 workloads (infer), none slower`; `None` without comparisons.
 pub(crate) fn tally(comps: &[(&str, &Comparison)]) -> Option<String> {
     if comps.is_empty() {
@@ -255,6 +282,39 @@ mod tests {
         // Workloads 2 and 3 of the report (indices 1, 2): 2e9 + 3e9 → 1e9 + 1.5e9.
         assert_eq!((ins.old.as_str(), ins.new.as_str()), ("5.00 G", "2.50 G"));
         assert!((ins.ratio - 0.5).abs() < 1e-12);
+        assert_eq!(drift_line(&comps), None, "no batches: no drift said");
+    }
+
+    /// The workload whose batches spread the most is named, with the others counted.
+    #[test]
+    fn a_drifted_confirmation_names_the_workload_that_moved_most() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text =
+            std::fs::read_to_string(dir.join("tests/fixtures/reports/demo/report.json")).unwrap();
+        let mut r: Report = serde_json::from_str(&text).unwrap();
+        let drifts = [
+            vec![0.95, 0.96, 0.94, 0.95],
+            vec![0.567, 0.567, 0.515, 0.414],
+        ];
+        let keyed = r
+            .workloads
+            .iter_mut()
+            .filter_map(|w| w.per_stage.get_mut("pgo vs baseline"));
+        for (c, d) in keyed.zip(drifts) {
+            c.drift = Some(d);
+        }
+        let f = r.final_.clone().unwrap();
+        let comps = against_baseline(&r, &f);
+        let line = drift_line(&comps).unwrap();
+        let moved = comps[1].0;
+        assert!(
+            line.contains(&format!("{moved} 0.567 → 0.567 → 0.515 → 0.414 over")),
+            "{line}"
+        );
+        assert!(
+            line.contains("and 1 other workload(s) drifted too"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -252,6 +252,9 @@ fn ship(s: &mut String, report: &Report, f: &FinalChoice) {
     let _ = writeln!(s);
     let _ = writeln!(s, "ship: {} ({})", f.binary, f.label());
     let _ = writeln!(s, "  {}", speedup_line(f));
+    if let Some(drift) = shipped::drift_line(&shipped::against_baseline(report, f)) {
+        let _ = writeln!(s, "  {drift}");
+    }
     if let Some(size) = report.size_line(&f.binary) {
         let _ = writeln!(s, "  size {size}");
     }

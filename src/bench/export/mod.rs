@@ -252,6 +252,7 @@ pub(crate) mod fixture {
             ],
             lingering: Default::default(),
             stop_note: None,
+            drift: None,
             metric: None,
         };
         let options = BenchOptions {
