@@ -44,6 +44,40 @@ pub struct Command {
     /// outputs are compared from the files, so a workload printing gigabytes costs no
     /// memory.
     pub spool: Option<Spool>,
+    /// A run of the user's program (a workload): it may write into the files it names, so
+    /// [`workload_runs`] counts it.
+    pub workload: bool,
+}
+
+/// Runs of [`Command::workload`] commands this process has started and finished.
+static WORKLOAD_RUNS: [std::sync::atomic::AtomicU64; 2] = [
+    std::sync::atomic::AtomicU64::new(0),
+    std::sync::atomic::AtomicU64::new(0),
+];
+
+/// How many workload runs this process has made, when none is running now (`None` while
+/// one is): what a workload may have written since, a figure taken earlier tells
+/// (`cache`'s folder digests are remembered while it stays the same).
+pub(crate) fn workload_runs() -> Option<u64> {
+    use std::sync::atomic::Ordering::SeqCst;
+    let finished = WORKLOAD_RUNS[1].load(SeqCst);
+    (WORKLOAD_RUNS[0].load(SeqCst) == finished).then_some(finished)
+}
+
+/// Counts one workload run from its start to its end, whichever way it ends.
+struct WorkloadRun;
+
+impl WorkloadRun {
+    fn start() -> Self {
+        WORKLOAD_RUNS[0].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        WorkloadRun
+    }
+}
+
+impl Drop for WorkloadRun {
+    fn drop(&mut self) {
+        WORKLOAD_RUNS[1].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl Command {
@@ -60,7 +94,13 @@ impl Command {
             evict: Vec::new(),
             keep: None,
             spool: None,
+            workload: false,
         }
+    }
+    /// Mark it a run of the user's program ([`Command::workload`]).
+    pub fn workload(mut self) -> Self {
+        self.workload = true;
+        self
     }
     pub fn arg(mut self, a: impl Into<OsString>) -> Self {
         self.args.push(a.into());
@@ -438,6 +478,7 @@ pub(crate) fn evict(path: &Path) {
 /// outside the group keeps them open) reading stops; [`Outcome::lingering`] says which.
 /// The `timeout` bounds the drain too.
 pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
+    let _counted = cmd.workload.then(WorkloadRun::start);
     for f in &cmd.evict {
         evict(f);
     }
@@ -778,6 +819,18 @@ mod tests {
         assert_eq!(out.stderr, b"err\n");
         assert_eq!(out.status.code, Some(3));
         assert!(!out.timed_out);
+    }
+
+    /// A workload's run is counted from its start to its end, even when it fails to start
+    /// (other tests' runs only ever add to the counts).
+    #[test]
+    fn a_workload_run_is_counted_whichever_way_it_ends() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let finished = || WORKLOAD_RUNS[1].load(SeqCst);
+        let before = finished();
+        run(&Command::new("sh").args(["-c", "exit 3"]).workload()).unwrap();
+        assert!(run(&Command::new("/nonexistent/program").workload()).is_err());
+        assert!(finished() >= before + 2);
     }
 
     #[test]

@@ -470,7 +470,8 @@ impl Workload {
             .cwd(&self.cwd)
             .timeout(self.timeout)
             .stdin_file(self.stdin.clone())
-            .label(format!("workload `{}`", self.name));
+            .label(format!("workload `{}`", self.name))
+            .workload();
         for (k, v) in &self.env {
             cmd = cmd.env(k, v);
         }
