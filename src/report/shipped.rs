@@ -244,14 +244,19 @@ fn count(v: f64) -> String {
 mod tests {
     use super::*;
 
+    /// The frozen demo report the renderings' tests read.
+    fn demo_report() -> Report {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text =
+            std::fs::read_to_string(dir.join("tests/fixtures/reports/demo/report.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
     /// Tally, noise and resources of the frozen demo report's shipped candidate, with
     /// counters added to its two comparisons: sums of medians, the largest RSS.
     #[test]
     fn the_shipped_candidate_against_the_baseline() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let text =
-            std::fs::read_to_string(dir.join("tests/fixtures/reports/demo/report.json")).unwrap();
-        let mut r: Report = serde_json::from_str(&text).unwrap();
+        let mut r = demo_report();
         for (i, w) in r.workloads.iter_mut().enumerate() {
             if let Some(c) = w.per_stage.get_mut("pgo vs baseline") {
                 c.counters = Some(crate::bench::counters::CounterSummary {
@@ -288,10 +293,7 @@ mod tests {
     /// The workload whose batches spread the most is named, with the others counted.
     #[test]
     fn a_drifted_confirmation_names_the_workload_that_moved_most() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let text =
-            std::fs::read_to_string(dir.join("tests/fixtures/reports/demo/report.json")).unwrap();
-        let mut r: Report = serde_json::from_str(&text).unwrap();
+        let mut r = demo_report();
         let drifts = [
             vec![0.95, 0.96, 0.94, 0.95],
             vec![0.567, 0.567, 0.515, 0.414],
