@@ -423,7 +423,8 @@ impl<'a> Context<'a> {
     }
 
     /// Start building each of `wanted` (label, settings) on threads of their own (see [`ahead`]), leaving out
-    /// those the build cache already holds; [`Context::build`] then takes the result.
+    /// those the build cache already holds or already started; [`Context::build`] then
+    /// takes the result.
     pub(crate) fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
         let cache = cargo::BuildCache {
             optimize_dir: &self.plan.optimize_dir,
@@ -431,6 +432,7 @@ impl<'a> Context<'a> {
         };
         let (labels, jobs): (Vec<String>, Vec<ahead::AheadBuild>) = wanted
             .into_iter()
+            .filter(|(_, s)| !self.ahead.has(s))
             .filter(|(_, s)| {
                 self.plan.fresh
                     || cache
@@ -461,6 +463,20 @@ impl<'a> Context<'a> {
             &toolchain,
             jobs,
         );
+    }
+
+    /// Whether asking for a build of `settings` costs no build of its own: it was started
+    /// ahead, or the build cache holds it (and the run may reuse it).
+    pub(crate) fn has_build(&self, settings: &BuildSettings) -> bool {
+        let cache = cargo::BuildCache {
+            optimize_dir: &self.plan.optimize_dir,
+            toolchain: &self.plan.rustc.version,
+        };
+        self.ahead.has(settings)
+            || (!self.plan.fresh
+                && cache
+                    .reusable(&self.plan.project, settings, &self.build_dir(settings))
+                    .is_some())
     }
 
     /// [`Context::build_ahead`] once the current stage's comparisons are timed

@@ -467,6 +467,55 @@ fn native_is_built_only_when_the_cpu_level_before_it_was_kept() {
     }
 }
 
+/// The cpu stage's default level is built ahead on `max` (beside the baseline). When the
+/// profile stage drops `max`, the level is built on the release build when the cpu stage
+/// reaches it, and `native` and PGO's instrumented build on the level start beside it
+/// (wanted when the level is kept and `native` dropped). Each outcome says what it built
+/// where: whichever way `max` and the level go, the test asserts that outcome's lines.
+#[test]
+fn a_cpu_level_built_by_its_stage_has_native_and_the_instrumented_build_beside_it() {
+    let _guard = lock_target_dir("pgo-basic");
+    let r = optimize("pgo-basic", &["--stages", "profile,cpu,pgo"], &[]);
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    let report = latest_report(&target_dir("pgo-basic"));
+    let cpu = rows(&report, "cpu");
+    let Some(level) = cpu.iter().find(|r| {
+        r.facts
+            .variant
+            .as_deref()
+            .is_some_and(|v| v.starts_with("x86-64-v"))
+    }) else {
+        return skip("an x86-64-v1 machine: no CPU level before `native`");
+    };
+    let level_name = level.facts.variant.clone().unwrap();
+    let err = r.stderr.as_str();
+    let beside = "building ahead, beside the run: cpu (native), pgo: instrumented";
+    let first = format!("building ahead, beside the run: profile, cpu ({level_name})");
+    assert!(err.contains(&first), "{err}");
+    if stage(&report, "profile").status == Status::Kept {
+        // Built ahead on `max`, ready when the stage asks: nothing starts beside it.
+        assert!(!err.contains(beside), "{err}");
+        assert!(
+            err.contains(&format!("cpu ({level_name}) built ahead in")),
+            "{err}"
+        );
+        return;
+    }
+    let started = err.find(beside).unwrap_or_else(|| panic!("{err}"));
+    let built = err
+        .find(&format!("cpu ({level_name}) built ("))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(started < built, "{err}");
+    let native = cpu
+        .iter()
+        .find(|r| r.facts.variant.as_deref() == Some("native"))
+        .unwrap_or_else(|| panic!("no native row: {cpu:#?}"));
+    if level.status == Status::Kept && native.status != Status::Kept {
+        assert!(err.contains("cpu (native) built ahead in"), "{err}");
+        assert!(err.contains("pgo: instrumented built ahead in"), "{err}");
+    }
+}
+
 /// Issue 36, item 14: the final comparison against the baseline gates what ships. On
 /// gate-chain (sleeps planted per candidate, see its main.rs) pgo is kept against the
 /// baseline and bolt against pgo, but bolt is slower than the baseline measured directly:
