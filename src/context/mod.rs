@@ -426,19 +426,9 @@ impl<'a> Context<'a> {
     /// those the build cache already holds or already started; [`Context::build`] then
     /// takes the result.
     pub(crate) fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
-        let cache = cargo::BuildCache {
-            optimize_dir: &self.plan.optimize_dir,
-            toolchain: &self.plan.rustc.version,
-        };
         let (labels, jobs): (Vec<String>, Vec<ahead::AheadBuild>) = wanted
             .into_iter()
-            .filter(|(_, s)| !self.ahead.has(s))
-            .filter(|(_, s)| {
-                self.plan.fresh
-                    || cache
-                        .reusable(&self.plan.project, s, &self.build_dir(s))
-                        .is_none()
-            })
+            .filter(|(_, s)| !self.has_build(s))
             .map(|(label, settings)| {
                 let target_dir = self.build_dir(&settings);
                 (
@@ -468,15 +458,19 @@ impl<'a> Context<'a> {
     /// Whether asking for a build of `settings` costs no build of its own: it was started
     /// ahead, or the build cache holds it (and the run may reuse it).
     pub(crate) fn has_build(&self, settings: &BuildSettings) -> bool {
-        let cache = cargo::BuildCache {
-            optimize_dir: &self.plan.optimize_dir,
-            toolchain: &self.plan.rustc.version,
-        };
         self.ahead.has(settings)
             || (!self.plan.fresh
-                && cache
+                && (self.build_cache())
                     .reusable(&self.plan.project, settings, &self.build_dir(settings))
                     .is_some())
+    }
+
+    /// Where this run's builds are kept for reuse.
+    fn build_cache(&self) -> cargo::BuildCache<'_> {
+        cargo::BuildCache {
+            optimize_dir: &self.plan.optimize_dir,
+            toolchain: &self.plan.rustc.version,
+        }
     }
 
     /// [`Context::build_ahead`] once the current stage's comparisons are timed
@@ -510,10 +504,7 @@ impl<'a> Context<'a> {
                 return done;
             }
         }
-        let cache = cargo::BuildCache {
-            optimize_dir: &self.plan.optimize_dir,
-            toolchain: &self.plan.rustc.version,
-        };
+        let cache = self.build_cache();
         let kept = cache.reusable(&self.plan.project, settings, &target_dir);
         let (reused, run) = self.builds.get();
         if let Some(kept) = kept.filter(|_| !self.plan.fresh) {
