@@ -246,11 +246,13 @@ impl VerdictCache {
         (self.hits.get(), self.misses.get())
     }
 
-    /// The key of comparing `b` against `a` on `w` with `opts`.
+    /// The key of comparing `b` against `a` on `w` with `opts`, `b` run with the shared
+    /// library `b_preload` preloaded when given (the alloc stage's preview): its bytes are
+    /// part of the key.
     pub(crate) fn key(
         &self,
-        a: &Path,
-        b: &Path,
+        (a, b): (&Path, &Path),
+        b_preload: Option<&Path>,
         w: &Workload,
         opts: &BenchOptions,
     ) -> std::io::Result<String> {
@@ -260,6 +262,10 @@ impl VerdictCache {
         h.update(&self.machine);
         for bin in [a, b] {
             h.update(file_digest(bin)?);
+        }
+        if let Some(lib) = b_preload {
+            h.update("preloaded into b");
+            h.update(file_digest(lib)?);
         }
         workload_digest(&mut h, w)?;
         let unseeded = BenchOptions {
@@ -710,7 +716,9 @@ mod tests {
         let cache = VerdictCache::new(d, false, machine_fingerprint(Some("cpu")));
         let w = workload(d, "in.json");
         let opts = BenchOptions::default();
-        let key = cache.key(&d.join("a"), &d.join("b"), &w, &opts).unwrap();
+        let key = cache
+            .key((&d.join("a"), &d.join("b")), None, &w, &opts)
+            .unwrap();
         // The seed is drawn per run: it is not part of the key.
         let reseeded = BenchOptions {
             seed: 1,
@@ -718,10 +726,14 @@ mod tests {
         };
         assert_eq!(
             cache
-                .key(&d.join("a"), &d.join("b"), &w, &reseeded)
+                .key((&d.join("a"), &d.join("b")), None, &w, &reseeded)
                 .unwrap(),
             key
         );
+        // A library preloaded into b is part of the key, by its bytes.
+        let lib = d.join("in.json");
+        let preloaded = cache.key((&d.join("a"), &d.join("b")), Some(&lib), &w, &opts);
+        assert_ne!(preloaded.unwrap(), key);
         assert!(cache.get(&key).is_none());
         let c = crate::bench::export::fixture::report().workloads[0]
             .comparison
@@ -732,12 +744,16 @@ mod tests {
         // Another input file, another binary, other options: other keys.
         std::fs::write(d.join("in.json"), "[2]").unwrap();
         assert_ne!(
-            cache.key(&d.join("a"), &d.join("b"), &w, &opts).unwrap(),
+            cache
+                .key((&d.join("a"), &d.join("b")), None, &w, &opts)
+                .unwrap(),
             key
         );
         std::fs::write(d.join("in.json"), "[1]").unwrap();
         assert_ne!(
-            cache.key(&d.join("b"), &d.join("a"), &w, &opts).unwrap(),
+            cache
+                .key((&d.join("b"), &d.join("a")), None, &w, &opts)
+                .unwrap(),
             key
         );
         let wider = BenchOptions {
@@ -745,7 +761,9 @@ mod tests {
             ..opts.clone()
         };
         assert_ne!(
-            cache.key(&d.join("a"), &d.join("b"), &w, &wider).unwrap(),
+            cache
+                .key((&d.join("a"), &d.join("b")), None, &w, &wider)
+                .unwrap(),
             key
         );
         // A truncated entry is removed, not used; --fresh looks nothing up.

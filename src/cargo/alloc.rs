@@ -32,6 +32,9 @@ pub(crate) struct Allocator {
     pub ty: &'static str,
     /// Why a target cannot have it (`None`: every target the stage runs on).
     pub unsupported: fn(&str) -> Option<&'static str>,
+    /// The file names of the system's shared build of it, which the loader can preload
+    /// into a program unchanged ([`preloadable`]; Debian's `libmimalloc2.0`, `libjemalloc2`).
+    pub shared: &'static [&'static str],
 }
 
 /// The allocators `[stages] alloc` may name, in the default order.
@@ -45,6 +48,7 @@ pub(crate) const ALLOCATORS: [Allocator; 2] = [
             t.contains("wasm")
                 .then_some("mimalloc does not build for wasm")
         },
+        shared: &crate::toolchain::platform::MIMALLOC_SHARED,
     },
     Allocator {
         name: "jemalloc",
@@ -55,6 +59,7 @@ pub(crate) const ALLOCATORS: [Allocator; 2] = [
             (t.contains("msvc") || t.contains("wasm"))
                 .then_some("jemalloc does not build for MSVC or wasm targets")
         },
+        shared: &["libjemalloc.so.2", "libjemalloc.so"],
     },
 ];
 
@@ -149,6 +154,27 @@ pub(crate) fn refusal(project: &Project, a: &Allocator, target: &str) -> Option<
         return Some(format!("{} compiles C code and no C compiler was found for {target} (`cc`, or CC / CC_{})\n  fix: install one (Debian/Ubuntu: `apt install gcc`; Fedora: `dnf install gcc`; macOS: `xcode-select --install`), or set CC", a.krate, target.replace('-', "_")));
     }
     None
+}
+
+/// The system's shared build of `a` that a program built for `target` can have preloaded
+/// (`sys::PRELOAD_VAR`) as it is, to preview what `a` does for it without a build: on a
+/// glibc Linux host (not `crt-static`: `rustflags`), the first of `a.shared` in the
+/// loader's usual folders for the target's architecture, an ELF file of `binary`'s class
+/// and machine (the loader ignores another's, saying so on stderr: the preview would time
+/// glibc's `malloc` against itself). `None` elsewhere: the stage builds the candidate, as
+/// it does without the preview.
+pub(crate) fn preloadable(
+    a: &Allocator,
+    (target, host): (&str, &str),
+    rustflags: &[String],
+    binary: &Path,
+) -> Option<PathBuf> {
+    crate::sys::PRELOAD_VAR?;
+    let static_crt = rustflags.iter().any(|f| f.contains("crt-static"));
+    if target != host || !target.ends_with("-linux-gnu") || static_crt {
+        return None;
+    }
+    crate::toolchain::platform::shared_library(a.shared, target, binary)
 }
 
 /// The 1-based line of the first line of `text` that is `needle` once trimmed.
@@ -342,6 +368,19 @@ fn lock_copy(project: &Project, copy: &Project) -> Result<(), CargoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_allocator_is_preloadable_only_into_a_dynamically_linked_host_binary() {
+        let a = named("mimalloc").unwrap();
+        let bin = std::env::current_exe().unwrap();
+        let cross = ("aarch64-unknown-linux-gnu", "x86_64-unknown-linux-gnu");
+        assert_eq!(preloadable(a, cross, &[], &bin), None, "another target");
+        let host = ("x86_64-unknown-linux-gnu", "x86_64-unknown-linux-gnu");
+        let crt = ["-Ctarget-feature=+crt-static".to_string()];
+        assert_eq!(preloadable(a, host, &crt, &bin), None, "a static C runtime");
+        let musl = ("x86_64-unknown-linux-musl", "x86_64-unknown-linux-musl");
+        assert_eq!(preloadable(a, musl, &[], &bin), None, "musl");
+    }
 
     #[test]
     fn the_dependency_is_added_once_keeping_the_manifest_s_text() {

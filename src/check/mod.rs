@@ -465,6 +465,7 @@ fn measure_all(
     let sides = measure::Versus {
         a,
         b: (b_label, &new.binary),
+        b_preload: None,
     };
     let capped = measure::Capped::uncut(opts);
     let comps = measure::compare_over_workloads(&timing, sides, &capped, verifier, None, &cache)?;

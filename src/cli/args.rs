@@ -149,7 +149,8 @@ pub struct RunArgs {
     pub quick: bool,
     /// Let the profile stage search its whole space (LTO fat/thin × codegen-units 1/16 ×
     /// opt-level 3/2: 8 builds) instead of `max`, and three more only when `max` is kept
-    /// and measured to within ±5 %.
+    /// and measured to within ±5 %; and build every allocator of the alloc stage, even one
+    /// whose preview (its shared library preloaded) showed no gain.
     #[arg(long, conflicts_with = "quick")]
     pub thorough: bool,
     /// How to report progress: human, or json (one JSON object per line on stdout).

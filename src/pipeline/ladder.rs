@@ -22,6 +22,7 @@ use crate::spec::StageName;
 use crate::stage::{self, Build, Offer, Rival, StageError, Standing};
 use crate::verify::{Concluded, Rejection, TimedCheck, Untimed, Verifier};
 
+mod preview;
 mod race;
 mod ship;
 
@@ -71,6 +72,9 @@ pub(crate) struct Ladder<'a> {
     kept: Vec<Holder>,
     /// Workload → candidate tag → comparison against its rival.
     pub per_workload: BTreeMap<String, BTreeMap<String, Comparison>>,
+    /// Allocators not to build, with why (`preview`), and whether they were previewed.
+    screened: BTreeMap<String, String>,
+    previewed: bool,
 }
 
 impl<'a> Ladder<'a> {
@@ -103,6 +107,8 @@ impl<'a> Ladder<'a> {
             rows: vec![row],
             kept: Vec::new(),
             per_workload: BTreeMap::new(),
+            screened: BTreeMap::new(),
+            previewed: false,
         }
     }
 
@@ -126,10 +132,17 @@ impl<'a> Ladder<'a> {
                 return Ok(());
             }
         };
+        // The allocators' preview is measured under this stage's grant, before its offers.
+        self.grant = Some(grant);
+        if self.previews_allocators(name) {
+            self.preview_allocators()?;
+        }
+        let grant = self.grant.take().expect("granted above");
         let standing = Standing {
             best: &self.best.candidate,
             portable: &self.portable.candidate,
             then: &grant.then,
+            screened: &self.screened,
         };
         let mut offers = stage::offers(name, self.ctx, &standing)
             .into_iter()
@@ -225,7 +238,7 @@ impl<'a> Ladder<'a> {
             Err(e) => {
                 let status = match e {
                     StageError::NotAvailable(_) => Status::Skipped,
-                    StageError::Redundant(_) => Status::Dropped,
+                    StageError::Redundant(_) | StageError::Screened(_) => Status::Dropped,
                     _ => Status::Failed,
                 };
                 match status {

@@ -68,11 +68,13 @@ impl Capped {
     }
 }
 
-/// The two sides of a comparison, each a label and a binary: `b` timed against `a`.
+/// The two sides of a comparison, each a label and a binary: `b` timed against `a`, with
+/// the shared library `b_preload` preloaded into it when given ([`preview`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Versus<'a> {
     pub a: (&'a str, &'a Path),
     pub b: (&'a str, &'a Path),
+    pub b_preload: Option<&'a Path>,
 }
 
 /// Compare `cand` with `rival` on every eval workload under `terms`. With `check`, the
@@ -155,7 +157,45 @@ fn measured(
     let sides = Versus {
         a: (&rival_label, &rival.binary),
         b: (&cand_label, &cand.binary),
+        b_preload: None,
     };
+    measured_sides(ctx, sides, verifier, capped, cache, check)
+}
+
+/// `best` with the shared library `lib` preloaded (`sys::PRELOAD_VAR`), labelled
+/// `label`, against `best` itself on every eval workload: a keep-or-drop comparison within
+/// `share`, nothing built (the alloc stage's preview of an allocator). Its runs are not
+/// checked: nothing it times ships.
+pub(crate) fn preview(
+    ctx: &Context,
+    best: &Candidate,
+    (label, lib): (&str, &Path),
+    verifier: &Verifier,
+    share: Share,
+    cache: &VerdictCache,
+) -> anyhow::Result<Measured> {
+    let opts = BenchOptions::for_ladder(&ctx.spec.bench);
+    let full = opts.max_time;
+    let best_label = best.label();
+    let sides = Versus {
+        a: (&best_label, &best.binary),
+        b: (label, &best.binary),
+        b_preload: Some(lib),
+    };
+    let capped = Capped::within(opts, full, share);
+    measured_sides(ctx, sides, verifier, &capped, cache, None)
+}
+
+/// `sides.b` against `sides.a` on every eval workload under `capped`, and their geometric
+/// mean.
+fn measured_sides(
+    ctx: &Context,
+    sides: Versus,
+    verifier: &Verifier,
+    capped: &Capped,
+    cache: &VerdictCache,
+    check: Option<&TimedCheck>,
+) -> anyhow::Result<Measured> {
     let per_workload = compare_over_workloads(ctx, sides, capped, verifier, check, cache)?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
     let (log, confidence) = bench::geomean_log(&all);
@@ -239,7 +279,7 @@ pub(crate) fn compare_over_workloads(
         pairs_past_max_time: 0,
         ..opts.clone()
     };
-    let keys = verdict_keys(ctx, cache, sides.a.1, sides.b.1, &eval, &key_opts);
+    let keys = verdict_keys(ctx, cache, sides, &eval, &key_opts);
     let cut_short =
         |c: &Comparison| opts.max_time < key_opts.max_time && c.stop == StopReason::MaxTime;
     let mut found: Vec<Option<Comparison>> = Vec::new();
@@ -303,21 +343,23 @@ fn eval_workloads<'s>(ctx: &Context<'s>) -> anyhow::Result<Vec<&'s Workload>> {
 fn verdict_keys(
     ctx: &Context,
     cache: &VerdictCache,
-    a: &Path,
-    b: &Path,
+    sides: Versus,
     eval: &[&Workload],
     key_opts: &BenchOptions,
 ) -> Vec<Option<String>> {
+    let binaries = (sides.a.1, sides.b.1);
     eval.iter()
-        .map(|w| match cache.key(a, b, w, key_opts) {
-            Ok(k) => Some(k),
-            Err(e) => {
-                if let Some(warning) = cache.unkept_warning(&w.name, &e) {
-                    ctx.ui().warn(&warning);
+        .map(
+            |w| match cache.key(binaries, sides.b_preload, w, key_opts) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    if let Some(warning) = cache.unkept_warning(&w.name, &e) {
+                        ctx.ui().warn(&warning);
+                    }
+                    None
                 }
-                None
-            }
-        })
+            },
+        )
         .collect()
 }
 
@@ -352,6 +394,9 @@ fn measure_jointly(
         let (wb, sb) = ctx.sandboxed(w, "bench-b")?;
         let expected = expected_status(w, verifier.reference()?);
         let mut cb = ctx.command(&wb, b);
+        if let (Some(lib), Some(var)) = (sides.b_preload, crate::sys::PRELOAD_VAR) {
+            cb = cb.env(var, lib);
+        }
         // B's checked first run writes its outputs where the candidate's are saved.
         cb.spool = check.map(|c| c.spool(w));
         commands.push((ctx.command(&wa, a), cb, expected));

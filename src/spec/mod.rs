@@ -149,7 +149,8 @@ pub(crate) struct Stages {
     pub bolt_mode: BoltMode,
     /// `None`: the built-in BOLT optimization flags.
     pub bolt_args: Option<Vec<String>>,
-    /// `--thorough` (not a spec key): the profile stage searches its whole space.
+    /// `--thorough` (not a spec key): the profile stage searches its whole space, and the
+    /// alloc stage builds every allocator, previewed or not.
     pub thorough: bool,
 }
 

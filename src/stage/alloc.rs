@@ -14,6 +14,10 @@
 //!
 //! Several allocators are raced against the best so far (`Build::Raced`); one is a duel.
 //!
+//! An allocator whose preview showed no gain (`Standing::screened`: the ladder preloaded
+//! its shared build into the best so far, `pipeline::ladder::preview`) is neither built
+//! ahead ([`ahead`]) nor offered: its row is dropped with the preview's figures.
+//!
 //! Must not: measure, verify or decide (the pipeline does).
 
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
@@ -37,6 +41,13 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
     let best = standing.best;
     (ctx.spec.stages.alloc.iter())
         .map(|name| {
+            if let Some(why) = standing.screened.get(name) {
+                return Offer {
+                    variant: Some(name.clone()),
+                    rival: Rival::Best,
+                    candidate: Build::Now(Err(StageError::Screened(why.clone()))),
+                };
+            }
             let Some(a) = alloc::named(name) else {
                 let why = format!("unknown allocator `{name}`");
                 return Offer::against_best(Err(StageError::NotAvailable(why)));
@@ -57,14 +68,20 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
 }
 
 /// The settings [`offers`] would build on a best built with `best`, one per allocator the
-/// program can take, labelled as the stage labels them: for the pgo stage to start beside
-/// its own build (`stage::pgo`), and the copy not prepared here (the build prepares it).
-pub(crate) fn ahead(ctx: &Context, best: &BuildSettings) -> Vec<(String, BuildSettings)> {
+/// program can take and the preview did not screen out, labelled as the stage labels them:
+/// for the pgo stage to start beside its own build (`stage::pgo`), and the copy not
+/// prepared here (the build prepares it).
+pub(crate) fn ahead(
+    ctx: &Context,
+    best: &BuildSettings,
+    screened: &std::collections::BTreeMap<String, String>,
+) -> Vec<(String, BuildSettings)> {
     if best.allocator.is_some() {
         return Vec::new();
     }
     let target = (best.target.clone()).unwrap_or_else(|| ctx.plan.rustc.host.clone());
     (ctx.spec.stages.alloc.iter())
+        .filter(|name| !screened.contains_key(*name))
         .filter_map(|name| alloc::named(name))
         .filter(|a| alloc::refusal(&ctx.plan.project, a, &target).is_none())
         .map(|a| {

@@ -54,6 +54,9 @@ pub(crate) struct Standing<'a> {
     /// to come that the budget pays for after this one, as far as it can tell (a build for
     /// one of them may start ahead).
     pub then: &'a [StageName],
+    /// The allocators of `[stages] alloc` not to build, each with why: preloaded into the
+    /// best so far, they did not make it faster (the ladder's preview).
+    pub screened: &'a std::collections::BTreeMap<String, String>,
 }
 
 /// Which candidate of the standing an offer must beat.
@@ -189,6 +192,10 @@ pub(crate) enum StageError {
     /// reported as dropped, without building it.
     #[error("{0}")]
     Redundant(String),
+    /// Not built: a preview without a build showed it would not be faster (an allocator
+    /// preloaded into the best so far: `Standing::screened`): reported as dropped.
+    #[error("{0}")]
+    Screened(String),
     /// Not worth building, given what the stage's earlier offers showed (the profile
     /// search when `max` was not kept): no row of its own, a note on the stage's row.
     #[error("{0}")]

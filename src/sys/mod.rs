@@ -331,3 +331,12 @@ mod tests {
         assert_eq!(std::fs::read_to_string(d.path().join("l")).unwrap(), "x");
     }
 }
+
+/// The variable through which the dynamic loader loads a shared library into a program
+/// before its own (and so interposes `malloc` and `free`): glibc's and musl's `LD_PRELOAD`
+/// on Linux. `None` elsewhere (macOS' `DYLD_INSERT_LIBRARIES` does not interpose a
+/// two-level namespace's `malloc`; Windows has none).
+pub(crate) const PRELOAD_VAR: Option<&str> = match cfg!(target_os = "linux") {
+    true => Some("LD_PRELOAD"),
+    false => None,
+};

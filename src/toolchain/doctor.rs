@@ -29,6 +29,9 @@ pub(crate) struct Facts {
     pub platform: Vec<super::platform::Row>,
     /// The host's C compiler, which the alloc stage's allocators need (`None`: none found).
     pub c_compiler: Option<String>,
+    /// mimalloc's shared build, which the alloc stage preloads to preview it (`None`: not
+    /// found, or not Linux).
+    pub mimalloc_shared: Option<std::path::PathBuf>,
     /// The clang of rustc's LLVM (the c-compiler stage, whole-program PGO).
     #[serde(serialize_with = "ser_result")]
     pub clang: Result<super::clang::Clang, ToolError>,
@@ -63,6 +66,9 @@ impl Facts {
             Facts {
                 clang,
                 c_compiler: super::platform::c_compiler(&host),
+                mimalloc_shared: std::env::current_exe().ok().and_then(|me| {
+                    super::platform::shared_library(&super::platform::MIMALLOC_SHARED, &host, &me)
+                }),
                 rustc,
                 llvm_profdata,
                 bolt,
@@ -461,6 +467,27 @@ fn alloc_section(o: &mut Out, facts: &Facts) {
                 "not found: the alloc stage is skipped (mimalloc and jemalloc compile C)",
             );
             o.fix("install one (Debian/Ubuntu: `apt install gcc`; Fedora: `dnf install gcc`; macOS: `xcode-select --install`), or set CC");
+        }
+    }
+    if crate::sys::PRELOAD_VAR.is_none() {
+        return;
+    }
+    match &facts.mimalloc_shared {
+        Some(lib) => o.line(
+            Mark::Ok,
+            "preview",
+            format!(
+                "{} (preloaded into the best build to preview mimalloc before building it)",
+                lib.display()
+            ),
+        ),
+        None => {
+            o.line(
+                Mark::Warn,
+                "preview",
+                "mimalloc's shared build not found: the alloc stage builds its candidate without a preview (a whole build even when it cannot pay)",
+            );
+            o.fix("Debian/Ubuntu: `apt install libmimalloc2.0`; Fedora: `dnf install mimalloc`");
         }
     }
 }

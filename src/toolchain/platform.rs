@@ -3,7 +3,12 @@
 //! Platforms table says it. A pure function of the OS and architecture, so each platform's
 //! answer is tested here on every platform.
 //!
+//! And where a shared library the loader can preload is ([`shared_library`]: the alloc
+//! stage's preview, and doctor's line about it).
+//!
 //! Must not: probe tools (doctor's other sections do); it says what the platform allows.
+
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -124,9 +129,90 @@ pub(crate) fn c_compiler(target: &str) -> Option<String> {
         .map(|p| p.display().to_string())
 }
 
+/// The file names of mimalloc's shared build (Debian's `libmimalloc2.0`), which the alloc
+/// stage preloads to preview mimalloc (`cargo::alloc::ALLOCATORS`) and doctor looks for.
+pub(crate) const MIMALLOC_SHARED: [&str; 2] = ["libmimalloc.so.2", "libmimalloc.so"];
+
+/// The shared library of one of `names` (its file names, in order of preference) that the
+/// loader can load into a program built for the Linux `target` that is like `binary`: in
+/// the loader's usual folders for the target's architecture, an ELF file of `binary`'s
+/// class and machine (the loader ignores another's, saying so on stderr). `None`: none.
+pub(crate) fn shared_library(names: &[&str], target: &str, binary: &Path) -> Option<PathBuf> {
+    let arch = target.split('-').next().unwrap_or_default();
+    let arch = match arch.starts_with('i') && arch.ends_with("86") {
+        true => "i386",
+        false => arch,
+    };
+    let multiarch = format!("{arch}-linux-gnu");
+    let dirs = [
+        Path::new("/usr/lib").join(&multiarch),
+        Path::new("/lib").join(&multiarch),
+        PathBuf::from("/usr/lib64"),
+        PathBuf::from("/usr/local/lib"),
+        PathBuf::from("/usr/lib"),
+    ];
+    find_library(&dirs, names, elf_kind(binary)?)
+}
+
+/// The first of `names` in one of `dirs`, folder by folder, that is an ELF file of `kind`.
+fn find_library(dirs: &[PathBuf], names: &[&str], kind: [u8; 3]) -> Option<PathBuf> {
+    dirs.iter()
+        .flat_map(|d| names.iter().map(move |n| d.join(n)))
+        .find(|p| elf_kind(p) == Some(kind))
+}
+
+/// An ELF file's class, byte order and machine (`e_ident[4..6]`, the low byte of
+/// `e_machine`); `None` for anything else.
+fn elf_kind(path: &Path) -> Option<[u8; 3]> {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    let machine = match head[5] == 1 {
+        true => head[18],
+        false => head[19],
+    };
+    (head[..4] == *b"\x7fELF").then_some([head[4], head[5], machine])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An ELF header of `class` (1: 32-bit, 2: 64-bit), little-endian, for `machine`.
+    fn elf(class: u8, machine: u8) -> Vec<u8> {
+        let mut h = b"\x7fELF".to_vec();
+        h.extend([class, 1, 1]);
+        h.resize(18, 0);
+        h.extend([machine, 0, 1, 0]);
+        h
+    }
+
+    #[test]
+    fn a_shared_library_is_the_first_of_the_binary_s_kind_folder_by_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (d32, d64) = (tmp.path().join("32"), tmp.path().join("64"));
+        for d in [&d32, &d64] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        // A 32-bit x86 build first in the search, then the x86-64 one under its second name.
+        std::fs::write(d32.join("libm.so.2"), elf(1, 3)).unwrap();
+        std::fs::write(d64.join("libm.so"), elf(2, 62)).unwrap();
+        std::fs::write(d64.join("notelf.so.2"), b"INPUT(libm.so)\n").unwrap();
+        let bin = tmp.path().join("bin");
+        std::fs::write(&bin, elf(2, 62)).unwrap();
+        let kind = elf_kind(&bin).unwrap();
+        let dirs = [tmp.path().join("none"), d32.clone(), d64.clone()];
+        assert_eq!(
+            find_library(&dirs, &["libm.so.2", "libm.so"], kind),
+            Some(d64.join("libm.so"))
+        );
+        assert_eq!(find_library(&dirs, &["notelf.so.2"], kind), None);
+        assert_eq!(elf_kind(&d64.join("notelf.so.2")), None);
+        assert_eq!(
+            shared_library(&["libm.so"], "x86_64-unknown-linux-gnu", &d32),
+            None
+        );
+    }
 
     fn find<'a>(rows: &'a [Row], feature: &str) -> &'a Row {
         rows.iter()

@@ -24,6 +24,26 @@ fn defined_symbols(binary: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// Debian's `libmimalloc2.0` (`scripts/setup` installs it), which the stage preloads to
+/// preview mimalloc without a build; `None`, a failure under CI, when it is missing.
+fn mimalloc_shared() -> Option<std::path::PathBuf> {
+    let found = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+    ]
+    .iter()
+    .map(|d| Path::new(d).join("libmimalloc.so.2"))
+    .find(|p| p.is_file());
+    if found.is_none() {
+        missing_tool(
+            "libmimalloc.so.2",
+            "apt install libmimalloc2.0 (scripts/setup)",
+        );
+    }
+    found
+}
+
 fn output_of(binary: &Path, args: &[&str]) -> Vec<u8> {
     let out = Command::new(binary).args(args).output().unwrap();
     assert!(
@@ -48,6 +68,20 @@ fn mimalloc_is_kept_where_it_is_faster_and_apply_makes_the_measured_program() {
         (Status::Kept, Some("mimalloc")),
         "{row:#?}"
     );
+    // Previewed first (the shared mimalloc preloaded into the baseline, about 2× too), then
+    // built and measured: only the real build ships.
+    if let Some(lib) = mimalloc_shared() {
+        let said = format!(
+            "alloc (mimalloc): previewed, mimalloc preloaded into the baseline binary (LD_PRELOAD={}, nothing built): ",
+            lib.display()
+        );
+        assert!(r.stderr.contains(&said), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("faster: built and measured"),
+            "{}",
+            r.stderr
+        );
+    }
     // Planted about 2× (0.10 s → 0.05 s a run): far past any noise. The row's comparison
     // stops once decided (a wide interval); the ship's confirmation has its fixed pairs.
     assert_eq!(
@@ -219,7 +253,9 @@ fn after_pgo_the_allocator_s_candidate_is_built_beside_the_pgo_build() {
     let dir = tmp.path();
     let td = dir.join("target");
     // PGO's gain here is planted at about 35 %: decided in a few pairs, well within 5 s.
-    let r = optimize_into(dir, &td, &["--stages", "pgo,alloc", "--max-time", "5s"]);
+    // `--thorough`: built whatever mimalloc's preview would say of this program.
+    let args = ["--stages", "pgo,alloc", "--max-time", "5s", "--thorough"];
+    let r = optimize_into(dir, &td, &args);
     assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
     let report = latest_report(&td);
     let pgo = stage(&report, "pgo");
@@ -235,4 +271,61 @@ fn after_pgo_the_allocator_s_candidate_is_built_beside_the_pgo_build() {
     // The PGO build (its profile among the flags) with the allocator.
     assert_eq!(settings(row).rustflags, settings(pgo).rustflags);
     assert_eq!(settings(row).allocator.as_deref(), Some("mimalloc"));
+}
+
+/// An allocator whose preview (its shared build preloaded into the best so far) does not
+/// make the program faster is not built: its row is dropped saying so, and nothing of it
+/// is compiled; `--thorough` builds and measures it anyway. Planted: `alloc-heavy` with 0
+/// rounds does nothing but start, and a preloaded allocator adds a library to load and
+/// its start-up (about 0.2 ms on a 1.7 ms run; the real build starts slower still).
+/// Whichever way the timer goes, what each outcome prints is asserted.
+#[test]
+fn an_allocator_whose_preview_is_not_faster_is_not_built_unless_thorough() {
+    let _guard = shared();
+    let Some(lib) = mimalloc_shared() else {
+        return;
+    };
+    let tmp = copy_fixture("alloc-heavy");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let spec = dir.join("optimize.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, text.replace("args = [\"4\"]", "args = [\"0\"]")).unwrap();
+    let r = optimize_into(dir, &td, &["--max-time", "3s"]);
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    let said = format!(
+        "alloc (mimalloc): previewed, mimalloc preloaded into the baseline binary (LD_PRELOAD={}, nothing built): ",
+        lib.display()
+    );
+    let report = latest_report(&td);
+    let row = stage(&report, "alloc");
+    let previewed = &report.workloads[0].per_stage;
+    assert!(
+        previewed.contains_key("baseline + mimalloc preloaded"),
+        "{previewed:#?}"
+    );
+    let copy = td.join("optimize/alloc/mimalloc");
+    if row.reason.starts_with("not built: previewed") {
+        assert_eq!(row.status, Status::Dropped, "{row:#?}");
+        let what = &said["alloc (mimalloc): ".len()..];
+        assert!(row.reason.contains(what), "{}", row.reason);
+        assert!(
+            row.reason.contains("(--thorough builds it anyway)"),
+            "{}",
+            row.reason
+        );
+        assert!(!copy.exists(), "screened out, yet its copy was made");
+        assert!(!r.stderr.contains("alloc (mimalloc) built"), "{}", r.stderr);
+    } else {
+        // The preview could not tell it from faster: built and measured as without one.
+        assert!(r.stderr.contains(&said), "{}", r.stderr);
+        assert!(row.vs_best.is_some(), "{row:#?}");
+    }
+    let t = optimize_into(dir, &td, &["--max-time", "3s", "--thorough"]);
+    assert!(matches!(t.code, Some(0 | 1)), "{}", t.all());
+    assert!(!t.stderr.contains("previewed"), "{}", t.stderr);
+    let thorough = latest_report(&td);
+    let row = stage(&thorough, "alloc");
+    assert!(row.vs_best.is_some(), "built and measured: {row:#?}");
+    assert!(copy.exists());
 }

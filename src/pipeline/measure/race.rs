@@ -84,7 +84,12 @@ impl<'a> Arm<'a> {
             pairs_past_max_time: 0,
             ..capped.opts.clone()
         };
-        let keys = verdict_keys(ctx, cache, &rival.binary, &cand.binary, eval, &key_opts);
+        let sides = super::Versus {
+            a: ("", &rival.binary),
+            b: ("", &cand.binary),
+            b_preload: None,
+        };
+        let keys = verdict_keys(ctx, cache, sides, eval, &key_opts);
         let found = (keys.iter().zip(eval))
             .map(|(k, w)| {
                 let kept = k.as_deref().and_then(|k| cache.get(k))?;

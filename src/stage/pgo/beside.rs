@@ -53,7 +53,7 @@ pub(super) fn start_after(
     let pgo = use_settings(ctx, settings, p, false);
     let mut beside = beside;
     if standing.then.contains(&StageName::Alloc) {
-        beside.extend(crate::stage::alloc::ahead(ctx, &pgo));
+        beside.extend(crate::stage::alloc::ahead(ctx, &pgo, standing.screened));
     }
     let input = bolt_input(ctx, standing, p).filter(|_| !settings.relocs_twin);
     let later = match crate::cargo::uses_lto(&ctx.plan.project, &pgo) == Some(true) {
