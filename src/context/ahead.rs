@@ -12,8 +12,13 @@
 //! learning from it, had no time left for the stages those builds were for); at the lowest
 //! priority they take only the cycles the pipeline leaves idle.
 //!
-//! Must not overlap a timed run: [`Ahead::settle`] waits for every build started here,
-//! and the pipeline calls it before it measures anything. So a build for a later stage
+//! Must not overlap a timed run: [`Ahead::quiet`] stops every build started here (SIGSTOP
+//! to its process group, SIGCONT when the timing is done; where a group cannot be paused,
+//! Windows, it waits for them instead), and the pipeline calls it before it measures
+//! anything. Stopped, a build uses no CPU; its memory stays. Why pause rather than wait: a
+//! build for a later stage then never holds up a comparison whose verdict may make it
+//! useless (the pgo stage's build on `max`, started before the search's point is measured:
+//! pulldown-cmark's optimized build is 17–22 s of one core). So a build for a later stage
 //! that cannot start before the current stage's build is done may be held
 //! ([`Ahead::defer`]) until that stage has timed its own candidates. A build asked for by
 //! [`Ahead::take`] hands over its result (an error included, reported by the stage that
@@ -154,7 +159,20 @@ impl Ahead {
         }
     }
 
-    /// Wait until no build started here is running (before anything is timed).
+    /// Keep every build started here off the machine while the returned guard lives
+    /// (something is timed): stopped until it drops, or, where they cannot be paused,
+    /// waited for now (`None`).
+    pub(crate) fn quiet(&self) -> Option<Paused<'_>> {
+        match self.cancel.pause() {
+            true => Some(Paused(&self.cancel)),
+            false => {
+                self.settle();
+                None
+            }
+        }
+    }
+
+    /// Wait until no build started here is running.
     pub(crate) fn settle(&self) {
         let workers = &mut *self.workers.lock().unwrap_or_else(|e| e.into_inner());
         for worker in std::mem::take(workers) {
@@ -168,6 +186,15 @@ impl Ahead {
             .unwrap_or_else(|e| e.into_inner())
             .iter()
             .any(|w| !w.is_finished())
+    }
+}
+
+/// The builds ahead, stopped while this lives ([`Ahead::quiet`]).
+pub(crate) struct Paused<'a>(&'a crate::sys::interrupt::Cancel);
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        self.0.resume();
     }
 }
 

@@ -385,6 +385,8 @@ pub(crate) struct Context<'a> {
     pub builds: std::cell::Cell<(u32, u32)>,
     /// Builds started ahead of need ([`Context::build_ahead`]).
     pub ahead: ahead::Ahead,
+    /// What a stage worked out ahead of its turn, for it to find ([`Context::remember`]).
+    remembered: RefCell<std::collections::BTreeMap<String, Box<dyn std::any::Any>>>,
 }
 
 impl<'a> Context<'a> {
@@ -400,7 +402,22 @@ impl<'a> Context<'a> {
             warned: Default::default(),
             builds: Default::default(),
             ahead: Default::default(),
+            remembered: Default::default(),
         }
+    }
+
+    /// Keep `value` under `key` for the rest of this run (the pgo stage's profile, trained
+    /// while the profile stage searched: `stage::pgo::speculate`). In memory only: unlike
+    /// the kept results on disk, `--fresh` does not pass it by, as nothing here came from
+    /// an earlier run.
+    pub(crate) fn remember<T: 'static>(&self, key: String, value: T) {
+        self.remembered.borrow_mut().insert(key, Box::new(value));
+    }
+
+    /// What [`Context::remember`] kept under `key`, when it is a `T`.
+    pub(crate) fn remembered<T: Clone + 'static>(&self, key: &str) -> Option<T> {
+        let kept = self.remembered.borrow();
+        kept.get(key)?.downcast_ref::<T>().cloned()
     }
 
     /// The same run over another spec (`check` times a subset of the workloads), with

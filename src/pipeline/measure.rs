@@ -266,7 +266,7 @@ pub(crate) fn compare_over_workloads(
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
     let (opts, full_max) = (&capped.opts, capped.full_max);
     let eval = eval_workloads(ctx)?;
-    settle_ahead(ctx);
+    let _quiet = quiet_ahead(ctx);
     let start = Instant::now();
     let recorded_then = ctx.recorded_secs();
     // Keyed under the comparison's full max-time (`full_max`: the spec's, weighted), not
@@ -363,15 +363,17 @@ fn verdict_keys(
         .collect()
 }
 
-/// Nothing timed may share the machine with a build started ahead: wait for them, and record
-/// the wait as building time (so the run's `time:` line adds up).
-fn settle_ahead(ctx: &Context) {
+/// Nothing timed may share the machine with a build started ahead: they are stopped while
+/// the returned guard lives (`Ahead::quiet`), or waited for where they cannot be, the wait
+/// recorded as building time (so the run's `time:` line adds up).
+fn quiet_ahead<'c>(ctx: &'c Context) -> Option<crate::context::ahead::Paused<'c>> {
     let waited = Instant::now();
-    ctx.ahead.settle();
+    let paused = ctx.ahead.quiet();
     let secs = waited.elapsed().as_secs_f64();
     if secs >= 0.05 {
         ctx.record(crate::report::AHEAD_WAIT_STEP, secs, None);
     }
+    paused
 }
 
 /// Measure `todo` jointly against the `done` comparisons, each side in its own private cwd

@@ -180,8 +180,11 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                 match i {
                     0 => {
                         announce_search(ctx, 1..2);
-                        // `max` kept: the pgo stage's instrumented build, on it, beside.
-                        ctx.build_ahead(super::pgo::ahead(ctx, &then, &best.settings));
+                        // `max` kept: the point builds beside the pgo stage's work on
+                        // `max` (its instrumented build, a serial chain under fat LTO,
+                        // built and trained now; its optimized build started ahead).
+                        ctx.build_ahead(ahead_points(ctx, &base.settings, 1..2));
+                        super::pgo::speculate(ctx, &then, &best.settings);
                     }
                     1 => {
                         // The rest, two at a time, once the first was kept.

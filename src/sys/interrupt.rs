@@ -8,7 +8,8 @@
 //! so a rerun reuses it and redoes the rest.
 //!
 //! A [`Cancel`] is a smaller set: the groups started by the threads that entered it (the
-//! builds run ahead), killed together when their owner goes on an error.
+//! builds run ahead), killed together when their owner goes on an error, and paused
+//! together (SIGSTOP, then SIGCONT; Unix) while something is timed.
 //!
 //! Why a registry instead of one process group for everything: each child has a group of its
 //! own so that a timeout kills its whole tree and nothing else; the price is that the
@@ -18,7 +19,7 @@
 //! unreaped leader keeps the id reserved, so a kill from here never reaches a group that
 //! another program got the same id for.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -30,11 +31,14 @@ struct Registry {
     groups: BTreeMap<u32, u64>,
     /// Folders to remove on a signal, by registration id.
     paths: BTreeMap<u64, PathBuf>,
+    /// The [`Cancel`] sets paused: a group started under one is stopped as it starts.
+    paused: BTreeSet<u64>,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     groups: BTreeMap::new(),
     paths: BTreeMap::new(),
+    paused: BTreeSet::new(),
 });
 /// The signal that is ending the process (0: none yet).
 static SIGNALLED: AtomicI32 = AtomicI32::new(0);
@@ -65,8 +69,11 @@ pub(crate) fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
         return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, why));
     }
     let child = cmd.spawn()?;
-    reg.groups
-        .insert(child.id(), CANCEL.with(std::cell::Cell::get));
+    let set = CANCEL.with(std::cell::Cell::get);
+    if reg.paused.contains(&set) {
+        super::imp::pause_group(child.id(), false);
+    }
+    reg.groups.insert(child.id(), set);
     Ok(child)
 }
 
@@ -117,6 +124,33 @@ impl Cancel {
             .collect();
         mine.iter().for_each(|pid| super::imp::kill_group(*pid));
         mine.len()
+    }
+
+    /// Stop every live group of this set, and each one it starts until [`Cancel::resume`]
+    /// (the registry is held across a spawn, so none slips through); `false`, nothing
+    /// done, where a group cannot be paused (Windows): the caller waits for them instead.
+    pub(crate) fn pause(&self) -> bool {
+        if !cfg!(unix) {
+            return false;
+        }
+        let mut reg = registry();
+        reg.paused.insert(self.0);
+        self.signal(&reg, false);
+        true
+    }
+
+    /// Let every group of this set run again (see [`Cancel::pause`]).
+    pub(crate) fn resume(&self) {
+        let mut reg = registry();
+        if reg.paused.remove(&self.0) {
+            self.signal(&reg, true);
+        }
+    }
+
+    fn signal(&self, reg: &Registry, run: bool) {
+        (reg.groups.iter())
+            .filter(|(_, set)| **set == self.0)
+            .for_each(|(pid, _)| super::imp::pause_group(*pid, run));
     }
 }
 
@@ -207,6 +241,58 @@ mod tests {
         other.kill().unwrap();
         wait(&mut other).unwrap();
         assert!(!registry().groups.contains_key(&other.id()));
+    }
+
+    /// The state letter of process `pid` (`T`: stopped), from /proc.
+    #[cfg(target_os = "linux")]
+    fn state(pid: u32) -> char {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        after.chars().next().unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_paused_set_stops_its_groups_and_those_it_starts_until_resumed() {
+        let cancel = Cancel::default();
+        let start = || {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    cancel.enter();
+                    let mut cmd = Command::new("sleep");
+                    cmd.arg("30");
+                    spawn_group(&mut cmd).unwrap()
+                })
+                .join()
+                .unwrap()
+            })
+        };
+        let mut before = start();
+        let mut other = Command::new("sleep").arg("30").spawn().unwrap();
+        assert!(cancel.pause());
+        let mut during = start();
+        for p in [&before, &during] {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while state(p.id()) != 'T' && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            assert_eq!(state(p.id()), 'T', "paused");
+        }
+        assert_ne!(state(other.id()), 'T', "not of the set");
+        cancel.resume();
+        for p in [&before, &during] {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while state(p.id()) == 'T' && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            assert_ne!(state(p.id()), 'T', "running again");
+        }
+        assert_eq!(cancel.kill(), 2);
+        for p in [&mut before, &mut during] {
+            wait(p).unwrap();
+        }
+        other.kill().unwrap();
+        other.wait().unwrap();
     }
 
     #[test]

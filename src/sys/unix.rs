@@ -213,6 +213,16 @@ pub(super) fn kill_group(pid: u32) {
     }
 }
 
+/// SIGSTOP (`run: false`) or SIGCONT (`run: true`) to the process group `pid` leads
+/// (harmless when it is gone).
+pub(super) fn pause_group(pid: u32, run: bool) {
+    let signal = if run { libc::SIGCONT } else { libc::SIGSTOP };
+    // SAFETY: signalling a process group we created and have not reaped the leader of.
+    unsafe {
+        libc::kill(-(pid as libc::pid_t), signal);
+    }
+}
+
 pub(super) fn lower_priority(cmd: &mut Command) {
     // SAFETY: setpriority is async-signal-safe and touches nothing of the parent's; a
     // failure leaves the priority as it was, which is harmless.

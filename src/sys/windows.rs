@@ -297,6 +297,9 @@ pub(super) fn own_group(_cmd: &mut std::process::Command) {}
 /// Nothing to signal on Windows (see [`own_group`]).
 pub(super) fn kill_group(_pid: u32) {}
 
+/// Nothing to signal on Windows: `interrupt::Cancel::pause` says it cannot pause.
+pub(super) fn pause_group(_pid: u32, _run: bool) {}
+
 pub(super) fn lower_priority(cmd: &mut std::process::Command) {
     use std::os::windows::process::CommandExt as _;
     cmd.creation_flags(windows_sys::Win32::System::Threading::BELOW_NORMAL_PRIORITY_CLASS);

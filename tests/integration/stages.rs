@@ -456,9 +456,11 @@ fn the_instrumented_build_of_a_fat_lto_profile_leaves_lto_out_and_its_profile_st
     assert!(!r.stderr.contains("had no profile data"), "{}", r.stderr);
 }
 
+/// On a kept `max`, the pgo stage's work on it begins before the search's point is
+/// measured: its instrumented build built and trained while the point builds beside, then
+/// its optimized build started ahead; the stage takes that build when `max` stays the best.
 #[test]
-fn on_a_kept_max_the_pgo_instrumented_build_is_built_beside_the_search_and_taken_if_max_stays_best()
-{
+fn on_a_kept_max_the_pgo_build_starts_beside_the_search_and_is_taken_if_max_stays_best() {
     let _guard = shared();
     let tmp = copy_fixture("lto-helps");
     let dir = tmp.path();
@@ -477,13 +479,32 @@ fn on_a_kept_max_the_pgo_instrumented_build_is_built_beside_the_search_and_taken
     let profile = rows(&report, "profile");
     let searched = profile.len() > 1;
     let max_stays = searched && profile[1..].iter().all(|p| p.status != Status::Kept);
-    let ahead = "pgo: instrumented built ahead in";
-    // What each legitimate outcome prints: the build started beside the search is the
-    // stage's own when `max` stayed the best; without a search none started ahead.
+    let err = r.stderr.as_str();
+    let at = |line: &str| {
+        err.find(line)
+            .unwrap_or_else(|| panic!("no `{line}` in {err}"))
+    };
+    let taken = "pgo: optimized built ahead in";
+    // What each legitimate outcome prints: with a search, the instrumented build on `max`
+    // is built and trained before the point is taken, and the optimized build started
+    // ahead is the stage's own when `max` stayed the best; without a search nothing of
+    // the pgo stage starts early.
+    if searched {
+        let trained = at("pgo: trained on 1/1 workloads");
+        assert!(at("pgo: instrumented built") < trained, "{err}");
+        assert!(
+            trained < at("building ahead, beside the run: pgo: optimized"),
+            "{err}"
+        );
+        assert!(
+            trained < at("profile (lto=thin cgu=16 O3) built ahead in"),
+            "{err}"
+        );
+    }
     match (searched, max_stays) {
-        (true, true) => assert!(r.stderr.contains(ahead), "{}", r.stderr),
+        (true, true) => assert!(err.contains(taken), "{err}"),
         (true, false) => {}
-        (false, _) => assert!(!r.stderr.contains(ahead), "{}", r.stderr),
+        (false, _) => assert!(!err.contains("beside the run: pgo"), "{err}"),
     }
     if max_stays {
         let pgo = stage(&report, "pgo");

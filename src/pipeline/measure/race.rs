@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::{
-    budget_limited, expected_status, progress_message, settle_ahead, verdict_keys, Capped, Measured,
+    budget_limited, expected_status, progress_message, quiet_ahead, verdict_keys, Capped, Measured,
 };
 use crate::bench::{self, BenchOptions, Comparison, Pairing, Phase, StopReason};
 use crate::cache::VerdictCache;
@@ -29,7 +29,7 @@ pub(crate) fn race(
     checks: &[Option<&TimedCheck>],
 ) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
     let eval = super::eval_workloads(ctx)?;
-    settle_ahead(ctx);
+    let _quiet = quiet_ahead(ctx);
     let (start, recorded_then) = (Instant::now(), ctx.recorded_secs());
     let arms: Vec<Arm> = (cands.iter().zip(checks))
         .map(|(c, check)| Arm::new(ctx, rival, c, *check, share, cache, &eval))

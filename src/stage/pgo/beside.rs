@@ -26,6 +26,27 @@ pub(crate) fn ahead(
     vec![("pgo: instrumented".to_string(), instrumented)]
 }
 
+/// The pgo stage's work on `best` begun before the stage, when the ladder expects (`then`)
+/// it: the instrumented build built and trained now (the profile is remembered for the
+/// stage: `train_profile`), and the optimized build started ahead, as the stage will ask
+/// for it while the best stays `best`. The profile stage calls it once `max` is kept,
+/// before its search's point is built and measured: the optimized build (under fat LTO,
+/// one core for 17–22 s on pulldown-cmark 0.13.6) then runs beside the point's build and
+/// between the comparisons (each pauses it: `Ahead::quiet`), instead of after them with a
+/// core idle. When the best changes (the point or a CPU level is kept), nobody asks for it.
+/// A failure is left for the stage, which meets it again and reports it.
+pub(crate) fn speculate(ctx: &Context, then: &[StageName], best: &crate::cargo::BuildSettings) {
+    if !then.contains(&StageName::Pgo) || ctx.plan.pgo_profile.is_some() {
+        return;
+    }
+    let Ok(profile) = super::train_profile(ctx, best, "pgo", "pgo") else {
+        return;
+    };
+    let settings = twinned(ctx, best, then);
+    let optimized = use_settings(ctx, &settings, &profile, false);
+    ctx.build_ahead(vec![("pgo: optimized".to_string(), optimized)]);
+}
+
 /// The builds the stages after this one will ask for when the PGO build is kept, started
 /// on their own (`ctx.build_ahead`; the pgo build's own portable sibling comes first):
 /// each allocator's candidate on it when the alloc stage follows, and BOLT's input when
@@ -77,7 +98,7 @@ fn bolt_input(
     standing: &Standing,
     profile: &Profile,
 ) -> Option<(String, crate::cargo::BuildSettings)> {
-    bolt_input_wanted(ctx, standing).then(|| {
+    bolt_input_wanted(ctx, &standing.best.settings, standing.then).then(|| {
         let input = use_settings(ctx, &standing.best.settings, profile, true);
         (crate::stage::bolt::INPUT_LABEL.to_string(), input)
     })
@@ -88,14 +109,22 @@ fn bolt_input(
 /// writes that input (`cargo::twin`) instead of a build of its own.
 ///
 /// [`relocs_twin`]: crate::cargo::BuildSettings::relocs_twin
-pub(super) fn twinned(ctx: &Context, standing: &Standing) -> crate::cargo::BuildSettings {
-    let mut settings = standing.best.settings.clone();
-    settings.relocs_twin = ctx.plan.twin_links && bolt_input_wanted(ctx, standing);
+pub(super) fn twinned(
+    ctx: &Context,
+    best: &crate::cargo::BuildSettings,
+    then: &[StageName],
+) -> crate::cargo::BuildSettings {
+    let mut settings = best.clone();
+    settings.relocs_twin = ctx.plan.twin_links && bolt_input_wanted(ctx, best, then);
     settings
 }
 
-/// Whether the ladder expects the BOLT stage after this one, on the PGO build as it is.
-fn bolt_input_wanted(ctx: &Context, standing: &Standing) -> bool {
-    standing.then.contains(&StageName::Bolt)
-        && bolt_takes_as_is(ctx, &with_host_target(ctx, &standing.best.settings))
+/// Whether the ladder expects (`then`) the BOLT stage after this one, on the PGO build of
+/// `best` as it is.
+fn bolt_input_wanted(
+    ctx: &Context,
+    best: &crate::cargo::BuildSettings,
+    then: &[StageName],
+) -> bool {
+    then.contains(&StageName::Bolt) && bolt_takes_as_is(ctx, &with_host_target(ctx, best))
 }

@@ -11,7 +11,7 @@ mod eval;
 mod given;
 pub(crate) mod whole;
 
-pub(crate) use beside::ahead;
+pub(crate) use beside::{ahead, speculate};
 use beside::{start_after, twinned};
 
 use std::collections::BTreeMap;
@@ -51,7 +51,7 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                 let label = crate::context::label("pgo", Some(PORTABLE));
                 beside.push((format!("{label}: optimized"), portable));
             }
-            let settings = twinned(ctx, standing);
+            let settings = twinned(ctx, &standing.best.settings, standing.then);
             let later = start_after(ctx, standing, &settings, &p, beside);
             let best = build_with(ctx, &settings, &p, None, false).map(|mut c| {
                 c.notes.extend(note);
@@ -176,9 +176,16 @@ pub(crate) fn train_profile(
     name: &str,
     label: &str,
 ) -> Result<Profile, StageError> {
+    // Trained earlier in this run: ahead of the stage (`speculate`), or by the stage itself.
+    let key = format!("pgo profile {name} {}", settings.hash());
+    if let Some(p) = ctx.remembered::<Profile>(&key) {
+        return Ok(p);
+    }
     profdata(ctx)?;
     let instrumented = instrument(ctx, settings, label, None)?;
-    train_instrumented(ctx, settings, instrumented, name, label)
+    let profile = train_instrumented(ctx, settings, instrumented, name, label)?;
+    ctx.remember(key, profile.clone());
+    Ok(profile)
 }
 
 /// llvm-profdata, or why PGO cannot run.
