@@ -492,9 +492,10 @@ impl<'a> Context<'a> {
 
     /// [`Context::build_ahead`] once the current stage's comparisons are timed
     /// ([`Context::start_deferred`]), not before: a build for a later stage started now
-    /// would hold up this stage's timings, which wait for every build ahead (pulldown-cmark:
-    /// BOLT's fat-LTO relink, asked for once the PGO build was done, held pgo's timing for
-    /// 17.8 s; started after it, it builds beside the next stage's build).
+    /// would take the cores this stage's own builds use (and, when timings waited for every
+    /// build ahead, held them up: pulldown-cmark, BOLT's fat-LTO relink asked for once the
+    /// PGO build was done held pgo's timing for 17.8 s; started after it, it builds beside
+    /// the next stage's build).
     pub(crate) fn build_after_stage(&self, wanted: Vec<(String, BuildSettings)>) {
         self.ahead.defer(wanted);
     }

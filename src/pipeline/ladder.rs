@@ -75,6 +75,10 @@ pub(crate) struct Ladder<'a> {
     /// Allocators not to build, with why (`preview`), and whether they were previewed.
     screened: BTreeMap<String, String>,
     previewed: bool,
+    /// The previews' comparisons (workload → label → comparison): in the report beside
+    /// `per_workload`, not in the spread the confirmation is sized from (they time the
+    /// best so far against itself with another allocator, not the ladder's binaries).
+    preview_per_workload: BTreeMap<String, BTreeMap<String, Comparison>>,
 }
 
 impl<'a> Ladder<'a> {
@@ -109,6 +113,7 @@ impl<'a> Ladder<'a> {
             per_workload: BTreeMap::new(),
             screened: BTreeMap::new(),
             previewed: false,
+            preview_per_workload: BTreeMap::new(),
         }
     }
 
@@ -264,6 +269,16 @@ impl<'a> Ladder<'a> {
             return None;
         }
         Some(cand)
+    }
+
+    /// Every comparison the run made, per workload and label, for the report: the
+    /// ladder's and the previews'.
+    pub(crate) fn take_per_workload(&mut self) -> BTreeMap<String, BTreeMap<String, Comparison>> {
+        let mut all = std::mem::take(&mut self.per_workload);
+        for (w, by_label) in std::mem::take(&mut self.preview_per_workload) {
+            all.entry(w).or_default().extend(by_label);
+        }
+        all
     }
 
     fn rival(&self, which: Rival) -> &Candidate {

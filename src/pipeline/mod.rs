@@ -214,7 +214,7 @@ fn assemble(
     misses: u32,
 ) -> Report {
     let final_ = ladder.final_choice();
-    let mut per_workload = std::mem::take(&mut ladder.per_workload);
+    let mut per_workload = ladder.take_per_workload();
     let nondeterministic = ladder.verifier().nondeterministic();
     let workloads = plan
         .spec

@@ -55,11 +55,10 @@ impl Ladder<'_> {
                 lib.display(),
                 m.estimate
             );
-            // Kept per workload under its label (the report's per-workload table, and the
-            // spread the confirmation is sized from).
+            // Kept per workload under its label, for the report's per-workload table.
             for (w, c) in m.per_workload {
-                let by_tag = self.per_workload.entry(w).or_default();
-                by_tag.insert(label.clone(), c);
+                let by_label = self.preview_per_workload.entry(w).or_default();
+                by_label.insert(label.clone(), c);
             }
             let row = crate::context::label(StageName::Alloc.as_str(), Some(&name));
             if worth_building(&m.estimate) {

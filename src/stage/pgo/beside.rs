@@ -1,6 +1,7 @@
 //! Builds the pgo stage starts for the stages around it, so they are done when asked for:
-//! its own instrumented build ahead of it (the profile stage starts it beside its search),
-//! and, beside its optimized build, the allocator's candidate and BOLT's input — the
+//! its own instrumented build ahead of it (the cpu stage starts it beside its level), its
+//! whole work on a kept `max` begun by the profile stage ([`speculate`]), and, beside its
+//! optimized build, the allocator's candidate and BOLT's input — the
 //! optimized build's own twin link (`cargo::twin`) where it can be, else a build of its
 //! own beside it under LTO, else a relink after the stage's timings.
 
@@ -10,9 +11,8 @@ use crate::stage::{Context, Standing};
 
 /// The instrumented build ahead of the stage, on the best so far (`settings`), when the
 /// ladder expects (`then`) the pgo stage to train and the best not to change before it; the
-/// profile stage starts it beside its search's first point, a build's worth earlier
-/// (pulldown-cmark under `max`: 8.6 s). When the best does change (the point or a CPU
-/// level is kept), it is a build nobody asks for, kept in the build cache.
+/// cpu stage starts it beside its level's build. When the best does change (`native` is
+/// kept), it is a build nobody asks for, kept in the build cache.
 pub(crate) fn ahead(
     ctx: &Context,
     then: &[StageName],
@@ -55,7 +55,8 @@ pub(crate) fn speculate(ctx: &Context, then: &[StageName], best: &crate::cargo::
 /// holds them up (pulldown-cmark, BOLT's input relinked: 17.8 s), and one started after
 /// them holds up the next stage's (its allocator's build: 20.6 s), while fat LTO leaves a
 /// core idle for the build beside. When PGO is not kept, they are kept in the build cache
-/// unused.
+/// unused. (Timings no longer wait for builds ahead, they pause them, but a build beside
+/// still takes a core the stage's own builds would use.)
 ///
 /// Without LTO, BOLT's input is returned, for the caller to start once the stage's timings
 /// are done (`ctx.build_after_stage`, when the PGO build was built): its relink then
