@@ -699,14 +699,15 @@ fn cargo_program() -> std::ffi::OsString {
 }
 
 thread_local! {
-    /// Whether the builds this thread starts are background work ([`build_in_background`]).
-    static IN_BACKGROUND: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The nice value of the builds this thread starts, when they are background work
+    /// ([`build_in_background`]).
+    static IN_BACKGROUND: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
 }
 
-/// From now on, the builds this thread starts run at the lowest CPU priority
-/// (`sys::lower_priority`): `context::ahead`'s builders call it.
-pub(crate) fn build_in_background() {
-    IN_BACKGROUND.with(|b| b.set(true));
+/// From now on, the builds this thread starts run at the CPU priority `nice` (19: the
+/// lowest; `sys::lower_priority`): `context::ahead`'s builders call it.
+pub(crate) fn build_in_background(nice: i32) {
+    IN_BACKGROUND.with(|b| b.set(Some(nice)));
 }
 
 /// The cargo command every build and test run starts (through [`child::run`]). Inside a job of `jobs::run` it joins the run's jobserver:
@@ -746,8 +747,8 @@ fn command_with(args: &[String], flags: &[String], cargo_flags: &Flags) -> Comma
     if let Some(client) = server {
         client.configure_make(&mut cmd);
     }
-    if IN_BACKGROUND.with(std::cell::Cell::get) {
-        crate::sys::lower_priority(&mut cmd);
+    if let Some(nice) = IN_BACKGROUND.with(std::cell::Cell::get) {
+        crate::sys::lower_priority(&mut cmd, nice);
     }
     cmd
 }

@@ -1,6 +1,9 @@
 //! Builds started ahead of need: while the baseline builds (and while its outputs are
 //! recorded and candidates verified), the candidates the next stages will most likely ask
-//! for are built by two threads of their own, each taking the next build queued.
+//! for are built by two threads of their own, each taking the next build queued; the one
+//! build the ladder's longest chain waits for starts at once on a third, at a priority
+//! above theirs ([`Ahead::start_urgent`]). The `Context` methods the stages call to build
+//! ahead (`build_ahead`, `build_ahead_urgent`, `build_after_stage`) are here too.
 //!
 //! Why: a release build with fat LTO and one codegen unit spends most of its time on one
 //! core, so a second build beside it costs little wall time (pulldown-cmark 0.13.6 on two
@@ -41,8 +44,15 @@ use crate::cargo::{BuildCache, BuildSettings, Built, CargoError, Project};
 /// A finished build: what [`BuildCache::build`] returned.
 pub(crate) type Finished = Result<(Built, Option<String>), CargoError>;
 
-/// How many builds run ahead at once (beside the one the pipeline may run itself).
+/// How many builds run ahead at once (beside the one the pipeline may run itself), not
+/// counting an urgent one ([`Ahead::start_urgent`]).
 const BUILDERS: usize = 2;
+
+/// The CPU priority (nice) of builds ahead: the lowest, so they take only the cycles the
+/// pipeline leaves idle …
+const NICE: i32 = 19;
+/// … and of an urgent one: above the other builds ahead, below the pipeline's own.
+const NICE_URGENT: i32 = 10;
 
 #[derive(Default)]
 struct AheadState {
@@ -117,11 +127,44 @@ impl Ahead {
             let (shared, dir) = (Arc::clone(&self.shared), optimize_dir.clone());
             let cancel = self.cancel.clone();
             workers.push(std::thread::spawn(move || {
-                crate::cargo::build_in_background();
+                crate::cargo::build_in_background(NICE);
                 cancel.enter();
                 build_queued(&shared, &project, &dir, &toolchain)
             }));
         }
+    }
+
+    /// Start `job` now on a thread of its own, beside the builders and before what they
+    /// have queued, at a CPU priority above theirs ([`NICE_URGENT`]): the build the ladder's
+    /// longest chain waits for (the pgo stage's optimized build started during the profile
+    /// stage's search, `stage::pgo::speculate`). Why: queued, it waited for the cpu level's
+    /// and the search point's builds to end (pulldown-cmark: started 15 s late); beside
+    /// them at the same priority, its one core was shared with their many threads.
+    pub(crate) fn start_urgent(
+        &self,
+        project: &Project,
+        optimize_dir: PathBuf,
+        toolchain: &str,
+        job: AheadBuild,
+    ) {
+        let mut workers = self.workers.lock().unwrap();
+        self.shared
+            .0
+            .lock()
+            .unwrap()
+            .pending
+            .insert(job.settings.hash());
+        let (project, toolchain) = (project.clone(), toolchain.to_string());
+        let (shared, cancel) = (Arc::clone(&self.shared), self.cancel.clone());
+        workers.push(std::thread::spawn(move || {
+            crate::cargo::build_in_background(NICE_URGENT);
+            cancel.enter();
+            let cache = BuildCache {
+                optimize_dir: &optimize_dir,
+                toolchain: &toolchain,
+            };
+            build_one(&shared, &cache, &project, job);
+        }));
     }
 
     /// Hold `wanted` until [`Ahead::take_deferred`].
@@ -189,6 +232,77 @@ impl Ahead {
     }
 }
 
+/// What the run's stages call to build ahead.
+impl super::Context<'_> {
+    /// Start building each of `wanted` (label, settings) on threads of their own (see this module), leaving out
+    /// those the build cache already holds or already started; [`Context::build`] then
+    /// takes the result.
+    pub(crate) fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
+        let (labels, jobs): (Vec<String>, Vec<AheadBuild>) = wanted
+            .into_iter()
+            .filter(|(_, s)| !self.has_build(s))
+            .map(|(label, settings)| {
+                let target_dir = self.build_dir(&settings);
+                (
+                    label,
+                    AheadBuild {
+                        target_dir,
+                        settings,
+                    },
+                )
+            })
+            .unzip();
+        if !jobs.is_empty() {
+            self.ui().info(&format!(
+                "building ahead, beside the run: {}",
+                labels.join(", ")
+            ));
+        }
+        let toolchain = self.plan.rustc.version.clone();
+        (self.ahead).start(
+            &self.plan.project,
+            self.plan.optimize_dir.clone(),
+            &toolchain,
+            jobs,
+        );
+    }
+
+    /// [`Context::build_ahead`] for the one build the ladder's longest chain waits for:
+    /// started at once, above the other builds ahead (`Ahead::start_urgent`).
+    pub(crate) fn build_ahead_urgent(&self, label: &str, settings: BuildSettings) {
+        if self.has_build(&settings) {
+            return;
+        }
+        self.ui()
+            .info(&format!("building ahead, first, beside the run: {label}"));
+        let job = AheadBuild {
+            target_dir: self.build_dir(&settings),
+            settings,
+        };
+        let toolchain = self.plan.rustc.version.clone();
+        let dir = self.plan.optimize_dir.clone();
+        (self.ahead).start_urgent(&self.plan.project, dir, &toolchain, job);
+    }
+
+    /// [`Context::build_ahead`] once the current stage's comparisons are timed
+    /// ([`Context::start_deferred`]), not before: a build for a later stage started now
+    /// would take the cores this stage's own builds use (and, when timings waited for every
+    /// build ahead, held them up: pulldown-cmark, BOLT's fat-LTO relink asked for once the
+    /// PGO build was done held pgo's timing for 17.8 s; started after it, it builds beside
+    /// the next stage's build).
+    pub(crate) fn build_after_stage(&self, wanted: Vec<(String, BuildSettings)>) {
+        self.ahead.defer(wanted);
+    }
+
+    /// Start what [`Context::build_after_stage`] held (the ladder, when a stage is done).
+    pub(crate) fn start_deferred(&self) {
+        let wanted = self.ahead.take_deferred();
+        if !wanted.is_empty() {
+            self.build_ahead(wanted);
+        }
+    }
+}
+
 /// The builds ahead, stopped while this lives ([`Ahead::quiet`]).
 pub(crate) struct Paused<'a>(&'a crate::sys::interrupt::Cancel);
 
@@ -209,7 +323,7 @@ fn build_queued(
         optimize_dir,
         toolchain,
     };
-    let (lock, ready) = shared;
+    let (lock, _) = shared;
     loop {
         let job = {
             let mut s = lock.lock().unwrap();
@@ -222,13 +336,23 @@ fn build_queued(
         let Some(job) = job else {
             return;
         };
-        let done = cache.build(project, &job.settings, &job.target_dir, &mut |_| {});
-        let mut s = lock.lock().unwrap();
-        let hash = job.settings.hash();
-        s.pending.remove(&hash);
-        s.finished.insert(hash, done);
-        ready.notify_all();
+        build_one(shared, &cache, project, job);
     }
+}
+
+/// Build `job` and hand its result over to [`Ahead::take`].
+fn build_one(
+    (lock, ready): &(Mutex<AheadState>, Condvar),
+    cache: &BuildCache,
+    project: &Project,
+    job: AheadBuild,
+) {
+    let done = cache.build(project, &job.settings, &job.target_dir, &mut |_| {});
+    let mut s = lock.lock().unwrap();
+    let hash = job.settings.hash();
+    s.pending.remove(&hash);
+    s.finished.insert(hash, done);
+    ready.notify_all();
 }
 
 #[cfg(test)]

@@ -439,39 +439,6 @@ impl<'a> Context<'a> {
         self.plan.optimize_dir.join("build").join(settings.hash())
     }
 
-    /// Start building each of `wanted` (label, settings) on threads of their own (see [`ahead`]), leaving out
-    /// those the build cache already holds or already started; [`Context::build`] then
-    /// takes the result.
-    pub(crate) fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
-        let (labels, jobs): (Vec<String>, Vec<ahead::AheadBuild>) = wanted
-            .into_iter()
-            .filter(|(_, s)| !self.has_build(s))
-            .map(|(label, settings)| {
-                let target_dir = self.build_dir(&settings);
-                (
-                    label,
-                    ahead::AheadBuild {
-                        target_dir,
-                        settings,
-                    },
-                )
-            })
-            .unzip();
-        if !jobs.is_empty() {
-            self.ui().info(&format!(
-                "building ahead, beside the run: {}",
-                labels.join(", ")
-            ));
-        }
-        let toolchain = self.plan.rustc.version.clone();
-        (self.ahead).start(
-            &self.plan.project,
-            self.plan.optimize_dir.clone(),
-            &toolchain,
-            jobs,
-        );
-    }
-
     /// Whether asking for a build of `settings` costs no build of its own: it was started
     /// ahead, or the build cache holds it (and the run may reuse it).
     pub(crate) fn has_build(&self, settings: &BuildSettings) -> bool {
@@ -487,24 +454,6 @@ impl<'a> Context<'a> {
         cargo::BuildCache {
             optimize_dir: &self.plan.optimize_dir,
             toolchain: &self.plan.rustc.version,
-        }
-    }
-
-    /// [`Context::build_ahead`] once the current stage's comparisons are timed
-    /// ([`Context::start_deferred`]), not before: a build for a later stage started now
-    /// would take the cores this stage's own builds use (and, when timings waited for every
-    /// build ahead, held them up: pulldown-cmark, BOLT's fat-LTO relink asked for once the
-    /// PGO build was done held pgo's timing for 17.8 s; started after it, it builds beside
-    /// the next stage's build).
-    pub(crate) fn build_after_stage(&self, wanted: Vec<(String, BuildSettings)>) {
-        self.ahead.defer(wanted);
-    }
-
-    /// Start what [`Context::build_after_stage`] held (the ladder, when a stage is done).
-    pub(crate) fn start_deferred(&self) {
-        let wanted = self.ahead.take_deferred();
-        if !wanted.is_empty() {
-            self.build_ahead(wanted);
         }
     }
 

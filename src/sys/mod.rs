@@ -95,11 +95,12 @@ pub(crate) fn cpu_seconds() -> f64 {
 /// own.
 pub(crate) const PEAK_COVERS_CHILDREN: bool = cfg!(unix);
 
-/// Start `cmd`'s process (and so everything it starts) at the lowest CPU priority: a build
-/// started ahead of need then runs on cycles nothing else wants (`nice 19` on Unix, below
-/// normal priority class on Windows, which child processes inherit).
-pub(crate) fn lower_priority(cmd: &mut std::process::Command) {
-    imp::lower_priority(cmd)
+/// Start `cmd`'s process (and so everything it starts) at a low CPU priority, `nice` (19:
+/// the lowest): a build started ahead of need then runs on cycles nothing else wants
+/// (`nice` on Unix, below normal priority class on Windows whatever `nice`, which child
+/// processes inherit).
+pub(crate) fn lower_priority(cmd: &mut std::process::Command, nice: i32) {
+    imp::lower_priority(cmd, nice)
 }
 
 /// Ask the OS to read a file's pages ahead (best effort; nothing where it cannot).
@@ -228,6 +229,15 @@ pub(crate) fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// Helpers for unit tests that need the OS: named pipes, the page cache.
+/// The variable through which the dynamic loader loads a shared library into a program
+/// before its own (and so interposes `malloc` and `free`): glibc's and musl's `LD_PRELOAD`
+/// on Linux. `None` elsewhere (macOS' `DYLD_INSERT_LIBRARIES` does not interpose a
+/// two-level namespace's `malloc`; Windows has none).
+pub(crate) const PRELOAD_VAR: Option<&str> = match cfg!(target_os = "linux") {
+    true => Some("LD_PRELOAD"),
+    false => None,
+};
+
 #[cfg(test)]
 pub(crate) mod testing {
     /// The signal number of SIGKILL (the same on every Unix; Windows has no signals).
@@ -281,13 +291,13 @@ mod tests {
         assert!(!pid_alive(u32::MAX), "no such pid");
     }
 
-    /// A process started with `lower_priority` (and what it starts) runs at nice 19.
+    /// A process started with `lower_priority` (and what it starts) runs at its nice.
     #[cfg(unix)]
     #[test]
     fn a_background_process_runs_at_the_lowest_priority() {
         let mut cmd = std::process::Command::new("sh");
         cmd.args(["-c", "nice"]);
-        lower_priority(&mut cmd);
+        lower_priority(&mut cmd, 19);
         let out = cmd.output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "19");
         let plain = std::process::Command::new("nice").output().unwrap();
@@ -331,12 +341,3 @@ mod tests {
         assert_eq!(std::fs::read_to_string(d.path().join("l")).unwrap(), "x");
     }
 }
-
-/// The variable through which the dynamic loader loads a shared library into a program
-/// before its own (and so interposes `malloc` and `free`): glibc's and musl's `LD_PRELOAD`
-/// on Linux. `None` elsewhere (macOS' `DYLD_INSERT_LIBRARIES` does not interpose a
-/// two-level namespace's `malloc`; Windows has none).
-pub(crate) const PRELOAD_VAR: Option<&str> = match cfg!(target_os = "linux") {
-    true => Some("LD_PRELOAD"),
-    false => None,
-};

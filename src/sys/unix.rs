@@ -223,12 +223,12 @@ pub(super) fn pause_group(pid: u32, run: bool) {
     }
 }
 
-pub(super) fn lower_priority(cmd: &mut Command) {
+pub(super) fn lower_priority(cmd: &mut Command, nice: i32) {
     // SAFETY: setpriority is async-signal-safe and touches nothing of the parent's; a
     // failure leaves the priority as it was, which is harmless.
     unsafe {
-        cmd.pre_exec(|| {
-            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        cmd.pre_exec(move || {
+            libc::setpriority(libc::PRIO_PROCESS, 0, nice);
             Ok(())
         });
     }

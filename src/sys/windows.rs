@@ -300,7 +300,7 @@ pub(super) fn kill_group(_pid: u32) {}
 /// Nothing to signal on Windows: `interrupt::Cancel::pause` says it cannot pause.
 pub(super) fn pause_group(_pid: u32, _run: bool) {}
 
-pub(super) fn lower_priority(cmd: &mut std::process::Command) {
+pub(super) fn lower_priority(cmd: &mut std::process::Command, _nice: i32) {
     use std::os::windows::process::CommandExt as _;
     cmd.creation_flags(windows_sys::Win32::System::Threading::BELOW_NORMAL_PRIORITY_CLASS);
 }

@@ -490,7 +490,9 @@ fn a_cpu_level_built_by_its_stage_has_native_and_the_instrumented_build_beside_i
     let level_name = level.facts.variant.clone().unwrap();
     let err = r.stderr.as_str();
     let beside = "building ahead, beside the run: cpu (native), pgo: instrumented";
-    let first = format!("building ahead, beside the run: profile, cpu ({level_name})");
+    // The preset, the pgo stage's instrumented build on it, the level on it.
+    let first =
+        format!("building ahead, beside the run: profile, pgo: instrumented, cpu ({level_name})");
     assert!(err.contains(&first), "{err}");
     if stage(&report, "profile").status == Status::Kept {
         // Built ahead on `max`, ready when the stage asks: nothing starts beside it.

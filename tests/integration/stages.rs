@@ -493,7 +493,7 @@ fn on_a_kept_max_the_pgo_build_starts_beside_the_search_and_is_taken_if_max_stay
         let trained = at("pgo: trained on 1/1 workloads");
         assert!(at("pgo: instrumented built") < trained, "{err}");
         assert!(
-            trained < at("building ahead, beside the run: pgo: optimized"),
+            trained < at("building ahead, first, beside the run: pgo: optimized"),
             "{err}"
         );
         assert!(

@@ -44,7 +44,7 @@ pub(crate) fn speculate(ctx: &Context, then: &[StageName], best: &crate::cargo::
     };
     let settings = twinned(ctx, best, then);
     let optimized = use_settings(ctx, &settings, &profile, false);
-    ctx.build_ahead(vec![("pgo: optimized".to_string(), optimized)]);
+    ctx.build_ahead_urgent("pgo: optimized", optimized);
 }
 
 /// The builds the stages after this one will ask for when the PGO build is kept, started
