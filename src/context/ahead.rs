@@ -63,6 +63,9 @@ struct AheadState {
     finished: BTreeMap<String, Finished>,
     /// Builders running: one leaves (and says so here) when it finds the queue empty.
     active: usize,
+    /// Settings hashes of urgent builds cancelled ([`Ahead::cancel_urgent`]): their result
+    /// is nobody's (a later ask builds them anew).
+    cancelled: BTreeSet<String>,
 }
 
 /// The queue of builds started ahead, and the threads that run them.
@@ -75,6 +78,9 @@ pub(crate) struct Ahead {
     /// Builds asked for after the current stage's timings (`Context::build_after_stage`),
     /// as `(label, settings)`, not queued yet.
     deferred: Mutex<Vec<(String, BuildSettings)>>,
+    /// The process groups of each urgent build ([`Ahead::start_urgent`]), a set of its own
+    /// so that [`Ahead::cancel_urgent`] kills it alone.
+    urgent: Mutex<Vec<(String, crate::sys::interrupt::Cancel)>>,
 }
 
 impl Drop for Ahead {
@@ -87,6 +93,7 @@ impl Drop for Ahead {
         let until = std::time::Instant::now() + Duration::from_secs(10);
         while self.alive() && std::time::Instant::now() < until {
             self.cancel.kill();
+            self.cancel_urgent();
             std::thread::sleep(Duration::from_millis(20));
         }
         self.settle();
@@ -155,7 +162,10 @@ impl Ahead {
             .pending
             .insert(job.settings.hash());
         let (project, toolchain) = (project.clone(), toolchain.to_string());
-        let (shared, cancel) = (Arc::clone(&self.shared), self.cancel.clone());
+        let cancel = crate::sys::interrupt::Cancel::default();
+        let entry = (job.settings.hash(), cancel.clone());
+        self.urgent.lock().unwrap().push(entry);
+        let shared = Arc::clone(&self.shared);
         workers.push(std::thread::spawn(move || {
             crate::cargo::build_in_background(NICE_URGENT);
             cancel.enter();
@@ -165,6 +175,26 @@ impl Ahead {
             };
             build_one(&shared, &cache, &project, job);
         }));
+    }
+
+    /// Kill the urgent builds still running: they were started for the best as it stood
+    /// (`stage::pgo::speculate`), and the ladder kept another (the search's point, a CPU
+    /// level), so nobody will ask for them; left running, at their priority, they would
+    /// take the cores the builds for the new best need. A killed build is a failed one that
+    /// nobody takes, and is not kept.
+    /// Returns how many were still running.
+    pub(crate) fn cancel_urgent(&self) -> usize {
+        let urgent = std::mem::take(&mut *self.urgent.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut s = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut running = 0;
+        for (hash, cancel) in urgent {
+            if s.pending.remove(&hash) {
+                s.cancelled.insert(hash);
+                cancel.kill();
+                running += 1;
+            }
+        }
+        running
     }
 
     /// Hold `wanted` until [`Ahead::take_deferred`].
@@ -205,14 +235,16 @@ impl Ahead {
     /// Keep every build started here off the machine while the returned guard lives
     /// (something is timed): stopped until it drops, or, where they cannot be paused,
     /// waited for now (`None`).
-    pub(crate) fn quiet(&self) -> Option<Paused<'_>> {
-        match self.cancel.pause() {
-            true => Some(Paused(&self.cancel)),
-            false => {
-                self.settle();
-                None
-            }
+    pub(crate) fn quiet(&self) -> Option<Paused> {
+        let urgent = self.urgent.lock().unwrap();
+        let mut sets: Vec<_> = urgent.iter().map(|(_, c)| c.clone()).collect();
+        drop(urgent);
+        sets.push(self.cancel.clone());
+        if !sets.iter().all(|c| c.pause()) {
+            self.settle();
+            return None;
         }
+        Some(Paused(sets))
     }
 
     /// Wait until no build started here is running.
@@ -304,11 +336,13 @@ impl super::Context<'_> {
 }
 
 /// The builds ahead, stopped while this lives ([`Ahead::quiet`]).
-pub(crate) struct Paused<'a>(&'a crate::sys::interrupt::Cancel);
+pub(crate) struct Paused(Vec<crate::sys::interrupt::Cancel>);
 
-impl Drop for Paused<'_> {
+impl Drop for Paused {
     fn drop(&mut self) {
-        self.0.resume();
+        self.0
+            .iter()
+            .for_each(crate::sys::interrupt::Cancel::resume);
     }
 }
 
@@ -348,10 +382,16 @@ fn build_one(
     job: AheadBuild,
 ) {
     let done = cache.build(project, &job.settings, &job.target_dir, &mut |_| {});
+    hand_over(&(lock, ready), job.settings.hash(), done);
+}
+
+/// The build of `hash` is `done`: for [`Ahead::take`], unless it was cancelled.
+fn hand_over((lock, ready): &(&Mutex<AheadState>, &Condvar), hash: String, done: Finished) {
     let mut s = lock.lock().unwrap();
-    let hash = job.settings.hash();
     s.pending.remove(&hash);
-    s.finished.insert(hash, done);
+    if !s.cancelled.remove(&hash) {
+        s.finished.insert(hash, done);
+    }
     ready.notify_all();
 }
 
@@ -361,6 +401,36 @@ mod tests {
 
     fn settings() -> BuildSettings {
         BuildSettings::plain("release")
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_cancelled_urgent_build_is_killed_and_its_result_is_nobody_s() {
+        let ahead = Ahead::default();
+        let hash = settings().hash();
+        let cancel = crate::sys::interrupt::Cancel::default();
+        let mut sleeper = std::thread::scope(|s| {
+            s.spawn(|| {
+                cancel.enter();
+                let mut cmd = std::process::Command::new("sleep");
+                cmd.arg("30");
+                crate::sys::interrupt::spawn_group(&mut cmd).unwrap()
+            })
+            .join()
+            .unwrap()
+        });
+        ahead.shared.0.lock().unwrap().pending.insert(hash.clone());
+        ahead.urgent.lock().unwrap().push((hash.clone(), cancel));
+        assert_eq!(ahead.cancel_urgent(), 1);
+        assert!(!ahead.has(&settings()), "no longer pending");
+        let status = sleeper.wait().unwrap();
+        crate::sys::interrupt::release(sleeper.id());
+        assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
+        let (lock, ready) = &*ahead.shared;
+        let failed = Err(CargoError::Alloc("killed".into()));
+        hand_over(&(lock, ready), hash.clone(), failed);
+        assert!(ahead.take(&settings()).is_none(), "nobody's result");
+        assert!(lock.lock().unwrap().cancelled.is_empty());
     }
 
     #[test]

@@ -491,6 +491,14 @@ impl<'a> Ladder<'a> {
             if !holder.candidate.targets_cpu() {
                 self.portable = holder.clone();
             }
+            // A build started for the best that was (the pgo stage's, on `max`) is useless.
+            if self.ctx.ahead.cancel_urgent() > 0 {
+                self.ctx.ui().info(&format!(
+                    "stopped the build started ahead for {}: {} is the best now",
+                    self.best.candidate.label(),
+                    holder.candidate.label()
+                ));
+            }
             self.best = holder;
         }
     }

@@ -366,7 +366,7 @@ fn verdict_keys(
 /// Nothing timed may share the machine with a build started ahead: they are stopped while
 /// the returned guard lives (`Ahead::quiet`), or waited for where they cannot be, the wait
 /// recorded as building time (so the run's `time:` line adds up).
-fn quiet_ahead<'c>(ctx: &'c Context) -> Option<crate::context::ahead::Paused<'c>> {
+fn quiet_ahead(ctx: &Context) -> Option<crate::context::ahead::Paused> {
     let waited = Instant::now();
     let paused = ctx.ahead.quiet();
     let secs = waited.elapsed().as_secs_f64();
