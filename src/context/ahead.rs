@@ -376,20 +376,22 @@ fn build_queued(
 
 /// Build `job` and hand its result over to [`Ahead::take`].
 fn build_one(
-    (lock, ready): &(Mutex<AheadState>, Condvar),
+    shared: &(Mutex<AheadState>, Condvar),
     cache: &BuildCache,
     project: &Project,
     job: AheadBuild,
 ) {
     let done = cache.build(project, &job.settings, &job.target_dir, &mut |_| {});
-    hand_over(&(lock, ready), job.settings.hash(), done);
+    hand_over(shared, job.settings.hash(), done);
 }
 
-/// The build of `hash` is `done`: for [`Ahead::take`], unless it was cancelled.
-fn hand_over((lock, ready): &(&Mutex<AheadState>, &Condvar), hash: String, done: Finished) {
+/// The build of `hash` is `done`: for [`Ahead::take`], unless it was cancelled (then
+/// [`Ahead::cancel_urgent`] took it out of `pending` already: the same settings asked for
+/// again since are another build's).
+fn hand_over((lock, ready): &(Mutex<AheadState>, Condvar), hash: String, done: Finished) {
     let mut s = lock.lock().unwrap();
-    s.pending.remove(&hash);
     if !s.cancelled.remove(&hash) {
+        s.pending.remove(&hash);
         s.finished.insert(hash, done);
     }
     ready.notify_all();
@@ -426,11 +428,10 @@ mod tests {
         let status = sleeper.wait().unwrap();
         crate::sys::interrupt::release(sleeper.id());
         assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
-        let (lock, ready) = &*ahead.shared;
         let failed = Err(CargoError::Alloc("killed".into()));
-        hand_over(&(lock, ready), hash.clone(), failed);
+        hand_over(&ahead.shared, hash.clone(), failed);
         assert!(ahead.take(&settings()).is_none(), "nobody's result");
-        assert!(lock.lock().unwrap().cancelled.is_empty());
+        assert!(ahead.shared.0.lock().unwrap().cancelled.is_empty());
     }
 
     #[test]
