@@ -668,8 +668,21 @@ fn without_a_twin_bolt_s_input_links_alone_beside_its_base_or_relinks_it() {
             false => beside.push(assert_is_built_beside(input, &command(input))),
         }
     }
-    // The one built ahead started beside the pgo build, before that was built.
-    assert!(!beside.is_empty(), "{records:#?}");
+    // The one built ahead started beside the pgo build, before that was built. When PGO
+    // is kept, BOLT waits for it, so its record is there; when PGO is dropped, nobody asks
+    // for it and the run's end may kill it unfinished (a loaded machine), so only its start
+    // is certain.
+    assert!(
+        r.stderr
+            .lines()
+            .any(|l| l.contains("building ahead, beside the run")
+                && l.contains("bolt: input (-Wl,-q)")),
+        "{}",
+        r.all()
+    );
+    if stage(&report, "pgo").status == Status::Kept {
+        assert!(!beside.is_empty(), "{records:#?}");
+    }
     // The input BOLT read has relocations, and BOLT optimized it; the pgo build it may
     // relink kept its own binary without them (not overwritten).
     assert!(has_section(&dir.join("bin/bolt-input"), ".rela.text"));
