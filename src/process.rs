@@ -14,8 +14,11 @@ use std::time::{Duration, Instant};
 use crate::sys;
 
 mod output;
+mod status;
 use output::{Buf, Keep, SpoolFiles};
 pub(crate) use output::{Spool, Spooled, SPOOL_KEPT};
+pub(crate) use status::signal_name;
+pub(crate) use status::ExitStatus;
 
 /// A fully described command: nothing about it is inherited implicitly except the
 /// parent's environment (to which `env` is added and from which `env_remove` is taken).
@@ -47,6 +50,9 @@ pub struct Command {
     /// A run of the user's program (a workload): it may write into the files it names, so
     /// [`workload_runs`] counts it.
     pub workload: bool,
+    /// Run it on this CPU alone (`sys::pin_to_cpu`, one of `sys::allowed_cpus`): `bench`
+    /// pins the timed runs of a workload that keeps one core busy at a time.
+    pub cpu: Option<usize>,
 }
 
 /// Runs of [`Command::workload`] commands this process has started and finished.
@@ -95,6 +101,7 @@ impl Command {
             keep: None,
             spool: None,
             workload: false,
+            cpu: None,
         }
     }
     /// Mark it a run of the user's program ([`Command::workload`]).
@@ -184,45 +191,6 @@ impl Command {
         }
         s
     }
-}
-
-/// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ExitStatus {
-    /// Exit code when it exited normally.
-    pub code: Option<i32>,
-    /// Signal number when it was killed by a signal.
-    pub signal: Option<i32>,
-}
-
-impl ExitStatus {
-    pub fn success(&self) -> bool {
-        self.code == Some(0)
-    }
-    fn from_std(s: std::process::ExitStatus) -> Self {
-        ExitStatus {
-            code: s.code(),
-            signal: sys::exit_signal(&s),
-        }
-    }
-}
-
-impl std::fmt::Display for ExitStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.code, self.signal) {
-            (Some(c), _) => write!(f, "exit code {c}"),
-            (None, Some(s)) => match signal_name(s) {
-                Some(name) => write!(f, "killed by signal {s} ({name})"),
-                None => write!(f, "killed by signal {s}"),
-            },
-            _ => write!(f, "unknown status"),
-        }
-    }
-}
-
-/// The name of a signal a crash or a kill is made of, for messages.
-pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
-    sys::signal_name(signal)
 }
 
 /// Everything observed about one run.
@@ -483,6 +451,9 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         evict(f);
     }
     let mut std_cmd = std_command(cmd)?;
+    if let Some(cpu) = cmd.cpu {
+        sys::pin_to_cpu(&mut std_cmd, cpu);
+    }
     let mut spool = match &cmd.spool {
         Some(to) => {
             Some(SpoolFiles::create(to).map_err(|(path, error)| spool_error(cmd, path, error))?)
@@ -757,6 +728,29 @@ where
 mod tests {
     use super::*;
     use std::sync::mpsc;
+
+    /// A pinned run may use its CPU alone (the kernel's own account of the child), and
+    /// one not pinned every CPU the parent may.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_pinned_run_is_allowed_its_cpu_alone() {
+        let allowed = |cpu: Option<usize>| {
+            let mut cmd = Command::new("grep").args(["Cpus_allowed_list", "/proc/self/status"]);
+            cmd.cpu = cpu;
+            let out = run(&cmd).unwrap();
+            let text = String::from_utf8(out.stdout).unwrap();
+            text.split(':').nth(1).unwrap().trim().to_string()
+        };
+        let cpus = sys::allowed_cpus();
+        let last = *cpus.last().unwrap();
+        assert_eq!(allowed(Some(last)), last.to_string());
+        let all = allowed(None);
+        let first = cpus[0].to_string();
+        assert!(
+            all.starts_with(&first) && (cpus.len() == 1 || all != first),
+            "{all}"
+        );
+    }
 
     /// The files a command names are found relative to its cwd; priming reads regular files
     /// only, so a device argument (`/dev/zero`, endless), a named pipe (opening it waits for a

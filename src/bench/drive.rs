@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use super::counters::{self, Counts};
 use super::runner::{
-    BenchError, BenchOptions, Comparison, ExpectedStatus, Noise, Outliers, Phase, ProcessSource,
-    Progress, RunRecord, Side, Sides, StopReason, TimedRuns, ALPHA, NOISY_CV, PAD_MAX,
+    BenchError, BenchOptions, Comparison, ExpectedStatus, Noise, Outliers, Phase, Progress,
+    RunRecord, Side, Sides, StopReason, TimedRuns, ALPHA, NOISY_CV, PAD_MAX,
 };
+use super::source::ProcessSource;
 use super::stats::{self, Estimate, LookSchedule, PairedAnalysis, Summary};
 use crate::process::{Command, Lingering};
 
@@ -467,6 +468,7 @@ fn assemble(
         estimator: opts.estimator,
         samples: runs,
         lingering: Lingering::None,
+        pinned: false,
         stop_note: None,
         drift: None,
         metric: None,

@@ -6,9 +6,10 @@
 
 use super::drive::{cannot_be_faster, Drive};
 use super::runner::{
-    BenchError, BenchOptions, CheckRun, Comparison, ExpectedStatus, ProcessSource, Progress,
-    StopReason, TimedRuns, ALPHA,
+    BenchError, BenchOptions, CheckRun, Comparison, ExpectedStatus, Progress, StopReason,
+    TimedRuns, ALPHA,
 };
+use super::source::ProcessSource;
 use super::stats::{self, Estimate, Verdict};
 use crate::process::Command;
 

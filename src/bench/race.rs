@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use super::joint::{drive_groups, GroupResult, Pairing};
 use super::runner::{
-    BenchError, BenchOptions, Comparison, Observation, ProcessSource, Progress, Side, TimedRuns,
-    PAD_MAX,
+    BenchError, BenchOptions, Comparison, Observation, Progress, Side, TimedRuns, PAD_MAX,
 };
+use super::source::ProcessSource;
 use crate::process::{ExitStatus, Lingering};
 
 /// Measure several arms against one rival: `arms[j][w]` is arm `j`'s comparison on workload
@@ -49,7 +49,11 @@ pub(crate) fn race_jointly(
             continue;
         };
         first.a.prime();
-        let rival = ProcessSource::new(first.a, first.a, first.expected).measuring(first.metric);
+        // Every run of a round on one CPU: the rival's run pairs with each arm's.
+        let pin = Rc::new(RefCell::new(super::pin::Pinning::here_by_round()));
+        let rival = ProcessSource::new(first.a, first.a, first.expected)
+            .measuring(first.metric)
+            .pinned_with(Rc::clone(&pin));
         let srcs = jobs
             .iter()
             .map(|j| {
@@ -58,6 +62,7 @@ pub(crate) fn race_jointly(
                     ProcessSource::new(j.a, j.b, j.expected)
                         .checking_b(j.check_b)
                         .measuring(j.metric)
+                        .pinned_with(Rc::clone(&pin))
                 })
             })
             .collect();
@@ -202,6 +207,7 @@ impl<S: TimedRuns> Rounds<S> {
             .chain((0..self.arms.len()).filter(|&j| self.live[j]).map(Some))
             .collect();
         self.rng.shuffle(&mut order);
+        self.rival.new_round();
         let mut ran = Vec::new();
         for who in order {
             let pad = self.rng.usize(0..PAD_MAX);

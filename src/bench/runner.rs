@@ -12,13 +12,13 @@
 //! this file holds what they share: the options, the comparison and its parts, the source
 //! of runs.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::counters::{CounterSet, CounterSummary, Counts};
+use super::counters::{CounterSummary, Counts};
 use super::stats::{self, Estimate, Summary};
-use crate::process::{self, Command, ExitStatus, Lingering};
+use crate::process::{self, ExitStatus, Lingering};
 
 /// Name of the environment variable whose random length (0–4095 bytes) shifts the
 /// process's stack and environment layout from run to run (Mytkowicz et al., "Producing
@@ -187,7 +187,7 @@ pub(crate) enum ExpectedStatus {
 
 impl ExpectedStatus {
     /// Why `status` is not the expected one, or `None` when it is.
-    fn mismatch(&self, status: ExitStatus) -> Option<String> {
+    pub(super) fn mismatch(&self, status: ExitStatus) -> Option<String> {
         match self {
             ExpectedStatus::Success if !status.success() => Some(status.to_string()),
             ExpectedStatus::Exactly(want) if *want != status => {
@@ -426,6 +426,10 @@ pub struct Comparison {
     /// Runs left processes behind that kept their output open (the worst case seen).
     #[serde(default, skip_serializing_if = "Lingering::is_none")]
     pub lingering: Lingering,
+    /// Both runs of each pair ran on one CPU, a block per allowed CPU in turn (`bench::pin`):
+    /// the workload kept one core busy at a time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
     /// Why the comparison has fewer pairs than asked for (`max_time` came first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_note: Option<String>,
@@ -534,73 +538,6 @@ pub(crate) fn geomean_log(comparisons: &[Comparison]) -> (stats::LogEstimate, f6
     (stats::geomean_log(&logs), confidence)
 }
 
-impl<'c> ProcessSource<'c> {
-    pub(super) fn new(a: &'c Command, b: &'c Command, expected: ExpectedStatus) -> Self {
-        let (counters, counters_status) = match CounterSet::open_inherited() {
-            Ok(set) => (Some(set), "supported".to_string()),
-            Err(why) => (None, why),
-        };
-        ProcessSource {
-            a,
-            b,
-            busy: Duration::ZERO,
-            counters,
-            counters_status,
-            expected,
-            lingering: Lingering::None,
-            check_b: None,
-            metric: None,
-            benchmarks: Vec::new(),
-        }
-    }
-
-    /// Each run's figure read from its output by `metric` instead of timing it whole.
-    pub(super) fn measuring(self, metric: Option<&'c crate::spec::Metric>) -> Self {
-        ProcessSource { metric, ..self }
-    }
-
-    /// What the source knows and the comparison reports.
-    /// B's first run handed to `check` before its time counts (see [`Pairing::check_b`]).
-    ///
-    /// [`Pairing::check_b`]: super::Pairing::check_b
-    pub(super) fn checking_b(self, check: Option<&'c CheckRun<'c>>) -> Self {
-        ProcessSource {
-            check_b: check,
-            ..self
-        }
-    }
-
-    pub(super) fn fill_in(&self, c: &mut Comparison) {
-        c.counters_status = self.counters_status.clone();
-        c.lingering = self.lingering;
-        if let Some(m) = self.metric {
-            let median = |side: Side| {
-                let v: Vec<f64> = (c.samples.iter())
-                    .filter(|r| r.side == side)
-                    .filter_map(|r| r.metric)
-                    .collect();
-                stats::median(&v)
-            };
-            let d = wall_log_ratios(&c.samples);
-            let (mean, half) = t_interval(&d, c.estimate.confidence);
-            c.metric = Some(MetricSummary {
-                unit: m.unit.clone(),
-                better: m.better,
-                median_a: median(Side::A),
-                median_b: median(Side::B),
-                wall_ratio: mean.exp(),
-                wall_interval: [(mean - half).exp(), (mean + half).exp()],
-                benchmarks: self.benchmarks.clone(),
-            });
-        }
-    }
-
-    /// The worst lingering seen in this source's runs.
-    pub(super) fn lingering(&self) -> Lingering {
-        self.lingering
-    }
-}
-
 /// A check of one run's whole outcome (its output in memory, or where B's command spools
 /// it: [`process::Command::spool`]): `Err` says why it is refused.
 pub(crate) type CheckRun<'a> = dyn Fn(&process::Outcome) -> Result<(), String> + 'a;
@@ -652,169 +589,8 @@ pub(crate) trait TimedRuns {
     fn pad_used(&self, asked: usize) -> usize {
         asked
     }
-}
-
-pub(super) struct ProcessSource<'c> {
-    a: &'c Command,
-    b: &'c Command,
-    /// Time spent running this comparison's commands (comparisons run in turn each have
-    /// their own clock).
-    busy: Duration,
-    counters: Option<CounterSet>,
-    counters_status: String,
-    expected: ExpectedStatus,
-    /// The worst seen.
-    lingering: Lingering,
-    check_b: Option<&'c CheckRun<'c>>,
-    /// The figure read from each run's output instead of its wall time.
-    metric: Option<&'c crate::spec::Metric>,
-    /// The benchmarks a criterion harness's first run measured.
-    benchmarks: Vec<String>,
-}
-
-/// Bytes of a metric workload's stdout (its head) and stderr (its tail) searched for the
-/// metric.
-const METRIC_OUTPUT_KEPT: usize = 4 << 20;
-
-/// Bytes of a timed run's stdout (its head) and stderr (its tail) kept in memory.
-const TIMED_OUTPUT_KEPT: usize = 64 << 10;
-
-impl TimedRuns for ProcessSource<'_> {
-    fn run(&mut self, side: Side, pad_bytes: usize) -> Result<Observation, BenchError> {
-        let mut cmd = match side {
-            Side::A => self.a.clone(),
-            Side::B => self.b.clone(),
-        };
-        cmd.env.push((PAD_VAR.into(), "x".repeat(pad_bytes).into()));
-        // A timed run's output is read (the program must not block on a full pipe) but not
-        // kept beyond what an error message shows — but for the run `check_b` looks at.
-        let check = match side {
-            Side::B => self.check_b.take(),
-            Side::A => None,
-        };
-        let kept = match self.metric {
-            Some(_) => METRIC_OUTPUT_KEPT,
-            None => TIMED_OUTPUT_KEPT,
-        };
-        cmd.keep = check.is_none().then_some(kept);
-        if check.is_none() {
-            cmd.spool = None; // only the checked run's outputs are written down
-        }
-        let counting = match &mut self.counters {
-            Some(set) => set.start().is_ok(),
-            None => false,
-        };
-        let started = Instant::now();
-        let result = process::run(&cmd);
-        self.busy += started.elapsed();
-        let counts = match (&mut self.counters, counting) {
-            (Some(set), true) => Some(set.stop()),
-            _ => None,
-        };
-        let out = result.map_err(|error| BenchError::Process { side, error })?;
-        if out.lingering != Lingering::None && self.lingering != Lingering::Escaped {
-            self.lingering = out.lingering;
-        }
-        if let Some(check) = check.filter(|_| !out.timed_out) {
-            check(&out).map_err(BenchError::Rejected)?;
-        }
-        if self.expected == ExpectedStatus::SameAsFirstRun && !out.timed_out {
-            self.expected = ExpectedStatus::Exactly(out.status);
-        }
-        let mismatch = self.expected.mismatch(out.status);
-        if out.timed_out || mismatch.is_some() {
-            let what = if out.timed_out {
-                match cmd.timeout {
-                    Some(t) => format!("timed out after {}", humantime::format_duration(t)),
-                    None => "timed out".into(),
-                }
-            } else {
-                mismatch.unwrap_or_default()
-            };
-            return Err(BenchError::RunFailed {
-                side,
-                command: cmd_display(self, side),
-                status: out.status,
-                timed_out: out.timed_out,
-                what,
-                stderr_tail: out.stderr_tail(10),
-            });
-        }
-        let (metric, measure) = self.measure(side, &out)?;
-        Ok(Observation {
-            wall: out.wall,
-            metric,
-            measure,
-            user: out.user,
-            sys: out.sys,
-            max_rss_bytes: out.max_rss_bytes,
-            status: out.status,
-            counters: counts,
-        })
-    }
-
-    fn elapsed(&self) -> Duration {
-        self.busy
-    }
-}
-
-/// The mean of `d` and the half-width of its t interval at `confidence` (infinite below
-/// 2 values).
-fn t_interval(d: &[f64], confidence: f64) -> (f64, f64) {
-    let n = d.len();
-    if n < 2 {
-        return (stats::mean(d), f64::INFINITY);
-    }
-    let se = stats::std_dev(d) / (n as f64).sqrt();
-    let q = 1.0 - (1.0 - confidence) / 2.0;
-    (stats::mean(d), stats::t_quantile(q, (n - 1) as f64) * se)
-}
-
-impl ProcessSource<'_> {
-    /// A run's figure as the workload's metric reads it from its output (with the value
-    /// compared: lower is better), or its wall time.
-    fn measure(
-        &mut self,
-        side: Side,
-        out: &process::Outcome,
-    ) -> Result<(Option<f64>, f64), BenchError> {
-        let Some(m) = self.metric else {
-            return Ok((None, out.wall.as_secs_f64()));
-        };
-        // Its stdout, then its stderr: a program may print its figures on either.
-        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.push('\n');
-        text.push_str(&String::from_utf8_lossy(&out.stderr));
-        let v = m.value(&text).map_err(|what| BenchError::Metric {
-            side,
-            command: cmd_display(self, side),
-            what,
-        })?;
-        if m.time_units && self.benchmarks.is_empty() {
-            self.benchmarks = crate::spec::Metric::criterion_benchmarks(&text);
-        }
-        Ok((Some(v), m.oriented(v)))
-    }
-}
-
-/// `ln(wall B / wall A)` of every pair with both runs.
-fn wall_log_ratios(samples: &[RunRecord]) -> Vec<f64> {
-    let mut pairs: std::collections::BTreeMap<u32, [Option<f64>; 2]> = Default::default();
-    for r in samples {
-        let i = usize::from(r.side == Side::B);
-        pairs.entry(r.pair).or_default()[i] = Some(r.wall_secs);
-    }
-    (pairs.values())
-        .filter_map(|p| Some((p[1]? / p[0]?).ln()))
-        .filter(|d| d.is_finite())
-        .collect()
-}
-
-fn cmd_display(src: &ProcessSource<'_>, side: Side) -> String {
-    match side {
-        Side::A => src.a.display(),
-        Side::B => src.b.display(),
-    }
+    /// A race's round begins (its runs share a CPU: `bench::pin`).
+    fn new_round(&mut self) {}
 }
 
 #[cfg(test)]
@@ -824,6 +600,7 @@ mod tests {
     use crate::bench::joint::*;
     use crate::bench::stats::tests::normal;
     use crate::bench::stats::{LookSchedule, Verdict};
+    use crate::process::Command;
 
     /// Simulated runs: lognormal times around `base` (B is `ratio` times slower), a clock
     /// that advances by each run's wall time plus a little overhead.

@@ -297,7 +297,8 @@ pub(crate) fn analyze(
 /// Names how pairs become an estimate and a verdict here; a kept comparison's key holds it
 /// (`cache::VerdictCache::key`), so a change of the analysis (a new check, another
 /// estimator) is not answered by verdicts an earlier one made. Change it with the analysis.
-pub(crate) const ANALYSIS: &str = "trimmed-0.2; fixed designs checked against 4 batches";
+pub(crate) const ANALYSIS: &str =
+    "trimmed-0.2; fixed designs checked against 4 batches; a pair's runs on one CPU";
 
 /// The trimmed mean's analysis of `d`: its estimate and interval, the median's beside it.
 fn analyze_trimmed(d: &[f64], confidence: f64, margin: f64) -> PairedAnalysis {

@@ -1,4 +1,5 @@
-//! What only Linux has: page-cache advice (`posix_fadvise`) and `/proc`.
+//! What only Linux has: page-cache advice (`posix_fadvise`), `/proc`, and CPU affinity
+//! (`sched_getaffinity`, `sched_setaffinity`).
 
 use std::os::fd::AsRawFd as _;
 
@@ -16,6 +17,37 @@ pub(super) fn evict(file: &std::fs::File) -> std::io::Result<()> {
     match r {
         0 => Ok(()),
         e => Err(std::io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// The CPUs this process may run on (its affinity mask), in order; empty when it cannot
+/// be read.
+pub(super) fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain old data (zeroed is the empty set); sched_getaffinity
+    // writes at most its size into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+pub(super) fn pin_to_cpu(cmd: &mut std::process::Command, cpu: usize) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: sched_setaffinity is async-signal-safe and touches nothing of the parent's;
+    // the set is built before the fork. A failure (a CPU taken away since) leaves the
+    // child on the parent's CPUs, which is what it would have had unpinned.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        cmd.pre_exec(move || {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            Ok(())
+        });
     }
 }
 

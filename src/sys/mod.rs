@@ -103,6 +103,24 @@ pub(crate) fn lower_priority(cmd: &mut std::process::Command, nice: i32) {
     imp::lower_priority(cmd, nice)
 }
 
+/// The CPUs this process may run on, in order (Linux: its affinity mask, which `taskset`
+/// or a cgroup's cpuset narrows); empty where the OS has no per-process affinity this code
+/// sets (macOS has none; Windows is not implemented), and then nothing is pinned.
+pub(crate) fn allowed_cpus() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    return linux::allowed_cpus();
+    #[cfg(not(target_os = "linux"))]
+    Vec::new()
+}
+
+/// Run `cmd`'s process (and whatever it starts) on `cpu` alone: one of [`allowed_cpus`].
+pub(crate) fn pin_to_cpu(cmd: &mut std::process::Command, cpu: usize) {
+    #[cfg(target_os = "linux")]
+    linux::pin_to_cpu(cmd, cpu);
+    #[cfg(not(target_os = "linux"))]
+    let _ = (cmd, cpu);
+}
+
 /// Ask the OS to read a file's pages ahead (best effort; nothing where it cannot).
 pub(crate) fn read_ahead(file: &std::fs::File) {
     #[cfg(target_os = "linux")]

@@ -99,6 +99,35 @@ fn twice_the_work_is_slower() {
         .all(|r| r.status.success() && r.wall_secs > 0.0));
 }
 
+/// Both runs of a pair on one CPU when the program keeps one core busy at a time (the
+/// cores of a shared VM differ, and not for long), never when it uses several at once
+/// (pinned, it would be serialized). Only Linux pins, and only with two CPUs or more.
+#[test]
+fn a_single_threaded_workload_is_pinned_and_a_multi_threaded_one_is_not() {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let pins = cfg!(target_os = "linux") && cpus >= 2;
+    let one = work("10");
+    let many = Command::new(spin()).args(["threads", "2", "20"]);
+    let _guard = exclusive();
+    let o = BenchOptions {
+        warmup: 1,
+        min_pairs: 4,
+        max_pairs: 8,
+        ..opts(3)
+    };
+    let c = bench::compare(&one, &one, &o, &mut |_| {}).unwrap();
+    assert_eq!(c.pinned, pins, "{cpus} CPUs: {}", c.headline());
+    let c = bench::compare(&many, &many, &o, &mut |_| {}).unwrap();
+    assert!(!c.pinned, "{}", c.headline());
+    if pins {
+        // Unpinned, its two threads ran at once.
+        let samples = c.samples.iter();
+        let busy = samples.filter(|r| (r.user_secs + r.sys_secs) > 1.2 * r.wall_secs);
+        let busy = busy.count();
+        assert!(busy > c.samples.len() / 2, "{:?}", c.samples);
+    }
+}
+
 #[test]
 fn doubling_through_the_environment_is_slower() {
     // Same binary, same args: only SPIN_FACTOR differs.

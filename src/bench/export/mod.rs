@@ -251,6 +251,7 @@ pub(crate) mod fixture {
                 run(1, Side::A, 3, 0.04, Some(0)),
             ],
             lingering: Default::default(),
+            pinned: false,
             stop_note: None,
             drift: None,
             metric: None,
