@@ -701,7 +701,12 @@ fn without_a_twin_bolt_s_input_links_alone_beside_its_base_or_relinks_it() {
     let cache = report_of(&r).build_cache.expect("build cache stats");
     assert_eq!(cache.misses, 0, "{cache:?}\n{}", r.all());
 
-    // Built again (its own dir gone) once the pgo build is there, the same input relinks it.
+    // Built again (its own dir gone) once the pgo build is there, the same input relinks it
+    // (when PGO was dropped, the input built beside it may have been killed unfinished:
+    // then there is no own dir of it to remove).
+    if beside.is_empty() {
+        return;
+    }
     for own in &beside {
         std::fs::remove_dir_all(own).unwrap();
     }
