@@ -54,6 +54,17 @@ fn opts(max_secs: u64) -> BenchOptions {
     }
 }
 
+/// [`opts`] for a few pairs: one warm-up pair, 4 pairs before the first look, at most
+/// `max_pairs`.
+fn few_pairs(max_pairs: u32, max_secs: u64) -> BenchOptions {
+    BenchOptions {
+        warmup: 1,
+        min_pairs: 4,
+        max_pairs,
+        ..opts(max_secs)
+    }
+}
+
 fn work(units: &str) -> Command {
     Command::new(spin()).args(["work", units])
 }
@@ -109,12 +120,7 @@ fn a_single_threaded_workload_is_pinned_and_a_multi_threaded_one_is_not() {
     let one = work("10");
     let many = Command::new(spin()).args(["threads", "2", "20"]);
     let _guard = exclusive();
-    let o = BenchOptions {
-        warmup: 1,
-        min_pairs: 4,
-        max_pairs: 8,
-        ..opts(3)
-    };
+    let o = few_pairs(8, 3);
     let c = bench::compare(&one, &one, &o, &mut |_| {}).unwrap();
     assert_eq!(c.pinned, pins, "{cpus} CPUs: {}", c.headline());
     let c = bench::compare(&many, &many, &o, &mut |_| {}).unwrap();
@@ -142,12 +148,7 @@ fn doubling_through_the_environment_is_slower() {
 fn peak_rss_is_reported() {
     let cmd = Command::new(spin()).args(["alloc", "64"]);
     let _guard = exclusive();
-    let o = BenchOptions {
-        warmup: 1,
-        min_pairs: 4,
-        max_pairs: 4,
-        ..opts(2)
-    };
+    let o = few_pairs(4, 2);
     let c = bench::compare(&cmd, &cmd, &o, &mut |_| {}).unwrap();
     let mib = |b: f64| b / (1024.0 * 1024.0);
     for s in [c.rss.a, c.rss.b] {
