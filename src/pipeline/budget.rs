@@ -194,6 +194,10 @@ pub(crate) struct Budget {
     pub total: Duration,
     started: Instant,
     costs: Cell<Option<Costs>>,
+    /// The share of the builds the ladder will likely ask for that the build cache holds
+    /// ([`Budget::hold`]): those cost no build, so a re-run of what the last run built is
+    /// not refused stages for builds it will not make.
+    cached: Cell<f64>,
     cpu_levels: usize,
     /// How many flags the fp stage may try ([`fp_flags`]; set after [`Budget::new`]).
     pub fp_flags: usize,
@@ -225,6 +229,7 @@ impl Budget {
             total,
             started: Instant::now(),
             costs: Cell::new(None),
+            cached: Cell::new(0.0),
             cpu_levels,
             fp_flags: crate::stage::fp::DEFAULT_FLAGS.len(),
             allocs: crate::spec::DEFAULT_ALLOC.len(),
@@ -251,10 +256,26 @@ impl Budget {
         }
     }
 
+    /// That a `share` (0 to 1) of the builds the ladder will likely ask for is in the build
+    /// cache: a build is projected at the rest of its cost.
+    pub(crate) fn hold(&self, share: f64) {
+        self.cached.set(share.clamp(0.0, 1.0));
+    }
+
+    /// The share of the likely builds the build cache holds ([`Budget::hold`]).
+    pub(crate) fn cached(&self) -> f64 {
+        self.cached.get()
+    }
+
+    /// What one build is expected to cost, the cached share of them costing nothing.
+    fn build_cost(&self, costs: &Costs) -> f64 {
+        costs.build * (1.0 - self.cached.get())
+    }
+
     /// The seconds a stage costs besides measuring, and the seconds of its first looks.
     fn stage_cost(&self, costs: &Costs, stage: StageName) -> (f64, f64) {
         let s = shape(stage, self.candidates(stage, false));
-        let work = s.builds * costs.build
+        let work = s.builds * self.build_cost(costs)
             + s.verifications * costs.verify
             + s.trainings * costs.train
             + s.evals * costs.eval;
@@ -578,13 +599,13 @@ pub(crate) fn project(
     for &stage in stages {
         let s = shape(stage, budget.candidates(stage, false));
         p.builds += s.builds;
-        p.build_secs += s.builds * costs.build;
+        p.build_secs += s.builds * budget.build_cost(costs);
         p.verify_secs += s.verifications * costs.verify;
         p.training_secs += s.trainings * costs.train + s.evals * costs.eval;
         let least = shape(stage, budget.candidates(stage, true));
         if let Some([n, secs]) = p.least_builds.as_mut() {
             *n += least.builds;
-            *secs += least.builds * costs.build;
+            *secs += least.builds * budget.build_cost(costs);
         }
         let least = least.comparisons;
         p.measure_secs[0] += least * budget.first_look(costs);
@@ -730,6 +751,37 @@ mod tests {
         let five = Budget::new(Duration::from_secs(95), 2, Duration::from_secs(30));
         five.learn(renderer());
         assert!(five.affords(StageName::Pgo, &stages[3..], false).is_err());
+    }
+
+    /// A re-run whose builds the build cache holds pays for none of them: with slow builds
+    /// (ripgrep's: ~110 s each) a budget they would overrun still climbs every stage.
+    #[test]
+    fn builds_the_cache_holds_cost_nothing() {
+        let slow = Costs {
+            build: 110.0,
+            verify: 1.0,
+            train: 2.0,
+            eval: 0.7,
+            eval_workloads: 2,
+        };
+        let stages = [StageName::Profile, StageName::Cpu, StageName::Pgo];
+        let b = Budget::new(Duration::from_secs(300), 2, Duration::from_secs(30));
+        b.learn(slow);
+        assert!(b.affords(StageName::Profile, &stages[1..], false).is_err());
+        let cold = project(&slow, &stages, &b, Duration::from_secs(30), 0.02);
+        b.hold(1.0);
+        assert!(b.affords(StageName::Profile, &stages[1..], false).is_ok());
+        assert_eq!(b.then(StageName::Baseline, &stages), stages.to_vec());
+        let again = project(&slow, &stages, &b, Duration::from_secs(30), 0.02);
+        assert_eq!(cold.builds, again.builds);
+        assert!(
+            cold.build_secs > 500.0 && again.build_secs == 0.0,
+            "{again:?}"
+        );
+        // Half held: a build is projected at half its cost.
+        b.hold(0.5);
+        let half = project(&slow, &stages, &b, Duration::from_secs(30), 0.02);
+        assert!((half.build_secs - cold.build_secs / 2.0).abs() < 1e-9);
     }
 
     /// What a stage may build ahead for: BOLT after pgo only when, pgo paid for (334 s

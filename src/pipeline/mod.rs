@@ -55,6 +55,7 @@ pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
     announce(plan, &run);
     let ctx = Context::new(plan, &plan.spec, &run);
     warn_cold_starts(plan, &ctx);
+    budget.hold(cached_share(plan, &ctx));
     let early = early_projection(plan, &budget);
     let sccache = crate::cargo::wrapper::sccache();
     let sccache_before = sccache.as_deref().and_then(crate::cargo::wrapper::stats);
@@ -139,6 +140,18 @@ fn show(plan: &Plan, run: &RunDir, report: &Report, not_tried: &[String]) -> any
 fn build_ahead(plan: &Plan, ctx: &Context, budget: &Budget) {
     let affordable = budget.then(crate::spec::StageName::Baseline, &plan.spec.stages.try_);
     ctx.build_ahead(stage::ahead(ctx, &affordable, &plan.baseline));
+}
+
+/// The share of the builds the ladder will likely ask for (the baseline and
+/// `stage::ahead`'s, for every stage to try) that the build cache holds: an unchanged
+/// re-run's builds cost nothing, and the budget must not refuse it the stages the last run
+/// climbed for builds it will not make (ripgrep's re-run was refused the profile stage and
+/// rebuilt four binaries for lack of a budget its builds did not need).
+fn cached_share(plan: &Plan, ctx: &Context) -> f64 {
+    let mut likely = stage::ahead(ctx, &plan.spec.stages.try_, &plan.baseline);
+    likely.push((String::new(), plan.baseline.clone()));
+    let held = likely.iter().filter(|(_, s)| ctx.has_build(s)).count();
+    held as f64 / likely.len() as f64
 }
 
 /// The run's budget, with how many candidates the cpu, fp and profile stages may build.
@@ -345,6 +358,13 @@ fn project_and_say(
     if !out.is_empty() {
         let whole = budget::project(&costs, &all, budget, max, 0.02);
         line += &budget::left_out(&out, &whole, secs);
+    }
+    let cached = budget.cached();
+    if cached > 0.0 {
+        line += &format!(
+            "; {:.0} % of the likely builds are in the build cache and cost nothing",
+            100.0 * cached
+        );
     }
     plan.ui.info(&format!("{line} ({whence})"));
     p

@@ -437,6 +437,15 @@ fn an_unchanged_rerun_redoes_nothing_and_a_changed_source_redoes_what_depends_on
         first.stderr.matches(" built (").count() + first.stderr.matches(" built ahead in ").count();
     assert!(builds >= 3, "{}", first.stderr);
     assert_eq!(again.stderr.matches("build reused").count(), builds);
+    // The budget knows it: the builds the ladder will likely ask for cost it nothing (the
+    // first run's projection had nothing to say so of).
+    let cached = "100 % of the likely builds are in the build cache";
+    assert!(again.stderr.contains(cached), "{}", again.stderr);
+    assert!(
+        !first.stderr.contains("likely builds are in"),
+        "{}",
+        first.stderr
+    );
     assert!(
         again.stderr.contains("bolt: reused the BOLTed binary"),
         "{}",
