@@ -357,6 +357,12 @@ fn items(optimize_dir: &Path) -> Vec<Item> {
             }
         }
     }
+    // The files' digests runs read (`store::digests`): the next run reads them again.
+    for path in entries(optimize_dir, &cache) {
+        if path.file_name().is_some_and(|n| n == "digests.json") {
+            add("digests", path);
+        }
+    }
     // The pipeline's target dirs, and `check`'s for revision builds.
     for dir in [optimize_dir.join("build"), optimize_dir.join("check/build")] {
         for path in entries(optimize_dir, &dir) {
@@ -423,7 +429,7 @@ fn tree_size_and_mtime(path: &Path) -> (u64, std::time::SystemTime) {
 /// How much is kept, per kind.
 pub(crate) fn usage(optimize_dir: &Path) -> Vec<DiskUsage> {
     let mut out: Vec<DiskUsage> = Vec::new();
-    let kinds = KINDS.iter().map(|(k, _)| *k).chain(["runs"]);
+    let kinds = KINDS.iter().map(|(k, _)| *k).chain(["digests", "runs"]);
     for kind in kinds {
         if !out.iter().any(|u| u.kind == kind) {
             let (entries, bytes) = (0, 0);

@@ -10,20 +10,21 @@
 //!   `../../x` or `/x` reaches nothing outside the cache (neither read nor removed);
 //!
 //! every write through `util::atomic` (temporary file + rename).
-//! - [`file_digest`]: SHA-256 of a file, remembered for the life of the process per (path,
-//!   size, modification time), so a binary that several keys name is read once (not for a
-//!   file modified in the last two seconds, which could change again unseen); [`same_bytes`]
-//!   on it: whether two files are byte-identical.
+//! - [`file_digest`]: SHA-256 of a file, remembered per path while its size, times, device
+//!   and inode hold (`digests`: in the process, and across runs in `cache/digests.json`
+//!   once a run asks), so a file that several keys name is read once; [`same_bytes`] on it:
+//!   whether two files are byte-identical.
 //!
 //! Must not: know what is kept (builds, verdicts, trainings: `cache`, `cargo`, the stages).
 
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
+
+mod digests;
+pub(crate) use digests::{keep as keep_digests, remember_in as remember_digests_in, written};
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Entry<T> {
@@ -179,16 +180,7 @@ fn write_whole(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     crate::util::atomic::replace(path, bytes)
 }
 
-type Seen = HashMap<PathBuf, (u64, SystemTime, [u8; 32])>;
-
-/// Digests already computed in this process, by path, valid while size and mtime hold.
-static DIGESTS: Mutex<Option<Seen>> = Mutex::new(None);
-
-/// A file changed this recently may change again within the same timestamp tick (file
-/// times are coarse), so its digest is not remembered: git's "racily clean" rule.
-const RACY: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The SHA-256 of `path`'s bytes.
+/// The SHA-256 of `path`'s bytes (remembered: [`digests`]).
 pub(crate) fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
     file_digest_as(path, &std::fs::metadata(path)?)
 }
@@ -196,32 +188,14 @@ pub(crate) fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
 /// [`file_digest`] of a file whose metadata the caller just read (a folder's walk has it
 /// from its entries, without resolving each path again).
 pub(crate) fn file_digest_as(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<[u8; 32]> {
-    let stamp = (meta.len(), meta.modified()?);
-    let racy = SystemTime::now()
-        .duration_since(stamp.1)
-        .map_or(true, |age| age < RACY);
-    if racy {
-        return read_digest(path);
-    }
-    let mut seen = DIGESTS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((len, mtime, d)) = seen.get_or_insert_with(HashMap::new).get(path) {
-        if (*len, *mtime) == stamp {
-            return Ok(*d);
-        }
-    }
-    drop(seen);
-    let d = read_digest(path)?;
-    let mut seen = DIGESTS.lock().unwrap_or_else(|e| e.into_inner());
-    seen.get_or_insert_with(HashMap::new)
-        .insert(path.to_path_buf(), (stamp.0, stamp.1, d));
-    Ok(d)
+    digests::digest(path, meta, || read_digest(path))
 }
 
 /// Forget every remembered digest, as a later run starts without them (tests of what a
 /// later run sees).
 #[cfg(test)]
 pub(crate) fn forget_digests() {
-    *DIGESTS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    digests::forget();
 }
 
 fn read_digest(path: &Path) -> std::io::Result<[u8; 32]> {

@@ -154,12 +154,18 @@ pub(crate) struct DirLock {
     /// The holder wrote who it is into the file ([`DirLock::for_apply`]): emptied on release,
     /// so a waiter never names a holder that has gone.
     says_holder: bool,
+    /// A run's: the files' digests it used are kept for the next run on release
+    /// (`store::remember_digests_in`).
+    keeps_digests: bool,
 }
 
 impl Drop for DirLock {
     fn drop(&mut self) {
         if self.says_holder {
             let _ = self.file.set_len(0);
+        }
+        if self.keeps_digests {
+            crate::store::keep_digests();
         }
     }
 }
@@ -204,17 +210,21 @@ impl DirLock {
         Ok((file, path))
     }
 
-    /// A run's share of the folder; waits (bounded) while a `clean` holds it.
+    /// A run's share of the folder; waits (bounded) while a `clean` holds it. The digests
+    /// of files an earlier run read are known to this one, and those this one uses are kept
+    /// for the next when it is released (`cache/digests.json`).
     pub(crate) fn for_run(optimize_dir: &Path) -> Result<DirLock, LockError> {
         let (file, path) = Self::open(optimize_dir)?;
         let start = Instant::now();
         loop {
             match file.try_lock_shared() {
                 Ok(()) => {
+                    crate::store::remember_digests_in(&optimize_dir.join("cache/digests.json"));
                     return Ok(DirLock {
                         file,
                         says_holder: false,
-                    })
+                        keeps_digests: true,
+                    });
                 }
                 Err(std::fs::TryLockError::WouldBlock)
                     if start.elapsed() < Self::WAIT_FOR_CLEAN =>
@@ -283,6 +293,7 @@ impl DirLock {
         Ok(DirLock {
             file,
             says_holder: true,
+            keeps_digests: false,
         })
     }
 
@@ -302,6 +313,7 @@ impl DirLock {
             Ok(()) => Ok(DirLock {
                 file,
                 says_holder: false,
+                keeps_digests: false,
             }),
             Err(std::fs::TryLockError::WouldBlock) => Err(LockError::RunInProgress {
                 doing,
@@ -558,7 +570,15 @@ impl<'a> Context<'a> {
             })?;
             Ok(size)
         };
-        copy().map(|size| (dest.clone(), size)).map_err(|e| {
+        // The copy's digest is its source's, unchanged across the copy: keys name it, and
+        // nothing else writes it.
+        let before = crate::store::file_digest(built).ok();
+        let copied = copy();
+        let after = crate::store::file_digest(built).ok();
+        if let (Ok(_), Some(digest)) = (&copied, before.filter(|_| before == after)) {
+            crate::store::written(&dest, digest);
+        }
+        copied.map(|size| (dest.clone(), size)).map_err(|e| {
             let doing = format!("cannot copy the {name} binary into the run folder at");
             crate::util::io_error(e, &doing, &dest)
         })

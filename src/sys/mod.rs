@@ -121,6 +121,27 @@ pub(crate) fn pin_to_cpu(cmd: &mut std::process::Command, cpu: usize) {
     let _ = (cmd, cpu);
 }
 
+/// What a file's metadata says besides its size and modification time that any change of
+/// its content moves: its device, inode and status-change time (seconds, nanoseconds),
+/// which every write sets to now and no user can set back (Unix); zeros elsewhere.
+pub(crate) fn change_stamp(meta: &std::fs::Metadata) -> [i64; 4] {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        [
+            meta.dev() as i64,
+            meta.ino() as i64,
+            meta.ctime(),
+            meta.ctime_nsec(),
+        ]
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        [0; 4]
+    }
+}
+
 /// Ask the OS to read a file's pages ahead (best effort; nothing where it cannot).
 pub(crate) fn read_ahead(file: &std::fs::File) {
     #[cfg(target_os = "linux")]
