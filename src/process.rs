@@ -53,6 +53,8 @@ pub struct Command {
     /// Run it on this CPU alone (`sys::pin_to_cpu`, one of `sys::allowed_cpus`): `bench`
     /// pins the timed runs of a workload that keeps one core busy at a time.
     pub cpu: Option<usize>,
+    /// Whether `bench` may pin it (a workload's `pin = false`: never).
+    pub pinnable: bool,
 }
 
 /// Runs of [`Command::workload`] commands this process has started and finished.
@@ -102,7 +104,13 @@ impl Command {
             spool: None,
             workload: false,
             cpu: None,
+            pinnable: true,
         }
+    }
+    /// Whether `bench` may pin its timed runs to one CPU ([`Command::pinnable`]).
+    pub fn pinnable(mut self, yes: bool) -> Self {
+        self.pinnable = yes;
+        self
     }
     /// Mark it a run of the user's program ([`Command::workload`]).
     pub fn workload(mut self) -> Self {

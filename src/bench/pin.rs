@@ -67,16 +67,20 @@ impl Pinning {
         }
     }
 
-    /// A duel's pinning over the CPUs this process may use.
-    pub(super) fn here() -> Self {
-        Self::new(crate::sys::allowed_cpus())
+    /// A duel's pinning over the CPUs this process may use; none unless `pinnable` (a
+    /// workload's `pin = false`).
+    pub(super) fn here(pinnable: bool) -> Self {
+        match pinnable {
+            true => Self::new(crate::sys::allowed_cpus()),
+            false => Self::new(Vec::new()),
+        }
     }
 
     /// A race's pinning over the CPUs this process may use (see [`Pinning::new_round`]).
-    pub(super) fn here_by_round() -> Self {
+    pub(super) fn here_by_round(pinnable: bool) -> Self {
         Pinning {
             by_round: true,
-            ..Self::here()
+            ..Self::here(pinnable)
         }
     }
 

@@ -50,7 +50,8 @@ pub(crate) fn race_jointly(
         };
         first.a.prime();
         // Every run of a round on one CPU: the rival's run pairs with each arm's.
-        let pin = Rc::new(RefCell::new(super::pin::Pinning::here_by_round()));
+        let pinnable = jobs.iter().flatten().all(|j| j.a.pinnable && j.b.pinnable);
+        let pin = Rc::new(RefCell::new(super::pin::Pinning::here_by_round(pinnable)));
         let rival = ProcessSource::new(first.a, first.a, first.expected)
             .measuring(first.metric)
             .pinned_with(Rc::clone(&pin));

@@ -201,7 +201,9 @@ impl<'c> ProcessSource<'c> {
             check_b: None,
             metric: None,
             benchmarks: Vec::new(),
-            pinning: std::rc::Rc::new(std::cell::RefCell::new(super::pin::Pinning::here())),
+            pinning: std::rc::Rc::new(std::cell::RefCell::new(super::pin::Pinning::here(
+                a.pinnable && b.pinnable,
+            ))),
         }
     }
 

@@ -218,6 +218,9 @@ pub(crate) struct Workload {
     pub sort_lines: bool,
     /// Compare stderr too.
     pub stderr: bool,
+    /// `pin = false`: its timed runs are never pinned to one CPU (`bench::pin`; by default
+    /// a workload that keeps one core busy at a time is).
+    pub pin: bool,
     /// How each run starts: with the program and its inputs in the page cache as a previous
     /// run left them (`warm`, the default), or evicted from it first (`cold`).
     pub start: Start,
@@ -451,6 +454,7 @@ impl Workload {
             files: vec![],
             sort_lines: false,
             stderr: false,
+            pin: true,
             start: Default::default(),
             cargo: None,
             metric: None,
@@ -472,7 +476,8 @@ impl Workload {
             .timeout(self.timeout)
             .stdin_file(self.stdin.clone())
             .label(format!("workload `{}`", self.name))
-            .workload();
+            .workload()
+            .pinnable(self.pin);
         for (k, v) in &self.env {
             cmd = cmd.env(k, v);
         }
@@ -861,6 +866,7 @@ mod tests {
         assert_eq!(w.expect, Expect::Exact);
         assert!(w.files.is_empty());
         assert!(!w.sort_lines && !w.stderr);
+        assert!(w.pin);
         assert_eq!(w.line, 1);
     }
 
@@ -902,6 +908,7 @@ expect = "exit-code"
 files = ["out.json"]
 sort-lines = true
 stderr = true
+pin = false
 
 [[workload]]
 name = "train"
@@ -944,10 +951,11 @@ use = ["train"]
         assert!(!w.train && w.eval);
         assert_eq!(w.expect, Expect::ExitCode);
         assert_eq!(w.files, [PathBuf::from("out.json")]);
-        assert!(w.sort_lines && w.stderr);
+        assert!(w.sort_lines && w.stderr && !w.pin);
+        assert!(!w.command(Path::new("/bin/true")).pinnable);
         assert_eq!(w.line, 22);
         assert!(spec.workloads[1].train && !spec.workloads[1].eval);
-        assert_eq!(spec.workloads[1].line, 35);
+        assert_eq!(spec.workloads[1].line, 36);
     }
 
     #[test]

@@ -62,6 +62,7 @@ pub(super) const WORKLOAD_KEYS: &[&str] = &[
     "start",
     "cargo",
     "metric",
+    "pin",
 ];
 pub(super) const METRIC_KEYS: &[&str] = &["regex", "unit", "better", "combine"];
 /// Cargo profile keys a spec may override (and `apply` manages).
@@ -233,6 +234,7 @@ pub(super) struct RawWorkload {
     pub(super) start: Option<Spanned<String>>,
     pub(super) cargo: Option<Spanned<String>>,
     pub(super) metric: Option<Spanned<RawMetric>>,
+    pub(super) pin: Option<bool>,
 }
 
 /// A workload's `metric` table (`spec::metric`).

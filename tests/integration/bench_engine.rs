@@ -123,6 +123,10 @@ fn a_single_threaded_workload_is_pinned_and_a_multi_threaded_one_is_not() {
     let o = few_pairs(8, 3);
     let c = bench::compare(&one, &one, &o, &mut |_| {}).unwrap();
     assert_eq!(c.pinned, pins, "{cpus} CPUs: {}", c.headline());
+    // A workload's `pin = false`.
+    let never = work("10").pinnable(false);
+    let c = bench::compare(&never, &never, &o, &mut |_| {}).unwrap();
+    assert!(!c.pinned, "{}", c.headline());
     let c = bench::compare(&many, &many, &o, &mut |_| {}).unwrap();
     assert!(!c.pinned, "{}", c.headline());
     if pins {

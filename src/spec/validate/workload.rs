@@ -218,6 +218,7 @@ impl Validator<'_> {
             files,
             sort_lines: w.sort_lines.unwrap_or(false),
             stderr: w.stderr.unwrap_or(false),
+            pin: w.pin.unwrap_or(true),
             start: shared.start,
             cargo: shared.cargo,
             metric: shared.metric.clone(),
