@@ -149,8 +149,13 @@ pub(crate) fn written(path: &Path, digest: [u8; 32]) {
 
 /// Remember digests across runs in `file`: those it holds are known from now on (each
 /// still checked against its file's stamp), and [`keep`] writes this process's there. A
-/// missing or unreadable file is no digest known.
+/// missing or unreadable file is no digest known. Unix only: elsewhere a stamp has no
+/// status-change time, and a rewrite that restores the size and modification time would
+/// go unseen by a later run.
 pub(crate) fn remember_in(file: &Path) {
+    if !cfg!(unix) {
+        return;
+    }
     let kept: Vec<Kept> = (std::fs::read(file).ok())
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default();
