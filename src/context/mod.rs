@@ -570,12 +570,17 @@ impl<'a> Context<'a> {
             })?;
             Ok(size)
         };
-        // The copy's digest is its source's, unchanged across the copy: keys name it, and
-        // nothing else writes it.
-        let before = crate::store::file_digest(built).ok();
+        // The copy's digest is its source's when the source did not change across the copy
+        // (its size and times held): keys name the copy, and nothing else writes it.
+        let stamp = || {
+            let m = std::fs::metadata(built).ok()?;
+            Some((m.len(), m.modified().ok()?, crate::sys::change_stamp(&m)))
+        };
+        let before = stamp();
+        let digest = crate::store::file_digest(built).ok();
         let copied = copy();
-        let after = crate::store::file_digest(built).ok();
-        if let (Ok(_), Some(digest)) = (&copied, before.filter(|_| before == after)) {
+        let unchanged = before.is_some() && stamp() == before;
+        if let (Ok(_), Some(digest), true) = (&copied, digest, unchanged) {
             crate::store::written(&dest, digest);
         }
         copied.map(|size| (dest.clone(), size)).map_err(|e| {
