@@ -24,7 +24,9 @@ use std::time::SystemTime;
 use sha2::{Digest, Sha256};
 
 mod digests;
-pub(crate) use digests::{keep as keep_digests, remember_in as remember_digests_in, written};
+pub(crate) use digests::{
+    keep as keep_digests, remember_in as remember_digests_in, stamp, written,
+};
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Entry<T> {

@@ -572,14 +572,10 @@ impl<'a> Context<'a> {
         };
         // The copy's digest is its source's when the source did not change across the copy
         // (its size and times held): keys name the copy, and nothing else writes it.
-        let stamp = || {
-            let m = std::fs::metadata(built).ok()?;
-            Some((m.len(), m.modified().ok()?, crate::sys::change_stamp(&m)))
-        };
-        let before = stamp();
+        let before = crate::store::stamp(built);
         let digest = crate::store::file_digest(built).ok();
         let copied = copy();
-        let unchanged = before.is_some() && stamp() == before;
+        let unchanged = before.is_some() && crate::store::stamp(built) == before;
         if let (Ok(_), Some(digest), true) = (&copied, digest, unchanged) {
             crate::store::written(&dest, digest);
         }

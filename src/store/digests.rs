@@ -21,7 +21,7 @@ const RACY: Duration = Duration::from_secs(2);
 
 /// What a file's metadata says of its content: a remembered digest holds while it is equal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct Stamp {
+pub(crate) struct Stamp {
     len: u64,
     /// Modification time since the epoch (seconds, nanoseconds).
     modified: (u64, u32),
@@ -116,16 +116,19 @@ fn digest_at(
     }
     let digest = read()?;
     if Stamp::of(meta, now).is_some() {
-        with_memo(|m| {
-            let r = Remembered {
-                stamp,
-                digest,
-                used: true,
-            };
-            m.files.insert(path.to_path_buf(), r)
-        });
+        remember(path, stamp, digest);
     }
     Ok(digest)
+}
+
+/// `path` has `digest` while it keeps `stamp`, used by this process.
+fn remember(path: &Path, stamp: Stamp, digest: [u8; 32]) {
+    let r = Remembered {
+        stamp,
+        digest,
+        used: true,
+    };
+    with_memo(|m| m.files.insert(path.to_path_buf(), r));
 }
 
 /// That `path`, a file this process just wrote whole with bytes whose digest is `digest`,
@@ -134,17 +137,15 @@ fn digest_at(
 /// for two seconds after the copy in a run, and in every re-run, since each run copies
 /// them anew: 40 % of ripgrep's unchanged re-run).
 pub(crate) fn written(path: &Path, digest: [u8; 32]) {
-    let Some(stamp) = std::fs::metadata(path).ok().as_ref().and_then(Stamp::read) else {
-        return;
-    };
-    with_memo(|m| {
-        let r = Remembered {
-            stamp,
-            digest,
-            used: true,
-        };
-        m.files.insert(path.to_path_buf(), r)
-    });
+    if let Some(stamp) = stamp(path) {
+        remember(path, stamp, digest);
+    }
+}
+
+/// What `path`'s metadata says of its content now (`None`: no such file): equal stamps
+/// before and after, say, a copy from it mean it did not change meanwhile.
+pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
+    Stamp::read(&std::fs::metadata(path).ok()?)
 }
 
 /// Remember digests across runs in `file`: those it holds are known from now on (each
