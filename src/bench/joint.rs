@@ -56,7 +56,7 @@ pub(crate) fn compare_jointly(
         })
         .collect();
     let mut cs = match opts.in_turns {
-        true => drive_in_turns(&mut srcs, opts, on_progress)?,
+        true => drive_in_turns(&mut srcs, opts, on_progress, &mut |_| {})?,
         false => drive_jointly(&mut srcs, done, opts, on_progress)?,
     };
     for (c, src) in cs.iter_mut().zip(&srcs) {
@@ -83,11 +83,13 @@ pub(crate) fn drive_jointly<S: TimedRuns>(
 /// once. Nothing the pairs show stops them, so the estimate is not biased by when it
 /// stopped; and each workload's pairs spread over the whole comparison's time instead of a
 /// window of their own, so a ratio that drifts over seconds is averaged, not caught in one
-/// state (`sim::under_drift_taking_turns_cuts_the_confirmations_misses`).
+/// state (`sim::under_drift_taking_turns_cuts_the_confirmations_misses`). `on_stop(i)` is
+/// told when workload `i` has all its pairs (a race takes its runs out of the rounds).
 pub(crate) fn drive_in_turns<S: TimedRuns>(
     srcs: &mut [S],
     opts: &BenchOptions,
     on_progress: &mut dyn FnMut(usize, &Progress),
+    on_stop: &mut dyn FnMut(usize),
 ) -> Result<Vec<Comparison>, (usize, BenchError)> {
     let mut drives = Vec::new();
     for (i, src) in srcs.iter_mut().enumerate() {
@@ -101,6 +103,9 @@ pub(crate) fn drive_in_turns<S: TimedRuns>(
                 stops[i] = d
                     .turn(src, &mut |p| on_progress(i, p))
                     .map_err(|e| (i, e))?;
+                if stops[i].is_some() {
+                    on_stop(i);
+                }
             }
         }
     }
@@ -384,7 +389,7 @@ mod tests {
             in_turns: true,
             ..BenchOptions::default()
         };
-        let cs = drive_in_turns(&mut srcs, &opts, &mut |_, _| {}).unwrap();
+        let cs = drive_in_turns(&mut srcs, &opts, &mut |_, _| {}, &mut |_| {}).unwrap();
         let blocks: Vec<usize> = order.borrow().chunks(4).map(|b| b[0]).collect();
         assert_eq!(blocks, [0, 1, 2, 0, 1, 0, 1]);
         let got: Vec<(u32, u32, StopReason)> = cs.iter().map(|c| (c.n, c.looks, c.stop)).collect();

@@ -7,14 +7,16 @@
 //! futile, `max_time`), and its runs leave the rounds of a workload once its comparison there
 //! has stopped, so the others' rounds get shorter. `max_time` bounds the race's running on a
 //! workload (every arm's clock is the race's: the race's running up to the latest round its
-//! comparison has runs from), not each arm's.
+//! comparison has runs from), not each arm's. With `in_turns` the race is a fixed design
+//! instead (the confirmation of what ships and its portable alternative): every arm takes
+//! its fixed pairs on every workload, the workloads taking turns, and nothing stops early.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Duration;
 
-use super::joint::{drive_groups, GroupResult, Pairing};
+use super::joint::{drive_groups, drive_in_turns, GroupResult, Pairing};
 use super::runner::{
     BenchError, BenchOptions, Comparison, Observation, Progress, Side, TimedRuns, PAD_MAX,
 };
@@ -130,16 +132,69 @@ pub(crate) fn race<S: TimedRuns>(
             }
         }
     }
-    let mut groups: Vec<&mut [ArmSource<S>]> = srcs.iter_mut().map(Vec::as_mut_slice).collect();
     let mut on_stop = |j: usize, i: usize| {
         if let Some(r) = &rounds[where_[j][i]] {
             r.borrow_mut().live[j] = false;
         }
     };
-    let results = drive_groups(&mut groups, done, opts, on_progress, &mut on_stop);
-    drop(groups);
-    drop(srcs);
+    let results = match opts.in_turns {
+        true => drive_arms_in_turns(srcs, &where_, opts, on_progress, &mut on_stop),
+        false => {
+            let mut groups: Vec<&mut [ArmSource<S>]> =
+                srcs.iter_mut().map(Vec::as_mut_slice).collect();
+            drive_groups(&mut groups, done, opts, on_progress, &mut on_stop)
+        }
+    };
     (results, rounds)
+}
+
+/// The race as a fixed design (`opts.in_turns`, the confirmation of what ships and its
+/// portable alternative): every arm's comparison on every workload driven by
+/// [`drive_in_turns`], ordered by workload so that the arms of a workload take their turns
+/// one after another on the same rounds. `srcs[j][i]` is arm `j`'s comparison on workload
+/// `where_[j][i]`. An error ends the race: every arm's result is that error.
+fn drive_arms_in_turns<S: TimedRuns>(
+    srcs: Vec<Vec<ArmSource<S>>>,
+    where_: &[Vec<usize>],
+    opts: &BenchOptions,
+    on_progress: &mut dyn FnMut(usize, usize, &Progress),
+    on_stop: &mut dyn FnMut(usize, usize),
+) -> Vec<GroupResult> {
+    // (workload, arm, index among the arm's comparisons), in the order of the turns.
+    let mut order: Vec<(usize, usize, usize)> = (where_.iter().enumerate())
+        .flat_map(|(j, ws)| ws.iter().enumerate().map(move |(i, &w)| (w, j, i)))
+        .collect();
+    order.sort_unstable();
+    let mut by_arm: Vec<Vec<Option<ArmSource<S>>>> = (srcs.into_iter())
+        .map(|v| v.into_iter().map(Some).collect())
+        .collect();
+    let mut flat: Vec<ArmSource<S>> = (order.iter())
+        .map(|&(_, j, i)| by_arm[j][i].take().expect("each comparison once"))
+        .collect();
+    let driven = drive_in_turns(
+        &mut flat,
+        opts,
+        &mut |x, p| on_progress(order[x].1, order[x].2, p),
+        &mut |x| on_stop(order[x].1, order[x].2),
+    );
+    match driven {
+        Ok(cs) => {
+            let mut out: Vec<Vec<Option<Comparison>>> =
+                where_.iter().map(|ws| vec![None; ws.len()]).collect();
+            for (&(_, j, i), c) in order.iter().zip(cs) {
+                out[j][i] = Some(c);
+            }
+            (out.into_iter())
+                .map(|cs| Ok(cs.into_iter().map(|c| c.expect("driven")).collect()))
+                .collect()
+        }
+        Err((x, e)) => {
+            let w = order[x].0;
+            (where_.iter())
+                .map(|ws| Err((ws.iter().position(|&v| v == w).unwrap_or(0), again(&e))))
+                .collect()
+        }
+    }
 }
 
 /// A run waiting for an arm's comparison: what it measured, its pad, and the race's clock
@@ -335,7 +390,7 @@ impl<S: TimedRuns> TimedRuns for ArmSource<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::runner::LADDER_MIN_PAIRS;
+    use crate::bench::runner::{StopReason, LADDER_MIN_PAIRS};
     use crate::bench::stats;
 
     /// Runs of `secs · (1 + 1 %·noise)` seconds; the B side fails from its `fail_at`-th run.
@@ -415,6 +470,44 @@ mod tests {
             let r = r.borrow();
             let most = r.arms.iter().flatten().map(|a| a.runs).max().unwrap();
             assert_eq!(r.rival.runs, most, "one rival run a round");
+        }
+    }
+
+    /// The fixed design (`in_turns`, the confirmation of what ships and its portable
+    /// alternative): every arm gets exactly its pairs on every workload, none stops at a
+    /// verdict, the rival runs once a round for both, and each arm's estimate is its own.
+    #[test]
+    fn a_fixed_race_gives_every_arm_its_pairs_on_one_series_of_the_rival() {
+        let entrants = (0..2)
+            .map(|w| {
+                let arms = vec![Some(fake(w, 0.08, None)), Some(fake(w + 10, 0.1, None))];
+                Some((fake(w + 30, 0.1, None), arms))
+            })
+            .collect();
+        let opts = BenchOptions {
+            only_faster: false,
+            min_pairs: 12,
+            max_pairs: 12,
+            max_time: Duration::from_secs(600),
+            in_turns: true,
+            ..options()
+        };
+        let done: Vec<&[Comparison]> = vec![&[]; 2];
+        let (results, rounds) = race(entrants, &done, &opts, &mut |_, _, _| {});
+        for (j, result) in results.iter().enumerate() {
+            let cs = result.as_ref().expect("no arm fails");
+            assert_eq!(cs.len(), 2);
+            for c in cs {
+                assert_eq!((c.n, c.stop), (12, StopReason::MaxPairs), "arm {j}");
+                let faster = c.estimate.verdict == stats::Verdict::Faster;
+                assert_eq!(faster, j == 0, "arm {j}: {:?}", c.estimate);
+            }
+        }
+        for r in rounds.iter().flatten() {
+            let r = r.borrow();
+            let runs: Vec<u32> = r.arms.iter().flatten().map(|a| a.runs).collect();
+            assert_eq!(runs, [r.rival.runs; 2], "both arms run every round");
+            assert_eq!(r.rival.runs, 12, "a pair a round");
         }
     }
 }

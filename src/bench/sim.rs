@@ -443,7 +443,7 @@ fn confirmations_in(
             .map(|d| if drift { d.drifting(&now) } else { d })
             .collect();
         let cs = match in_turns {
-            true => drive_in_turns(&mut sims, &o, &mut |_, _| {}),
+            true => drive_in_turns(&mut sims, &o, &mut |_, _| {}, &mut |_| {}),
             false => drive_jointly(&mut sims, &[], &o, &mut |_, _| {}),
         };
         let e = geomean(&cs.unwrap(), 0.01);

@@ -126,21 +126,47 @@ fn keep_or_drop_options(
 pub(crate) fn confirm(
     ctx: &Context,
     baseline: &Candidate,
-    cand: &Candidate,
+    cands: &[&Candidate],
     verifier: &Verifier,
     share: Share,
     pairs: u32,
     cache: &VerdictCache,
-) -> anyhow::Result<Measured> {
-    let mut opts = BenchOptions::from_config(&ctx.spec.bench);
-    let full = opts.max_time;
-    opts.min_pairs = pairs;
-    opts.max_pairs = pairs;
-    // The workloads take turns, so each one's pairs spread over the whole confirmation
-    // (`bench::joint::drive_in_turns`): the ratio drifts over seconds on shared machines.
-    opts.in_turns = true;
-    let capped = Capped::within(opts, full, share);
-    measured(ctx, baseline, cand, verifier, &capped, cache, None)
+) -> anyhow::Result<Vec<Measured>> {
+    let capped = || {
+        let mut opts = BenchOptions::from_config(&ctx.spec.bench);
+        let full = opts.max_time;
+        opts.min_pairs = pairs;
+        opts.max_pairs = pairs;
+        // The workloads take turns, so each one's pairs spread over the whole confirmation
+        // (`bench::joint::drive_in_turns`): the ratio drifts over seconds on shared machines.
+        opts.in_turns = true;
+        Capped::within(opts, full, share)
+    };
+    if let [cand] = cands {
+        return Ok(vec![measured(
+            ctx,
+            baseline,
+            cand,
+            verifier,
+            &capped(),
+            cache,
+            None,
+        )?]);
+    }
+    // Several (what ships and its portable alternative): one series of the baseline's
+    // runs serves them all, as in a race, but each with its fixed pairs.
+    let checks = vec![None; cands.len()];
+    race::raced(
+        ctx,
+        baseline,
+        cands,
+        verifier,
+        &|_| capped(),
+        cache,
+        &checks,
+    )?
+    .into_iter()
+    .collect()
 }
 
 /// `cand` against `rival` on every eval workload under `capped`, and their geometric mean.

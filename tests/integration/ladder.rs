@@ -408,6 +408,65 @@ fn a_cpu_specific_best_also_gets_a_portable_pgo_build() {
     );
 }
 
+#[test]
+fn a_chained_portable_alternative_is_confirmed_beside_what_ships() {
+    let _guard = shared();
+    // Each stage speeds up one loop of the fixture by construction: fat LTO, then
+    // x86-64-v2 on it, then PGO on that. The portable alternative, PGO without the CPU
+    // level, is measured against the profile's candidate, so its ratio to the baseline is
+    // chained until the end, where both are confirmed together.
+    let r = optimize("portable-chain", &[], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&target_dir("portable-chain"));
+    let premise = |name: &str| stage(&report, name).status == Status::Kept;
+    let pgo = rows(&report, "pgo");
+    let pgo_kept = pgo.len() == 2 && pgo.iter().all(|r| r.status == Status::Kept);
+    assert!(
+        premise("profile") && premise("cpu") && pgo_kept,
+        "the premise failed: {}",
+        r.stdout
+    );
+    assert!(pgo[1].reason.contains("vs profile"), "{:#?}", pgo[1]);
+    // One confirmation: one series of the baseline's runs for both, each with its pairs.
+    assert!(
+        r.stderr.contains("2 candidate(s) vs baseline confirmed"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        r.stdout.matches("measured directly on fresh").count(),
+        2,
+        "{}",
+        r.stdout
+    );
+    let fin = final_choice(&report);
+    let portable = fin.portable.as_deref().expect("a portable alternative");
+    assert_eq!(
+        portable.variant.as_deref(),
+        Some("portable"),
+        "{portable:#?}"
+    );
+    // Both fixed in advance: the same pairs each, none stopped by a verdict.
+    let pairs: Vec<u32> = [fin, portable]
+        .iter()
+        .map(|f| {
+            assert!(f.at_selection.is_some(), "{f:#?}");
+            let tag = std::path::Path::new(&f.binary).file_name().unwrap();
+            let key = format!("{} vs baseline", tag.to_string_lossy());
+            let eval = &report
+                .workloads
+                .iter()
+                .find(|w| w.name == "eval")
+                .unwrap()
+                .per_stage;
+            eval.get(&key)
+                .unwrap_or_else(|| panic!("no {key}: {eval:#?}"))
+                .n
+        })
+        .collect();
+    assert!(pairs[0] == pairs[1] && pairs[0] >= 8, "{pairs:?}");
+}
+
 /// The pipeline on pgo-basic with a spec trying only the profile stage with `profile`.
 fn profile_only(profile: &str) -> (Run, Report) {
     let dir = tempfile::tempdir().unwrap();

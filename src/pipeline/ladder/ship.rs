@@ -1,11 +1,13 @@
-//! What ships: the best candidate (and the portable alternative, when its ratio was
-//! chained) confirmed against the baseline on fresh pairs at the end, the final gate that
+//! What ships: the best candidate (and the portable alternative beside it, on the same
+//! runs of the baseline, when its ratio was chained) confirmed against the baseline on
+//! fresh pairs at the end, the final gate that
 //! falls back on what was kept before when the confirmation does not hold, and the final
 //! choice the report carries.
 
 use super::{Holder, Ladder, ToBaseline};
 use crate::bench::stats::LogEstimate;
 use crate::bench::{Comparison, Estimate, Verdict};
+use crate::context::Candidate;
 use crate::pipeline::budget::{confirmation_pairs, span_pairs, Decides};
 use crate::pipeline::measure;
 use crate::report::{FinalChoice, Settings, Status};
@@ -20,37 +22,25 @@ impl Ladder<'_> {
         let portable_is_best = self.portable.candidate.binary == self.best.candidate.binary;
         self.grant = Some(self.budget.last_grant(self.ctx.spec.bench.max_time));
         let share = self.share(Decides::Final);
-        for portable in [false, true] {
-            if portable && portable_is_best {
-                break;
-            }
-            let h = if portable { &self.portable } else { &self.best };
-            // The portable alternative only when its ratio was chained: a comparison with
-            // the baseline of its own gave it one measured directly, and confirming it again
-            // would cost a second confirmation for a figure already measured directly.
-            if h.vs_baseline.is_none_or(|t| portable && t.measured) {
-                continue;
-            }
+        // What ships, when it is not the baseline; the portable alternative only when its
+        // ratio was chained: a comparison with the baseline of its own gave it one measured
+        // directly, and confirming it again would cost more for a figure already measured
+        // directly. Both together share one series of the baseline's runs.
+        let mut which = Vec::new();
+        if self.best.vs_baseline.is_some() {
+            which.push(false);
+        }
+        if !portable_is_best && self.portable.vs_baseline.is_some_and(|t| !t.measured) {
+            which.push(true);
+        }
+        if !which.is_empty() {
             let pairs = self.confirmation_pairs();
-            let (base, cand, v) = (&self.baseline, &h.candidate, &self.verifier);
-            let m = measure::confirm(self.ctx, base, cand, v, share, pairs, self.cache)?;
-            let h = if portable {
-                &mut self.portable
-            } else {
-                &mut self.best
-            };
-            h.at_selection = h.vs_baseline;
-            h.vs_baseline = Some(ToBaseline {
-                log: m.log,
-                confidence: m.confidence,
-                measured: true,
-            });
-            let tag = format!("{} vs baseline", h.candidate.tag());
-            for (w, c) in m.per_workload {
-                self.per_workload
-                    .entry(w)
-                    .or_default()
-                    .insert(tag.clone(), c);
+            let cands: Vec<&Candidate> =
+                (which.iter()).map(|&p| &self.holder(p).candidate).collect();
+            let (base, v) = (&self.baseline, &self.verifier);
+            let ms = measure::confirm(self.ctx, base, &cands, v, share, pairs, self.cache)?;
+            for (portable, m) in which.into_iter().zip(ms) {
+                self.confirmed(portable, m);
             }
         }
         if portable_is_best {
@@ -58,6 +48,36 @@ impl Ladder<'_> {
         }
         self.gate();
         Ok(())
+    }
+
+    fn holder(&self, portable: bool) -> &Holder {
+        match portable {
+            true => &self.portable,
+            false => &self.best,
+        }
+    }
+
+    /// What ships (or the portable alternative) confirmed as `m`: its ratio to the
+    /// baseline, measured directly, the one at its choice kept beside it; its comparisons
+    /// kept per workload under `<tag> vs baseline`.
+    fn confirmed(&mut self, portable: bool, m: measure::Measured) {
+        let h = match portable {
+            true => &mut self.portable,
+            false => &mut self.best,
+        };
+        h.at_selection = h.vs_baseline;
+        h.vs_baseline = Some(ToBaseline {
+            log: m.log,
+            confidence: m.confidence,
+            measured: true,
+        });
+        let tag = format!("{} vs baseline", h.candidate.tag());
+        for (w, c) in m.per_workload {
+            self.per_workload
+                .entry(w)
+                .or_default()
+                .insert(tag.clone(), c);
+        }
     }
 
     /// Pairs per workload for the confirmation: [`confirmation_pairs`] at each workload's

@@ -8,9 +8,11 @@ use std::time::Instant;
 use super::{
     budget_limited, expected_status, progress_message, quiet_ahead, verdict_keys, Capped, Measured,
 };
-use crate::bench::{self, BenchOptions, Comparison, Pairing, Phase, StopReason};
+use crate::bench::{self, BenchOptions, Comparison, ExpectedStatus, Pairing, Phase, StopReason};
 use crate::cache::VerdictCache;
+use crate::context::sandbox::Sandbox;
 use crate::context::{Candidate, Context};
+use crate::process::Command;
 use crate::spec::Workload;
 use crate::verify::{TimedCheck, Verifier};
 
@@ -28,18 +30,38 @@ pub(crate) fn race(
     cache: &VerdictCache,
     checks: &[Option<&TimedCheck>],
 ) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
+    let capped = |c: &Candidate| super::keep_or_drop_options(ctx, rival, c, share);
+    raced(ctx, rival, cands, verifier, &capped, cache, checks)
+}
+
+/// [`race`] with each candidate's options `capped(candidate)`: a keep-or-drop duel's, or
+/// the confirmation's fixed design (`in_turns`, [`confirm`](super::confirm)).
+pub(super) fn raced(
+    ctx: &Context,
+    rival: &Candidate,
+    cands: &[&Candidate],
+    verifier: &Verifier,
+    capped: &dyn Fn(&Candidate) -> Capped,
+    cache: &VerdictCache,
+    checks: &[Option<&TimedCheck>],
+) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
     let eval = super::eval_workloads(ctx)?;
     let _quiet = quiet_ahead(ctx);
     let (start, recorded_then) = (Instant::now(), ctx.recorded_secs());
     let arms: Vec<Arm> = (cands.iter().zip(checks))
-        .map(|(c, check)| Arm::new(ctx, rival, c, *check, share, cache, &eval))
+        .map(|(c, check)| Arm::new(ctx, rival, c, *check, capped(c), cache, &eval))
         .collect();
     let todo: Vec<Vec<bool>> = arms.iter().map(Arm::todo).collect();
+    let raced = done_verb(Arm::widest(&arms));
     if todo.iter().flatten().any(|&t| t) {
         let results = run_race(ctx, rival, verifier, &eval, &arms, &todo)?;
         let labels: Vec<String> = cands.iter().map(|c| c.label()).collect();
         ctx.record_own(
-            &format!("{} raced vs {}: measure", labels.join(", "), rival.label()),
+            &format!(
+                "{} {raced} vs {}: measure",
+                labels.join(", "),
+                rival.label()
+            ),
             start,
             recorded_then,
         );
@@ -55,6 +77,25 @@ pub(crate) fn race(
             .into_iter()
             .map(|arm| arm.conclude(cache, &eval, &none, Ok(Vec::new())))
             .collect())
+    }
+}
+
+/// What a race does, said when it starts: a fixed design (`in_turns`) confirms its arms.
+fn what_it_does(opts: &BenchOptions, workloads: usize) -> String {
+    match opts.in_turns {
+        true => format!(
+            "confirming [{workloads} workload(s), {} pairs each, in turns]",
+            opts.max_pairs
+        ),
+        false => format!("racing [{workloads} workload(s)]"),
+    }
+}
+
+/// What a race did, said when it is done: a fixed design (`in_turns`) confirmed its arms.
+fn done_verb(opts: &BenchOptions) -> &'static str {
+    match opts.in_turns {
+        true => "confirmed",
+        false => "raced",
     }
 }
 
@@ -74,11 +115,10 @@ impl<'a> Arm<'a> {
         rival: &Candidate,
         cand: &'a Candidate,
         check: Option<&'a TimedCheck>,
-        share: super::super::budget::Share,
+        capped: Capped,
         cache: &VerdictCache,
         eval: &[&Workload],
     ) -> Self {
-        let capped = super::keep_or_drop_options(ctx, rival, cand, share);
         let key_opts = BenchOptions {
             max_time: capped.opts.max_time.max(capped.full_max),
             pairs_past_max_time: 0,
@@ -172,18 +212,20 @@ impl<'a> Arm<'a> {
     }
 }
 
-/// The race itself: per workload the rival's command in its own private cwd and each
-/// arm's that `todo` marks in theirs, with a progress line on a terminal.
-fn run_race(
+/// A workload's rival: its command, its private cwd, the status its runs must have.
+type RivalSide = (Command, Option<Sandbox>, ExpectedStatus);
+/// A workload's arm: its command and its private cwd.
+type ArmSide = (Command, Option<Sandbox>);
+
+/// The rival's command of each workload in its own private cwd, with the status its runs
+/// must have, and each arm's in theirs.
+fn commands(
     ctx: &Context,
     rival: &Candidate,
     verifier: &Verifier,
     eval: &[&Workload],
     arms: &[Arm],
-    todo: &[Vec<bool>],
-) -> anyhow::Result<Vec<bench::GroupResult>> {
-    let done: Vec<Vec<Comparison>> = arms.iter().map(Arm::done).collect();
-    let opts = Arm::widest(arms);
+) -> anyhow::Result<(Vec<RivalSide>, Vec<Vec<ArmSide>>)> {
     let mut rivals = Vec::new();
     let mut sides = Vec::new();
     for w in eval {
@@ -199,6 +241,22 @@ fn run_race(
         rivals.push((ctx.command(&wa, &rival.binary), sa, expected));
         sides.push(mine);
     }
+    Ok((rivals, sides))
+}
+
+/// The race itself: per workload the rival's command in its own private cwd and each
+/// arm's that `todo` marks in theirs, with a progress line on a terminal.
+fn run_race(
+    ctx: &Context,
+    rival: &Candidate,
+    verifier: &Verifier,
+    eval: &[&Workload],
+    arms: &[Arm],
+    todo: &[Vec<bool>],
+) -> anyhow::Result<Vec<bench::GroupResult>> {
+    let done: Vec<Vec<Comparison>> = arms.iter().map(Arm::done).collect();
+    let opts = Arm::widest(arms);
+    let (rivals, sides) = commands(ctx, rival, verifier, eval, arms)?;
     let hooks: Vec<Vec<_>> = (arms.iter().enumerate())
         .map(|(j, arm)| {
             (eval.iter().zip(&sides))
@@ -227,7 +285,7 @@ fn run_race(
     let done: Vec<&[Comparison]> = done.iter().map(Vec::as_slice).collect();
     let what = format!("{} candidate(s) vs {}", arms.len(), rival.label());
     ctx.ui()
-        .progress(&format!("{what}: racing [{} workload(s)]", eval.len()));
+        .progress(&format!("{what}: {}", what_it_does(opts, eval.len())));
     let started = Instant::now();
     let spinner = ctx.ui().spinner(what.clone());
     // Arm j's comparison i is on the i-th workload `todo[j]` marks.
@@ -250,7 +308,8 @@ fn run_race(
         ));
     });
     spinner.finish_and_clear();
+    let verb = done_verb(opts);
     ctx.ui()
-        .done(&format!("{what} raced"), started.elapsed().as_secs_f64());
+        .done(&format!("{what} {verb}"), started.elapsed().as_secs_f64());
     Ok(results)
 }
