@@ -378,7 +378,7 @@ fn objective_size_keeps_an_as_fast_smaller_binary_and_time_drops_it() {
     // under a concurrent build once came out 1.280 [1.001, 1.635] for opt-level "s").
     let spec = |objective: &str| {
         format!(
-            "bin = \"gate-chain\"\n[stages]\ntry = [\"profile\"]\nprofile = \"size\"\n[bench]\nmax-time = \"2s\"\nmargin = 0.4\nobjective = \"{objective}\"\n[[workload]]\nname = \"sleep\"\nargs = []\n"
+            "bin = \"gate-chain\"\n[stages]\ntry = [\"profile\"]\nprofile = \"size\"\n[bench]\nmax-time = \"10s\"\nmargin = 0.4\nobjective = \"{objective}\"\n[[workload]]\nname = \"sleep\"\nargs = []\n"
         )
     };
     let profile_row = |objective: &str| {
