@@ -176,13 +176,19 @@ fn bolt_after_pgo_profiles_optimizes_verifies_and_reports_dyno_stats() {
         let b = std::fs::read(dir.join(format!("outputs/bolt/{w}.stdout"))).unwrap();
         assert_eq!(a, b, "workload {w}");
     }
-    // The final choice is consistent with the verdicts.
+    // The final choice is consistent with the verdicts (unless the final gate fell back).
     let final_stage = &final_choice(&report).stage;
-    if bolt.status == Status::Kept {
-        assert_eq!(final_stage, "bolt");
-    } else {
-        assert_eq!(final_stage, &from.name);
-    }
+    let want = match bolt.status {
+        Status::Kept => "bolt",
+        _ => from.name.as_str(),
+    };
+    assert!(final_stage == want || fell_back(&report), "{report:#?}");
+}
+
+/// Whether what was kept last did not ship: measured directly against the baseline at the
+/// end, it was not faster, so an earlier kept candidate or the baseline ships instead.
+fn fell_back(report: &Report) -> bool {
+    (report.stages.iter()).any(|s| s.notes.iter().any(|n| n.starts_with("not shipped")))
 }
 
 #[test]
@@ -342,7 +348,7 @@ fn a_failing_llvm_bolt_is_reported_and_keeps_the_pgo_result() {
         "baseline"
     };
     let fin = final_choice(&report);
-    assert_eq!(fin.stage, want, "{fin:#?}");
+    assert!(fin.stage == want || fell_back(&report), "{fin:#?}");
     let final_bin = &fin.binary;
     assert!(Path::new(final_bin).exists(), "{final_bin}");
     assert!(!run_dir(&r).join("bin/bolt").exists());
