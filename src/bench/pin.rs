@@ -11,6 +11,9 @@
 //! runs, adjacent in time on one core, see the same neighbour. The CPU changes every block
 //! of two pairs ([`RUNS_PER_CPU`]), so the ratio is still every allowed core's.
 //!
+//! While builds started ahead go on beside the timing (`context::ahead`), they keep off the
+//! last allowed CPU and every pinned run goes there (`sys::interrupt::reserved_cpus`).
+//!
 //! A program that uses several cores at once is never pinned (one core would serialize
 //! it: another program than the one the user runs): the first runs, unpinned, decide
 //! ([`MANY_CORES`]). Nothing is pinned where the OS gives no affinity (`sys::allowed_cpus`
@@ -68,11 +71,23 @@ impl Pinning {
     }
 
     /// A duel's pinning over the CPUs this process may use; none unless `pinnable` (a
-    /// workload's `pin = false`).
+    /// workload's `pin = false`). While builds go on beside the timing
+    /// (`sys::interrupt::reserved_cpus`), over the CPU kept for it alone; a workload that
+    /// may not go there stops those builds instead ([`Pinning::observe`] too).
     pub(super) fn here(pinnable: bool) -> Self {
-        match pinnable {
-            true => Self::new(crate::sys::allowed_cpus()),
-            false => Self::new(Vec::new()),
+        match (pinnable, crate::sys::interrupt::reserved_cpus()) {
+            (true, Some(cpus)) => Pinning {
+                cpus,
+                state: State::Deciding { seen: 0 },
+                by_round: false,
+                count: 0,
+            },
+            (false, Some(_)) => {
+                crate::sys::interrupt::pause_confined();
+                Self::new(Vec::new())
+            }
+            (true, None) => Self::new(crate::sys::allowed_cpus()),
+            (false, None) => Self::new(Vec::new()),
         }
     }
 
@@ -116,6 +131,8 @@ impl Pinning {
             return;
         };
         self.state = if cpu_secs > MANY_CORES * wall_secs {
+            // Unpinned, it would share the builds' CPUs (if any go on beside it).
+            crate::sys::interrupt::pause_confined();
             State::Off
         } else if seen + 1 >= DECIDING_RUNS {
             match self.by_round {

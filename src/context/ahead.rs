@@ -15,18 +15,24 @@
 //! learning from it, had no time left for the stages those builds were for); at the lowest
 //! priority they take only the cycles the pipeline leaves idle.
 //!
-//! Must not overlap a timed run: [`Ahead::quiet`] stops every build started here (SIGSTOP
-//! to its process group, SIGCONT when the timing is done; where a group cannot be paused,
-//! Windows, it waits for them instead), and the pipeline calls it before it measures
-//! anything. Stopped, a build uses no CPU; its memory stays. Why pause rather than wait: a
-//! build for a later stage then never holds up a comparison whose verdict may make it
-//! useless (the pgo stage's build on `max`, started before the search's point is measured:
-//! pulldown-cmark's optimized build is 17–22 s of one core). So a build for a later stage
-//! that cannot start before the current stage's build is done may be held
-//! ([`Ahead::defer`]) until that stage has timed its own candidates. A build asked for by
-//! [`Ahead::take`] hands over its result (an error included, reported by the stage that
-//! asked, as a build of its own would be); a build nobody asks for is kept in the build
-//! cache like any other.
+//! Must not share a CPU with a timed run: [`Ahead::quiet`], which the pipeline calls before
+//! it measures anything, confines every build started here to the CPUs but the last one
+//! (Linux, two CPUs or more: `sys::interrupt::Cancel::confine`), and the timed runs go on
+//! that last one alone (`bench::pin`) — so a comparison no longer holds up the builds for
+//! the stages after it (the demo's native and instrumented builds, stopped while
+//! x86-64-v4 was timed, then cost 4.5 s of waiting). A timed program that keeps several
+//! cores busy, or whose workload is not pinned, stops them after all
+//! (`sys::interrupt::pause_confined`). Where CPUs cannot be confined they are stopped
+//! while anything is timed (SIGSTOP to its process group, SIGCONT when the timing is done;
+//! where a group cannot be paused, Windows, it waits for them instead). Stopped, a build
+//! uses no CPU; its memory stays. Why not wait: a build for a later stage then never holds
+//! up a comparison whose verdict may make it useless (the pgo stage's build on `max`,
+//! started before the search's point is measured: pulldown-cmark's optimized build is
+//! 17–22 s of one core). So a build for a later stage that cannot start before the
+//! current stage's build is done may be held ([`Ahead::defer`]) until that stage has timed
+//! its own candidates. A build asked for by [`Ahead::take`] hands over its result (an
+//! error included, reported by the stage that asked, as a build of its own would be); a
+//! build nobody asks for is kept in the build cache like any other.
 //!
 //! An early return (an error, or the run is over) drops the queue: nothing more starts, and
 //! the builds still running are killed with their rustc and build scripts
@@ -232,14 +238,17 @@ impl Ahead {
         }
     }
 
-    /// Keep every build started here off the machine while the returned guard lives
-    /// (something is timed): stopped until it drops, or, where they cannot be paused,
-    /// waited for now (`None`).
+    /// Keep every build started here off what is timed while the returned guard lives:
+    /// on the CPUs the timed runs do not use until it drops, else stopped until it drops,
+    /// or, where they cannot be paused, waited for now (`None`).
     pub(crate) fn quiet(&self) -> Option<Paused> {
         let urgent = self.urgent.lock().unwrap();
         let mut sets: Vec<_> = urgent.iter().map(|(_, c)| c.clone()).collect();
         drop(urgent);
         sets.push(self.cancel.clone());
+        if sets.iter().all(|c| c.confine()) {
+            return Some(Paused(sets));
+        }
         if !sets.iter().all(|c| c.pause()) {
             self.settle();
             return None;

@@ -389,9 +389,9 @@ fn verdict_keys(
         .collect()
 }
 
-/// Nothing timed may share the machine with a build started ahead: they are stopped while
-/// the returned guard lives (`Ahead::quiet`), or waited for where they cannot be, the wait
-/// recorded as building time (so the run's `time:` line adds up).
+/// Nothing timed may share a CPU with a build started ahead: they are kept on other CPUs
+/// or stopped while the returned guard lives (`Ahead::quiet`), or waited for where they
+/// cannot be, the wait recorded as building time (so the run's `time:` line adds up).
 fn quiet_ahead(ctx: &Context) -> Option<crate::context::ahead::Paused> {
     let waited = Instant::now();
     let paused = ctx.ahead.quiet();

@@ -8,8 +8,9 @@
 //! so a rerun reuses it and redoes the rest.
 //!
 //! A [`Cancel`] is a smaller set: the groups started by the threads that entered it (the
-//! builds run ahead), killed together when their owner goes on an error, and paused
-//! together (SIGSTOP, then SIGCONT; Unix) while something is timed.
+//! builds run ahead), killed together when their owner goes on an error, and kept off what
+//! is timed together: confined to the CPUs no timed run uses (Linux, two CPUs or more:
+//! [`Cancel::confine`], [`reserved_cpus`]), else paused (SIGSTOP, then SIGCONT; Unix).
 //!
 //! Why a registry instead of one process group for everything: each child has a group of its
 //! own so that a timeout kills its whole tree and nothing else; the price is that the
@@ -33,12 +34,19 @@ struct Registry {
     paths: BTreeMap<u64, PathBuf>,
     /// The [`Cancel`] sets paused: a group started under one is stopped as it starts.
     paused: BTreeSet<u64>,
+    /// The [`Cancel`] sets confined: a group started under one starts on `split.1`.
+    confined: BTreeSet<u64>,
+    /// While any set is confined: the CPUs kept for timed runs, and the others (where the
+    /// confined sets run).
+    split: Option<(Vec<usize>, Vec<usize>)>,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     groups: BTreeMap::new(),
     paths: BTreeMap::new(),
     paused: BTreeSet::new(),
+    confined: BTreeSet::new(),
+    split: None,
 });
 /// The signal that is ending the process (0: none yet).
 static SIGNALLED: AtomicI32 = AtomicI32::new(0);
@@ -64,12 +72,16 @@ pub(crate) fn interrupted() -> bool {
 pub(crate) fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
     super::imp::own_group(cmd);
     let mut reg = registry();
+    let set = CANCEL.with(std::cell::Cell::get);
+    #[cfg(target_os = "linux")]
+    if let (true, Some((_, others))) = (reg.confined.contains(&set), &reg.split) {
+        super::linux::pin_to_cpus(cmd, others);
+    }
     if interrupted() {
         let why = "the run is being interrupted: nothing new is started";
         return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, why));
     }
     let child = cmd.spawn()?;
-    let set = CANCEL.with(std::cell::Cell::get);
     if reg.paused.contains(&set) {
         super::imp::pause_group(child.id(), false);
     }
@@ -118,10 +130,7 @@ impl Cancel {
     /// Kill every live group of this set; returns how many.
     pub(crate) fn kill(&self) -> usize {
         let reg = registry();
-        let mine: Vec<u32> = (reg.groups.iter())
-            .filter(|(_, set)| **set == self.0)
-            .map(|(pid, _)| *pid)
-            .collect();
+        let mine: Vec<u32> = self.groups(&reg).collect();
         mine.iter().for_each(|pid| super::imp::kill_group(*pid));
         mine.len()
     }
@@ -139,18 +148,83 @@ impl Cancel {
         true
     }
 
-    /// Let every group of this set run again (see [`Cancel::pause`]).
+    /// Keep every live group of this set, and each one it starts until [`Cancel::resume`],
+    /// off the CPUs [`reserved_cpus`] then names, on the others: something timed on a
+    /// reserved CPU has it alone while the builds go on beside it. `false`, nothing done,
+    /// where that cannot be (not Linux, fewer than two allowed CPUs): the caller pauses
+    /// them instead.
+    pub(crate) fn confine(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            let mut cpus = super::allowed_cpus();
+            if cpus.len() < 2 {
+                return false;
+            }
+            let mut reg = registry();
+            // The last allowed CPU is kept for timing (on a machine of two, the other one
+            // builds); while sets are confined the split stays the one they were moved by.
+            let (_, others) = reg.split.get_or_insert_with(|| {
+                let timing = cpus.split_off(cpus.len() - 1);
+                (timing, cpus)
+            });
+            let others = others.clone();
+            reg.confined.insert(self.0);
+            self.groups(&reg)
+                .for_each(|pid| super::linux::move_group(pid, &others));
+            true
+        }
+        #[cfg(not(target_os = "linux"))]
+        false
+    }
+
+    /// Let every group of this set run again (see [`Cancel::pause`]), on every allowed CPU
+    /// (see [`Cancel::confine`]).
     pub(crate) fn resume(&self) {
         let mut reg = registry();
         if reg.paused.remove(&self.0) {
             self.signal(&reg, true);
         }
+        if reg.confined.remove(&self.0) {
+            #[cfg(target_os = "linux")]
+            {
+                let all = super::allowed_cpus();
+                self.groups(&reg)
+                    .for_each(|pid| super::linux::move_group(pid, &all));
+            }
+            if reg.confined.is_empty() {
+                reg.split = None;
+            }
+        }
+    }
+
+    /// The live groups of this set (their leaders' pids).
+    fn groups<'r>(&self, reg: &'r Registry) -> impl Iterator<Item = u32> + 'r {
+        let me = self.0;
+        (reg.groups.iter())
+            .filter(move |(_, set)| **set == me)
+            .map(|(pid, _)| *pid)
     }
 
     fn signal(&self, reg: &Registry, run: bool) {
-        (reg.groups.iter())
-            .filter(|(_, set)| **set == self.0)
-            .for_each(|(pid, _)| super::imp::pause_group(*pid, run));
+        self.groups(reg)
+            .for_each(|pid| super::imp::pause_group(pid, run));
+    }
+}
+
+/// While builds are confined ([`Cancel::confine`]): the CPUs kept for timed runs.
+pub(crate) fn reserved_cpus() -> Option<Vec<usize>> {
+    registry().split.as_ref().map(|(timing, _)| timing.clone())
+}
+
+/// A timed program that does not stay on the reserved CPU (it keeps several cores busy,
+/// or its workload is not to be pinned) would share the others with the confined builds:
+/// they are stopped after all, as [`Cancel::pause`] would, until each set resumes.
+pub(crate) fn pause_confined() {
+    let mut reg = registry();
+    for set in reg.confined.clone() {
+        if reg.paused.insert(set) {
+            Cancel(set).signal(&reg, false);
+        }
     }
 }
 
@@ -293,6 +367,109 @@ mod tests {
         }
         other.kill().unwrap();
         other.wait().unwrap();
+    }
+
+    /// The CPUs each process of the group `pgid` leads may run on (`Cpus_allowed_list`).
+    #[cfg(target_os = "linux")]
+    fn allowed_in_group(pgid: u32) -> Vec<String> {
+        let mut lists = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let stat = std::fs::read_to_string(format!("/proc/{name}/stat")).unwrap_or_default();
+            let fields: Vec<&str> = stat
+                .rsplit_once(')')
+                .map_or("", |p| p.1)
+                .split_whitespace()
+                .collect();
+            if fields.get(2) == Some(&pgid.to_string().as_str()) {
+                let status = std::fs::read_to_string(format!("/proc/{name}/status")).unwrap();
+                let line = status
+                    .lines()
+                    .find(|l| l.starts_with("Cpus_allowed_list"))
+                    .unwrap();
+                lists.push(line.split(':').nth(1).unwrap().trim().to_string());
+            }
+        }
+        lists
+    }
+
+    /// Confined, a set's groups (every process of each, the one started after too) leave
+    /// the reserved CPU to what is timed; resumed, they may use every CPU again; a timed
+    /// program that needs the other CPUs stops them after all.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_confined_set_keeps_off_the_reserved_cpu_until_resumed() {
+        let cpus = crate::sys::allowed_cpus();
+        let cancel = Cancel::default();
+        if cpus.len() < 2 {
+            assert!(!cancel.confine(), "one CPU: nothing to keep apart");
+            return;
+        }
+        let start = || {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    cancel.enter();
+                    let mut cmd = Command::new("sh");
+                    cmd.args(["-c", "sleep 30 & exec sleep 30"]);
+                    spawn_group(&mut cmd).unwrap()
+                })
+                .join()
+                .unwrap()
+            })
+        };
+        let mut before = start();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(cancel.confine());
+        let mut during = start();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let reserved = reserved_cpus().expect("a CPU is kept for timing");
+        assert_eq!(reserved, [*cpus.last().unwrap()]);
+        let others = cpus[..cpus.len() - 1]
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>();
+        for p in [&before, &during] {
+            let lists = allowed_in_group(p.id());
+            assert_eq!(lists.len(), 2, "both processes of the group: {lists:?}");
+            for list in lists {
+                let listed: Vec<String> = expand(&list);
+                assert_eq!(listed, others, "off the reserved CPU");
+            }
+        }
+        pause_confined();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while state(before.id()) != 'T' && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(state(before.id()), 'T', "stopped after all");
+        cancel.resume();
+        assert_eq!(reserved_cpus(), None);
+        for p in [&before, &during] {
+            for list in allowed_in_group(p.id()) {
+                assert_eq!(expand(&list).len(), cpus.len(), "every CPU again: {list}");
+            }
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while state(p.id()) == 'T' && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            assert_ne!(state(p.id()), 'T', "running again");
+        }
+        assert_eq!(cancel.kill(), 2);
+        for p in [&mut before, &mut during] {
+            wait(p).unwrap();
+        }
+    }
+
+    /// `0-2,5` → `["0", "1", "2", "5"]`.
+    #[cfg(target_os = "linux")]
+    fn expand(list: &str) -> Vec<String> {
+        list.split(',')
+            .flat_map(|r| match r.split_once('-') {
+                Some((a, b)) => (a.parse::<usize>().unwrap()..=b.parse().unwrap()).collect(),
+                None => vec![r.parse::<usize>().unwrap()],
+            })
+            .map(|c| c.to_string())
+            .collect()
     }
 
     #[test]

@@ -36,19 +36,70 @@ pub(super) fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-pub(super) fn pin_to_cpu(cmd: &mut std::process::Command, cpu: usize) {
+pub(super) fn pin_to_cpus(cmd: &mut std::process::Command, cpus: &[usize]) {
     use std::os::unix::process::CommandExt as _;
+    let set = cpu_set(cpus);
     // SAFETY: sched_setaffinity is async-signal-safe and touches nothing of the parent's;
     // the set is built before the fork. A failure (a CPU taken away since) leaves the
     // child on the parent's CPUs, which is what it would have had unpinned.
     unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
         cmd.pre_exec(move || {
             libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
             Ok(())
         });
     }
+}
+
+fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain old data (zeroed is the empty set); CPU_SET only writes
+    // within it (a CPU past CPU_SETSIZE is ignored: `allowed_cpus` gives none).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        set
+    }
+}
+
+/// Move every thread of every process in the group `pgid` leads onto `cpus` (their
+/// children inherit it). Twice over: a process forked by one not yet moved while `/proc`
+/// was read is found the second time. A process gone meanwhile is skipped.
+pub(super) fn move_group(pgid: u32, cpus: &[usize]) {
+    let set = cpu_set(cpus);
+    for _ in 0..2 {
+        for pid in group_members(pgid) {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for tid in tasks
+                .flatten()
+                .filter_map(|t| t.file_name().to_str()?.parse().ok())
+            {
+                // SAFETY: the set is valid for reads; a thread that is gone fails harmlessly.
+                unsafe {
+                    libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
+            }
+        }
+    }
+}
+
+/// The processes of the group `pgid`, from `/proc/<pid>/stat` (its fifth field, after the
+/// command name in parentheses, which may itself hold spaces and parentheses).
+fn group_members(pgid: u32) -> Vec<libc::pid_t> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            after.split_whitespace().nth(2) == Some(&pgid.to_string())
+        })
+        .collect()
 }
 
 pub(super) fn cpuinfo() -> Option<String> {

@@ -116,7 +116,7 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
 /// Run `cmd`'s process (and whatever it starts) on `cpu` alone: one of [`allowed_cpus`].
 pub(crate) fn pin_to_cpu(cmd: &mut std::process::Command, cpu: usize) {
     #[cfg(target_os = "linux")]
-    linux::pin_to_cpu(cmd, cpu);
+    linux::pin_to_cpus(cmd, &[cpu]);
     #[cfg(not(target_os = "linux"))]
     let _ = (cmd, cpu);
 }
