@@ -32,8 +32,8 @@ pub(crate) fn ahead(
 /// for it while the best stays `best`. The profile stage calls it once `max` is kept,
 /// before its search's point is built and measured: the optimized build (under fat LTO,
 /// one core for 17–22 s on pulldown-cmark 0.13.6) then runs beside the point's build and
-/// between the comparisons (each pauses it: `Ahead::quiet`), instead of after them with a
-/// core idle. When the best changes (the point or a CPU level is kept), nobody asks for it.
+/// its comparison (on the CPUs the timing leaves, or paused: `Ahead::quiet`), instead of
+/// after them with a core idle. When the best changes (the point or a CPU level is kept), nobody asks for it.
 /// A failure is left for the stage, which meets it again and reports it.
 pub(crate) fn speculate(ctx: &Context, then: &[StageName], best: &crate::cargo::BuildSettings) {
     if !then.contains(&StageName::Pgo) || ctx.plan.pgo_profile.is_some() {
@@ -55,8 +55,8 @@ pub(crate) fn speculate(ctx: &Context, then: &[StageName], best: &crate::cargo::
 /// holds them up (pulldown-cmark, BOLT's input relinked: 17.8 s), and one started after
 /// them holds up the next stage's (its allocator's build: 20.6 s), while fat LTO leaves a
 /// core idle for the build beside. When PGO is not kept, they are kept in the build cache
-/// unused. (Timings no longer wait for builds ahead, they pause them, but a build beside
-/// still takes a core the stage's own builds would use.)
+/// unused. (Timings no longer wait for builds ahead, they go on beside them, but a build
+/// beside still takes a core the stage's own builds would use.)
 ///
 /// Without LTO, BOLT's input is returned, for the caller to start once the stage's timings
 /// are done (`ctx.build_after_stage`, when the PGO build was built): its relink then
