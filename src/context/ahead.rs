@@ -240,12 +240,18 @@ impl Ahead {
 
     /// Keep every build started here off what is timed while the returned guard lives:
     /// on the CPUs the timed runs do not use until it drops, else stopped until it drops,
-    /// or, where they cannot be paused, waited for now (`None`).
+    /// or, where they cannot be paused, waited for now (`None`). With none running,
+    /// nothing is kept apart.
     pub(crate) fn quiet(&self) -> Option<Paused> {
         let urgent = self.urgent.lock().unwrap();
         let mut sets: Vec<_> = urgent.iter().map(|(_, c)| c.clone()).collect();
         drop(urgent);
         sets.push(self.cancel.clone());
+        // No build is running, and none starts while something is timed (only the
+        // pipeline starts builders): the timed runs keep every CPU, as `bench` alone does.
+        if !self.alive() {
+            return Some(Paused(Vec::new()));
+        }
         if sets.iter().all(|c| c.confine()) {
             return Some(Paused(sets));
         }
