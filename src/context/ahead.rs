@@ -241,8 +241,9 @@ impl Ahead {
     /// Keep every build started here off what is timed while the returned guard lives:
     /// on the CPUs the timed runs do not use until it drops, else stopped until it drops,
     /// or, where they cannot be paused, waited for now (`None`). With none running,
-    /// nothing is kept apart.
-    pub(crate) fn quiet(&self) -> Option<Paused> {
+    /// nothing is kept apart; without `beside`, they are stopped even where they could
+    /// go on.
+    pub(crate) fn quiet(&self, beside: bool) -> Option<Paused> {
         let urgent = self.urgent.lock().unwrap();
         let mut sets: Vec<_> = urgent.iter().map(|(_, c)| c.clone()).collect();
         drop(urgent);
@@ -252,7 +253,7 @@ impl Ahead {
         if !self.alive() {
             return Some(Paused(Vec::new()));
         }
-        if sets.iter().all(|c| c.confine()) {
+        if beside && sets.iter().all(|c| c.confine()) {
             return Some(Paused(sets));
         }
         if !sets.iter().all(|c| c.pause()) {

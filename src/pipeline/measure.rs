@@ -292,7 +292,7 @@ pub(crate) fn compare_over_workloads(
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
     let (opts, full_max) = (&capped.opts, capped.full_max);
     let eval = eval_workloads(ctx)?;
-    let _quiet = quiet_ahead(ctx);
+    let _quiet = quiet_ahead(ctx, opts.in_turns);
     let start = Instant::now();
     let recorded_then = ctx.recorded_secs();
     // Keyed under the comparison's full max-time (`full_max`: the spec's, weighted), not
@@ -392,9 +392,12 @@ fn verdict_keys(
 /// Nothing timed may share a CPU with a build started ahead: they are kept on other CPUs
 /// or stopped while the returned guard lives (`Ahead::quiet`), or waited for where they
 /// cannot be, the wait recorded as building time (so the run's `time:` line adds up).
-fn quiet_ahead(ctx: &Context) -> Option<crate::context::ahead::Paused> {
+/// The confirmation of what ships (`confirming`: its fixed design) stops them: every stage is done, so
+/// none is for this run any more, and nothing then loads the machine beside the figure
+/// the run reports.
+fn quiet_ahead(ctx: &Context, confirming: bool) -> Option<crate::context::ahead::Paused> {
     let waited = Instant::now();
-    let paused = ctx.ahead.quiet();
+    let paused = ctx.ahead.quiet(!confirming);
     let secs = waited.elapsed().as_secs_f64();
     if secs >= 0.05 {
         ctx.record(crate::report::AHEAD_WAIT_STEP, secs, None);

@@ -46,11 +46,12 @@ pub(super) fn raced(
     checks: &[Option<&TimedCheck>],
 ) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
     let eval = super::eval_workloads(ctx)?;
-    let _quiet = quiet_ahead(ctx);
-    let (start, recorded_then) = (Instant::now(), ctx.recorded_secs());
     let arms: Vec<Arm> = (cands.iter().zip(checks))
         .map(|(c, check)| Arm::new(ctx, rival, c, *check, capped(c), cache, &eval))
         .collect();
+    let confirming = arms.iter().any(|a| a.capped.opts.in_turns);
+    let _quiet = quiet_ahead(ctx, confirming);
+    let (start, recorded_then) = (Instant::now(), ctx.recorded_secs());
     let todo: Vec<Vec<bool>> = arms.iter().map(Arm::todo).collect();
     let raced = done_verb(Arm::widest(&arms));
     if todo.iter().flatten().any(|&t| t) {
