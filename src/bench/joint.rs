@@ -31,11 +31,11 @@ pub(crate) struct Pairing<'c> {
 /// Several comparisons (one per workload) run look by look: each to its first look, then
 /// always the one whose next look buys the geometric mean the most precision per second
 /// (time goes where the variance is), each with its own `max_time` and stopping rules. With
-/// `opts.only_faster` (a keep-or-drop decision on the geometric mean) the ones still
-/// running also stop together as soon as the geometric mean of every comparison's latest
-/// estimate (`done` ones, kept from earlier runs, included) is *faster*, or *faster* is
-/// out of its reach at the futility level: time goes to the workloads that still decide
-/// something, and none once the answer is known. Stopping together never calls anything
+/// `opts.only_faster` (a keep-or-drop decision on the geometric mean) no workload stops on
+/// its own verdict (`Drive::in_group`: its pairs still narrow the mean); they stop together
+/// as soon as the geometric mean of every comparison's latest estimate (`done` ones, kept
+/// from earlier runs, included) is *faster*, or *faster* is out of its reach at the
+/// futility level: none runs once the answer is known. Stopping together never calls anything
 /// faster that the geometric mean does not already call faster at its own (strictest)
 /// level, so it adds no wrong *faster* verdicts. `on_progress(i, p)` reports job `i`;
 /// an error names the job it came from.
@@ -150,7 +150,7 @@ pub(crate) fn drive_groups<'o, S: TimedRuns>(
         };
         for (i, src) in srcs.iter_mut().enumerate() {
             match Drive::warm_up(src, opts, &mut |p| on_progress(g, i, p)) {
-                Ok(d) => state.drives.push(d),
+                Ok(d) => state.drives.push(d.in_group()),
                 Err(e) => {
                     fail(&mut state, g, (i, e), on_stop);
                     break;
@@ -280,8 +280,8 @@ fn together(
     }
     let log = stats::geomean_log(&logs);
     // What the mean's standard error would be with every running comparison run to its
-    // budget. One that has stopped on its own (decided, or *faster* out of its own reach)
-    // gets no more pairs: its standard error stays what it is. (Counting its budget too
+    // budget. One that has stopped (its cap or max-time; in a group no workload stops on
+    // its own verdict any more) gets no more pairs: its standard error stays what it is. (Counting its budget too
     // made a near tie whose noisy workloads had stopped look still winnable, and it ran
     // on to max-time: the demo's `bolt vs pgo` took 28 s for 1.000 [0.982, 1.019].)
     let mut at_budget: Vec<stats::LogEstimate> = done.iter().map(|c| c.log).collect();
