@@ -35,8 +35,8 @@ pub(crate) struct Pairing<'c> {
 /// its own verdict (`Drive::in_group`: its pairs still narrow the mean); they stop together
 /// as soon as the geometric mean of every comparison's latest estimate (`done` ones, kept
 /// from earlier runs, included) is *faster*, or *faster* is out of its reach at the
-/// futility level: none runs once the answer is known. Stopping together never calls anything
-/// faster that the geometric mean does not already call faster at its own (strictest)
+/// futility level: none runs once the answer is known. Stopping together never calls
+/// anything faster that the geometric mean does not already call faster at its own (strictest)
 /// level, so it adds no wrong *faster* verdicts. `on_progress(i, p)` reports job `i`;
 /// an error names the job it came from.
 pub(crate) fn compare_jointly(
@@ -281,8 +281,8 @@ fn together(
     let log = stats::geomean_log(&logs);
     // What the mean's standard error would be with every running comparison run to its
     // budget. One that has stopped (its cap or max-time; in a group no workload stops on
-    // its own verdict any more) gets no more pairs: its standard error stays what it is. (Counting its budget too
-    // made a near tie whose noisy workloads had stopped look still winnable, and it ran
+    // its own verdict any more) gets no more pairs: its standard error stays what it is.
+    // (Counting its budget too made a near tie whose noisy workloads had stopped look still winnable, and it ran
     // on to max-time: the demo's `bolt vs pgo` took 28 s for 1.000 [0.982, 1.019].)
     let mut at_budget: Vec<stats::LogEstimate> = done.iter().map(|c| c.log).collect();
     at_budget.extend(drives.iter().zip(stops).filter_map(|(d, s)| match s {

@@ -76,11 +76,10 @@ impl Pinning {
     /// may not go there stops those builds instead ([`Pinning::observe`] too).
     pub(super) fn here(pinnable: bool) -> Self {
         match (pinnable, crate::sys::interrupt::reserved_cpus()) {
+            // One CPU, but pinned to it all the same (`new` pins only over two or more).
             (true, Some(cpus)) => Pinning {
-                cpus,
                 state: State::Deciding { seen: 0 },
-                by_round: false,
-                count: 0,
+                ..Self::new(cpus)
             },
             (false, Some(_)) => {
                 crate::sys::interrupt::pause_confined();

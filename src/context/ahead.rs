@@ -244,15 +244,15 @@ impl Ahead {
     /// nothing is kept apart; without `beside`, they are stopped even where they could
     /// go on.
     pub(crate) fn quiet(&self, beside: bool) -> Option<Paused> {
-        let urgent = self.urgent.lock().unwrap();
-        let mut sets: Vec<_> = urgent.iter().map(|(_, c)| c.clone()).collect();
-        drop(urgent);
-        sets.push(self.cancel.clone());
         // No build is running, and none starts while something is timed (only the
         // pipeline starts builders): the timed runs keep every CPU, as `bench` alone does.
         if !self.alive() {
             return Some(Paused(Vec::new()));
         }
+        let urgent = self.urgent.lock().unwrap();
+        let mut sets: Vec<_> = urgent.iter().map(|(_, c)| c.clone()).collect();
+        drop(urgent);
+        sets.push(self.cancel.clone());
         if beside && sets.iter().all(|c| c.confine()) {
             return Some(Paused(sets));
         }

@@ -392,9 +392,9 @@ fn verdict_keys(
 /// Nothing timed may share a CPU with a build started ahead: they are kept on other CPUs
 /// or stopped while the returned guard lives (`Ahead::quiet`), or waited for where they
 /// cannot be, the wait recorded as building time (so the run's `time:` line adds up).
-/// The confirmation of what ships (`confirming`: its fixed design) stops them: every stage is done, so
-/// none is for this run any more, and nothing then loads the machine beside the figure
-/// the run reports.
+/// The confirmation of what ships (`confirming`: its fixed design) stops them: every stage
+/// is done, so none is for this run any more, and nothing then loads the machine beside
+/// the figure the run reports.
 fn quiet_ahead(ctx: &Context, confirming: bool) -> Option<crate::context::ahead::Paused> {
     let waited = Instant::now();
     let paused = ctx.ahead.quiet(!confirming);

@@ -325,41 +325,45 @@ mod tests {
         after.chars().next().unwrap()
     }
 
+    /// Whether process `pid` is stopped, once a signal sent to it has had up to 5 s to
+    /// land (`stopped`: the state awaited).
+    #[cfg(target_os = "linux")]
+    fn settles_stopped(pid: u32, stopped: bool) -> bool {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while (state(pid) == 'T') != stopped && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        state(pid) == 'T'
+    }
+
+    /// `sh -c script` started as a group of `cancel`'s set.
+    #[cfg(target_os = "linux")]
+    fn start_in(cancel: &Cancel, script: &str) -> Child {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                cancel.enter();
+                spawn_group(Command::new("sh").args(["-c", script])).unwrap()
+            })
+            .join()
+            .unwrap()
+        })
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_paused_set_stops_its_groups_and_those_it_starts_until_resumed() {
         let cancel = Cancel::default();
-        let start = || {
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    cancel.enter();
-                    let mut cmd = Command::new("sleep");
-                    cmd.arg("30");
-                    spawn_group(&mut cmd).unwrap()
-                })
-                .join()
-                .unwrap()
-            })
-        };
-        let mut before = start();
+        let mut before = start_in(&cancel, "exec sleep 30");
         let mut other = Command::new("sleep").arg("30").spawn().unwrap();
         assert!(cancel.pause());
-        let mut during = start();
+        let mut during = start_in(&cancel, "exec sleep 30");
         for p in [&before, &during] {
-            let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-            while state(p.id()) != 'T' && std::time::Instant::now() < until {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            assert_eq!(state(p.id()), 'T', "paused");
+            assert!(settles_stopped(p.id(), true), "paused");
         }
         assert_ne!(state(other.id()), 'T', "not of the set");
         cancel.resume();
         for p in [&before, &during] {
-            let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-            while state(p.id()) == 'T' && std::time::Instant::now() < until {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            assert_ne!(state(p.id()), 'T', "running again");
+            assert!(!settles_stopped(p.id(), false), "running again");
         }
         assert_eq!(cancel.kill(), 2);
         for p in [&mut before, &mut during] {
@@ -372,25 +376,15 @@ mod tests {
     /// The CPUs each process of the group `pgid` leads may run on (`Cpus_allowed_list`).
     #[cfg(target_os = "linux")]
     fn allowed_in_group(pgid: u32) -> Vec<String> {
-        let mut lists = Vec::new();
-        for e in std::fs::read_dir("/proc").unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            let stat = std::fs::read_to_string(format!("/proc/{name}/stat")).unwrap_or_default();
-            let fields: Vec<&str> = stat
-                .rsplit_once(')')
-                .map_or("", |p| p.1)
-                .split_whitespace()
-                .collect();
-            if fields.get(2) == Some(&pgid.to_string().as_str()) {
-                let status = std::fs::read_to_string(format!("/proc/{name}/status")).unwrap();
+        (super::super::linux::group_members(pgid).into_iter())
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+            .filter_map(|status| {
                 let line = status
                     .lines()
-                    .find(|l| l.starts_with("Cpus_allowed_list"))
-                    .unwrap();
-                lists.push(line.split(':').nth(1).unwrap().trim().to_string());
-            }
-        }
-        lists
+                    .find(|l| l.starts_with("Cpus_allowed_list"))?;
+                Some(line.split(':').nth(1)?.trim().to_string())
+            })
+            .collect()
     }
 
     /// Confined, a set's groups (every process of each, the one started after too) leave
@@ -405,22 +399,11 @@ mod tests {
             assert!(!cancel.confine(), "one CPU: nothing to keep apart");
             return;
         }
-        let start = || {
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    cancel.enter();
-                    let mut cmd = Command::new("sh");
-                    cmd.args(["-c", "sleep 30 & exec sleep 30"]);
-                    spawn_group(&mut cmd).unwrap()
-                })
-                .join()
-                .unwrap()
-            })
-        };
-        let mut before = start();
+        let script = "sleep 30 & exec sleep 30";
+        let mut before = start_in(&cancel, script);
         std::thread::sleep(std::time::Duration::from_millis(200));
         assert!(cancel.confine());
-        let mut during = start();
+        let mut during = start_in(&cancel, script);
         std::thread::sleep(std::time::Duration::from_millis(200));
         let reserved = reserved_cpus().expect("a CPU is kept for timing");
         assert_eq!(reserved, [*cpus.last().unwrap()]);
@@ -437,22 +420,14 @@ mod tests {
             }
         }
         pause_confined();
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while state(before.id()) != 'T' && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        assert_eq!(state(before.id()), 'T', "stopped after all");
+        assert!(settles_stopped(before.id(), true), "stopped after all");
         cancel.resume();
         assert_eq!(reserved_cpus(), None);
         for p in [&before, &during] {
             for list in allowed_in_group(p.id()) {
                 assert_eq!(expand(&list).len(), cpus.len(), "every CPU again: {list}");
             }
-            let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-            while state(p.id()) == 'T' && std::time::Instant::now() < until {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            assert_ne!(state(p.id()), 'T', "running again");
+            assert!(!settles_stopped(p.id(), false), "running again");
         }
         assert_eq!(cancel.kill(), 2);
         for p in [&mut before, &mut during] {

@@ -87,7 +87,7 @@ pub(super) fn move_group(pgid: u32, cpus: &[usize]) {
 
 /// The processes of the group `pgid`, from `/proc/<pid>/stat` (its fifth field, after the
 /// command name in parentheses, which may itself hold spaces and parentheses).
-fn group_members(pgid: u32) -> Vec<libc::pid_t> {
+pub(super) fn group_members(pgid: u32) -> Vec<libc::pid_t> {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

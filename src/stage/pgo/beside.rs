@@ -33,7 +33,8 @@ pub(crate) fn ahead(
 /// before its search's point is built and measured: the optimized build (under fat LTO,
 /// one core for 17–22 s on pulldown-cmark 0.13.6) then runs beside the point's build and
 /// its comparison (on the CPUs the timing leaves, or paused: `Ahead::quiet`), instead of
-/// after them with a core idle. When the best changes (the point or a CPU level is kept), nobody asks for it.
+/// after them with a core idle. When the best changes (the point or a CPU level is kept),
+/// nobody asks for it.
 /// A failure is left for the stage, which meets it again and reports it.
 pub(crate) fn speculate(ctx: &Context, then: &[StageName], best: &crate::cargo::BuildSettings) {
     if !then.contains(&StageName::Pgo) || ctx.plan.pgo_profile.is_some() {
