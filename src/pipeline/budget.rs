@@ -370,9 +370,7 @@ impl Budget {
             let (work, looks) = self.stage_cost(c, s);
             work + looks
         };
-        let first: Vec<StageName> = (to_come.iter().copied())
-            .filter(|s| priority(*s) > priority(stage))
-            .collect();
+        let first = ahead_of(stage, to_come);
         // The final comparison's first look is kept once a stage was kept, and also when
         // stages of higher priority are to come: if this one is kept, they are climbed on
         // top of it and what ships is compared with the baseline at the end; reserving only
@@ -466,9 +464,10 @@ impl Budget {
     }
 }
 
-/// The stages of `to_come` whose work a comparison of `stage` leaves time for: those of no
-/// lower [`priority`]. A stage of lower priority gets what is left after this one's
-/// comparisons, as [`Budget::affords`] rules for its builds. Why: reserving every stage's
+/// The stages of `to_come` that get time before `stage`: those of higher [`priority`]. Both
+/// what `stage` must leave them to be tried at all ([`Budget::affords`]) and what its
+/// comparisons leave them ([`Budget::grant`]'s shares); the others get what is left after
+/// it. Why the shares too: reserving every stage's
 /// projected work (each candidate at the baseline's build time) gave ripgrep 14.1.1's `max`
 /// a share of 2.78 s a workload — its 77 s builds projected the ladder at most of the
 /// 15-minute budget — so its ~3 % gain was left budget-limited after 6 pairs and dropped,
@@ -476,7 +475,7 @@ impl Budget {
 /// builds, reserved at 78 s each, cost 30 s and nothing).
 fn ahead_of(stage: StageName, to_come: &[StageName]) -> Vec<StageName> {
     (to_come.iter().copied())
-        .filter(|s| priority(*s) >= priority(stage))
+        .filter(|s| priority(*s) > priority(stage))
         .collect()
 }
 
