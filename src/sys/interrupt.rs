@@ -401,10 +401,16 @@ mod tests {
         }
         let script = "sleep 30 & exec sleep 30";
         let mut before = start_in(&cancel, script);
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(
+            settles_with_two(before.id()),
+            "the shell's background child started"
+        );
         assert!(cancel.confine());
         let mut during = start_in(&cancel, script);
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(
+            settles_with_two(during.id()),
+            "the shell's background child started"
+        );
         let reserved = reserved_cpus().expect("a CPU is kept for timing");
         assert_eq!(reserved, [*cpus.last().unwrap()]);
         let others = cpus[..cpus.len() - 1]
@@ -433,6 +439,17 @@ mod tests {
         for p in [&mut before, &mut during] {
             wait(p).unwrap();
         }
+    }
+
+    /// Whether the group `pgid` leads has two processes, once it has had up to 5 s to fork.
+    #[cfg(target_os = "linux")]
+    fn settles_with_two(pgid: u32) -> bool {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let two = || super::super::linux::group_members(pgid).len() >= 2;
+        while !two() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        two()
     }
 
     /// `0-2,5` → `["0", "1", "2", "5"]`.
