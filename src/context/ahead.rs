@@ -69,9 +69,21 @@ struct AheadState {
     finished: BTreeMap<String, Finished>,
     /// Builders running: one leaves (and says so here) when it finds the queue empty.
     active: usize,
-    /// Settings hashes of urgent builds cancelled ([`Ahead::cancel_urgent`]): their result
-    /// is nobody's (a later ask builds them anew).
+    /// Settings hashes of builds cancelled ([`Ahead::cancel_urgent`], [`Ahead::abandon`]):
+    /// their result is nobody's (a later ask builds them anew).
     cancelled: BTreeSet<String>,
+    /// Each builder running, by its number: its own set of process groups (so that one
+    /// build can be killed alone: [`Ahead::abandon`]) and the build it runs now.
+    builders: BTreeMap<u64, Builder>,
+    /// The next builder's number.
+    next_builder: u64,
+}
+
+/// One builder thread of [`Ahead::start`].
+struct Builder {
+    cancel: crate::sys::interrupt::Cancel,
+    /// The build it runs now: its settings hash and [`AheadBuild::basis`].
+    running: Option<(String, Option<String>)>,
 }
 
 /// The queue of builds started ahead, and the threads that run them.
@@ -79,8 +91,6 @@ struct AheadState {
 pub(crate) struct Ahead {
     shared: Arc<(Mutex<AheadState>, Condvar)>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-    /// The builders' cargo process groups, killed together on drop.
-    cancel: crate::sys::interrupt::Cancel,
     /// Builds asked for after the current stage's timings (`Context::build_after_stage`),
     /// as `(label, settings)`, not queued yet.
     deferred: Mutex<Vec<(String, BuildSettings)>>,
@@ -98,7 +108,9 @@ impl Drop for Ahead {
         // builder has returned (each returns once its cargo is gone), for 10 s at most.
         let until = std::time::Instant::now() + Duration::from_secs(10);
         while self.alive() && std::time::Instant::now() < until {
-            self.cancel.kill();
+            self.builder_sets().iter().for_each(|c| {
+                c.kill();
+            });
             self.cancel_urgent();
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -106,10 +118,17 @@ impl Drop for Ahead {
     }
 }
 
+/// Builds wanted ahead: each one's label and settings.
+pub(crate) type Wanted = Vec<(String, BuildSettings)>;
+
 /// One build to start ahead: its settings and the target dir it builds into.
 pub(crate) struct AheadBuild {
     pub settings: BuildSettings,
     pub target_dir: PathBuf,
+    /// The settings hash of the candidate this build is for when the ladder keeps it, and
+    /// the ladder has not decided yet (the cpu stage's `native` on its level): when it does
+    /// not keep it, the build is stopped ([`Ahead::abandon`]).
+    pub basis: Option<String>,
 }
 
 impl Ahead {
@@ -138,11 +157,22 @@ impl Ahead {
         for _ in 0..spawn {
             let (project, toolchain) = (project.clone(), toolchain.to_string());
             let (shared, dir) = (Arc::clone(&self.shared), optimize_dir.clone());
-            let cancel = self.cancel.clone();
+            let cancel = crate::sys::interrupt::Cancel::default();
+            let id = {
+                let mut s = self.shared.0.lock().unwrap();
+                s.next_builder += 1;
+                let (id, running) = (s.next_builder, None);
+                let builder = Builder {
+                    cancel: cancel.clone(),
+                    running,
+                };
+                s.builders.insert(id, builder);
+                id
+            };
             workers.push(std::thread::spawn(move || {
                 crate::cargo::build_in_background(NICE);
                 cancel.enter();
-                build_queued(&shared, &project, &dir, &toolchain)
+                build_queued(&shared, id, &project, &dir, &toolchain)
             }));
         }
     }
@@ -179,7 +209,8 @@ impl Ahead {
                 optimize_dir: &optimize_dir,
                 toolchain: &toolchain,
             };
-            build_one(&shared, &cache, &project, job);
+            let done = cache.build(&project, &job.settings, &job.target_dir, &mut |_| {});
+            hand_over(&shared, None, job.settings.hash(), done);
         }));
     }
 
@@ -201,6 +232,46 @@ impl Ahead {
             }
         }
         running
+    }
+
+    /// Stop every build started here for the candidate of settings hash `basis`
+    /// ([`AheadBuild::basis`]), which the ladder did not keep: nobody will ask for them,
+    /// and they would take the cores the builds the ladder waits for need (pulldown-cmark
+    /// 0.13.6, `x86-64-v4` dropped: `native` and PGO's instrumented build on it went on
+    /// for 20 and 28 s more, and the pgo stage's own build took 29 s instead of 20).
+    /// Queued ones leave the queue; running ones are killed, a failed build nobody takes,
+    /// not kept. Returns how many were stopped.
+    pub(crate) fn abandon(&self, basis: &str) -> usize {
+        let on = |b: &Option<String>| b.as_deref() == Some(basis);
+        let mut s = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        let queued: Vec<AheadBuild> = std::mem::take(&mut s.queue).into_iter().collect();
+        let (gone, kept): (Vec<_>, Vec<_>) = queued.into_iter().partition(|j| on(&j.basis));
+        s.queue = kept.into();
+        for job in &gone {
+            s.pending.remove(&job.settings.hash());
+        }
+        let running: Vec<(String, crate::sys::interrupt::Cancel)> = (s.builders.values())
+            .filter_map(|b| match &b.running {
+                Some((hash, b_on)) if on(b_on) => Some((hash.clone(), b.cancel.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut killed = 0;
+        for (hash, cancel) in running {
+            // Not pending: it is finished (handed over), and nothing is left to stop.
+            if s.pending.remove(&hash) {
+                s.cancelled.insert(hash);
+                cancel.kill();
+                killed += 1;
+            }
+        }
+        gone.len() + killed
+    }
+
+    /// Every builder's set of process groups.
+    fn builder_sets(&self) -> Vec<crate::sys::interrupt::Cancel> {
+        let s = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        s.builders.values().map(|b| b.cancel.clone()).collect()
     }
 
     /// Hold `wanted` until [`Ahead::take_deferred`].
@@ -252,7 +323,7 @@ impl Ahead {
         let urgent = self.urgent.lock().unwrap();
         let mut sets: Vec<_> = urgent.iter().map(|(_, c)| c.clone()).collect();
         drop(urgent);
-        sets.push(self.cancel.clone());
+        sets.extend(self.builder_sets());
         if beside && sets.iter().all(|c| c.confine()) {
             return Some(Paused(sets));
         }
@@ -285,19 +356,35 @@ impl super::Context<'_> {
     /// Start building each of `wanted` (label, settings) on threads of their own (see this module), leaving out
     /// those the build cache already holds or already started; [`Context::build`] then
     /// takes the result.
-    pub(crate) fn build_ahead(&self, wanted: Vec<(String, BuildSettings)>) {
-        let (labels, jobs): (Vec<String>, Vec<AheadBuild>) = wanted
+    pub(crate) fn build_ahead(&self, wanted: Wanted) {
+        self.build_ahead_groups(vec![(None, wanted)]);
+    }
+
+    /// [`Context::build_ahead`] for builds wanted only when the ladder keeps the candidate
+    /// of `basis` (not decided yet): when it does not, they are stopped
+    /// ([`Context::abandon_ahead`]).
+    pub(crate) fn build_ahead_on(&self, basis: &BuildSettings, wanted: Wanted) {
+        self.build_ahead_groups(vec![(Some(basis.clone()), wanted)]);
+    }
+
+    /// [`Context::build_ahead`] and [`Context::build_ahead_on`] at once, in order: each
+    /// group's builds with the candidate they build on when that is undecided.
+    pub(crate) fn build_ahead_groups(&self, groups: Vec<(Option<BuildSettings>, Wanted)>) {
+        let (labels, jobs): (Vec<String>, Vec<AheadBuild>) = groups
             .into_iter()
-            .filter(|(_, s)| !self.has_build(s))
-            .map(|(label, settings)| {
+            .flat_map(|(basis, wanted)| {
+                let basis = basis.map(|b| b.hash());
+                wanted.into_iter().map(move |w| (basis.clone(), w))
+            })
+            .filter(|(_, (_, s))| !self.has_build(s))
+            .map(|(basis, (label, settings))| {
                 let target_dir = self.build_dir(&settings);
-                (
-                    label,
-                    AheadBuild {
-                        target_dir,
-                        settings,
-                    },
-                )
+                let job = AheadBuild {
+                    target_dir,
+                    settings,
+                    basis,
+                };
+                (label, job)
             })
             .unzip();
         if !jobs.is_empty() {
@@ -315,6 +402,18 @@ impl super::Context<'_> {
         );
     }
 
+    /// Stop the builds started ahead on `cand` ([`Context::build_ahead_on`]): the ladder
+    /// did not keep it. Says so when some were.
+    pub(crate) fn abandon_ahead(&self, cand: &super::Candidate) {
+        let stopped = self.ahead.abandon(&cand.settings.hash());
+        if stopped > 0 {
+            self.ui().info(&format!(
+                "stopped {stopped} build(s) started ahead on {}: it was not kept",
+                cand.label()
+            ));
+        }
+    }
+
     /// [`Context::build_ahead`] for the one build the ladder's longest chain waits for:
     /// started at once, above the other builds ahead (`Ahead::start_urgent`).
     pub(crate) fn build_ahead_urgent(&self, label: &str, settings: BuildSettings) {
@@ -326,6 +425,7 @@ impl super::Context<'_> {
         let job = AheadBuild {
             target_dir: self.build_dir(&settings),
             settings,
+            basis: None,
         };
         let toolchain = self.plan.rustc.version.clone();
         let dir = self.plan.optimize_dir.clone();
@@ -362,9 +462,10 @@ impl Drop for Paused {
     }
 }
 
-/// One builder: take the next queued job until none is left, handing each result over.
+/// Builder `id`: take the next queued job until none is left, handing each result over.
 fn build_queued(
     shared: &(Mutex<AheadState>, Condvar),
+    id: u64,
     project: &Project,
     optimize_dir: &std::path::Path,
     toolchain: &str,
@@ -378,34 +479,42 @@ fn build_queued(
         let job = {
             let mut s = lock.lock().unwrap();
             let job = s.queue.pop_front();
-            if job.is_none() {
-                s.active -= 1;
+            match &job {
+                Some(j) => {
+                    let running = Some((j.settings.hash(), j.basis.clone()));
+                    if let Some(b) = s.builders.get_mut(&id) {
+                        b.running = running;
+                    }
+                }
+                None => {
+                    s.active -= 1;
+                    s.builders.remove(&id);
+                }
             }
             job
         };
         let Some(job) = job else {
             return;
         };
-        build_one(shared, &cache, project, job);
+        let done = cache.build(project, &job.settings, &job.target_dir, &mut |_| {});
+        hand_over(shared, Some(id), job.settings.hash(), done);
     }
 }
 
-/// Build `job` and hand its result over to [`Ahead::take`].
-fn build_one(
-    shared: &(Mutex<AheadState>, Condvar),
-    cache: &BuildCache,
-    project: &Project,
-    job: AheadBuild,
+/// The build of `hash` is `done` (by builder `builder`, else an urgent one): for
+/// [`Ahead::take`], unless it was cancelled (then [`Ahead::cancel_urgent`] or
+/// [`Ahead::abandon`] took it out of `pending` already: the same settings asked for again
+/// since are another build's).
+fn hand_over(
+    (lock, ready): &(Mutex<AheadState>, Condvar),
+    builder: Option<u64>,
+    hash: String,
+    done: Finished,
 ) {
-    let done = cache.build(project, &job.settings, &job.target_dir, &mut |_| {});
-    hand_over(shared, job.settings.hash(), done);
-}
-
-/// The build of `hash` is `done`: for [`Ahead::take`], unless it was cancelled (then
-/// [`Ahead::cancel_urgent`] took it out of `pending` already: the same settings asked for
-/// again since are another build's).
-fn hand_over((lock, ready): &(Mutex<AheadState>, Condvar), hash: String, done: Finished) {
     let mut s = lock.lock().unwrap();
+    if let Some(b) = builder.and_then(|id| s.builders.get_mut(&id)) {
+        b.running = None;
+    }
     if !s.cancelled.remove(&hash) {
         s.pending.remove(&hash);
         s.finished.insert(hash, done);
@@ -427,16 +536,7 @@ mod tests {
         let ahead = Ahead::default();
         let hash = settings().hash();
         let cancel = crate::sys::interrupt::Cancel::default();
-        let mut sleeper = std::thread::scope(|s| {
-            s.spawn(|| {
-                cancel.enter();
-                let mut cmd = std::process::Command::new("sleep");
-                cmd.arg("30");
-                crate::sys::interrupt::spawn_group(&mut cmd).unwrap()
-            })
-            .join()
-            .unwrap()
-        });
+        let mut sleeper = sleeper(&cancel);
         ahead.shared.0.lock().unwrap().pending.insert(hash.clone());
         ahead.urgent.lock().unwrap().push((hash.clone(), cancel));
         assert_eq!(ahead.cancel_urgent(), 1);
@@ -445,9 +545,78 @@ mod tests {
         crate::sys::interrupt::release(sleeper.id());
         assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
         let failed = Err(CargoError::Alloc("killed".into()));
-        hand_over(&ahead.shared, hash.clone(), failed);
+        hand_over(&ahead.shared, None, hash.clone(), failed);
         assert!(ahead.take(&settings()).is_none(), "nobody's result");
         assert!(ahead.shared.0.lock().unwrap().cancelled.is_empty());
+    }
+
+    /// A job on `basis` (none: wanted whatever the ladder keeps), of `settings`.
+    #[cfg(unix)]
+    fn job(settings: BuildSettings, basis: Option<&str>) -> AheadBuild {
+        AheadBuild {
+            target_dir: PathBuf::from("unused"),
+            settings,
+            basis: basis.map(str::to_string),
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_builds_on_a_candidate_not_kept_are_stopped_queued_or_running() {
+        let ahead = Ahead::default();
+        let on = |flag: &str| settings().with_rustflags(vec![flag.to_string()]);
+        let (running, queued, other, free) = (on("-Ca"), on("-Cb"), on("-Cc"), on("-Cd"));
+        let cancel = crate::sys::interrupt::Cancel::default();
+        let mut sleeper = sleeper(&cancel);
+        {
+            let mut s = ahead.shared.0.lock().unwrap();
+            for (x, basis) in [(&queued, Some("v4")), (&other, Some("max")), (&free, None)] {
+                s.pending.insert(x.hash());
+                s.queue.push_back(job(x.clone(), basis));
+            }
+            s.pending.insert(running.hash());
+            let running = Some((running.hash(), Some("v4".to_string())));
+            s.builders.insert(1, Builder { cancel, running });
+        }
+        assert_eq!(ahead.abandon("v4"), 2, "the queued one and the running one");
+        assert!(!ahead.has(&running) && !ahead.has(&queued));
+        assert!(
+            ahead.has(&other) && ahead.has(&free),
+            "the others stay queued"
+        );
+        let left: Vec<_> = ahead
+            .shared
+            .0
+            .lock()
+            .unwrap()
+            .queue
+            .iter()
+            .map(|j| j.settings.hash())
+            .collect();
+        assert_eq!(left, [other.hash(), free.hash()], "in their order");
+        let status = sleeper.wait().unwrap();
+        crate::sys::interrupt::release(sleeper.id());
+        assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
+        let failed = Err(CargoError::Alloc("killed".into()));
+        hand_over(&ahead.shared, Some(1), running.hash(), failed);
+        assert!(ahead.take(&running).is_none(), "nobody's result");
+        assert_eq!(ahead.shared.0.lock().unwrap().builders[&1].running, None);
+        assert_eq!(ahead.abandon("v4"), 0, "nothing left on it");
+    }
+
+    /// `sleep 30` in a process group of `set`'s.
+    #[cfg(unix)]
+    fn sleeper(set: &crate::sys::interrupt::Cancel) -> std::process::Child {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                set.enter();
+                let mut cmd = std::process::Command::new("sleep");
+                cmd.arg("30");
+                crate::sys::interrupt::spawn_group(&mut cmd).unwrap()
+            })
+            .join()
+            .unwrap()
+        })
     }
 
     #[test]

@@ -414,6 +414,7 @@ impl<'a> Ladder<'a> {
         let mut r = candidate_row(cand, Status::Rejected, &m.to_string());
         r.verified = Some(false);
         self.rows.push(r);
+        self.ctx.abandon_ahead(cand);
     }
 
     /// The one keep-or-drop rule: kept when measurably faster than its rival
@@ -477,6 +478,7 @@ impl<'a> Ladder<'a> {
         r.notes.extend(trade.flatten());
         self.rows.push(r);
         if !keep {
+            self.ctx.abandon_ahead(&cand);
             return;
         }
         let holder = Holder {
@@ -550,10 +552,13 @@ impl<'a> Ladder<'a> {
         }
     }
 
+    /// A built candidate's row, not kept (dropped or failed): the builds started ahead on
+    /// it are stopped.
     fn push_verified(&mut self, cand: &Candidate, status: Status, reason: &str) {
         let mut r = candidate_row(cand, status, reason);
         r.verified = Some(true);
         self.rows.push(r);
+        self.ctx.abandon_ahead(cand);
     }
 
     /// `--explain`: each profile setting alone against the baseline, into the profile

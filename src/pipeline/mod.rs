@@ -139,7 +139,7 @@ fn show(plan: &Plan, run: &RunDir, report: &Report, not_tried: &[String]) -> any
 /// ladder will not try.
 fn build_ahead(plan: &Plan, ctx: &Context, budget: &Budget) {
     let affordable = budget.then(crate::spec::StageName::Baseline, &plan.spec.stages.try_);
-    ctx.build_ahead(stage::ahead(ctx, &affordable, &plan.baseline));
+    ctx.build_ahead_groups(stage::ahead(ctx, &affordable, &plan.baseline));
 }
 
 /// The share of the builds the ladder will likely ask for (the baseline and
@@ -148,7 +148,8 @@ fn build_ahead(plan: &Plan, ctx: &Context, budget: &Budget) {
 /// climbed for builds it will not make (ripgrep's re-run was refused the profile stage and
 /// rebuilt four binaries for lack of a budget its builds did not need).
 fn cached_share(plan: &Plan, ctx: &Context) -> f64 {
-    let mut likely = stage::ahead(ctx, &plan.spec.stages.try_, &plan.baseline);
+    let ahead = stage::ahead(ctx, &plan.spec.stages.try_, &plan.baseline);
+    let mut likely: Vec<_> = ahead.into_iter().flat_map(|(_, w)| w).collect();
     likely.push((String::new(), plan.baseline.clone()));
     let held = likely.iter().filter(|(_, s)| ctx.has_build(s)).count();
     held as f64 / likely.len() as f64

@@ -98,7 +98,8 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
 /// level's build or, when that was built ahead, beside its comparison (on the CPUs the
 /// timing leaves: `context::ahead`): the demo's level and `native` took 1.7 + 1.9 s one
 /// after the other, 2.9 s side by side, and the instrumented build 1.9 s more after them.
-/// Builds nobody then asks for are kept in the build cache.
+/// When the level is dropped both are stopped (`Context::build_ahead_on`): nobody will ask
+/// for them.
 fn beside_level(
     ctx: &Context,
     standing: &Standing,
@@ -109,7 +110,7 @@ fn beside_level(
     let native = settings_for(&standing.best.settings, "native");
     let mut wanted = vec![(crate::context::label("cpu", Some("native")), native)];
     wanted.extend(instrumented.iter().cloned());
-    ctx.build_ahead(wanted);
+    ctx.build_ahead_on(&level_settings, wanted);
     instrumented
 }
 

@@ -149,14 +149,16 @@ pub(crate) fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing)
 /// default run's search points are started once `max` is kept), then the cpu stage's
 /// built on top of the preset (a profile preset is kept more often than not), with the pgo
 /// stage's instrumented build on the preset between them (the chain of serial fat-LTO
-/// builds PGO is starts a build earlier: pulldown-cmark 0.13.6, ~11 s; wasted when the
-/// preset is dropped). The PGO build itself is not guessed: it needs a training run on the
-/// preset once it is kept (`pgo::speculate`).
+/// builds PGO is starts a build earlier: pulldown-cmark 0.13.6, ~11 s). The PGO build
+/// itself is not guessed: it needs a training run on the preset once it is kept
+/// (`pgo::speculate`). In groups, each with the candidate it builds on when that is not
+/// decided yet (the preset): when the ladder drops it, its group is stopped
+/// ([`Context::build_ahead_groups`]).
 pub(crate) fn ahead(
     ctx: &Context,
     stages: &[StageName],
     baseline: &cargo::BuildSettings,
-) -> Vec<(String, cargo::BuildSettings)> {
+) -> Vec<(Option<cargo::BuildSettings>, crate::context::ahead::Wanted)> {
     let mut best = baseline.clone();
     let mut out = Vec::new();
     for &name in stages {
@@ -166,16 +168,17 @@ pub(crate) fn ahead(
                 let settings = profile::ahead(ctx, &best);
                 let preset = settings.first().filter(|(l, _)| l == "profile");
                 let preset = preset.map(|(_, s)| s.clone());
-                out.extend(settings);
+                out.push((None, settings));
                 if let Some(s) = preset {
                     // The pgo stage's instrumented build on the preset: once the preset
                     // is kept, it is trained and PGO's build starts (`pgo::speculate`).
-                    out.extend(pgo::ahead(ctx, stages, &s));
+                    out.push((Some(s.clone()), pgo::ahead(ctx, stages, &s)));
                     best = s;
                 }
             }
             StageName::Cpu => {
-                out.extend(cpu::ahead(ctx, &best));
+                let on = (best != *baseline).then(|| best.clone());
+                out.push((on, cpu::ahead(ctx, &best)));
                 break;
             }
             _ => break,

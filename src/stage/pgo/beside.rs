@@ -55,8 +55,8 @@ pub(crate) fn speculate(ctx: &Context, then: &[StageName], best: &crate::cargo::
 /// timings wait for every build ahead, so a build started once the PGO build is built
 /// holds them up (pulldown-cmark, BOLT's input relinked: 17.8 s), and one started after
 /// them holds up the next stage's (its allocator's build: 20.6 s), while fat LTO leaves a
-/// core idle for the build beside. When PGO is not kept, they are kept in the build cache
-/// unused. (Timings no longer wait for builds ahead, they go on beside them, but a build
+/// core idle for the build beside. When PGO is not kept, those on it are stopped
+/// (`Context::build_ahead_on`). (Timings no longer wait for builds ahead, they go on beside them, but a build
 /// beside still takes a core the stage's own builds would use.)
 ///
 /// Without LTO, BOLT's input is returned, for the caller to start once the stage's timings
@@ -74,19 +74,19 @@ pub(super) fn start_after(
     beside: Vec<(String, crate::cargo::BuildSettings)>,
 ) -> Vec<(String, crate::cargo::BuildSettings)> {
     let pgo = use_settings(ctx, settings, p, false);
-    let mut beside = beside;
+    let mut on_pgo = Vec::new();
     if standing.then.contains(&StageName::Alloc) {
-        beside.extend(crate::stage::alloc::ahead(ctx, &pgo, standing.screened));
+        on_pgo.extend(crate::stage::alloc::ahead(ctx, &pgo, standing.screened));
     }
     let input = bolt_input(ctx, standing, p).filter(|_| !settings.relocs_twin);
     let later = match crate::cargo::uses_lto(&ctx.plan.project, &pgo) == Some(true) {
         true => {
-            beside.extend(input);
+            on_pgo.extend(input);
             Vec::new()
         }
         false => input.into_iter().collect(),
     };
-    ctx.build_ahead(beside);
+    ctx.build_ahead_groups(vec![(None, beside), (Some(pgo), on_pgo)]);
     later
 }
 
