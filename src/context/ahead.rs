@@ -79,6 +79,23 @@ struct AheadState {
     next_builder: u64,
 }
 
+impl AheadState {
+    /// Kill each of `builds` (settings hash, its process groups) still pending: its result
+    /// is nobody's ([`hand_over`]). One no longer pending is finished, nothing left to
+    /// stop. Returns how many were killed.
+    fn kill(&mut self, builds: Vec<(String, crate::sys::interrupt::Cancel)>) -> usize {
+        let mut killed = 0;
+        for (hash, cancel) in builds {
+            if self.pending.remove(&hash) {
+                self.cancelled.insert(hash);
+                cancel.kill();
+                killed += 1;
+            }
+        }
+        killed
+    }
+}
+
 /// One builder thread of [`Ahead::start`].
 struct Builder {
     cancel: crate::sys::interrupt::Cancel,
@@ -223,15 +240,7 @@ impl Ahead {
     pub(crate) fn cancel_urgent(&self) -> usize {
         let urgent = std::mem::take(&mut *self.urgent.lock().unwrap_or_else(|e| e.into_inner()));
         let mut s = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
-        let mut running = 0;
-        for (hash, cancel) in urgent {
-            if s.pending.remove(&hash) {
-                s.cancelled.insert(hash);
-                cancel.kill();
-                running += 1;
-            }
-        }
-        running
+        s.kill(urgent)
     }
 
     /// Stop every build started here for the candidate of settings hash `basis`
@@ -256,16 +265,7 @@ impl Ahead {
                 _ => None,
             })
             .collect();
-        let mut killed = 0;
-        for (hash, cancel) in running {
-            // Not pending: it is finished (handed over), and nothing is left to stop.
-            if s.pending.remove(&hash) {
-                s.cancelled.insert(hash);
-                cancel.kill();
-                killed += 1;
-            }
-        }
-        gone.len() + killed
+        gone.len() + s.kill(running)
     }
 
     /// Every builder's set of process groups.
