@@ -94,6 +94,9 @@ type DirBounds = (usize, u64);
 /// relative path and content ([`dir_digest`]).
 fn workload_digest(h: &mut Sha256, w: &Workload) -> std::io::Result<()> {
     h.update(format!("{w:?}"));
+    // What it sees of the caller's environment (`process::Jail::environment`): a change
+    // there (`MYV=1` → `MYV=2` with `env-pass = ["MYV"]`, another `LANG`) is another run.
+    h.update(format!("{:?}", crate::process::passed(&w.env_pass)));
     for path in w.input_paths() {
         if let Ok(meta) = std::fs::metadata(&path) {
             h.update(path.as_os_str().as_encoded_bytes());

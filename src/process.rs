@@ -13,8 +13,12 @@ use std::time::{Duration, Instant};
 
 use crate::sys;
 
+mod jail;
 mod output;
+mod page_cache;
+pub(crate) use page_cache::{evict, named_files, prime};
 mod status;
+pub(crate) use jail::{passed, refused_hint, Jail};
 use output::{Buf, Keep, SpoolFiles};
 pub(crate) use output::{Spool, Spooled, SPOOL_KEPT};
 pub(crate) use status::signal_name;
@@ -55,6 +59,14 @@ pub struct Command {
     pub cpu: Option<usize>,
     /// Whether `bench` may pin it (a workload's `pin = false`: never).
     pub pinnable: bool,
+    /// Start it with none of this process's environment: only `env` (a workload sees what
+    /// is keyed: `spec::Workload::command`).
+    pub(crate) env_clear: bool,
+    /// The kernel's confinement it runs under (the user's code: `sys::confine`).
+    pub(crate) confine: Option<sys::confine::Confinement>,
+    /// Its step's value of `sys::confine::STEP_VAR` (set in its environment): what it leaves
+    /// running after it exits is killed when it ends ([`Outcome::swept`]).
+    pub(crate) step: Option<String>,
 }
 
 /// Runs of [`Command::workload`] commands this process has started and finished.
@@ -105,6 +117,9 @@ impl Command {
             workload: false,
             cpu: None,
             pinnable: true,
+            env_clear: false,
+            confine: None,
+            step: None,
         }
     }
     /// Whether `bench` may pin its timed runs to one CPU ([`Command::pinnable`]).
@@ -219,6 +234,11 @@ pub struct Outcome {
     /// With [`Command::spool`]: where the streams went whole (`stdout` and `stderr` then
     /// hold a part only when longer than [`SPOOL_KEPT`]).
     pub spooled: Option<Spooled>,
+    /// Its process id (gone: it was reaped).
+    pub pid: u32,
+    /// Processes of its step still running after it exited (daemons, `setsid` or
+    /// double-forked children), found by their `sys::confine::STEP_VAR` and killed.
+    pub swept: usize,
 }
 
 /// What became of processes that outlived the child while holding its output pipes.
@@ -235,6 +255,10 @@ pub enum Lingering {
     /// the group was killed: they are still running, and reading stopped, so the output
     /// may lack what they write later.
     Escaped,
+    /// Some were still running after it exited, outside its process group (a daemon, a
+    /// `setsid` or double-forked child), found by their step's variable and killed
+    /// ([`Outcome::swept`]); whatever they held, reading stopped.
+    Swept,
 }
 
 impl Lingering {
@@ -255,6 +279,9 @@ impl Lingering {
             ),
             Lingering::Escaped => Some(
                 "left processes behind that kept its output open and escaped its process group (setsid or a daemon); they are still running and their later output was not read",
+            ),
+            Lingering::Swept => Some(
+                "left processes running after it exited, outside its process group (a daemon, a `setsid` or double-forked child); they were killed: nothing a workload starts outlives its run (a program measured or verified must wait for its children)",
             ),
         }
     }
@@ -376,74 +403,6 @@ pub(crate) fn launch(
     }
 }
 
-/// The files a command names: `stdin`, and each argument that names an existing file or
-/// folder, or whose value after its first `=` does (`--input=FILE`, `if=FILE`); relative
-/// ones under `cwd`. A flag joined to its path without `=` (`-iFILE`) is not seen. A cold
-/// start evicts them; a warm comparison reads them in; cached results are keyed by them.
-pub(crate) fn named_files<'a>(
-    cwd: &Path,
-    args: impl IntoIterator<Item = &'a Path>,
-    stdin: Option<&'a Path>,
-) -> Vec<PathBuf> {
-    let resolve = |p: &Path| {
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            cwd.join(p)
-        }
-    };
-    let mut files = Vec::new();
-    for arg in args {
-        let whole = resolve(arg);
-        if whole.exists() {
-            files.push(whole);
-            continue;
-        }
-        let value = arg.to_str().and_then(|a| a.split_once('=')).map(|(_, v)| v);
-        let named = value
-            .filter(|v| !v.is_empty())
-            .map(|v| resolve(Path::new(v)));
-        files.extend(named.filter(|p| p.exists()));
-    }
-    files.extend(stdin.map(resolve).filter(|p| p.exists()));
-    files
-}
-
-/// The most of one file [`prime`] reads; beyond it, the kernel is asked to read ahead.
-const PRIME_MAX: u64 = 256 << 20;
-
-/// Read a regular file into the page cache (best effort: anything else, or a file that
-/// cannot be read, is left alone), so that the first timed run of a warm comparison does not
-/// pay for the disk. Past [`PRIME_MAX`] only read-ahead is requested, so a huge input never
-/// holds the comparison up for long.
-pub(crate) fn prime(path: &Path) {
-    use std::io::Read;
-    // Look before opening: opening a named pipe waits for a writer that may never come.
-    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return;
-    }
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return;
-    };
-    match f.metadata() {
-        Ok(m) if m.is_file() && m.len() <= PRIME_MAX => {
-            let _ = std::io::copy(&mut (&mut f).take(PRIME_MAX), &mut std::io::sink());
-        }
-        Ok(m) if m.is_file() => sys::read_ahead(&f),
-        _ => {}
-    }
-}
-
-/// Drop `path`'s pages from the page cache (best effort: written back first; a file that
-/// cannot be opened is left alone, and the run is then as warm as it is; so is a run where
-/// the OS cannot drop pages: `sys::CAN_EVICT`).
-pub(crate) fn evict(path: &Path) {
-    let Ok(f) = std::fs::File::open(path) else {
-        return;
-    };
-    let _ = sys::evict(&f);
-}
-
 /// Run a command to completion, capturing stdout and stderr through pipes (never
 /// /dev/null: some programs shortcut writes to it).
 ///
@@ -486,6 +445,15 @@ pub fn run(cmd: &Command) -> Result<Outcome, ProcessError> {
         arg_bytes: arg_bytes(cmd),
     };
     let mut outcome = run_tree(&mut std_cmd, &what, cmd.timeout, &mut sink)?;
+    if let Some(step) = &cmd.step {
+        // Nothing started since the child itself: nothing of its step can be left.
+        if sys::confine::started_after(outcome.pid) {
+            outcome.swept = sys::confine::sweep(step).len();
+            if outcome.swept > 0 {
+                outcome.lingering = Lingering::Swept;
+            }
+        }
+    }
     [outcome.stdout, outcome.stderr] = bufs.map(Buf::into_bytes);
     if let Some(s) = spool {
         outcome.spooled = Some(s.finish().map_err(|(p, e)| spool_error(cmd, p, e))?);
@@ -551,6 +519,7 @@ fn run_tree(
         label: what.label.clone(),
         error,
     };
+    let pid = tree.id();
     let deadline = timeout.map(|t| start + t);
     let drained = match tree.watch().and_then(|()| drain(&mut tree, deadline, sink)) {
         Ok(d) => d,
@@ -574,6 +543,8 @@ fn run_tree(
         timed_out: drained.timed_out,
         lingering: drained.lingering,
         spooled: None,
+        pid,
+        swept: 0,
     })
 }
 
@@ -582,6 +553,15 @@ fn run_tree(
 fn std_command(cmd: &Command) -> Result<StdCommand, ProcessError> {
     let mut std_cmd = StdCommand::new(&cmd.program);
     std_cmd.args(&cmd.args);
+    if cmd.env_clear {
+        std_cmd.env_clear();
+    }
+    if let Some(c) = &cmd.confine {
+        c.apply(&mut std_cmd);
+    }
+    if let Some(step) = &cmd.step {
+        std_cmd.env(sys::confine::STEP_VAR, step);
+    }
     for k in &cmd.env_remove {
         std_cmd.env_remove(k);
     }
@@ -690,7 +670,10 @@ fn arg_bytes(cmd: &Command) -> usize {
     let ptr = std::mem::size_of::<usize>();
     let word = |s: &std::ffi::OsStr| s.len() + 1 + ptr;
     let mut n = word(cmd.program.as_os_str()) + cmd.args.iter().map(|a| word(a)).sum::<usize>();
-    let mut env: std::collections::BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    let mut env: std::collections::BTreeMap<OsString, OsString> = match cmd.env_clear {
+        true => Default::default(),
+        false => std::env::vars_os().collect(),
+    };
     for k in &cmd.env_remove {
         env.remove(k);
     }

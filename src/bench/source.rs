@@ -75,7 +75,8 @@ impl TimedRuns for ProcessSource<'_> {
         let out = result.map_err(|error| BenchError::Process { side, error })?;
         let cpu_secs = (out.user + out.sys).as_secs_f64();
         (self.pinning.borrow_mut()).observe(cpu_secs, out.wall.as_secs_f64());
-        if out.lingering != Lingering::None && self.lingering != Lingering::Escaped {
+        let sticky = [Lingering::Escaped, Lingering::Swept].contains(&self.lingering);
+        if out.lingering != Lingering::None && !sticky {
             self.lingering = out.lingering;
         }
         if let Some(check) = check.filter(|_| !out.timed_out) {

@@ -169,28 +169,40 @@ fn report_footer(report: &export::BenchReport) -> Option<String> {
 pub(crate) struct Copies {
     sandboxes: Vec<crate::context::sandbox::Sandbox>,
     dir: Option<tempfile::TempDir>,
+    /// The workloads' jail: the temporary folder (`process::Jail`).
+    jail: Option<crate::process::Jail>,
 }
 
 impl Copies {
+    /// The temporary folder the workloads may write beneath, made on first use.
+    fn folder(&mut self) -> anyhow::Result<&Path> {
+        if self.dir.is_none() {
+            let dir = tempfile::Builder::new()
+                .prefix("cargo-optimize-bench-")
+                .tempdir()
+                .context("cannot make a temporary folder for the workloads")?;
+            self.dir = Some(dir);
+        }
+        Ok(self.dir.as_ref().map_or(Path::new("."), |d| d.path()))
+    }
+
+    /// Where the workloads run confined (`process::Jail`): the temporary folder.
+    fn jail(&mut self) -> anyhow::Result<&crate::process::Jail> {
+        if self.jail.is_none() {
+            let jail = crate::process::Jail::new(self.folder()?);
+            self.jail = Some(jail);
+        }
+        Ok(self.jail.as_ref().expect("made above"))
+    }
+
     /// `w` as it runs on one side: in a fresh private copy of its cwd when it declares
     /// `files`, else as it is.
     fn of(&mut self, w: &Workload, spec: &Path, side: &str) -> anyhow::Result<Workload> {
         if w.files.is_empty() {
             return Ok(w.clone());
         }
-        if self.dir.is_none() {
-            let dir = tempfile::Builder::new()
-                .prefix("cargo-optimize-bench-")
-                .tempdir()
-                .context("cannot make a temporary folder for the workloads' private copies")?;
-            self.dir = Some(dir);
-        }
-        let dir = self
-            .dir
-            .as_ref()
-            .map(|d| d.path())
-            .unwrap_or(Path::new("."));
-        let dest = dir.join(format!("{side}-{}-{}", w.file_stem(), self.sandboxes.len()));
+        let n = self.sandboxes.len();
+        let dest = self.folder()?.join(format!("{side}-{}-{n}", w.file_stem()));
         let (copy, sb) = crate::context::sandbox::for_files(w, spec, &dest, &[])?
             .context("a workload with `files` gets a copy")?;
         if let Some(warning) = sb.outside_warning(&w.name) {
@@ -284,8 +296,8 @@ pub(crate) fn spec_jobs(
     for w in chosen {
         jobs.push(Duel {
             name: w.name.clone(),
-            a: copies.of(w, &spec.path, "a")?.command(a),
-            b: copies.of(w, &spec.path, "b")?.command(b),
+            a: copies.of(w, &spec.path, "a")?.command(a, copies.jail()?),
+            b: copies.of(w, &spec.path, "b")?.command(b, copies.jail()?),
             // There is no baseline here: A's status is the reference.
             expected: if w.expect == crate::spec::Expect::ExitCode {
                 ExpectedStatus::SameAsFirstRun

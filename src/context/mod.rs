@@ -397,6 +397,8 @@ pub(crate) struct Context<'a> {
     pub builds: std::cell::Cell<(u32, u32)>,
     /// Builds started ahead of need ([`Context::build_ahead`]).
     pub ahead: ahead::Ahead,
+    /// Where the user's code may write: the run folder (`process::Jail`).
+    pub jail: process::Jail,
     /// What a stage worked out ahead of its turn, for it to find ([`Context::remember`]).
     remembered: RefCell<std::collections::BTreeMap<String, Box<dyn std::any::Any>>>,
 }
@@ -414,6 +416,7 @@ impl<'a> Context<'a> {
             warned: Default::default(),
             builds: Default::default(),
             ahead: Default::default(),
+            jail: process::Jail::new(&run.root),
             remembered: Default::default(),
         }
     }
@@ -624,7 +627,7 @@ impl<'a> Context<'a> {
     /// The command that runs `workload` on `binary`: through the target's runner when it
     /// has one (see [`Context::runner`]).
     pub(crate) fn command(&self, workload: &Workload, binary: &Path) -> process::Command {
-        let cmd = workload.command(binary);
+        let cmd = workload.command(binary, &self.jail);
         match &self.runner {
             Some(r) => cmd.through(&r.program, &r.args),
             None => cmd,

@@ -161,7 +161,8 @@ pub(crate) fn draw(
         Some((w, sb)) => (w, Some(sb)),
         None => (workload.clone(), None),
     };
-    record(&perf, event, &binary, &w, &data, spec)?;
+    let jail = crate::process::Jail::new(run_dir);
+    record(&perf, event, &binary, &w, &data, spec, &jail)?;
     let folded = fold(&script(&perf, &data)?)?;
     if folded.trim().is_empty() {
         return Err(FlameError::NoSamples(workload.name.clone()));
@@ -181,8 +182,9 @@ fn record(
     w: &Workload,
     data: &Path,
     spec: &Path,
+    jail: &crate::process::Jail,
 ) -> Result<(), FlameError> {
-    let mut cmd = w.command(binary);
+    let mut cmd = w.command(binary, jail);
     let mut args: Vec<std::ffi::OsString> = ["record", "-q", "-e", event, "-g", "-o"]
         .iter()
         .map(Into::into)

@@ -187,6 +187,15 @@ fn announce(plan: &Plan, run: &RunDir) {
             .unwrap_or(&run.root)
             .display()
     ));
+    plan.ui.detail(&format!(
+        "workloads confined by {}",
+        crate::sys::confine::protection().describe()
+    ));
+    if let crate::sys::confine::Protection::Fallback { why } = crate::sys::confine::protection() {
+        plan.ui.warn(&format!(
+            "workloads run without the kernel's confinement ({why}): a write outside the run folder is found by a private copy checked after the fact, not refused"
+        ));
+    }
     if plan.quick {
         plan.ui.warn(&format!(
             "quick run: pgo only, one eval workload per name, a budget of {}, everything kept from earlier runs reused — for iteration, not shipping (`apply` refuses its winner without --allow-quick)",
@@ -277,6 +286,7 @@ fn assemble(
         quick: plan.quick,
         budget: None,
         source: None,
+        confinement: Some(crate::sys::confine::protection().kind().to_string()),
     }
 }
 

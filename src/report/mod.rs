@@ -118,6 +118,11 @@ pub struct Report {
     /// When the run started, from which source tree and revision (absent in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<RunSource>,
+    /// What kept the workloads from the user's files: `landlock` (the kernel refused their
+    /// writes outside the run folder) or `copy-check` (a private copy checked after the
+    /// fact, where the kernel offers nothing); absent in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
 }
 
 /// When a run started and what it measured: the workspace, its git commit and whether the
@@ -692,6 +697,7 @@ mod tests {
             quick: false,
             budget: None,
             source: None,
+            confinement: None,
             hotspots: None,
             pipeline: vec![
                 step("baseline build", 2.0),

@@ -487,6 +487,7 @@ mod tests {
             quick: false,
             budget: None,
             source: None,
+            confinement: None,
             hotspots: None,
         };
         let text = ladder(&report, &ui(), 200);

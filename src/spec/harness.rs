@@ -118,7 +118,8 @@ mod tests {
             super::super::Expect::ExitCode,
             "harness output has timings"
         );
-        let cmd = w.command(std::path::Path::new("/x/hot-123"));
+        let jail = crate::process::Jail::new(std::path::Path::new("/nonexistent"));
+        let cmd = w.command(std::path::Path::new("/x/hot-123"), &jail);
         assert_eq!(cmd.args, ["--bench", "small"]);
         let spec = f.ok("[[workload]]\nname = \"t\"\ncargo = \"test\"\n");
         assert_eq!(
@@ -129,7 +130,7 @@ mod tests {
             })
         );
         assert!(spec.workloads[0]
-            .command(std::path::Path::new("/t"))
+            .command(std::path::Path::new("/t"), &jail)
             .args
             .is_empty());
     }

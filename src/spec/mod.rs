@@ -232,6 +232,12 @@ pub(crate) struct Workload {
     pub metric: Option<Metric>,
     /// 1-based line of the `[[workload]]` header in the spec, for messages.
     pub line: usize,
+    /// `writes = [...]`: places outside its run folder it may write (absolute, existing):
+    /// the kernel's confinement refuses every other (`sys::confine`).
+    pub writes: Vec<PathBuf>,
+    /// `env-pass = [...]`: variables of the caller's environment it sees besides
+    /// [`PASS_THROUGH`] (their values are keyed like `env`).
+    pub env_pass: Vec<String>,
 }
 
 /// A workload's `cargo = "bench" | "test"`: it runs the package's bench or test harness
@@ -459,13 +465,20 @@ impl Workload {
             cargo: None,
             metric: None,
             line: 1,
+            writes: vec![],
+            env_pass: vec![],
         }
     }
 
     /// The command that runs `binary` as this workload describes: its args, stdin, env,
-    /// cwd and timeout. Every run of a workload (training, verifying, timing) goes through
-    /// here.
-    pub(crate) fn command(&self, binary: &Path) -> crate::process::Command {
+    /// cwd and timeout, confined to `jail` (`process::Jail::confine`: the kernel refuses
+    /// writes outside it and `writes`; the environment is what is keyed). Every run of a
+    /// workload (training, verifying, timing) goes through here.
+    pub(crate) fn command(
+        &self,
+        binary: &Path,
+        jail: &crate::process::Jail,
+    ) -> crate::process::Command {
         // A bench harness (libtest's or criterion's) runs its benchmarks only with `--bench`,
         // as `cargo bench` passes it.
         let bench_flag = (self.cargo == Some(HarnessKind::Bench)).then_some("--bench");
@@ -486,7 +499,7 @@ impl Workload {
             files.extend(self.input_paths().into_iter().filter(|p| p.is_file()));
             cmd = cmd.evict_before(files);
         }
-        cmd
+        jail.confine(cmd, &self.cwd, &self.env_pass, &self.writes)
     }
 
     /// What it reads that the spec names: `stdin`, and every argument that is an existing
@@ -952,7 +965,13 @@ use = ["train"]
         assert_eq!(w.expect, Expect::ExitCode);
         assert_eq!(w.files, [PathBuf::from("out.json")]);
         assert!(w.sort_lines && w.stderr && !w.pin);
-        assert!(!w.command(Path::new("/bin/true")).pinnable);
+        assert!(
+            !w.command(
+                Path::new("/bin/true"),
+                &crate::process::Jail::new(Path::new("/nonexistent"))
+            )
+            .pinnable
+        );
         assert_eq!(w.line, 22);
         assert!(spec.workloads[1].train && !spec.workloads[1].eval);
         assert_eq!(spec.workloads[1].line, 36);

@@ -63,6 +63,8 @@ pub(super) const WORKLOAD_KEYS: &[&str] = &[
     "cargo",
     "metric",
     "pin",
+    "writes",
+    "env-pass",
 ];
 pub(super) const METRIC_KEYS: &[&str] = &["regex", "unit", "better", "combine"];
 /// Cargo profile keys a spec may override (and `apply` manages).
@@ -235,6 +237,8 @@ pub(super) struct RawWorkload {
     pub(super) cargo: Option<Spanned<String>>,
     pub(super) metric: Option<Spanned<RawMetric>>,
     pub(super) pin: Option<bool>,
+    pub(super) writes: Option<Vec<Spanned<String>>>,
+    pub(super) env_pass: Option<Vec<Spanned<String>>>,
 }
 
 /// A workload's `metric` table (`spec::metric`).

@@ -1285,7 +1285,10 @@ mod tests {
         assert_eq!(f.ok(ONE).workloads[0].start, super::super::Start::Warm);
         let spec = f.ok(&format!("{ONE}start = \"cold\"\n"));
         assert_eq!(spec.workloads[0].start, super::super::Start::Cold);
-        let cmd = spec.workloads[0].command(Path::new("/bin/true"));
+        let cmd = spec.workloads[0].command(
+            Path::new("/bin/true"),
+            &crate::process::Jail::new(Path::new("/nonexistent")),
+        );
         assert_eq!(
             cmd.evict,
             [Path::new("/bin/true")],

@@ -234,6 +234,8 @@ pub(crate) fn kill_all() -> usize {
     reg.groups
         .keys()
         .for_each(|pid| super::imp::kill_group(*pid));
+    // What workloads left running outside their groups (daemons, `setsid`).
+    super::confine::sweep(&super::confine::own_prefix());
     reg.groups.len()
 }
 
@@ -263,6 +265,7 @@ fn stop(signal: i32) -> ! {
     reg.groups
         .keys()
         .for_each(|pid| super::imp::kill_group(*pid));
+    super::confine::sweep(&super::confine::own_prefix());
     for path in reg.paths.values() {
         if std::fs::remove_dir_all(path).is_err() {
             let _ = std::fs::remove_file(path);

@@ -22,6 +22,7 @@
 //! - file modes and owners, symlinks, named pipes, errno names, whether a pid is alive,
 //!   whether we run as root, the CPU time of this process and its children, `/proc` facts.
 
+pub(crate) mod confine;
 pub(crate) mod interrupt;
 #[cfg(target_os = "linux")]
 mod linux;

@@ -64,6 +64,11 @@ impl Tree {
         Ok(())
     }
 
+    /// The child's process id.
+    pub(crate) fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether stdout or stderr is still open (not at end of file).
     pub(crate) fn pipes_open(&self) -> bool {
         self.pipes.iter().any(Option::is_some)

@@ -111,6 +111,11 @@ impl Tree {
         Ok(())
     }
 
+    /// The child's process id.
+    pub(crate) fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     pub(crate) fn pipes_open(&self) -> bool {
         self.open.iter().any(|o| *o)
     }

@@ -35,6 +35,15 @@ pub(crate) struct Facts {
     /// The clang of rustc's LLVM (the c-compiler stage, whole-program PGO).
     #[serde(serialize_with = "ser_result")]
     pub clang: Result<super::clang::Clang, ToolError>,
+    /// What keeps workloads from the user's files: `landlock` or `copy-check`, and why.
+    pub confinement: Confinement,
+}
+
+/// `doctor`'s line on the confinement of workloads (`sys::confine::protection`).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Confinement {
+    pub kind: &'static str,
+    pub detail: String,
 }
 
 impl Facts {
@@ -75,6 +84,13 @@ impl Facts {
                 perf: perf.join().expect("perf probe does not panic"),
                 cpu: cpu.join().expect("cpu probe does not panic"),
                 platform: super::platform::here(),
+                confinement: {
+                    let p = crate::sys::confine::protection();
+                    Confinement {
+                        kind: p.kind(),
+                        detail: p.describe(),
+                    }
+                },
             }
         })
     }
@@ -369,6 +385,12 @@ fn render(facts: &Facts, tty: bool, color: bool) -> String {
     perf_section(&mut o, &facts.perf);
     cpu_section(&mut o, &facts.cpu);
     platform_section(&mut o, &facts.platform);
+    o.section("Workloads");
+    let mark = match facts.confinement.kind {
+        "landlock" => Mark::Ok,
+        _ => Mark::Warn,
+    };
+    o.line(mark, "confinement", &facts.confinement.detail);
     o.text.push('\n');
     let problems = facts.problems();
     if problems.is_empty() {

@@ -54,8 +54,11 @@ pub(crate) fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Re
             crashed(ctx, w, &out.status, signal, &out.stderr_tail(15))?;
         }
         if !out.status.success() && w.expect != Expect::ExitCode {
+            let fix = crate::process::refused_hint(&out.stderr).unwrap_or(
+                "  fix: correct its args/stdin/cwd, or set `expect = \"exit-code\"` if a non-zero exit is what it should do",
+            );
             anyhow::bail!(
-                "{}: workload `{}` failed on the baseline ({}); its stderr ends with:\n{}\n  fix: correct its args/stdin/cwd, or set `expect = \"exit-code\"` if a non-zero exit is what it should do",
+                "{}: workload `{}` failed on the baseline ({}); its stderr ends with:\n{}\n{fix}",
                 at(w.line),
                 w.name,
                 out.status,

@@ -498,6 +498,8 @@ mod tests {
             timed_out: false,
             lingering: Default::default(),
             spooled: None,
+            pid: 0,
+            swept: 0,
         })
     }
 

@@ -205,7 +205,11 @@ impl Validator<'_> {
             self.output_file(f, &p, &cwd)?;
             files.push(p);
         }
+        let writes = self.writes(w, &ex, used, root)?;
+        let env_pass = self.env_pass(w, first)?;
         Ok(Workload {
+            writes,
+            env_pass,
             name,
             args,
             stdin,
@@ -224,6 +228,48 @@ impl Validator<'_> {
             metric: shared.metric.clone(),
             line: shared.line,
         })
+    }
+
+    /// `writes = [...]`: each an existing place (relative to the spec's folder), absolute.
+    fn writes(
+        &self,
+        w: &RawWorkload,
+        ex: &Expander,
+        used: &mut [bool],
+        root: &Path,
+    ) -> Result<Vec<PathBuf>, SpecError> {
+        let mut writes = Vec::new();
+        for entry in w.writes.iter().flatten() {
+            let p = clean_path(&root.join(ex.expand(entry, used)?));
+            if entry.get_ref().is_empty() || !p.exists() {
+                return Err(self.at(
+                    entry,
+                    format!("`writes` names {}, which does not exist", p.display()),
+                    Some("create the folder first (the kernel confines a workload to places that exist), or remove the entry".into()),
+                ));
+            }
+            writes.push(p);
+        }
+        Ok(writes)
+    }
+
+    /// `env-pass = [...]`: names of variables the workload sees from the caller's environment.
+    fn env_pass(&self, w: &RawWorkload, first: bool) -> Result<Vec<String>, SpecError> {
+        let mut names = Vec::new();
+        for name in w.env_pass.iter().flatten() {
+            if first && (name.get_ref().is_empty() || name.get_ref().contains(['=', '\0'])) {
+                return Err(self.at(
+                    name,
+                    format!(
+                        "invalid environment variable name \"{}\" in `env-pass`",
+                        name.get_ref().escape_debug()
+                    ),
+                    Some("names must be non-empty and contain no '=' or NUL".into()),
+                ));
+            }
+            names.push(name.get_ref().clone());
+        }
+        Ok(names)
     }
 
     /// `path` (from the key `at`), cleaned: an existing folder (`dir`) — a `cwd` —, or an

@@ -118,7 +118,7 @@ pub(crate) fn perf_record(
         ));
         let data = dir.join(format!("perf.{i}.data"));
         let (w_iso, _sandbox) = ctx.sandboxed(w, "perf")?;
-        let out = process::run(&perf_wrapped(&perf, &data, input, &w_iso))?;
+        let out = process::run(&perf_wrapped(&perf, &data, input, &w_iso, &ctx.jail))?;
         check_training_run(w, &out, "the program under `perf record`")?;
         let fdata = dir.join(format!("perf.{i}.fdata"));
         let cmd = process::Command::new(&perf2bolt.path)
@@ -148,8 +148,14 @@ pub(crate) fn perf_record(
 }
 
 /// The workload's own command (args, stdin, env, cwd, timeout) run under `perf record`.
-fn perf_wrapped(perf: &Path, data: &Path, binary: &Path, w: &Workload) -> process::Command {
-    let mut cmd = w.command(binary);
+fn perf_wrapped(
+    perf: &Path,
+    data: &Path,
+    binary: &Path,
+    w: &Workload,
+    jail: &process::Jail,
+) -> process::Command {
+    let mut cmd = w.command(binary, jail);
     let inner = std::mem::take(&mut cmd.args);
     cmd.program = perf.to_path_buf();
     cmd.args = ["record", "-q", "-e", "cycles:u", "-j", "any,u", "-o"]
