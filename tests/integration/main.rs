@@ -49,6 +49,7 @@ mod c_code;
 mod check;
 mod cli;
 mod compile_cache;
+mod confine;
 mod coverage;
 mod cross;
 mod docs;
