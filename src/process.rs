@@ -474,7 +474,9 @@ fn spool_error(cmd: &Command, path: PathBuf, error: std::io::Error) -> ProcessEr
 /// cargo's), its stdout and stderr set to piped: in a process tree of its own, killed whole
 /// after `timeout`, each piece of output handed to `sink(stream, bytes)` (0: stdout, 1:
 /// stderr) as it arrives instead of kept — the outcome's `stdout` and `stderr` are empty.
-/// `label` names what it is for in errors.
+/// `label` names what it is for in errors. What it leaves running when it ends (a build
+/// script's background child, a daemon) is killed ([`Outcome::swept`]), but for what
+/// `sys::confine::spare` names (a compiler cache's server, meant to outlive builds).
 pub(crate) fn run_streaming(
     std_cmd: &mut StdCommand,
     label: &str,
@@ -488,7 +490,16 @@ pub(crate) fn run_streaming(
         args: args.len(),
         arg_bytes: args.iter().map(|a| a.len() + 1).sum(),
     };
-    run_tree(std_cmd, &what, timeout, sink)
+    let step = sys::confine::step_value();
+    std_cmd.env(sys::confine::STEP_VAR, &step);
+    let mut outcome = run_tree(std_cmd, &what, timeout, sink)?;
+    if sys::confine::started_after(outcome.pid) {
+        outcome.swept = sys::confine::sweep(&step).len();
+        if outcome.swept > 0 {
+            outcome.lingering = Lingering::Swept;
+        }
+    }
+    Ok(outcome)
 }
 
 /// What ran, for errors.

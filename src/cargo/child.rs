@@ -80,6 +80,10 @@ pub(crate) fn run(
     let mut sink = |i: usize, bytes: &[u8]| {
         lines[i.min(1)].push(bytes, &mut |l| on_line(stream(i), l));
     };
+    // A compiler cache's server (the user's `RUSTC_WRAPPER`) is meant to outlive builds.
+    if let Some(name) = super::wrapper::name() {
+        crate::sys::confine::spare(&name);
+    }
     let outcome = crate::process::run_streaming(cmd, what, Some(bound), &mut sink)
         .map_err(|e| CargoError::Spawn(std::io::Error::other(e.to_string())))?;
     for (i, l) in lines.iter_mut().enumerate() {

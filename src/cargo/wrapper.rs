@@ -44,6 +44,21 @@ pub(crate) fn sccache() -> Option<PathBuf> {
     name.starts_with("sccache").then_some(path)
 }
 
+/// The command name of the user's rustc wrapper (`RUSTC_WRAPPER`, `CARGO_BUILD_RUSTC_WRAPPER`):
+/// its server (sccache's) is meant to outlive the builds that started it, so a build's
+/// leftovers spare it (`sys::confine::spare`).
+pub(crate) fn name() -> Option<String> {
+    let wrapper = std::env::var_os("RUSTC_WRAPPER")
+        .or_else(|| std::env::var_os("CARGO_BUILD_RUSTC_WRAPPER"))
+        .filter(|w| !w.is_empty())?;
+    Some(
+        PathBuf::from(wrapper)
+            .file_name()?
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
 /// sccache's counters now (its server's, since it started or was zeroed), when it answers.
 pub(crate) fn stats(sccache: &Path) -> Option<CompileCounts> {
     let cmd = process::Command::new(sccache)

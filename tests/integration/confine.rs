@@ -266,3 +266,57 @@ fn a_declared_place_is_writable_and_an_undeclared_one_is_not() {
         "x\n"
     );
 }
+
+/// A build script that leaves a daemon (`setsid`, no pipes held) behind: the build's step
+/// kills it when cargo ends, and the run ends with none of its processes left.
+#[test]
+fn a_build_script_s_daemon_does_not_outlive_the_build() {
+    let _g = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let marker = format!("7{}.75", std::process::id() % 1000);
+    std::fs::create_dir(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"daemonic\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("build.rs"),
+        format!(
+            "fn main() {{\n    std::process::Command::new(\"sh\").args([\"-c\", \"setsid sleep {marker} </dev/null >/dev/null 2>&1 &\"]).status().unwrap();\n}}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/main.rs"), "fn main() { println!(\"hi\"); }\n").unwrap();
+    std::fs::write(
+        dir.join("Cargo.lock"),
+        "version = 4\n\n[[package]]\nname = \"daemonic\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    let td = target_dir("confine-build-daemon");
+    // A build cargo finds fresh runs no build script: start from nothing.
+    let _ = std::fs::remove_dir_all(&td);
+    let args = [
+        "optimize",
+        "--target-dir",
+        td.to_str().unwrap(),
+        "--stages",
+        "none",
+        "--fresh",
+        "--",
+        "x",
+    ];
+    let r = run(dir, &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(r.stderr.contains("baseline built"), "{}", r.all());
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &format!("sleep {marker}")])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "left running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
