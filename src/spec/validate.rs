@@ -1308,6 +1308,20 @@ mod tests {
         // (spec, line, col, in the message, in the fix)
         let cases: &[(String, usize, usize, &str, &str)] = &[
             (
+                format!("{ONE}writes = [\"no/such/folder\"]\n"),
+                3,
+                11,
+                "does not exist",
+                "create the folder first",
+            ),
+            (
+                format!("{ONE}env-pass = [\"A=B\"]\n"),
+                3,
+                13,
+                "invalid environment variable name",
+                "no '=' or NUL",
+            ),
+            (
                 format!("[bench]\nmax-time = true\n{ONE}"),
                 2,
                 12,
