@@ -356,6 +356,40 @@ mod tests {
         assert!(!Path::new(o).join("x").exists());
     }
 
+    /// The confinement binds an ordinary user as it binds root: run as root (CI), the test
+    /// above runs again as `nobody` (`setpriv`), and passes there too.
+    #[test]
+    fn an_ordinary_user_is_confined_too() {
+        if !crate::sys::is_root() || !landlock_or_skip() {
+            eprintln!("skipped: not root, so the suite itself runs as an ordinary user");
+            return;
+        }
+        // A copy nobody may run, wherever the suite's own binary lies (a clone under /root).
+        let dir = tempfile::tempdir().unwrap();
+        super::super::set_mode(dir.path(), 0o755).unwrap();
+        let me = dir.path().join("tests");
+        std::fs::copy(std::env::current_exe().unwrap(), &me).unwrap();
+        super::super::set_mode(&me, 0o755).unwrap();
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "env"])
+            .args(["HOME=/tmp", "TMPDIR=/tmp"])
+            .arg(&me)
+            .args([
+                "--exact",
+                "sys::confine::tests::a_confined_process_writes_only_beneath_its_folders",
+            ])
+            .current_dir("/")
+            .output()
+            .expect("setpriv (util-linux) runs");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(said.contains("1 passed"), "{said}");
+    }
+
     /// What a step left running, outside its process group (`setsid`), is found by its
     /// step's value and killed; another step's is not.
     #[test]
