@@ -50,7 +50,7 @@ pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
     let started_at = std::time::SystemTime::now();
     let budget = run_budget(plan);
     let lock = DirLock::for_run(&plan.optimize_dir)?;
-    let lockfile = crate::cargo::RunLockfile::for_run(&plan.project)?;
+    let lockfile = crate::cargo::RunLockfile::for_run(&plan.project, &plan.optimize_dir, &plan.ui)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
     let ctx = Context::new(plan, &plan.spec, &run);
@@ -89,9 +89,12 @@ pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
     report.write_json(&run.root)?;
     report.write_renderings(&run.root)?;
     show(plan, &run, &report, &not_tried)?;
+    // Before the folder's lock: `clean` may remove the lock file's record once it is free.
+    let made = lockfile.made();
+    let ending = lockfile.finish();
     drop(lock);
-    if lockfile.made() {
-        plan.ui.info("the project has no Cargo.lock: this run made one to build every candidate with, and removed it; commit one (`cargo generate-lockfile`) so builds, and what they are measured with, are reproducible");
+    if made {
+        plan.ui.info(&format!("the project has no Cargo.lock: this run {}; commit one (`cargo generate-lockfile`) so builds, and what they are measured with, are reproducible", lockfile_said(ending)));
     }
     trim_cache(plan);
     // A stage that could not run is a failure the user must see, even though the run
@@ -108,6 +111,16 @@ pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// What became of the `Cargo.lock` the tool made (`cargo::lockfile`), for the run's note.
+fn lockfile_said(ending: Option<crate::cargo::lockfile::Ending>) -> &'static str {
+    use crate::cargo::lockfile::Ending;
+    match ending {
+        Some(Ending::InUse) => "built every candidate with the one another run made, and left it to that run, which removes it",
+        Some(Ending::Kept | Ending::Undecided) => "made one to build every candidate with; it was left (see above)",
+        _ => "made one to build every candidate with, and removed it",
+    }
 }
 
 /// Show the finished run: the ladder (or the `ship` event), the time line and the stages
