@@ -1,0 +1,102 @@
+//! The `Cargo.lock` of a project that has none (`cargo::lockfile`): every command that
+//! builds makes one, and leaves none behind; one the user writes while a run goes on is
+//! theirs and is kept. (Runs sharing one, and the signal path, are the unit tests of
+//! `cargo::lockfile`.)
+
+use std::path::Path;
+
+use crate::common::*;
+
+/// A fixture copied, without its lock file.
+fn without_lock(name: &str) -> tempfile::TempDir {
+    let tmp = copy_fixture(name);
+    std::fs::remove_file(tmp.path().join("Cargo.lock")).unwrap();
+    tmp
+}
+
+fn no_lock_left(dir: &Path, r: &Run) {
+    assert!(!dir.join("Cargo.lock").exists(), "{}", r.all());
+}
+
+/// Issue 60, item 5: `check` made a lock file up front no more (cargo's build wrote one)
+/// and left it in the tree.
+#[test]
+fn check_leaves_no_lock_file_behind() {
+    let _guard = shared();
+    let tmp = without_lock("check-regress");
+    let dir = tmp.path();
+    let args = ["optimize", "check", "--max-time", "1s"];
+    let r = run(dir, &args, &[("GIT_CONFIG_GLOBAL", "/dev/null")]);
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    no_lock_left(dir, &r);
+}
+
+/// Issue 60, item 5: `profile collect` left the lock file its build wrote.
+#[test]
+fn profile_collect_leaves_no_lock_file_behind() {
+    let _guard = shared();
+    let tmp = without_lock("pgo-basic");
+    let dir = tmp.path();
+    let into = dir.join("profiles");
+    let collector = dir.join("collector");
+    let args = [
+        "profile",
+        "collect",
+        "--dir",
+        into.to_str().unwrap(),
+        "-o",
+        collector.to_str().unwrap(),
+    ];
+    let r = run(dir, &args, &[]);
+    if r.stderr.contains("no llvm-profdata of rustc's LLVM") {
+        return missing_tool("llvm-profdata", "rustup component add llvm-tools");
+    }
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(collector.exists(), "{}", r.all());
+    no_lock_left(dir, &r);
+}
+
+/// Issue 60, item 5: the user's own `Cargo.lock`, made while a run goes on (here: deleted
+/// and made again by `cargo generate-lockfile` when the run's first build starts, through
+/// a `CARGO` that does so), was removed at the run's end as if it were the run's. It is
+/// kept, with a note, and a later run takes it for the project's own.
+#[test]
+fn a_lock_file_the_user_makes_during_a_run_is_kept() {
+    let _guard = shared();
+    let tmp = without_lock("pgo-basic");
+    let dir = tmp.path();
+    let lock = dir.join("Cargo.lock");
+    let wrapper = dir.join("cargo-wrapper.sh");
+    let script = r#"#!/bin/sh
+if [ "$1" = build ] && [ ! -e "$ONCE" ]; then
+    : > "$ONCE"
+    rm -f "$LOCK"
+    "$REAL_CARGO" generate-lockfile --offline --manifest-path "$MANIFEST" || exit 1
+fi
+exec "$REAL_CARGO" "$@"
+"#;
+    std::fs::write(&wrapper, script).unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&wrapper, mode).unwrap();
+    let real = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let once = dir.join("once");
+    let manifest = dir.join("Cargo.toml");
+    let env = [
+        ("CARGO", wrapper.to_str().unwrap()),
+        ("REAL_CARGO", real.as_str()),
+        ("ONCE", once.to_str().unwrap()),
+        ("LOCK", lock.to_str().unwrap()),
+        ("MANIFEST", manifest.to_str().unwrap()),
+    ];
+    let args = ["optimize", "--stages", "none"];
+    let r = run(dir, &args, &env);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(once.exists(), "the wrapper ran no build: {}", r.all());
+    assert!(lock.exists(), "the user's lock file was removed: {}", r.all());
+    let said = "Cargo.lock was kept: it changed during the run";
+    assert!(r.stderr.contains(said), "{said:?} not in\n{}", r.stderr);
+    let r = run(dir, &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(lock.exists(), "{}", r.all());
+    assert!(!r.stderr.contains("the project has no Cargo.lock"), "{}", r.stderr);
+}
