@@ -4,6 +4,8 @@
 //! `cargo::lockfile`.)
 
 use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::common::*;
 
@@ -29,6 +31,72 @@ fn check_leaves_no_lock_file_behind() {
     let r = run(dir, &args, &[("GIT_CONFIG_GLOBAL", "/dev/null")]);
     assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
     no_lock_left(dir, &r);
+}
+
+/// Issue 60, item 5: `check` stopped by SIGTERM left the lock file its build wrote. On the
+/// slow-ahead fixture, whose `hold` workload waits forever (writing `workload-<pid>` into
+/// the marker folder first): the signal comes while it runs.
+#[test]
+fn check_stopped_by_sigterm_leaves_no_lock_file_behind() {
+    let _guard = shared();
+    let marks = tempfile::tempdir().unwrap();
+    let m = marks.path().to_str().unwrap();
+    let tmp = without_lock("slow-ahead");
+    let dir = tmp.path();
+    let spec = std::fs::read_to_string(dir.join("optimize.toml")).unwrap();
+    let spec = spec.replace("args = [\"ok\"]", &format!("args = [\"hold\", {m:?}]"));
+    std::fs::write(dir.join("hold.toml"), spec).unwrap();
+    let err = marks.path().join("stderr");
+    let mut child = Command::new(tool())
+        .args(["optimize", "check", "--spec", "hold.toml"])
+        .current_dir(dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .env("SLOW_AHEAD_MARKERS", m)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let running = || {
+        let names = std::fs::read_dir(marks.path()).unwrap().flatten();
+        names
+            .into_iter()
+            .any(|e| e.file_name().to_string_lossy().starts_with("workload-"))
+    };
+    while !running() {
+        if start.elapsed() > Duration::from_secs(300) || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let said = std::fs::read_to_string(&err).unwrap();
+            panic!("the workload did not start: {said}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        dir.join("Cargo.lock").exists(),
+        "the build used a lock file"
+    );
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("SIGTERM: check did not end within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let said = std::fs::read_to_string(&err).unwrap();
+    assert_eq!(status.code(), Some(143), "{said}");
+    assert!(!dir.join("Cargo.lock").exists(), "{said}");
 }
 
 /// Issue 60, item 5: `profile collect` left the lock file its build wrote.
@@ -92,11 +160,19 @@ exec "$REAL_CARGO" "$@"
     let r = run(dir, &args, &env);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(once.exists(), "the wrapper ran no build: {}", r.all());
-    assert!(lock.exists(), "the user's lock file was removed: {}", r.all());
+    assert!(
+        lock.exists(),
+        "the user's lock file was removed: {}",
+        r.all()
+    );
     let said = "Cargo.lock was kept: it changed during the run";
     assert!(r.stderr.contains(said), "{said:?} not in\n{}", r.stderr);
     let r = run(dir, &args, &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(lock.exists(), "{}", r.all());
-    assert!(!r.stderr.contains("the project has no Cargo.lock"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("the project has no Cargo.lock"),
+        "{}",
+        r.stderr
+    );
 }
