@@ -6,7 +6,9 @@
 //!
 //! In order ([`run`]): the run folder (`runs/<timestamp>-<pid>[-<random>]/`, an exclusive
 //! create, never a folder that exists) under `target/optimize.lock`, shared with other runs;
-//! a `Cargo.lock` made for the run when the project has none, removed at its end; the builds
+//! a `Cargo.lock` made for the run when the project has none (or the one another run of
+//! the project made, shared), removed at its end by the last run out while it is unchanged
+//! (`cargo::lockfile`; before the folder's lock is released); the builds
 //! ahead (`stage::ahead`: the profile stage's preset — its search's points with `--thorough`
 //! — and the cpu stage's candidates on it, of the stages the budget pays for); the budget's
 //! costs from the last run's report before the first build (the projection printed then),
