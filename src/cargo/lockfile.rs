@@ -12,8 +12,11 @@
 //! file at `Cargo.lock` has all of them still. One the user wrote meanwhile (`cargo
 //! generate-lockfile`, a `cargo build` that changed it, an editor that replaced it) is
 //! theirs: it is kept, with a one-line note. Removal checks, then removes: a file the
-//! user writes between the two (microseconds) is removed — the one window left. A lock
-//! file that was there before the command is the project's own and is never touched.
+//! user writes between the two (microseconds) is removed — the one window left (and a
+//! signal while `cargo generate-lockfile` runs removes whatever is at `Cargo.lock` then:
+//! nothing was there before it, and no other run uses it yet). A lock file that was there
+//! before the command (even one that cannot be read) is the project's own and is never
+//! touched.
 //!
 //! Runs share the lock file one of them made. Every run that uses it holds a shared OS
 //! file lock on `users` beside `made.json`, released when it ends or dies; every decision
@@ -275,7 +278,6 @@ fn enter(
     let users_path = place.folder.join("users");
     let users = crate::sys::open_lock(&users_path).map_err(|e| io(e, &users_path))?;
     let alone = users.try_lock().is_ok();
-    let now = Made::of(&place.lock).ok();
     let recorded = place.recorded();
     let mut run = RunLockfile {
         path: place.lock.clone(),
@@ -283,6 +285,12 @@ fn enter(
         made: false,
         on_interrupt: None,
         ui: ui.clone(),
+    };
+    // One that cannot be read (or a link to nothing) is there all the same: never made over.
+    let now = match Made::of(&place.lock) {
+        Ok(m) => Some(m),
+        Err(_) if std::fs::symlink_metadata(&place.lock).is_err() => None,
+        Err(_) => return Ok(run),
     };
     if now.is_some() && now != recorded {
         // The project's own; a record no run uses any more is stale.
@@ -454,6 +462,14 @@ mod tests {
             std::fs::read_to_string(lock(dir)).unwrap(),
             "# the user's\n"
         );
+        // One that cannot be read is there all the same: never made over.
+        crate::sys::set_mode(lock(dir), 0).unwrap();
+        let unreadable = run_finding_one(dir);
+        assert!(!unreadable.made());
+        drop(unreadable);
+        crate::sys::set_mode(lock(dir), 0o644).unwrap();
+        let text = std::fs::read_to_string(lock(dir)).unwrap();
+        assert_eq!(text, "# the user's\n");
         // Dropped on an error: the same as finishing.
         std::fs::remove_file(lock(dir)).unwrap();
         drop(run(dir));

@@ -119,7 +119,7 @@ pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
 fn lockfile_said(ending: Option<crate::cargo::lockfile::Ending>) -> &'static str {
     use crate::cargo::lockfile::Ending;
     match ending {
-        Some(Ending::InUse) => "built every candidate with the one another run made, and left it to that run, which removes it",
+        Some(Ending::InUse) => "built every candidate with one made for the runs of this project, and left it to another run still using it, which removes it",
         Some(Ending::Kept | Ending::Undecided) => "made one to build every candidate with; it was left (see above)",
         _ => "made one to build every candidate with, and removed it",
     }
