@@ -33,20 +33,15 @@ fn check_leaves_no_lock_file_behind() {
     no_lock_left(dir, &r);
 }
 
-/// Issue 60, item 5: `check` stopped by SIGTERM left the lock file its build wrote. On the
-/// slow-ahead fixture, whose `hold` workload waits forever (writing `workload-<pid>` into
-/// the marker folder first): the signal comes while it runs.
-#[test]
-fn check_stopped_by_sigterm_leaves_no_lock_file_behind() {
-    let _guard = shared();
-    let marks = tempfile::tempdir().unwrap();
-    let m = marks.path().to_str().unwrap();
-    let tmp = without_lock("slow-ahead");
-    let dir = tmp.path();
+/// `check` of the slow-ahead fixture copied into `dir` (without its lock file), whose
+/// `hold` workload waits forever: started, and waited for until the workload runs (it
+/// writes `workload-<pid>` into `marks` first). Its stderr goes to `marks/stderr`.
+fn holding_check(dir: &Path, marks: &Path) -> std::process::Child {
+    let m = marks.to_str().unwrap();
     let spec = std::fs::read_to_string(dir.join("optimize.toml")).unwrap();
     let spec = spec.replace("args = [\"ok\"]", &format!("args = [\"hold\", {m:?}]"));
     std::fs::write(dir.join("hold.toml"), spec).unwrap();
-    let err = marks.path().join("stderr");
+    let err = marks.join("stderr");
     let mut child = Command::new(tool())
         .args(["optimize", "check", "--spec", "hold.toml"])
         .current_dir(dir)
@@ -60,10 +55,9 @@ fn check_stopped_by_sigterm_leaves_no_lock_file_behind() {
         .unwrap();
     let start = Instant::now();
     let running = || {
-        let names = std::fs::read_dir(marks.path()).unwrap().flatten();
-        names
-            .into_iter()
-            .any(|e| e.file_name().to_string_lossy().starts_with("workload-"))
+        let names = std::fs::read_dir(marks).unwrap().flatten();
+        let mut names = names.into_iter().map(|e| e.file_name());
+        names.any(|n| n.to_string_lossy().starts_with("workload-"))
     };
     while !running() {
         if start.elapsed() > Duration::from_secs(300) || child.try_wait().unwrap().is_some() {
@@ -73,16 +67,14 @@ fn check_stopped_by_sigterm_leaves_no_lock_file_behind() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(
-        dir.join("Cargo.lock").exists(),
-        "the build used a lock file"
-    );
+    child
+}
+
+/// SIGTERM to `child`; its exit code once it has ended (within 20 s) and its stderr.
+fn terminate(mut child: std::process::Child, marks: &Path) -> (Option<i32>, String) {
     let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
+    let sent = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(sent.unwrap().success());
     let start = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -90,12 +82,54 @@ fn check_stopped_by_sigterm_leaves_no_lock_file_behind() {
         }
         if start.elapsed() > Duration::from_secs(20) {
             let _ = child.kill();
-            panic!("SIGTERM: check did not end within 20 s");
+            panic!("SIGTERM: the command did not end within 20 s");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let said = std::fs::read_to_string(&err).unwrap();
-    assert_eq!(status.code(), Some(143), "{said}");
+    let said = std::fs::read_to_string(marks.join("stderr")).unwrap();
+    (status.code(), said)
+}
+
+/// Issue 60, item 5: `check` stopped by SIGTERM left the lock file its build wrote.
+#[test]
+fn check_stopped_by_sigterm_leaves_no_lock_file_behind() {
+    let _guard = shared();
+    let marks = tempfile::tempdir().unwrap();
+    let tmp = without_lock("slow-ahead");
+    let dir = tmp.path();
+    let child = holding_check(dir, marks.path());
+    assert!(
+        dir.join("Cargo.lock").exists(),
+        "the build used a lock file"
+    );
+    let (code, said) = terminate(child, marks.path());
+    assert_eq!(code, Some(143), "{said}");
+    assert!(!dir.join("Cargo.lock").exists(), "{said}");
+}
+
+/// Issue 60, item 5: two runs of one project share the lock file one of them made. A run
+/// that ends while a `check` still builds and runs with it leaves it (its writes-nothing
+/// check saw nothing come or go); the `check`, stopped by SIGTERM, is the last one out and
+/// removes it.
+#[test]
+fn a_run_beside_another_leaves_the_lock_file_to_the_last_one_out() {
+    let _guard = shared();
+    let marks = tempfile::tempdir().unwrap();
+    let tmp = without_lock("slow-ahead");
+    let dir = tmp.path();
+    let child = holding_check(dir, marks.path());
+    let r = run(dir, &["optimize", "--stages", "none"], &[]);
+    let lock_after_run = dir.join("Cargo.lock").exists();
+    let (code, said) = terminate(child, marks.path());
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        lock_after_run,
+        "removed while the check used it: {}",
+        r.all()
+    );
+    let left = "left it to another run still using it";
+    assert!(r.stderr.contains(left), "{left:?} not in\n{}", r.stderr);
+    assert_eq!(code, Some(143), "{said}");
     assert!(!dir.join("Cargo.lock").exists(), "{said}");
 }
 
