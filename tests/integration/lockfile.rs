@@ -133,6 +133,30 @@ fn a_run_beside_another_leaves_the_lock_file_to_the_last_one_out() {
     assert!(!dir.join("Cargo.lock").exists(), "{said}");
 }
 
+/// Issue 60, item 5: `release` left the lock file its builds wrote (one flavor, no stage
+/// past the baseline: built, verified and packaged in a second).
+#[test]
+fn release_leaves_no_lock_file_behind() {
+    let _guard = shared();
+    let tmp = without_lock("release-flavors");
+    let dir = tmp.path();
+    let out = dir.join("dist");
+    let args = [
+        "optimize",
+        "release",
+        "--stages",
+        "none",
+        "--flavors",
+        "sieve",
+    ];
+    let mut args = args.to_vec();
+    args.extend(["--out-dir", out.to_str().unwrap()]);
+    let r = run(dir, &args, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(out.join("manifest.json").exists(), "{}", r.all());
+    no_lock_left(dir, &r);
+}
+
 /// Issue 60, item 5: `profile collect` left the lock file its build wrote.
 #[test]
 fn profile_collect_leaves_no_lock_file_behind() {
