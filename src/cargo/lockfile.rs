@@ -259,8 +259,7 @@ fn enter(
 ) -> Result<RunLockfile, CargoError> {
     let io = |e: std::io::Error, what: &Path| {
         CargoError::Lockfile(format!(
-            "cannot use {}: {e}
-  fix: check that the target dir may be written (`cargo optimize clean` removes the record)",
+            "cannot use {}: {e}\n  fix: check that the target dir may be written (`cargo optimize clean` removes the record)",
             what.display()
         ))
     };
@@ -268,8 +267,7 @@ fn enter(
     let gate = place.gate(GATE_WAIT).map_err(|e| io(e, &place.folder))?;
     let Some(_gate) = gate else {
         return Err(CargoError::Lockfile(format!(
-            "another `cargo optimize` has held {} for {} s while making {}
-  fix: wait for it to finish (or stop it), then run again",
+            "another `cargo optimize` has held {} for {} s while making {}\n  fix: wait for it to finish (or stop it), then run again",
             place.folder.join("gate").display(),
             GATE_WAIT.as_secs(),
             place.lock.display()
