@@ -90,6 +90,10 @@ pub(crate) enum CargoError {
     NoArtifact(String),
     #[error("cannot read cargo config {path}: {message}")]
     Config { path: PathBuf, message: String },
+    /// The record of a `Cargo.lock` the tool made could not be used (the message has the
+    /// fix).
+    #[error("{0}")]
+    Lockfile(String),
     #[error("{what} did not finish within {bound} and was stopped, with everything it started\n  fix: {fix}")]
     TimedOut {
         what: String,

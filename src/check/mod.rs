@@ -67,6 +67,8 @@ pub(crate) fn run(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<i32> {
     }
     let old = resolve_old(&plan, args)?;
     let _lock = DirLock::for_run(&plan.optimize_dir)?;
+    let _lockfile =
+        crate::cargo::RunLockfile::for_run(&plan.project, &plan.optimize_dir, &plan.ui)?;
     let check_dir = plan.optimize_dir.join("check");
     let run = RunDir::create(&check_dir)?;
     let ctx = crate::context::Context::new(&plan, &spec, &run);

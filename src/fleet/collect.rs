@@ -56,6 +56,8 @@ pub(crate) fn build(
         }
     };
     let _lock = DirLock::for_run(&plan.optimize_dir)?;
+    let _lockfile =
+        crate::cargo::RunLockfile::for_run(&plan.project, &plan.optimize_dir, &plan.ui)?;
     // The build's steps need a run folder; the collector's own is stable (no run record).
     let run = RunDir {
         id: "collect".into(),

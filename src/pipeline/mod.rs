@@ -6,7 +6,9 @@
 //!
 //! In order ([`run`]): the run folder (`runs/<timestamp>-<pid>[-<random>]/`, an exclusive
 //! create, never a folder that exists) under `target/optimize.lock`, shared with other runs;
-//! a `Cargo.lock` made for the run when the project has none, removed at its end; the builds
+//! a `Cargo.lock` made for the run when the project has none (or the one another run of
+//! the project made, shared), removed at its end by the last run out while it is unchanged
+//! (`cargo::lockfile`; before the folder's lock is released); the builds
 //! ahead (`stage::ahead`: the profile stage's preset — its search's points with `--thorough`
 //! — and the cpu stage's candidates on it, of the stages the budget pays for); the budget's
 //! costs from the last run's report before the first build (the projection printed then),
@@ -50,7 +52,7 @@ pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
     let started_at = std::time::SystemTime::now();
     let budget = run_budget(plan);
     let lock = DirLock::for_run(&plan.optimize_dir)?;
-    let lockfile = crate::cargo::RunLockfile::for_run(&plan.project)?;
+    let lockfile = crate::cargo::RunLockfile::for_run(&plan.project, &plan.optimize_dir, &plan.ui)?;
     let run = RunDir::create(&plan.optimize_dir)?;
     announce(plan, &run);
     let ctx = Context::new(plan, &plan.spec, &run);
@@ -89,9 +91,12 @@ pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
     report.write_json(&run.root)?;
     report.write_renderings(&run.root)?;
     show(plan, &run, &report, &not_tried)?;
+    // Before the folder's lock: `clean` may remove the lock file's record once it is free.
+    let made = lockfile.made();
+    let ending = lockfile.finish();
     drop(lock);
-    if lockfile.made() {
-        plan.ui.info("the project has no Cargo.lock: this run made one to build every candidate with, and removed it; commit one (`cargo generate-lockfile`) so builds, and what they are measured with, are reproducible");
+    if made {
+        plan.ui.info(&format!("the project has no Cargo.lock: this run {}; commit one (`cargo generate-lockfile`) so builds, and what they are measured with, are reproducible", lockfile_said(ending)));
     }
     trim_cache(plan);
     // A stage that could not run is a failure the user must see, even though the run
@@ -108,6 +113,16 @@ pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// What became of the `Cargo.lock` the tool made (`cargo::lockfile`), for the run's note.
+fn lockfile_said(ending: Option<crate::cargo::lockfile::Ending>) -> &'static str {
+    use crate::cargo::lockfile::Ending;
+    match ending {
+        Some(Ending::InUse) => "built every candidate with one made for the runs of this project, and left it to another run still using it, which removes it",
+        Some(Ending::Kept | Ending::Undecided) => "made one to build every candidate with; it was left (see above)",
+        _ => "made one to build every candidate with, and removed it",
+    }
 }
 
 /// Show the finished run: the ladder (or the `ship` event), the time line and the stages

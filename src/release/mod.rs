@@ -136,6 +136,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     complete_for_jobs(&mut plan, &artifacts, &groups, job_ui)?;
     plan.fresh = args.fresh;
     let _lock = DirLock::for_run(&optimize_dir)?;
+    let _lockfile = crate::cargo::RunLockfile::for_run(&plan.project, &optimize_dir, &ui)?;
     let folder = RunDir::create_in(&optimize_dir.join("releases"))?;
     package::sweep_stale(&out);
     let staging = package::create_staging(&out)?;

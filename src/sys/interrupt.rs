@@ -2,7 +2,9 @@
 //! start is registered here while it lives ([`spawn_group`]; `Tree::spawn` goes through
 //! it), so that Ctrl-C, SIGTERM or SIGHUP ([`install`]) kills every one of them — builds
 //! started ahead, workloads, llvm-bolt, perf, git —, removes the folders registered with
-//! [`remove_on_interrupt`] (a workload's private copy of its cwd), and ends the process with
+//! [`remove_on_interrupt`] (a workload's private copy of its cwd), calls the clean-ups
+//! registered with [`call_on_interrupt`] (a `Cargo.lock` the tool made: removed only while
+//! it is unchanged and no other run uses it, `cargo::lockfile`), and ends the process with
 //! 128 + the signal (130 for Ctrl-C, 143 for SIGTERM). The run's lock is an OS file lock:
 //! the exit releases it. What finished before the signal was written whole (temp + rename),
 //! so a rerun reuses it and redoes the rest.
@@ -30,8 +32,8 @@ use std::sync::{Mutex, MutexGuard};
 struct Registry {
     /// Live groups (the leader's pid) and the [`Cancel`] each was started under (0: none).
     groups: BTreeMap<u32, u64>,
-    /// Folders to remove on a signal, by registration id.
-    paths: BTreeMap<u64, PathBuf>,
+    /// What to do on a signal (a folder to remove, a clean-up to call), by registration id.
+    paths: BTreeMap<u64, OnInterrupt>,
     /// The [`Cancel`] sets paused: a group started under one is stopped as it starts.
     paused: BTreeSet<u64>,
     /// The [`Cancel`] sets confined: a group started under one starts on `split.1`.
@@ -94,16 +96,62 @@ pub(crate) fn release(pid: u32) {
     registry().groups.remove(&pid);
 }
 
+/// What a signal does for one registration.
+enum OnInterrupt {
+    Remove(PathBuf),
+    Call(Box<dyn FnMut() + Send>),
+}
+
+impl OnInterrupt {
+    #[cfg_attr(not(unix), allow(dead_code))]
+    fn run(&mut self) {
+        match self {
+            OnInterrupt::Remove(path) => {
+                if std::fs::remove_dir_all(&*path).is_err() {
+                    let _ = std::fs::remove_file(&*path);
+                }
+            }
+            OnInterrupt::Call(f) => f(),
+        }
+    }
+}
+
 /// A folder (or file) removed if a signal ends the process while the returned guard lives.
 pub(crate) fn remove_on_interrupt(path: PathBuf) -> PathGuard {
+    register(OnInterrupt::Remove(path))
+}
+
+/// `clean_up` called if a signal ends the process while the returned guard lives: what
+/// decides before it removes (a file removed only while it has the content it was made
+/// with). It runs on the signal's thread with every process group already killed and the
+/// registry held: it must not start a process or register anything, and a lock it waits
+/// for must be one the process's other threads never hold while they register or drop a
+/// guard (they would wait for the registry, it for them).
+pub(crate) fn call_on_interrupt(clean_up: impl FnMut() + Send + 'static) -> PathGuard {
+    register(OnInterrupt::Call(Box::new(clean_up)))
+}
+
+fn register(what: OnInterrupt) -> PathGuard {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    registry().paths.insert(id, path);
+    registry().paths.insert(id, what);
     PathGuard(id)
 }
 
-/// Unregisters its folder when dropped ([`remove_on_interrupt`]).
+/// Unregisters its folder or clean-up when dropped ([`remove_on_interrupt`],
+/// [`call_on_interrupt`]).
 #[derive(Debug)]
 pub(crate) struct PathGuard(u64);
+
+impl PathGuard {
+    /// Do what a signal would do for this registration, now (tests of the signal path,
+    /// without ending the process).
+    #[cfg(test)]
+    pub(crate) fn interrupt_now(&self) {
+        if let Some(what) = registry().paths.get_mut(&self.0) {
+            what.run();
+        }
+    }
+}
 
 impl Drop for PathGuard {
     fn drop(&mut self) {
@@ -256,21 +304,17 @@ pub(crate) fn install() {
     }
 }
 
-/// What a signal does: every group killed, the registered folders removed, a line saying
-/// so, and exit 128 + `signal`. The registry stays locked until the exit: nothing starts.
+/// What a signal does: every group killed, the registered folders removed and clean-ups
+/// called (in the order they were registered), a line saying so, and exit 128 + `signal`. The registry stays locked until the exit: nothing starts.
 #[cfg(unix)]
 fn stop(signal: i32) -> ! {
     SIGNALLED.store(signal, Ordering::SeqCst);
-    let reg = registry();
+    let mut reg = registry();
     reg.groups
         .keys()
         .for_each(|pid| super::imp::kill_group(*pid));
     super::confine::sweep(&super::confine::own_prefix());
-    for path in reg.paths.values() {
-        if std::fs::remove_dir_all(path).is_err() {
-            let _ = std::fs::remove_file(path);
-        }
-    }
+    reg.paths.values_mut().for_each(OnInterrupt::run);
     let name = super::signal_name(signal).unwrap_or("a signal");
     eprintln!(
         "\ninterrupted by {name}: stopped {} running process group(s); what finished is kept, and a rerun reuses it",

@@ -60,6 +60,7 @@ mod hotspots;
 mod interrupt;
 mod ladder;
 mod library;
+mod lockfile;
 mod metric;
 mod pipeline;
 mod platforms;
