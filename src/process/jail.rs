@@ -27,10 +27,11 @@ pub(crate) const DEVICES: &[&str] = &[
 ];
 
 /// The variables of the caller's environment every workload sees, as they are: where
-/// programs are found, the locale, the time zone and the terminal. Any other only when its
+/// programs and their shared libraries are found, the locale, the time zone and the terminal. Any other only when its
 /// workload names it (`env-pass`). Their values are keyed ([`passed`]).
 pub(crate) const PASS_THROUGH: &[&str] = &[
     "PATH",
+    "LD_LIBRARY_PATH",
     "LANG",
     "LANGUAGE",
     "TZ",
