@@ -14,7 +14,12 @@
 //! packages (without `--locked`: the copy's lock must change; `--offline` kept). The
 //! layout relative to the workspace root is the user's, so cargo's `-C metadata` (hashed
 //! from paths relative to the workspace root) and the binary's panic locations are what a
-//! plain build of the edited project gives. Nothing of the user's is written.
+//! plain build of the edited project gives. Nothing of the user's is written: the files the
+//! stage edits are never copied as links (`util::mirror`'s `own`) but made anew in the copy
+//! (`util::nofollow::replace`: unlink, then create new, never through a link), a link an
+//! older copy holds there included; a link to a file outside the workspace is copied as
+//! that file; a named pipe is recreated, never opened. A copy that fails (a full disk) is
+//! an error naming the file and its copy, which the stage makes a skipped row.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
