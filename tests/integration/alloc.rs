@@ -356,7 +356,7 @@ fn the_alloc_copy_never_writes_through_the_user_s_links_nor_opens_a_pipe() {
     let stamp = |f: &str| {
         let p = outside.join(f);
         let m = std::fs::metadata(&p).unwrap();
-        (std::fs::read(&p).unwrap(), m.modified().unwrap())
+        (std::fs::read_to_string(&p).unwrap(), m.modified().unwrap())
     };
     let before = (stamp("Cargo.toml"), stamp("main.rs"));
     let td = ws.join("target");
