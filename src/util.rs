@@ -1,10 +1,14 @@
 //! Small helpers every layer may use: text indentation, file-name sanitising, TOML string
 //! literals, durations as users write them and as we print them, text shortened on a
 //! character boundary (`clip`), resetting a scratch folder and making a fresh one no other
-//! process shares. Lowest layer: imports nothing from the crate.
+//! process shares. Lowest layer: imports nothing from the crate but `sys`. Submodules:
+//! `atomic` (files a user names, written whole), `mirror` (a folder kept in step with a
+//! source tree), `nofollow` (writing into the tool's own copies of a tree: never through a
+//! link, never opening a special file).
 
 pub(crate) mod atomic;
 pub(crate) mod mirror;
+pub(crate) mod nofollow;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -14,7 +14,12 @@
 //! packages (without `--locked`: the copy's lock must change; `--offline` kept). The
 //! layout relative to the workspace root is the user's, so cargo's `-C metadata` (hashed
 //! from paths relative to the workspace root) and the binary's panic locations are what a
-//! plain build of the edited project gives. Nothing of the user's is written.
+//! plain build of the edited project gives. Nothing of the user's is written: the files the
+//! stage edits are never copied as links (`util::mirror`'s `own`) but made anew in the copy
+//! (`util::nofollow::replace`: unlink, then create new, never through a link), a link an
+//! older copy holds there included; a link to a file outside the workspace is copied as
+//! that file; a named pipe is recreated, never opened. A copy that fails (a full disk) is
+//! an error naming the file and its copy, which the stage makes a skipped row.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -137,7 +142,7 @@ pub(crate) fn refusal(project: &Project, a: &Allocator, target: &str) -> Option<
             root.display()
         ));
     }
-    let text = std::fs::read_to_string(root).unwrap_or_default();
+    let text = read_text(root).unwrap_or_default();
     if let Some(line) = line_of(&text, "#![no_std]") {
         return Some(format!(
             "the binary is `#![no_std]` ({}:{line}): it has no global allocator to swap",
@@ -206,7 +211,7 @@ fn own_allocator(project: &Project, root: &Path) -> Option<String> {
         }
     }
     files.iter().find_map(|f| {
-        let text = std::fs::read_to_string(f).ok()?;
+        let text = read_text(f).ok()?;
         let line = line_of(&text, "#[global_allocator]")?;
         let shown = f.strip_prefix(&project.workspace_root).unwrap_or(f);
         Some(format!("{}:{line}", shown.display()))
@@ -246,10 +251,24 @@ pub(crate) fn prepare(project: &Project, settings: &BuildSettings) -> Result<(),
     };
     let a = named(name).ok_or_else(|| CargoError::Alloc(format!("unknown allocator `{name}`")))?;
     let copy = source(project, settings);
+    copy_workspace(project, &copy, a)?;
+    lock_copy(project, &copy)
+}
+
+/// The workspace mirrored into `copy` (see the module doc) and the two edits applied. An
+/// error names the file and what failed: a partial file is never left (`util::mirror`).
+fn copy_workspace(project: &Project, copy: &Project, a: &Allocator) -> Result<(), CargoError> {
+    let name = a.name;
     let io = |what: &str, e: std::io::Error| {
+        let fix = match e.to_string().contains("\n  fix: ") {
+            true => String::new(),
+            false => format!(
+                "\n  fix: check the free space and permissions of {}",
+                copy.workspace_root.display()
+            ),
+        };
         CargoError::Alloc(format!(
-            "cannot make the private copy of the workspace for {name} ({what}): {e}\n  fix: check the free space and permissions of {}",
-            copy.workspace_root.display()
+            "cannot make the private copy of the workspace for {name} ({what}): {e}{fix}"
         ))
     };
     let keep: Vec<PathBuf> = [
@@ -268,20 +287,21 @@ pub(crate) fn prepare(project: &Project, settings: &BuildSettings) -> Result<(),
         &keep,
     )
     .map_err(|e| io("copying", e))?;
-    edit_copy(project, &copy, a).map_err(|e| io("editing", e))?;
-    lock_copy(project, &copy)
+    edit_copy(project, copy, a).map_err(|e| io("editing", e))
 }
 
 /// The copy's manifests and root file: the user's with the edits (the copy's root manifest
 /// gets an empty `[workspace]` when the user's has none, so cargo does not look above the
-/// copy for one); written only when they differ, so their times change only with them.
+/// copy for one); written only when they differ, so their times change only with them. The
+/// user's are read through their links (a named pipe refused, never waited on); the copy's
+/// are regular files made anew, never written through a link ([`write_if_changed`]).
 fn edit_copy(project: &Project, copy: &Project, a: &Allocator) -> std::io::Result<()> {
     let bad =
         |e: String| std::io::Error::other(format!("{}: {e}", project.manifest_path.display()));
     let root_manifest = project.workspace_root.join("Cargo.toml");
-    let manifest = std::fs::read_to_string(&project.manifest_path)?;
+    let manifest = read_text(&project.manifest_path)?;
     let mut edited = with_dependency(&manifest, a).map_err(bad)?;
-    let mut root_text = std::fs::read_to_string(&root_manifest)?;
+    let mut root_text = read_text(&root_manifest)?;
     if root_manifest == project.manifest_path {
         root_text = edited.clone();
     }
@@ -294,41 +314,55 @@ fn edit_copy(project: &Project, copy: &Project, a: &Allocator) -> std::io::Resul
             edited = root_text.clone();
         }
     }
-    write_if_changed(&copy.manifest_path, &edited)?;
-    write_if_changed(&copy.workspace_root.join("Cargo.toml"), &root_text)?;
+    write_if_changed(&copy.manifest_path, edited.as_bytes())?;
+    write_if_changed(
+        &copy.workspace_root.join("Cargo.toml"),
+        root_text.as_bytes(),
+    )?;
     if let (Some(root), Some(copied)) = (&project.bin_root, &copy.bin_root) {
-        let text = std::fs::read_to_string(root)?;
-        write_if_changed(copied, &with_item(&text, a, edition_2015(&manifest)))?;
+        let text = read_text(root)?;
+        let with = with_item(&text, a, edition_2015(&manifest));
+        write_if_changed(copied, with.as_bytes())?;
     }
     Ok(())
 }
 
-fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
-    if std::fs::read(path).is_ok_and(|b| b == text.as_bytes()) {
+/// A user's file as text, read through its links; only a regular file is read.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    crate::util::nofollow::read_to_string(path)
+}
+
+/// `bytes` at `path` in the copy, unless a regular file there holds them already: made
+/// anew (`util::nofollow::replace`), so a link there (one an older copy took from the
+/// user's tree) is replaced, never written through.
+fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let regular = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+    if regular && crate::util::nofollow::read(path).is_ok_and(|b| b == bytes) {
         return Ok(());
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(path, text)
+    crate::util::nofollow::replace(path, bytes)
 }
 
 /// The copy's Cargo.lock: the user's with the allocator's packages added by `cargo
 /// metadata` (once per change of the user's lock: the user's as last copied is kept beside
 /// the copy), so every build of the copy, `--locked` included, finds it complete.
 fn lock_copy(project: &Project, copy: &Project) -> Result<(), CargoError> {
-    let user = std::fs::read(project.workspace_root.join("Cargo.lock")).unwrap_or_default();
+    let user =
+        crate::util::nofollow::read(&project.workspace_root.join("Cargo.lock")).unwrap_or_default();
     let seen = copy.workspace_root.with_extension("user-lock");
     let lock = copy.workspace_root.join("Cargo.lock");
-    if lock.is_file() && std::fs::read(&seen).is_ok_and(|s| s == user) {
+    let regular = std::fs::symlink_metadata(&lock).is_ok_and(|m| m.is_file());
+    if regular && std::fs::read(&seen).is_ok_and(|s| s == user) {
         return Ok(());
     }
-    let failed =
-        |e: std::io::Error| CargoError::Alloc(format!("cannot write {}: {e}", lock.display()));
+    let failed = |e: std::io::Error| CargoError::Alloc(e.to_string());
     if user.is_empty() {
         let _ = std::fs::remove_file(&lock);
     } else {
-        std::fs::write(&lock, &user).map_err(failed)?;
+        crate::util::nofollow::replace(&lock, &user).map_err(failed)?;
     }
     let f = super::flags::flags();
     let mut args = vec![
@@ -362,7 +396,7 @@ fn lock_copy(project: &Project, copy: &Project) -> Result<(), CargoError> {
             }
         )));
     }
-    std::fs::write(&seen, &user).map_err(failed)
+    crate::util::nofollow::replace(&seen, &user).map_err(failed)
 }
 
 #[cfg(test)]
@@ -463,5 +497,99 @@ mod tests {
         std::fs::remove_file(dir.path().join("src/alloc.rs")).unwrap();
         let msvc = refusal(&p, named("jemalloc").unwrap(), "x86_64-pc-windows-msvc").unwrap();
         assert!(msvc.contains("MSVC"), "{msvc}");
+    }
+
+    /// A workspace whose `Cargo.toml` and `src/main.rs` are symlinks to files outside it:
+    /// the copy gets regular files with the edits (the item once, however many runs), and
+    /// the user's files keep their bytes and modification times.
+    #[cfg(unix)]
+    #[test]
+    fn edits_in_the_copy_never_write_through_the_user_s_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ws, outside) = (dir.path().join("ws"), dir.path().join("outside"));
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let manifest = "[package]\nname = \"p\"\nedition = \"2021\"\n";
+        std::fs::write(outside.join("Cargo.toml"), manifest).unwrap();
+        std::fs::write(outside.join("main.rs"), "fn main() {}\n").unwrap();
+        crate::sys::symlink(outside.join("Cargo.toml"), ws.join("Cargo.toml")).unwrap();
+        crate::sys::symlink("../../outside/main.rs", ws.join("src/main.rs")).unwrap();
+        let stamp = |f: &str| {
+            let p = outside.join(f);
+            (
+                std::fs::read(&p).unwrap(),
+                std::fs::metadata(&p).unwrap().modified().unwrap(),
+            )
+        };
+        let before = (stamp("Cargo.toml"), stamp("main.rs"));
+        let mut p = Project::for_tests("p", "0.1.0");
+        p.workspace_root = ws.clone();
+        p.package_dir = ws.clone();
+        p.manifest_path = ws.join("Cargo.toml");
+        p.bin_root = Some(ws.join("src/main.rs"));
+        p.target_dir = ws.join("target");
+        let mut settings = BuildSettings::plain("release");
+        settings.allocator = Some("mimalloc".into());
+        let copy = source(&p, &settings).into_owned();
+        let a = named("mimalloc").unwrap();
+        // A copy an older version made: the links recreated as they were.
+        std::fs::create_dir_all(copy.workspace_root.join("src")).unwrap();
+        crate::sys::symlink(outside.join("main.rs"), copy.bin_root.as_ref().unwrap()).unwrap();
+        for _ in 0..3 {
+            copy_workspace(&p, &copy, a).unwrap();
+        }
+        assert_eq!((stamp("Cargo.toml"), stamp("main.rs")), before);
+        for f in [&copy.manifest_path, copy.bin_root.as_ref().unwrap()] {
+            assert!(
+                std::fs::symlink_metadata(f).unwrap().is_file(),
+                "{}",
+                f.display()
+            );
+        }
+        let main = std::fs::read_to_string(copy.bin_root.as_ref().unwrap()).unwrap();
+        assert_eq!(main.matches("#[global_allocator]").count(), 1, "{main}");
+        let toml = std::fs::read_to_string(&copy.manifest_path).unwrap();
+        assert!(
+            toml.contains("mimalloc = \"0.1\"") && toml.contains("[workspace]"),
+            "{toml}"
+        );
+    }
+
+    /// A write that fails while the workspace is copied (a full disk, through the copy's
+    /// writer seam) is an error naming the file and its copy, with the fix; no partial file
+    /// is left. The alloc stage makes it a skipped row with these words.
+    #[test]
+    fn a_full_disk_while_copying_names_the_file_and_leaves_no_partial_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("Cargo.toml"), "[package]\nname = \"p\"\n").unwrap();
+        std::fs::write(ws.join("src/main.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(ws.join("src/table.bin"), vec![9u8; 512 << 10]).unwrap();
+        let mut p = Project::for_tests("p", "0.1.0");
+        p.workspace_root = ws.clone();
+        p.package_dir = ws.clone();
+        p.manifest_path = ws.join("Cargo.toml");
+        p.bin_root = Some(ws.join("src/main.rs"));
+        p.target_dir = ws.join("target");
+        let mut settings = BuildSettings::plain("release");
+        settings.allocator = Some("mimalloc".into());
+        let copy = source(&p, &settings).into_owned();
+        crate::util::nofollow::fail_writes_after(Some(64 << 10));
+        let e = copy_workspace(&p, &copy, named("mimalloc").unwrap()).unwrap_err();
+        crate::util::nofollow::fail_writes_after(None);
+        let said = e.to_string();
+        let partial = copy.workspace_root.join("src/table.bin");
+        assert!(
+            said.contains("private copy of the workspace for mimalloc (copying)"),
+            "{said}"
+        );
+        assert!(
+            said.contains(&ws.join("src/table.bin").display().to_string()),
+            "{said}"
+        );
+        assert!(said.contains(&partial.display().to_string()), "{said}");
+        assert_eq!(said.matches("fix:").count(), 1, "{said}");
+        assert!(!partial.exists());
     }
 }

@@ -659,7 +659,11 @@ impl<'a> Context<'a> {
         let Some((w, sb)) = sandbox::for_files(workload, &self.spec.path, &dest, &exclude)? else {
             return Ok((workload.clone(), None));
         };
-        if let Some(warning) = sb.outside_warning(&workload.name) {
+        let warnings = [
+            sb.outside_warning(&workload.name),
+            sb.left_out_warning(&workload.name),
+        ];
+        for warning in warnings.into_iter().flatten() {
             self.warn_once(&warning);
         }
         if sb.bytes > LARGE_SANDBOX {
@@ -708,7 +712,11 @@ impl<'a> Context<'a> {
         ];
         let root = crate::spec::spec_root(&self.spec.path);
         let sb = Sandbox::create(&sandbox::copied_folder(workload, &root), &dest, &exclude)?;
-        if let Some(warning) = sb.outside_warning(&workload.name) {
+        let warnings = [
+            sb.outside_warning(&workload.name),
+            sb.left_out_warning(&workload.name),
+        ];
+        for warning in warnings.into_iter().flatten() {
             self.warn_once(&warning);
         }
         Ok((sb.moved(workload), sb))

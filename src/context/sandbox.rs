@@ -22,6 +22,14 @@
 //! refused before anything runs ([`escapes`]). The copy sits in a folder of its own, so
 //! what a run writes beside its cwd (`../x`) is seen too.
 //!
+//! Nothing of the user's is opened but a regular file, and nothing in the copy is written
+//! through a link (`util::nofollow`): a file is opened without waiting and checked on its
+//! descriptor to be a regular file, its copy created new; a named pipe is made anew in the
+//! copy, never opened (an open waits for a writer); a socket or device is left out, never
+//! opened, and named ([`Sandbox::left_out`], a warning). A copy that fails (a full disk, a
+//! file that cannot be read) is an error naming the file, its copy and what failed, and
+//! nothing of the copy is left (the folder goes with the `Sandbox`).
+//!
 //! Every entry made in the copy is recorded (its kind, what a link says, its permission
 //! bits): [`Sandbox::changes`] compares the copy after a run with that record, so a file
 //! written or deleted, a new folder (even empty), link or special file, a link repointed
@@ -37,6 +45,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
+
+use crate::sys::Special;
+use crate::util::{io_error, nofollow};
 
 /// A copy of a working directory, in a folder of its own; both removed when dropped.
 #[derive(Debug)]
@@ -65,6 +76,8 @@ pub(crate) struct Sandbox {
     /// Links out of the cwd to nothing, pointed at a name beside the copy (`..`-level name,
     /// the link relative to the cwd): what a run writes through one is seen there.
     dangling: Vec<(std::ffi::OsString, PathBuf)>,
+    /// Sockets and devices in the cwd, left out of the copy (never opened), relative to it.
+    pub left_out: Vec<(PathBuf, Special)>,
     /// Removes `root` if a signal ends the run while the copy exists.
     _on_interrupt: crate::sys::interrupt::PathGuard,
 }
@@ -193,7 +206,10 @@ impl Sandbox {
         let name = source.file_name().unwrap_or(std::ffi::OsStr::new("cwd"));
         let cwd = dest.join(name);
         let on_interrupt = crate::sys::interrupt::remove_on_interrupt(dest.to_path_buf());
-        std::fs::create_dir_all(&cwd)?;
+        std::fs::create_dir_all(&cwd).map_err(|e| io_error(e, "cannot create", &cwd))?;
+        let canon = source
+            .canonicalize()
+            .map_err(|e| io_error(e, "cannot read", source))?;
         let mut sb = Sandbox {
             root: dest.to_path_buf(),
             source: source.to_path_buf(),
@@ -201,14 +217,15 @@ impl Sandbox {
             bytes: 0,
             files: 0,
             made: BTreeMap::new(),
-            mapped: vec![(source.canonicalize()?, cwd)],
+            mapped: vec![(canon.clone(), cwd)],
             budget: (SNAPSHOT_BYTES, SNAPSHOT_FILES),
             outside: Vec::new(),
             dangling: Vec::new(),
+            left_out: Vec::new(),
             _on_interrupt: on_interrupt,
         };
         let roots = Roots {
-            source: source.canonicalize()?,
+            source: canon,
             dest_canon: dest.canonicalize()?,
             exclude: exclude
                 .iter()
@@ -357,6 +374,21 @@ impl Sandbox {
         ))
     }
 
+    /// The warning for workload `name` when its cwd holds a socket or device
+    /// ([`Sandbox::left_out`]): its private copy has none there.
+    pub(crate) fn left_out_warning(&self, name: &str) -> Option<String> {
+        let (path, kind) = self.left_out.first()?;
+        Some(format!(
+            "workload `{name}`: {} in its cwd is a {}, left out of its private copy (a copy never opens one){}\n  fix: if the workload uses it, point `cwd` at a folder without it and name it by an absolute path",
+            path.display(),
+            kind.name(),
+            match self.left_out.len() {
+                1 => String::new(),
+                n => format!(", with {} more", n - 1),
+            }
+        ))
+    }
+
     /// The copy of the working directory.
     pub(crate) fn cwd(&self) -> &Path {
         &self.cwd
@@ -486,10 +518,14 @@ fn replace_path(value: &str, from: &str, to: &str) -> String {
     out
 }
 
-/// Copy `from` into the copy's `rel` (relative to its cwd), recording each entry made.
+/// Copy `from` into the copy's `rel` (relative to its cwd), recording each entry made: a
+/// regular file copied (opened without waiting, checked on its descriptor, its copy created
+/// new: `util::nofollow`), a named pipe made anew (never opened), a socket or device left
+/// out ([`Sandbox::left_out`]).
 fn copy_tree(from: &Path, rel: &Path, roots: &Roots, sb: &mut Sandbox) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
+    let entries = std::fs::read_dir(from).map_err(|e| io_error(e, "cannot read", from))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error(e, "cannot read", from))?;
         let path = entry.path();
         let rel = rel.join(entry.file_name());
         let target = sb.cwd.join(&rel);
@@ -500,12 +536,18 @@ fn copy_tree(from: &Path, rel: &Path, roots: &Roots, sb: &mut Sandbox) -> std::i
             if skip_dir(&path, &roots.dest_canon, &roots.exclude) {
                 continue;
             }
-            std::fs::create_dir(&target)?;
+            std::fs::create_dir(&target).map_err(|e| io_error(e, "cannot create", &target))?;
             copy_tree(&path, &rel, roots, sb)?;
         } else if kind.is_file() {
-            sb.bytes += std::fs::copy(&path, &target)?;
+            sb.bytes += nofollow::copy_file(&path, &target, false)?;
             sb.files += 1;
+        } else if let Some(Special::Fifo) = crate::sys::special_kind(&kind) {
+            let meta =
+                std::fs::symlink_metadata(&path).map_err(|e| io_error(e, "cannot read", &path))?;
+            nofollow::fifo(&path, &target, &meta)?;
         } else {
+            let special = crate::sys::special_kind(&kind).unwrap_or(Special::Device);
+            sb.left_out.push((rel, special));
             continue;
         }
         if let Some((kind, mode)) = EntryKind::of(&target) {
@@ -542,17 +584,17 @@ fn copy_link(link: &Path, rel: &Path, roots: &Roots, sb: &mut Sandbox) -> std::i
         Some(to.join(inside))
     });
     if let Some(p) = into {
-        return crate::sys::symlink(p, &target);
+        return make_link(&p, &target);
     }
     let Ok(meta) = std::fs::metadata(&leads) else {
         let name = std::ffi::OsString::from(format!(".link-{}", sb.dangling.len()));
         sb.dangling.push((name.clone(), rel.to_path_buf()));
-        return crate::sys::symlink(sb.root.join(name), &target);
+        return make_link(&sb.root.join(name), &target);
     };
     let (bytes, files) = sb.budget;
     if meta.is_file() && meta.len() <= bytes && files > 0 {
         sb.budget = (bytes - meta.len(), files - 1);
-        sb.bytes += std::fs::copy(&leads, &target)?;
+        sb.bytes += nofollow::copy_file(&leads, &target, true)?;
         sb.files += 1;
         return Ok(());
     }
@@ -560,13 +602,18 @@ fn copy_link(link: &Path, rel: &Path, roots: &Roots, sb: &mut Sandbox) -> std::i
     if meta.is_dir() && !holds_copy && !skip_dir(&leads, &roots.dest_canon, &roots.exclude) {
         if let Some((b, f)) = count(&leads, &roots.exclude, bytes, files) {
             sb.budget = (bytes - b, files - f);
-            std::fs::create_dir(&target)?;
+            std::fs::create_dir(&target).map_err(|e| io_error(e, "cannot create", &target))?;
             sb.mapped.push((leads.clone(), target));
             return copy_tree(&leads, rel, roots, sb);
         }
     }
     sb.outside.push((rel.to_path_buf(), leads.clone()));
-    crate::sys::symlink(&leads, &target)
+    make_link(&leads, &target)
+}
+
+/// A symlink at `at` to `to`; an error names it.
+fn make_link(to: &Path, at: &Path) -> std::io::Result<()> {
+    crate::sys::symlink(to, at).map_err(|e| io_error(e, "cannot make the link", at))
 }
 
 /// Where a link at `link` saying `to` leads: canonical where it exists, else lexically
@@ -1049,5 +1096,61 @@ mod tests {
         assert_eq!(saved_name(cwd, Path::new("/tmp/x")), Path::new("tmp/x"));
         assert_eq!(saved_name(cwd, Path::new("../x")), Path::new("__/x"));
         assert_eq!(saved_name(cwd, Path::new("./a/./b")), Path::new("a/b"));
+    }
+
+    /// A named pipe in the cwd is made anew in the copy, never opened (an open waits for a
+    /// writer); a socket is left out, named; neither is a change.
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_is_made_anew_and_a_socket_left_out_neither_opened() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("proj");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("in.txt"), "in").unwrap();
+        crate::sys::testing::mkfifo(&src.join("pipe")).unwrap();
+        let _socket = crate::sys::testing::socket(&src.join("sock")).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (s, d) = (src.clone(), tmp.path().join("copy"));
+        std::thread::spawn(move || {
+            let _ = tx.send(Sandbox::create(&s, &d, &[]).map_err(|e| e.to_string()));
+        });
+        let sb = rx.recv_timeout(std::time::Duration::from_secs(10));
+        let sb = sb.expect("the copy opened the named pipe").unwrap();
+        let kind = std::fs::symlink_metadata(sb.cwd().join("pipe"))
+            .unwrap()
+            .file_type();
+        assert!(crate::sys::testing::is_fifo(&kind));
+        assert!(std::fs::symlink_metadata(sb.cwd().join("sock")).is_err());
+        assert_eq!(sb.left_out, [(PathBuf::from("sock"), Special::Socket)]);
+        let said = sb.left_out_warning("w").unwrap();
+        assert!(
+            said.contains("sock in its cwd is a socket, left out"),
+            "{said}"
+        );
+        assert_eq!(sb.changes(10), []);
+    }
+
+    /// A write that fails as on a full disk (the copy's writer seam) ends the copy with an
+    /// error naming the file, its copy and the fix, and nothing of the copy is left.
+    #[test]
+    fn a_full_disk_names_the_file_and_leaves_no_partial_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("proj");
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        std::fs::write(src.join("d/big.bin"), vec![3u8; 1 << 20]).unwrap();
+        let dest = tmp.path().join("copy");
+        crate::util::nofollow::fail_writes_after(Some(100 << 10));
+        let e = Sandbox::create(&src, &dest, &[]).expect_err("the disk is full");
+        crate::util::nofollow::fail_writes_after(None);
+        let said = e.to_string();
+        let (from, to) = (src.join("d/big.bin"), dest.join("proj/d/big.bin"));
+        let names = format!(
+            "cannot copy {} (writing) to {}",
+            from.display(),
+            to.display()
+        );
+        assert!(said.starts_with(&names), "{said}");
+        assert!(said.contains("fix: free space"), "{said}");
+        assert!(!dest.exists(), "the partial copy is left");
     }
 }

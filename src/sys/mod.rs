@@ -19,8 +19,10 @@
 //! - interruption (`interrupt`): every child group registered while it lives, killed on
 //!   Ctrl-C, SIGTERM or SIGHUP (then exit 128 + the signal), on an error exit, or as one
 //!   set (`Cancel`: the builds run ahead);
-//! - file modes and owners, symlinks, named pipes, errno names, whether a pid is alive,
-//!   whether we run as root, the CPU time of this process and its children, `/proc` facts.
+//! - file modes and owners, symlinks, named pipes and the kind of a special file, files
+//!   opened or created never through a link and never waiting on a pipe (`open_regular`,
+//!   `create_new`), errno names, whether a pid is alive, whether we run as root, the CPU
+//!   time of this process and its children, `/proc` facts.
 
 pub(crate) mod confine;
 pub(crate) mod interrupt;
@@ -268,7 +270,73 @@ pub(crate) fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
     imp::open_lock(path)
 }
 
-/// Helpers for unit tests that need the OS: named pipes, the page cache.
+/// What an entry that is neither a regular file, a folder nor a symlink is, from its type
+/// (`symlink_metadata`'s: never followed): a named pipe, a socket, a device; `None` for
+/// the three ordinary kinds. A tree's copy never opens one (an open of a named pipe waits
+/// for a writer; of a device, reads it).
+pub(crate) fn special_kind(kind: &std::fs::FileType) -> Option<Special> {
+    if imp::is_fifo(kind) {
+        Some(Special::Fifo)
+    } else if imp::is_socket(kind) {
+        Some(Special::Socket)
+    } else if imp::is_char_device(kind) || imp::is_block_device(kind) {
+        Some(Special::Device)
+    } else if kind.is_file() || kind.is_dir() || kind.is_symlink() {
+        None
+    } else {
+        Some(Special::Device)
+    }
+}
+
+/// A special file's kind ([`special_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Special {
+    Fifo,
+    Socket,
+    Device,
+}
+
+impl Special {
+    /// Its name in messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Special::Fifo => "named pipe",
+            Special::Socket => "socket",
+            Special::Device => "device",
+        }
+    }
+}
+
+/// Open a *regular* file to read, race-free: opened without waiting (Unix `O_NONBLOCK`: a
+/// named pipe swapped in since its type was looked at is not waited on), through no
+/// symlink unless `follow` (Unix `O_NOFOLLOW`: a link at `path` is an error; Windows: one
+/// is refused), then checked on the open descriptor (`fstat`) to be a regular file: a
+/// named pipe, socket, device or folder is the error `InvalidInput`, never read.
+pub(crate) fn open_regular(path: &Path, follow: bool) -> std::io::Result<std::fs::File> {
+    let file = imp::open_to_read(path, follow)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "it is not a regular file (a named pipe, socket, device or folder)",
+        ));
+    }
+    Ok(file)
+}
+
+/// Create the file `path` to write, new: an existing file or symlink there (even one
+/// leading nowhere) is `AlreadyExists`, never opened or followed (Unix `O_CREAT|O_EXCL|
+/// O_NOFOLLOW` with the permission bits `mode`, less the umask; Windows: `CREATE_NEW` on
+/// the link itself, `mode` unused).
+pub(crate) fn create_new(path: &Path, mode: u32) -> std::io::Result<std::fs::File> {
+    imp::create_new(path, mode)
+}
+
+/// Make a named pipe at `path` with the permission bits `mode` (less the umask), without
+/// opening it (Unix `mkfifo`); `Unsupported` on Windows.
+pub(crate) fn mkfifo(path: &Path, mode: u32) -> std::io::Result<()> {
+    imp::mkfifo(path, mode)
+}
+
 /// The variable through which the dynamic loader loads a shared library into a program
 /// before its own (and so interposes `malloc` and `free`): glibc's and musl's `LD_PRELOAD`
 /// on Linux. `None` elsewhere (macOS' `DYLD_INSERT_LIBRARIES` does not interpose a
@@ -278,6 +346,7 @@ pub(crate) const PRELOAD_VAR: Option<&str> = match cfg!(target_os = "linux") {
     false => None,
 };
 
+/// Helpers for unit tests that need the OS: named pipes, the page cache.
 #[cfg(test)]
 pub(crate) mod testing {
     /// The signal number of SIGKILL (the same on every Unix; Windows has no signals).
@@ -295,9 +364,26 @@ pub(crate) mod testing {
         super::imp::is_char_device(kind)
     }
 
+    /// A Unix socket bound at `path` (the file stays while the guard lives); Windows: none.
+    #[cfg(unix)]
+    pub(crate) fn socket(path: &std::path::Path) -> std::io::Result<impl Drop> {
+        std::os::unix::net::UnixListener::bind(path).map(|l| Guard(Some(l)))
+    }
+
+    /// Something kept until it drops.
+    #[cfg(unix)]
+    pub(crate) struct Guard<T>(Option<T>);
+
+    #[cfg(unix)]
+    impl<T> Drop for Guard<T> {
+        fn drop(&mut self) {
+            self.0.take();
+        }
+    }
+
     /// Make a named pipe (Unix); `Unsupported` on Windows.
     pub(crate) fn mkfifo(path: &std::path::Path) -> std::io::Result<()> {
-        super::imp::mkfifo(path)
+        super::imp::mkfifo(path, 0o600)
     }
 
     /// How many of a file's pages are in the page cache.

@@ -427,14 +427,41 @@ pub(super) fn copy_owner(file: &std::fs::File, like: &std::fs::Metadata) {
     let _ = std::os::unix::fs::fchown(file, Some(like.uid()), Some(like.gid()));
 }
 
-#[cfg(test)]
 pub(super) fn is_fifo(kind: &std::fs::FileType) -> bool {
     kind.is_fifo()
 }
 
-#[cfg(test)]
+pub(super) fn is_socket(kind: &std::fs::FileType) -> bool {
+    kind.is_socket()
+}
+
 pub(super) fn is_char_device(kind: &std::fs::FileType) -> bool {
     kind.is_char_device()
+}
+
+pub(super) fn is_block_device(kind: &std::fs::FileType) -> bool {
+    kind.is_block_device()
+}
+
+/// Open to read without waiting (`O_NONBLOCK`: a named pipe's open does not wait for a
+/// writer) and, unless `follow`, never through a symlink (`O_NOFOLLOW`: `ELOOP`).
+pub(super) fn open_to_read(path: &Path, follow: bool) -> std::io::Result<std::fs::File> {
+    let flags = libc::O_NONBLOCK | if follow { 0 } else { libc::O_NOFOLLOW };
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+}
+
+/// Create a file that did not exist (`O_CREAT|O_EXCL`, plus `O_NOFOLLOW`: a symlink at
+/// `path`, even one leading nowhere, is `EEXIST`, never followed).
+pub(super) fn create_new(path: &Path, mode: u32) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode & 0o7777)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }
 
 pub(super) fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
@@ -474,11 +501,10 @@ fn set_blocking(file: &std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-pub(super) fn mkfifo(path: &Path) -> std::io::Result<()> {
+pub(super) fn mkfifo(path: &Path, mode: u32) -> std::io::Result<()> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
     // SAFETY: mkfifo with a NUL-terminated path.
-    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+    if unsafe { libc::mkfifo(c.as_ptr(), (mode & 0o7777) as libc::mode_t) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())

@@ -367,20 +367,49 @@ pub(super) fn is_executable(_meta: &std::fs::Metadata) -> bool {
 
 pub(super) fn copy_owner(_file: &std::fs::File, _like: &std::fs::Metadata) {}
 
-#[cfg(test)]
 pub(super) fn is_fifo(_kind: &std::fs::FileType) -> bool {
     false
 }
 
-#[cfg(test)]
+pub(super) fn is_socket(_kind: &std::fs::FileType) -> bool {
+    false
+}
+
 pub(super) fn is_char_device(_kind: &std::fs::FileType) -> bool {
     false
 }
 
+pub(super) fn is_block_device(_kind: &std::fs::FileType) -> bool {
+    false
+}
+
+/// `FILE_FLAG_OPEN_REPARSE_POINT`: a symlink is opened itself, not followed.
+const OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+
+pub(super) fn open_to_read(path: &Path, follow: bool) -> std::io::Result<std::fs::File> {
+    use std::os::windows::fs::OpenOptionsExt as _;
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    if !follow {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(std::io::Error::other("it is a symlink"));
+        }
+        open.custom_flags(OPEN_REPARSE_POINT);
+    }
+    open.open(path)
+}
+
+pub(super) fn create_new(path: &Path, _mode: u32) -> std::io::Result<std::fs::File> {
+    use std::os::windows::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(OPEN_REPARSE_POINT)
+        .open(path)
+}
+
 pub(super) fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::windows::fs::OpenOptionsExt as _;
-    /// `FILE_FLAG_OPEN_REPARSE_POINT`: a symlink is opened itself, not followed.
-    const OPEN_REPARSE_POINT: u32 = 0x0020_0000;
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(std::io::Error::other("it is a symlink"));
     }
@@ -399,8 +428,7 @@ pub(super) fn open_stream(target: &Path) -> std::io::Result<Option<std::fs::File
         .map(Some)
 }
 
-#[cfg(test)]
-pub(super) fn mkfifo(_path: &Path) -> std::io::Result<()> {
+pub(super) fn mkfifo(_path: &Path, _mode: u32) -> std::io::Result<()> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "named pipes in the file system are Unix only",

@@ -332,3 +332,60 @@ fn an_allocator_whose_preview_is_not_faster_is_not_built_unless_thorough() {
     assert!(row.vs_best.is_some(), "built and measured: {row:#?}");
     assert!(copy.exists());
 }
+
+/// A workspace whose `Cargo.toml` and `src/main.rs` are symlinks to files outside it (one
+/// absolute, one relative), with a named pipe in it: the alloc stage's private copy gets
+/// regular files with its edits, the pipe is never opened (the copy would wait for a writer
+/// for good), the stage builds its candidate, and the user's two files keep their bytes and
+/// modification times.
+#[cfg(unix)]
+#[test]
+fn the_alloc_copy_never_writes_through_the_user_s_links_nor_opens_a_pipe() {
+    let _guard = shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let (ws, outside) = (tmp.path().join("ws"), tmp.path().join("outside"));
+    copy_dir(&fixture("alloc-heavy"), &ws);
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::rename(ws.join("Cargo.toml"), outside.join("Cargo.toml")).unwrap();
+    std::fs::rename(ws.join("src/main.rs"), outside.join("main.rs")).unwrap();
+    std::os::unix::fs::symlink(outside.join("Cargo.toml"), ws.join("Cargo.toml")).unwrap();
+    std::os::unix::fs::symlink("../../outside/main.rs", ws.join("src/main.rs")).unwrap();
+    let pipe = ws.join("pipe");
+    let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
+    assert!(made.success());
+    let stamp = |f: &str| {
+        let p = outside.join(f);
+        let m = std::fs::metadata(&p).unwrap();
+        (std::fs::read_to_string(&p).unwrap(), m.modified().unwrap())
+    };
+    let before = (stamp("Cargo.toml"), stamp("main.rs"));
+    let td = ws.join("target");
+    // `--thorough`: the candidate is built whatever mimalloc's preview says.
+    let r = optimize_into(&ws, &td, &["--max-time", "3s", "--thorough"]);
+    assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
+    assert_eq!(
+        (stamp("Cargo.toml"), stamp("main.rs")),
+        before,
+        "{}",
+        r.all()
+    );
+    let report = latest_report(&td);
+    let row = stage(&report, "alloc");
+    assert_eq!(
+        settings(row).allocator.as_deref(),
+        Some("mimalloc"),
+        "{row:#?}"
+    );
+    assert!(row.vs_best.is_some(), "built and measured: {row:#?}");
+    let copy = td.join("optimize/alloc/mimalloc");
+    for f in ["Cargo.toml", "src/main.rs"] {
+        let m = std::fs::symlink_metadata(copy.join(f)).unwrap();
+        assert!(m.is_file(), "{f} in the copy: {m:?}");
+    }
+    let main = std::fs::read_to_string(copy.join("src/main.rs")).unwrap();
+    assert_eq!(main.matches("#[global_allocator]").count(), 1, "{main}");
+    let kind = std::fs::symlink_metadata(copy.join("pipe"))
+        .unwrap()
+        .file_type();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind));
+}
