@@ -88,6 +88,8 @@ pub(crate) struct Sandbox {
 struct Made {
     kind: EntryKind,
     mode: u32,
+    /// A file's modification time (a workload setting it back is a change too).
+    mtime: Option<std::time::SystemTime>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +144,9 @@ pub(crate) enum Change {
     Relinked(PathBuf, PathBuf),
     /// Permission bits changed (from, to).
     Mode(PathBuf, u32, u32),
+    /// A file's modification time changed, its bytes the same (`touch -d`: what build
+    /// tools judge freshness by).
+    Touched(PathBuf),
 }
 
 impl Change {
@@ -153,7 +158,7 @@ impl Change {
     pub(crate) fn path(&self) -> &Path {
         match self {
             Change::Written(p) | Change::Deleted(p) | Change::Relinked(p, _) => p,
-            Change::Made { path, .. } | Change::Mode(path, ..) => path,
+            Change::Made { path, .. } | Change::Mode(path, ..) | Change::Touched(path) => path,
         }
     }
 }
@@ -174,6 +179,7 @@ impl std::fmt::Display for Change {
             } => write!(f, "{p}: a {kind}, was a {was}"),
             Change::Relinked(_, to) => write!(f, "{p}: a symlink now to {}", to.display()),
             Change::Mode(_, a, b) => write!(f, "{p}: mode {a:o} -> {b:o}"),
+            Change::Touched(_) => write!(f, "{p}: modification time changed"),
         }
     }
 }
@@ -357,6 +363,7 @@ impl Sandbox {
                 was: Some(a.name()),
             }),
             _ if made.mode != mode => Some(Change::Mode(path, made.mode, mode)),
+            _ if made.mtime != file_mtime(&self.cwd.join(rel), kind) => Some(Change::Touched(path)),
             _ => None,
         }
     }
@@ -551,10 +558,18 @@ fn copy_tree(from: &Path, rel: &Path, roots: &Roots, sb: &mut Sandbox) -> std::i
             continue;
         }
         if let Some((kind, mode)) = EntryKind::of(&target) {
-            sb.made.insert(rel, Made { kind, mode });
+            let mtime = file_mtime(&target, &kind);
+            sb.made.insert(rel, Made { kind, mode, mtime });
         }
     }
     Ok(())
+}
+
+/// A file's modification time (`None` for anything else, or when it cannot be read).
+fn file_mtime(path: &Path, kind: &EntryKind) -> Option<std::time::SystemTime> {
+    (*kind == EntryKind::File)
+        .then(|| std::fs::symlink_metadata(path).ok()?.modified().ok())
+        .flatten()
 }
 
 /// Whether two files hold the same bytes (an unreadable one differs).
@@ -826,6 +841,22 @@ mod tests {
         assert!(sb
             .changes(10)
             .contains(&Change::Written(PathBuf::from("../beside.txt"))));
+    }
+
+    #[test]
+    fn a_modification_time_set_back_is_a_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("proj");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("a.rs"), "fn a() {}").unwrap();
+        let sb = Sandbox::create(&src, &tmp.path().join("copy"), &[]).unwrap();
+        let f = std::fs::File::options()
+            .write(true)
+            .open(sb.cwd().join("a.rs"))
+            .unwrap();
+        f.set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
+        let said: Vec<String> = sb.changes(10).iter().map(|c| c.to_string()).collect();
+        assert_eq!(said, ["a.rs: modification time changed"]);
     }
 
     #[test]
