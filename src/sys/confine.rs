@@ -22,8 +22,9 @@
 
 use std::path::PathBuf;
 
-/// The variable naming a confined process's step, for [`sweep`].
-pub(crate) const STEP_VAR: &str = "CARGO_OPTIMIZE_STEP";
+/// The variable naming a confined process's step, for [`sweep`]. Not `CARGO_…`: sccache
+/// keys a compilation by every `CARGO_*` variable, so a value per build would miss its cache.
+pub(crate) const STEP_VAR: &str = "_CARGO_OPTIMIZE_STEP";
 
 /// Turns the confinement off when `off` (to compare timings with and without it, or where
 /// a workload cannot run under it): the copy and its check then guard alone.
