@@ -18,9 +18,16 @@ fn crate_with_spec(name: &str, args: &[&str]) -> tempfile::TempDir {
     let tmp = copy_fixture(FIXTURE);
     let spec = std::fs::read_to_string(tmp.path().join("optimize.toml")).unwrap();
     let quoted: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    // The workload writes its markers into the folder its second argument names, outside
+    // its run folder: it declares it, as the confinement asks.
+    let writes: Vec<String> = args.iter().skip(1).map(|a| format!("{a:?}")).collect();
     let spec = spec.replace(
         "args = [\"ok\"]",
-        &format!("args = [{}]", quoted.join(", ")),
+        &format!(
+            "args = [{}]\nwrites = [{}]",
+            quoted.join(", "),
+            writes.join(", ")
+        ),
     );
     std::fs::write(tmp.path().join(format!("{name}.toml")), spec).unwrap();
     tmp

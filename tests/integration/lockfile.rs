@@ -39,7 +39,11 @@ fn check_leaves_no_lock_file_behind() {
 fn holding_check(dir: &Path, marks: &Path) -> std::process::Child {
     let m = marks.to_str().unwrap();
     let spec = std::fs::read_to_string(dir.join("optimize.toml")).unwrap();
-    let spec = spec.replace("args = [\"ok\"]", &format!("args = [\"hold\", {m:?}]"));
+    // The workload writes its marker outside its run folder: it declares the folder.
+    let spec = spec.replace(
+        "args = [\"ok\"]",
+        &format!("args = [\"hold\", {m:?}]\nwrites = [{m:?}]"),
+    );
     std::fs::write(dir.join("hold.toml"), spec).unwrap();
     let err = marks.join("stderr");
     let mut child = Command::new(tool())
