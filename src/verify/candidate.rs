@@ -54,9 +54,12 @@ pub(crate) fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Re
             crashed(ctx, w, &out.status, signal, &out.stderr_tail(15))?;
         }
         if !out.status.success() && w.expect != Expect::ExitCode {
-            let fix = crate::process::refused_hint(&out.stderr).unwrap_or(
-                "  fix: correct its args/stdin/cwd, or set `expect = \"exit-code\"` if a non-zero exit is what it should do",
-            );
+            // A harness (a bench that panics) fails on its own: a non-zero exit is never
+            // what it should do.
+            let fix = crate::process::refused_hint(&out.stderr).unwrap_or(match w.cargo {
+                Some(_) => "  fix: run the harness by hand (`cargo bench` / `cargo test` with the workload's args after `--`) to see why it fails, and fix it or give it other args",
+                None => "  fix: correct its args/stdin/cwd, or set `expect = \"exit-code\"` if a non-zero exit is what it should do",
+            });
             anyhow::bail!(
                 "{}: workload `{}` failed on the baseline ({}); its stderr ends with:\n{}\n{fix}",
                 at(w.line),
