@@ -408,13 +408,13 @@ mod tests {
             killed = sweep(&mine);
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        assert_eq!(killed, [mine.clone()]);
+        assert_eq!(killed, std::slice::from_ref(&mine));
         assert!(a.wait().unwrap().code().is_none(), "killed by a signal");
         assert!(
             b.try_wait().unwrap().is_none(),
             "another step's process runs on"
         );
-        assert_eq!(sweep(&theirs), [theirs.clone()]);
+        assert_eq!(sweep(&theirs), std::slice::from_ref(&theirs));
         b.wait().unwrap();
     }
 }

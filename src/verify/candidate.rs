@@ -79,6 +79,7 @@ pub(crate) fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Re
                 );
             }
         }
+        metric_on_baseline(ctx, w, out)?;
         peak = peak.max(out.max_rss_bytes);
         reference.observed.insert(w.name.clone(), obs);
     }
@@ -93,6 +94,29 @@ pub(crate) fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Re
     );
     super::check_determinism(ctx, baseline, &mut reference)?;
     Ok(reference)
+}
+
+/// A timed workload's metric read from the baseline's own run: a baseline that prints no
+/// usable figure (none, NaN, infinity, zero, a negative number, figures whose combination
+/// overflows) is the culprit, named as such (exit 2) — not the first candidate measured
+/// against it.
+fn metric_on_baseline(
+    ctx: &Context,
+    w: &crate::spec::Workload,
+    out: &crate::process::Outcome,
+) -> anyhow::Result<()> {
+    let Some(m) = w.metric.as_ref().filter(|_| w.eval) else {
+        return Ok(());
+    };
+    match m.value_of_run(&out.stdout, &out.stderr) {
+        Ok(_) => Ok(()),
+        Err(what) => anyhow::bail!(
+            "{}:{}: workload `{}`: the baseline's own output gives no figure its metric can compare, so no candidate can be measured on it: {what}\n  fix: make the program print a positive finite figure the regex captures, or remove `metric` to time the whole run",
+            ctx.spec.path.display(),
+            m.line,
+            w.name
+        ),
+    }
 }
 
 /// A workload that declares no output `files` runs in the user's tree, so it must not write

@@ -188,6 +188,10 @@ fn a_bench_harness_that_panics_on_the_baseline_is_exit_2_with_its_stderr() {
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("fix: run the harness by hand"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("fix: run the harness by hand"),
+        "{}",
+        r.stderr
+    );
     assert!(!r.stderr.contains("baseline ran 2/2"), "{}", r.stderr);
 }

@@ -206,7 +206,7 @@ impl Validator<'_> {
             self.output_file(f, &p, &cwd)?;
             files.push(p);
         }
-        let writes = self.writes(w, &ex, used, root)?;
+        let writes = self.writes(w, ex, used, root)?;
         let env_pass = self.env_pass(w, first)?;
         Ok(Workload {
             writes,
