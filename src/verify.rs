@@ -355,10 +355,11 @@ fn unreadable(e: std::io::Error) -> TextDiff {
     }
 }
 
-/// The line mode and mask of an expect mode; `None` for `exit-code`.
+/// The line mode and mask of an expect mode; `None` for `exit-code` and a harness's
+/// `Success`.
 fn line_rules(expect: &Expect) -> Option<(LineMode, Option<regex::bytes::Regex>)> {
     Some(match expect {
-        Expect::ExitCode => return None,
+        Expect::ExitCode | Expect::Success => return None,
         Expect::Exact => (LineMode::Exact, None),
         Expect::Numeric(t) => (LineMode::Numeric(Tolerance::Relative(*t)), None),
         Expect::NumericAbs(t) => (LineMode::Numeric(Tolerance::Absolute(*t)), None),

@@ -220,7 +220,7 @@ pub enum BenchError {
     #[error("B's first run was rejected: {0}")]
     Rejected(String),
     /// A run's output gave no figure for the workload's `metric`.
-    #[error("{side}'s run printed no metric: {what}\n  command: `{command}`\n  fix: make the regex match what the program prints (one capture group around the number), or remove `metric` to time the whole run")]
+    #[error("{side}'s run printed no usable metric: {what}\n  command: `{command}`\n  fix: make the regex match what the program prints (one capture group around the number), or remove `metric` to time the whole run")]
     Metric {
         side: Side,
         command: String,

@@ -150,15 +150,14 @@ impl ProcessSource<'_> {
             return Ok((None, out.wall.as_secs_f64()));
         };
         // Its stdout, then its stderr: a program may print its figures on either.
-        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.push('\n');
-        text.push_str(&String::from_utf8_lossy(&out.stderr));
-        let v = m.value(&text).map_err(|what| BenchError::Metric {
+        let v = (m.value_of_run(&out.stdout, &out.stderr)).map_err(|what| BenchError::Metric {
             side,
             command: cmd_display(self, side),
             what,
         })?;
         if m.time_units && self.benchmarks.is_empty() {
+            let text = [&out.stdout[..], b"\n", &out.stderr[..]].concat();
+            let text = String::from_utf8_lossy(&text);
             self.benchmarks = crate::spec::Metric::criterion_benchmarks(&text);
         }
         Ok((Some(v), m.oriented(v)))

@@ -183,7 +183,8 @@ impl LogEstimate {
         let mut sorted = d.to_vec();
         sorted.sort_by(f64::total_cmp);
         let (low, high) = (sorted[g], sorted[n - 1 - g]);
-        let winsorized: Vec<f64> = sorted.iter().map(|x| x.clamp(low, high)).collect();
+        // `max`/`min`, not `clamp`: a NaN among the figures must not panic (it did, exit 101).
+        let winsorized: Vec<f64> = sorted.iter().map(|x| x.max(low).min(high)).collect();
         let kept = 1.0 - 2.0 * g as f64 / n as f64;
         LogEstimate {
             mean: mean(&sorted[g..n - g]),
@@ -208,11 +209,20 @@ fn two_sided(confidence: f64) -> f64 {
     1.0 - (1.0 - confidence) / 2.0
 }
 
-/// `ln(b_i / a_i)` for each pair. Non-positive times are clamped to 1 ns.
+/// `ln(b_i / a_i)` for each pair. Non-positive times are clamped to 1 ns; a positive
+/// figure is not (a metric's oriented figure may be far below 1e-9: `1 / 1e12` tokens/s),
+/// and a ratio past the float range is taken as `ln b − ln a`, finite for finite figures.
 pub(crate) fn log_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    let positive = |x: f64| if x > 0.0 { x } else { 1e-9 };
     a.iter()
         .zip(b)
-        .map(|(&a, &b)| (b.max(1e-9) / a.max(1e-9)).ln())
+        .map(|(&a, &b)| {
+            let (a, b) = (positive(a), positive(b));
+            match (b / a).ln() {
+                d if d.is_finite() => d,
+                _ => b.ln() - a.ln(),
+            }
+        })
         .collect()
 }
 
@@ -1133,5 +1143,93 @@ pub(crate) mod tests {
         assert_eq!(quantile_sorted(&x, 0.25), 1.75);
         assert!(close(skewness(&[1.0, 2.0, 3.0]), 0.0, 1e-12));
         assert!(skewness(&[1.0, 1.0, 1.0, 10.0]) > 1.0);
+    }
+}
+
+/// Property tests over every kind of f64 the engine could be handed (issue 61: a NaN among
+/// the pairs panicked the trimmed interval, exit 101). The engine is only ever handed
+/// finite positive figures (`spec::Metric::value` refuses the rest); these hold it to not
+/// panicking whatever it gets, and to a finite estimate on finite positive figures.
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Issue 61's figures: each pair's ratio of two huge or two tiny figures is read
+    /// without overflow or the 1 ns clamp of times (an oriented throughput of 1e12/s is
+    /// 1e-12), and a NaN among the pairs does not panic.
+    #[test]
+    fn huge_tiny_and_nan_figures_give_ratios_without_a_panic() {
+        let d = log_ratios(&[1e-12, 1e308, 1e-300], &[2e-12, 1e308, 1e300]);
+        assert!((d[0] - 2f64.ln()).abs() < 1e-12, "{d:?}");
+        assert_eq!(d[1], 0.0);
+        assert!((d[2] - 600.0 * 10f64.ln()).abs() < 1e-9, "{d:?}");
+        // Sorted last and trimmed away, the NaN leaves a finite estimate.
+        let mut with_nan: Vec<f64> = (0..12).map(|i| 0.01 * i as f64).collect();
+        with_nan[3] = f64::NAN;
+        let log = LogEstimate::trimmed(&with_nan, TRIM);
+        let (lo, hi) = log.interval(0.95);
+        assert!(log.mean.is_finite() && lo < hi, "{log:?}");
+        let all_nan = analyze_trimmed(&[f64::NAN; 12], 0.95, 0.01);
+        assert_eq!(all_nan.estimate.verdict, Verdict::Inconclusive);
+    }
+
+    fn figures() -> impl Strategy<Value = Vec<f64>> {
+        prop::collection::vec(
+            prop_oneof![
+                any::<f64>(),
+                prop::num::f64::SUBNORMAL,
+                1e300f64..f64::MAX,
+                Just(f64::NAN),
+                Just(f64::INFINITY),
+                Just(0.0),
+            ],
+            0..14,
+        )
+    }
+
+    /// A positive finite figure of any magnitude, subnormals and huge ones included.
+    fn positive() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            prop::num::f64::POSITIVE | prop::num::f64::NORMAL,
+            prop::num::f64::POSITIVE | prop::num::f64::SUBNORMAL,
+            1e300f64..f64::MAX,
+        ]
+    }
+
+    proptest! {
+        /// Whatever the figures, the analyses return: no panic, and a verdict is decided
+        /// only on a finite interval.
+        #[test]
+        fn any_figures_are_analysed_without_a_panic(a in figures(), b in figures(), seed in any::<u64>()) {
+            for estimator in [Estimator::Trimmed, Estimator::Mean] {
+                let r = analyze(&a, &b, 0.95, 0.01, estimator, seed);
+                let e = r.estimate;
+                if e.verdict.is_decided() {
+                    prop_assert!(e.ci_low.is_finite() && e.ci_high.is_finite(), "{e:?}");
+                }
+            }
+            let _ = (Summary::of(&a), median(&a), mad_outliers(&a), median_interval(&b, 0.95));
+            let _ = (LogEstimate::trimmed(&a, TRIM).interval(0.99), LogEstimate::of(&b).interval(0.9));
+            let _ = (skewness(&a), cv(&b), bootstrap_mean_interval(&a, 0.95, 50, seed));
+        }
+
+        /// Finite positive figures of any magnitude, the two sides within a factor of 1000
+        /// of each other pair by pair: a finite positive ratio inside a non-empty interval.
+        #[test]
+        fn finite_positive_figures_give_a_finite_estimate(
+            pairs in prop::collection::vec((positive(), 1e-3f64..1e3), 2..14),
+            seed in any::<u64>(),
+        ) {
+            let a: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+            let b: Vec<f64> = pairs.iter().map(|p| (p.0 * p.1).clamp(f64::MIN_POSITIVE / 4.0, f64::MAX)).collect();
+            for estimator in [Estimator::Trimmed, Estimator::Mean] {
+                let r = analyze(&a, &b, 0.95, 0.01, estimator, seed);
+                let e = r.estimate;
+                prop_assert!(e.ratio.is_finite() && e.ratio > 0.0, "{estimator:?} {e:?}");
+                prop_assert!(e.ci_low <= e.ratio * (1.0 + 1e-9) && e.ratio <= e.ci_high * (1.0 + 1e-9), "{estimator:?} {e:?}");
+                prop_assert!(r.log.mean.is_finite(), "{:?}", r.log);
+            }
+        }
     }
 }

@@ -474,8 +474,12 @@ fn measure_jointly(
     drop(jobs);
     drop(hooks);
     drop(sandboxes);
-    let measured = result
-        .map_err(|(j, e)| anyhow::Error::new(e).context(format!("workload `{}`", todo[j].name)))?;
+    // Which side is which, so a failed run is the culprit's (a rival printing no usable
+    // figure is not the candidate's fault).
+    let measured = result.map_err(|(j, e)| {
+        let which = format!("workload `{}` (A: {a_label}, B: {b_label})", todo[j].name);
+        anyhow::Error::new(e).context(which)
+    })?;
     tell_measured(ctx, &pair, todo, &measured, started);
     Ok(measured)
 }

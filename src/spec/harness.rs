@@ -2,6 +2,11 @@
 //! workloads run the package's bench or test harness instead of a binary (library crates,
 //! and crates whose real use is best seen through their benchmarks). One spec times one
 //! executable, so every workload runs the same one.
+//!
+//! A harness prints its own timings, so its output is not compared (`Expect::Success`,
+//! unless the workload says `expect`); but it must succeed: a bench that panics (exit 101)
+//! on the baseline is exit 2 naming the workload with its stderr, and on a candidate a
+//! failed run, as for any workload — never a status to reproduce as `expect = "exit-code"`.
 
 use toml::Spanned;
 
@@ -115,8 +120,8 @@ mod tests {
         let w = &spec.workloads[0];
         assert_eq!(
             w.expect,
-            super::super::Expect::ExitCode,
-            "harness output has timings"
+            super::super::Expect::Success,
+            "harness output has timings, and a harness must succeed"
         );
         let jail = crate::process::Jail::new(std::path::Path::new("/nonexistent"));
         let cmd = w.command(std::path::Path::new("/x/hot-123"), &jail);

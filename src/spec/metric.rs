@@ -4,6 +4,13 @@
 //! by pair in place of the run's wall time. `better = "higher"` (a throughput) is turned
 //! into its inverse for the comparison, so a ratio below 1 is better either way.
 //!
+//! Whatever a program prints, a figure is finite and positive or an error saying why:
+//! each capture is checked, and the combination again after combining (done without
+//! overflow: the middle of two figures is `a + (b − a) / 2`, a mean a running one), so NaN,
+//! infinity, zero or a negative number never reach `bench::stats`. The baseline's own
+//! output is read when it is recorded (`verify::record_baseline`), so a baseline printing
+//! no usable figure is named as such. Property tests below fuzz the extraction.
+//!
 //! Validated here (`Validator::metric`): the regex compiles and has exactly one capture
 //! group, `better` is `higher` or `lower`, `combine` one of the four — each error at its
 //! spec line with the fix.
@@ -75,8 +82,12 @@ const SHOWN_LINES: usize = 5;
 
 impl Metric {
     /// The run's figure from its output: every match of the capture group, combined. An
-    /// error says what was wrong: no match (with the first lines printed), or a capture that
-    /// is no positive number.
+    /// error says what was wrong: no match (with the first lines printed), a capture that
+    /// is no positive finite number, or figures whose combination is not usable (a `sum`
+    /// past the largest float, a figure whose inverse is infinite under `better =
+    /// "higher"`). So whatever a program prints, a figure is finite and positive, and so is
+    /// the value compared ([`Metric::oriented`]): NaN, infinity, zero or a negative number
+    /// never reach the statistics.
     pub fn value(&self, output: &str) -> Result<f64, String> {
         let mut values = Vec::new();
         for caps in self.regex.captures_iter(output) {
@@ -105,22 +116,56 @@ impl Metric {
                 crate::util::indent(&first.join("\n"), "  | ")
             ));
         }
-        Ok(self.combined(&mut values))
+        let v = self.combined(&mut values);
+        self.usable(v, values.len())
     }
 
+    /// The run's figure as [`Metric::value`] reads it from a run's stdout, then its stderr
+    /// (a program may print its figures on either).
+    pub fn value_of_run(&self, stdout: &[u8], stderr: &[u8]) -> Result<f64, String> {
+        let mut text = String::from_utf8_lossy(stdout).into_owned();
+        text.push('\n');
+        text.push_str(&String::from_utf8_lossy(stderr));
+        self.value(&text)
+    }
+
+    /// `v`, the combination of `n` figures, checked after combining: finite and positive,
+    /// and so its oriented value.
+    fn usable(&self, v: f64, n: usize) -> Result<f64, String> {
+        let oriented = self.oriented(v);
+        if v.is_finite() && v > 0.0 && oriented.is_finite() && oriented > 0.0 {
+            return Ok(v);
+        }
+        let why = match v.is_finite() && v > 0.0 {
+            false => format!(
+                "{n} figure(s) combined by `{}` give {v}",
+                self.combine.as_str()
+            ),
+            true => format!("its figure {v} under `better = \"higher\"` has no finite inverse"),
+        };
+        Err(format!(
+            "the metric's regex `{}` (spec line {}) read figures that cannot be compared: {why}\n  fix: print figures in a unit that keeps them within floating-point range (say ms instead of ns), or another `combine`",
+            self.regex.as_str(),
+            self.line
+        ))
+    }
+
+    /// The matches combined without overflow where the result is within range: the
+    /// middle of two figures is `a + (b − a) / 2` and a mean is a running one, so two
+    /// `1e308` figures give `1e308`, never infinity. A `sum` past the largest float is
+    /// infinite, which [`Metric::usable`] refuses.
     fn combined(&self, values: &mut [f64]) -> f64 {
-        let n = values.len() as f64;
         match self.combine {
             Combine::Sum => values.iter().sum(),
-            Combine::Mean => values.iter().sum::<f64>() / n,
+            Combine::Mean => running_mean(values.iter().copied()),
             Combine::Last => values[values.len() - 1],
-            Combine::Geomean => (values.iter().map(|v| v.ln()).sum::<f64>() / n).exp(),
+            Combine::Geomean => running_mean(values.iter().map(|v| v.ln())).exp(),
             Combine::Median => {
                 values.sort_by(f64::total_cmp);
                 let mid = values.len() / 2;
                 match values.len() % 2 {
                     1 => values[mid],
-                    _ => (values[mid - 1] + values[mid]) / 2.0,
+                    _ => midpoint(values[mid - 1], values[mid]),
                 }
             }
         }
@@ -219,6 +264,35 @@ impl Validator<'_> {
     }
 }
 
+impl Combine {
+    /// As the spec spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Combine::Median => "median",
+            Combine::Sum => "sum",
+            Combine::Mean => "mean",
+            Combine::Last => "last",
+            Combine::Geomean => "geomean",
+        }
+    }
+}
+
+/// The middle of `a ≤ b`, finite for finite figures of one sign: `(a + b) / 2` is infinite
+/// for two `1e308`.
+fn midpoint(a: f64, b: f64) -> f64 {
+    a + (b - a) / 2.0
+}
+
+/// The mean as a running one (`m += (x − m) / k`): each step stays between the figures
+/// seen, so it never overflows where a sum would.
+fn running_mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let mut m = 0.0;
+    for (k, x) in xs.enumerate() {
+        m += (x - m) / (k + 1) as f64;
+    }
+    m
+}
+
 /// `48.363 µs` in nanoseconds.
 fn nanoseconds(text: &str) -> Option<f64> {
     let (number, unit) = text.split_once(char::is_whitespace)?;
@@ -297,5 +371,119 @@ mod tests {
             e.contains("captured \"fast\", which is no positive number"),
             "{e}"
         );
+    }
+
+    /// Issue 61: two `1e308` figures overflowed the median (and the mean) to infinity,
+    /// which then made the interval code panic on NaN. The middle of two huge figures is
+    /// `a + (b − a) / 2`; what cannot be combined within range is refused after combining.
+    #[test]
+    fn huge_figures_combine_without_overflow_and_unusable_ones_are_refused_after_combining() {
+        let huge = "step 1e308 ms\nstep 1e308 ms\n";
+        let m = |c| metric(r"step (\S+) ms", Better::Lower, c);
+        assert_eq!(m(Combine::Median).value(huge), Ok(1e308));
+        assert_eq!(m(Combine::Mean).value(huge), Ok(1e308));
+        let near = |r: Result<f64, String>, want: f64| (r.unwrap() / want - 1.0).abs() < 1e-12;
+        assert!(near(m(Combine::Geomean).value(huge), 1e308));
+        let two = "step 1.5e308 ms\nstep 1.7e308 ms\n";
+        assert!(near(m(Combine::Median).value(two), 1.6e308));
+        assert!(near(m(Combine::Mean).value(two), 1.6e308));
+        let e = m(Combine::Sum).value(huge).unwrap_err();
+        assert!(e.contains("2 figure(s) combined by `sum` give inf"), "{e}");
+        assert!(e.contains("(spec line 7)") && e.contains("fix: "), "{e}");
+        // A figure whose inverse is infinite cannot be compared when higher is better.
+        let tiny = metric(r"step (\S+) ms", Better::Higher, Combine::Last);
+        let e = tiny.value("step 5e-324 ms\n").unwrap_err();
+        assert!(e.contains("has no finite inverse"), "{e}");
+        for bad in ["NaN", "inf", "-inf", "0", "-1", "1e309"] {
+            let e = m(Combine::Median)
+                .value(&format!("step {bad} ms\n"))
+                .unwrap_err();
+            assert!(e.contains("which is no positive number"), "{bad}: {e}");
+        }
+        assert_eq!(nanoseconds("1e308 s").filter(|v| v.is_finite()), None);
+    }
+
+    /// A figure as a program may print it: any f64 (NaN, infinities, subnormals, huge),
+    /// in the forms `{}` and `{:e}` give.
+    fn printed() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<f64>().prop_map(|v| format!("{v}")),
+            any::<f64>().prop_map(|v| format!("{v:e}")),
+            (prop::num::f64::POSITIVE | prop::num::f64::SUBNORMAL).prop_map(|v| format!("{v:e}")),
+            (1e300f64..f64::MAX).prop_map(|v| format!("{v:e}")),
+            (f64::MAX / 2.0..f64::MAX).prop_map(|v| format!("{v:e}")),
+            Just("1e308".to_string()),
+            Just("NaN".to_string()),
+            Just("inf".to_string()),
+            Just("-0".to_string()),
+        ]
+    }
+
+    fn combines() -> impl proptest::strategy::Strategy<Value = Combine> {
+        proptest::sample::select(vec![
+            Combine::Median,
+            Combine::Sum,
+            Combine::Mean,
+            Combine::Last,
+            Combine::Geomean,
+        ])
+    }
+
+    /// What a read figure must be: finite and positive, and so its oriented value.
+    fn usable(m: &Metric, r: &Result<f64, String>) -> bool {
+        match r {
+            Ok(v) => {
+                v.is_finite() && *v > 0.0 && m.oriented(*v).is_finite() && m.oriented(*v) > 0.0
+            }
+            Err(e) => !e.is_empty(),
+        }
+    }
+
+    proptest::proptest! {
+        /// No printed text panics the extraction: a figure is finite and positive, or an
+        /// error says why.
+        #[test]
+        fn any_printed_text_gives_a_usable_figure_or_an_error(
+            text in "\\PC*",
+            higher in proptest::bool::ANY,
+            combine in combines(),
+        ) {
+            let better = if higher { Better::Higher } else { Better::Lower };
+            for m in [metric(r"([^ ]+)", better, combine), metric(r"step (\S+) ms", better, combine)] {
+                let r = m.value(&text);
+                proptest::prop_assert!(usable(&m, &r), "{r:?}");
+            }
+            let c = Metric::criterion(1);
+            let r = c.value(&format!("b  time:   [1 ns {text} 3 ns]"));
+            proptest::prop_assert!(usable(&c, &r), "{r:?}");
+            let _ = Metric::criterion_benchmarks(&text);
+        }
+
+        /// Every kind of f64 printed as a run's figures, combined every way: never a panic,
+        /// never a non-finite or non-positive figure; figures all finite and positive
+        /// combine within their range (but a sum, which may overflow and is then refused).
+        #[test]
+        fn any_printed_figures_combine_to_a_usable_figure_or_an_error(
+            figures in proptest::collection::vec(printed(), 1..8),
+            higher in proptest::bool::ANY,
+            combine in combines(),
+        ) {
+            let better = if higher { Better::Higher } else { Better::Lower };
+            let m = metric(r"step (\S+) ms", better, combine);
+            let text: String = figures.iter().map(|f| format!("step {f} ms\n")).collect();
+            let r = m.value(&text);
+            proptest::prop_assert!(usable(&m, &r), "{text}: {r:?}");
+            let parsed: Vec<f64> = figures.iter().filter_map(|f| f.parse().ok()).collect();
+            let all_good = parsed.len() == figures.len()
+                && parsed.iter().all(|v| v.is_finite() && *v > 0.0 && (1.0 / v).is_finite());
+            if all_good && combine != Combine::Sum {
+                let v = r.clone().map_err(proptest::test_runner::TestCaseError::fail)?;
+                let lo = parsed.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = parsed.iter().copied().fold(0.0, f64::max);
+                // Within the figures' range, up to the rounding of a mean of logarithms.
+                proptest::prop_assert!(v >= lo * (1.0 - 1e-9) && v <= hi * (1.0 + 1e-9), "{v} of {parsed:?}");
+            }
+        }
     }
 }

@@ -190,12 +190,23 @@ pub(crate) enum Expect {
     Exact,
     /// exit status only.
     ExitCode,
+    /// the run succeeds (exit 0), its output not compared: a harness's (`cargo = "bench"`
+    /// or `"test"`) default, since it prints its own timings. A non-zero exit on the
+    /// baseline is a failure, as for `Exact`, never a status to reproduce.
+    Success,
     /// numbers agree within this relative tolerance; other tokens equal.
     Numeric(f64),
     /// numbers agree within this absolute tolerance; other tokens equal.
     NumericAbs(f64),
     /// lines matching the regex are masked, the rest compared exactly.
     Ignore(String),
+}
+
+impl Expect {
+    /// Whether a run's outputs are compared (else only its exit status).
+    pub(crate) fn compares_outputs(&self) -> bool {
+        !matches!(self, Expect::ExitCode | Expect::Success)
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -54,9 +54,12 @@ pub(crate) fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Re
             crashed(ctx, w, &out.status, signal, &out.stderr_tail(15))?;
         }
         if !out.status.success() && w.expect != Expect::ExitCode {
-            let fix = crate::process::refused_hint(&out.stderr).unwrap_or(
-                "  fix: correct its args/stdin/cwd, or set `expect = \"exit-code\"` if a non-zero exit is what it should do",
-            );
+            // A harness (a bench that panics) fails on its own: a non-zero exit is never
+            // what it should do.
+            let fix = crate::process::refused_hint(&out.stderr).unwrap_or(match w.cargo {
+                Some(_) => "  fix: run the harness by hand (`cargo bench` / `cargo test` with the workload's args after `--`) to see why it fails, and fix it or give it other args",
+                None => "  fix: correct its args/stdin/cwd, or set `expect = \"exit-code\"` if a non-zero exit is what it should do",
+            });
             anyhow::bail!(
                 "{}: workload `{}` failed on the baseline ({}); its stderr ends with:\n{}\n{fix}",
                 at(w.line),
@@ -76,6 +79,7 @@ pub(crate) fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Re
                 );
             }
         }
+        metric_on_baseline(ctx, w, out)?;
         peak = peak.max(out.max_rss_bytes);
         reference.observed.insert(w.name.clone(), obs);
     }
@@ -90,6 +94,29 @@ pub(crate) fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Re
     );
     super::check_determinism(ctx, baseline, &mut reference)?;
     Ok(reference)
+}
+
+/// A timed workload's metric read from the baseline's own run: a baseline that prints no
+/// usable figure (none, NaN, infinity, zero, a negative number, figures whose combination
+/// overflows) is the culprit, named as such (exit 2) — not the first candidate measured
+/// against it.
+fn metric_on_baseline(
+    ctx: &Context,
+    w: &crate::spec::Workload,
+    out: &crate::process::Outcome,
+) -> anyhow::Result<()> {
+    let Some(m) = w.metric.as_ref().filter(|_| w.eval) else {
+        return Ok(());
+    };
+    match m.value_of_run(&out.stdout, &out.stderr) {
+        Ok(_) => Ok(()),
+        Err(what) => anyhow::bail!(
+            "{}:{}: workload `{}`: the baseline's own output gives no figure its metric can compare, so no candidate can be measured on it: {what}\n  fix: make the program print a positive finite figure the regex captures, or remove `metric` to time the whole run",
+            ctx.spec.path.display(),
+            m.line,
+            w.name
+        ),
+    }
 }
 
 /// A workload that declares no output `files` runs in the user's tree, so it must not write

@@ -11,7 +11,7 @@ use super::text::split_lines;
 use super::{observe, Reference};
 use crate::context::facts::OutputDrift;
 use crate::context::{sandbox, Candidate, Context};
-use crate::spec::{Expect, Workload};
+use crate::spec::Workload;
 
 /// The drift of `cand`'s outputs from the baseline's (`reference`), over every workload
 /// with outputs to compare.
@@ -22,7 +22,7 @@ pub(crate) fn drift(
 ) -> anyhow::Result<OutputDrift> {
     let dir = ctx.run.outputs(&cand.tag());
     let compared =
-        |w: &&Workload| w.expect != Expect::ExitCode && reference.observed.contains_key(&w.name);
+        |w: &&Workload| w.expect.compares_outputs() && reference.observed.contains_key(&w.name);
     let workloads: Vec<&Workload> = ctx.spec.workloads.iter().filter(compared).collect();
     let saved = |w: &Workload| dir.join(format!("{}.stdout", w.file_stem())).is_file();
     if !workloads.iter().any(|w| saved(w)) {

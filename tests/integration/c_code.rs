@@ -404,3 +404,50 @@ fn the_fleet_collector_counts_the_c_and_its_profile_builds_the_whole_program() {
         "{code:?}"
     );
 }
+
+/// Issue 61: a "clang" that answers `--version` as the clang of rustc's LLVM but is gcc
+/// underneath made the whole PGO stage fail with a raw link error. It is refused by what it
+/// is (a probe compile), so PGO falls back to Rust-only with the reason.
+#[test]
+fn a_fake_clang_that_is_gcc_underneath_leaves_pgo_rust_only_with_the_reason() {
+    let _guard = shared();
+    if Command::new("gcc").arg("--version").output().is_err() {
+        return skip("no gcc to disguise as clang");
+    }
+    let tmp = copy_fixture("c-hot");
+    let dir = tmp.path();
+    let td = dir.join("target");
+    let n = llvm_major();
+    let fake = dir.join("clang");
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'clang version {n}.1.2'; exit 0; fi\nexec gcc \"$@\"\n"
+    );
+    std::fs::write(&fake, script).unwrap();
+    let mut perm = std::fs::metadata(&fake).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&fake, perm).unwrap();
+    let env = [("CARGO_OPTIMIZE_CLANG", fake.to_str().unwrap())];
+    let args = [
+        "optimize",
+        "--target-dir",
+        td.to_str().unwrap(),
+        "--stages",
+        "pgo",
+    ];
+    let r = run(dir, &args, &env);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let pgo = stage(&report, "pgo");
+    assert_ne!(pgo.status, Status::Failed, "{pgo:#?}");
+    let said = "answers `--version` as a clang of LLVM";
+    assert!(
+        pgo.notes.iter().any(|note| {
+            note.starts_with("C/C++ of c-hot got no profile, PGO is Rust-only: ")
+                && note.contains(said)
+                && note.contains("but is not clang")
+        }),
+        "{:?}",
+        pgo.notes
+    );
+    assert!(settings(pgo).c.is_none(), "{pgo:#?}");
+}

@@ -158,3 +158,40 @@ fn a_criterion_library_gets_a_pgo_row_measured_by_its_benchmarks_estimates() {
         c.samples
     );
 }
+
+/// A bench harness that panics (exit 101) on the baseline is a failure, not a status to
+/// reproduce: exit 2 naming the workload, with its stderr and the fix — never "baseline
+/// ran 1/1" and every candidate "verified" while it crashes (issue 61).
+#[test]
+fn a_bench_harness_that_panics_on_the_baseline_is_exit_2_with_its_stderr() {
+    let _g = shared();
+    let tmp = copy_fixture("lib-bench");
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("benches/hot.rs"),
+        "fn main() {\n    let args: Vec<String> = std::env::args().collect();\n    \
+         println!(\"hot/small: 1 steps\");\n    \
+         if args.iter().any(|a| a == \"large\") {\n        \
+         panic!(\"the large benchmark exploded\");\n    }\n}\n",
+    )
+    .unwrap();
+    let r = run(dir, &["optimize", "--stages", "pgo"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("workload `large` failed on the baseline (exit code 101)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("the large benchmark exploded"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("fix: run the harness by hand"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("baseline ran 2/2"), "{}", r.stderr);
+}

@@ -189,3 +189,55 @@ fn check_holds_a_metric_to_its_budget() {
     assert_eq!(r.code, Some(2), "{}", r.all());
     assert!(r.stderr.contains("this workload has none"), "{}", r.stderr);
 }
+
+/// Issue 61: two `1e308` figures in a run overflowed the median to infinity and the
+/// interval code panicked on the NaN that followed (exit 101); a baseline printing an
+/// unusable figure (here `checksum 0`: zero) was blamed on the first candidate. Now huge
+/// figures are combined within range, and the baseline is named as the culprit (exit 2).
+#[test]
+fn huge_figures_never_panic_and_a_baseline_printing_an_unusable_figure_is_named() {
+    let tmp = copy_fixture("metric-steps");
+    let dir = tmp.path();
+    let spec = std::fs::read_to_string(dir.join("optimize.toml")).unwrap();
+    let huge = spec.replace(r"([0-9.]+) ms'", r"(\S+) ms'");
+    std::fs::write(dir.join("optimize.toml"), &huge).unwrap();
+    let script = dir.join("huge.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'step 1: 1e308 ms'\necho 'step 2: 1e308 ms'\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let s = script.to_str().unwrap();
+    let r = run(dir, &["optimize", "bench", s, s, "--max-time", "2s"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(r.stdout.contains("metric ratio 1.000"), "{}", r.stdout);
+
+    // The baseline itself prints `checksum 0`: exit 2 naming it, before any candidate.
+    let zero = spec
+        .replace(r#"args = ["6", "40000"]"#, r#"args = ["0", "40000"]"#)
+        .replace(r"step \d+: ([0-9.]+) ms", r"checksum (\S+)");
+    assert_ne!(zero, spec);
+    std::fs::write(dir.join("optimize.toml"), &zero).unwrap();
+    let r = run(dir, &["optimize", "--stages", "pgo"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains(
+            "workload `steps`: the baseline's own output gives no figure its metric can compare"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("captured \"0\", which is no positive number"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("pgo"),
+        "no candidate is blamed or built: {}",
+        r.stderr
+    );
+}

@@ -142,8 +142,9 @@ impl Validator<'_> {
         let cargo = self.cargo_kind(&w.cargo)?;
         let expect = match (w.expect.take(), cargo) {
             (Some(e), _) => self.expect(e)?,
-            // A harness prints its own timings: only its exit status can be compared.
-            (None, Some(_)) => Expect::ExitCode,
+            // A harness prints its own timings: its output is not compared, but it must
+            // succeed (a bench that panics is a failure, not a status to reproduce).
+            (None, Some(_)) => Expect::Success,
             (None, None) => Expect::Exact,
         };
         let metric = w.metric.as_ref().map(|m| self.metric(m)).transpose()?;
