@@ -140,20 +140,20 @@ pub(crate) fn fifo(from: &Path, to: &Path, meta: &std::fs::Metadata) -> std::io:
 }
 
 /// The test seam: this thread's writes into copies fail as a full disk does once a number
-/// of bytes is written. Nothing outside tests.
-#[cfg(test)]
+/// of bytes is written. Under `cfg(test)` only; elsewhere every write may go on.
 mod fault {
-    use std::cell::Cell;
-
+    #[cfg(test)]
     thread_local! {
-        static LEFT: Cell<Option<u64>> = const { Cell::new(None) };
+        static LEFT: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
     }
 
+    #[cfg(test)]
     pub(super) fn set(bytes: Option<u64>) {
         LEFT.with(|l| l.set(bytes));
     }
 
     /// An error (`ENOSPC`) when `n` more bytes go past what is left.
+    #[cfg(test)]
     pub(super) fn check(n: usize) -> std::io::Result<()> {
         LEFT.with(|l| match l.get() {
             Some(left) if (n as u64) > left => {
@@ -167,10 +167,8 @@ mod fault {
             None => Ok(()),
         })
     }
-}
 
-#[cfg(not(test))]
-mod fault {
+    #[cfg(not(test))]
     #[inline(always)]
     pub(super) fn check(_n: usize) -> std::io::Result<()> {
         Ok(())
