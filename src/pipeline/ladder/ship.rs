@@ -1,7 +1,9 @@
-//! What ships: the best candidate (and the portable alternative beside it, on the same
-//! runs of the baseline, when its ratio was chained) confirmed against the baseline on
-//! fresh pairs at the end, the final gate that
-//! falls back on what was kept before when the confirmation does not hold, and the final
+//! What ships: the best candidate and the portable alternative beside it (on the same
+//! runs of the baseline) confirmed against the baseline on fresh pairs at the end; the
+//! final gate ([`Gate`]), which ships a candidate only on that direct comparison, surely
+//! faster (and under `max-slowdown-per-workload` no workload surely slower by more), and
+//! otherwise falls back on a kept candidate that passes the same test on the same number
+//! of fresh pairs, never on the refused one nor on a stage's own figure; and the final
 //! choice the report carries.
 
 use std::path::Path;
