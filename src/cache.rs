@@ -279,22 +279,27 @@ impl VerdictCache {
         Ok(hex(&h.finalize()[..16]))
     }
 
-    /// The stored comparison for `key`, when there is a sound one.
-    pub(crate) fn get(&self, key: &str) -> Option<Comparison> {
-        let found = if self.fresh {
-            None
-        } else {
-            self.store
-                .get::<Comparison>(key)
-                .filter(|c| !c.samples.is_empty())
+    /// The stored comparison for `key`, when there is a sound one: it parses under its
+    /// key, has samples, and agrees with them (`Comparison::disagreement`). One that does
+    /// not agree is removed, and `Err` says why, so the caller measures again saying so.
+    pub(crate) fn get(&self, key: &str) -> Result<Option<Comparison>, String> {
+        let found = match self.fresh {
+            true => None,
+            false => (self.store.get::<Comparison>(key)).filter(|c| !c.samples.is_empty()),
         };
-        let counter = if found.is_some() {
-            &self.hits
-        } else {
-            &self.misses
+        let disagrees = found.as_ref().and_then(Comparison::disagreement);
+        let counter = match found.is_some() && disagrees.is_none() {
+            true => &self.hits,
+            false => &self.misses,
         };
         counter.set(counter.get() + 1);
-        found
+        match disagrees {
+            Some(why) => {
+                self.store.remove(key);
+                Err(why)
+            }
+            None => Ok(found),
+        }
     }
 
     /// Keep `c` under `key`.
@@ -743,12 +748,14 @@ mod tests {
         let lib = d.join("in.json");
         let preloaded = cache.key((&d.join("a"), &d.join("b")), Some(&lib), &w, &opts);
         assert_ne!(preloaded.unwrap(), key);
-        assert!(cache.get(&key).is_none());
-        let c = crate::bench::export::fixture::report().workloads[0]
-            .comparison
-            .clone();
+        assert!(cache.get(&key).unwrap().is_none());
+        let c = crate::bench::kept::agreeing(
+            crate::bench::export::fixture::report().workloads[0]
+                .comparison
+                .clone(),
+        );
         cache.put(&key, &c);
-        assert_eq!(cache.get(&key).map(|c| c.n), Some(c.n));
+        assert_eq!(cache.get(&key).unwrap().map(|c| c.n), Some(c.n));
         assert_eq!(cache.counts(), (1, 1));
         // Another input file, another binary, other options: other keys.
         std::fs::write(d.join("in.json"), "[2]").unwrap();
@@ -779,13 +786,27 @@ mod tests {
         let path = cache.store.path(&key);
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-        assert!(cache.get(&key).is_none());
+        assert!(cache.get(&key).unwrap().is_none());
         assert!(!path.exists());
         cache.put(&key, &c);
         let fresh = VerdictCache::new(d, true, machine_fingerprint(Some("cpu")));
-        assert!(fresh.get(&key).is_none());
+        assert!(fresh.get(&key).unwrap().is_none());
         // An entry filed under another key is not trusted either.
         std::fs::copy(&path, cache.store.path("0000")).unwrap();
-        assert!(cache.get("0000").is_none());
+        assert!(cache.get("0000").unwrap().is_none());
+        // Issue 61: an entry whose estimate was edited (0.500 faster, its samples and log
+        // estimate saying otherwise) is removed and not used: the caller measures again.
+        let mut tampered: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let value = &mut tampered["value"];
+        for (field, v) in [("ratio", 0.5), ("ci_low", 0.45), ("ci_high", 0.55)] {
+            value[field] = serde_json::json!(v);
+        }
+        value["verdict"] = serde_json::json!("faster");
+        std::fs::write(&path, serde_json::to_vec(&tampered).unwrap()).unwrap();
+        let why = cache.get(&key).expect_err("a tampered verdict is not used");
+        assert!(why.contains("time ratio 0.500"), "{why}");
+        assert!(!path.exists());
+        assert!(cache.get(&key).unwrap().is_none());
     }
 }

@@ -65,6 +65,11 @@ impl Store {
     }
 
     /// Keep `value` under `key` (best effort: a cache that cannot be written is no error).
+    /// Remove the entry under `key`, if any (one that parsed but is not to be trusted).
+    pub(crate) fn remove(&self, key: &str) {
+        let _ = std::fs::remove_file(self.path(key));
+    }
+
     pub(crate) fn put<T: serde::Serialize>(&self, key: &str, value: &T) {
         let entry = Entry {
             key: key.to_string(),

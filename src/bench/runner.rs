@@ -1352,6 +1352,7 @@ mod tests {
             budget: None,
             runner_is_native: false,
             objective_size: false,
+            max_slowdown_per_workload: None,
         };
         let o = BenchOptions::from_config(&cfg);
         assert_eq!(

@@ -539,6 +539,7 @@ mod tests {
                 budget: None,
                 runner_is_native: false,
                 objective_size: false,
+                max_slowdown_per_workload: None,
             },
             verify: Default::default(),
             cache_max_bytes: crate::spec::DEFAULT_CACHE_MAX_BYTES,

@@ -35,17 +35,42 @@ struct Holder {
     /// `vs_baseline` as it stood when the candidate was chosen, once the final
     /// confirmation replaced it: biased towards fast by the choice.
     at_selection: Option<ToBaseline>,
+    /// Each eval workload's ratio to the baseline in the final confirmation (empty before
+    /// it): what the gate's `max-slowdown-per-workload` and the ship line read.
+    workloads: Vec<(String, Estimate)>,
 }
 
-/// A ratio to the baseline on the log scale, measured directly or chained.
+/// A ratio to the baseline on the log scale, measured directly or chained; `confirmed`
+/// when measured directly on the final gate's fresh pairs (`Ladder::measure_final`), the
+/// only figure a candidate ships on.
 #[derive(Clone, Copy)]
 struct ToBaseline {
     log: LogEstimate,
     confidence: f64,
     measured: bool,
+    confirmed: bool,
 }
 
 impl ToBaseline {
+    /// A candidate's ratio to the baseline measured as `m` against its rival, whose own is
+    /// `rival` (`None`: the rival is the baseline, so it is measured directly).
+    fn through(rival: Option<ToBaseline>, m: &Measured) -> Self {
+        match rival {
+            None => ToBaseline {
+                log: m.log,
+                confidence: m.confidence,
+                measured: true,
+                confirmed: false,
+            },
+            Some(r) => ToBaseline {
+                log: stats::sum_log(&[r.log, m.log]),
+                confidence: r.confidence.max(m.confidence),
+                measured: false,
+                confirmed: false,
+            },
+        }
+    }
+
     fn estimate(&self, margin: f64) -> Estimate {
         Estimate::from_log(&self.log, self.confidence, margin)
     }
@@ -96,6 +121,7 @@ impl<'a> Ladder<'a> {
             candidate: baseline.clone(),
             vs_baseline: None,
             at_selection: None,
+            workloads: Vec::new(),
         };
         Ladder {
             ctx,
@@ -442,18 +468,7 @@ impl<'a> Ladder<'a> {
         // its own verdict.
         let beaten = beaten.filter(|_| keep);
         let keep = keep && beaten.is_none();
-        let to_baseline = match holder.vs_baseline {
-            None => ToBaseline {
-                log: m.log,
-                confidence: m.confidence,
-                measured: true,
-            },
-            Some(r) => ToBaseline {
-                log: stats::sum_log(&[r.log, m.log]),
-                confidence: r.confidence.max(m.confidence),
-                measured: false,
-            },
-        };
+        let to_baseline = ToBaseline::through(holder.vs_baseline, &m);
         let status = if keep { Status::Kept } else { Status::Dropped };
         let mut reason = self.reason(&cand, &holder.candidate, &m, keep, for_size);
         if let Some(by) = beaten {
@@ -485,6 +500,7 @@ impl<'a> Ladder<'a> {
             candidate: cand,
             vs_baseline: Some(to_baseline),
             at_selection: None,
+            workloads: Vec::new(),
         };
         self.kept.push(holder.clone());
         if rival == Rival::Portable {

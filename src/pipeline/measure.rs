@@ -310,7 +310,7 @@ pub(crate) fn compare_over_workloads(
         |c: &Comparison| opts.max_time < key_opts.max_time && c.stop == StopReason::MaxTime;
     let mut found: Vec<Option<Comparison>> = Vec::new();
     for (w, key) in eval.iter().zip(&keys) {
-        let kept = key.as_deref().and_then(|k| cache.get(k));
+        let kept = kept(ctx, cache, key.as_deref(), &w.name);
         if let Some(c) = &kept {
             ctx.ui().info(&format!(
                 "{}: {} (kept from an earlier run: same binaries, workload and machine; --fresh measures again)",
@@ -350,6 +350,27 @@ pub(crate) fn compare_over_workloads(
         .zip(found)
         .map(|(w, c)| (w.name.clone(), c.expect("measured or kept")))
         .collect())
+}
+
+/// The comparison kept under `key` (`what`: whose, for the warning); `None` without a key,
+/// without one kept, or when the one kept no longer agrees with its own samples
+/// (`Comparison::disagreement`): that one is removed and measured again, saying so, so
+/// a row and its workloads' lines always come from one comparison that holds.
+pub(super) fn kept(
+    ctx: &Context,
+    cache: &VerdictCache,
+    key: Option<&str>,
+    what: &str,
+) -> Option<Comparison> {
+    match cache.get(key?) {
+        Ok(found) => found,
+        Err(why) => {
+            ctx.ui().warn(&format!(
+                "{what}: the verdict kept from an earlier run no longer agrees with its own samples ({why}): dropped, measuring again"
+            ));
+            None
+        }
+    }
 }
 
 /// The spec's eval workloads; an error with the fix when there are none.

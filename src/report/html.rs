@@ -118,6 +118,9 @@ fn ship(r: &Report) -> Markup {
         @if let Some(f) = &r.final_ {
             div class="ship" { dl {
                 dt { (f.label()) } dd { (speedup_line(f)) }
+                @if let Some(l) = super::shipped::slower_line(&super::shipped::against_baseline(r, f)) {
+                    dt { "slower" } dd { (l) }
+                }
                 @if let Some(d) = super::shipped::drift_line(&super::shipped::against_baseline(r, f)) {
                     dt { "drift" } dd { (d) }
                 }

@@ -212,7 +212,11 @@ fn ship(s: &mut String, r: &Report) {
     };
     let _ = writeln!(s, "**Ship `{}`**: {}.\n", code(&f.label()), speedup_line(f));
     let _ = writeln!(s, "- binary: `{}`", code(&f.binary));
-    if let Some(drift) = super::shipped::drift_line(&super::shipped::against_baseline(r, f)) {
+    let against = super::shipped::against_baseline(r, f);
+    if let Some(slower) = super::shipped::slower_line(&against) {
+        let _ = writeln!(s, "- {}", cell(&slower));
+    }
+    if let Some(drift) = super::shipped::drift_line(&against) {
         let _ = writeln!(s, "- {}", cell(&drift));
     }
     if let Some(size) = r.size_line(&f.binary) {

@@ -77,6 +77,36 @@ pub(crate) fn drift_line(comps: &[(&str, &Comparison)]) -> Option<String> {
     ))
 }
 
+/// `surely slower on 1 of 2 workloads: decode time ratio 2.160 [2.101, 2.220] (the
+/// geometric mean is faster; [bench] max-slowdown-per-workload refuses such a candidate)`:
+/// the workloads whose whole interval lies above 1 in what ships' comparisons with the
+/// baseline, the slowest first; `None` when none is.
+pub(crate) fn slower_line(comps: &[(&str, &Comparison)]) -> Option<String> {
+    let mut slower: Vec<&(&str, &Comparison)> = (comps.iter())
+        .filter(|(_, c)| c.estimate.ci_low > 1.0)
+        .collect();
+    if slower.is_empty() {
+        return None;
+    }
+    slower.sort_by(|x, y| y.1.estimate.ratio.total_cmp(&x.1.estimate.ratio));
+    let named: Vec<String> = (slower.iter())
+        .map(|(w, c)| {
+            let e = &c.estimate;
+            format!(
+                "{w} time ratio {:.3} [{:.3}, {:.3}]",
+                e.ratio, e.ci_low, e.ci_high
+            )
+        })
+        .collect();
+    Some(format!(
+        "surely slower on {} of {} workload{}: {} (the geometric mean is faster; [bench] max-slowdown-per-workload refuses such a candidate)",
+        slower.len(),
+        comps.len(),
+        if comps.len() == 1 { "" } else { "s" },
+        named.join(", ")
+    ))
+}
+
 /// `faster on 1 of 4 workloads (infer), none slower`; `None` without comparisons.
 pub(crate) fn tally(comps: &[(&str, &Comparison)]) -> Option<String> {
     if comps.is_empty() {
@@ -317,6 +347,38 @@ mod tests {
             line.contains("and 1 other workload(s) drifted too"),
             "{line}"
         );
+    }
+
+    /// Issue 61: a workload surely slower in what ships is named on the ship line with its
+    /// ratio, even while the geometric mean is faster; none is, no line.
+    #[test]
+    fn a_workload_surely_slower_in_what_ships_is_named_with_its_ratio() {
+        let mut r = demo_report();
+        let f = r.final_.clone().unwrap();
+        assert_eq!(slower_line(&against_baseline(&r, &f)), None);
+        let c = (r.workloads.iter_mut())
+            .filter_map(|w| w.per_stage.get_mut("pgo vs baseline"))
+            .nth(1)
+            .unwrap();
+        c.estimate = crate::bench::Estimate {
+            ratio: 2.16,
+            ci_low: 2.1,
+            ci_high: 2.22,
+            verdict: Verdict::Slower,
+            confidence: 0.95,
+        };
+        let comps = against_baseline(&r, &f);
+        let line = slower_line(&comps).unwrap();
+        let name = comps[1].0;
+        assert!(
+            line.starts_with(&format!(
+                "surely slower on 1 of 2 workloads: {name} time ratio 2.160 [2.100, 2.220]"
+            )),
+            "{line}"
+        );
+        assert!(line.contains("max-slowdown-per-workload"), "{line}");
+        let text = crate::report::terminal::ladder(&r, &crate::ui::Ui::plain(), 400);
+        assert!(text.contains(&line), "{text}");
     }
 
     #[test]

@@ -252,7 +252,11 @@ fn ship(s: &mut String, report: &Report, f: &FinalChoice) {
     let _ = writeln!(s);
     let _ = writeln!(s, "ship: {} ({})", f.binary, f.label());
     let _ = writeln!(s, "  {}", speedup_line(f));
-    if let Some(drift) = shipped::drift_line(&shipped::against_baseline(report, f)) {
+    let against = shipped::against_baseline(report, f);
+    if let Some(slower) = shipped::slower_line(&against) {
+        let _ = writeln!(s, "  {slower}");
+    }
+    if let Some(drift) = shipped::drift_line(&against) {
         let _ = writeln!(s, "  {drift}");
     }
     if let Some(size) = report.size_line(&f.binary) {
@@ -283,6 +287,10 @@ fn ship(s: &mut String, report: &Report, f: &FinalChoice) {
                 );
             } else {
                 let _ = writeln!(s, "  {}", speedup_line(p));
+                let against = shipped::against_baseline(report, p);
+                if let Some(slower) = shipped::slower_line(&against) {
+                    let _ = writeln!(s, "  {slower}");
+                }
                 if let Some(size) = report.size_line(&p.binary) {
                     let _ = writeln!(s, "  size {size}");
                 }

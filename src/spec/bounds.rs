@@ -73,6 +73,24 @@ pub(crate) fn margin(v: f64, key: Key) -> Result<f64, Problem> {
     })
 }
 
+/// `max-slowdown-per-workload`: a fraction, 0 or more and below 10 (a workload ten times
+/// slower is no bound at all).
+pub(crate) fn max_slowdown(v: f64, key: Key) -> Result<f64, Problem> {
+    if (0.0..10.0).contains(&v) {
+        return Ok(v);
+    }
+    Err(Problem {
+        message: format!(
+            "`{}` must be a fraction from 0 up to (not including) 10, not {v}",
+            key.name()
+        ),
+        fix: format!(
+            "{} refuses to ship a candidate that is surely more than 5 % slower on any workload",
+            key.written("0.05")
+        ),
+    })
+}
+
 /// `min-runs`: pairs of runs before the first look, at least 2.
 pub(crate) fn min_runs(n: u32, key: Key) -> Result<u32, Problem> {
     if n >= 2 {

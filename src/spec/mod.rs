@@ -176,6 +176,11 @@ pub struct BenchConfig {
     /// `objective = "size"`: among candidates within the margin of each other, the ladder
     /// keeps the smaller binary (`false`: time only, the default).
     pub objective_size: bool,
+    /// `max-slowdown-per-workload`: what ships may be surely slower than the baseline on
+    /// no workload by more than this fraction (`0.05`: a workload's whole interval above
+    /// 1.05 refuses it); `None`: any workload may be slower while the geometric mean is
+    /// faster (the ship line names it).
+    pub max_slowdown_per_workload: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -583,6 +588,7 @@ impl Default for BenchConfig {
             budget: None,
             runner_is_native: false,
             objective_size: false,
+            max_slowdown_per_workload: None,
         }
     }
 }

@@ -37,6 +37,7 @@ pub(super) const BENCH_KEYS: &[&str] = &[
     "budget",
     "runner-is-native",
     "objective",
+    "max-slowdown-per-workload",
 ];
 pub(super) const VERIFY_KEYS: &[&str] = &["tests"];
 pub(super) const CACHE_KEYS: &[&str] = &["max-size"];
@@ -206,6 +207,7 @@ pub(super) struct RawBench {
     pub(super) budget: Option<Spanned<RawDuration>>,
     pub(super) runner_is_native: Option<bool>,
     pub(super) objective: Option<Spanned<String>>,
+    pub(super) max_slowdown_per_workload: Option<Spanned<f64>>,
 }
 
 #[derive(serde::Deserialize)]

@@ -478,6 +478,11 @@ impl<'a> Validator<'a> {
                 }
             };
         }
+        if let Some(m) = &raw.max_slowdown_per_workload {
+            let v = bounds::max_slowdown(*m.get_ref(), Key::Spec("max-slowdown-per-workload"))
+                .map_err(|p| self.at(m, p.message, Some(p.fix)))?;
+            bench.max_slowdown_per_workload = Some(v);
+        }
         if let Some(n) = &raw.min_runs {
             bounds::min_runs(*n.get_ref(), Key::Spec("min-runs"))
                 .map_err(|p| self.at(n, p.message, Some(p.fix)))?;
@@ -1152,6 +1157,19 @@ mod tests {
         );
         let (line, col, _, _) = f.err(&format!("[bench]\nmargin = 0\n{ONE}"));
         assert_eq!((line, col), (2, 10));
+        let spec = format!("[bench]\nmax-slowdown-per-workload = -0.1\n{ONE}");
+        let (line, col, msg, fix) = f.err(&spec);
+        assert_eq!((line, col), (2, 29));
+        assert!(
+            msg.contains("`max-slowdown-per-workload` must be a fraction"),
+            "{msg}"
+        );
+        assert!(fix.contains("max-slowdown-per-workload = 0.05"), "{fix}");
+        let spec = format!("[bench]\nmax-slowdown-per-workload = \"5%\"\n{ONE}");
+        let (line, col, _, _) = f.err(&spec);
+        assert_eq!((line, col), (2, 29));
+        let ok = f.ok(&format!("[bench]\nmax-slowdown-per-workload = 0.05\n{ONE}"));
+        assert_eq!(ok.bench.max_slowdown_per_workload, Some(0.05));
         let (line, col, msg, _) = f.err(&format!("[bench]\nwarmup = -1\n{ONE}"));
         assert_eq!((line, col), (2, 10));
         assert!(msg.contains("expected a whole number"), "{msg}");

@@ -616,4 +616,127 @@ fn a_chain_of_keeps_that_does_not_hold_directly_does_not_ship() {
     let fin = final_choice(&report);
     assert_eq!(fin.stage, "pgo", "{fin:#?}");
     assert!(fin.speedup_vs_baseline.is_some_and(|s| s > 1.5), "{fin:#?}");
+    // Issue 61: the fallback ships on the same test, not on its stage's own figure
+    // relabelled: pgo was confirmed against the baseline on the final gate's fresh pairs
+    // (kept under `pgo vs baseline`, its figure when chosen beside it), and the ship line
+    // says which comparison it rests on.
+    assert!(fin.at_selection.is_some(), "{fin:#?}");
+    let confirmed = (report.workloads.iter()).any(|w| w.per_stage.contains_key("pgo vs baseline"));
+    assert!(confirmed, "{:#?}", report.workloads);
+    assert!(
+        r.stderr
+            .contains("pgo ships instead: it passed the same test"),
+        "{}",
+        r.stderr
+    );
+    let rests_on = "vs the baseline, measured directly on fresh pairs at the final gate";
+    assert!(unwrapped(&r.stdout).contains(rests_on), "{}", r.stdout);
+}
+
+/// Issue 61: a candidate faster on the geometric mean but 2.17× slower on one of two
+/// workloads (gate-chain's pgo with `fast` and `decode`, planted by sleeps) ships, and the
+/// ship line names the workload and its ratio; with `[bench] max-slowdown-per-workload =
+/// 0.05` it does not ship (nothing else was kept: the baseline ships), and the warning and
+/// its row say why.
+#[test]
+fn a_workload_surely_slower_is_named_on_the_ship_line_and_max_slowdown_forbids_it() {
+    let _guard = shared();
+    let tmp = copy_fixture("gate-chain");
+    let dir = tmp.path();
+    let spec = |bound: &str| {
+        format!(
+            "bin = \"gate-chain\"\n[stages]\ntry = [\"pgo\"]\n[bench]\nmax-time = \"10s\"\n{bound}\n\
+             [[workload]]\nname = \"fast\"\nargs = [\"fast\"]\nuse = [\"train\", \"eval\"]\n\
+             [[workload]]\nname = \"decode\"\nargs = [\"decode\"]\nuse = [\"train\", \"eval\"]\n"
+        )
+    };
+    std::fs::write(dir.join("optimize.toml"), spec("")).unwrap();
+    let r = run(dir, &["optimize", "--fresh", "--stages", "pgo"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&dir.join("target"));
+    assert_eq!(stage(&report, "pgo").status, Status::Kept, "{}", r.all());
+    assert_eq!(final_choice(&report).stage, "pgo", "{}", r.all());
+    let said = "surely slower on 1 of 2 workloads: decode time ratio 2.";
+    assert!(unwrapped(&r.stdout).contains(said), "{}", r.stdout);
+
+    std::fs::write(
+        dir.join("optimize.toml"),
+        spec("max-slowdown-per-workload = 0.05"),
+    )
+    .unwrap();
+    let r = run(dir, &["optimize", "--stages", "pgo"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&dir.join("target"));
+    let pgo = stage(&report, "pgo");
+    assert_eq!(pgo.status, Status::Kept, "{}", r.all());
+    assert_eq!(final_choice(&report).stage, "baseline", "{}", r.all());
+    let why = "not shipped: measured directly against the baseline on the final gate's fresh pairs, workload `decode` is time ratio 2.";
+    assert!(unwrapped(&r.stderr).contains(why), "{}", r.stderr);
+    assert!(pgo.notes.iter().any(|n| n.contains(why)), "{pgo:#?}");
+    assert!(
+        unwrapped(&r.stderr).contains("slower by more than max-slowdown-per-workload = 0.05"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Issue 61, item 7: a kept verdict edited after it was kept (its ratio, interval and
+/// verdict set to 0.500 faster, its samples left as measured) made the report contradict
+/// itself: the workload line said 0.500 faster, the row, from the same comparison's log
+/// estimate, another ratio. Read back, it no longer agrees with its own samples: it is
+/// dropped and measured again, saying so, and each row's ratio is its workload's.
+#[test]
+fn a_tampered_kept_verdict_is_dropped_and_measured_again() {
+    let _guard = shared();
+    let tmp = copy_fixture("gate-chain");
+    let dir = tmp.path();
+    let spec = "bin = \"gate-chain\"\n[stages]\ntry = [\"pgo\"]\n[bench]\nmax-time = \"10s\"\n\
+                [[workload]]\nname = \"fast\"\nargs = [\"fast\"]\nuse = [\"train\", \"eval\"]\n";
+    std::fs::write(dir.join("optimize.toml"), spec).unwrap();
+    let r = run(dir, &["optimize", "--fresh", "--stages", "pgo"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let verdicts = dir.join("target/optimize/cache/verdicts");
+    let mut tampered = 0;
+    for entry in std::fs::read_dir(&verdicts).unwrap() {
+        let path = entry.unwrap().path();
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let value = &mut v["value"];
+        for (field, x) in [("ratio", 0.5), ("ci_low", 0.45), ("ci_high", 0.55)] {
+            value[field] = serde_json::json!(x);
+        }
+        value["verdict"] = serde_json::json!("faster");
+        std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+        tampered += 1;
+    }
+    assert!(
+        tampered >= 2,
+        "the stage's and the confirmation's verdicts were kept"
+    );
+    let r = run(dir, &["optimize", "--stages", "pgo"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let said = "the verdict kept from an earlier run no longer agrees with its own samples";
+    assert!(unwrapped(&r.stderr).contains(said), "{}", r.stderr);
+    // Nothing kept was used as it stood: each comparison was measured again.
+    assert!(
+        !r.stderr.contains("kept from an earlier run: same binaries"),
+        "{}",
+        r.stderr
+    );
+    let report = latest_report(&dir.join("target"));
+    let fast = &report.workloads[0].per_stage;
+    let pgo = stage(&report, "pgo");
+    let line = fast.get("pgo").unwrap_or_else(|| panic!("{fast:#?}"));
+    let row = pgo.vs_best.expect("pgo was measured");
+    assert!(
+        (line.estimate.ratio - row.ratio).abs() < 1e-9,
+        "{line:#?}\n{row:#?}"
+    );
+    assert!(
+        line.estimate.ratio < 0.4,
+        "planted 10 ms against 60: {line:#?}"
+    );
+    for c in fast.values() {
+        assert!((c.estimate.ratio - c.log.mean.exp()).abs() < 1e-9, "{c:#?}");
+    }
 }

@@ -1,53 +1,59 @@
-//! What ships: the best candidate (and the portable alternative beside it, on the same
-//! runs of the baseline, when its ratio was chained) confirmed against the baseline on
-//! fresh pairs at the end, the final gate that
-//! falls back on what was kept before when the confirmation does not hold, and the final
+//! What ships: the best candidate and the portable alternative beside it (on the same
+//! runs of the baseline) confirmed against the baseline on fresh pairs at the end; the
+//! final gate ([`Gate`]), which ships a candidate only on that direct comparison, surely
+//! faster (and under `max-slowdown-per-workload` no workload surely slower by more), and
+//! otherwise falls back on a kept candidate that passes the same test on the same number
+//! of fresh pairs, never on the refused one nor on a stage's own figure; and the final
 //! choice the report carries.
+
+use std::path::Path;
 
 use super::{Holder, Ladder, ToBaseline};
 use crate::bench::stats::LogEstimate;
-use crate::bench::{Comparison, Estimate, Verdict};
+use crate::bench::{Comparison, Verdict};
 use crate::context::Candidate;
 use crate::pipeline::budget::{confirmation_pairs, span_pairs, Decides};
 use crate::pipeline::measure;
 use crate::report::{FinalChoice, Settings, Status};
 
 impl Ladder<'_> {
-    /// Confirm what ships (and the portable alternative, when its ratio was chained) against
-    /// the baseline on fresh pairs (`measure::confirm`): none of them chose the candidate, and their number is
+    /// Confirm what ships and the portable alternative against the baseline on fresh
+    /// pairs (`measure::confirm`): none of them chose the candidate, and their number is
     /// fixed before they run, so neither the choice nor an early stop biases the ratio the
     /// `ship:` line prints and the gate decides on; the ratio at the choice is kept beside
     /// it (`at_selection`). The comparisons are kept per workload under `<tag> vs baseline`.
+    /// Then [`Ladder::gate`].
     pub(crate) fn measure_final(&mut self) -> anyhow::Result<()> {
         let portable_is_best = self.portable.candidate.binary == self.best.candidate.binary;
         self.grant = Some(self.budget.last_grant(self.ctx.spec.bench.max_time));
-        let share = self.share(Decides::Final);
-        // What ships, when it is not the baseline; the portable alternative only when its
-        // ratio was chained: a comparison with the baseline of its own gave it one measured
-        // directly, and confirming it again would cost more for a figure already measured
-        // directly. Both together share one series of the baseline's runs.
+        // What ships, when it is not the baseline, and the portable alternative beside it:
+        // both together share one series of the baseline's runs. The portable one's own
+        // comparison with the baseline, when it had one, chose it: not a figure to ship on.
         let mut which = Vec::new();
         if self.best.vs_baseline.is_some() {
             which.push(false);
         }
-        if !portable_is_best && self.portable.vs_baseline.is_some_and(|t| !t.measured) {
+        if !portable_is_best && self.portable.vs_baseline.is_some() {
             which.push(true);
         }
+        let pairs = self.confirmation_pairs();
         if !which.is_empty() {
-            let pairs = self.confirmation_pairs();
             let cands: Vec<&Candidate> =
                 (which.iter()).map(|&p| &self.holder(p).candidate).collect();
-            let (base, v) = (&self.baseline, &self.verifier);
-            let ms = measure::confirm(self.ctx, base, &cands, v, share, pairs, self.cache)?;
+            let ms = self.confirm(&cands, pairs)?;
             for (portable, m) in which.into_iter().zip(ms) {
-                self.confirmed(portable, m);
+                let h = match portable {
+                    true => &mut self.portable,
+                    false => &mut self.best,
+                };
+                confirmed(h, &m);
+                self.keep_per_workload(&self.holder(portable).candidate.tag(), m);
             }
         }
         if portable_is_best {
             self.portable = self.best.clone();
         }
-        self.gate();
-        Ok(())
+        self.gate(pairs)
     }
 
     fn holder(&self, portable: bool) -> &Holder {
@@ -57,21 +63,17 @@ impl Ladder<'_> {
         }
     }
 
-    /// What ships (or the portable alternative) confirmed as `m`: its ratio to the
-    /// baseline, measured directly, the one at its choice kept beside it; its comparisons
-    /// kept per workload under `<tag> vs baseline`.
-    fn confirmed(&mut self, portable: bool, m: measure::Measured) {
-        let h = match portable {
-            true => &mut self.portable,
-            false => &mut self.best,
-        };
-        h.at_selection = h.vs_baseline;
-        h.vs_baseline = Some(ToBaseline {
-            log: m.log,
-            confidence: m.confidence,
-            measured: true,
-        });
-        let tag = format!("{} vs baseline", h.candidate.tag());
+    /// `cands` against the baseline on `pairs` fresh pairs per workload, under the final
+    /// comparison's share of what is left of the budget.
+    fn confirm(&self, cands: &[&Candidate], pairs: u32) -> anyhow::Result<Vec<measure::Measured>> {
+        let share = self.share(Decides::Final);
+        let (base, v) = (&self.baseline, &self.verifier);
+        measure::confirm(self.ctx, base, cands, v, share, pairs, self.cache)
+    }
+
+    /// A confirmation's comparisons, kept per workload under `<tag> vs baseline`.
+    fn keep_per_workload(&mut self, tag: &str, m: measure::Measured) {
+        let tag = format!("{tag} vs baseline");
         for (w, c) in m.per_workload {
             self.per_workload
                 .entry(w)
@@ -101,49 +103,103 @@ impl Ladder<'_> {
     }
 
     /// The final gate: what ships must be measurably faster than the baseline *measured
-    /// directly* (under `objective = "size"`: not slower), not only by a chain of keeps,
-    /// each of which may have been lucky. Otherwise the latest kept candidate that was
-    /// (portable: one without a `-Ctarget-cpu`) ships instead, else the baseline; the row
-    /// and a warning say why.
-    fn gate(&mut self) {
-        let size = self.ctx.spec.bench.objective_size;
-        let margin = self.margin();
-        let holds = |h: &Holder| {
-            h.vs_baseline
-                .is_none_or(|t| t.measured && ships(&t.estimate(margin), size))
+    /// directly on the gate's fresh pairs* (under `objective = "size"`: not slower), not
+    /// only by a chain of keeps, each of which may have been lucky, nor by the comparison
+    /// that chose it; and, under `max-slowdown-per-workload`, surely slower by no more on
+    /// any workload ([`Gate::refusal`]). Otherwise a kept candidate that passes the same
+    /// test on the same number of fresh pairs ships instead (the latest kept first, at most
+    /// [`MAX_FALLBACKS`] tried; portable: one without a `-Ctarget-cpu`), else the
+    /// baseline; the row and a warning say why. The portable alternative likewise.
+    fn gate(&mut self, pairs: u32) -> anyhow::Result<()> {
+        let gate = Gate {
+            size: self.ctx.spec.bench.objective_size,
+            margin: self.margin(),
+            max_slowdown: self.ctx.spec.bench.max_slowdown_per_workload,
         };
-        let baseline = Holder {
+        let mut tried = vec![self.best.clone(), self.portable.clone()];
+        let mut warned = Vec::new();
+        for portable in [false, true] {
+            let Some(why) = gate.refusal(self.holder(portable)) else {
+                continue;
+            };
+            let failed = self.holder(portable).clone();
+            let instead = self.fallback(&gate, portable, pairs, &mut tried)?;
+            match portable {
+                true => self.portable = instead,
+                false => self.best = instead,
+            }
+            // What ships when it is also the portable alternative is refused once.
+            if !warned.contains(&failed.candidate.binary) {
+                self.not_shipped(&failed, &why, portable);
+                warned.push(failed.candidate.binary);
+            }
+        }
+        Ok(())
+    }
+
+    /// The first kept candidate, latest first, that passes the gate confirmed on `pairs`
+    /// fresh pairs (`tried`: the candidates confirmed so far, reused, not measured again;
+    /// at most [`MAX_FALLBACKS`] confirmed anew), else the baseline.
+    fn fallback(
+        &mut self,
+        gate: &Gate,
+        portable: bool,
+        pairs: u32,
+        tried: &mut Vec<Holder>,
+    ) -> anyhow::Result<Holder> {
+        let failed = self.holder(portable).candidate.binary.clone();
+        let order: Vec<Holder> = fallback_order(&self.kept, &failed, portable)
+            .into_iter()
+            .cloned()
+            .collect();
+        let mut confirmations = 0;
+        for mut h in order {
+            let known = tried
+                .iter()
+                .find(|t| t.candidate.binary == h.candidate.binary);
+            if let Some(t) = known {
+                h = t.clone();
+            } else if confirmations < MAX_FALLBACKS && self.budget.left() > 0.0 {
+                confirmations += 1;
+                let m = self.confirm(&[&h.candidate], pairs)?.remove(0);
+                confirmed(&mut h, &m);
+                self.keep_per_workload(&h.candidate.tag(), m);
+                tried.push(h.clone());
+            } else {
+                continue;
+            }
+            if gate.refusal(&h).is_none() {
+                return Ok(h);
+            }
+        }
+        Ok(Holder {
             candidate: self.baseline.clone(),
             vs_baseline: None,
             at_selection: None,
+            workloads: Vec::new(),
+        })
+    }
+
+    /// `failed` did not pass the gate (`why`): a warning, and a note on its row, naming
+    /// what ships instead (another candidate only when it passed the same test).
+    fn not_shipped(&mut self, failed: &Holder, why: &str, portable: bool) {
+        let what = match portable {
+            true => "not the portable alternative",
+            false => "not shipped",
         };
-        let fallback = |portable: bool| {
-            let found = self.kept.iter().rev().find(|h| {
-                holds(h) && h.vs_baseline.is_some() && !(portable && h.candidate.targets_cpu())
-            });
-            found.cloned().unwrap_or_else(|| baseline.clone())
+        let now = self.holder(portable);
+        let instead = match now.vs_baseline {
+            Some(_) => format!(
+                "{} ships instead: it passed the same test",
+                now.candidate.label()
+            ),
+            None => "the baseline ships instead: no kept candidate passed the same test".into(),
         };
-        let (best, portable) = (fallback(false), fallback(true));
-        if !holds(&self.portable) {
-            self.portable = portable;
-        }
-        if holds(&self.best) {
-            return;
-        }
-        let failed = std::mem::replace(&mut self.best, best);
-        let direct = failed.vs_baseline.map(|t| t.estimate(margin));
-        let why = format!(
-            "not shipped: measured directly against the baseline, {}: not faster, so the chain of keeps that led here did not hold; {} ships instead",
-            direct.map_or("not measured".to_string(), |e| e.to_string()),
-            self.best.candidate.label()
-        );
-        self.ctx
-            .ui()
-            .warn(&format!("{}: {why}", failed.candidate.label()));
-        let row = self.rows.iter_mut().rev().find(|r| {
-            r.status == Status::Kept
-                && r.binary.as_deref() == Some(&*failed.candidate.binary.display().to_string())
-        });
+        let why = format!("{what}: {why}; {instead}");
+        (self.ctx.ui()).warn(&format!("{}: {why}", failed.candidate.label()));
+        let binary = failed.candidate.binary.display().to_string();
+        let row = (self.rows.iter_mut().rev())
+            .find(|r| r.status == Status::Kept && r.binary.as_deref() == Some(&*binary));
         if let Some(row) = row {
             row.notes.push(why);
         }
@@ -202,19 +258,248 @@ fn median_run_secs<'c>(comparisons: impl Iterator<Item = &'c Comparison>) -> f64
     }
 }
 
-/// Whether a direct measurement against the baseline lets a candidate ship: surely faster
-/// (the whole interval below 1), or under `objective = "size"` not surely slower.
-fn ships(e: &Estimate, size: bool) -> bool {
-    match size {
-        true => !matches!(e.verdict, Verdict::Slower | Verdict::SlightlySlower),
-        false => e.ci_high < 1.0,
+/// How many kept candidates the gate confirms, latest first, when what would ship does not
+/// pass: each costs a confirmation, and the ones kept earliest are rarely what a chain that
+/// did not hold needs.
+const MAX_FALLBACKS: usize = 2;
+
+/// What `h` (what ships, or the portable alternative) passed the final confirmation as:
+/// its ratio to the baseline on the gate's fresh pairs, the one at its choice kept beside
+/// it, each workload's.
+fn confirmed(h: &mut Holder, m: &measure::Measured) {
+    h.at_selection = h.at_selection.or(h.vs_baseline);
+    h.vs_baseline = Some(ToBaseline {
+        log: m.log,
+        confidence: m.confidence,
+        measured: true,
+        confirmed: true,
+    });
+    h.workloads = (m.per_workload.iter())
+        .map(|(w, c)| (w.clone(), c.estimate))
+        .collect();
+}
+
+/// The kept candidates a gate that refused `failed` may fall back on, latest first: each
+/// binary once, never `failed` itself, and for the portable track none that picks a CPU.
+fn fallback_order<'h>(kept: &'h [Holder], failed: &Path, portable: bool) -> Vec<&'h Holder> {
+    let mut order: Vec<&Holder> = Vec::new();
+    for h in kept.iter().rev() {
+        let c = &h.candidate;
+        let seen = order.iter().any(|o| o.candidate.binary == c.binary);
+        if c.binary != failed && !seen && !(portable && c.targets_cpu()) {
+            order.push(h);
+        }
+    }
+    order
+}
+
+/// The final gate's rule.
+struct Gate {
+    /// `objective = "size"`: not surely slower is enough.
+    size: bool,
+    margin: f64,
+    /// `max-slowdown-per-workload`.
+    max_slowdown: Option<f64>,
+}
+
+impl Gate {
+    /// Why `h` may not ship, `None` when it may: the baseline always may; anything else
+    /// only on its direct comparison with the baseline on the gate's fresh pairs, surely
+    /// faster (the whole interval below 1; under `objective = "size"` not surely slower),
+    /// and under `max-slowdown-per-workload` no workload surely slower by more.
+    fn refusal(&self, h: &Holder) -> Option<String> {
+        let t = h.vs_baseline?;
+        if !t.confirmed {
+            return Some(
+                "not measured directly against the baseline on the final gate's fresh pairs".into(),
+            );
+        }
+        let e = t.estimate(self.margin);
+        let passes = match self.size {
+            true => !matches!(e.verdict, Verdict::Slower | Verdict::SlightlySlower),
+            false => e.ci_high < 1.0,
+        };
+        if !passes {
+            let not = if self.size { "slower" } else { "not faster" };
+            return Some(format!(
+                "measured directly against the baseline on the final gate's fresh pairs, {e}: {not}"
+            ));
+        }
+        let max = self.max_slowdown?;
+        let (w, e) = (h.workloads.iter()).find(|(_, e)| e.ci_low > 1.0 + max)?;
+        Some(format!(
+            "measured directly against the baseline on the final gate's fresh pairs, workload `{w}` is {e}: slower by more than max-slowdown-per-workload = {max}"
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::pooled_spread;
+    use super::{fallback_order, pooled_spread, Gate, Holder, ToBaseline};
     use crate::bench::stats::LogEstimate;
+    use crate::bench::{Estimate, Verdict};
+    use crate::cargo::BuildSettings;
+    use crate::context::Candidate;
+    use crate::spec::StageName;
+
+    fn candidate(stage: StageName, binary: &str, cpu: bool) -> Candidate {
+        let mut settings = BuildSettings::plain("release");
+        if cpu {
+            settings.rustflags.push("-Ctarget-cpu=x86-64-v3".into());
+        }
+        Candidate {
+            stage,
+            binary: binary.into(),
+            settings,
+            size_bytes: 0,
+            build_seconds: 0.0,
+            notes: Vec::new(),
+            facts: Default::default(),
+        }
+    }
+
+    /// A ratio to the baseline on 20 pairs, its standard error on the log scale `se`.
+    fn to_baseline(ratio: f64, se: f64, confirmed: bool) -> ToBaseline {
+        ToBaseline {
+            log: LogEstimate {
+                mean: ratio.ln(),
+                se,
+                df: 19.0,
+                n: 20,
+            },
+            confidence: 0.95,
+            measured: true,
+            confirmed,
+        }
+    }
+
+    fn holder(binary: &str, vs: Option<ToBaseline>, workloads: &[(&str, f64, f64)]) -> Holder {
+        let estimate = |&(w, lo, hi): &(&str, f64, f64)| {
+            let e = Estimate {
+                ratio: (lo * hi).sqrt(),
+                ci_low: lo,
+                ci_high: hi,
+                verdict: crate::bench::stats::verdict(lo, hi, 0.01),
+                confidence: 0.95,
+            };
+            (w.to_string(), e)
+        };
+        Holder {
+            candidate: candidate(StageName::Pgo, binary, false),
+            vs_baseline: vs,
+            at_selection: None,
+            workloads: workloads.iter().map(estimate).collect(),
+        }
+    }
+
+    const TIME: Gate = Gate {
+        size: false,
+        margin: 0.01,
+        max_slowdown: None,
+    };
+
+    /// Issue 61: a stage's own figure, measured directly against the baseline in the
+    /// comparison that chose it (0.5, surely faster), is not what a candidate ships on;
+    /// only the final gate's direct comparison is, and only when surely faster (0.995 on
+    /// a ±2 % interval is not). The baseline always ships.
+    #[test]
+    fn only_the_final_gates_direct_comparison_surely_faster_ships() {
+        let stage_figure = holder("bin/pgo", Some(to_baseline(0.5, 0.01, false)), &[]);
+        let why = TIME
+            .refusal(&stage_figure)
+            .expect("a stage figure does not ship");
+        assert!(
+            why.contains(
+                "not measured directly against the baseline on the final gate's fresh pairs"
+            ),
+            "{why}"
+        );
+        let inconclusive = holder("bin/pgo", Some(to_baseline(0.995, 0.01, true)), &[]);
+        let why = TIME
+            .refusal(&inconclusive)
+            .expect("inconclusive does not ship");
+        assert!(why.contains("time ratio 0.995"), "{why}");
+        assert!(why.ends_with("inconclusive: not faster"), "{why}");
+        let faster = holder("bin/pgo", Some(to_baseline(0.8, 0.01, true)), &[]);
+        assert_eq!(TIME.refusal(&faster), None);
+        assert_eq!(TIME.refusal(&holder("bin/baseline", None, &[])), None);
+        // Under `objective = "size"`: not surely slower is enough, surely slower is not.
+        let size = Gate { size: true, ..TIME };
+        let equal = holder("bin/pgo", Some(to_baseline(1.0, 0.002, true)), &[]);
+        assert_eq!(size.refusal(&equal), None);
+        let slower = holder("bin/pgo", Some(to_baseline(1.2, 0.01, true)), &[]);
+        let why = size.refusal(&slower).expect("surely slower does not ship");
+        assert!(why.ends_with(": slower"), "{why}");
+    }
+
+    /// Issue 61: 2.16× slower on one of two workloads while the geometric mean is faster
+    /// ships unless `max-slowdown-per-workload` forbids it; a bound the workload stays
+    /// within lets it ship.
+    #[test]
+    fn a_workload_surely_slower_than_max_slowdown_per_workload_refuses_the_candidate() {
+        let workloads = [("fast", 0.2, 0.22), ("decode", 2.1, 2.22)];
+        let h = holder("bin/pgo", Some(to_baseline(0.68, 0.01, true)), &workloads);
+        assert_eq!(TIME.refusal(&h), None);
+        let strict = Gate {
+            max_slowdown: Some(0.05),
+            ..TIME
+        };
+        let why = strict.refusal(&h).expect("decode is 2.16× slower");
+        assert!(
+            why.contains("workload `decode` is time ratio 2.159 [2.100, 2.220] slower"),
+            "{why}"
+        );
+        assert!(why.contains("max-slowdown-per-workload = 0.05"), "{why}");
+        let loose = Gate {
+            max_slowdown: Some(1.5),
+            ..TIME
+        };
+        assert_eq!(loose.refusal(&h), None);
+        // The bound is on the whole interval: surely slower by more than the bound.
+        let within = [("fast", 0.2, 0.22), ("decode", 1.03, 1.07)];
+        let h = holder("bin/pgo", Some(to_baseline(0.5, 0.01, true)), &within);
+        assert_eq!(strict.refusal(&h), None);
+        assert_eq!(
+            h.workloads[1].1.verdict,
+            Verdict::Slower,
+            "the premise: decode is surely slower"
+        );
+    }
+
+    /// Issue 61: what the gate falls back on is never the candidate it refused ("c-compiler
+    /// not shipped … c-compiler ships instead"), each binary is tried once, the latest kept
+    /// first, and the portable track tries none that picks a CPU.
+    #[test]
+    fn the_fallback_is_never_the_refused_candidate_itself() {
+        let kept = |stage, binary: &str, cpu| Holder {
+            candidate: candidate(stage, binary, cpu),
+            vs_baseline: Some(to_baseline(0.7, 0.01, false)),
+            at_selection: None,
+            workloads: Vec::new(),
+        };
+        let kept = [
+            kept(StageName::Profile, "bin/profile", false),
+            kept(StageName::Cpu, "bin/cpu", true),
+            kept(StageName::CCompiler, "bin/c-compiler", true),
+            kept(StageName::CCompiler, "bin/c-compiler", true),
+        ];
+        let names = |order: Vec<&Holder>| -> Vec<String> {
+            (order.iter())
+                .map(|h| h.candidate.binary.display().to_string())
+                .collect()
+        };
+        let failed = std::path::Path::new("bin/c-compiler");
+        assert_eq!(
+            names(fallback_order(&kept, failed, false)),
+            ["bin/cpu", "bin/profile"]
+        );
+        assert_eq!(names(fallback_order(&kept, failed, true)), ["bin/profile"]);
+        let failed = std::path::Path::new("bin/pgo");
+        assert_eq!(
+            names(fallback_order(&kept, failed, false)),
+            ["bin/c-compiler", "bin/cpu", "bin/profile"]
+        );
+    }
 
     /// Two comparisons of one workload: 4 pairs spreading 0.02 (se 0.01) and 16 spreading
     /// 0.12 (se 0.03): pooled by degrees of freedom, √((3·0.0004 + 15·0.0144) / 18) ≈ 0.110.

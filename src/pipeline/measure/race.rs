@@ -133,7 +133,8 @@ impl<'a> Arm<'a> {
         let keys = verdict_keys(ctx, cache, sides, eval, &key_opts);
         let found = (keys.iter().zip(eval))
             .map(|(k, w)| {
-                let kept = k.as_deref().and_then(|k| cache.get(k))?;
+                let what = format!("{} on {}", cand.label(), w.name);
+                let kept = super::kept(ctx, cache, k.as_deref(), &what)?;
                 ctx.ui().info(&format!(
                     "{} on {}: {} (kept from an earlier run: same binaries, workload and machine; --fresh measures again)",
                     cand.label(),
