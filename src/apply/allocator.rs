@@ -57,24 +57,24 @@ pub(super) fn changes(
             notes,
         )?);
     }
-    let recorded = report
-        .stages
-        .iter()
-        .rev()
-        .filter(|s| s.name == "alloc" && s.status == Status::Kept)
-        .find(|s| s.settings.as_ref().and_then(|v| v.allocator.as_deref()) == Some(a.name))
+    let recorded = kept_row(report, a)
         .and_then(|s| s.facts.alloc_root.clone())
         .ok_or_else(|| anyhow::anyhow!("the report's kept `alloc ({})` row does not say which root file it built from\n  fix: run `cargo optimize` again with this version, then apply", a.name))?;
     let root = project.workspace_root.join(&recorded.file);
     let bytes = std::fs::read(&root).with_context(|| format!("cannot read {}", root.display()))?;
-    if String::from_utf8_lossy(&bytes).contains("#[global_allocator]") {
-        notes.push(format!(
-            "{} already declares a `#[global_allocator]`: left as it is",
-            root.display()
-        ));
-        return Ok(out);
-    }
+    let target = kept_target(report, a);
+    let cfg = alloc::target_cfg(target.as_deref());
+    let edition_2015 = alloc::edition_2015(&manifest_text);
+    let edit = |text: &str| alloc::with_item(text, a, edition_2015, &cfg);
     if crate::store::sha256_hex(&bytes) != recorded.sha256 {
+        if applied_before(&String::from_utf8_lossy(&bytes), &recorded.sha256, edit) {
+            notes.push(format!(
+                "{} already has the measured `#[global_allocator]` ({}): left as it is",
+                root.display(),
+                a.name
+            ));
+            return Ok(out);
+        }
         anyhow::bail!(
             "{} changed since run {} built `alloc ({})` from it: the item would go into a file that was not measured\n  fix: run `cargo optimize` again, then apply its winner",
             root.display(),
@@ -82,11 +82,19 @@ pub(super) fn changes(
             a.name
         );
     }
-    let edition_2015 = alloc::edition_2015(&manifest_text);
+    let shown = recorded.file.clone();
     out.push(ManifestEdit::text(
         root,
         format!("#[global_allocator] ({})", a.name),
-        |text| Ok(Edited::unchanged(&alloc::with_item(text, a, edition_2015))),
+        |text| match edit(text) {
+            Ok(with) => Ok(Edited::unchanged(&with)),
+            Err(no) => anyhow::bail!(
+                "{}\n  the run measured {} in this file built for {}: apply writes only what was measured\n  fix: run `cargo optimize` again",
+                no.describe(&shown, a),
+                a.name,
+                target.as_deref().unwrap_or("the host")
+            ),
+        },
         notes,
     )?);
     notes.push(format!(
@@ -94,4 +102,42 @@ pub(super) fn changes(
         a.name, a.krate
     ));
     Ok(out)
+}
+
+/// The report's kept `alloc (<a>)` row, the last one.
+fn kept_row<'r>(report: &'r Report, a: &Allocator) -> Option<&'r crate::report::StageReport> {
+    report
+        .stages
+        .iter()
+        .rev()
+        .filter(|s| s.name == "alloc" && s.status == Status::Kept)
+        .find(|s| s.settings.as_ref().and_then(|v| v.allocator.as_deref()) == Some(a.name))
+}
+
+/// The target the kept row built for (`None`: the host).
+fn kept_target(report: &Report, a: &Allocator) -> Option<String> {
+    kept_row(report, a).and_then(|s| s.settings.as_ref()?.target.clone())
+}
+
+/// Whether `text` is a root file whose SHA-256 was `sha256` with the item `edit` adds to
+/// it: `apply` already wrote what was measured (the item's comment starts the appended
+/// part, after one blank line, and the line ending the file may have been added).
+fn applied_before(
+    text: &str,
+    sha256: &str,
+    edit: impl Fn(&str) -> Result<String, alloc::NoItem>,
+) -> bool {
+    let Some(at) = text.rfind("// The global allocator `cargo optimize` measured faster") else {
+        return false;
+    };
+    let head = &text[..at];
+    let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let mut originals = vec![head.strip_suffix(eol).unwrap_or(head)];
+    originals.extend(originals[0].strip_suffix(eol));
+    let edition_2015_head = head.rfind("extern crate ").map(|i| &text[..i]);
+    originals.extend(edition_2015_head.and_then(|h| h.strip_suffix(eol)));
+    originals.extend(edition_2015_head.and_then(|h| h.strip_suffix(eol)?.strip_suffix(eol)));
+    originals.into_iter().any(|o| {
+        crate::store::sha256_hex(o.as_bytes()) == sha256 && edit(o).is_ok_and(|w| w == text)
+    })
 }
