@@ -3,7 +3,10 @@
 //! binary's root file — the two edits `cargo::alloc` made to the private copy the run
 //! built and measured, so a plain build of the edited project is that build. The root file
 //! is edited only while it is the file the run built from (its SHA-256 in the row's
-//! `alloc_root`); a root file that already has the item is left as it is.
+//! `alloc_root`), by the function the run's copy used (`cargo::alloc::with_item`, for the
+//! target the kept row built for), so what is written is what was measured, or nothing: a
+//! refusal. A root file that is the recorded one with that very item already is left as it
+//! is; any other `#[global_allocator]` text (a comment) counts for nothing.
 
 use anyhow::Context as _;
 
@@ -140,4 +143,39 @@ fn applied_before(
     originals.into_iter().any(|o| {
         crate::store::sha256_hex(o.as_bytes()) == sha256 && edit(o).is_ok_and(|w| w == text)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A root file `apply` already gave the measured item is recognised by the recorded
+    /// SHA-256 of the file before and that exact item (LF, CRLF, edition 2015); a file that
+    /// merely holds the item's comment, or was changed besides, is not.
+    #[test]
+    fn apply_writes_the_measured_item_once_and_refuses_what_was_not_measured() {
+        let a = alloc::named("mimalloc").unwrap();
+        let cfg = ["unix".to_string(), "target_env=\"gnu\"".to_string()];
+        for (original, ed2015) in [
+            ("fn main() {}\n", false),
+            ("fn main() {}", false),
+            ("fn main() {}\r\n", false),
+            ("static GLOBAL_ALLOCATOR: u8 = 0;\nfn main() {}\n", true),
+        ] {
+            let sha = crate::store::sha256_hex(original.as_bytes());
+            let edit = |t: &str| alloc::with_item(t, a, ed2015, &cfg);
+            let with = edit(original).unwrap();
+            assert!(applied_before(&with, &sha, edit), "{with:?}");
+            let changed = with.replace("fn main() {}", "fn main() { }");
+            assert!(!applied_before(&changed, &sha, edit), "{changed:?}");
+        }
+        let comment_only =
+            "fn main() {}\n// The global allocator `cargo optimize` measured faster\n";
+        let sha = crate::store::sha256_hex(b"fn main() {}\n");
+        let edit = |t: &str| alloc::with_item(t, a, false, &cfg);
+        assert!(!applied_before(comment_only, &sha, edit));
+        // The file's own allocator for the target: no item, whatever was recorded.
+        let own = "#[cfg_attr(unix, global_allocator)]\nstatic A: std::alloc::System = std::alloc::System;\nfn main() {}\n";
+        assert_eq!(edit(own), Err(alloc::NoItem::Own(1)));
+    }
 }

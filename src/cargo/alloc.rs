@@ -6,6 +6,18 @@
 //! what makes a binary unfit for one ([`refusal`]), and the private copy of the workspace
 //! a build with [`BuildSettings::allocator`] compiles ([`source`], [`prepare`]).
 //!
+//! The root file is parsed ([`root`], syn), never searched for text: [`root_item`] is the
+//! one decision, shared by the run's refusal, the copy's edit and `apply`, of whether the
+//! binary has an allocator of its own for the target (`#[global_allocator]` directly or via
+//! `cfg_attr`, at any depth of the file, its `cfg` evaluated against the target's `rustc
+//! --print cfg`: refused, naming the line) and of the item to add otherwise (a name no item
+//! of the file has; left out by `#[cfg(not(…))]` wherever an own allocator whose `cfg` is
+//! false for this target is compiled). Comments and strings never count; an allocator a
+//! macro's expansion declares is not seen; a root file syn cannot parse is refused with
+//! its line. Other files of the package's `src/` are parsed too (one that does not parse is
+//! passed over). The copy's manifests get every `path` that leads outside the workspace
+//! made absolute ([`outside_paths`]): the copy holds only the workspace.
+//!
 //! The copy: `target/optimize/alloc/<allocator>/` holds the workspace's files (not `.git`,
 //! not a cargo target dir: a folder with `CACHEDIR.TAG`), kept in step with the user's on
 //! every build (a file copied when its size or time differs, with the source's time, so
