@@ -135,14 +135,14 @@ pub(crate) struct RootItem {
 /// collides with no item of the file, left out wherever one of the file's own allocators
 /// is compiled. The one decision the run (the refusal, the copy's edit) and `apply` share.
 pub(crate) fn root_item(text: &str, cfg: &[String]) -> Result<RootItem, NoItem> {
-    let file = root::parse(text).map_err(NoItem::Unparsed)?;
-    let own = root::allocators(&file, cfg);
+    let scan = root::scan(text, cfg).map_err(NoItem::Unparsed)?;
+    let own = scan.allocators;
     if let Some(d) = own.iter().find(|d| d.active) {
         return Err(NoItem::Own(d.line));
     }
     let whens: Vec<&str> = own.iter().filter_map(|d| d.when.as_deref()).collect();
     Ok(RootItem {
-        name: root::free_name(&file),
+        name: scan.free_name,
         unless: match whens.as_slice() {
             [] => None,
             [one] => Some(one.to_string()),
@@ -243,11 +243,11 @@ pub(crate) fn refusal(project: &Project, a: &Allocator, target: &str) -> Option<
             .to_path_buf()
     };
     let text = read_text(root).unwrap_or_default();
-    let file = match root::parse(&text) {
-        Ok(file) => file,
+    let scan = match root::scan(&text, &[]) {
+        Ok(scan) => scan,
         Err(e) => return Some(NoItem::Unparsed(e).describe(&shown(root), a)),
     };
-    if let Some(line) = root::no_std(&file) {
+    if let Some(line) = scan.no_std {
         return Some(format!(
             "the binary is `#![no_std]` ({}:{line}): it has no global allocator to swap",
             root.display()
@@ -317,11 +317,8 @@ fn own_allocator(project: &Project, root: &Path, cfg: &[String]) -> Option<(Path
         }
     }
     files.into_iter().filter(|f| f != root).find_map(|f| {
-        let file = root::parse(&read_text(&f).ok()?).ok()?;
-        let line = root::allocators(&file, cfg)
-            .into_iter()
-            .find(|d| d.active)?
-            .line;
+        let scan = root::scan(&read_text(&f).ok()?, cfg).ok()?;
+        let line = (scan.allocators.into_iter()).find(|d| d.active)?.line;
         Some((f, line))
     })
 }
@@ -766,14 +763,12 @@ mod tests {
         );
         let with = with_item(text, named("mimalloc").unwrap(), false, &linux("gnu")).unwrap();
         assert!(
-            with.replace(" ", "").contains("#[cfg(not(all(target_env"),
+            with.ends_with("fn main() {}\n\n// The global allocator `cargo optimize` measured faster for this program.\n// Left out where this file's own allocator is compiled.\n#[cfg(not(all(target_env = \"musl\", target_pointer_width = \"64\")))]\n#[global_allocator]\nstatic GLOBAL_ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;\n"),
             "{with}"
         );
         // The edited file, re-read for musl, has exactly ripgrep's allocator; for glibc ours.
         let ours = |cfg: &[String]| {
-            let f = root::parse(&with).unwrap();
-            root::allocators(&f, cfg)
-                .iter()
+            (root::scan(&with, cfg).unwrap().allocators.iter())
                 .filter(|d| d.active)
                 .map(|d| d.line)
                 .collect::<Vec<_>>()

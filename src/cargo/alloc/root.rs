@@ -44,8 +44,30 @@ impl std::fmt::Display for Unparsed {
     }
 }
 
+/// What the stage reads of a file: its allocators ([`allocators`]), the name its item can
+/// take ([`free_name`]) and the line of its `#![no_std]` ([`no_std`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Scan {
+    pub allocators: Vec<Declared>,
+    pub free_name: String,
+    pub no_std: Option<usize>,
+}
+
+/// The file `text` parsed and read for a target whose `rustc --print cfg` lines are `cfg`,
+/// or where syn stopped. The thread's record of parsed text behind line numbers (which
+/// proc-macro2 otherwise keeps for good) is freed once the file is read.
+pub(crate) fn scan(text: &str, cfg: &[String]) -> Result<Scan, Unparsed> {
+    let out = parse(text).map(|file| Scan {
+        allocators: allocators(&file, cfg),
+        free_name: free_name(&file),
+        no_std: no_std(&file),
+    });
+    proc_macro2::extra::invalidate_current_thread_spans();
+    out
+}
+
 /// The file `text` parsed, or where syn stopped.
-pub(crate) fn parse(text: &str) -> Result<syn::File, Unparsed> {
+fn parse(text: &str) -> Result<syn::File, Unparsed> {
     syn::parse_file(text).map_err(|e| {
         let at = e.span().start();
         Unparsed {
@@ -58,7 +80,7 @@ pub(crate) fn parse(text: &str) -> Result<syn::File, Unparsed> {
 
 /// Every `#[global_allocator]` of `file`, in source order, its condition evaluated against
 /// `cfg` (`rustc --print cfg` lines).
-pub(crate) fn allocators(file: &syn::File, cfg: &[String]) -> Vec<Declared> {
+fn allocators(file: &syn::File, cfg: &[String]) -> Vec<Declared> {
     let mut v = Finder {
         cfg: parse_cfg(cfg),
         around: Vec::new(),
@@ -69,7 +91,7 @@ pub(crate) fn allocators(file: &syn::File, cfg: &[String]) -> Vec<Declared> {
 }
 
 /// The line of the file's `#![no_std]` (directly or through `cfg_attr`), if it has one.
-pub(crate) fn no_std(file: &syn::File) -> Option<usize> {
+fn no_std(file: &syn::File) -> Option<usize> {
     use syn::spanned::Spanned as _;
     file.attrs.iter().find_map(|attr| {
         let mut metas = Vec::new();
@@ -81,7 +103,7 @@ pub(crate) fn no_std(file: &syn::File) -> Option<usize> {
 /// The name for the stage's static: `GLOBAL_ALLOCATOR`, else `GLOBAL_ALLOCATOR_2`, … — the
 /// first no item at the file's top level is named (`use … as X` and `extern crate … as X`
 /// renames included).
-pub(crate) fn free_name(file: &syn::File) -> String {
+fn free_name(file: &syn::File) -> String {
     let taken: std::collections::BTreeSet<String> = file.items.iter().flat_map(names).collect();
     (1..)
         .map(|n| match n {
