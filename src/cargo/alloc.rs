@@ -563,6 +563,7 @@ fn lock_copy(project: &Project, copy: &Project) -> Result<(), CargoError> {
             first.trim_start_matches("error: "),
             crate::process::tail_lines(said.as_bytes(), 8).trim_end(),
             match offline {
+                _ if said.contains("failed to read") || said.contains("failed to load manifest") => "a `path` in a manifest of the private copy leads to no package: the copy holds only the workspace, and a path outside it is made absolute in the package's and the workspace root's manifests only; declare that path dependency in one of those two (`[workspace.dependencies]` works), or move it into the workspace, or leave the stage out: `[stages] alloc = []`",
                 true => "run once without --offline/--frozen so cargo downloads it (or `cargo fetch` in a project that depends on it), or leave the stage out: `[stages] alloc = []`",
                 false => "check that crates.io (or your registry mirror) answers here, or leave the stage out: `[stages] alloc = []`",
             }
@@ -800,6 +801,8 @@ mod tests {
         assert!(e.line >= 3, "{e}");
     }
 
+    /// Unix only: the expected TOML spells the absolute path as a basic string.
+    #[cfg(unix)]
     #[test]
     fn a_path_outside_the_workspace_is_made_absolute_in_the_copy_s_manifest() {
         let dir = tempfile::tempdir().unwrap();
@@ -813,6 +816,30 @@ mod tests {
         );
         assert!(out.contains("inner = { path = \"crates/inner\" }"), "{out}");
         assert!(!out.contains("../../foo"), "{out}");
+
+        // The copy of a package depending on `../helper` gets the absolute path.
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::create_dir_all(dir.path().join("helper")).unwrap();
+        let manifest = "[package]\nname = \"p\"\nedition = \"2021\"\n\n[dependencies]\nhelper = { path = \"../helper\" }\n";
+        std::fs::write(ws.join("Cargo.toml"), manifest).unwrap();
+        std::fs::write(ws.join("src/main.rs"), "fn main() {}\n").unwrap();
+        let mut p = Project::for_tests("p", "0.1.0");
+        p.workspace_root = ws.clone();
+        p.package_dir = ws.clone();
+        p.manifest_path = ws.join("Cargo.toml");
+        p.bin_root = Some(ws.join("src/main.rs"));
+        p.target_dir = ws.join("target");
+        let mut settings = BuildSettings::plain("release");
+        settings.allocator = Some("mimalloc".into());
+        let copy = source(&p, &settings).into_owned();
+        copy_workspace(&p, &copy, named("mimalloc").unwrap(), None).unwrap();
+        let copied = std::fs::read_to_string(&copy.manifest_path).unwrap();
+        let real = std::fs::canonicalize(dir.path().join("helper")).unwrap();
+        assert!(
+            copied.contains(&format!("helper = {{ path = \"{}\" }}", real.display())),
+            "{copied}"
+        );
+        assert!(std::fs::read_to_string(&p.manifest_path).unwrap() == manifest);
     }
 
     /// A workspace whose `Cargo.toml` and `src/main.rs` are symlinks to files outside it:
