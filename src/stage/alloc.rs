@@ -7,7 +7,8 @@
 //! as before), and before BOLT, which then lays out the allocator's code too.
 //!
 //! A binary that cannot take one is a skipped row saying why (`cargo::alloc::refusal`: its
-//! own `#[global_allocator]` at file:line, `#![no_std]`, a target the crate does not build
+//! own `#[global_allocator]` compiled for the target at file:line — the root file parsed,
+//! `cfg`/`cfg_attr` evaluated —, a root file that does not parse, `#![no_std]`, a target the crate does not build
 //! for, no C compiler), and so is one whose copy cannot resolve the crate (offline without
 //! it cached). The row says what the allocator trades: peak RSS and user/system time
 //! against its rival (the ladder's note).

@@ -119,7 +119,7 @@ fn mimalloc_is_kept_where_it_is_faster_and_apply_makes_the_measured_program() {
     let root = std::fs::read_to_string(dir.join("src/main.rs")).unwrap();
     assert!(
         root.ends_with(
-            "#[global_allocator]\nstatic GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;\n"
+            "#[global_allocator]\nstatic GLOBAL_ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;\n"
         ),
         "{root}"
     );
@@ -169,8 +169,10 @@ fn a_binary_with_its_own_allocator_is_refused_naming_its_line_and_an_unknown_nam
     let td_s = td.to_str().unwrap();
     let main = dir.join("src/main.rs");
     let mut text = std::fs::read_to_string(&main).unwrap();
-    let line = text.lines().count() + 2;
-    text.push_str("\n#[global_allocator]\nstatic MINE: std::alloc::System = std::alloc::System;\n");
+    // A comment that holds the attribute is no allocator (the line scan once named it);
+    // the allocator declared through `cfg_attr` is, at the `cfg_attr`'s line.
+    let line = text.lines().count() + 5;
+    text.push_str("\n/*\n#[global_allocator]\n*/\n#[cfg_attr(all(), global_allocator)]\nstatic MINE: std::alloc::System = std::alloc::System;\n");
     std::fs::write(&main, text).unwrap();
     let r = run(
         dir,
