@@ -263,9 +263,13 @@ fn compare(
     old: &Old,
     new: &Candidate,
 ) -> anyhow::Result<CheckReport> {
-    let side = old_side(plan, old, new)?;
+    let mut side = old_side(plan, old, new)?;
     if side.against.byte_identical {
         return identical(ctx, plan, args, side, new);
+    }
+    // Run under the program's own file name (`bin/old/<name>`), as the new build is.
+    if let Some(c) = side.candidate.as_mut() {
+        c.binary = ctx.install_as("old", &c.binary)?.0;
     }
     // The old build's outputs are the reference (the new build's own, with nothing to run
     // against it: its workloads are still checked and its determinism found).
@@ -293,7 +297,6 @@ fn compare(
         _ => None,
     };
     let max_reg = ctx.spec.check.max_regression;
-    let mut side = side;
     if let Some(s) = saved {
         let missing: Vec<&str> = ctx
             .spec

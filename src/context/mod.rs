@@ -34,7 +34,7 @@ const LARGE_SANDBOX: u64 = 64 << 20;
 #[derive(Debug, Clone)]
 pub(crate) struct Candidate {
     pub stage: StageName,
-    /// The binary, copied into the run folder (`runs/<id>/bin/<tag>`).
+    /// The binary, copied into the run folder (`runs/<id>/bin/<tag>/<binary's file name>`).
     pub binary: PathBuf,
     pub settings: BuildSettings,
     pub size_bytes: u64,
@@ -135,8 +135,10 @@ impl RunDir {
             .map_err(|e| crate::util::io_error(e, "cannot point to the newest run", &link))
     }
 
-    pub(crate) fn bin(&self, stage: StageName) -> PathBuf {
-        self.root.join("bin").join(stage.as_str())
+    /// A candidate's binary: `bin/<tag>/<file>`, a folder per candidate holding the
+    /// program under its own file name (`demo`), so its `argv[0]` is the user's.
+    pub(crate) fn candidate(&self, tag: &str, file: &str) -> PathBuf {
+        self.root.join("bin").join(tag).join(file)
     }
     pub(crate) fn profiles(&self, kind: &str) -> PathBuf {
         self.root.join("profiles").join(kind)
@@ -559,9 +561,10 @@ impl<'a> Context<'a> {
         Some(Ok(built))
     }
 
-    /// Copy a built binary into the run folder as `bin/<name>` (the candidate's tag).
+    /// Copy a built binary into the run folder as `bin/<name>/<file>`: `name` the
+    /// candidate's tag, `file` the program's own file name ([`Context::exe_file_name`]).
     pub(crate) fn install_as(&self, name: &str, built: &Path) -> std::io::Result<(PathBuf, u64)> {
-        let dest = self.run.root.join("bin").join(name);
+        let dest = self.run.candidate(name, &self.exe_file_name(built));
         let copy = || -> std::io::Result<u64> {
             std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))?;
             let mut size = 0;
@@ -586,6 +589,19 @@ impl<'a> Context<'a> {
             let doing = format!("cannot copy the {name} binary into the run folder at");
             crate::util::io_error(e, &doing, &dest)
         })
+    }
+
+    /// The file name cargo gives the program (`demo`, `demo.exe`), which every candidate
+    /// runs under: `built`'s own when it is that name, else (a kept blob named by its
+    /// digest, BOLT's output) the binary's name, with `.exe` for a PE file.
+    pub(crate) fn exe_file_name(&self, built: &Path) -> String {
+        let bin = &self.plan.project.bin;
+        let exe = format!("{bin}.exe");
+        match built.file_name().and_then(|n| n.to_str()) {
+            Some(n) if n == bin || n == exe => n.to_string(),
+            _ if is_pe(built) => exe,
+            _ => bin.clone(),
+        }
     }
 
     /// Run `workload` on `binary` with extra environment variables, in a private copy of
@@ -769,6 +785,13 @@ fn built_event(ui: &Ui, label: &str, built: &crate::cargo::Built, reused: bool) 
         }),
     );
 }
+/// Whether `path` begins as a Windows executable does (`MZ`).
+fn is_pe(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 2];
+    std::fs::File::open(path).is_ok_and(|mut f| f.read_exact(&mut head).is_ok() && head == *b"MZ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

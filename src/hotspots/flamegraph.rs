@@ -107,19 +107,33 @@ pub(crate) fn workload<'s>(spec: &'s Spec, name: Option<&str>) -> Result<&'s Wor
 }
 
 /// The binary a run ships: `final.binary`, or the file of that name under the run
-/// folder's `bin/` (a run folder that was moved). Only a file inside the run folder is
-/// ever run (symlinks resolved): a report naming one elsewhere is refused.
+/// folder's `bin/` (a run folder that was moved: `bin/<tag>/<file>`, or an older run
+/// folder's `bin/<tag>`); with no `final`, the baseline's. Only a file inside the run folder
+/// is ever run (symlinks resolved): a report naming one elsewhere is refused.
 pub(crate) fn shipped_binary(report: &Report, run_dir: &Path) -> Result<PathBuf, FlameError> {
-    let named = report
-        .final_
-        .as_ref()
+    let baseline = || {
+        let at = run_dir.join("bin").join("baseline");
+        let exe = format!("{}.exe", report.bin);
+        [at.join(&report.bin), at.join(exe)]
+            .into_iter()
+            .find(|p| p.is_file())
+            .unwrap_or(at)
+    };
+    let named = (report.final_.as_ref())
         .map(|f| PathBuf::from(&f.binary))
-        .unwrap_or_else(|| run_dir.join("bin").join("baseline"));
+        .unwrap_or_else(baseline);
     let inside = |p: &PathBuf| p.is_file() && crate::util::lies_inside(p, run_dir);
     if inside(&named) {
         return Ok(named);
     }
-    let moved = named.file_name().map(|n| run_dir.join("bin").join(n));
+    let moved = named.file_name().map(|n| {
+        let tag = crate::report::binary_tag(&named.to_string_lossy()).unwrap_or_default();
+        let folder = run_dir.join("bin");
+        match tag == n.to_string_lossy() {
+            true => folder.join(n),
+            false => folder.join(tag).join(n),
+        }
+    });
     match moved.filter(inside) {
         Some(p) => Ok(p),
         None if named.is_file() => Err(FlameError::Outside {
@@ -344,8 +358,8 @@ mod tests {
         let mut report: Report = serde_json::from_str(&text).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let run_dir = dir.path().join("runs/1");
-        std::fs::create_dir_all(run_dir.join("bin")).unwrap();
-        let own = run_dir.join("bin/pgo");
+        std::fs::create_dir_all(run_dir.join("bin/pgo")).unwrap();
+        let own = run_dir.join("bin/pgo/demo");
         std::fs::write(&own, "ELF").unwrap();
         let evil = dir.path().join("evil.sh");
         std::fs::write(&evil, "#!/bin/sh\n").unwrap();
@@ -359,7 +373,12 @@ mod tests {
             assert!(matches!(e, FlameError::Outside { .. }), "{e}");
             assert!(e.to_string().contains("fix: "), "{e}");
         }
-        // A moved run folder: its own `bin/<name>` stands in.
-        assert_eq!(names(&dir.path().join("elsewhere/bin/pgo")).unwrap(), own);
+        // A moved run folder: its own `bin/<tag>/<name>` stands in.
+        assert_eq!(names(&dir.path().join("elsewhere/bin/pgo/demo")).unwrap(), own);
+        // An older run folder held each candidate as `bin/<tag>`.
+        let old = run_dir.join("bin/profile");
+        std::fs::write(&old, "ELF").unwrap();
+        assert_eq!(names(&old).unwrap(), old);
+        assert_eq!(names(&dir.path().join("moved/bin/profile")).unwrap(), old);
     }
 }

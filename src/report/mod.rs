@@ -321,6 +321,19 @@ pub struct StageReport {
     pub facts: StageFacts,
 }
 
+/// The tag of the candidate whose binary is `binary`: the name of its folder
+/// (`runs/<id>/bin/<tag>/<file>`), or in an older run folder, which held each candidate as
+/// `bin/<tag>`, the file's own name.
+pub(crate) fn binary_tag(binary: &str) -> Option<String> {
+    let path = Path::new(binary);
+    let dir = path.parent().and_then(Path::file_name);
+    let named = match dir {
+        Some(d) if d != "bin" => d,
+        _ => path.file_name()?,
+    };
+    Some(named.to_string_lossy().into_owned())
+}
+
 impl StageReport {
     /// A stage that produced nothing (skipped or failed before a candidate existed).
     pub fn without_candidate(name: &str, status: Status, reason: impl Into<String>) -> Self {
@@ -605,12 +618,9 @@ impl Report {
 
 impl StageReport {
     /// The candidate's tag (`cpu-x86-64-v4`): the key of its comparisons in
-    /// `workloads[].per_stage`, the file name of its binary.
+    /// `workloads[].per_stage`, its binary's folder ([`binary_tag`]).
     pub fn tag(&self) -> Option<String> {
-        let b = self.binary.as_deref()?;
-        Path::new(b)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
+        binary_tag(self.binary.as_deref()?)
     }
 
     /// What this row was measured against (`cpu (x86-64-v4)`), read from its reason

@@ -29,10 +29,7 @@ pub(crate) fn against_baseline<'r>(
     report: &'r Report,
     f: &FinalChoice,
 ) -> Vec<(&'r str, &'r Comparison)> {
-    let Some(tag) = std::path::Path::new(&f.binary)
-        .file_name()
-        .and_then(|n| n.to_str())
-    else {
+    let Some(tag) = super::binary_tag(&f.binary) else {
         return Vec::new();
     };
     let last = keyed(report, &format!("{tag} vs baseline"));
@@ -45,7 +42,7 @@ pub(crate) fn against_baseline<'r>(
         .rev()
         .find(|r| r.binary.as_deref() == Some(f.binary.as_str()));
     match row {
-        Some(r) if r.rival().as_deref() == Some("baseline") => keyed(report, tag),
+        Some(r) if r.rival().as_deref() == Some("baseline") => keyed(report, &tag),
         _ => Vec::new(),
     }
 }

@@ -168,9 +168,9 @@ fn bolt_after_pgo_profiles_optimizes_verifies_and_reports_dyno_stats() {
 
     // The optimized binary is BOLT's, a new file, and its outputs equal the baseline's.
     let binary = PathBuf::from(bolt.binary.as_deref().expect("a bolt binary"));
-    assert_eq!(binary, dir.join("bin/bolt"));
+    assert_eq!(binary, dir.join("bin/bolt/bolt-basic"));
     assert!(has_section(&binary, ".bolt.org.text"));
-    assert!(!has_section(&dir.join("bin/bolt-input"), ".bolt.org.text"));
+    assert!(!has_section(&dir.join("bin/bolt-input/bolt-basic"), ".bolt.org.text"));
     for w in ["train", "eval"] {
         let a = std::fs::read(dir.join(format!("outputs/baseline/{w}.stdout"))).unwrap();
         let b = std::fs::read(dir.join(format!("outputs/bolt/{w}.stdout"))).unwrap();
@@ -220,7 +220,7 @@ fn stripped_profile_is_overridden_for_the_bolt_input_and_explained() {
         "{bolt:#?}"
     );
     // The input kept its symbols; the shipped result is stripped again, like the baseline.
-    assert!(has_section(&dir.join("bin/bolt-input"), ".symtab"));
+    assert!(has_section(&dir.join("bin/bolt-input/bolt-stripped"), ".symtab"));
     let binary = Path::new(bolt.binary.as_deref().expect("a bolt binary"));
     assert!(has_section(binary, ".bolt.org.text"));
     assert!(
@@ -448,7 +448,7 @@ fn enormous_symbol_names_stop_the_instrumented_binary_unless_shortened() {
     );
     assert!(reason.contains("what would enable it"), "{reason}");
     assert!(reason.contains("bolt-mode = \"perf\""), "{reason}");
-    let input = run_dir(&r).join("bin/bolt-input");
+    let input = run_dir(&r).join("bin/bolt-input/bolt-long-names");
     assert!(
         longest_symbol_name(&input) > 10240,
         "the fixture's longest name must not fit BOLT's 10 KiB line buffer"
@@ -480,9 +480,9 @@ fn enormous_symbol_names_stop_the_instrumented_binary_unless_shortened() {
         "{bolt:#?}"
     );
     let dir = run_dir(&r);
-    assert!(longest_symbol_name(&dir.join("bin/bolt-input")) <= 4000);
+    assert!(longest_symbol_name(&dir.join("bin/bolt-input/bolt-long-names")) <= 4000);
     assert!(
-        longest_symbol_name(&dir.join("bin/bolt")) <= 4000,
+        longest_symbol_name(&dir.join("bin/bolt/bolt-long-names")) <= 4000,
         "the BOLTed binary carries the short names"
     );
     // The profile names the shortened drop glue (it ran).
@@ -569,7 +569,7 @@ fn bolt_s_input_is_linked_by_the_pgo_build_itself_the_same_binary_as_its_relink(
     assert_eq!(stage(&report, "pgo").status, Status::Kept, "{}", r.all());
     let bolt = stage(&report, "bolt").clone();
     assert_eq!(bolt.verified, Some(true), "{bolt:#?}");
-    assert!(has_section(&bolt_dir.join("bin/bolt"), ".bolt.org.text"));
+    assert!(has_section(&bolt_dir.join("bin/bolt/pgo-bolt-wins"), ".bolt.org.text"));
 
     // One build record with -Wl,-q, for which cargo never ran: nothing compiled, nothing said.
     let records = build_records(&td);
@@ -581,7 +581,7 @@ fn bolt_s_input_is_linked_by_the_pgo_build_itself_the_same_binary_as_its_relink(
     assert_eq!(inputs[0]["stderr"].as_str(), Some(""), "{:#?}", inputs[0]);
     let input = PathBuf::from(inputs[0]["binary"].as_str().unwrap());
     assert!(has_section(&input, ".rela.text"), "{}", input.display());
-    assert!(!has_section(&bolt_dir.join("bin/pgo"), ".rela.text"));
+    assert!(!has_section(&bolt_dir.join("bin/pgo/pgo-bolt-wins"), ".rela.text"));
 
     // Unchanged, a run builds nothing.
     let again = optimize_into(&dir, &td, &args);
@@ -691,9 +691,9 @@ fn without_a_twin_bolt_s_input_links_alone_beside_its_base_or_relinks_it() {
     }
     // The input BOLT read has relocations, and BOLT optimized it; the pgo build it may
     // relink kept its own binary without them (not overwritten).
-    assert!(has_section(&dir.join("bin/bolt-input"), ".rela.text"));
-    assert!(!has_section(&dir.join("bin/pgo"), ".rela.text"));
-    assert!(has_section(&dir.join("bin/bolt"), ".bolt.org.text"));
+    assert!(has_section(&dir.join("bin/bolt-input/bolt-relink"), ".rela.text"));
+    assert!(!has_section(&dir.join("bin/pgo/bolt-relink"), ".rela.text"));
+    assert!(has_section(&dir.join("bin/bolt/bolt-relink"), ".bolt.org.text"));
 
     // Unchanged, a run builds nothing: the input is the same build whether its crates were
     // compiled in its own dir or its base's.

@@ -526,7 +526,7 @@ fn a_binary_changed_in_the_target_dir_is_built_again_never_reused() {
     // Cargo's freshness looks at file times: it calls a truncated output fresh.
     let f = std::fs::OpenOptions::new().write(true).open(&built[0]);
     f.unwrap().set_len(1000).unwrap();
-    let baseline = td.join("optimize/latest/bin/baseline");
+    let baseline = td.join("optimize/latest/bin/baseline/pgo-basic");
     let mut said = Vec::new();
     for fresh in [true, false] {
         let r = run_unchanged(&fixture("pgo-basic"), &args(fresh));
@@ -683,7 +683,7 @@ fn a_full_disk_names_the_file_the_step_and_the_fix() {
     assert_eq!(r.code, Some(2), "{}", r.all());
     for needle in [
         "cannot copy the baseline binary into the run folder at",
-        "bin/baseline: No space left on device",
+        "bin/baseline/pgo-basic: No space left on device",
         "fix: free space on the disk that holds",
     ] {
         assert!(r.stderr.contains(needle), "no `{needle}` in\n{}", r.stderr);

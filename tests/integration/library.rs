@@ -27,7 +27,7 @@ fn a_library_is_optimized_through_its_bench_harness() {
     let functions = pgo.facts.profile.as_ref().map(|p| p.functions).unwrap_or(0);
     assert!(functions >= 2, "{functions} functions with counts");
     // What was built and timed is the bench harness.
-    let baseline = target_dir("lib-bench").join("optimize/latest/bin/baseline");
+    let baseline = target_dir("lib-bench").join("optimize/latest/bin/baseline/hot");
     let out = Command::new(&baseline)
         .args(["--bench", "large"])
         .output()

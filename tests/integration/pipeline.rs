@@ -121,7 +121,7 @@ fn pgo_pipeline_builds_verifies_measures_and_reports() {
         let c = std::fs::read(run_dir.join(format!("outputs/pgo/{name}.stdout"))).unwrap();
         assert_eq!(a, c, "workload {name}");
     }
-    assert!(run_dir.join("bin/baseline").exists() && run_dir.join("bin/pgo").exists());
+    assert!(run_dir.join("bin/baseline/pgo-basic").exists() && run_dir.join("bin/pgo/pgo-basic").exists());
     // The ladder is printed to stdout.
     assert!(
         r.stdout.contains("pgo") && r.stdout.contains("ship:"),
@@ -165,6 +165,31 @@ fn pgo_pipeline_builds_verifies_measures_and_reports() {
         snapshot(&fixture("pgo-basic")),
         "the fixture was modified"
     );
+}
+
+/// A multi-call program (as busybox is) does its work only under its own file name: every
+/// candidate runs as `bin/<tag>/<name>` (issue 61, item 6), so the baseline runs, PGO trains
+/// on the instrumented build and the pgo build is verified and measured. Before, each ran as
+/// `bin/<tag>`, and the baseline exited 3 ("no applet named `baseline`").
+#[test]
+fn a_program_that_reads_its_own_name_runs_under_it_as_every_candidate() {
+    let _guard = lock_target_dir("argv0-name");
+    let r = optimize("argv0-name", &["--stages", "pgo"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(!r.all().contains("no applet named"), "{}", r.all());
+    let report = latest_report(&target_dir("argv0-name"));
+    let pgo = stage(&report, "pgo");
+    assert_eq!(pgo.verified, Some(true), "{pgo:#?}");
+    assert!(matches!(pgo.status, Status::Kept | Status::Dropped), "{pgo:#?}");
+    let binary = pgo.binary.as_deref().expect("a pgo binary");
+    assert!(binary.ends_with("/bin/pgo/argv0-name"), "{binary}");
+    let run_dir = target_dir("argv0-name").join("optimize/latest");
+    for tag in ["baseline", "pgo-instrumented", "pgo"] {
+        let file = run_dir.join("bin").join(tag).join("argv0-name");
+        assert!(file.is_file(), "{}", file.display());
+    }
+    let shipped = &final_choice(&report).binary;
+    assert!(shipped.ends_with("/argv0-name"), "{shipped}");
 }
 
 #[test]

@@ -48,7 +48,7 @@ pub(crate) fn save_log(path: &Path, cmd: &process::Command, out: &Outcome) -> st
     std::fs::write(path, text)
 }
 
-/// llvm-bolt (or perf2bolt) failed or crashed on the input (`bin/bolt-input`): BOLT's own
+/// llvm-bolt (or perf2bolt) failed or crashed on the input (`bin/bolt-input/<name>`): BOLT's own
 /// words, and what to do; skipped when BOLT refused the input as unsupported.
 pub(crate) fn bolt_failure(
     doing: &str,
@@ -80,7 +80,10 @@ pub(crate) fn bolt_failure(
     let input = cmd
         .args
         .iter()
-        .find(|a| Path::new(a).file_name().is_some_and(|n| n == "bolt-input"))
+        .find(|a| {
+            let dir = Path::new(a).parent().and_then(Path::file_name);
+            dir.is_some_and(|n| n == "bolt-input")
+        })
         .map(|a| a.to_string_lossy().into_owned())
         .unwrap_or_default();
     let user_args = ctx.spec.stages.bolt_args.is_some() && doing == "optimizing";

@@ -20,8 +20,9 @@
 //! BOLT's dyno-stats.
 //!
 //! Never rewrites a file in place: the input, the instrumented binary and BOLT's output are
-//! separate files in the run folder (`bin/bolt-input`, `bin/bolt-instrumented`,
-//! `bin/bolt`), the profiles and BOLT's log in `profiles/bolt/`.
+//! separate files in the run folder, each under the program's own file name in a folder
+//! of its own (`bin/bolt-input/<name>`, `bin/bolt-instrumented/<name>`, `bin/bolt-out/<name>`,
+//! `bin/bolt/<name>`: a program reading its `argv[0]` trains as it runs), the profiles and BOLT's log in `profiles/bolt/`.
 //!
 //! Must not: run cargo (through `ctx.build` only) or spawn processes other than through
 //! `crate::process`. Verification and measurement are the pipeline's job.
@@ -222,7 +223,7 @@ fn bolt_anew(
         profile::merge_fdata(&tools.merge_fdata.path, &fdata_files, &merged)
     })?;
 
-    let out_path = ctx.run.bin(StageName::Bolt).with_extension("bolt-out");
+    let out_path = beside(&input.path, "bolt-out")?;
     let optimized = optimize(ctx, tools, &input.path, &merged, &out_path, &args, &dir)?;
 
     let mut final_path = out_path.clone();
@@ -347,7 +348,7 @@ fn choose_mode(ctx: &Context, tools: &BoltTools) -> Result<ModeChoice, StageErro
 
 /// The binary BOLT reads.
 struct BoltInput {
-    /// A copy in the run folder (`bin/bolt-input`).
+    /// A copy in the run folder (`bin/bolt-input/<name>`).
     path: PathBuf,
     settings: crate::cargo::BuildSettings,
     rebuilt: bool,
@@ -372,7 +373,7 @@ fn prepare_input(
             best.binary.display()
         ))
     })?;
-    let dest = ctx.run.bin(StageName::Bolt).with_file_name("bolt-input");
+    let dest = (ctx.run).candidate("bolt-input", &ctx.exe_file_name(&best.binary));
     if let Some(dir) = dest.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -476,6 +477,14 @@ fn place_input(
         ));
     }
     Ok(shortened)
+}
+
+/// `path`'s file in the sibling folder `tag` (`bin/bolt-input/demo` → `bin/<tag>/demo`),
+/// the folder made: every file BOLT makes keeps the program's name.
+pub(super) fn beside(path: &Path, tag: &str) -> std::io::Result<PathBuf> {
+    let dir = path.parent().map(|d| d.with_file_name(tag)).unwrap_or_default();
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir.join(path.file_name().unwrap_or_default()))
 }
 
 /// Whether the flags already ask the linker to keep relocations.

@@ -20,7 +20,7 @@ pub(crate) fn instrument_and_train(
     input: &Path,
     dir: &Path,
 ) -> Result<(Vec<PathBuf>, f64, f64), StageError> {
-    let instrumented = input.with_file_name("bolt-instrumented");
+    let instrumented = super::beside(input, "bolt-instrumented")?;
     let prefix = dir.join("prof");
     let cmd = process::Command::new(&tools.llvm_bolt.path)
         .arg(input)

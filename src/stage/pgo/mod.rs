@@ -291,16 +291,18 @@ pub(crate) fn train_instrumented(
     let profiles = Blobs::profiles(&ctx.plan.optimize_dir);
     let train_workloads: Vec<_> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
     let mut vp_counters: Option<u32> = None;
-    let (warnings, key, reused) = loop {
+    let (warnings, key, reused, installed) = loop {
+        // Run under the program's own file name (`bin/<name>-instrumented/<file>`).
+        let installed = ctx.install_as(&format!("{name}-instrumented"), &built.binary)?.0;
         // The same instrumented binary on the same train workloads: the profile an earlier
         // run merged, when it is still the file it was.
         let key = training_key(ctx, label, &built.binary, &train_workloads);
         let kept = key.as_deref().filter(|_| !ctx.plan.fresh);
         if let Some(hit) = kept.and_then(|k| reusable(&trained, &profiles, k)) {
-            break (BTreeMap::new(), key, Some(hit));
+            break (BTreeMap::new(), key, Some(hit), installed);
         }
         reset_dir(&raw_dir)?;
-        let warnings = train(ctx, label, &built.binary, &raw_dir)?;
+        let warnings = train(ctx, label, &installed, &raw_dir)?;
         let vp_hit = warnings.keys().any(|w| w.contains(VP_WARNING));
         if vp_hit && vp_counters.is_none() {
             let msg = format!(
@@ -312,7 +314,7 @@ pub(crate) fn train_instrumented(
             (instrumented, built) = instrument(ctx, settings, label, vp_counters)?;
             continue;
         }
-        break (warnings, key, None);
+        break (warnings, key, None, installed);
     };
     for (w, n) in &warnings {
         let msg = format!("instrumented program said ({n}×): {w}");
@@ -349,7 +351,7 @@ pub(crate) fn train_instrumented(
         repaired,
         notes,
         instrumented: Some(instrumented),
-        instrumented_binary: Some(built.binary),
+        instrumented_binary: Some(installed),
         vp_counters,
         quality: None,
         source: None,
