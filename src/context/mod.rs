@@ -595,13 +595,7 @@ impl<'a> Context<'a> {
     /// runs under: `built`'s own when it is that name, else (a kept blob named by its
     /// digest, BOLT's output) the binary's name, with `.exe` for a PE file.
     pub(crate) fn exe_file_name(&self, built: &Path) -> String {
-        let bin = &self.plan.project.bin;
-        let exe = format!("{bin}.exe");
-        match built.file_name().and_then(|n| n.to_str()) {
-            Some(n) if n == bin || n == exe => n.to_string(),
-            _ if is_pe(built) => exe,
-            _ => bin.clone(),
-        }
+        exe_file_name(&self.plan.project.bin, built)
     }
 
     /// Run `workload` on `binary` with extra environment variables, in a private copy of
@@ -785,6 +779,16 @@ fn built_event(ui: &Ui, label: &str, built: &crate::cargo::Built, reused: bool) 
         }),
     );
 }
+/// [`Context::exe_file_name`] for the binary named `bin`.
+fn exe_file_name(bin: &str, built: &Path) -> String {
+    let exe = format!("{bin}.exe");
+    match built.file_name().and_then(|n| n.to_str()) {
+        Some(n) if n == bin || n == exe => n.to_string(),
+        _ if is_pe(built) => exe,
+        _ => bin.to_string(),
+    }
+}
+
 /// Whether `path` begins as a Windows executable does (`MZ`).
 fn is_pe(path: &Path) -> bool {
     use std::io::Read;
@@ -794,6 +798,33 @@ fn is_pe(path: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_candidate_keeps_the_program_s_own_file_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            p
+        };
+        // Cargo's own output keeps its name; a kept blob (named by its digest) or BOLT's
+        // output gets the binary's, `.exe` for a PE file.
+        assert_eq!(exe_file_name("demo", &file("demo", b"\x7fELF")), "demo");
+        assert_eq!(exe_file_name("demo", &file("demo.exe", b"MZ")), "demo.exe");
+        assert_eq!(exe_file_name("demo", &file("0a1b2c", b"\x7fELF")), "demo");
+        assert_eq!(
+            exe_file_name("demo", &file("3d4e5f", b"MZ\x90")),
+            "demo.exe"
+        );
+        let run = RunDir {
+            id: "1".into(),
+            root: "/t/runs/1".into(),
+        };
+        assert_eq!(
+            run.candidate("pgo", "demo"),
+            Path::new("/t/runs/1/bin/pgo/demo")
+        );
+    }
+
     use super::*;
 
     #[test]

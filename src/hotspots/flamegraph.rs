@@ -374,7 +374,10 @@ mod tests {
             assert!(e.to_string().contains("fix: "), "{e}");
         }
         // A moved run folder: its own `bin/<tag>/<name>` stands in.
-        assert_eq!(names(&dir.path().join("elsewhere/bin/pgo/demo")).unwrap(), own);
+        assert_eq!(
+            names(&dir.path().join("elsewhere/bin/pgo/demo")).unwrap(),
+            own
+        );
         // An older run folder held each candidate as `bin/<tag>`.
         let old = run_dir.join("bin/profile");
         std::fs::write(&old, "ELF").unwrap();

@@ -643,6 +643,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_binary_s_tag_is_its_folder_or_an_older_run_s_file_name() {
+        let tag = |b: &str| binary_tag(b).unwrap();
+        // A folder per candidate, the program under its own name (even one named `bin`).
+        assert_eq!(tag("/t/runs/1/bin/cpu-x86-64-v3/demo"), "cpu-x86-64-v3");
+        assert_eq!(tag("/t/runs/1/bin/pgo/demo.exe"), "pgo");
+        assert_eq!(tag("/t/runs/1/bin/pgo/bin"), "pgo");
+        // A run folder before that: `bin/<tag>`.
+        assert_eq!(tag("/t/runs/1/bin/pgo"), "pgo");
+        assert_eq!(tag("bin/baseline"), "baseline");
+    }
+
+    #[test]
     fn load_refuses_what_is_not_a_report_and_a_newer_schema_naming_the_file_and_fix() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join(FILE);

@@ -170,7 +170,10 @@ fn bolt_after_pgo_profiles_optimizes_verifies_and_reports_dyno_stats() {
     let binary = PathBuf::from(bolt.binary.as_deref().expect("a bolt binary"));
     assert_eq!(binary, dir.join("bin/bolt/bolt-basic"));
     assert!(has_section(&binary, ".bolt.org.text"));
-    assert!(!has_section(&dir.join("bin/bolt-input/bolt-basic"), ".bolt.org.text"));
+    assert!(!has_section(
+        &dir.join("bin/bolt-input/bolt-basic"),
+        ".bolt.org.text"
+    ));
     for w in ["train", "eval"] {
         let a = std::fs::read(dir.join(format!("outputs/baseline/{w}.stdout"))).unwrap();
         let b = std::fs::read(dir.join(format!("outputs/bolt/{w}.stdout"))).unwrap();
@@ -220,7 +223,10 @@ fn stripped_profile_is_overridden_for_the_bolt_input_and_explained() {
         "{bolt:#?}"
     );
     // The input kept its symbols; the shipped result is stripped again, like the baseline.
-    assert!(has_section(&dir.join("bin/bolt-input/bolt-stripped"), ".symtab"));
+    assert!(has_section(
+        &dir.join("bin/bolt-input/bolt-stripped"),
+        ".symtab"
+    ));
     let binary = Path::new(bolt.binary.as_deref().expect("a bolt binary"));
     assert!(has_section(binary, ".bolt.org.text"));
     assert!(
@@ -569,7 +575,10 @@ fn bolt_s_input_is_linked_by_the_pgo_build_itself_the_same_binary_as_its_relink(
     assert_eq!(stage(&report, "pgo").status, Status::Kept, "{}", r.all());
     let bolt = stage(&report, "bolt").clone();
     assert_eq!(bolt.verified, Some(true), "{bolt:#?}");
-    assert!(has_section(&bolt_dir.join("bin/bolt/pgo-bolt-wins"), ".bolt.org.text"));
+    assert!(has_section(
+        &bolt_dir.join("bin/bolt/pgo-bolt-wins"),
+        ".bolt.org.text"
+    ));
 
     // One build record with -Wl,-q, for which cargo never ran: nothing compiled, nothing said.
     let records = build_records(&td);
@@ -581,7 +590,10 @@ fn bolt_s_input_is_linked_by_the_pgo_build_itself_the_same_binary_as_its_relink(
     assert_eq!(inputs[0]["stderr"].as_str(), Some(""), "{:#?}", inputs[0]);
     let input = PathBuf::from(inputs[0]["binary"].as_str().unwrap());
     assert!(has_section(&input, ".rela.text"), "{}", input.display());
-    assert!(!has_section(&bolt_dir.join("bin/pgo/pgo-bolt-wins"), ".rela.text"));
+    assert!(!has_section(
+        &bolt_dir.join("bin/pgo/pgo-bolt-wins"),
+        ".rela.text"
+    ));
 
     // Unchanged, a run builds nothing.
     let again = optimize_into(&dir, &td, &args);
@@ -691,9 +703,15 @@ fn without_a_twin_bolt_s_input_links_alone_beside_its_base_or_relinks_it() {
     }
     // The input BOLT read has relocations, and BOLT optimized it; the pgo build it may
     // relink kept its own binary without them (not overwritten).
-    assert!(has_section(&dir.join("bin/bolt-input/bolt-relink"), ".rela.text"));
+    assert!(has_section(
+        &dir.join("bin/bolt-input/bolt-relink"),
+        ".rela.text"
+    ));
     assert!(!has_section(&dir.join("bin/pgo/bolt-relink"), ".rela.text"));
-    assert!(has_section(&dir.join("bin/bolt/bolt-relink"), ".bolt.org.text"));
+    assert!(has_section(
+        &dir.join("bin/bolt/bolt-relink"),
+        ".bolt.org.text"
+    ));
 
     // Unchanged, a run builds nothing: the input is the same build whether its crates were
     // compiled in its own dir or its base's.

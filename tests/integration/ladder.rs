@@ -226,7 +226,9 @@ fn a_cpu_the_machine_lacks_is_skipped_and_the_portable_binary_is_kept() {
         matches!(v2.status, Status::Kept | Status::Dropped),
         "{v2:#?}"
     );
-    assert!(td.join("optimize/latest/bin/cpu-x86-64-v2/cpu-levels").exists());
+    assert!(td
+        .join("optimize/latest/bin/cpu-x86-64-v2/cpu-levels")
+        .exists());
     assert!(td
         .join("optimize/latest/outputs/cpu-x86-64-v2/dot.stdout")
         .exists());
@@ -369,7 +371,9 @@ fn a_cpu_specific_best_also_gets_a_portable_pgo_build() {
     // Measured against the portable best (the baseline), verified, with its own binary.
     assert_eq!(portable.verified, Some(true), "{portable:#?}");
     assert!(portable.reason.contains("vs baseline"), "{portable:#?}");
-    assert!(td.join("optimize/latest/bin/pgo-portable/cpu-popcnt").exists());
+    assert!(td
+        .join("optimize/latest/bin/pgo-portable/cpu-popcnt")
+        .exists());
     // The portable alternative never targets a CPU; it is the PGO build when that won.
     let fin = final_choice(&report);
     let p = fin

@@ -121,7 +121,10 @@ fn pgo_pipeline_builds_verifies_measures_and_reports() {
         let c = std::fs::read(run_dir.join(format!("outputs/pgo/{name}.stdout"))).unwrap();
         assert_eq!(a, c, "workload {name}");
     }
-    assert!(run_dir.join("bin/baseline/pgo-basic").exists() && run_dir.join("bin/pgo/pgo-basic").exists());
+    assert!(
+        run_dir.join("bin/baseline/pgo-basic").exists()
+            && run_dir.join("bin/pgo/pgo-basic").exists()
+    );
     // The ladder is printed to stdout.
     assert!(
         r.stdout.contains("pgo") && r.stdout.contains("ship:"),
@@ -180,7 +183,10 @@ fn a_program_that_reads_its_own_name_runs_under_it_as_every_candidate() {
     let report = latest_report(&target_dir("argv0-name"));
     let pgo = stage(&report, "pgo");
     assert_eq!(pgo.verified, Some(true), "{pgo:#?}");
-    assert!(matches!(pgo.status, Status::Kept | Status::Dropped), "{pgo:#?}");
+    assert!(
+        matches!(pgo.status, Status::Kept | Status::Dropped),
+        "{pgo:#?}"
+    );
     let binary = pgo.binary.as_deref().expect("a pgo binary");
     assert!(binary.ends_with("/bin/pgo/argv0-name"), "{binary}");
     let run_dir = target_dir("argv0-name").join("optimize/latest");

@@ -225,7 +225,11 @@ fn a_nondeterministic_baseline_is_named_not_held_against_candidates() {
     // into its cwd?), in place, and again for the determinism check. `slow-clock`'s run in
     // the copy is its observation too, and its second run is the one the candidate's
     // difference asks for.
-    let baseline_runs = |args: &str| r.stderr.matches(&format!("bin/baseline/verify-nondet {args}\n")).count();
+    let baseline_runs = |args: &str| {
+        r.stderr
+            .matches(&format!("bin/baseline/verify-nondet {args}\n"))
+            .count()
+    };
     assert_eq!(baseline_runs("steady"), 3, "{}", r.stderr);
     assert_eq!(baseline_runs("clock slow"), 2, "{}", r.stderr);
     assert!(

@@ -482,7 +482,10 @@ fn place_input(
 /// `path`'s file in the sibling folder `tag` (`bin/bolt-input/demo` → `bin/<tag>/demo`),
 /// the folder made: every file BOLT makes keeps the program's name.
 pub(super) fn beside(path: &Path, tag: &str) -> std::io::Result<PathBuf> {
-    let dir = path.parent().map(|d| d.with_file_name(tag)).unwrap_or_default();
+    let dir = path
+        .parent()
+        .map(|d| d.with_file_name(tag))
+        .unwrap_or_default();
     std::fs::create_dir_all(&dir)?;
     Ok(dir.join(path.file_name().unwrap_or_default()))
 }

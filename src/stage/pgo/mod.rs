@@ -292,8 +292,7 @@ pub(crate) fn train_instrumented(
     let train_workloads: Vec<_> = ctx.spec.workloads.iter().filter(|w| w.train).collect();
     let mut vp_counters: Option<u32> = None;
     let (warnings, key, reused, installed) = loop {
-        // Run under the program's own file name (`bin/<name>-instrumented/<file>`).
-        let installed = ctx.install_as(&format!("{name}-instrumented"), &built.binary)?.0;
+        let installed = install_instrumented(ctx, name, &built.binary)?;
         // The same instrumented binary on the same train workloads: the profile an earlier
         // run merged, when it is still the file it was.
         let key = training_key(ctx, label, &built.binary, &train_workloads);
@@ -356,6 +355,12 @@ pub(crate) fn train_instrumented(
         quality: None,
         source: None,
     })
+}
+
+/// The instrumented binary, copied into the run folder to run under the program's own file
+/// name (`bin/<name>-instrumented/<file>`), as every candidate does.
+fn install_instrumented(ctx: &Context, name: &str, built: &Path) -> std::io::Result<PathBuf> {
+    Ok(ctx.install_as(&format!("{name}-instrumented"), built)?.0)
 }
 
 /// Whether BOLT can run here and would take a binary built with `settings` plus
