@@ -806,3 +806,27 @@ fn a_path_dependency_in_a_submodule_is_checked_out_in_the_revisions_worktree_or_
     assert_eq!(built, 1, "{}", r.all());
     no_worktree_left(&dir);
 }
+
+/// A program that reads the name it was run as (the `argv0-name` fixture, a multi-call
+/// binary) is checked under its own file name on both sides, `bin/new/<name>` and
+/// `bin/old/<name>` (issue 61, item 6): before, the new build ran as `bin/new` and exited 3.
+#[test]
+fn a_program_that_reads_its_own_name_is_checked_under_it_on_both_sides() {
+    let _guard = shared();
+    let tmp = copy_fixture("argv0-name");
+    let dir = tmp.path();
+    commit_all(dir);
+    // Another binary, the same output: the old build is built, run and measured.
+    let p = dir.join("src/main.rs");
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, text.replace("no applet named", "no applet is named")).unwrap();
+    let r = check(dir, &["--against", "HEAD", "--max-time", "1s"]);
+    passed_or_noise(dir, &r);
+    assert!(!r.all().contains("no applet"), "{}", r.all());
+    measured(&report(dir));
+    let latest = dir.join("target/optimize/check/latest");
+    for side in ["new", "old"] {
+        let file = latest.join("bin").join(side).join("argv0-name");
+        assert!(file.is_file(), "{}", file.display());
+    }
+}
