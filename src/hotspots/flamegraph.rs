@@ -126,14 +126,13 @@ pub(crate) fn shipped_binary(report: &Report, run_dir: &Path) -> Result<PathBuf,
     if inside(&named) {
         return Ok(named);
     }
-    let moved = named.file_name().map(|n| {
-        let tag = crate::report::binary_tag(&named.to_string_lossy()).unwrap_or_default();
-        let folder = run_dir.join("bin");
-        match tag == n.to_string_lossy() {
-            true => folder.join(n),
-            false => folder.join(tag).join(n),
-        }
-    });
+    let bin = run_dir.join("bin");
+    let moved = named
+        .file_name()
+        .map(|n| match named.parent().and_then(Path::file_name) {
+            Some(tag) if tag != "bin" => bin.join(tag).join(n),
+            _ => bin.join(n),
+        });
     match moved.filter(inside) {
         Some(p) => Ok(p),
         None if named.is_file() => Err(FlameError::Outside {
@@ -383,5 +382,10 @@ mod tests {
         std::fs::write(&old, "ELF").unwrap();
         assert_eq!(names(&old).unwrap(), old);
         assert_eq!(names(&dir.path().join("moved/bin/profile")).unwrap(), old);
+        // A program named as its tag (`bin/pgo/pgo`) is no older run's `bin/pgo`.
+        let same = run_dir.join("bin/cpu/cpu");
+        std::fs::create_dir_all(same.parent().unwrap()).unwrap();
+        std::fs::write(&same, "ELF").unwrap();
+        assert_eq!(names(&dir.path().join("moved/bin/cpu/cpu")).unwrap(), same);
     }
 }

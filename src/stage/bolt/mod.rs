@@ -20,9 +20,10 @@
 //! BOLT's dyno-stats.
 //!
 //! Never rewrites a file in place: the input, the instrumented binary and BOLT's output are
-//! separate files in the run folder, each under the program's own file name in a folder
-//! of its own (`bin/bolt-input/<name>`, `bin/bolt-instrumented/<name>`, `bin/bolt-out/<name>`,
-//! `bin/bolt/<name>`: a program reading its `argv[0]` trains as it runs), the profiles and BOLT's log in `profiles/bolt/`.
+//! separate files in the run folder, each under the program's own file name in a folder of
+//! its own (`bin/bolt-input/<name>`, `bin/bolt-instrumented/<name>`, `bin/bolt-out/<name>`,
+//! `bin/bolt/<name>`: a program that reads its `argv[0]` trains as it runs), the profiles
+//! and BOLT's log in `profiles/bolt/`.
 //!
 //! Must not: run cargo (through `ctx.build` only) or spawn processes other than through
 //! `crate::process`. Verification and measurement are the pipeline's job.
