@@ -43,7 +43,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cargo::{BuildCache, BuildSettings, Built, CargoError, Project};
 
@@ -93,6 +93,21 @@ impl AheadState {
             }
         }
         killed
+    }
+}
+
+impl AheadState {
+    /// The build of settings hash `hash` no longer wanted: out of the queue, or killed when
+    /// a builder runs it ([`Ahead::take`] at the run's deadline).
+    fn drop_build(&mut self, hash: &str) {
+        self.queue.retain(|j| j.settings.hash() != hash);
+        let running: Vec<(String, crate::sys::interrupt::Cancel)> = (self.builders.values())
+            .filter(|b| b.running.as_ref().is_some_and(|(h, _)| h == hash))
+            .map(|b| (hash.to_string(), b.cancel.clone()))
+            .collect();
+        if self.kill(running) == 0 {
+            self.pending.remove(hash);
+        }
     }
 }
 
@@ -292,8 +307,14 @@ impl Ahead {
     }
 
     /// The result of the build of `settings` started ahead, once it is finished; `None`
-    /// when it was not started here (or its thread died: the caller then builds it).
-    pub(crate) fn take(&self, settings: &BuildSettings) -> Option<Finished> {
+    /// when it was not started here (or its thread died: the caller then builds it), or
+    /// when it is not finished at `until` (the run's budget is spent): it is then killed,
+    /// or leaves the queue.
+    pub(crate) fn take(
+        &self,
+        settings: &BuildSettings,
+        until: Option<Instant>,
+    ) -> Option<Finished> {
         let hash = settings.hash();
         let (lock, ready) = &*self.shared;
         let mut s = lock.lock().unwrap();
@@ -304,8 +325,17 @@ impl Ahead {
             if !s.pending.contains(&hash) || !self.alive() {
                 return None;
             }
+            let now = Instant::now();
+            if until.is_some_and(|u| now >= u) {
+                s.drop_build(&hash);
+                return None;
+            }
             // Bounded waits: a worker that died is noticed within a second.
-            s = ready.wait_timeout(s, Duration::from_secs(1)).unwrap().0;
+            let wait = until.map_or(Duration::from_secs(1), |u| u - now);
+            s = ready
+                .wait_timeout(s, wait.min(Duration::from_secs(1)))
+                .unwrap()
+                .0;
         }
     }
 
@@ -546,7 +576,7 @@ mod tests {
         assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
         let failed = Err(CargoError::Alloc("killed".into()));
         hand_over(&ahead.shared, None, hash.clone(), failed);
-        assert!(ahead.take(&settings()).is_none(), "nobody's result");
+        assert!(ahead.take(&settings(), None).is_none(), "nobody's result");
         assert!(ahead.shared.0.lock().unwrap().cancelled.is_empty());
     }
 
@@ -599,9 +629,57 @@ mod tests {
         assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
         let failed = Err(CargoError::Alloc("killed".into()));
         hand_over(&ahead.shared, Some(1), running.hash(), failed);
-        assert!(ahead.take(&running).is_none(), "nobody's result");
+        assert!(ahead.take(&running, None).is_none(), "nobody's result");
         assert_eq!(ahead.shared.0.lock().unwrap().builders[&1].running, None);
         assert_eq!(ahead.abandon("v4"), 0, "nothing left on it");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_build_ahead_not_finished_at_the_deadline_is_killed_not_waited_for() {
+        let ahead = Ahead::default();
+        let (running, queued) = (
+            settings(),
+            settings().with_rustflags(vec!["-Cb".to_string()]),
+        );
+        let cancel = crate::sys::interrupt::Cancel::default();
+        let mut sleeper = sleeper(&cancel);
+        // A live worker, so that `take` waits as it does in a run.
+        let (stop, parked) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || drop(parked.recv()));
+        ahead.workers.lock().unwrap().push(worker);
+        {
+            let mut s = ahead.shared.0.lock().unwrap();
+            s.pending.insert(running.hash());
+            s.pending.insert(queued.hash());
+            s.queue.push_back(job(queued.clone(), None));
+            let run = Some((running.hash(), None));
+            s.builders.insert(
+                1,
+                Builder {
+                    cancel,
+                    running: run,
+                },
+            );
+        }
+        let started = Instant::now();
+        let until = started + Duration::from_millis(300);
+        assert!(
+            ahead.take(&running, Some(until)).is_none(),
+            "not waited for"
+        );
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(waited < Duration::from_secs(10), "{waited:?}");
+        let status = sleeper.wait().unwrap();
+        crate::sys::interrupt::release(sleeper.id());
+        assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
+        assert!(!ahead.has(&running));
+        // One still queued at the deadline leaves the queue at once.
+        assert!(ahead.take(&queued, Some(started)).is_none());
+        assert!(!ahead.has(&queued) && ahead.shared.0.lock().unwrap().queue.is_empty());
+        stop.send(()).unwrap();
+        ahead.settle();
     }
 
     /// `sleep 30` in a process group of `set`'s.
@@ -624,7 +702,7 @@ mod tests {
         let ahead = Ahead::default();
         let settings = settings();
         assert!(!ahead.has(&settings));
-        assert!(ahead.take(&settings).is_none());
+        assert!(ahead.take(&settings, None).is_none());
         ahead.settle();
     }
 
@@ -641,8 +719,8 @@ mod tests {
             .finished
             .insert(hash, Err(CargoError::NoBinary("x".into())));
         assert!(ahead.has(&settings));
-        assert!(matches!(ahead.take(&settings), Some(Err(_))));
-        assert!(ahead.take(&settings).is_none());
+        assert!(matches!(ahead.take(&settings, None), Some(Err(_))));
+        assert!(ahead.take(&settings, None).is_none());
     }
 
     /// A build deferred to the end of a stage is neither queued nor waited for until it is
@@ -653,7 +731,7 @@ mod tests {
         let settings = settings();
         ahead.defer(vec![("bolt: input".into(), settings.clone())]);
         assert!(!ahead.has(&settings));
-        assert!(ahead.take(&settings).is_none());
+        assert!(ahead.take(&settings, None).is_none());
         let held = ahead.take_deferred();
         assert_eq!(held.len(), 1);
         assert_eq!(held[0].1, settings);

@@ -401,6 +401,9 @@ pub(crate) struct Context<'a> {
     pub jail: process::Jail,
     /// What a stage worked out ahead of its turn, for it to find ([`Context::remember`]).
     remembered: RefCell<std::collections::BTreeMap<String, Box<dyn std::any::Any>>>,
+    /// When the run's budget is spent ([`Context::set_deadline`]): no build starts after it,
+    /// and a build ahead waited for is killed at it.
+    deadline: std::cell::Cell<Option<Instant>>,
 }
 
 impl<'a> Context<'a> {
@@ -418,7 +421,14 @@ impl<'a> Context<'a> {
             ahead: Default::default(),
             jail: process::Jail::new(&run.root),
             remembered: Default::default(),
+            deadline: Default::default(),
         }
+    }
+
+    /// From now on, builds end at `at` (the baseline's are done: it is built whatever the
+    /// budget): [`Context::build`] starts none after it and waits for one ahead until then.
+    pub(crate) fn set_deadline(&self, at: Instant) {
+        self.deadline.set(Some(at));
     }
 
     /// Keep `value` under `key` for the rest of this run (the pgo stage's profile, trained
@@ -486,6 +496,9 @@ impl<'a> Context<'a> {
                 return done;
             }
         }
+        if self.deadline.get().is_some_and(|d| Instant::now() >= d) {
+            return Err(cargo::CargoError::OutOfBudget);
+        }
         let cache = self.build_cache();
         let kept = cache.reusable(&self.plan.project, settings, &target_dir);
         let (reused, run) = self.builds.get();
@@ -538,7 +551,7 @@ impl<'a> Context<'a> {
         let spinner = self
             .ui()
             .spinner(format!("{label}: waiting for its build started ahead"));
-        let done = self.ahead.take(settings);
+        let done = self.ahead.take(settings, self.deadline.get());
         spinner.finish_and_clear();
         let (built, warning) = match done? {
             Ok(done) => done,
