@@ -646,7 +646,9 @@ mod tests {
         let mut sleeper = sleeper(&cancel);
         // A live worker, so that `take` waits as it does in a run.
         let (stop, parked) = std::sync::mpsc::channel::<()>();
-        let worker = std::thread::spawn(move || drop(parked.recv()));
+        let worker = std::thread::spawn(move || {
+            let _ = parked.recv();
+        });
         ahead.workers.lock().unwrap().push(worker);
         {
             let mut s = ahead.shared.0.lock().unwrap();

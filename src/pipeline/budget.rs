@@ -10,6 +10,11 @@
 //! left after the work still to come ([`Budget::share`]), the final comparison (what ships)
 //! twice the others' share, and what decides the ship its first look whole when that is
 //! paid for; a comparison its share cut short is *budget-limited*.
+//!
+//! The budget is a bound: once it is spent ([`Budget::spent`], [`Budget::deadline`]) no
+//! build, check or comparison starts, and a run ends within its budget plus
+//! [`Budget::overrun_bound`] (a comparison started before it, then the final confirmation's
+//! first look) and a build or workload run of its own already running.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
