@@ -150,6 +150,38 @@ impl Drop for Ahead {
     }
 }
 
+/// `build` (a build the run makes itself) on a thread of its own whose processes are one set,
+/// killed at `deadline` (the run's budget spent): then [`CargoError::OutOfBudget`], whatever
+/// the killed build said. Without a deadline, `build` here.
+pub(crate) fn until<T: Send>(
+    deadline: Option<Instant>,
+    build: impl FnOnce() -> Result<T, CargoError> + Send,
+) -> Result<T, CargoError> {
+    let Some(deadline) = deadline else {
+        return build();
+    };
+    let set = crate::sys::interrupt::Cancel::default();
+    std::thread::scope(|s| {
+        let running = s.spawn(|| {
+            set.enter();
+            build()
+        });
+        while !running.is_finished() {
+            if Instant::now() >= deadline {
+                set.kill();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let built = running
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        match Instant::now() >= deadline {
+            true if built.is_err() => Err(CargoError::OutOfBudget),
+            _ => built,
+        }
+    })
+}
+
 /// Builds wanted ahead: each one's label and settings.
 pub(crate) type Wanted = Vec<(String, BuildSettings)>;
 
@@ -682,6 +714,37 @@ mod tests {
         assert!(!ahead.has(&queued) && ahead.shared.0.lock().unwrap().queue.is_empty());
         stop.send(()).unwrap();
         ahead.settle();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_build_of_the_run_s_own_is_killed_at_the_deadline() {
+        let sleep = || {
+            let mut cmd = std::process::Command::new("sleep");
+            cmd.arg("30");
+            let mut child = crate::sys::interrupt::spawn_group(&mut cmd).unwrap();
+            let status = child.wait().unwrap();
+            crate::sys::interrupt::release(child.id());
+            match crate::sys::exit_signal(&status) {
+                Some(9) => Err(CargoError::Alloc("killed".into())),
+                _ => Ok(()),
+            }
+        };
+        let started = Instant::now();
+        let until_ = started + Duration::from_millis(300);
+        assert!(matches!(
+            until(Some(until_), sleep),
+            Err(CargoError::OutOfBudget)
+        ));
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_secs(10),
+            "{took:?}"
+        );
+        // Ended before its deadline, or without one: what it returned.
+        let far = Instant::now() + Duration::from_secs(60);
+        assert!(matches!(until(Some(far), || Ok(7)), Ok(7)));
+        assert!(until(None, || Err::<(), _>(CargoError::OutOfBudget)).is_err());
     }
 
     /// `sleep 30` in a process group of `set`'s.

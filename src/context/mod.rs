@@ -402,7 +402,7 @@ pub(crate) struct Context<'a> {
     /// What a stage worked out ahead of its turn, for it to find ([`Context::remember`]).
     remembered: RefCell<std::collections::BTreeMap<String, Box<dyn std::any::Any>>>,
     /// When the run's budget is spent ([`Context::set_deadline`]): no build starts after it,
-    /// and a build ahead waited for is killed at it.
+    /// and one running (the run's own, or one ahead waited for) is killed at it.
     deadline: std::cell::Cell<Option<Instant>>,
 }
 
@@ -426,7 +426,8 @@ impl<'a> Context<'a> {
     }
 
     /// From now on, builds end at `at` (the baseline's are done: it is built whatever the
-    /// budget): [`Context::build`] starts none after it and waits for one ahead until then.
+    /// budget): [`Context::build`] starts none after it, kills its own at it, and waits for
+    /// one ahead until then.
     pub(crate) fn set_deadline(&self, at: Instant) {
         self.deadline.set(Some(at));
     }
@@ -518,11 +519,14 @@ impl<'a> Context<'a> {
         self.builds.set((reused, run + 1));
         // A terminal gets the spinner below; a log the one line when it is built.
         let spinner = self.ui().spinner(format!("{label}: cargo build"));
-        let built = cache.build(&self.plan.project, settings, &target_dir, &mut |line| {
-            let line = line.trim();
-            if line.starts_with("Compiling") || line.starts_with("Finished") {
-                spinner.set_message(format!("{label}: {line}"));
-            }
+        // Killed when the run's budget is spent ([`Context::set_deadline`]).
+        let built = ahead::until(self.deadline.get(), || {
+            cache.build(&self.plan.project, settings, &target_dir, &mut |line| {
+                let line = line.trim();
+                if line.starts_with("Compiling") || line.starts_with("Finished") {
+                    spinner.set_message(format!("{label}: {line}"));
+                }
+            })
         });
         spinner.finish_and_clear();
         let (built, warning) = built?;

@@ -14,7 +14,7 @@
 //! The budget is a bound: once it is spent ([`Budget::spent`], [`Budget::deadline`]) no
 //! build, check or comparison starts, and a run ends within its budget plus
 //! [`Budget::overrun_bound`] (a comparison started before it, then the final confirmation's
-//! first look) and a build or workload run of its own already running.
+//! first look) and a training, check or workload run already running (builds are killed).
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -336,7 +336,7 @@ impl Budget {
     }
 
     /// The most the ladder runs past its budget (seconds; `None` before costs are known),
-    /// besides a build or a workload run of the run's own already running: what starts
+    /// besides a training, check or workload run already running (builds are killed): what starts
     /// before the budget is spent and may end after it, a comparison (its share is at least
     /// its first look), and then the final confirmation, on its first look.
     pub(crate) fn overrun_bound(&self) -> Option<f64> {
