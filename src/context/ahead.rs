@@ -359,6 +359,16 @@ impl Ahead {
             }
             let now = Instant::now();
             if until.is_some_and(|u| now >= u) {
+                // An urgent build of these settings is killed too (one lock at a time).
+                drop(s);
+                let mut urgent = self.urgent.lock().unwrap_or_else(|e| e.into_inner());
+                let (mine, rest) = std::mem::take(&mut *urgent)
+                    .into_iter()
+                    .partition(|(h, _)| *h == hash);
+                *urgent = rest;
+                drop(urgent);
+                let mut s = lock.lock().unwrap();
+                s.kill(mine);
                 s.drop_build(&hash);
                 return None;
             }
@@ -712,6 +722,17 @@ mod tests {
         // One still queued at the deadline leaves the queue at once.
         assert!(ahead.take(&queued, Some(started)).is_none());
         assert!(!ahead.has(&queued) && ahead.shared.0.lock().unwrap().queue.is_empty());
+        // An urgent one (the pgo stage's optimized build) is killed as well.
+        let urgent = settings().with_rustflags(vec!["-Cu".to_string()]);
+        let set = crate::sys::interrupt::Cancel::default();
+        let mut urgent_sleeper = tests::sleeper(&set);
+        ahead.shared.0.lock().unwrap().pending.insert(urgent.hash());
+        ahead.urgent.lock().unwrap().push((urgent.hash(), set));
+        assert!(ahead.take(&urgent, Some(started)).is_none());
+        let status = urgent_sleeper.wait().unwrap();
+        crate::sys::interrupt::release(urgent_sleeper.id());
+        assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
+        assert!(!ahead.has(&urgent) && ahead.urgent.lock().unwrap().is_empty());
         stop.send(()).unwrap();
         ahead.settle();
     }
