@@ -86,6 +86,9 @@ pub(crate) enum CargoError {
         which: String,
         fix: String,
     },
+    /// Not started, or waited for no longer: the run's budget is spent (`Context::build`).
+    #[error("not built: the run's budget is spent")]
+    OutOfBudget,
     #[error("cargo built `{0}` but reported no executable for it")]
     NoArtifact(String),
     #[error("cannot read cargo config {path}: {message}")]

@@ -43,7 +43,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cargo::{BuildCache, BuildSettings, Built, CargoError, Project};
 
@@ -96,6 +96,21 @@ impl AheadState {
     }
 }
 
+impl AheadState {
+    /// The build of settings hash `hash` no longer wanted: out of the queue, or killed when
+    /// a builder runs it ([`Ahead::take`] at the run's deadline).
+    fn drop_build(&mut self, hash: &str) {
+        self.queue.retain(|j| j.settings.hash() != hash);
+        let running: Vec<(String, crate::sys::interrupt::Cancel)> = (self.builders.values())
+            .filter(|b| b.running.as_ref().is_some_and(|(h, _)| h == hash))
+            .map(|b| (hash.to_string(), b.cancel.clone()))
+            .collect();
+        if self.kill(running) == 0 {
+            self.pending.remove(hash);
+        }
+    }
+}
+
 /// One builder thread of [`Ahead::start`].
 struct Builder {
     cancel: crate::sys::interrupt::Cancel,
@@ -133,6 +148,38 @@ impl Drop for Ahead {
         }
         self.settle();
     }
+}
+
+/// `build` (a build the run makes itself) on a thread of its own whose processes are one set,
+/// killed at `deadline` (the run's budget spent): then [`CargoError::OutOfBudget`], whatever
+/// the killed build said. Without a deadline, `build` here.
+pub(crate) fn until<T: Send>(
+    deadline: Option<Instant>,
+    build: impl FnOnce() -> Result<T, CargoError> + Send,
+) -> Result<T, CargoError> {
+    let Some(deadline) = deadline else {
+        return build();
+    };
+    let set = crate::sys::interrupt::Cancel::default();
+    std::thread::scope(|s| {
+        let running = s.spawn(|| {
+            set.enter();
+            build()
+        });
+        while !running.is_finished() {
+            if Instant::now() >= deadline {
+                set.kill();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let built = running
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        match Instant::now() >= deadline {
+            true if built.is_err() => Err(CargoError::OutOfBudget),
+            _ => built,
+        }
+    })
 }
 
 /// Builds wanted ahead: each one's label and settings.
@@ -292,8 +339,14 @@ impl Ahead {
     }
 
     /// The result of the build of `settings` started ahead, once it is finished; `None`
-    /// when it was not started here (or its thread died: the caller then builds it).
-    pub(crate) fn take(&self, settings: &BuildSettings) -> Option<Finished> {
+    /// when it was not started here (or its thread died: the caller then builds it), or
+    /// when it is not finished at `until` (the run's budget is spent): it is then killed,
+    /// or leaves the queue.
+    pub(crate) fn take(
+        &self,
+        settings: &BuildSettings,
+        until: Option<Instant>,
+    ) -> Option<Finished> {
         let hash = settings.hash();
         let (lock, ready) = &*self.shared;
         let mut s = lock.lock().unwrap();
@@ -304,8 +357,27 @@ impl Ahead {
             if !s.pending.contains(&hash) || !self.alive() {
                 return None;
             }
+            let now = Instant::now();
+            if until.is_some_and(|u| now >= u) {
+                // An urgent build of these settings is killed too (one lock at a time).
+                drop(s);
+                let mut urgent = self.urgent.lock().unwrap_or_else(|e| e.into_inner());
+                let (mine, rest) = std::mem::take(&mut *urgent)
+                    .into_iter()
+                    .partition(|(h, _)| *h == hash);
+                *urgent = rest;
+                drop(urgent);
+                let mut s = lock.lock().unwrap();
+                s.kill(mine);
+                s.drop_build(&hash);
+                return None;
+            }
             // Bounded waits: a worker that died is noticed within a second.
-            s = ready.wait_timeout(s, Duration::from_secs(1)).unwrap().0;
+            let wait = until.map_or(Duration::from_secs(1), |u| u - now);
+            s = ready
+                .wait_timeout(s, wait.min(Duration::from_secs(1)))
+                .unwrap()
+                .0;
         }
     }
 
@@ -546,7 +618,7 @@ mod tests {
         assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
         let failed = Err(CargoError::Alloc("killed".into()));
         hand_over(&ahead.shared, None, hash.clone(), failed);
-        assert!(ahead.take(&settings()).is_none(), "nobody's result");
+        assert!(ahead.take(&settings(), None).is_none(), "nobody's result");
         assert!(ahead.shared.0.lock().unwrap().cancelled.is_empty());
     }
 
@@ -599,9 +671,101 @@ mod tests {
         assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
         let failed = Err(CargoError::Alloc("killed".into()));
         hand_over(&ahead.shared, Some(1), running.hash(), failed);
-        assert!(ahead.take(&running).is_none(), "nobody's result");
+        assert!(ahead.take(&running, None).is_none(), "nobody's result");
         assert_eq!(ahead.shared.0.lock().unwrap().builders[&1].running, None);
         assert_eq!(ahead.abandon("v4"), 0, "nothing left on it");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_build_ahead_not_finished_at_the_deadline_is_killed_not_waited_for() {
+        let ahead = Ahead::default();
+        let (running, queued) = (
+            settings(),
+            settings().with_rustflags(vec!["-Cb".to_string()]),
+        );
+        let cancel = crate::sys::interrupt::Cancel::default();
+        let mut sleeper = sleeper(&cancel);
+        // A live worker, so that `take` waits as it does in a run.
+        let (stop, parked) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            let _ = parked.recv();
+        });
+        ahead.workers.lock().unwrap().push(worker);
+        {
+            let mut s = ahead.shared.0.lock().unwrap();
+            s.pending.insert(running.hash());
+            s.pending.insert(queued.hash());
+            s.queue.push_back(job(queued.clone(), None));
+            let run = Some((running.hash(), None));
+            s.builders.insert(
+                1,
+                Builder {
+                    cancel,
+                    running: run,
+                },
+            );
+        }
+        let started = Instant::now();
+        let until = started + Duration::from_millis(300);
+        assert!(
+            ahead.take(&running, Some(until)).is_none(),
+            "not waited for"
+        );
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(waited < Duration::from_secs(10), "{waited:?}");
+        let status = sleeper.wait().unwrap();
+        crate::sys::interrupt::release(sleeper.id());
+        assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
+        assert!(!ahead.has(&running));
+        // One still queued at the deadline leaves the queue at once.
+        assert!(ahead.take(&queued, Some(started)).is_none());
+        assert!(!ahead.has(&queued) && ahead.shared.0.lock().unwrap().queue.is_empty());
+        // An urgent one (the pgo stage's optimized build) is killed as well.
+        let urgent = settings().with_rustflags(vec!["-Cu".to_string()]);
+        let set = crate::sys::interrupt::Cancel::default();
+        let mut urgent_sleeper = tests::sleeper(&set);
+        ahead.shared.0.lock().unwrap().pending.insert(urgent.hash());
+        ahead.urgent.lock().unwrap().push((urgent.hash(), set));
+        assert!(ahead.take(&urgent, Some(started)).is_none());
+        let status = urgent_sleeper.wait().unwrap();
+        crate::sys::interrupt::release(urgent_sleeper.id());
+        assert_eq!(crate::sys::exit_signal(&status), Some(9), "killed");
+        assert!(!ahead.has(&urgent) && ahead.urgent.lock().unwrap().is_empty());
+        stop.send(()).unwrap();
+        ahead.settle();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_build_of_the_run_s_own_is_killed_at_the_deadline() {
+        let sleep = || {
+            let mut cmd = std::process::Command::new("sleep");
+            cmd.arg("30");
+            let mut child = crate::sys::interrupt::spawn_group(&mut cmd).unwrap();
+            let status = child.wait().unwrap();
+            crate::sys::interrupt::release(child.id());
+            match crate::sys::exit_signal(&status) {
+                Some(9) => Err(CargoError::Alloc("killed".into())),
+                _ => Ok(()),
+            }
+        };
+        let started = Instant::now();
+        let until_ = started + Duration::from_millis(300);
+        assert!(matches!(
+            until(Some(until_), sleep),
+            Err(CargoError::OutOfBudget)
+        ));
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_secs(10),
+            "{took:?}"
+        );
+        // Ended before its deadline, or without one: what it returned.
+        let far = Instant::now() + Duration::from_secs(60);
+        assert!(matches!(until(Some(far), || Ok(7)), Ok(7)));
+        assert!(until(None, || Err::<(), _>(CargoError::OutOfBudget)).is_err());
     }
 
     /// `sleep 30` in a process group of `set`'s.
@@ -624,7 +788,7 @@ mod tests {
         let ahead = Ahead::default();
         let settings = settings();
         assert!(!ahead.has(&settings));
-        assert!(ahead.take(&settings).is_none());
+        assert!(ahead.take(&settings, None).is_none());
         ahead.settle();
     }
 
@@ -641,8 +805,8 @@ mod tests {
             .finished
             .insert(hash, Err(CargoError::NoBinary("x".into())));
         assert!(ahead.has(&settings));
-        assert!(matches!(ahead.take(&settings), Some(Err(_))));
-        assert!(ahead.take(&settings).is_none());
+        assert!(matches!(ahead.take(&settings, None), Some(Err(_))));
+        assert!(ahead.take(&settings, None).is_none());
     }
 
     /// A build deferred to the end of a stage is neither queued nor waited for until it is
@@ -653,7 +817,7 @@ mod tests {
         let settings = settings();
         ahead.defer(vec![("bolt: input".into(), settings.clone())]);
         assert!(!ahead.has(&settings));
-        assert!(ahead.take(&settings).is_none());
+        assert!(ahead.take(&settings, None).is_none());
         let held = ahead.take_deferred();
         assert_eq!(held.len(), 1);
         assert_eq!(held[0].1, settings);

@@ -403,6 +403,9 @@ pub(crate) struct Context<'a> {
     pub jail: process::Jail,
     /// What a stage worked out ahead of its turn, for it to find ([`Context::remember`]).
     remembered: RefCell<std::collections::BTreeMap<String, Box<dyn std::any::Any>>>,
+    /// When the run's budget is spent ([`Context::set_deadline`]): no build starts after it,
+    /// and one running (the run's own, or one ahead waited for) is killed at it.
+    deadline: std::cell::Cell<Option<Instant>>,
 }
 
 impl<'a> Context<'a> {
@@ -420,7 +423,15 @@ impl<'a> Context<'a> {
             ahead: Default::default(),
             jail: process::Jail::new(&run.root),
             remembered: Default::default(),
+            deadline: Default::default(),
         }
+    }
+
+    /// From now on, builds end at `at` (the baseline's are done: it is built whatever the
+    /// budget): [`Context::build`] starts none after it, kills its own at it, and waits for
+    /// one ahead until then.
+    pub(crate) fn set_deadline(&self, at: Instant) {
+        self.deadline.set(Some(at));
     }
 
     /// Keep `value` under `key` for the rest of this run (the pgo stage's profile, trained
@@ -488,6 +499,9 @@ impl<'a> Context<'a> {
                 return done;
             }
         }
+        if self.deadline.get().is_some_and(|d| Instant::now() >= d) {
+            return Err(cargo::CargoError::OutOfBudget);
+        }
         let cache = self.build_cache();
         let kept = cache.reusable(&self.plan.project, settings, &target_dir);
         let (reused, run) = self.builds.get();
@@ -507,11 +521,14 @@ impl<'a> Context<'a> {
         self.builds.set((reused, run + 1));
         // A terminal gets the spinner below; a log the one line when it is built.
         let spinner = self.ui().spinner(format!("{label}: cargo build"));
-        let built = cache.build(&self.plan.project, settings, &target_dir, &mut |line| {
-            let line = line.trim();
-            if line.starts_with("Compiling") || line.starts_with("Finished") {
-                spinner.set_message(format!("{label}: {line}"));
-            }
+        // Killed when the run's budget is spent ([`Context::set_deadline`]).
+        let built = ahead::until(self.deadline.get(), || {
+            cache.build(&self.plan.project, settings, &target_dir, &mut |line| {
+                let line = line.trim();
+                if line.starts_with("Compiling") || line.starts_with("Finished") {
+                    spinner.set_message(format!("{label}: {line}"));
+                }
+            })
         });
         spinner.finish_and_clear();
         let (built, warning) = built?;
@@ -540,7 +557,7 @@ impl<'a> Context<'a> {
         let spinner = self
             .ui()
             .spinner(format!("{label}: waiting for its build started ahead"));
-        let done = self.ahead.take(settings);
+        let done = self.ahead.take(settings, self.deadline.get());
         spinner.finish_and_clear();
         let (built, warning) = match done? {
             Ok(done) => done,

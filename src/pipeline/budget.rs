@@ -10,6 +10,11 @@
 //! left after the work still to come ([`Budget::share`]), the final comparison (what ships)
 //! twice the others' share, and what decides the ship its first look whole when that is
 //! paid for; a comparison its share cut short is *budget-limited*.
+//!
+//! The budget is a bound: once it is spent ([`Budget::spent`], [`Budget::deadline`]) no
+//! build, check or comparison starts, and a run ends within its budget plus
+//! [`Budget::overrun_bound`] (a comparison started before it, then the final confirmation's
+//! first look) and a training, check or workload run already running (builds are killed).
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -317,6 +322,25 @@ impl Budget {
     /// Seconds left (negative once overspent).
     pub(crate) fn left(&self) -> f64 {
         self.total.as_secs_f64() - self.started.elapsed().as_secs_f64()
+    }
+
+    /// When the budget is spent: builds end there (`Context::set_deadline`).
+    pub(crate) fn deadline(&self) -> Instant {
+        self.started + self.total
+    }
+
+    /// Whether the budget is spent: no build, training, check or comparison starts after;
+    /// only the final confirmation of what ships, on its first look.
+    pub(crate) fn spent(&self) -> bool {
+        self.left() <= 0.0
+    }
+
+    /// The most the ladder runs past its budget (seconds; `None` before costs are known),
+    /// besides a training, check or workload run already running (builds are killed): what starts
+    /// before the budget is spent and may end after it, a comparison (its share is at least
+    /// its first look), and then the final confirmation, on its first look.
+    pub(crate) fn overrun_bound(&self) -> Option<f64> {
+        (self.costs.get()).map(|c| 2.0 * self.first_look(&c))
     }
 
     /// Whether what is left pays for `stage` (its work and first looks), for the stages of
@@ -716,6 +740,32 @@ mod tests {
             eval: 29.0,
             eval_workloads: 3,
         }
+    }
+
+    #[test]
+    fn the_run_goes_past_its_budget_by_two_first_looks_at_most() {
+        let b = Budget::new(Duration::from_secs(60), 2, Duration::from_secs(30));
+        assert_eq!(b.overrun_bound(), None, "no costs known yet");
+        assert!(!b.spent());
+        assert_eq!(b.deadline() - b.started, Duration::from_secs(60));
+        // resvg's: a block of 4 runs of 9.67 s passes max-time, so a first look is one
+        // block of each of the 3 workloads (116 s); the comparison running when the budget
+        // is spent and then the final confirmation: 232 s.
+        b.learn(renderer());
+        assert!((b.overrun_bound().unwrap() - 232.0).abs() < 1e-9);
+        // One 5 ms workload: a first look is its 4 pairs (40 ms), the bound 80 ms.
+        let quick = Costs {
+            build: 1.0,
+            verify: 0.0,
+            train: 0.01,
+            eval: 0.005,
+            eval_workloads: 1,
+        };
+        let b = Budget::new(Duration::from_nanos(1), 2, Duration::from_secs(3));
+        b.learn(quick);
+        assert!((b.overrun_bound().unwrap() - 0.08).abs() < 1e-12);
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(b.spent() && b.left() < 0.0);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use super::measure::{self, Measured};
 use crate::bench::stats::{self, LogEstimate};
 use crate::bench::{Comparison, Estimate, Verdict};
 use crate::cache::VerdictCache;
+use crate::cargo::CargoError;
 use crate::context::{Candidate, Context};
 use crate::report::{Settings, StageReport, Status};
 use crate::spec::StageName;
@@ -165,7 +166,7 @@ impl<'a> Ladder<'a> {
         };
         // The allocators' preview is measured under this stage's grant, before its offers.
         self.grant = Some(grant);
-        if self.previews_allocators(name) {
+        if self.previews_allocators(name) && !self.budget.spent() {
             self.preview_allocators()?;
         }
         let grant = self.grant.take().expect("granted above");
@@ -190,8 +191,11 @@ impl<'a> Ladder<'a> {
                 _ => self.race(name, group)?,
             }
         }
-        // Builds a stage asked for once its own timings are done (BOLT's input) start now.
-        self.ctx.start_deferred();
+        // Builds a stage asked for once its own timings are done (BOLT's input) start now,
+        // while the budget lasts.
+        if !self.budget.spent() {
+            self.ctx.start_deferred();
+        }
         if name == StageName::Profile {
             self.note_cheaper_profile();
         }
@@ -216,9 +220,31 @@ impl<'a> Ladder<'a> {
         self.not_tried.push(name.as_str().to_string());
     }
 
+    /// An offer the budget, spent, leaves untried (not built, or built and not checked or
+    /// measured): a skipped row with the fix; the stage is named among those not tried.
+    fn out_of_budget(&mut self, name: StageName, variant: Option<String>) {
+        let why = format!(
+            "not tried: the run's budget of {} is spent; fix: --budget {} (or [bench] budget)",
+            crate::util::format_span(self.budget.total.as_secs_f64()),
+            crate::util::format_span(2.0 * self.budget.total.as_secs_f64())
+        );
+        let label = crate::context::label(name.as_str(), variant.as_deref());
+        self.ctx.ui().info(&format!("{label}: {why}"));
+        let mut r = StageReport::without_candidate(name.as_str(), Status::Skipped, why);
+        r.facts.variant = variant;
+        self.rows.push(r);
+        if !self.not_tried.iter().any(|n| n == name.as_str()) {
+            self.not_tried.push(name.as_str().to_string());
+        }
+    }
+
     /// Skipped, failed, identical, rejected, or measured and decided. An error is one of
     /// the tool's own (a workload cannot be started at all), not the candidate's.
     fn try_offer(&mut self, name: StageName, offer: Offer) -> anyhow::Result<()> {
+        if self.budget.spent() {
+            self.out_of_budget(name, offer.variant);
+            return Ok(());
+        }
         let row = crate::context::label(name.as_str(), offer.variant.as_deref());
         let candidate = match offer.candidate {
             Build::Now(c) => c,
@@ -261,6 +287,12 @@ impl<'a> Ladder<'a> {
         let ui = self.ctx.ui().clone();
         let row = crate::context::label(name.as_str(), variant.as_deref());
         let cand = match candidate {
+            // Nothing starts once the budget is spent: not a build (`Context::build`
+            // refuses), nor a check or a comparison of one that was ready.
+            Ok(_) | Err(StageError::Cargo(CargoError::OutOfBudget)) if self.budget.spent() => {
+                self.out_of_budget(name, variant);
+                return None;
+            }
             Ok(c) => c,
             Err(StageError::Pruned(why)) => {
                 self.note_pruned(name, why);

@@ -66,6 +66,8 @@ pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
         .event("stage-started", serde_json::json!({ "stage": "baseline" }));
     let baseline = stage::baseline::build(&ctx, plan.baseline.clone())?;
     let verifier = verify::Verifier::new(&ctx, baseline.clone())?;
+    // The baseline is built and checked whatever the budget; no build after it outlasts it.
+    ctx.set_deadline(budget.deadline());
     let projection = projection(plan, &baseline, &verifier, &budget, early);
     let machine = machine();
     let fingerprint = cache::machine_fingerprint(machine.cpu_model.as_deref());
@@ -75,6 +77,14 @@ pub(crate) fn run(plan: &Plan) -> anyhow::Result<i32> {
         ladder.climb(name, plan.explain)?;
     }
     ladder.measure_final()?;
+    if budget.spent() {
+        let bound = budget.overrun_bound().map_or(String::new(), |b| {
+            format!(" (at most {} by its rule: a comparison that started before it, then the final confirmation's first look)", crate::util::format_span(b))
+        });
+        let over = crate::util::format_span(-budget.left());
+        plan.ui
+            .info(&format!("the ladder ran {over} past its budget{bound}"));
+    }
     let hotspots = hotspots(plan, &ctx, &ladder);
     ctx.record("total", started.elapsed().as_secs_f64(), None);
     let not_tried = ladder.not_tried.clone();
@@ -579,6 +589,12 @@ fn time_line(report: &Report) -> String {
             cache.push_str(&format!("; projected {}–{}", span(lo), span(hi)));
         }
         cache.push_str(&format!("; budget {}", span(b.budget_secs)));
+        let secs = (report.pipeline.iter())
+            .find(|s| s.step == "total")
+            .map(|s| s.seconds);
+        if let Some(over) = secs.map(|t| t - b.budget_secs).filter(|o| *o > 0.0) {
+            cache.push_str(&format!(", {} over it (what was running when it was spent, and the final confirmation's first look: docs/src/measuring.md)", span(over)));
+        }
     }
     format!("time: {total} s in all — {}{cache}", parts.join(", "))
 }
