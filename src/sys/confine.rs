@@ -371,17 +371,30 @@ mod tests {
         let me = dir.path().join("tests");
         std::fs::copy(std::env::current_exe().unwrap(), &me).unwrap();
         super::super::set_mode(&me, 0o755).unwrap();
-        let out = std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "env"])
-            .args(["HOME=/tmp", "TMPDIR=/tmp"])
-            .arg(&me)
-            .args([
-                "--exact",
-                "sys::confine::tests::a_confined_process_writes_only_beneath_its_folders",
-            ])
-            .current_dir("/")
-            .output()
-            .expect("setpriv (util-linux) runs");
+        // A copy just written may be held open for writing by a child another test thread
+        // forked meanwhile (until its exec closes it): `Text file busy`, for a moment.
+        let run = || {
+            std::process::Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "env"])
+                .args(["HOME=/tmp", "TMPDIR=/tmp"])
+                .arg(&me)
+                .args([
+                    "--exact",
+                    "sys::confine::tests::a_confined_process_writes_only_beneath_its_folders",
+                ])
+                .current_dir("/")
+                .output()
+                .expect("setpriv (util-linux) runs")
+        };
+        let busy = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).contains("busy");
+        let mut out = run();
+        for _ in 0..20 {
+            if !busy(&out) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            out = run();
+        }
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
