@@ -576,6 +576,20 @@ fn lock_copy(project: &Project, copy: &Project) -> Result<(), CargoError> {
 mod tests {
     use super::*;
 
+    /// A binary package `p` whose workspace is `ws` (its root `src/main.rs`), and the
+    /// settings of a mimalloc build of it.
+    fn project_in(ws: &Path) -> (Project, BuildSettings) {
+        let mut p = Project::for_tests("p", "0.1.0");
+        p.workspace_root = ws.to_path_buf();
+        p.package_dir = ws.to_path_buf();
+        p.manifest_path = ws.join("Cargo.toml");
+        p.bin_root = Some(ws.join("src/main.rs"));
+        p.target_dir = ws.join("target");
+        let mut settings = BuildSettings::plain("release");
+        settings.allocator = Some("mimalloc".into());
+        (p, settings)
+    }
+
     #[test]
     fn an_allocator_is_preloadable_only_into_a_dynamically_linked_host_binary() {
         let a = named("mimalloc").unwrap();
@@ -823,14 +837,7 @@ mod tests {
         let manifest = "[package]\nname = \"p\"\nedition = \"2021\"\n\n[dependencies]\nhelper = { path = \"../helper\" }\n";
         std::fs::write(ws.join("Cargo.toml"), manifest).unwrap();
         std::fs::write(ws.join("src/main.rs"), "fn main() {}\n").unwrap();
-        let mut p = Project::for_tests("p", "0.1.0");
-        p.workspace_root = ws.clone();
-        p.package_dir = ws.clone();
-        p.manifest_path = ws.join("Cargo.toml");
-        p.bin_root = Some(ws.join("src/main.rs"));
-        p.target_dir = ws.join("target");
-        let mut settings = BuildSettings::plain("release");
-        settings.allocator = Some("mimalloc".into());
+        let (p, settings) = project_in(&ws);
         let copy = source(&p, &settings).into_owned();
         copy_workspace(&p, &copy, named("mimalloc").unwrap(), None).unwrap();
         let copied = std::fs::read_to_string(&copy.manifest_path).unwrap();
@@ -865,14 +872,7 @@ mod tests {
             )
         };
         let before = (stamp("Cargo.toml"), stamp("main.rs"));
-        let mut p = Project::for_tests("p", "0.1.0");
-        p.workspace_root = ws.clone();
-        p.package_dir = ws.clone();
-        p.manifest_path = ws.join("Cargo.toml");
-        p.bin_root = Some(ws.join("src/main.rs"));
-        p.target_dir = ws.join("target");
-        let mut settings = BuildSettings::plain("release");
-        settings.allocator = Some("mimalloc".into());
+        let (p, settings) = project_in(&ws);
         let copy = source(&p, &settings).into_owned();
         let a = named("mimalloc").unwrap();
         // A copy an older version made: the links recreated as they were.
@@ -909,14 +909,7 @@ mod tests {
         std::fs::write(ws.join("Cargo.toml"), "[package]\nname = \"p\"\n").unwrap();
         std::fs::write(ws.join("src/main.rs"), "fn main() {}\n").unwrap();
         std::fs::write(ws.join("src/table.bin"), vec![9u8; 512 << 10]).unwrap();
-        let mut p = Project::for_tests("p", "0.1.0");
-        p.workspace_root = ws.clone();
-        p.package_dir = ws.clone();
-        p.manifest_path = ws.join("Cargo.toml");
-        p.bin_root = Some(ws.join("src/main.rs"));
-        p.target_dir = ws.join("target");
-        let mut settings = BuildSettings::plain("release");
-        settings.allocator = Some("mimalloc".into());
+        let (p, settings) = project_in(&ws);
         let copy = source(&p, &settings).into_owned();
         crate::util::nofollow::fail_writes_after(Some(64 << 10));
         let e = copy_workspace(&p, &copy, named("mimalloc").unwrap(), None).unwrap_err();

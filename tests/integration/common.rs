@@ -620,3 +620,24 @@ pub fn host() -> String {
     let line = text.lines().find_map(|l| l.strip_prefix("host: "));
     line.expect("rustc -vV names the host").trim().to_string()
 }
+
+/// The tool started in `dir` with `args` (not waited for), for a test that signals it or
+/// watches it: the slow-ahead fixture's `SLOW_AHEAD_MARKERS` folder set to `marks`, no
+/// colour, no stdin, stdout dropped and stderr written to `err`.
+pub fn spawn_marked<I, S>(dir: &Path, args: I, marks: &str, err: &Path) -> std::process::Child
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    Command::new(tool())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .env("SLOW_AHEAD_MARKERS", marks)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(err).unwrap())
+        .spawn()
+        .unwrap()
+}

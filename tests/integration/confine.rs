@@ -41,6 +41,29 @@ fn assert_unchanged(before: &Snapshot, dir: &Path, context: &str) {
     assert!(diff.is_empty(), "the project changed: {diff:?}\n{context}");
 }
 
+/// `cargo optimize --target-dir TD --stages none` in `dir`: the baseline's runs are where
+/// every case shows (the writes-nothing check, the determinism check).
+fn baseline_only(dir: &Path, td: &Path, env: &[(&str, &str)]) -> Run {
+    let args = [
+        "optimize",
+        "--target-dir",
+        td.to_str().unwrap(),
+        "--stages",
+        "none",
+    ];
+    run(dir, &args, env)
+}
+
+/// No process whose command line matches `pattern` is left (`pgrep -f`).
+fn assert_none_running(pattern: &str) {
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", pattern])
+        .output()
+        .unwrap();
+    let left = String::from_utf8_lossy(&left.stdout);
+    assert!(left.is_empty(), "left running: {left}");
+}
+
 /// `verify-files` copied, made a git repository with a name in its own config.
 fn project() -> tempfile::TempDir {
     let tmp = copy_fixture("verify-files");
@@ -123,14 +146,7 @@ fn a_workload_cannot_write_outside_its_run_folder_however_it_spells_the_path() {
     for (case, script) in cases {
         spec(dir, &script, "");
         let before = snapshot_with_times(dir);
-        let args = [
-            "optimize",
-            "--target-dir",
-            td.to_str().unwrap(),
-            "--stages",
-            "none",
-        ];
-        let r = run(dir, &args, &env);
+        let r = baseline_only(dir, &td, &env);
         assert_unchanged(&before, dir, &format!("{case}: {}", r.all()));
         assert_eq!(
             std::fs::read_to_string(&theirs).unwrap(),
@@ -164,26 +180,11 @@ fn nothing_a_workload_starts_outlives_its_run_or_writes_late() {
     spec(dir, &script, "");
     let before = snapshot_with_times(dir);
     let td = target_dir("confine-late");
-    let args = [
-        "optimize",
-        "--target-dir",
-        td.to_str().unwrap(),
-        "--stages",
-        "none",
-    ];
-    let r = run(dir, &args, &[]);
+    let r = baseline_only(dir, &td, &[]);
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert_unchanged(&before, dir, &r.all());
     assert_eq!(r.code, Some(0), "{}", r.all());
-    let left = std::process::Command::new("pgrep")
-        .args(["-f", &format!("sleep {marker}")])
-        .output()
-        .unwrap();
-    assert!(
-        left.stdout.is_empty(),
-        "left running: {}",
-        String::from_utf8_lossy(&left.stdout)
-    );
+    assert_none_running(&format!("sleep {marker}"));
     assert!(
         r.stderr
             .contains("workload `hostile` left processes running after it exited"),
@@ -200,21 +201,14 @@ fn a_workload_sees_only_what_is_keyed_and_a_changed_value_is_checked_again() {
     let tmp = project();
     let dir = tmp.path();
     let td = target_dir("confine-env");
-    let args = [
-        "optimize",
-        "--target-dir",
-        td.to_str().unwrap(),
-        "--stages",
-        "none",
-    ];
     spec(
         dir,
         "echo \"[$MYV] [$OTHER] [$OLDPWD] [$PWD]\"",
         "env-pass = [\"MYV\"]\n",
     );
-    let r1 = run(
+    let r1 = baseline_only(
         dir,
-        &args,
+        &td,
         &[("MYV", "1"), ("OTHER", "secret"), ("OLDPWD", "/x")],
     );
     assert_eq!(r1.code, Some(0), "{}", r1.all());
@@ -225,7 +219,7 @@ fn a_workload_sees_only_what_is_keyed_and_a_changed_value_is_checked_again() {
         !printed.contains("[]\n") && printed.contains(dir.file_name().unwrap().to_str().unwrap()),
         "PWD is the cwd: {printed}"
     );
-    let r2 = run(dir, &args, &[("MYV", "2")]);
+    let r2 = baseline_only(dir, &td, &[("MYV", "2")]);
     assert_eq!(r2.code, Some(0), "{}", r2.all());
     assert!(
         !r2.all().contains("checked by an earlier run"),
@@ -245,21 +239,14 @@ fn a_declared_place_is_writable_and_an_undeclared_one_is_not() {
     let outside = tempfile::tempdir().unwrap();
     let o = outside.path().to_str().unwrap();
     let td = target_dir("confine-writes");
-    let args = [
-        "optimize",
-        "--target-dir",
-        td.to_str().unwrap(),
-        "--stages",
-        "none",
-    ];
     let script = format!("set -e; echo x > {o}/out.txt; echo ok");
     spec(dir, &script, "");
-    let r = run(dir, &args, &[]);
+    let r = baseline_only(dir, &td, &[]);
     assert_eq!(r.code, Some(2), "{}", r.all());
     assert!(r.stderr.contains("writes = ["), "{}", r.stderr);
     assert!(!outside.path().join("out.txt").exists());
     spec(dir, &script, &format!("writes = [\"{o}\"]\n"));
-    let r = run(dir, &args, &[]);
+    let r = baseline_only(dir, &td, &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert_eq!(
         std::fs::read_to_string(outside.path().join("out.txt")).unwrap(),
@@ -310,13 +297,5 @@ fn a_build_script_s_daemon_does_not_outlive_the_build() {
     let r = run(dir, &args, &[]);
     assert_eq!(r.code, Some(0), "{}", r.all());
     assert!(r.stderr.contains("baseline built"), "{}", r.all());
-    let left = std::process::Command::new("pgrep")
-        .args(["-f", &format!("sleep {marker}")])
-        .output()
-        .unwrap();
-    assert!(
-        left.stdout.is_empty(),
-        "left running: {}",
-        String::from_utf8_lossy(&left.stdout)
-    );
+    assert_none_running(&format!("sleep {marker}"));
 }

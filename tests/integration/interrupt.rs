@@ -6,7 +6,7 @@
 //! answered within 2 s), so no verdict depends on a timer's figure.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -102,17 +102,7 @@ fn a_signal_ends_the_run_killing_every_child_and_a_rerun_reuses_what_finished() 
             std::fs::remove_file(e.path()).unwrap();
         }
         let err = marks.path().join("..").join(format!("stderr-{signal}"));
-        let mut child = Command::new(tool())
-            .args(["optimize", "--spec", "hold.toml"])
-            .current_dir(dir)
-            .env_remove("CARGO_TARGET_DIR")
-            .env("SLOW_AHEAD_MARKERS", m)
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_marked(dir, ["optimize", "--spec", "hold.toml"], m, &err);
         // A workload running and a build running ahead, both waiting forever.
         let workload = wait_for_marker(marks.path(), "workload-", Duration::from_secs(300));
         let build = wait_for_marker(marks.path(), "build-", Duration::from_secs(300));
@@ -198,18 +188,9 @@ fn a_budget_bounds_the_run_when_a_build_ahead_never_ends() {
     let err = marks.path().join("..").join("stderr-budget");
     let budget = 15.0;
     let start = Instant::now();
-    let mut child = Command::new(tool())
-        .args(["optimize", "--budget", "15s", "--target-dir"])
-        .arg(td.path())
-        .current_dir(tmp.path())
-        .env_remove("CARGO_TARGET_DIR")
-        .env("SLOW_AHEAD_MARKERS", m)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
+    let args = ["optimize", "--budget", "15s", "--target-dir"].map(std::ffi::OsStr::new);
+    let args = args.into_iter().chain([td.path().as_os_str()]);
+    let mut child = spawn_marked(tmp.path(), args, m, &err);
     let limit = Duration::from_secs_f64(budget + 2.0 + 20.0);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {

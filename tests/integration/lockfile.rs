@@ -4,7 +4,7 @@
 //! `cargo::lockfile`.)
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -46,17 +46,7 @@ fn holding_check(dir: &Path, marks: &Path) -> std::process::Child {
     );
     std::fs::write(dir.join("hold.toml"), spec).unwrap();
     let err = marks.join("stderr");
-    let mut child = Command::new(tool())
-        .args(["optimize", "check", "--spec", "hold.toml"])
-        .current_dir(dir)
-        .env_remove("CARGO_TARGET_DIR")
-        .env("SLOW_AHEAD_MARKERS", m)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_marked(dir, ["optimize", "check", "--spec", "hold.toml"], m, &err);
     let start = Instant::now();
     let running = || {
         let names = std::fs::read_dir(marks).unwrap().flatten();
