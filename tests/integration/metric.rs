@@ -53,7 +53,11 @@ fn a_printed_per_step_time_is_compared_instead_of_the_wall_time_both_shown() {
         let shown = "the metric (ms, lower is better); wall time ";
         assert!(r.stdout.contains(shown), "{}", r.stdout);
     }
-    let bin = |tag: &str| td.join("optimize/latest/bin").join(tag);
+    // Each candidate's binary, as the report names it (`bin/<tag>/<name>`).
+    let bin = |tag: &str| {
+        let path = stage(&report, tag).binary.clone();
+        std::path::PathBuf::from(path.unwrap_or_else(|| panic!("no {tag} binary")))
+    };
     let (a, b) = (bin("baseline"), bin("pgo"));
     let args = [
         "optimize",
