@@ -688,7 +688,7 @@ mod tests {
         assert!(msvc.contains("MSVC"), "{msvc}");
     }
 
-    /// `rustc --print cfg` of x86_64 Linux with glibc, and with musl: the ripgrep case.
+    /// `rustc --print cfg` of x86_64 Linux with glibc, and with musl: a CLI that declares its allocator for musl only.
     fn linux(env: &str) -> Vec<String> {
         [
             "unix",
@@ -762,8 +762,8 @@ mod tests {
         assert_eq!(plain.name, "GLOBAL_ALLOCATOR");
     }
 
-    /// ripgrep's `main.rs` declares jemalloc for 64-bit musl only: on glibc it has none, so
-    /// the stage measures mimalloc there, and the item is left out where ripgrep's is
+    /// A binary that declares jemalloc for 64-bit musl only: on glibc it has none, so
+    /// the stage measures mimalloc there, and the item is left out where the binary's is
     /// compiled (a musl build of the applied program has one allocator).
     #[test]
     fn an_allocator_only_for_musl_is_not_refused_on_glibc_and_the_item_yields_to_it() {
@@ -781,7 +781,7 @@ mod tests {
             with.ends_with("fn main() {}\n\n// The global allocator `cargo optimize` measured faster for this program.\n// Left out where this file's own allocator is compiled.\n#[cfg(not(all(target_env = \"musl\", target_pointer_width = \"64\")))]\n#[global_allocator]\nstatic GLOBAL_ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;\n"),
             "{with}"
         );
-        // The edited file, re-read for musl, has exactly ripgrep's allocator; for glibc ours.
+        // The edited file, re-read for musl, has exactly the binary's allocator; for glibc ours.
         let ours = |cfg: &[String]| {
             (root::scan(&with, cfg).unwrap().allocators.iter())
                 .filter(|d| d.active)

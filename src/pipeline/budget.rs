@@ -748,7 +748,7 @@ mod tests {
         assert_eq!(b.overrun_bound(), None, "no costs known yet");
         assert!(!b.spent());
         assert_eq!(b.deadline() - b.started, Duration::from_secs(60));
-        // resvg's: a block of 4 runs of 9.67 s passes max-time, so a first look is one
+        // Costs of a slow program: a block of 4 runs of 9.67 s passes max-time, so a first look is one
         // block of each of the 3 workloads (116 s); the comparison running when the budget
         // is spent and then the final confirmation: 232 s.
         b.learn(renderer());
