@@ -250,7 +250,8 @@ fn offline_without_the_allocator_s_crate_cached_the_stage_is_skipped_saying_so()
 
 /// When the alloc stage follows PGO, its candidate (the PGO build with the allocator) is
 /// built beside the PGO build, not after the PGO build's timing, and the stage takes that
-/// build. On `pgo-bolt-wins`, whose PGO build is several-fold faster, so PGO is kept.
+/// build. On `pgo-bolt-wins`, whose PGO build is planted faster; whichever way its verdict
+/// goes under load, what each outcome builds is asserted.
 #[test]
 fn after_pgo_the_allocator_s_candidate_is_built_beside_the_pgo_build() {
     let _guard = shared();
@@ -264,17 +265,24 @@ fn after_pgo_the_allocator_s_candidate_is_built_beside_the_pgo_build() {
     assert!(matches!(r.code, Some(0 | 1)), "{}", r.all());
     let report = latest_report(&td);
     let pgo = stage(&report, "pgo");
-    assert_eq!(pgo.status, Status::Kept, "{pgo:#?}");
     let err = r.stderr.as_str();
     assert!(
         err.contains("building ahead, beside the run: alloc (mimalloc)"),
         "{err}"
     );
-    assert!(err.contains("alloc (mimalloc) built ahead in"), "{err}");
     let row = stage(&report, "alloc");
+    let on_pgo = settings(row).rustflags == settings(pgo).rustflags;
+    // A loaded machine can leave PGO's planted gain inconclusive: then the build started
+    // ahead on it is stopped (or, finished already, unused) and the allocator is built on
+    // the baseline instead.
+    match pgo.status {
+        Status::Kept => {
+            assert!(err.contains("alloc (mimalloc) built ahead in"), "{err}");
+            assert!(on_pgo, "{row:#?}\n{pgo:#?}");
+        }
+        _ => assert!(!on_pgo, "{row:#?}\n{pgo:#?}"),
+    }
     assert_eq!(row.verified, Some(true), "{row:#?}");
-    // The PGO build (its profile among the flags) with the allocator.
-    assert_eq!(settings(row).rustflags, settings(pgo).rustflags);
     assert_eq!(settings(row).allocator.as_deref(), Some("mimalloc"));
 }
 
