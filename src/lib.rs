@@ -33,6 +33,7 @@ pub(crate) mod render;
 pub(crate) mod report;
 pub(crate) mod spec;
 pub(crate) mod stage;
+pub(crate) mod stages;
 pub(crate) mod store;
 pub(crate) mod sys;
 pub mod testing;

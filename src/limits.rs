@@ -17,7 +17,7 @@ const MAX_FN_LINES: usize = 80;
 const MAX_FILE_LINES: usize = 800;
 
 /// The file's lines, each under `#[cfg(test)]` as `None`.
-fn non_test(text: &str) -> Vec<Option<&str>> {
+pub(crate) fn non_test(text: &str) -> Vec<Option<&str>> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::with_capacity(lines.len());
     let mut i = 0;

@@ -13,6 +13,7 @@ use anyhow::Context as _;
 use super::{Edited, ManifestEdit, Winner};
 use crate::cargo::alloc::{self, Allocator};
 use crate::report::{Report, Status};
+use crate::stages::{label_of, Changes};
 
 /// The winner's allocator, `None` without one; an allocator this version does not know is
 /// an error (a report of a newer version).
@@ -113,7 +114,7 @@ fn kept_row<'r>(report: &'r Report, a: &Allocator) -> Option<&'r crate::report::
         .stages
         .iter()
         .rev()
-        .filter(|s| s.name == "alloc" && s.status == Status::Kept)
+        .filter(|s| s.name == label_of(Changes::Allocator) && s.status == Status::Kept)
         .find(|s| s.settings.as_ref().and_then(|v| v.allocator.as_deref()) == Some(a.name))
 }
 

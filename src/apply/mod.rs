@@ -39,6 +39,7 @@ use crate::cargo::Workspace;
 use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::context::DirLock;
 use crate::report::{self, Report, Status};
+use crate::stages::{label_of, Changes};
 
 mod allocator;
 mod manifest;
@@ -161,13 +162,14 @@ impl Winner {
     /// relocations a PGO build links with, ready for a BOLT stage, are not wanted in a build
     /// without BOLT, so they are not among them.
     fn other_flags(&self) -> Vec<String> {
+        let bolt = label_of(Changes::CodeLayout);
         self.stage_rustflags
             .iter()
             .filter(|f| {
                 !(f.starts_with("-Ctarget-cpu=")
                     || f.starts_with("-Cprofile-use=")
                     || f.as_str() == PGO_WARN
-                    || (f.as_str() == crate::cargo::EMIT_RELOCS_FLAG && self.stage != "bolt"))
+                    || (f.as_str() == crate::cargo::EMIT_RELOCS_FLAG && self.stage != bolt))
             })
             .cloned()
             .collect()
@@ -403,7 +405,7 @@ fn plan(
     if let Some(src) = win.profile_use() {
         let dest = project
             .package_dir
-            .join("pgo")
+            .join(label_of(Changes::TrainingProfile))
             .join(format!("{}.profdata", win.bin));
         let new = profile::checked(report, run_dir, caches, &src)?;
         changes.push(ManifestEdit {
@@ -426,7 +428,7 @@ fn plan(
             &mut notes,
         )?);
     }
-    if win.stage == "bolt" {
+    if win.stage == label_of(Changes::CodeLayout) {
         notes.push(format!(
             "the winner was post-processed by BOLT, which no cargo setting reproduces: the settings written here are those of the build BOLT started from; the BOLT-optimized binary is {}",
             win.binary

@@ -325,7 +325,8 @@ fn own_allocator(project: &Project, root: &Path, cfg: &[String]) -> Option<(Path
 
 /// The folder of `name`'s private copy of the workspace.
 fn copy_dir(project: &Project, name: &str) -> PathBuf {
-    project.target_dir.join("optimize").join("alloc").join(name)
+    let alloc = crate::stages::label_of(crate::stages::Changes::Allocator);
+    project.target_dir.join("optimize").join(alloc).join(name)
 }
 
 /// The project a build of `settings` compiles: `project` itself, or with an allocator its

@@ -33,7 +33,8 @@ use crate::cache::VerdictCache;
 use crate::cli::{CheckArgs, GlobalArgs};
 use crate::context::{Candidate, Context, DirLock, RunDir};
 use crate::pipeline::{measure, Plan};
-use crate::spec::{Spec, StageName};
+use crate::spec::Spec;
+use crate::stages::StageName;
 use crate::verify::{self, Reference, Verifier};
 use gate::{judge, BudgetCheck, Judgement, Mean};
 use render::Format;
@@ -155,7 +156,7 @@ fn build_new(ctx: &Context, plan: &Plan) -> anyhow::Result<Candidate> {
 
 fn candidate(binary: PathBuf, size_bytes: u64, plan: &Plan, build_seconds: f64) -> Candidate {
     Candidate {
-        stage: StageName::Baseline,
+        stage: StageName::BASELINE,
         binary,
         settings: plan.baseline.clone(),
         size_bytes,

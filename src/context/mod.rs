@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cargo::{self, BuildSettings};
 use crate::process::{self, Outcome};
-use crate::spec::{Spec, StageName, Workload};
+use crate::spec::{Spec, Workload};
+use crate::stages::StageName;
 use crate::ui::Ui;
 use facts::StageFacts;
 pub(crate) use plan::Plan;

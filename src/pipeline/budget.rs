@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 
 use crate::bench::runner::LADDER_MIN_PAIRS;
 use crate::report::Projection;
-use crate::spec::StageName;
+use crate::stage::Count;
+use crate::stages::StageName;
 
 /// Fifteen minutes. A typical crate (builds of a minute or less, workloads of a second or
 /// less) climbs every stage well within it. A crate with minute-long builds and 10 s
@@ -35,25 +36,6 @@ use crate::spec::StageName;
 /// figures of the crates that set these rules; `--quick` and `--budget` are the shorter
 /// runs).
 pub(crate) const DEFAULT: Duration = Duration::from_secs(900);
-
-/// How many levels the cpu stage may try: the spec's list, else a level and `native`.
-pub(crate) fn cpu_levels(spec: &crate::spec::Spec) -> usize {
-    spec.stages.cpu.as_ref().map_or(2, Vec::len)
-}
-
-/// How many levels the cpu stage builds at least: the spec's list, else one (`native` is
-/// built only when the level before it is kept).
-pub(crate) fn cpu_least(spec: &crate::spec::Spec) -> usize {
-    spec.stages.cpu.as_ref().map_or(1, Vec::len)
-}
-
-/// How many flags the fp stage may try: the spec's list, else the default ones.
-pub(crate) fn fp_flags(spec: &crate::spec::Spec) -> usize {
-    spec.stages
-        .fp
-        .as_ref()
-        .map_or(crate::stage::fp::DEFAULT_FLAGS.len(), Vec::len)
-}
 
 /// What one piece of work costs, in seconds, as the baseline showed.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -145,54 +127,25 @@ struct LadderShape {
     comparisons: f64,
 }
 
-/// The shape of `stage` when it builds `n` candidates (the profile search's settings, the
-/// cpu stage's levels, the fp flags, the allocators, the C compilers; ignored by pgo and
-/// bolt, which build what they build).
+/// The shape of `stage` when it builds `n` candidates (its row's `shape`): a build, a
+/// verification and a comparison per candidate (at least the row's `at_least`), and the
+/// builds, trainings and instrumented eval runs besides.
 fn shape(stage: StageName, n: usize) -> LadderShape {
-    let each = |n: usize| {
-        let n = n as f64;
-        (n, n, 0.0, 0.0, n)
-    };
-    let (builds, verifications, trainings, evals, comparisons) = match stage {
-        // A build, a verification and a comparison per setting the search tries (at least
-        // one: `max`), per level, per flag.
-        StageName::Profile | StageName::Cpu | StageName::Fp => each(n.max(1)),
-        // A build (of the workspace's private copy, cold), a verification and a comparison
-        // per allocator; per C compiler (none for a program without C). None when the list
-        // is empty.
-        StageName::Alloc | StageName::CCompiler => each(n),
-        // Instrumented + optimized builds, the training and the eval coverage pass; with C,
-        // the whole-program build and its comparison too.
-        StageName::Pgo => {
-            let n = n.max(1) as f64;
-            (1.0 + n, n, 1.0, 2.0, n)
-        }
-        StageName::Bolt => (1.0, 1.0, 1.0, 0.0, 1.0),
-        StageName::Baseline => (0.0, 0.0, 0.0, 0.0, 0.0),
-    };
+    let row = stage.row().shape;
+    let n = n.max(row.at_least) as f64;
     LadderShape {
-        builds,
-        verifications,
-        trainings,
-        evals,
-        comparisons,
+        builds: row.extra_builds + n,
+        verifications: n,
+        trainings: row.trainings,
+        evals: row.evals,
+        comparisons: n,
     }
 }
 
-/// Which stages get time first when not all fit: by the gain they usually bring (PGO's is
-/// the largest, BOLT's on top of it and the fp flags' the smallest: fp's is a few percent
-/// at most, on float-bound loops only, and it pays a build per flag).
+/// Which stages get time first when not all fit: by the gain they usually bring (the
+/// table's `priority`).
 fn priority(stage: StageName) -> u8 {
-    match stage {
-        StageName::Pgo => 3,
-        StageName::Cpu => 2,
-        StageName::Profile => 1,
-        StageName::Fp
-        | StageName::CCompiler
-        | StageName::Alloc
-        | StageName::Bolt
-        | StageName::Baseline => 0,
-    }
+    stage.row().priority
 }
 
 pub(crate) struct Budget {
@@ -203,61 +156,39 @@ pub(crate) struct Budget {
     /// ([`Budget::hold`]): those cost no build, so a re-run of what the last run built is
     /// not refused stages for builds it will not make.
     cached: Cell<f64>,
-    cpu_levels: usize,
-    /// How many flags the fp stage may try ([`fp_flags`]; set after [`Budget::new`]).
-    pub fp_flags: usize,
-    /// How many allocators the alloc stage tries (`[stages] alloc`; set after
-    /// [`Budget::new`]).
-    pub allocs: usize,
-    /// How many C compilers the c-compiler stage tries: 1 when the program's build graph
-    /// compiles C or C++, else 0 (set after [`Budget::new`]).
-    pub c_compilers: usize,
-    /// How many settings the profile stage builds (`stage::profile::candidates`; 1 until
-    /// set after [`Budget::new`]).
-    pub profiles: usize,
-    /// How many of those it builds at least (`stage::profile::least`: the search stops
-    /// after `max` when `max` is not kept).
-    pub profiles_least: usize,
-    /// How many levels the cpu stage builds at least ([`cpu_least`]; as many as it may
-    /// until set after [`Budget::new`]).
-    pub cpu_least: usize,
+    /// How many candidates each stage builds (its contract's `count`); a stage not in
+    /// it builds none.
+    counts: BTreeMap<StageName, Count>,
     /// The spec's `max-time` per workload: a comparison's first look never runs past it by
     /// more than one block of runs.
     spec_max: Duration,
 }
 
 impl Budget {
-    /// A budget of `total` counted from now; `cpu_levels` is how many levels the cpu stage
-    /// may try, `spec_max` the spec's `max-time`.
-    pub(crate) fn new(total: Duration, cpu_levels: usize, spec_max: Duration) -> Self {
+    /// A budget of `total` counted from now; `counts` how many candidates each stage
+    /// builds, `spec_max` the spec's `max-time`.
+    pub(crate) fn new(
+        total: Duration,
+        counts: BTreeMap<StageName, Count>,
+        spec_max: Duration,
+    ) -> Self {
         Budget {
             total,
             started: Instant::now(),
             costs: Cell::new(None),
             cached: Cell::new(0.0),
-            cpu_levels,
-            fp_flags: crate::stage::fp::DEFAULT_FLAGS.len(),
-            allocs: crate::spec::DEFAULT_ALLOC.len(),
-            c_compilers: 0,
-            profiles: 1,
-            profiles_least: 1,
-            cpu_least: cpu_levels,
+            counts,
             spec_max,
         }
     }
 
     /// How many candidates `stage` builds (`least`: at the fewest).
     fn candidates(&self, stage: StageName, least: bool) -> usize {
-        match stage {
-            StageName::Profile if least => self.profiles_least,
-            StageName::Profile => self.profiles,
-            StageName::Cpu if least => self.cpu_least,
-            StageName::Cpu => self.cpu_levels,
-            StageName::Fp => self.fp_flags,
-            StageName::Alloc => self.allocs,
-            StageName::CCompiler => self.c_compilers,
-            StageName::Pgo => 1 + self.c_compilers,
-            StageName::Bolt | StageName::Baseline => 1,
+        let count = self.counts.get(&stage).copied();
+        let count = count.unwrap_or(Count::exactly(0));
+        match least {
+            true => count.least,
+            false => count.most,
         }
     }
 
@@ -419,7 +350,7 @@ impl Budget {
         let mut then = Vec::new();
         // As the ladder asks: the final comparison's first look is kept once a stage may
         // have been kept before (from the baseline, not for the first stage).
-        let mut chained = stage != StageName::Baseline;
+        let mut chained = stage != StageName::BASELINE;
         for (i, &next) in to_come.iter().enumerate() {
             let (own, reserved, _) = self.needs(&c, next, &to_come[i + 1..], chained);
             if left > own + reserved {
@@ -720,6 +651,18 @@ pub(crate) fn left_out(stages: &[StageName], whole: &Projection, budget_secs: f6
 mod tests {
     use super::*;
 
+    /// What a default spec's stages build: the preset, two CPU levels, the default fp
+    /// flags, mimalloc, no C, PGO's build and BOLT's.
+    fn counts() -> BTreeMap<StageName, Count> {
+        let fp = crate::stage::fp::DEFAULT_FLAGS.len();
+        let n = [1, 2, fp, 0, 1, 1, 1];
+        StageName::TRIED
+            .into_iter()
+            .zip(n)
+            .map(|(s, n)| (s, Count::exactly(n)))
+            .collect()
+    }
+
     fn costs() -> Costs {
         Costs {
             build: 60.0,
@@ -744,7 +687,7 @@ mod tests {
 
     #[test]
     fn the_run_goes_past_its_budget_by_two_first_looks_at_most() {
-        let b = Budget::new(Duration::from_secs(60), 2, Duration::from_secs(30));
+        let b = Budget::new(Duration::from_secs(60), counts(), Duration::from_secs(30));
         assert_eq!(b.overrun_bound(), None, "no costs known yet");
         assert!(!b.spent());
         assert_eq!(b.deadline() - b.started, Duration::from_secs(60));
@@ -761,7 +704,7 @@ mod tests {
             eval: 0.005,
             eval_workloads: 1,
         };
-        let b = Budget::new(Duration::from_nanos(1), 2, Duration::from_secs(3));
+        let b = Budget::new(Duration::from_nanos(1), counts(), Duration::from_secs(3));
         b.learn(quick);
         assert!((b.overrun_bound().unwrap() - 0.08).abs() < 1e-12);
         std::thread::sleep(Duration::from_millis(2));
@@ -777,7 +720,7 @@ mod tests {
             StageName::Bolt,
         ];
         // What 15 minutes leave after that crate's baseline (~205 s).
-        let b = Budget::new(Duration::from_secs(695), 2, Duration::from_secs(30));
+        let b = Budget::new(Duration::from_secs(695), counts(), Duration::from_secs(30));
         assert!(
             b.affords(StageName::Pgo, &[], false).is_ok(),
             "no costs known: anything left will do"
@@ -794,7 +737,7 @@ mod tests {
         assert!(b.affords(StageName::Cpu, &stages[2..], false).is_err());
         assert!(b.affords(StageName::Pgo, &stages[3..], false).is_ok());
         // BOLT after a kept pgo: its own 232 s and the final comparison's first look.
-        let after = Budget::new(Duration::from_secs(271), 2, Duration::from_secs(30));
+        let after = Budget::new(Duration::from_secs(271), counts(), Duration::from_secs(30));
         after.learn(renderer());
         let e = after.affords(StageName::Bolt, &[], true).unwrap_err();
         assert!(
@@ -807,11 +750,11 @@ mod tests {
         );
         // What 10 minutes leave after the baseline (395 s) buys pgo alone; 5 minutes (95 s)
         // no stage at all.
-        let ten = Budget::new(Duration::from_secs(395), 2, Duration::from_secs(30));
+        let ten = Budget::new(Duration::from_secs(395), counts(), Duration::from_secs(30));
         ten.learn(renderer());
         assert!(ten.affords(StageName::Pgo, &stages[3..], false).is_ok());
         assert!(ten.affords(StageName::Cpu, &stages[2..], false).is_err());
-        let five = Budget::new(Duration::from_secs(95), 2, Duration::from_secs(30));
+        let five = Budget::new(Duration::from_secs(95), counts(), Duration::from_secs(30));
         five.learn(renderer());
         assert!(five.affords(StageName::Pgo, &stages[3..], false).is_err());
     }
@@ -828,7 +771,7 @@ mod tests {
             eval_workloads: 2,
         };
         let stages = [StageName::Profile, StageName::Cpu, StageName::Pgo];
-        let b = Budget::new(Duration::from_secs(300), 2, Duration::from_secs(30));
+        let b = Budget::new(Duration::from_secs(300), counts(), Duration::from_secs(30));
         b.learn(slow);
         assert!(b.affords(StageName::Profile, &stages[1..], false).is_err());
         let cold = project(&slow, &stages, &b, Duration::from_secs(30), 0.02);
@@ -851,7 +794,7 @@ mod tests {
     /// on that crate), what is left still pays for BOLT's 232 s and the final first look.
     #[test]
     fn the_stages_expected_next_are_those_left_paid_for() {
-        let b = Budget::new(Duration::from_secs(600), 2, Duration::from_secs(30));
+        let b = Budget::new(Duration::from_secs(600), counts(), Duration::from_secs(30));
         assert_eq!(
             b.then(StageName::Pgo, &[StageName::Bolt]),
             vec![StageName::Bolt],
@@ -859,7 +802,7 @@ mod tests {
         );
         b.learn(renderer());
         assert!(b.then(StageName::Pgo, &[StageName::Bolt]).is_empty());
-        let more = Budget::new(Duration::from_secs(1200), 2, Duration::from_secs(30));
+        let more = Budget::new(Duration::from_secs(1200), counts(), Duration::from_secs(30));
         more.learn(renderer());
         assert_eq!(
             more.then(StageName::Pgo, &[StageName::Bolt]),
@@ -869,7 +812,7 @@ mod tests {
         // pgo's 334 s (higher priority) and the final comparison's first look (116 s: if cpu
         // is kept, pgo climbs on it) come to 818 s. pgo and then bolt do (resvg's run tried
         // cpu and native with only pgo's own cost kept, and then had no time for pgo).
-        let run = Budget::new(Duration::from_secs(800), 2, Duration::from_secs(30));
+        let run = Budget::new(Duration::from_secs(800), counts(), Duration::from_secs(30));
         run.learn(renderer());
         let all = [
             StageName::Profile,
@@ -886,7 +829,7 @@ mod tests {
             run.then(StageName::Baseline, &all),
             vec![StageName::Pgo, StageName::Bolt]
         );
-        let more_run = Budget::new(Duration::from_secs(900), 2, Duration::from_secs(30));
+        let more_run = Budget::new(Duration::from_secs(900), counts(), Duration::from_secs(30));
         more_run.learn(renderer());
         assert_eq!(
             more_run.then(StageName::Baseline, &all),
@@ -905,14 +848,18 @@ mod tests {
     #[test]
     fn a_comparison_gets_its_share_of_what_is_left_after_the_work_to_come() {
         let spec_max = Duration::from_secs(30);
-        let b = Budget::new(Duration::from_secs(3600), 2, spec_max);
+        let b = Budget::new(Duration::from_secs(3600), counts(), spec_max);
         b.learn(costs());
         // Plenty left: the spec's max-time.
         assert_eq!(
             b.share(spec_max, &[StageName::Pgo], Decides::Keep).max_time,
             spec_max
         );
-        let tight = Budget::new(Duration::from_secs(1000), 2, Duration::from_secs(120));
+        let tight = Budget::new(
+            Duration::from_secs(1000),
+            counts(),
+            Duration::from_secs(120),
+        );
         tight.learn(Costs {
             eval: 0.3,
             ..costs()
@@ -925,7 +872,7 @@ mod tests {
         let f = (tight.share(Duration::from_secs(900), &[], Decides::Final)).max_time;
         assert!((f.as_secs_f64() - 1000.0 / 3.0).abs() < 1.0, "{f:?}");
         // Never below a first look (4 pairs × 2 runs × 8 s per workload).
-        let spent = Budget::new(Duration::from_millis(1), 2, Duration::from_secs(100));
+        let spent = Budget::new(Duration::from_millis(1), counts(), Duration::from_secs(100));
         spent.learn(costs());
         let t = (spent.share(Duration::from_secs(100), &[], Decides::Keep)).max_time;
         assert_eq!(t.as_secs_f64(), 64.0);
@@ -936,7 +883,7 @@ mod tests {
         let spec_max = Duration::from_secs(30);
         // ripgrep's: 77 s builds, two eval workloads of ~0.2 s a run.
         let rg = |left: u64| {
-            let b = Budget::new(Duration::from_secs(left), 2, spec_max);
+            let b = Budget::new(Duration::from_secs(left), counts(), spec_max);
             b.learn(Costs {
                 build: 77.0,
                 verify: 0.5,
@@ -987,7 +934,7 @@ mod tests {
         let spec_max = Duration::from_secs(30);
         // The renderer's ~10 s runs: 30 s buys one block (2 pairs) of each workload, 116 s
         // in all; 4 pairs take 232 s, 116 s more.
-        let roomy = Budget::new(Duration::from_secs(600), 2, spec_max);
+        let roomy = Budget::new(Duration::from_secs(600), counts(), spec_max);
         roomy.learn(renderer());
         let keep = roomy.share(spec_max, &[], Decides::Keep);
         assert_eq!((keep.max_time, keep.pairs_past_max_time), (spec_max, 0));
@@ -1004,14 +951,14 @@ mod tests {
         let s = roomy.share(spec_max, &[StageName::Bolt], Decides::Ship);
         assert_eq!(s.pairs_past_max_time, 4);
         // What is left does not pay for it: the share, as for any other comparison.
-        let tight = Budget::new(Duration::from_secs(400), 2, spec_max);
+        let tight = Budget::new(Duration::from_secs(400), counts(), spec_max);
         tight.learn(renderer());
         assert_eq!(
             tight.share(spec_max, &[StageName::Bolt], Decides::Ship),
             tight.share(spec_max, &[StageName::Bolt], Decides::Keep)
         );
         // Short runs finish their pairs within max-time anyway.
-        let quick = Budget::new(Duration::from_secs(600), 2, spec_max);
+        let quick = Budget::new(Duration::from_secs(600), counts(), spec_max);
         quick.learn(Costs {
             eval: 0.3,
             ..costs()
@@ -1026,7 +973,7 @@ mod tests {
 
     #[test]
     fn the_projection_adds_up_the_stages_and_says_what_precision_buys() {
-        let b = Budget::new(Duration::from_secs(600), 2, Duration::from_secs(10));
+        let b = Budget::new(Duration::from_secs(600), counts(), Duration::from_secs(10));
         let c = Costs {
             build: 2.0,
             verify: 1.0,
@@ -1061,8 +1008,11 @@ mod tests {
         // only after a kept level, the fewest builds are five of nine: the low end counts
         // those (rhai, whose release profile is `max` already: projected 7m 38s–12m 52s
         // from nine builds, took 3m 5s).
-        let mut b9 = Budget::new(Duration::from_secs(600), 2, Duration::from_secs(10));
-        (b9.profiles, b9.cpu_least) = (4, 1);
+        let mut b9 = Budget::new(Duration::from_secs(600), counts(), Duration::from_secs(10));
+        b9.counts
+            .insert(StageName::Profile, Count { least: 1, most: 4 });
+        b9.counts
+            .insert(StageName::Cpu, Count { least: 1, most: 2 });
         b9.learn(c);
         let p9 = project(&c, &stages, &b9, Duration::from_secs(10), 0.02);
         assert_eq!((p9.builds, p9.least_builds), (9.0, Some([5.0, 10.0])));

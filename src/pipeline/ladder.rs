@@ -19,8 +19,8 @@ use crate::cache::VerdictCache;
 use crate::cargo::CargoError;
 use crate::context::{Candidate, Context};
 use crate::report::{Settings, StageReport, Status};
-use crate::spec::StageName;
 use crate::stage::{self, Build, Offer, Rival, StageError, Standing};
+use crate::stages::{label_of, Changes, StageName};
 use crate::verify::{Concluded, Rejection, TimedCheck, Untimed, Verifier};
 
 mod preview;
@@ -196,11 +196,11 @@ impl<'a> Ladder<'a> {
         if !self.budget.spent() {
             self.ctx.start_deferred();
         }
-        if name == StageName::Profile {
+        if name.row().changes == Changes::ProfileSettings {
             self.note_cheaper_profile();
-        }
-        if name == StageName::Profile && explain {
-            self.explain_profile();
+            if explain {
+                self.explain_profile();
+            }
         }
         Ok(())
     }
@@ -267,7 +267,7 @@ impl<'a> Ladder<'a> {
         let Some(cand) = self.built(name, offer.variant, candidate, offer.rival) else {
             return Ok(());
         };
-        let fp = (name == StageName::Fp).then(|| cand.clone());
+        let fp = (name.row().changes == Changes::FpFlags).then(|| cand.clone());
         self.verify_and_measure(&row, cand, offer.rival)?;
         if let Some(cand) = fp {
             self.note_drift(&cand);
@@ -484,7 +484,8 @@ impl<'a> Ladder<'a> {
     /// `beaten`: a raced offer that would be kept but another of its race was faster (its
     /// label) — dropped, saying so.
     fn decide(&mut self, cand: Candidate, rival: Rival, m: Measured, beaten: Option<&str>) {
-        let trade = (cand.stage == StageName::Alloc).then(|| resources_note(&m.per_workload));
+        let trade = (cand.stage.row().changes == Changes::Allocator)
+            .then(|| resources_note(&m.per_workload));
         for (w, c) in &m.per_workload {
             self.per_workload
                 .entry(w.clone())
@@ -624,7 +625,12 @@ impl<'a> Ladder<'a> {
             };
             Ok(measure::measure(ctx, baseline, c, verifier, terms, cache, None)?.estimate)
         });
-        if let Some(r) = self.rows.iter_mut().rev().find(|r| r.name == "profile") {
+        if let Some(r) = self
+            .rows
+            .iter_mut()
+            .rev()
+            .find(|r| r.name == label_of(Changes::ProfileSettings))
+        {
             r.facts.explain = Some(explained);
         }
     }
@@ -633,9 +639,9 @@ impl<'a> Ladder<'a> {
     /// afterwards came out within the margin and builds in under 90 % of its time: a note
     /// naming the cheapest such one, and `cheaper_alternative` in its facts.
     fn note_cheaper_profile(&mut self) {
-        let Some(w) =
-            (self.rows.iter()).rposition(|r| r.name == "profile" && r.status == Status::Kept)
-        else {
+        let Some(w) = (self.rows.iter()).rposition(|r| {
+            r.name == label_of(Changes::ProfileSettings) && r.status == Status::Kept
+        }) else {
             return;
         };
         let winner_build = self.rows[w].build_seconds.unwrap_or(0.0);
@@ -646,13 +652,16 @@ impl<'a> Ladder<'a> {
             )
         };
         let cheaper = (self.rows[w + 1..].iter())
-            .filter(|r| r.name == "profile" && r.status == Status::Dropped)
+            .filter(|r| r.name == label_of(Changes::ProfileSettings) && r.status == Status::Dropped)
             .filter_map(|r| Some((r, r.vs_best?, r.build_seconds?)))
             .filter(|(_, e, b)| within(e.verdict) && *b < 0.9 * winner_build)
             .min_by(|x, y| x.2.total_cmp(&y.2))
             .map(|(r, e, b)| {
                 (
-                    crate::context::label("profile", r.facts.variant.as_deref()),
+                    crate::context::label(
+                        label_of(Changes::ProfileSettings),
+                        r.facts.variant.as_deref(),
+                    ),
                     e.ratio,
                     b,
                 )
@@ -663,7 +672,10 @@ impl<'a> Ladder<'a> {
         let note = stage::profile::cheaper_note((&label, ratio, secs), winner_build);
         self.ctx.ui().info(&format!(
             "{}: {note}",
-            crate::context::label("profile", self.rows[w].facts.variant.as_deref())
+            crate::context::label(
+                label_of(Changes::ProfileSettings),
+                self.rows[w].facts.variant.as_deref()
+            )
         ));
         self.rows[w].notes.push(note);
         self.rows[w].facts.cheaper_alternative = Some(label);

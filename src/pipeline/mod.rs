@@ -163,7 +163,7 @@ fn show(plan: &Plan, run: &RunDir, report: &Report, not_tried: &[String]) -> any
 /// stages the budget pays for as far as it can tell yet: no build is wasted on a stage the
 /// ladder will not try.
 fn build_ahead(plan: &Plan, ctx: &Context, budget: &Budget) {
-    let affordable = budget.then(crate::spec::StageName::Baseline, &plan.spec.stages.try_);
+    let affordable = budget.then(crate::stages::StageName::BASELINE, &plan.spec.stages.try_);
     ctx.build_ahead_groups(stage::ahead(ctx, &affordable, &plan.baseline));
 }
 
@@ -180,24 +180,13 @@ fn cached_share(plan: &Plan, ctx: &Context) -> f64 {
     held as f64 / likely.len() as f64
 }
 
-/// The run's budget, with how many candidates the cpu, fp and profile stages may build.
+/// The run's budget, with how many candidates each stage tried builds (its contract's
+/// count).
 fn run_budget(plan: &Plan) -> Budget {
-    let mut budget = Budget::new(
-        plan.budget,
-        budget::cpu_levels(&plan.spec),
-        plan.spec.bench.max_time,
-    );
-    budget.fp_flags = budget::fp_flags(&plan.spec);
-    budget.allocs = plan.spec.stages.alloc.len();
-    budget.c_compilers = usize::from(
-        plan.spec.stages.tries(crate::spec::StageName::CCompiler)
-            && !crate::cargo::cc::packages_of(&plan.project).is_empty()
-            && crate::toolchain::clang::find(&plan.rustc).is_ok(),
-    );
-    budget.profiles = stage::profile::candidates(&plan.spec.stages);
-    budget.profiles_least = stage::profile::least(&plan.spec.stages);
-    budget.cpu_least = budget::cpu_least(&plan.spec);
-    budget
+    let counts = (plan.spec.stages.try_.iter())
+        .map(|&s| (s, stage::contract(s).count(plan)))
+        .collect();
+    Budget::new(plan.budget, counts, plan.spec.bench.max_time)
 }
 
 fn announce(plan: &Plan, run: &RunDir) {
@@ -385,7 +374,7 @@ fn project_and_say(
     // stage on what is left then, which on a crate of slow builds and workloads can be far
     // less than the whole ladder's projection.
     let all: Vec<_> = plan.spec.stages.try_.clone();
-    let fit = budget.then(crate::spec::StageName::Baseline, &all);
+    let fit = budget.then(crate::stages::StageName::BASELINE, &all);
     let max = plan.spec.bench.max_time;
     let p = budget::project(&costs, &fit, budget, max, 0.02);
     let secs = plan.budget.as_secs_f64();
@@ -411,8 +400,9 @@ fn dry_run(plan: &Plan) -> i32 {
     let spec = &plan.spec;
     // The c-compiler stage makes no row for a program without C: the plan leaves it out.
     let no_c = crate::cargo::cc::packages_of(&plan.project).is_empty();
+    let c = crate::stages::changing(crate::stages::Changes::CCompiler);
     let stages: Vec<&str> = (spec.stages.try_.iter())
-        .filter(|s| !(no_c && **s == crate::spec::StageName::CCompiler))
+        .filter(|s| !(no_c && **s == c))
         .map(|s| s.as_str())
         .collect();
     let (train, eval) = (

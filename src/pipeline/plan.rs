@@ -16,7 +16,8 @@ use crate::cargo::{self, BuildSettings, CargoError, Project, Workspace};
 use crate::cli::{GlobalArgs, RunArgs};
 pub(crate) use crate::context::plan::Plan;
 use crate::process;
-use crate::spec::{self, Spec, StageName};
+use crate::spec::{self, Spec};
+use crate::stages::{changing, Changes};
 use crate::toolchain::{self, Rustc, Tool};
 use crate::ui::Ui;
 
@@ -199,14 +200,17 @@ impl Plan {
             Err(warning) => plan.ui.warn(&warning),
         }
         let stages = &plan.spec.stages;
-        plan.find_tools(stages.tries(StageName::Pgo), stages.tries(StageName::Bolt))?;
+        let (pgo, bolt) = (
+            changing(Changes::TrainingProfile),
+            changing(Changes::CodeLayout),
+        );
+        plan.find_tools(stages.tries(pgo), stages.tries(bolt))?;
         if let Some(file) = &args.pgo_profile {
             let llvm_profdata = plan.llvm_profdata.as_ref();
             let checked = given_profile(file, &plan.spec, llvm_profdata, &plan.rustc)?;
             plan.pgo_profile = Some(checked);
         }
         plan.resolve_target(g)?;
-        check_fp_flags(&plan.spec, &plan.rustc, &plan.optimize_dir)?;
         plan.budget = plan.spec.bench.budget.unwrap_or(super::budget::DEFAULT);
         plan.explain = args.explain;
         plan.fresh = args.fresh;
@@ -222,11 +226,9 @@ impl Plan {
         let triple =
             (target.as_ref().map(|t| t.triple.clone())).unwrap_or_else(|| self.rustc.host.clone());
         let spec = &self.spec;
-        if let (true, Some(names)) = (spec.stages.tries(StageName::Cpu), &spec.stages.cpu) {
-            if let Some((i, why)) = crate::stage::cpu::unknown_name(&triple, names) {
-                let line = spec.stages.cpu_lines.get(i).copied().unwrap_or(0);
-                anyhow::bail!("{}:{line}: [stages] cpu: {why}", spec.path.display());
-            }
+        // Each stage's own keys, checked against this target and toolchain.
+        for &stage in &spec.stages.try_ {
+            crate::stage::contract(stage).check(self, &triple)?;
         }
         let cfg = target_cfg(&triple);
         self.baseline.user_rustflags = cargo::user_rustflags_here(&triple, &cfg)?;
@@ -261,7 +263,11 @@ fn given_profile(
     rustc: &Rustc,
 ) -> anyhow::Result<PathBuf> {
     let flag = format!("--pgo-profile {}", file.display());
-    if !spec.stages.try_.contains(&StageName::Pgo) {
+    if !spec
+        .stages
+        .try_
+        .contains(&changing(Changes::TrainingProfile))
+    {
         anyhow::bail!("{flag}: this run does not try the pgo stage (--stages, [stages] try), so no build would use the profile\n  fix: add pgo to the stages, e.g. --stages pgo");
     }
     let path = crate::util::absolute(file);
@@ -287,28 +293,6 @@ fn given_profile(
     }
 }
 
-/// `[stages] fp`, when the fp stage is tried: each flag one this rustc's LLVM accepts
-/// (`toolchain::llvm_args`), else exit 2 naming the spec's line.
-fn check_fp_flags(spec: &Spec, rustc: &Rustc, optimize_dir: &Path) -> anyhow::Result<()> {
-    let (true, Some(flags)) = (spec.stages.tries(StageName::Fp), &spec.stages.fp) else {
-        return Ok(());
-    };
-    let Ok(options) = toolchain::llvm_args::llvm_options(rustc, optimize_dir) else {
-        return Ok(()); // the stage's rows say so
-    };
-    for (i, flag) in flags.iter().enumerate() {
-        if let Err(why) = options.accepts(flag) {
-            let line = spec.stages.fp_lines.get(i).copied().unwrap_or(0);
-            anyhow::bail!(
-                "{}:{line}: [stages] fp: \"{flag}\": {why}\n  fix: list options from `rustc -Cllvm-args=--help-hidden`, e.g. {}",
-                spec.path.display(),
-                crate::stage::fp::DEFAULT_FLAGS.join(", ")
-            );
-        }
-    }
-    Ok(())
-}
-
 /// A quick run's default budget (`--quick` without `--budget`).
 pub(crate) const QUICK_BUDGET: std::time::Duration = std::time::Duration::from_secs(120);
 
@@ -316,7 +300,7 @@ pub(crate) const QUICK_BUDGET: std::time::Duration = std::time::Duration::from_s
 /// (a matrix's other combinations still train, but are not timed); a budget of
 /// [`QUICK_BUDGET`] unless `--budget` gave one.
 fn quick(spec: &mut Spec, budget_given: bool) {
-    spec.stages.try_ = vec![StageName::Pgo];
+    spec.stages.try_ = vec![changing(Changes::TrainingProfile)];
     spec.stages.try_explicit = true;
     if !budget_given {
         spec.bench.budget = Some(QUICK_BUDGET);
@@ -388,7 +372,7 @@ mod tests {
         .unwrap();
         let mut s = spec::load(&path).unwrap();
         quick(&mut s, false);
-        assert_eq!(s.stages.try_, [StageName::Pgo]);
+        assert_eq!(s.stages.try_, [crate::stages::StageName::Pgo]);
         assert!(s.stages.try_explicit);
         assert_eq!(s.bench.budget, Some(QUICK_BUDGET));
         let timed: Vec<&str> = (s.workloads.iter().filter(|w| w.eval))

@@ -133,7 +133,8 @@ pub(crate) fn cells(
 
 /// A cell's stages off Linux: BOLT rewrites Linux ELF binaries only.
 fn without_bolt(stages: &str) -> String {
-    let kept: Vec<&str> = stages.split(',').filter(|s| *s != "bolt").collect();
+    let bolt = crate::stages::label_of(crate::stages::Changes::CodeLayout);
+    let kept: Vec<&str> = stages.split(',').filter(|s| *s != bolt).collect();
     match kept.is_empty() {
         true => "none".into(),
         false => kept.join(","),

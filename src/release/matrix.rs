@@ -14,7 +14,8 @@ use crate::cargo::cc::CBuild;
 use crate::cargo::{BuildSettings, Features, Project};
 use crate::cli::ReleaseArgs;
 use crate::report::{self, Status};
-use crate::spec::{Flavor, ReleaseSpec, StageName};
+use crate::spec::{Flavor, ReleaseSpec};
+use crate::stages::{self, changing, Changes, StageName};
 
 /// The CPU level every release has: no `-Ctarget-cpu`, runs on any machine of the target.
 pub(crate) const PORTABLE: &str = "portable";
@@ -43,8 +44,7 @@ impl LastRun {
                 .iter()
                 .any(|s| s.name == name && s.status == Status::Kept)
         };
-        let stages = [StageName::Pgo, StageName::Bolt]
-            .into_iter()
+        let stages = (stages::released().into_iter())
             .filter(|s| kept(s.as_str()))
             .collect();
         let settings = fin.settings.as_ref();
@@ -244,11 +244,13 @@ fn stages(i: &Inputs, origin: &mut Vec<String>) -> anyhow::Result<Vec<StageName>
         for s in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
             match s {
                 "none" => {}
-                "pgo" => out.push(StageName::Pgo),
-                "bolt" => out.push(StageName::Bolt),
-                other => bail!(
-                    "--stages: `{other}` is not a release stage\n  fix: give pgo, bolt, or none (profile overrides are [release] profile; CPU levels are --cpu)"
-                ),
+                other => match StageName::tried(other).filter(|s| s.row().release) {
+                    Some(stage) => out.push(stage),
+                    None => bail!(
+                        "--stages: `{other}` is not a release stage\n  fix: give {}, or none (profile overrides are [release] profile; CPU levels are --cpu)",
+                        names(&stages::released())
+                    ),
+                },
             }
         }
         out.sort();
@@ -270,8 +272,9 @@ fn stages(i: &Inputs, origin: &mut Vec<String>) -> anyhow::Result<Vec<StageName>
             Ok(last.stages.clone())
         }
         None => {
-            origin.push("stages: pgo (no earlier run to take them from; `cargo optimize` measures which ones pay off)".into());
-            Ok(vec![StageName::Pgo])
+            let pgo = changing(Changes::TrainingProfile);
+            origin.push(format!("stages: {pgo} (no earlier run to take them from; `cargo optimize` measures which ones pay off)"));
+            Ok(vec![pgo])
         }
     }
 }
@@ -464,11 +467,11 @@ impl Matrix {
                         settings,
                         cannot_run,
                         runner: None,
-                        pgo: runs && self.stages.contains(&StageName::Pgo),
+                        pgo: runs && self.stages.contains(&changing(Changes::TrainingProfile)),
                         c_profile: c.is_some_and(|c| {
                             c.flags.iter().any(|f| f.starts_with("-fprofile-use="))
                         }),
-                        bolt: runs && self.stages.contains(&StageName::Bolt),
+                        bolt: runs && self.stages.contains(&changing(Changes::CodeLayout)),
                     });
                 }
                 groups.push(Group {

@@ -19,8 +19,9 @@ use crate::cargo::{BuildSettings, Built};
 use crate::context::{Candidate, Context, RunDir};
 use crate::jobs::{Graph, JobOutcome};
 use crate::pipeline::plan::Plan;
-use crate::spec::{Spec, StageName};
+use crate::spec::Spec;
 use crate::stage::{self, pgo, StageError};
+use crate::stages::{changing, label_of, Changes};
 use crate::verify::Reference;
 
 /// One job.
@@ -92,7 +93,8 @@ pub(crate) fn graph(artifacts: &[Artifact], groups: &[Group]) -> Graph<Step> {
             );
         }
         if a.bolt {
-            last = g.add("bolt", format!("{} BOLT", a.label), &[last], Step::Bolt(ai));
+            let bolt = label_of(Changes::CodeLayout);
+            last = g.add(bolt, format!("{} BOLT", a.label), &[last], Step::Bolt(ai));
         }
         if let (None, Some(r)) = (&a.cannot_run, records[a.group]) {
             last = g.add(
@@ -210,7 +212,9 @@ impl Release<'_> {
             }),
             Step::Train(a) => self.in_artifact(a, |art, ctx| {
                 let built = self.state().instrumented[a].take().ok_or_else(missing)?;
-                let profile = pgo::train_instrumented(ctx, &art.settings, built, "pgo", &art.label);
+                let pgo_label = label_of(Changes::TrainingProfile);
+                let profile =
+                    pgo::train_instrumented(ctx, &art.settings, built, pgo_label, &art.label);
                 self.count(ctx);
                 self.state().profiles[a] = Some(profile?);
                 Ok(())
@@ -218,8 +222,8 @@ impl Release<'_> {
             Step::Optimize(a) => self.in_artifact(a, |art, ctx| self.optimize(a, art, ctx)),
             Step::Build(a) => self.in_artifact(a, |art, ctx| {
                 let settings = art.settings.clone();
-                let built =
-                    stage::build_candidate(ctx, StageName::Profile, settings, Default::default());
+                let name = changing(Changes::ProfileSettings);
+                let built = stage::build_candidate(ctx, name, settings, Default::default());
                 self.count(ctx);
                 self.state().binaries[a] = Some(built?.0);
                 Ok(())

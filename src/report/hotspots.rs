@@ -112,7 +112,7 @@ pub(crate) fn pgo_profile(
 ) -> Option<PgoProfile> {
     let with_profile: Vec<_> = stages
         .iter()
-        .filter(|s| s.name == "pgo")
+        .filter(|s| s.name == crate::stages::label_of(crate::stages::Changes::TrainingProfile))
         .filter(|s| s.facts.profile.is_some() || s.facts.profile_fit.is_some())
         // Another program's profile (`--pgo-profile`) says nothing about this one's work.
         .filter(|s| !s.facts.profile_fit.as_ref().is_some_and(|f| f.foreign()))

@@ -4,14 +4,16 @@
 
 use super::{FinalChoice, Report, Settings, Status};
 use crate::bench::Estimate;
+use crate::stages::{label_of, Changes};
 
 /// Stages kept on top of a cpu candidate are missing from the portable alternative: say
 /// which, and how to get a portable build with them.
 pub(crate) fn portable_hint(report: &Report) -> Option<String> {
+    let cpu = label_of(Changes::TargetCpu);
     let on_cpu: Vec<&str> = report
         .stages
         .iter()
-        .filter(|st| st.status == Status::Kept && st.name != "cpu")
+        .filter(|st| st.status == Status::Kept && st.name != cpu)
         .filter(|st| {
             st.settings
                 .as_ref()
@@ -33,7 +35,7 @@ pub(crate) fn portable_hint(report: &Report) -> Option<String> {
     let mut without_cpu: Vec<&str> = Vec::new();
     for st in &report.stages {
         let n = st.name.as_str();
-        if n != "baseline" && n != "cpu" && !without_cpu.contains(&n) {
+        if n != label_of(Changes::Nothing) && n != cpu && !without_cpu.contains(&n) {
             without_cpu.push(n);
         }
     }

@@ -30,6 +30,8 @@ pub(crate) use raw::PROFILE_KEYS;
 pub(crate) use release::Flavor;
 pub(crate) use release::ReleaseSpec;
 use validate::Validator;
+
+use crate::stages::StageName;
 /// File name looked up next to the package's Cargo.toml.
 pub(crate) const SPEC_FILE: &str = "optimize.toml";
 
@@ -52,61 +54,6 @@ pub(crate) struct Spec {
     /// `[release]`: what `cargo optimize release` builds (`Default` when absent).
     pub release: ReleaseSpec,
     pub workloads: Vec<Workload>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum StageName {
-    Baseline,
-    Profile,
-    Cpu,
-    /// Floating-point codegen flags (`-Cllvm-args=…`): opt-in, since they change results.
-    Fp,
-    /// The compiler `cc` gives C and C++ (`clang` of rustc's LLVM, `cargo::cc`): its own
-    /// candidate before pgo, so whole-program PGO is measured apart from the switch.
-    CCompiler,
-    Pgo,
-    /// The global allocator (`cargo::alloc`): after PGO, before BOLT, which then lays out
-    /// the allocator's code too.
-    Alloc,
-    Bolt,
-}
-
-impl StageName {
-    /// The stages a run can try, in the order they run (the baseline always runs first).
-    pub(crate) const TRIED: [StageName; 7] = [
-        StageName::Profile,
-        StageName::Cpu,
-        StageName::Fp,
-        StageName::CCompiler,
-        StageName::Pgo,
-        StageName::Alloc,
-        StageName::Bolt,
-    ];
-
-    /// The stage named `name` among [`StageName::TRIED`].
-    pub(crate) fn tried(name: &str) -> Option<StageName> {
-        Self::TRIED.into_iter().find(|s| s.as_str() == name)
-    }
-
-    pub(crate) const fn as_str(&self) -> &'static str {
-        match self {
-            StageName::Baseline => "baseline",
-            StageName::Profile => "profile",
-            StageName::Cpu => "cpu",
-            StageName::Fp => "fp",
-            StageName::CCompiler => "c-compiler",
-            StageName::Pgo => "pgo",
-            StageName::Alloc => "alloc",
-            StageName::Bolt => "bolt",
-        }
-    }
-}
-
-impl std::fmt::Display for StageName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -554,14 +501,14 @@ const MAX_STEM: usize = 100;
 impl Stages {
     /// Whether `stage` is to be tried (baseline always is).
     pub(crate) fn tries(&self, stage: StageName) -> bool {
-        stage == StageName::Baseline || self.try_.contains(&stage)
+        stage == StageName::BASELINE || self.try_.contains(&stage)
     }
 }
 
 impl Default for Stages {
     fn default() -> Self {
         Stages {
-            try_: DEFAULT_TRY.to_vec(),
+            try_: crate::stages::by_default(),
             try_explicit: false,
             profile: ProfileChoice::Preset("max".to_owned()),
             cpu: None,
@@ -595,17 +542,6 @@ impl Default for BenchConfig {
 
 /// Default `[[workload]] timeout`.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Default `[stages] try`, in pipeline order: every stage but `fp`, which changes
-/// floating-point results and is tried only when the spec asks (`try` or `fp = [...]`).
-pub(crate) const DEFAULT_TRY: [StageName; 6] = [
-    StageName::Profile,
-    StageName::Cpu,
-    StageName::CCompiler,
-    StageName::Pgo,
-    StageName::Alloc,
-    StageName::Bolt,
-];
 
 /// Default `[stages] alloc`: mimalloc only. jemalloc is one line away, but its build
 /// (jemalloc's own configure and make) took 76 s on a 2-core VM, another build beside it,
@@ -674,7 +610,10 @@ pub(crate) fn parse_try(names: &[&str]) -> Result<Vec<StageName>, TryListError> 
             let list: Vec<&str> = sorted.iter().map(|s| s.as_str()).collect();
             return Err(err(
                 i,
-                format!("stage \"{stage}\" must come before \"{later}\": stages run in the order profile, cpu, fp, c-compiler, pgo, alloc, bolt"),
+                format!(
+                    "stage \"{stage}\" must come before \"{later}\": stages run in the order {}",
+                    validate::STAGE_NAMES.join(", ")
+                ),
                 format!("write them in that order: {}", list.join(", ")),
             ));
         }
@@ -873,7 +812,7 @@ mod tests {
         assert_eq!(spec.path, f.dir.path().join(SPEC_FILE));
         assert_eq!(spec.bin, None);
         assert_eq!(spec.package, None);
-        assert_eq!(spec.stages.try_, DEFAULT_TRY.to_vec());
+        assert_eq!(spec.stages.try_, crate::stages::by_default());
         assert_eq!(spec.stages.profile, ProfileChoice::Preset("max".into()));
         assert_eq!(spec.stages.cpu, None);
         assert!(!spec.stages.allow_panic_abort);

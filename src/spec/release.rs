@@ -12,7 +12,8 @@ use toml::Spanned;
 
 use super::raw::{RawFlavor, RawRelease};
 use super::validate::{did_you_mean, Validator};
-use super::{clean_path, ProfileChoice, SpecError, StageName, Workload};
+use super::{clean_path, ProfileChoice, SpecError, Workload};
+use crate::stages::{self, Changes, StageName};
 
 /// What `cargo optimize release` builds. `Default` when the spec has no `[release]`.
 #[derive(Debug, Clone, Default)]
@@ -54,8 +55,14 @@ impl Flavor {
     }
 }
 
-/// The stages a release may list, in the order they run.
-const RELEASE_STAGES: [&str; 2] = [StageName::Pgo.as_str(), StageName::Bolt.as_str()];
+/// `"pgo" and "bolt"`: names quoted, the last two joined by "and".
+fn quoted(names: &[&str]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    match q.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => q.concat(),
+    }
+}
 
 /// At most this many workload names are listed in a fix.
 const LISTED_NAMES: usize = 8;
@@ -225,32 +232,36 @@ impl Validator<'_> {
         }
     }
 
-    /// `[release] stages`: "pgo" and "bolt" only, each once; returned in the order they run.
+    /// `[release] stages`: those a release carries (`stages::released`) only, each once;
+    /// returned in the order they run.
     fn release_stages(&self, list: &[Spanned<String>]) -> Result<Vec<StageName>, SpecError> {
+        let released = stages::released();
+        let names: Vec<&str> = released.iter().map(|s| s.as_str()).collect();
+        let only = format!("only {} apply to a release", quoted(&names));
         let mut out: Vec<StageName> = Vec::new();
         for item in list {
             let name = item.get_ref().as_str();
             let stage = match StageName::tried(name) {
-                Some(s @ (StageName::Pgo | StageName::Bolt)) => s,
-                Some(StageName::Profile) => {
+                Some(s) if s.row().release => s,
+                Some(s) if s.row().changes == Changes::ProfileSettings => {
                     return Err(self.at(
                         item,
-                        "stage \"profile\" cannot be listed in [release] stages: only \"pgo\" and \"bolt\" apply to a release",
+                        format!("stage \"{name}\" cannot be listed in [release] stages: {only}"),
                         Some("set `profile` in [release] instead".into()),
                     ))
                 }
-                Some(StageName::Cpu) => {
+                Some(s) if s.row().changes == Changes::TargetCpu => {
                     return Err(self.at(
                         item,
-                        "stage \"cpu\" cannot be listed in [release] stages: only \"pgo\" and \"bolt\" apply to a release",
+                        format!("stage \"{name}\" cannot be listed in [release] stages: {only}"),
                         Some("list CPU levels in `cpu` instead".into()),
                     ))
                 }
                 _ => {
                     return Err(self.at(
                         item,
-                        format!("unknown release stage \"{name}\": only \"pgo\" and \"bolt\" apply to a release"),
-                        Some(super::validate::choices_fix(name, &RELEASE_STAGES, "release stages")),
+                        format!("unknown release stage \"{name}\": {only}"),
+                        Some(super::validate::choices_fix(name, &names, "release stages")),
                     ))
                 }
             };

@@ -14,9 +14,10 @@ use super::raw::{
     RawBench, RawDuration, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable,
 };
 use super::{
-    BenchConfig, BoltMode, Expect, ProfileChoice, SpecError, StageName, Stages, Workload,
-    WorkloadBudget, PROFILE_PRESETS,
+    BenchConfig, BoltMode, Expect, ProfileChoice, SpecError, Stages, Workload, WorkloadBudget,
+    PROFILE_PRESETS,
 };
+use crate::stages::{self, Changes, StageName};
 use crate::util::indent;
 
 mod toml_message;
@@ -311,7 +312,7 @@ impl<'a> Validator<'a> {
                 .collect(),
         );
         if !stages.try_explicit {
-            stages.try_.push(StageName::Fp);
+            stages.try_.push(stages::changing(Changes::FpFlags));
             stages.try_.sort();
         }
         Ok(())
@@ -337,7 +338,9 @@ impl<'a> Validator<'a> {
             .map(|a| self.line(a.span().start))
             .collect();
         if names.is_empty() && !stages.try_explicit {
-            stages.try_.retain(|s| *s != StageName::Alloc);
+            stages
+                .try_
+                .retain(|s| s.row().changes != Changes::Allocator);
         }
         stages.alloc = names;
         Ok(())
@@ -543,13 +546,16 @@ impl<'a> Validator<'a> {
                 Some("add \"eval\" to `use` in at least one workload (the default is [\"train\", \"eval\"])".into()),
             ));
         }
-        if !out.iter().any(|w| w.train)
-            && (stages.tries(StageName::Pgo) || stages.tries(StageName::Bolt))
-        {
+        if !out.iter().any(|w| w.train) && stages.try_.iter().any(|s| s.row().trains) {
+            let trained: Vec<&str> = (StageName::TRIED.iter())
+                .filter(|s| s.row().trains)
+                .map(|s| s.as_str())
+                .collect();
+            let names = trained.join(" and ");
             return Err(self.invalid(
                 first,
-                "no workload is used for \"train\", which the pgo and bolt stages need",
-                Some("add \"train\" to `use` in at least one workload, or leave pgo and bolt out of [stages] try".into()),
+                format!("no workload is used for \"train\", which the {names} stages need"),
+                Some(format!("add \"train\" to `use` in at least one workload, or leave {names} out of [stages] try")),
             ));
         }
         Ok((out, budgets))
@@ -1068,7 +1074,7 @@ mod tests {
 
     #[test]
     fn alloc_lists_known_allocators_an_empty_one_leaves_the_stage_out() {
-        use super::super::StageName::Alloc;
+        use crate::stages::StageName::Alloc;
         let f = Fixture::new();
         let spec = f.ok(ONE);
         assert!(spec.stages.tries(Alloc));
@@ -1100,7 +1106,7 @@ mod tests {
 
     #[test]
     fn fp_flags_opt_in_and_bad_ones_name_their_place() {
-        use super::super::StageName::{Alloc, Bolt, CCompiler, Cpu, Fp, Pgo, Profile};
+        use crate::stages::StageName::{Alloc, Bolt, CCompiler, Cpu, Fp, Pgo, Profile};
         let f = Fixture::new();
         // Not tried by default; listing flags opts in, in the stages' order.
         assert!(!f.ok(ONE).stages.tries(Fp));

@@ -25,7 +25,21 @@ use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cargo::alloc::{self, Allocator};
 use crate::cargo::BuildSettings;
 use crate::context::facts::{AllocRoot, StageFacts};
-use crate::spec::StageName;
+use crate::stages::StageName;
+
+/// The alloc stage's contract.
+pub(crate) struct Alloc;
+
+impl super::Stage for Alloc {
+    fn offers<'c>(&self, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+        offers(ctx, standing)
+    }
+
+    /// A candidate per allocator of `[stages] alloc`.
+    fn count(&self, plan: &crate::context::Plan) -> super::Count {
+        super::Count::exactly(plan.spec.stages.alloc.len())
+    }
+}
 
 /// One offer per allocator of `[stages] alloc`, each built on the best so far.
 pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {

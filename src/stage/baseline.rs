@@ -8,14 +8,36 @@
 
 use std::path::PathBuf;
 
-use super::{Candidate, Context, StageError};
+use super::{Ahead, Candidate, Context, Count, Offer, StageError, Standing};
 use crate::cargo::BuildSettings;
-use crate::spec::StageName;
+use crate::context::Plan;
+use crate::stages::StageName;
+
+/// The baseline's contract: it offers nothing (the pipeline builds it first, [`build`]),
+/// costs the ladder nothing, and the builds ahead are guessed on it.
+pub(crate) struct Baseline;
+
+impl super::Stage for Baseline {
+    fn offers<'c>(&self, _ctx: &'c Context, _standing: &Standing) -> Vec<Offer<'c>> {
+        Vec::new()
+    }
+
+    fn count(&self, _plan: &Plan) -> Count {
+        Count::exactly(0)
+    }
+
+    fn ahead(&self, _ctx: &Context, _stages: &[StageName], best: &BuildSettings) -> Ahead {
+        Ahead {
+            groups: Vec::new(),
+            then_on: Some(best.clone()),
+        }
+    }
+}
 
 pub(crate) fn build(ctx: &Context, settings: BuildSettings) -> Result<Candidate, StageError> {
     let user_profile = profile_use(&settings.user_rustflags);
     let (mut cand, built) =
-        super::build_candidate(ctx, StageName::Baseline, settings, Default::default())?;
+        super::build_candidate(ctx, StageName::BASELINE, settings, Default::default())?;
     if let Some(profile) = user_profile {
         let mut fit = super::pgo::profile_fit(&built.stderr, &profile);
         if fit.changed_functions > 0 {

@@ -19,7 +19,7 @@ use super::{Candidate, Context, Offer, StageError, Standing};
 use crate::cargo::cc::{self, CBuild};
 use crate::cargo::BuildSettings;
 use crate::context::facts::{CCode, StageFacts};
-use crate::spec::StageName;
+use crate::stages::StageName;
 use crate::toolchain::clang::Clang;
 use crate::toolchain::ToolError;
 
@@ -59,6 +59,23 @@ impl CProgram {
             Ok(clang) => CProgram::Clang { packages, clang },
             Err(why) => CProgram::NoClang { packages, why },
         }
+    }
+}
+
+/// The c-compiler stage's contract.
+pub(crate) struct CCompiler;
+
+impl super::Stage for CCompiler {
+    fn offers<'c>(&self, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+        offers(ctx, standing)
+    }
+
+    /// One candidate when the program's build graph compiles C or C++ and rustc's clang is
+    /// there, else none.
+    fn count(&self, plan: &crate::context::Plan) -> super::Count {
+        let c = !cc::packages_of(&plan.project).is_empty()
+            && crate::toolchain::clang::find(&plan.rustc).is_ok();
+        super::Count::exactly(usize::from(c))
     }
 }
 

@@ -17,7 +17,7 @@ use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cargo::{target_cpu_of, BuildSettings};
 use crate::context::facts::StageFacts;
 use crate::process;
-use crate::spec::StageName;
+use crate::stages::StageName;
 use crate::toolchain::{CpuFacts, X86Level};
 
 /// One candidate per target-cpu the spec lists (or the default ones), each against the
@@ -262,6 +262,46 @@ fn settings_for(best: &BuildSettings, name: &str) -> BuildSettings {
         .rustflags
         .retain(|f| target_cpu_of(std::slice::from_ref(f)).is_none());
     settings.with_rustflags([format!("-Ctarget-cpu={name}")])
+}
+
+/// The cpu stage's contract.
+pub(crate) struct Cpu;
+
+impl super::Stage for Cpu {
+    fn offers<'c>(&self, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+        offers(ctx, standing)
+    }
+
+    /// The spec's list, else a level and `native` (built only when the level is kept).
+    fn count(&self, plan: &crate::context::Plan) -> super::Count {
+        let list = plan.spec.stages.cpu.as_ref().map(Vec::len);
+        super::Count {
+            least: list.unwrap_or(1),
+            most: list.unwrap_or(2),
+        }
+    }
+
+    /// Its levels on `best` (on the candidate `best` is, when that is not the baseline);
+    /// the stages after it are not guessed.
+    fn ahead(&self, ctx: &Context, _stages: &[StageName], best: &BuildSettings) -> super::Ahead {
+        let on = (*best != ctx.plan.baseline).then(|| best.clone());
+        super::Ahead {
+            groups: vec![(on, ahead(ctx, best))],
+            then_on: None,
+        }
+    }
+
+    /// `[stages] cpu`: every name one rustc knows for `triple`.
+    fn check(&self, plan: &crate::context::Plan, triple: &str) -> anyhow::Result<()> {
+        let Some(names) = &plan.spec.stages.cpu else {
+            return Ok(());
+        };
+        if let Some((i, why)) = unknown_name(triple, names) {
+            let line = plan.spec.stages.cpu_lines.get(i).copied().unwrap_or(0);
+            anyhow::bail!("{}:{line}: [stages] cpu: {why}", plan.spec.path.display());
+        }
+        Ok(())
+    }
 }
 
 /// The settings [`offers`] builds at once on top of `best` (for [`super::ahead`]): every

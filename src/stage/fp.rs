@@ -21,7 +21,7 @@
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::context::facts::StageFacts;
 use crate::process;
-use crate::spec::StageName;
+use crate::stages::StageName;
 
 /// The flags tried when the spec lists none, in this order.
 pub(crate) const DEFAULT_FLAGS: [&str; 5] = [
@@ -31,6 +31,45 @@ pub(crate) const DEFAULT_FLAGS: [&str; 5] = [
     "--enable-no-signed-zeros-fp-math",
     "--denormal-fp-math=positive-zero",
 ];
+
+/// The fp stage's contract.
+pub(crate) struct Fp;
+
+impl super::Stage for Fp {
+    fn offers<'c>(&self, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+        offers(ctx, standing)
+    }
+
+    /// A candidate per flag: the spec's list, else the default ones.
+    fn count(&self, plan: &crate::context::Plan) -> super::Count {
+        let flags = plan.spec.stages.fp.as_ref().map(Vec::len);
+        super::Count::exactly(flags.unwrap_or(DEFAULT_FLAGS.len()))
+    }
+
+    /// `[stages] fp`: each flag one this rustc's LLVM accepts (`toolchain::llvm_args`),
+    /// else exit 2 naming the spec's line.
+    fn check(&self, plan: &crate::context::Plan, _triple: &str) -> anyhow::Result<()> {
+        let spec = &plan.spec;
+        let Some(flags) = &spec.stages.fp else {
+            return Ok(());
+        };
+        let options = crate::toolchain::llvm_args::llvm_options(&plan.rustc, &plan.optimize_dir);
+        let Ok(options) = options else {
+            return Ok(()); // the stage's rows say so
+        };
+        for (i, flag) in flags.iter().enumerate() {
+            if let Err(why) = options.accepts(flag) {
+                let line = spec.stages.fp_lines.get(i).copied().unwrap_or(0);
+                anyhow::bail!(
+                    "{}:{line}: [stages] fp: \"{flag}\": {why}\n  fix: list options from `rustc -Cllvm-args=--help-hidden`, e.g. {}",
+                    spec.path.display(),
+                    DEFAULT_FLAGS.join(", ")
+                );
+            }
+        }
+        Ok(())
+    }
+}
 
 /// One offer per flag, each built on the best so far when the ladder reaches it.
 pub(crate) fn offers<'c>(ctx: &'c Context, _standing: &Standing) -> Vec<Offer<'c>> {

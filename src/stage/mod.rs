@@ -1,8 +1,6 @@
-//! The stages of the ladder. Every stage module has the same entry point:
-//!
-//! ```text
-//! pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>>
-//! ```
+//! The stages of the ladder: one module each, behind one contract, [`Stage`]; what the rest
+//! of the tool knows of a stage is its row of `stages::TABLE`. [`contract`] is the one
+//! exhaustive `match` from a stage's name to its module. A stage's [`Stage::offers`]:
 //!
 //! It builds one or more candidates on top of the ladder's standing (the best so far and
 //! the best portable one) and returns them as [`Offer`]s, each with the candidate
@@ -11,8 +9,7 @@
 //! stage's `native` after the x86-64 level) is built when the ladder reaches it, and so is
 //! one built on the best so far as it is then ([`Build::OnBest`]: the fp stage's flags, each
 //! on the ones kept before it). Offers independent of each other that share a rival are
-//! [`Build::Raced`]: built together, then measured together in one race. [`offers`]
-//! dispatches by stage name with one `match`.
+//! [`Build::Raced`]: built together, then measured together in one race.
 //!
 //! Two tracks: an offer's rival is the best so far ([`Rival::Best`]) or the best portable
 //! one ([`Rival::Portable`]): pgo offers a second, portable candidate when the best picks a
@@ -40,9 +37,71 @@ pub(crate) mod fp;
 pub(crate) mod pgo;
 pub(crate) mod profile;
 
-use crate::context::RunError;
+use crate::context::{ahead::Wanted, Plan, RunError};
 pub(crate) use crate::context::{Candidate, Context};
-use crate::{cargo, process, spec::StageName};
+use crate::stages::{Refines, StageName};
+use crate::{cargo, process};
+
+/// The one contract of a stage. Its facts (name, order, priority, what it refines, who
+/// verifies it) are its row of `stages::TABLE`; this is what it does.
+pub(crate) trait Stage: Sync {
+    /// Its candidates, each with the candidate it must beat, built on the standing.
+    fn offers<'c>(&self, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>>;
+
+    /// How many candidates it builds, for the budget.
+    fn count(&self, _plan: &Plan) -> Count {
+        Count { least: 1, most: 1 }
+    }
+
+    /// The builds it will most likely ask for on `best`, started ahead beside the baseline's
+    /// (`stages`: those the run tries).
+    fn ahead(&self, _ctx: &Context, _stages: &[StageName], _best: &cargo::BuildSettings) -> Ahead {
+        Ahead::default()
+    }
+
+    /// Its spec keys checked against the toolchain and the target (`triple`) before
+    /// anything is built: an error names the spec's line.
+    fn check(&self, _plan: &Plan, _triple: &str) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// The contract of stage `name`: every stage has an arm, so a new one cannot be left out.
+pub(crate) fn contract(name: StageName) -> &'static dyn Stage {
+    match name {
+        StageName::Baseline => &baseline::Baseline,
+        StageName::Profile => &profile::Profile,
+        StageName::Cpu => &cpu::Cpu,
+        StageName::Fp => &fp::Fp,
+        StageName::CCompiler => &ccompiler::CCompiler,
+        StageName::Pgo => &pgo::Pgo,
+        StageName::Alloc => &alloc::Alloc,
+        StageName::Bolt => &bolt::Bolt,
+    }
+}
+
+/// How many candidates a stage builds: at least (its offers after the first may depend on
+/// the first being kept) and at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Count {
+    pub least: usize,
+    pub most: usize,
+}
+
+impl Count {
+    pub(crate) const fn exactly(n: usize) -> Count {
+        Count { least: n, most: n }
+    }
+}
+
+/// What a stage builds ahead: groups of builds, each with the candidate it builds on when
+/// that one is not decided yet (when the ladder drops it, its group is stopped); and the
+/// settings the next stages' builds ahead are guessed on, when they can be guessed at all.
+#[derive(Default)]
+pub(crate) struct Ahead {
+    pub groups: Vec<(Option<cargo::BuildSettings>, Wanted)>,
+    pub then_on: Option<cargo::BuildSettings>,
+}
 
 /// What the ladder holds when a stage starts.
 pub(crate) struct Standing<'a> {
@@ -113,75 +172,48 @@ impl Offer<'_> {
     }
 }
 
-/// Whether `stage`'s candidate (`variant`) refines the stage it climbs on (`on`): `native`
-/// on top of a kept x86-64 level (this CPU's extra features and tuning), BOLT on top of PGO,
-/// and the profile search's settings after `max` (cheaper builds, rarely faster than it).
-/// A refinement usually gains a few percent at most and costs size or portability, so it is
-/// timed for less (`pipeline::measure`) and kept only when *faster* (`pipeline::ladder`).
-/// BOLT on a build without PGO is no refinement: it lays out code no profile has laid out
-/// yet, and a gain of a few percent there is worth keeping.
+/// Whether `stage`'s candidate (`variant`) refines the stage it climbs on (`on`), as its
+/// row says: `native` on top of a kept x86-64 level (this CPU's extra features and tuning),
+/// BOLT on top of PGO, and the profile search's settings after `max` (cheaper builds, rarely
+/// faster than it). A refinement usually gains a few percent at most and costs size or
+/// portability, so it is timed for less (`pipeline::measure`) and kept only when *faster*
+/// (`pipeline::ladder`). BOLT on a build without PGO is no refinement: it lays out code no
+/// profile has laid out yet, and a gain of a few percent there is worth keeping.
 pub(crate) fn refines(stage: StageName, variant: Option<&str>, on: StageName) -> bool {
-    match (stage, variant) {
-        (StageName::Cpu, Some("native")) => on == StageName::Cpu,
-        (StageName::Profile, Some(_)) => on == StageName::Profile,
-        (StageName::Bolt, _) => on == StageName::Pgo,
-        _ => false,
+    match stage.row().refines {
+        Refines::Nothing => false,
+        Refines::ItsOwn(named) => {
+            on == stage && variant.is_some_and(|v| named.is_none_or(|n| n == v))
+        }
+        Refines::Kept(what) => on.row().changes == what,
     }
 }
 
 /// The offers of stage `name` (none for the baseline, which the pipeline builds first).
 pub(crate) fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
-    match name {
-        StageName::Baseline => Vec::new(),
-        StageName::Profile => profile::offers(ctx, standing),
-        StageName::Cpu => cpu::offers(ctx, standing),
-        StageName::Fp => fp::offers(ctx, standing),
-        StageName::CCompiler => ccompiler::offers(ctx, standing),
-        StageName::Pgo => pgo::offers(ctx, standing),
-        StageName::Alloc => alloc::offers(ctx, standing),
-        StageName::Bolt => bolt::offers(ctx, standing),
-    }
+    contract(name).offers(ctx, standing)
 }
 
 /// What the ladder will most likely build after the baseline, for
-/// [`Context::build_ahead`]: the profile stage's candidates (the preset; with `--thorough`
-/// its search's points too, built on the stage's starting best whatever `max` gives; a
-/// default run's search points are started once `max` is kept), then the cpu stage's
-/// built on top of the preset (a profile preset is kept more often than not), with the pgo
-/// stage's instrumented build on the preset between them (the chain of serial fat-LTO
-/// builds PGO is starts a build earlier: pulldown-cmark 0.13.6, ~11 s). The PGO build
-/// itself is not guessed: it needs a training run on the preset once it is kept
-/// (`pgo::speculate`). In groups, each with the candidate it builds on when that is not
-/// decided yet (the preset): when the ladder drops it, its group is stopped
-/// ([`Context::build_ahead_groups`]).
+/// [`Context::build_ahead`]: each tried stage's [`Stage::ahead`] in turn, on the settings
+/// the one before it guessed, until one cannot guess what follows it. The profile stage's
+/// candidates (and the pgo stage's instrumented build on its preset: the serial chain of
+/// fat-LTO builds PGO is starts a build earlier), then the cpu stage's on that preset. In
+/// groups, each with the candidate it builds on when that is not decided yet: when the
+/// ladder drops it, its group is stopped ([`Context::build_ahead_groups`]).
 pub(crate) fn ahead(
     ctx: &Context,
     stages: &[StageName],
     baseline: &cargo::BuildSettings,
-) -> Vec<(Option<cargo::BuildSettings>, crate::context::ahead::Wanted)> {
+) -> Vec<(Option<cargo::BuildSettings>, Wanted)> {
     let mut best = baseline.clone();
     let mut out = Vec::new();
     for &name in stages {
-        match name {
-            StageName::Baseline => {}
-            StageName::Profile => {
-                let settings = profile::ahead(ctx, &best);
-                let preset = settings.first().filter(|(l, _)| l == "profile");
-                let preset = preset.map(|(_, s)| s.clone());
-                out.push((None, settings));
-                if let Some(s) = preset {
-                    // The pgo stage's instrumented build on the preset: once the preset
-                    // is kept, it is trained and PGO's build starts (`pgo::speculate`).
-                    out.push((Some(s.clone()), pgo::ahead(ctx, stages, &s)));
-                    best = s;
-                }
-            }
-            StageName::Cpu => {
-                let on = (best != *baseline).then(|| best.clone());
-                out.push((on, cpu::ahead(ctx, &best)));
-                break;
-            }
-            _ => break,
+        let ahead = contract(name).ahead(ctx, stages, &best);
+        out.extend(ahead.groups);
+        match ahead.then_on {
+            Some(on) => best = on,
+            None => break,
         }
     }
     out

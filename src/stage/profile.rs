@@ -34,7 +34,8 @@ use crate::bench::Estimate;
 use crate::cargo::profile::normalize;
 use crate::cargo::BuildSettings;
 use crate::context::facts::{Explained, StageFacts};
-use crate::spec::{ProfileChoice, StageName, Stages};
+use crate::spec::{ProfileChoice, Stages};
+use crate::stages::StageName;
 
 /// The overrides of a preset, as `(cargo profile key, TOML value)`.
 pub(crate) fn preset(
@@ -144,6 +145,42 @@ pub(crate) fn least(stages: &Stages) -> usize {
 /// Whether the stage searches: the default preset `max`, not another preset or a table.
 fn searches(stages: &Stages) -> bool {
     matches!(&stages.profile, ProfileChoice::Preset(name) if name == "max")
+}
+
+/// The profile stage's contract.
+pub(crate) struct Profile;
+
+impl super::Stage for Profile {
+    fn offers<'c>(&self, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+        offers(ctx, standing)
+    }
+
+    fn count(&self, plan: &crate::context::Plan) -> super::Count {
+        let stages = &plan.spec.stages;
+        super::Count {
+            least: least(stages),
+            most: candidates(stages),
+        }
+    }
+
+    /// Its candidates on `best`, then the pgo stage's instrumented build on the preset
+    /// (once the preset is kept, it is trained and PGO's build starts: `pgo::speculate`),
+    /// and the next stages' guessed on the preset: a preset is kept more often than not.
+    fn ahead(&self, ctx: &Context, stages: &[StageName], best: &BuildSettings) -> super::Ahead {
+        let settings = ahead(ctx, best);
+        let preset = settings
+            .first()
+            .filter(|(l, _)| l == StageName::Profile.as_str());
+        let preset = preset.map(|(_, s)| s.clone());
+        let mut groups = vec![(None, settings)];
+        if let Some(s) = &preset {
+            groups.push((Some(s.clone()), super::pgo::ahead(ctx, stages, s)));
+        }
+        super::Ahead {
+            groups,
+            then_on: Some(preset.unwrap_or_else(|| best.clone())),
+        }
+    }
 }
 
 /// The best so far with the preset's (or the inline table's) profile keys on top; with

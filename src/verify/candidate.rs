@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::crate_tests::Tested;
 use super::{Compared, Expect, Reference, Rejection};
 use crate::context::{Candidate, Context};
-use crate::spec::StageName;
+use crate::stages::StageName;
 use crate::util::indent;
 
 /// The baseline's outputs on every workload, then the determinism check: a second run of
@@ -33,7 +33,7 @@ pub(crate) fn record_baseline(ctx: &Context, baseline: &Candidate) -> anyhow::Re
             true => check_writes_nothing(ctx, baseline, w)?,
             false => None,
         };
-        let outputs = ctx.run.outputs(StageName::Baseline.as_str());
+        let outputs = ctx.run.outputs(StageName::BASELINE.as_str());
         // A slow workload's run in the private copy is its observation too: it wrote
         // nothing there, so in place it prints the same, and a second run costs as much
         // again (six 10 s workloads: a minute).
@@ -143,7 +143,7 @@ fn check_writes_nothing(
     let (copy, sandbox) = ctx.private_copy(w, "writes")?;
     // Spooled where the baseline's outputs go: for a slow workload this run is its
     // observation (see `record_baseline`).
-    let spool = super::observe::spool_for(&ctx.run.outputs(StageName::Baseline.as_str()), w);
+    let spool = super::observe::spool_for(&ctx.run.outputs(StageName::BASELINE.as_str()), w);
     let outcome = ctx.run_in_place(&baseline.binary, &copy, &[], Some(spool))?;
     let changes = sandbox.changes(10);
     if changes.is_empty() {

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use super::{Reference, VerifyError};
 use crate::cargo::{self, BuildSettings, TestRun, TestRunner};
 use crate::context::{Candidate, Context};
-use crate::spec::StageName;
+use crate::stages::StageName;
 
 /// The crate's tests fail with a candidate's settings.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -84,7 +84,7 @@ pub(super) struct BaselineTests {
 
 /// Which candidates the crate's tests verify.
 pub(crate) fn applies_to(stage: StageName) -> bool {
-    matches!(stage, StageName::Profile | StageName::Cpu | StageName::Pgo)
+    stage.row().crate_tests
 }
 
 /// What the crate's tests say of a candidate ([`check`]).

@@ -531,7 +531,7 @@ mod tests {
     #[test]
     fn nondeterministic_workloads_are_held_to_their_status_only() {
         let base = Candidate {
-            stage: crate::spec::StageName::Baseline,
+            stage: crate::stages::StageName::BASELINE,
             binary: "/b".into(),
             settings: BuildSettings {
                 profile: "release".into(),

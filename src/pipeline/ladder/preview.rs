@@ -22,16 +22,14 @@ use crate::bench::{Estimate, Verdict};
 use crate::cargo::alloc;
 use crate::pipeline::budget::Decides;
 use crate::pipeline::measure;
-use crate::spec::StageName;
+use crate::stages::{changing, label_of, Changes, StageName};
 
 impl Ladder<'_> {
     /// Whether `name`'s climb begins with the allocators' preview.
     pub(super) fn previews_allocators(&self, name: StageName) -> bool {
-        let builds_them = match name {
-            StageName::Pgo => self.to_come.contains(&StageName::Alloc),
-            StageName::Alloc => true,
-            _ => false,
-        };
+        let alloc = changing(Changes::Allocator);
+        let builds_them = name == alloc
+            || name.row().beside.contains(&Changes::Allocator) && self.to_come.contains(&alloc);
         builds_them && !self.previewed && !self.ctx.spec.stages.thorough
     }
 
@@ -60,7 +58,7 @@ impl Ladder<'_> {
                 let by_label = self.preview_per_workload.entry(w).or_default();
                 by_label.insert(label.clone(), c);
             }
-            let row = crate::context::label(StageName::Alloc.as_str(), Some(&name));
+            let row = crate::context::label(label_of(Changes::Allocator), Some(&name));
             if worth_building(&m.estimate) {
                 let ui = self.ctx.ui();
                 ui.info(&format!("{row}: previewed, {what}: built and measured"));

@@ -7,8 +7,8 @@ use super::Ladder;
 use crate::context::Candidate;
 use crate::pipeline::budget::Decides;
 use crate::pipeline::measure::{self, Measured};
-use crate::spec::StageName;
 use crate::stage::{Build, Offer, Rival};
+use crate::stages::StageName;
 use crate::verify::{TimedCheck, Untimed};
 
 /// A raced offer checked and ready to measure: its row's label, the candidate, and the

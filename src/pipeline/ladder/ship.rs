@@ -340,7 +340,7 @@ mod tests {
     use crate::bench::{Estimate, Verdict};
     use crate::cargo::BuildSettings;
     use crate::context::Candidate;
-    use crate::spec::StageName;
+    use crate::stages::StageName;
 
     fn candidate(stage: StageName, binary: &str, cpu: bool) -> Candidate {
         let mut settings = BuildSettings::plain("release");

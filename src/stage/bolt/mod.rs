@@ -41,7 +41,8 @@ use super::{Candidate, Context, Offer, StageError, Standing};
 use crate::cargo::{CargoError, EMIT_RELOCS_FLAG};
 use crate::context::facts::{BoltFacts, StageFacts};
 use crate::process;
-use crate::spec::{BoltMode, StageName};
+use crate::spec::BoltMode;
+use crate::stages::StageName;
 use crate::store::{Blobs, Store};
 use crate::toolchain::{self, BoltTools};
 
@@ -100,6 +101,15 @@ impl Mode {
             Mode::Instrument => "instrument",
             Mode::Perf => "perf",
         }
+    }
+}
+
+/// The bolt stage's contract: one candidate.
+pub(crate) struct Bolt;
+
+impl super::Stage for Bolt {
+    fn offers<'c>(&self, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+        offers(ctx, standing)
     }
 }
 

@@ -6,8 +6,8 @@
 //! own beside it under LTO, else a relink after the stage's timings.
 
 use super::{bolt_takes_as_is, instrumented_settings, use_settings, with_host_target, Profile};
-use crate::spec::StageName;
 use crate::stage::{Context, Standing};
+use crate::stages::{changing, Changes, StageName};
 
 /// The instrumented build ahead of the stage, on the best so far (`settings`), when the
 /// ladder expects (`then`) the pgo stage to train and the best not to change before it; the
@@ -75,7 +75,7 @@ pub(super) fn start_after(
 ) -> Vec<(String, crate::cargo::BuildSettings)> {
     let pgo = use_settings(ctx, settings, p, false);
     let mut on_pgo = Vec::new();
-    if standing.then.contains(&StageName::Alloc) {
+    if standing.then.contains(&changing(Changes::Allocator)) {
         on_pgo.extend(crate::stage::alloc::ahead(ctx, &pgo, standing.screened));
     }
     let input = bolt_input(ctx, standing, p).filter(|_| !settings.relocs_twin);
@@ -128,5 +128,6 @@ fn bolt_input_wanted(
     best: &crate::cargo::BuildSettings,
     then: &[StageName],
 ) -> bool {
-    then.contains(&StageName::Bolt) && bolt_takes_as_is(ctx, &with_host_target(ctx, best))
+    then.contains(&changing(Changes::CodeLayout))
+        && bolt_takes_as_is(ctx, &with_host_target(ctx, best))
 }

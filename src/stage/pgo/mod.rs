@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cache::{run_key, Store};
 use crate::context::facts::{ProfileFit, ProfileQuality, ProfileStats, StageFacts};
-use crate::spec::StageName;
+use crate::stages::StageName;
 use crate::store::{file_hash, Blobs, KeptBlob};
 use crate::util::reset_dir;
 
@@ -31,6 +31,26 @@ const VP_COUNTERS_RETRY: u32 = 64;
 
 /// The variant name of the PGO build of the portable best (see the pipeline).
 pub(crate) const PORTABLE: &str = "portable";
+
+/// The pgo stage's contract.
+pub(crate) struct Pgo;
+
+impl super::Stage for Pgo {
+    fn offers<'c>(&self, ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>> {
+        offers(ctx, standing)
+    }
+
+    /// Its build, and with C (when the c-compiler stage is tried and has a candidate) the
+    /// whole-program build too.
+    fn count(&self, plan: &crate::context::Plan) -> super::Count {
+        let c = crate::stages::changing(crate::stages::Changes::CCompiler);
+        let whole = match plan.spec.stages.tries(c) {
+            true => super::contract(c).count(plan).most,
+            false => 0,
+        };
+        super::Count::exactly(1 + whole)
+    }
+}
 
 /// PGO on top of the best so far; when the best picks a CPU, also on the portable best
 /// (`pgo (portable)`, against the portable best), so the binary that runs anywhere gets
