@@ -304,6 +304,15 @@ pub(crate) fn released() -> Vec<StageName> {
         .collect()
 }
 
+/// `--stages`'s long help: the stages in the order they run, from the table.
+pub(crate) fn flag_help() -> String {
+    let names: Vec<&str> = StageName::TRIED.iter().map(|s| s.as_str()).collect();
+    format!(
+        "Stages to try, overriding optimize.toml's `[stages] try` (e.g. pgo,bolt; `none`).\n\nComma separated, in the order {}; `none` for the baseline only.",
+        names.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,10 +385,9 @@ mod tests {
         assert!(!names("StageName::BASELINE", pgo) && !names("\"pgo-default\"", pgo));
     }
 
-    /// The docs' stage list (`docs/src/stages.md`) and `--stages`'s help list the table's
-    /// stages, in its order.
+    /// The docs' stage list (`docs/src/stages.md`) lists the table's stages, in its order.
     #[test]
-    fn the_docs_and_the_help_list_the_table_s_stages_in_order() {
+    fn the_docs_list_the_table_s_stages_in_order() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let labels: Vec<&str> = StageName::TRIED.iter().map(|s| s.as_str()).collect();
         let docs = std::fs::read_to_string(root.join("docs/src/stages.md")).unwrap();

@@ -103,9 +103,12 @@ pub enum CacheAction {
 #[derive(Debug, Clone, Args, Default)]
 pub struct RunArgs {
     /// Stages to try, overriding optimize.toml's `[stages] try` (e.g. pgo,bolt; `none`).
-    ///
-    /// Comma separated, in the order profile, cpu, fp, c-compiler, pgo, alloc, bolt; `none` for the baseline only.
-    #[arg(long, value_delimiter = ',', value_name = "STAGES")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "STAGES",
+        long_help = crate::stages::flag_help()
+    )]
     pub stages: Option<Vec<String>>,
     /// Upper bound of benchmarking time per workload per comparison (e.g. 20s).
     ///
