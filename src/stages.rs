@@ -395,12 +395,8 @@ mod tests {
             .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
             .collect();
         assert_eq!(listed, labels, "docs/src/stages.md's table");
-        let help = std::fs::read_to_string(root.join("src/cli/args.rs")).unwrap();
         let order = format!("in the order {};", labels.join(", "));
-        assert!(
-            help.contains(&order),
-            "src/cli/args.rs: --stages says {order}"
-        );
+        assert!(flag_help().contains(&order), "{}", flag_help());
     }
 
     /// Whether `code` names `row`'s stage: its variant, or its label as a whole string
