@@ -149,7 +149,7 @@ pub(crate) fn offers<'c>(name: StageName, ctx: &'c Context, standing: &Standing)
 /// default run's search points are started once `max` is kept), then the cpu stage's
 /// built on top of the preset (a profile preset is kept more often than not), with the pgo
 /// stage's instrumented build on the preset between them (the chain of serial fat-LTO
-/// builds PGO is starts a build earlier: pulldown-cmark 0.13.6, ~11 s). The PGO build
+/// builds PGO is starts a build earlier). The PGO build
 /// itself is not guessed: it needs a training run on the preset once it is kept
 /// (`pgo::speculate`). In groups, each with the candidate it builds on when that is not
 /// decided yet (the preset): when the ladder drops it, its group is stopped
