@@ -74,13 +74,13 @@ pub(crate) fn key_of(
 /// A folder a workload names is hashed by content up to this many entries (files, folders,
 /// links) …
 ///
-/// Why this many: a training corpus is often a source tree or a mirror of documents
-/// (ripgrep's bench trains on half of a cargo registry's sources, 12 806 entries; the Linux
-/// kernel's tree has ~90 000). Under a lower bound (10 000 before) such a run kept nothing
-/// it decided on that workload, so an unchanged re-run trained, rebuilt and measured again
-/// (ripgrep: 143 s instead of under 2). Each file is read once a run
+/// Why this many: a training corpus is often a source tree or a mirror of documents (tens
+/// of thousands of entries; the Linux kernel's tree has ~90 000). Past the bound a run
+/// keeps nothing it decided on that workload, so an unchanged re-run trains, rebuilds and
+/// measures again: minutes instead of seconds. Each file is read once a run
 /// (`store::file_digest` remembers it by size and time); every later key costs a walk of
 /// the folder's entries.
+/// Figures: docs/src/decisions.md, "A workload's folder is keyed up to 200 000 entries".
 const DIR_ENTRIES_LIMIT: usize = 200_000;
 /// … and this many bytes of files. Past either there is no key: nothing decided by that
 /// workload is kept or reused (each run does it again).
@@ -120,11 +120,12 @@ static FOLDERS: std::sync::Mutex<Option<Folders>> = std::sync::Mutex::new(None);
 /// The digest of `dir`'s entries ([`dir_digest`] within [`DIR_ENTRIES_LIMIT`] and
 /// [`DIR_BYTES_LIMIT`]), remembered while no workload has run since it was taken.
 ///
-/// Why: a run computes a folder's key for every comparison it keeps or looks up (ripgrep's
-/// bench: 44 walks of 12 500 entries, 4 of the 4.7 s an unchanged re-run took). Nothing of
-/// this tool writes into a workload's inputs; the user's program may (a formatter run in
-/// place), so any workload run since forgets it. A folder the user edits by hand during a
-/// run is keyed as it was when the run first read it.
+/// Why: a run computes a folder's key for every comparison it keeps or looks up, dozens of
+/// walks of the same large folder, a good share of an unchanged re-run. Nothing of this
+/// tool writes into a workload's inputs; the user's program may (a formatter run in place),
+/// so any workload run since forgets it. A folder the user edits by hand during a run is
+/// keyed as it was when the run first read it.
+/// Figures: docs/src/decisions.md, "A folder's digest is remembered until a workload runs".
 fn folder_digest(dir: &Path) -> std::io::Result<[u8; 32]> {
     folder_digest_given(dir, &crate::process::workload_runs)
 }

@@ -1,15 +1,18 @@
 //! Keeps the code readable top to bottom: no function in `src/` longer than
 //! [`MAX_FN_LINES`] lines and no file with more than [`MAX_FILE_LINES`] lines of non-test code.
 //!
-//! How it counts, so the figures in notes and reviews mean one thing: a file's non-test code
-//! is every line (blank lines and comments included) but the items under `#[cfg(test)]` — a
-//! `mod x;` line, or a braced item from the attribute to its closing brace, wherever it
-//! stands (it counted the lines before the first `#[cfg(test)]`, so a test helper near the
-//! top hid 1 100 lines of `cargo/mod.rs`); a function runs from its `fn` line to the closing
-//! brace at the `fn` line's indentation, both included (declarations ending in `;`, as in
-//! traits, have no body and are skipped).
+//! How it counts, so the figures in notes and reviews mean one thing: a file's non-test
+//! code is every line (blank lines and comments included) but the items under
+//! `#[cfg(test)]` — a `mod x;` line, or a braced item from the attribute to its closing
+//! brace, wherever it stands (a test helper near the top must not hide the code after it);
+//! a function runs from its `fn` line to the closing brace at the `fn` line's indentation,
+//! both included (declarations ending in `;`, as in traits, have no body and are skipped).
+//! Figures: docs/src/decisions.md, "Test code does not count wherever it stands".
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use crate::layers::rust_files;
 
@@ -97,12 +100,18 @@ fn long_functions(lines: &[&str], max: usize) -> Vec<(usize, String, usize)> {
     out
 }
 
-#[test]
-fn no_function_over_80_lines_and_no_file_over_800() {
+/// `src/` and its Rust files, sorted.
+fn sources() -> (PathBuf, Vec<PathBuf>) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
+    (src, files)
+}
+
+#[test]
+fn no_function_over_80_lines_and_no_file_over_800() {
+    let (src, files) = sources();
     let mut problems = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
@@ -145,4 +154,225 @@ fn test_code_does_not_count_wherever_it_stands() {
     let kept: Vec<&str> = non_test(text).into_iter().flatten().collect();
     assert_eq!(kept, vec!["fn a() {}", "fn c() {}", "fn d() {", "}"]);
     assert_eq!(non_test(text).len(), text.lines().count());
+}
+
+/// The programs whose measurements live in docs/src/decisions.md, not in `src/` comments:
+/// a comment says the rule and its general reason, and a figure seen on one crate, or the
+/// story of what was tried on it, dates as soon as the crate or the tool changes. Names of
+/// crates the code uses (`mimalloc`, `serde_json`, `landlock`) are not here: naming a
+/// dependency is not reporting a run.
+const MEASURED_PROGRAMS: &[&str] = &[
+    "ripgrep",
+    "pulldown-cmark",
+    "resvg",
+    "jaq",
+    "rhai",
+    "tokei",
+    "fd-find",
+    "bat",
+    "polars",
+    "pydantic",
+    "the demo",
+    "demo's",
+    "examples/demo",
+];
+
+/// Words that make a figure next to them a run's: what a particular run took.
+const RUN_WORDS: &[&str] = &[
+    "took",
+    "measured",
+    "ran",
+    "held",
+    "cost",
+    "re-run",
+    "2-core",
+    "two cores",
+    "vcpu",
+];
+
+/// A time or a percentage, not a bound (`±5 %`): `76 s`, `20.7 s`, `5ms`, `78 %`.
+static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(^|[^\w.±])\d+([.,]\d+)?( ?(ms|µs|us|ns|s|min|minutes?|seconds?|h|hours?)\b| ?%)")
+        .unwrap()
+});
+
+/// A code span: what a program prints or a user writes (`time: 224 s in all`), not a run.
+static CODE_SPAN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`[^`]*`").unwrap());
+
+/// A string literal on a line of code.
+static STRING: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#""(\\.|[^"\\])*""#).unwrap());
+
+/// Why `comment` (a comment's text) has no place in `src/`: the measured program it names,
+/// or the run figure it reports (a time or a percentage outside code spans, on a line that
+/// says what a run took); `None` when it has neither.
+fn measurement_in(comment: &str) -> Option<String> {
+    let lower = comment.to_lowercase();
+    if let Some(name) = MEASURED_PROGRAMS.iter().find(|n| has_word(&lower, n)) {
+        return Some(format!("names {name}"));
+    }
+    let word = RUN_WORDS.iter().find(|w| has_word(&lower, w))?;
+    let prose = CODE_SPAN.replace_all(&lower, "``");
+    let m = FIGURE.find(&prose)?;
+    Some(format!("a run figure ({}, {word})", m.as_str().trim()))
+}
+
+/// Whether `word` stands in `text` as a word of its own (not inside `batch`, `ranges`).
+fn has_word(text: &str, word: &str) -> bool {
+    let part = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        !before.is_some_and(part) && !after.is_some_and(part)
+    })
+}
+
+/// The text of the comment on `line`, if it has one (`//` outside a string literal).
+fn comment_of(line: &str) -> Option<&str> {
+    let mut code = line.to_string();
+    for m in STRING.find_iter(line) {
+        code.replace_range(m.range(), &"_".repeat(m.len()));
+    }
+    let at = code.find("//")?;
+    Some(line[at..].trim_start_matches(['/', '!']).trim())
+}
+
+/// The files of `files` that are compiled for tests only: those a `#[cfg(test)] mod x;`
+/// declares, and everything under their folders.
+fn test_only(files: &[PathBuf]) -> Vec<PathBuf> {
+    let decl = Regex::new(r"^\s*(pub(\([^)]*\))?\s+)?mod\s+(\w+);").unwrap();
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let stem = file.file_stem().unwrap().to_str().unwrap();
+        let dir = match stem {
+            "mod" | "lib" | "main" => file.parent().unwrap().to_path_buf(),
+            _ => file.with_extension(""),
+        };
+        for (i, line) in lines.iter().enumerate() {
+            if line.trim() != "#[cfg(test)]" {
+                continue;
+            }
+            let next = lines[i + 1..]
+                .iter()
+                .find(|l| !l.trim_start().starts_with("#["));
+            if let Some(c) = next.and_then(|l| decl.captures(l)) {
+                out.push(dir.join(format!("{}.rs", &c[3])));
+                out.push(dir.join(&c[3]));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_comment_in_src_names_a_measured_crate_or_a_run_figure() {
+    let (src, files) = sources();
+    let tests = test_only(&files);
+    // Known answers: the simulation is test-only, its engine is not.
+    assert!(tests
+        .iter()
+        .any(|t| src.join("bench/sim.rs").starts_with(t)));
+    assert!(!tests
+        .iter()
+        .any(|t| src.join("bench/runner.rs").starts_with(t)));
+    let mut problems = Vec::new();
+    for file in files
+        .iter()
+        .filter(|f| !tests.iter().any(|t| f.starts_with(t)))
+    {
+        let text = std::fs::read_to_string(file).unwrap();
+        let shown = file.strip_prefix(&src).unwrap_or(file).display();
+        for (i, line) in non_test(&text).into_iter().enumerate() {
+            let Some(comment) = line.and_then(comment_of) else {
+                continue;
+            };
+            if let Some(why) = measurement_in(comment) {
+                problems.push(format!(
+                    "src/{shown}:{}: {why}: {}",
+                    i + 1,
+                    line.unwrap().trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "a crate's figures and the story of a run go to docs/src/decisions.md, with one \
+         `// Figures: docs/src/decisions.md, \"<title>\".` line where a reader needs them:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn measurements_are_told_from_rules() {
+    for line in [
+        "(jemalloc's own configure and make) took 76 s on a 2-core VM",
+        "baseline, profile and cpu builds took 20.7 s one after another",
+        "the pgo stage's own build took 29 s instead of 20",
+        "78 % of an 8.4 s re-run was SHA-256",
+        "held pgo's timing for 17.8 s",
+        "the search ran 5ms longer",
+        "On ripgrep the search stopped",
+        "on pulldown-cmark: ±2.6 %",
+        "the demo's `infer` is quick",
+        "intervals of ±6–12 %, measured",
+        "Resvg's scenes",
+    ] {
+        assert!(measurement_in(line).is_some(), "not caught: {line}");
+    }
+    for line in [
+        "no function longer than 80 lines, at most 80 lines",
+        "retry for at most 5 s",
+        "Upper bound of time per workload (e.g. 20s).",
+        "A duration as users write it: `30s`, `2m`, `1m30s`, `500ms`",
+        "`time: 224 s in all — measuring 190 s (85 %), building 18 s (8 %), …`",
+        "the ladder measured it 5 times",
+        "a comparison measured to within ±1.5: the pairs it took",
+        "The file name cargo gives the program (`demo`, `demo.exe`)",
+        "The frozen demo report the renderings' tests read.",
+        "split into batches; the ranges it took",
+        "the `landlock` crate, and mimalloc's shared build",
+        "and measured to within ±5 %",
+        "`301 of 1204 functions ran in training; 97.5 % of eval's counts are in trained code`",
+    ] {
+        assert_eq!(measurement_in(line), None, "{line}");
+    }
+}
+
+#[test]
+fn comments_are_read_outside_string_literals() {
+    assert_eq!(comment_of("let x = 1; // took 5 s"), Some("took 5 s"));
+    assert_eq!(comment_of("/// Doc."), Some("Doc."));
+    assert_eq!(comment_of("//! Module."), Some("Module."));
+    assert_eq!(comment_of(r#"let u = "path+file:///p#demo";"#), None);
+    assert_eq!(comment_of("let y = 2;"), None);
+}
+
+/// Every `Figures: docs/src/decisions.md, "<title>".` line in `src/` names an entry there
+/// (`- **<title>**`), so a renamed or dropped entry cannot leave a pointer to nothing.
+#[test]
+fn every_figures_line_names_an_entry_of_decisions_md() {
+    let (src, files) = sources();
+    let doc = std::fs::read_to_string(src.join("../docs/src/decisions.md")).unwrap();
+    let pointer = Regex::new(r#"^Figures: .*docs/src/decisions\.md, "([^"]+)""#).unwrap();
+    let mut missing = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            for c in comment_of(line)
+                .into_iter()
+                .flat_map(|t| pointer.captures_iter(t))
+            {
+                if !doc.contains(&format!("- **{}**", &c[1])) {
+                    missing.push(format!("{}:{}: \"{}\"", file.display(), i + 1, &c[1]));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "no such entry in decisions.md:\n{}",
+        missing.join("\n")
+    );
 }

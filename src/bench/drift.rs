@@ -9,11 +9,10 @@ use super::stats::{Estimate, Estimator, LogEstimate, PairedAnalysis, TRIM};
 
 /// How many consecutive batches [`widened`] splits a fixed design's pairs into.
 ///
-/// Why four: in the seeded simulation of the demo's confirmation (four workloads of ~50 ms,
-/// 38 pairs each in turns, the fitted noise and drift, 600 trials) the interval from the
-/// pairs alone missed the ratio 137 times; checked against four batches 57 times, against
-/// six 72 (fewer pairs per batch spread more by chance, more batches see less of the
-/// drift); without drift 3 times, against 21 for the pairs alone.
+/// Why four: in the seeded simulation of a confirmation (`bench::sim`), four batches miss
+/// the ratio least: fewer pairs per batch spread more by chance, fewer batches see less of
+/// the drift.
+/// Figures: docs/src/decisions.md, "A fixed design is checked against four batches".
 const DRIFT_BATCHES: usize = 4;
 
 /// `a`, the analysis of the time-ordered log ratios `d` of a fixed design, with its

@@ -168,11 +168,11 @@ impl<'o> Drive<'o> {
 
     /// One of a group whose geometric mean answers a keep-or-drop question
     /// (`opts.only_faster`, `joint::drive_groups`): only the group stops it, or its cap
-    /// or max-time. Stopped on its own verdict, a workload kept the interval it had then,
-    /// and the mean's interval stayed as wide: the demo's x86-64-v4 (infer 35 % faster,
-    /// tokenize 8 % slower) had infer *faster* after 4 pairs and tokenize out of reach at
-    /// 1.19 [0.73, 1.94] after 8, and was dropped at 0.944 [0.839, 1.063] with nothing
-    /// left running, in 1 of 4 runs.
+    /// or max-time. Stopped on its own verdict, a workload keeps the interval it had then,
+    /// and the mean's interval stays as wide: a candidate of mixed effects (one workload
+    /// much faster, another a little slower) is dropped with nothing left running, though
+    /// more pairs of the slower one would have decided it.
+    /// Figures: docs/src/decisions.md, "A workload in a group stops with the group".
     pub(crate) fn in_group(mut self) -> Self {
         self.alone = !self.opts.only_faster;
         self

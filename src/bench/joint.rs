@@ -281,9 +281,10 @@ fn together(
     let log = stats::geomean_log(&logs);
     // What the mean's standard error would be with every running comparison run to its
     // budget. One that has stopped (its cap or max-time; in a group no workload stops on
-    // its own verdict any more) gets no more pairs: its standard error stays what it is.
-    // (Counting its budget too made a near tie whose noisy workloads had stopped look still winnable, and it ran
-    // on to max-time: the demo's `bolt vs pgo` took 28 s for 1.000 [0.982, 1.019].)
+    // its own verdict) gets no more pairs: its standard error stays what it is. Counting
+    // its budget too makes a near tie whose noisy workloads have stopped look still
+    // winnable, and it runs on to max-time.
+    // Figures: docs/src/decisions.md, "A near tie is curtailed at the first joint look".
     let mut at_budget: Vec<stats::LogEstimate> = done.iter().map(|c| c.log).collect();
     at_budget.extend(drives.iter().zip(stops).filter_map(|(d, s)| match s {
         Some(_) => d.latest().map(|a| a.log),
@@ -307,8 +308,8 @@ fn together(
 /// anything faster), so it cannot raise the rate of wrong *faster* verdicts; it saves the
 /// budget a near-tie spends narrowing an interval around `1 − margin`, and costs power only
 /// for a real speedup whose estimate, once every workload has looked, still sits near 1.
-/// It applies from that first joint look: waiting for a second look (as it first did) cost
-/// a noisy near tie twice the time in simulation and bought no power
+/// It applies from that first joint look: waiting for a second look costs a noisy near tie
+/// twice the time in simulation and buys no power
 /// (`a_noisy_near_tie_is_curtailed_at_the_first_joint_look`).
 const CURTAIL_POWER: f64 = 0.05;
 

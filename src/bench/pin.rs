@@ -1,15 +1,15 @@
 //! Which CPU a comparison's next timed run goes on: both runs of a pair on the same one,
 //! when the workload keeps one core busy at a time.
 //!
-//! Why: on a shared VM the cores are not alike, and not for long. On this project's 2-core
-//! VM the demo's `infer` ran in 50 ms on one vCPU and 70 ms on the other, while a loop that
-//! touches no memory ran alike on both: each vCPU's caches are shared with whatever its
-//! host core runs, and that changes every few seconds (58, 85 then 120 ms, each for 1–3 s).
-//! Unpinned, the scheduler puts A on one core and B on the other, and a pair's ratio
-//! measures the cores: runs varied 20–25 % and a 6 s `bench` of baseline vs pgo gave
-//! intervals of ±6–12 % per workload. Pinned, with the same 6 s, ±0.3–1 %: a pair's two
-//! runs, adjacent in time on one core, see the same neighbour. The CPU changes every block
-//! of two pairs ([`RUNS_PER_CPU`]), so the ratio is still every allowed core's.
+//! Why: on a shared VM the cores are not alike, and not for long: each vCPU's caches are
+//! shared with whatever its host core runs, and that changes every few seconds, so one
+//! program's run time differs from one vCPU to the other while a loop that touches no
+//! memory runs alike on both. Unpinned, the scheduler puts A on one core and B on the
+//! other, and a pair's ratio measures the cores; pinned, a pair's two runs, adjacent in
+//! time on one core, see the same neighbour, and the same time buys intervals several times
+//! narrower. The CPU changes every block of two pairs ([`RUNS_PER_CPU`]), so the ratio is
+//! still every allowed core's.
+//! Figures: docs/src/decisions.md, "Timed runs are pinned".
 //!
 //! While builds started ahead go on beside the timing (`context::ahead`), they keep off the
 //! last allowed CPU and every pinned run goes there (`sys::interrupt::reserved_cpus`).

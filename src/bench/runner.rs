@@ -98,14 +98,11 @@ pub(crate) const DEFAULT_MIN_PAIRS: u32 = 5;
 
 /// The same for a ladder's keep-or-drop comparison ([`BenchOptions::for_ladder`]): its
 /// question is answered by the geometric mean over every workload, whose first joint look
-/// already has 4 pairs per workload. Seeded simulation at the demo's pace (150 ms runs, 10 s
-/// per workload, four workloads, 300 trials; `runner::tests::ladder_first_looks_at_four_pairs`):
-/// against 6 pairs under the same rules, clear answers take 4.6 s of running instead of
-/// 6.9 s and ties 5.9 s instead of 7.7 s, for somewhat less power (a 2 % speedup called
-/// faster 217 times instead of 235; 3 % on three workloads of four 226 instead of 253) —
-/// still more than 6 pairs had while a workload could stop for futility at its first look
-/// (208 and 210). A plain comparison keeps 6: there an A-vs-A run has to settle as
-/// *equivalent*, which 4 makes slower (292 pairs instead of 249).
+/// already has 4 pairs per workload. In seeded simulation
+/// (`runner::tests::ladder_first_looks_at_four_pairs`) 4 pairs answer clear questions and
+/// ties sooner than 6, for somewhat less power for small speedups. A plain comparison keeps
+/// 6: there an A-vs-A run has to settle as *equivalent*, which 4 makes slower.
+/// Figures: docs/src/decisions.md, "A ladder's first look is at 4 pairs".
 pub(crate) const LADDER_MIN_PAIRS: u32 = 4;
 
 /// Overall error budget: the reported intervals are (at least) 95 % intervals.
@@ -933,8 +930,8 @@ mod tests {
         );
     }
 
-    /// Ladder comparisons over four simulated workloads at the demo's pace (150 ms runs, so
-    /// 10 s buys ~33 pairs), first looking at `min_pairs`: the mean seconds of running per
+    /// Ladder comparisons over four simulated workloads of 150 ms runs (so 10 s buys ~33
+    /// pairs), first looking at `min_pairs`: the mean seconds of running per
     /// trial, and how many trials called the geometric mean *faster*.
     fn at_demo_pace(
         trials: u64,
@@ -1017,13 +1014,11 @@ mod tests {
         }
     }
 
-    /// The demo's `bolt vs pgo`, simulated at its pace (150 ms runs, so 10 s buys ~33
-    /// pairs): two noisy workloads 1 % slower, two quiet ones 1–1.5 % faster. Curtailment
-    /// from the first joint look, with stopped workloads' standard errors frozen, settles it
-    /// in 8.3 s of running (18.4 s with the old rule, which waited for a second look and
-    /// counted stopped workloads as if they would go on, at 6 pairs; 10.0 s at 6 pairs with
-    /// the new one, which called a 2 % speedup faster as often as the old, 208 vs 209 of
-    /// 300); A vs A is never called faster.
+    /// A near tie as a ladder's `bolt vs pgo` can be, simulated at 150 ms runs (so 10 s buys
+    /// ~33 pairs): two noisy workloads 1 % slower, two quiet ones 1–1.5 % faster.
+    /// Curtailment from the first joint look, with stopped workloads' standard errors
+    /// frozen, settles it in well under max-time; A vs A is never called faster.
+    /// Figures: docs/src/decisions.md, "A near tie is curtailed at the first joint look".
     #[test]
     fn a_noisy_near_tie_is_curtailed_at_the_first_joint_look() {
         let run = |ratios, sigmas| at_demo_pace(200, LADDER_MIN_PAIRS, ratios, sigmas);
@@ -1038,7 +1033,7 @@ mod tests {
         assert!(faster >= 130, "{secs:.2} s, faster {faster}");
     }
 
-    /// The figures [`LADDER_MIN_PAIRS`] quotes: at the demo's pace, a first look at 4 pairs
+    /// What [`LADDER_MIN_PAIRS`] rests on: at 150 ms runs, a first look at 4 pairs
     /// per workload answers clear questions and ties sooner than one at 6, keeps most of the
     /// power for small speedups, and calls A vs A faster no more often.
     #[test]

@@ -2,9 +2,9 @@
 //! what [`Estimator::Trimmed`] buys over [`Estimator::Mean`], and that it keeps the error
 //! rates. Test-only: nothing here is compiled into the tool.
 //!
-//! The noise model (`Disturbed`) is fitted to a real sample: the 144 pairs of the demo's
-//! cold run on this project's 2-core VM with nothing else running (28 comparisons, every
-//! ladder comparison of the run; report.json's `samples`). Each pair's `d = ln(b/a)` minus
+//! The noise model (`Disturbed`) is fitted to a real sample: the 144 pairs of one cold run
+//! on a shared VM with nothing else running (every ladder comparison of the run;
+//! report.json's `samples`). Each pair's `d = ln(b/a)` minus
 //! its comparison's median had the quantiles 1 % −0.255, 5 % −0.152, 10 % −0.097, 25 %
 //! −0.030, 75 % 0.035, 90 % 0.085, 95 % 0.138, 99 % 0.252: a narrow core and heavy tails.
 //! A run's time is `base · ratio · exp(σ·Z) · (1 + J)`, `Z` standard normal, and with
@@ -13,6 +13,7 @@
 //! `P`, `M` for the least squared distance between those quantiles and the model's gave
 //! σ = 0.025, `P` = 0.4, `M` = 0.08 (`the_model_reproduces_the_sample`). On top of it,
 //! optionally, the ratio drifts over seconds ([`DRIFT_SD`]): pairs close in time share it.
+//! Figures: docs/src/decisions.md, "The simulation's noise model".
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -29,8 +30,8 @@ const SIGMA: f64 = 0.025;
 const P: f64 = 0.4;
 const M: f64 = 0.08;
 
-/// The drift of the ratio itself, fitted to one time-ordered series of 458 pairs of the
-/// demo's interp[n=280] (baseline vs pgo, ~70 ms runs, 64 s): blocks of 8 to 64 pairs
+/// The drift of the ratio itself, fitted to one time-ordered series of 458 pairs of one
+/// workload (baseline vs pgo, ~70 ms runs, 64 s): blocks of 8 to 64 pairs
 /// (1–9 s) varied by 0.023–0.025 (sd of log ratios) beyond what their pairs' own spread
 /// explains, so the drift's sd is about 0.024 and it outlives those blocks; 20 s
 /// re-measurements of four workloads agreeing within 0.2 % bound its correlation time to a
@@ -231,7 +232,7 @@ fn the_model_reproduces_the_sample() {
     }
 }
 
-/// Under the fitted noise at the demo's pace (300 ms runs), four workloads measured
+/// Under the fitted noise at a pace of 300 ms runs, four workloads measured
 /// jointly as the ladder does: the trimmed mean with 6 s per workload finds a planted 3 %
 /// speedup as often as the mean did with 10 s, in about two thirds of the running, and
 /// neither keeps A vs A more than 5 % of the time. Measured (300 trials each; kept of 300,
@@ -453,10 +454,9 @@ fn confirmations_in(
     (off, missed)
 }
 
-/// Under the fitted drift, at the demo's pace (four workloads of ~50 ms measured one after
-/// another), a confirmation of 8 pairs each (3.2 s of running, the old floor) was more than
-/// 1.5 % off in 106 of 300 trials; one that spans 15 s (38 pairs,
-/// `pipeline::budget::span_pairs`) in 64.
+/// Under the fitted drift, with four workloads of ~50 ms measured one after another, a
+/// confirmation of 8 pairs each (3.2 s of running) is more than 1.5 % off in 106 of 300
+/// trials; one that spans 15 s (38 pairs, `pipeline::budget::span_pairs`) in 64.
 #[test]
 fn under_drift_the_confirmation_needs_its_span() {
     let trials = 300;
@@ -483,8 +483,8 @@ fn under_drift_taking_turns_cuts_the_confirmations_misses() {
     assert!(in_turns.1 < one_by_one.1, "{in_turns:?} vs {one_by_one:?}");
 }
 
-/// Under the fitted drift the ladder's A vs A keeps at most 5 %: 6 of 300 at the demo's
-/// pace (~50 ms runs) and 7 at 300 ms (3 without drift); a planted 3 % is kept 233 and
+/// Under the fitted drift the ladder's A vs A keeps at most 5 %: 6 of 300 at a pace of
+/// ~50 ms runs and 7 at 300 ms (3 without drift); a planted 3 % is kept 233 and
 /// 181 times.
 #[test]
 fn under_drift_the_ladder_keeps_its_error_rate() {
@@ -529,12 +529,12 @@ fn mixed_duels(trials: u64, base: f64, max_time: u64, ratios: [f64; 4]) -> (usiz
     (kept, secs / trials as f64)
 }
 
-/// A candidate of mixed effects, as the demo's x86-64-v4 (one workload 35 % faster, three
+/// A candidate of mixed effects, as a CPU level can be (one workload 35 % faster, three
 /// 3.5–8 % slower: 7 % faster on the geometric mean), is decided on that mean: its
 /// workloads run until the mean answers, not until each answers alone (`Drive::in_group`).
 /// 300 duels of 50 ms workloads under the fitted noise, 10 s each at most: kept 300 times
 /// in 2.4 s of running (with each workload stopping on its own verdict: 260, in 2.4 s);
-/// A vs A kept 3 times in 4.8 s (before: 2 in 4.2 s).
+/// A vs A kept 3 times in 4.8 s.
 #[test]
 fn a_mixed_speedup_is_decided_on_its_geometric_mean() {
     let trials = 300;

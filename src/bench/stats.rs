@@ -116,9 +116,10 @@ impl Estimate {
 
     /// Whether the ladder keeps a candidate so measured: *faster* (the whole interval past
     /// the margin), or *slightly faster* with the estimate itself past it — surely faster,
-    /// and by the margin or more as far as the time it had could tell (a renderer's 8 s
-    /// workloads buy a few pairs: PGO's 3 % came out 0.970 [0.949, 0.992], which the
-    /// stricter rule dropped and shipped the slower baseline).
+    /// and by the margin or more as far as the time it had could tell (slow workloads buy
+    /// only a few pairs, and the stricter rule drops a real gain of a few percent and ships
+    /// the slower build).
+    /// Figures: docs/src/decisions.md, "Slightly faster past the margin is kept".
     pub fn keeps(&self, margin: f64) -> bool {
         match self.verdict {
             Verdict::Faster => true,
@@ -183,7 +184,7 @@ impl LogEstimate {
         let mut sorted = d.to_vec();
         sorted.sort_by(f64::total_cmp);
         let (low, high) = (sorted[g], sorted[n - 1 - g]);
-        // `max`/`min`, not `clamp`: a NaN among the figures must not panic (it did, exit 101).
+        // `max`/`min`, not `clamp`: a NaN among the figures must not panic.
         let winsorized: Vec<f64> = sorted.iter().map(|x| x.max(low).min(high)).collect();
         let kept = 1.0 - 2.0 * g as f64 / n as f64;
         LogEstimate {

@@ -138,8 +138,8 @@ pub(crate) fn packages_of(project: &super::Project) -> Vec<String> {
 /// Of `packages`, those whose build script ran in the build whose output dir is
 /// `output_dir` (it has a `build/<package>-<hash>/` folder); `None` when that build's
 /// `build/` folder is not there to tell (a build reused from its kept binary alone). A
-/// package in Cargo.lock that the build never compiled (an optional dependency left off:
-/// ripgrep's `pcre2-sys`) compiles no C.
+/// package in Cargo.lock that the build never compiled (an optional dependency left off, a
+/// `-sys` crate behind a feature) compiles no C.
 pub(crate) fn ran_build_scripts(output_dir: &Path, packages: &[String]) -> Option<Vec<String>> {
     let entries = std::fs::read_dir(output_dir.join("build")).ok()?;
     let ran: BTreeSet<String> = entries

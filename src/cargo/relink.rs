@@ -16,9 +16,9 @@
 //! A relink needs its base built: one whose base is not built yet (the base is building
 //! beside it, started at the same time) compiles its crates in a build dir of its own, the
 //! same `cargo rustc … -- <link flags>` command, instead of waiting on the base's lock for
-//! the base's whole build and then linking alone (pulldown-cmark: BOLT's input relinked
-//! after the PGO build held the PGO build's timing for 17.8 s; built beside it, it is done
-//! when the PGO build is).
+//! the base's whole build and then linking alone (after it, the relink holds up whatever
+//! waits for it; beside it, it is done when the base is).
+//! Figures: docs/src/decisions.md, "BOLT's input is built beside the PGO build".
 //!
 //! `-C metadata` (hence symbol names) does not depend on rustflags nor on `cargo rustc`'s
 //! extra arguments, so the relinked binary is the one a full build with the link flag in

@@ -77,8 +77,8 @@ pub(super) fn key(
     h.update(serde_json::to_vec(settings).unwrap_or_default());
     // The package and target built (`--bin a` and `--bin b` share a target dir). Not where a
     // relink's crates are compiled: its base's build dir once the base is built, else its
-    // own, the same binary either way (a pulldown-cmark re-run relinked BOLT's input built
-    // beside its base, 12 s, for want of this).
+    // own, the same binary either way (with it in the key, a re-run whose base is built
+    // would relink again a binary it keeps).
     let args = super::relink::without_build_dir(settings.cargo_args(project, target_dir));
     h.update(args.join("\x1f"));
     h.update(target_dir.as_os_str().as_encoded_bytes());

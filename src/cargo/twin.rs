@@ -1,9 +1,10 @@
-//! BOLT's input linked beside the build it comes from: the final link of a build whose
-//! BOLT input will be asked for runs twice, the second time with `-Wl,-q` into a twin
-//! file, so the input (a relink of that build with the flag, `cargo::relink`) is a copy of
-//! the twin instead of a compilation of the package's crate and, under LTO, the whole
-//! program's link-time optimization again (pulldown-cmark under `max`: a third fat-LTO
-//! build beside the PGO build and the allocator's; ripgrep without LTO: an 11 s relink).
+//! BOLT's input linked beside the build it comes from: the final link of a build whose BOLT
+//! input will be asked for runs twice, the second time with `-Wl,-q` into a twin file, so
+//! the input (a relink of that build with the flag, `cargo::relink`) is a copy of the twin
+//! instead of a compilation of the package's crate and, under LTO, the whole program's
+//! link-time optimization again (under fat LTO, a third full-length build beside the PGO
+//! build and the allocator's).
+//! Figures: docs/src/decisions.md, "BOLT's input is a twin of its build's link".
 //!
 //! How: a build with [`BuildSettings::relocs_twin`] names this program as rustc's linker
 //! (`-Clinker=<this executable>`, in the rustflags, which change no symbol: the binary is

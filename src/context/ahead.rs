@@ -6,33 +6,32 @@
 //! ahead (`build_ahead`, `build_ahead_urgent`, `build_after_stage`) are here too.
 //!
 //! Why: a release build with fat LTO and one codegen unit spends most of its time on one
-//! core, so a second build beside it costs little wall time (pulldown-cmark 0.13.6 on two
-//! cores: baseline, profile and cpu builds took 20.7 s one after another).
+//! core, so a second build beside it costs little wall time.
 //!
 //! Its builds run at the lowest CPU priority (`cargo::build_in_background`): one that
-//! competes with the build or the runs the pipeline waits for slows them down (resvg: the
-//! baseline's build took 125 s beside two builds ahead instead of 60, and the budget,
-//! learning from it, had no time left for the stages those builds were for); at the lowest
-//! priority they take only the cycles the pipeline leaves idle.
+//! competes with the build or the runs the pipeline waits for slows them down (and the
+//! budget, learning its costs from the slowed baseline, leaves no time for the stages those
+//! builds were for); at the lowest priority they take only the cycles the pipeline leaves
+//! idle.
+//! Figures: docs/src/decisions.md, "Builds ahead run beside, at the lowest priority".
 //!
 //! Must not share a CPU with a timed run: [`Ahead::quiet`], which the pipeline calls before
 //! it measures anything, confines every build started here to the CPUs but the last one
 //! (Linux, two CPUs or more: `sys::interrupt::Cancel::confine`), and the timed runs go on
-//! that last one alone (`bench::pin`) — so a comparison no longer holds up the builds for
-//! the stages after it (the demo's native and instrumented builds, stopped while
-//! x86-64-v4 was timed, then cost 4.5 s of waiting). A timed program that keeps several
-//! cores busy, or whose workload is not pinned, stops them after all
-//! (`sys::interrupt::pause_confined`). Where CPUs cannot be confined they are stopped
-//! while anything is timed (SIGSTOP to its process group, SIGCONT when the timing is done;
-//! where a group cannot be paused, Windows, it waits for them instead). Stopped, a build
-//! uses no CPU; its memory stays. Why not wait: a build for a later stage then never holds
-//! up a comparison whose verdict may make it useless (the pgo stage's build on `max`,
-//! started before the search's point is measured: pulldown-cmark's optimized build is
-//! 17–22 s of one core). So a build for a later stage that cannot start before the
-//! current stage's build is done may be held ([`Ahead::defer`]) until that stage has timed
-//! its own candidates. A build asked for by [`Ahead::take`] hands over its result (an
-//! error included, reported by the stage that asked, as a build of its own would be); a
-//! build nobody asks for is kept in the build cache like any other.
+//! that last one alone (`bench::pin`) — so a comparison does not hold up the builds for the
+//! stages after it (stopped while it is timed, they would be waited for afterwards). A
+//! timed program that keeps several cores busy, or whose workload is not pinned, stops them
+//! after all (`sys::interrupt::pause_confined`). Where CPUs cannot be confined they are
+//! stopped while anything is timed (SIGSTOP to its process group, SIGCONT when the timing
+//! is done; where a group cannot be paused, Windows, it waits for them instead). Stopped, a
+//! build uses no CPU; its memory stays. Why not wait: a build for a later stage then never
+//! holds up a comparison whose verdict may make it useless (the pgo stage's build on `max`,
+//! started before the search's point is measured: under fat LTO, a whole build's time on
+//! one core). So a build for a later stage that cannot start before the current stage's
+//! build is done may be held ([`Ahead::defer`]) until that stage has timed its own
+//! candidates. A build asked for by [`Ahead::take`] hands over its result (an error
+//! included, reported by the stage that asked, as a build of its own would be); a build
+//! nobody asks for is kept in the build cache like any other.
 //!
 //! An early return (an error, or the run is over) drops the queue: nothing more starts, and
 //! the builds still running are killed with their rustc and build scripts
@@ -197,10 +196,9 @@ pub(crate) struct AheadBuild {
 
 impl Ahead {
     /// Queue `jobs`, in order, for [`BUILDERS`] threads of their own: the builders still
-    /// running take them after their own, and new ones start up to that many. (Jobs queued
-    /// while earlier ones ran used to be left out: resvg's PGO build without relocations,
-    /// asked for while the profile and cpu builds were running, was built after the
-    /// comparison instead of beside it, 37 s more.)
+    /// running take them after their own, and new ones start up to that many: a job queued
+    /// while earlier ones run is built beside the comparison, not after it.
+    /// Figures: docs/src/decisions.md, "Jobs queued while the builders run are theirs".
     pub(crate) fn start(
         &self,
         project: &Project,
@@ -244,9 +242,10 @@ impl Ahead {
     /// Start `job` now on a thread of its own, beside the builders and before what they
     /// have queued, at a CPU priority above theirs ([`NICE_URGENT`]): the build the ladder's
     /// longest chain waits for (the pgo stage's optimized build started during the profile
-    /// stage's search, `stage::pgo::speculate`). Why: queued, it waited for the cpu level's
-    /// and the search point's builds to end (pulldown-cmark: started 15 s late); beside
-    /// them at the same priority, its one core was shared with their many threads.
+    /// stage's search, `stage::pgo::speculate`). Why: queued, it would wait for the cpu
+    /// level's and the search point's builds to end; beside them at the same priority, its
+    /// one core would be shared with their many threads.
+    /// Figures: docs/src/decisions.md, "The PGO build on `max` starts early and urgent".
     pub(crate) fn start_urgent(
         &self,
         project: &Project,
@@ -292,9 +291,8 @@ impl Ahead {
 
     /// Stop every build started here for the candidate of settings hash `basis`
     /// ([`AheadBuild::basis`]), which the ladder did not keep: nobody will ask for them,
-    /// and they would take the cores the builds the ladder waits for need (pulldown-cmark
-    /// 0.13.6, `x86-64-v4` dropped: `native` and PGO's instrumented build on it went on
-    /// for 20 and 28 s more, and the pgo stage's own build took 29 s instead of 20).
+    /// and they would take the cores the builds the ladder waits for need.
+    /// Figures: docs/src/decisions.md, "A dropped candidate's builds ahead are stopped".
     /// Queued ones leave the queue; running ones are killed, a failed build nobody takes,
     /// not kept. Returns how many were stopped.
     pub(crate) fn abandon(&self, basis: &str) -> usize {
@@ -506,10 +504,9 @@ impl super::Context<'_> {
 
     /// [`Context::build_ahead`] once the current stage's comparisons are timed
     /// ([`Context::start_deferred`]), not before: a build for a later stage started now
-    /// would take the cores this stage's own builds use (and, when timings waited for every
-    /// build ahead, held them up: pulldown-cmark, BOLT's fat-LTO relink asked for once the
-    /// PGO build was done held pgo's timing for 17.8 s; started after it, it builds beside
-    /// the next stage's build).
+    /// would take the cores this stage's own builds use; started after it, it builds beside
+    /// the next stage's build.
+    /// Figures: docs/src/decisions.md, "BOLT's input is built beside the PGO build".
     pub(crate) fn build_after_stage(&self, wanted: Vec<(String, BuildSettings)>) {
         self.ahead.defer(wanted);
     }

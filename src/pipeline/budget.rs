@@ -422,12 +422,11 @@ impl Budget {
 /// The stages of `to_come` that get time before `stage`: those of higher [`priority`]. Both
 /// what `stage` must leave them to be tried at all ([`Budget::affords`]) and what its
 /// comparisons leave them ([`Budget::grant`]'s shares); the others get what is left after
-/// it. Why the shares too: reserving every stage's
-/// projected work (each candidate at the baseline's build time) gave ripgrep 14.1.1's `max`
-/// a share of 2.78 s a workload — its 77 s builds projected the ladder at most of the
-/// 15-minute budget — so its ~3 % gain was left budget-limited after 6 pairs and dropped,
-/// and the run ended after 635 s, 265 s of its budget unused (BOLT's and the allocator's
-/// builds, reserved at 78 s each, cost 30 s and nothing).
+/// it. Why the shares too: reserving every stage's projected work (each candidate at the
+/// baseline's build time) leaves a crate of slow builds a share too small to tell a few
+/// percent from noise, so an early stage's real gain is dropped as budget-limited, while the
+/// later stages' builds, reserved at a whole build each, may cost far less.
+/// Figures: docs/src/decisions.md, "Only higher-priority stages are paid for first".
 fn ahead_of(stage: StageName, to_come: &[StageName]) -> Vec<StageName> {
     (to_come.iter().copied())
         .filter(|s| priority(*s) > priority(stage))
@@ -511,10 +510,9 @@ const CONFIRM_HALF_WIDTH: f64 = 0.015;
 ///
 /// Why: on shared machines the ratio itself drifts over seconds, not only each run's time.
 /// Pairs close in time share that drift, so a short confirmation is precise about its own
-/// window and wrong about the next one: on the demo's ~50 ms workloads, 8 pairs each (5 s)
-/// printed ±1 % and missed a 60 s re-measurement by 2.4 %, and windows of 6 s varied 1.6 %
-/// (sd) against 0.7 % for 12 s (figures: docs/src/measuring.md). Time, not pairs, buys that
-/// part of the precision.
+/// window and wrong about the next one: a few seconds of pairs print a narrow interval that
+/// a later re-measurement misses. Time, not pairs, buys that part of the precision.
+/// Figures: docs/src/decisions.md, "The confirmation spans 15 s".
 const CONFIRM_SPAN: f64 = 15.0;
 
 /// Pairs per workload that make the confirmation span [`CONFIRM_SPAN`] (at most half the
@@ -673,8 +671,9 @@ mod tests {
         }
     }
 
-    /// The costs a real crate showed (resvg 0.49 rendering 3000×3000 scenes: ~45 s builds,
-    /// three train and three eval workloads of ~8–13 s).
+    /// A slow renderer's costs: ~45 s builds, three train and three eval workloads of
+    /// ~8–13 s.
+    /// Figures: docs/src/decisions.md, "The budget's overrun bound".
     fn renderer() -> Costs {
         Costs {
             build: 44.0,
@@ -760,7 +759,7 @@ mod tests {
     }
 
     /// A re-run whose builds the build cache holds pays for none of them: with slow builds
-    /// (ripgrep's: ~110 s each) a budget they would overrun still climbs every stage.
+    /// (~110 s each) a budget they would overrun still climbs every stage.
     #[test]
     fn builds_the_cache_holds_cost_nothing() {
         let slow = Costs {
@@ -810,8 +809,8 @@ mod tests {
         );
         // From the baseline, as the ladder asks. With 800 s left cpu does not fit: its 368 s,
         // pgo's 334 s (higher priority) and the final comparison's first look (116 s: if cpu
-        // is kept, pgo climbs on it) come to 818 s. pgo and then bolt do (resvg's run tried
-        // cpu and native with only pgo's own cost kept, and then had no time for pgo).
+        // is kept, pgo climbs on it) come to 818 s. pgo and then bolt do.
+        // Figures: docs/src/decisions.md, "Stages are afforded in priority order".
         let run = Budget::new(Duration::from_secs(800), counts(), Duration::from_secs(30));
         run.learn(renderer());
         let all = [
@@ -881,7 +880,7 @@ mod tests {
     #[test]
     fn a_comparison_leaves_no_time_for_the_builds_of_stages_that_usually_gain_less() {
         let spec_max = Duration::from_secs(30);
-        // ripgrep's: 77 s builds, two eval workloads of ~0.2 s a run.
+        // A program of slow builds and quick runs: 77 s builds, two eval workloads of ~0.2 s.
         let rg = |left: u64| {
             let b = Budget::new(Duration::from_secs(left), counts(), spec_max);
             b.learn(Costs {
@@ -1006,8 +1005,8 @@ mod tests {
         assert_eq!(p.least_builds, Some([6.0, 12.0]));
         // With the profile search (max and three more when max is kept) and `native` built
         // only after a kept level, the fewest builds are five of nine: the low end counts
-        // those (rhai, whose release profile is `max` already: projected 7m 38s–12m 52s
-        // from nine builds, took 3m 5s).
+        // those.
+        // Figures: docs/src/decisions.md, "The projection's low end counts the fewest builds".
         let mut b9 = Budget::new(Duration::from_secs(600), counts(), Duration::from_secs(10));
         b9.counts
             .insert(StageName::Profile, Count { least: 1, most: 4 });

@@ -170,8 +170,8 @@ fn build_ahead(plan: &Plan, ctx: &Context, budget: &Budget) {
 /// The share of the builds the ladder will likely ask for (the baseline and
 /// `stage::ahead`'s, for every stage to try) that the build cache holds: an unchanged
 /// re-run's builds cost nothing, and the budget must not refuse it the stages the last run
-/// climbed for builds it will not make (ripgrep's re-run was refused the profile stage and
-/// rebuilt four binaries for lack of a budget its builds did not need).
+/// climbed for builds it will not make.
+/// Figures: docs/src/decisions.md, "A cached build costs the budget nothing".
 fn cached_share(plan: &Plan, ctx: &Context) -> f64 {
     let ahead = stage::ahead(ctx, &plan.spec.stages.try_, &plan.baseline);
     let mut likely: Vec<_> = ahead.into_iter().flat_map(|(_, w)| w).collect();

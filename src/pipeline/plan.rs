@@ -1,5 +1,5 @@
 //! Everything a run needs, resolved once from the command line, the spec and the toolchain
-//! before anything is built (ripgrep's lowargs → hiargs split, on a small scale): later
+//! before anything is built (low-level arguments → high-level ones, on a small scale): later
 //! code reads the [`Plan`] and never goes back to flags, files or the environment.
 //!
 //! Two configuration types: what the user said (`cli::RunArgs` and the spec as parsed) and

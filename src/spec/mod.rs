@@ -544,10 +544,9 @@ impl Default for BenchConfig {
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Default `[stages] alloc`: mimalloc only. jemalloc is one line away, but its build
-/// (jemalloc's own configure and make) took 76 s on a 2-core VM, another build beside it,
-/// against mimalloc's 6 s,
-/// more than the rest of a small program's run, and mimalloc was the faster of the two
-/// on the programs measured (an indexer: 0.64× vs 0.74×).
+/// (jemalloc's own configure and make) costs many times mimalloc's, more than the rest of
+/// a small program's run, and mimalloc was the faster of the two where both were measured.
+/// Figures: docs/src/decisions.md, "jemalloc is not a default allocator".
 pub(crate) const DEFAULT_ALLOC: [&str; 1] = ["mimalloc"];
 
 /// The names `[stages] alloc` may list.

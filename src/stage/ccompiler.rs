@@ -45,7 +45,8 @@ impl CProgram {
     /// The program's C packages and the clang of rustc's LLVM (Cargo.lock read now: the run
     /// made one when the project has none), less those whose build script the build of
     /// `built` (one that was made: the best so far) never ran — optional dependencies left
-    /// off; each would have cost a byte-identical build (ripgrep: two, 109 s).
+    /// off; each would have cost a byte-identical build.
+    /// Figures: docs/src/decisions.md, "Packages whose build script never ran compile no C".
     pub(crate) fn of(ctx: &Context, built: &BuildSettings) -> CProgram {
         let mut packages = cc::packages_of(&ctx.plan.project);
         let output_dir = built.output_dir(&ctx.build_dir(built));

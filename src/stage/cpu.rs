@@ -52,9 +52,9 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
     announce(ctx, &names, &facts);
     // By default `native` comes after the highest level and is built only when that level
     // was kept: it adds this CPU's extra features and scheduling model to the level's, and
-    // when the level's own features changed nothing measurable, neither does the rest
-    // (on jaq 3.1.2: x86-64-v4 0.976, native 0.998 against the profile build, both
-    // dropped); that spares a build of the whole program.
+    // when the level's own features changed nothing measurable, the rest rarely does; that
+    // spares a build of the whole program.
+    // Figures: docs/src/decisions.md, "`native` is built only after a kept level".
     let after_level = ctx.spec.stages.cpu.is_none() && names.len() > 1;
     let listed = ctx.spec.stages.cpu.is_some() && names.len() > 1;
     let on_level = match names.first().filter(|_| after_level) {
@@ -96,10 +96,10 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
 /// the level, wanted when the level is kept and `native` dropped, as it almost always is
 /// (returned, for `native`'s build to start beside it). Both start ahead now, beside the
 /// level's build or, when that was built ahead, beside its comparison (on the CPUs the
-/// timing leaves: `context::ahead`): the demo's level and `native` took 1.7 + 1.9 s one
-/// after the other, 2.9 s side by side, and the instrumented build 1.9 s more after them.
-/// When the level is dropped both are stopped (`Context::build_ahead_on`): nobody will ask
-/// for them.
+/// timing leaves: `context::ahead`): side by side, the builds take less time than one after
+/// the other. When the level is dropped both are stopped (`Context::build_ahead_on`):
+/// nobody will ask for them.
+/// Figures: docs/src/decisions.md, "The level's builds start side by side".
 fn beside_level(
     ctx: &Context,
     standing: &Standing,

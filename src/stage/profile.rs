@@ -282,8 +282,9 @@ fn past_the_first(best: &Candidate) -> Option<String> {
 /// Why a default run's search stops when its first point, `lto=thin cgu=16 O3` (the
 /// cheapest build, and the farthest from `max` in both LTO and codegen units), was not
 /// faster than `max`: the other two lie between the two, and none of the three was faster
-/// in any run on record (pulldown-cmark 0.13.6: 14 runs, ripgrep 14.1.1: 3; 51 points, none
-/// kept), while on ripgrep waiting for the other two's builds took 72 s of a 567 s run.
+/// in any run on record, while waiting for the other two's builds costs a slow-building
+/// crate a noticeable share of its run.
+/// Figures: docs/src/decisions.md, "The profile search stops after its first point".
 const NOT_PAST_THE_FIRST: &str = "search stopped after `lto=thin cgu=16 O3`: it was not faster than `max`, and the settings between the two rarely are (--thorough searches all 8)";
 
 /// Why a default run's search stops when `max` is not kept: the points after it trade
@@ -296,9 +297,9 @@ const PRUNED: &str = "search not run: `max` was not faster than the best so far,
 /// that still lets a default run's search go on. The settings after `max` rarely differ from
 /// it by more than a few percent, and each is kept only when *faster* than `max`: measured
 /// with the same share of the time and the same noise, none can be told apart from `max`
-/// when `max` itself was measured no closer than this (jaq, whose 0.5 s runs vary by up to
-/// 60 %: `max` at 0.922 [0.863, 0.984], and three search builds of 55–103 s, 4 minutes,
-/// all inconclusive).
+/// when `max` itself was measured no closer than this: the search's builds would be spent
+/// on comparisons that cannot conclude.
+/// Figures: docs/src/decisions.md, "The profile search needs `max` within ±5 %".
 const SEARCH_PRECISION: f64 = 0.05;
 
 /// Why a default run's search stops after a kept `max` measured too coarsely to tell the
@@ -671,8 +672,7 @@ mod tests {
             verdict: crate::bench::Verdict::Faster,
             confidence: 0.95,
         };
-        // jaq: 0.5 s runs that vary by up to 60 %; ±6.8 % cannot tell settings a few
-        // percent apart.
+        // Noisy runs: ±6.8 % cannot tell settings a few percent apart.
         let why = too_coarse_for_the_search(&est(0.922, 0.863, 0.984)).expect("stopped");
         assert!(
             why.starts_with(
@@ -681,7 +681,7 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("--thorough searches all 8"), "{why}");
-        // pulldown-cmark: ±2.6 %, the search goes on.
+        // Quiet runs: ±2.6 %, the search goes on.
         assert_eq!(too_coarse_for_the_search(&est(0.962, 0.937, 0.987)), None);
         // Just inside and just outside ±5 %.
         assert_eq!(

@@ -3,12 +3,13 @@
 //! them ([`remember_in`], then [`keep`]), so an unchanged re-run does not read its inputs
 //! and binaries again.
 //!
-//! Why across runs: an unchanged re-run's keys name the same files, and reading them was
-//! most of its time (ripgrep trained and timed on 300 MB of sources: 78 % of an 8.4 s
-//! re-run was SHA-256). A digest is reused only while the file's size, modification time,
-//! device, inode and status-change time all hold (any write moves the last, and no user
-//! can set it back), and never for a file changed within two seconds of its reading: git's
-//! "racily clean" rule, as a change in the same timestamp tick would go unseen.
+//! Why across runs: an unchanged re-run's keys name the same files, and reading them is
+//! most of its time when the inputs are large. A digest is reused only while the file's
+//! size, modification time, device, inode and status-change time all hold (any write moves
+//! the last, and no user can set it back), and never for a file changed within two seconds
+//! of its reading: git's "racily clean" rule, as a change in the same timestamp tick would
+//! go unseen.
+//! Figures: docs/src/decisions.md, "File digests are kept across runs".
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -135,7 +136,7 @@ fn remember(path: &Path, stamp: Stamp, digest: [u8; 32]) {
 /// has it while its stamp holds, however recent: the run folder's copies of candidates'
 /// binaries, which nothing else writes (else each was read again for every key naming it,
 /// for two seconds after the copy in a run, and in every re-run, since each run copies
-/// them anew: 40 % of ripgrep's unchanged re-run).
+/// them anew: a large share of an unchanged re-run).
 pub(crate) fn written(path: &Path, digest: [u8; 32]) {
     if let Some(stamp) = stamp(path) {
         remember(path, stamp, digest);

@@ -177,10 +177,11 @@ pub(crate) struct Reference {
     pub(super) test_runner: OnceCell<TestRunner>,
 }
 
-/// A workload this slow is not run a second time up front: the determinism check of an
-/// 8 s renderer scene cost a minute of a ten-minute run, and its runs are timed again and
+/// A workload this slow is not run a second time up front: the determinism check of a
+/// slow workload costs a real share of the run's budget, and its runs are timed again and
 /// again once candidates are measured. Shorter ones are: it costs little, names a workload
 /// that varies before anything is built, and gives the budget a warm run time.
+/// Figures: docs/src/decisions.md, "A slow workload is not run twice up front".
 pub(crate) const DEFER: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Reference {

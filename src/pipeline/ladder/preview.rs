@@ -2,15 +2,15 @@
 //! system's shared build of each allocator preloaded (`LD_PRELOAD`, `cargo::alloc::
 //! preloadable`) against itself, nothing built. An allocator the preview shows not to make
 //! the program faster is screened out: its candidate (a whole build of every crate, and
-//! the allocator's C: pulldown-cmark 0.13.6 under fat LTO, 25 s of CPU on two cores) is
-//! not built, and its row is dropped saying why. One that may be faster is built and
-//! measured as before: only the real build can ship.
+//! the allocator's C, under fat LTO as long as the program's own build) is not built, and
+//! its row is dropped saying why. One that may be faster is built and measured as before:
+//! only the real build can ship.
 //!
 //! Why the preview stands for the build: the `mimalloc` crate's `GlobalAlloc` calls the
 //! same allocator the shared library's `malloc` is (no LTO crosses into C), so what the
-//! preview measures is the allocator's own effect on this program. On pulldown-cmark
-//! (15 s benches): the preview 1.083 and 1.233 slower on its two workloads, the real build
-//! 1.080 and 1.141.
+//! preview measures is the allocator's own effect on this program: where both were
+//! measured, the preview and the real build agreed on the direction and roughly the size.
+//! Figures: docs/src/decisions.md, "The allocators are previewed before they are built".
 //!
 //! When: at the start of the first stage that builds an allocator's candidate (the pgo
 //! stage, which starts them beside its own build; else the alloc stage), once a run, and

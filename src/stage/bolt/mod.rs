@@ -63,12 +63,13 @@ pub(crate) const TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// evidence from llvm-bolt 22:
 /// - `-icf=all`, not `-icf=1`: BOLT 22 warns that the numeric value is deprecated.
 /// - `-no-huge-pages`: by default BOLT aligns the hot text to 2 MiB and pads the file up to
-///   it; a 350 KB program came out at 6.4 MB (0.53 MB with this flag). The alignment only
-///   pays off when the text is mapped on huge pages (`-hugify`), which plain programs are not.
+///   it, so a small program grows many times over. The alignment only pays off when the
+///   text is mapped on huge pages (`-hugify`), which plain programs are not.
 ///
-/// Compared on jaq 3.1.2 (fat LTO + PGO, docs/src/bolt.md): opt-dist's exact set, the BOLT
-/// docs' set, these + `-hugify`, and these without function splitting were none measurably
-/// faster than these (all within ±3 % of PGO alone), so these stay.
+/// Compared under fat LTO + PGO: opt-dist's exact set, the BOLT docs' set, these +
+/// `-hugify`, and these without function splitting were none measurably faster than these,
+/// so these stay.
+/// Figures: docs/src/bolt.md; docs/src/decisions.md, "BOLT's default flags".
 const DEFAULT_ARGS: &[&str] = &[
     "-reorder-blocks=ext-tsp",
     "-reorder-functions=cdsort",

@@ -31,7 +31,7 @@ pub(crate) fn ahead(
 /// stage: `train_profile`), and the optimized build started ahead, as the stage will ask
 /// for it while the best stays `best`. The profile stage calls it once `max` is kept,
 /// before its search's point is built and measured: the optimized build (under fat LTO,
-/// one core for 17–22 s on pulldown-cmark 0.13.6) then runs beside the point's build and
+/// one core for as long as a whole build) then runs beside the point's build and
 /// its comparison (on the CPUs the timing leaves, or paused: `Ahead::quiet`), instead of
 /// after them with a core idle. When the best changes (the point or a CPU level is kept),
 /// nobody asks for it.
@@ -51,18 +51,17 @@ pub(crate) fn speculate(ctx: &Context, then: &[StageName], best: &crate::cargo::
 /// The builds the stages after this one will ask for when the PGO build is kept, started
 /// on their own (`ctx.build_ahead`; the pgo build's own portable sibling comes first):
 /// each allocator's candidate on it when the alloc stage follows, and BOLT's input when
-/// BOLT follows and its build has LTO across crates. Why beside, not after: this stage's
-/// timings wait for every build ahead, so a build started once the PGO build is built
-/// holds them up (pulldown-cmark, BOLT's input relinked: 17.8 s), and one started after
-/// them holds up the next stage's (its allocator's build: 20.6 s), while fat LTO leaves a
-/// core idle for the build beside. When PGO is not kept, those on it are stopped
-/// (`Context::build_ahead_on`). (Timings no longer wait for builds ahead, they go on beside them, but a build
-/// beside still takes a core the stage's own builds would use.)
+/// BOLT follows and its build has LTO across crates. Why beside, not after: a build
+/// started once the PGO build is built takes a core this stage's timings or builds would
+/// use, and one started after them holds up the next stage's (its allocator's build),
+/// while fat LTO leaves a core idle for the build beside. When PGO is not kept, those on it
+/// are stopped (`Context::build_ahead_on`).
+/// Figures: docs/src/decisions.md, "BOLT's input is built beside the PGO build".
 ///
 /// Without LTO, BOLT's input is returned, for the caller to start once the stage's timings
 /// are done (`ctx.build_after_stage`, when the PGO build was built): its relink then
-/// compiles the package's crate alone (ripgrep 14.1.1: 11 s), where compiling every crate
-/// beside the PGO build held its timing for 45 s more.
+/// compiles the package's crate alone, where one beside the PGO build (its base not built
+/// yet) compiles every crate and holds up the PGO build's timing far longer.
 ///
 /// With a twin (`settings.relocs_twin`, see [`twinned`]) BOLT's input is linked by the PGO
 /// build itself (and by the allocator's, which inherits it): nothing to build for it.

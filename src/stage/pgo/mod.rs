@@ -265,8 +265,9 @@ pub(super) fn instrumented_settings(
     }
     if crate::cargo::uses_lto(&ctx.plan.project, settings) == Some(true) {
         // Counters are placed before LTO, per function, under names LTO does not change:
-        // the optimized build (with the profile's LTO) finds every one (the demo under
-        // `max`: 140 of 140 with or without it), for less than half the build.
+        // the optimized build (with the profile's LTO) finds every one, for less than half
+        // the build.
+        // Figures: docs/src/decisions.md, "Instrumented builds skip LTO".
         flags.push(crate::cargo::NO_LTO_FLAG.to_string());
     }
     let instrumented = with_host_target(ctx, settings).with_rustflags(flags);
@@ -275,7 +276,8 @@ pub(super) fn instrumented_settings(
 
 /// What a training of `binary` on `workloads` is kept under; `None`, said once with the
 /// fix, when the workloads' inputs are too large to key. Said, not silent: every build on
-/// the profile is redone too (ripgrep's unchanged re-run: 311 s).
+/// the profile is redone too, and an unchanged re-run costs minutes.
+/// Figures: docs/src/decisions.md, "A training too large to key is said".
 fn training_key(
     ctx: &Context,
     label: &str,
