@@ -299,11 +299,11 @@ fn assemble(
         stages: std::mem::take(&mut ladder.rows),
         workloads,
         final_: Some(final_),
-        pipeline: ctx.steps.borrow().clone(),
+        pipeline: ctx.steps(),
         machine: Some(machine),
         verdict_cache: Some(CacheCounts { hits, misses }),
         build_cache: Some({
-            let (hits, misses) = ctx.builds.get();
+            let (hits, misses) = ctx.build_counts();
             CacheCounts { hits, misses }
         }),
         hotspots: None,

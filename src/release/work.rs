@@ -338,7 +338,7 @@ impl Release<'_> {
 
     /// Add a job's build counts to the release's.
     fn count(&self, ctx: &Context) {
-        let (reused, run) = ctx.builds.get();
+        let (reused, run) = ctx.build_counts();
         let mut state = self.state();
         state.builds.0 += reused;
         state.builds.1 += run;
