@@ -31,8 +31,9 @@ use anyhow::Context as _;
 use crate::bench::{BenchOptions, Comparison, Side};
 use crate::cache::VerdictCache;
 use crate::cli::{CheckArgs, GlobalArgs};
+use crate::context::Plan;
 use crate::context::{Candidate, Context, DirLock, RunDir};
-use crate::pipeline::{measure, Plan};
+use crate::pipeline::measure;
 use crate::spec::{Spec, StageName};
 use crate::verify::{self, Reference, Verifier};
 use gate::{judge, BudgetCheck, Judgement, Mean};
@@ -93,7 +94,7 @@ fn plan(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<Plan> {
         fresh: args.fresh,
         ..Default::default()
     };
-    Plan::resolve(g, &run)
+    crate::pipeline::plan::resolve(g, &run)
 }
 
 /// The spec with only the eval workloads (or the ones named by `--workloads`).

@@ -25,19 +25,17 @@
 //! except through the stages, verify and bench.
 
 pub(crate) mod budget;
-mod criterion;
 mod ladder;
 pub(crate) mod measure;
 pub(crate) mod plan;
-mod runner;
 
 use std::time::Instant;
 
 pub(crate) use ladder::Ladder;
-pub(crate) use plan::{load_spec, locate, Plan};
+pub(crate) use plan::{load_spec, locate};
 
 use crate::cache::{self, VerdictCache};
-use crate::context::{Context, DirLock, RunDir};
+use crate::context::{Context, DirLock, Plan, RunDir};
 use crate::report::{self, CacheCounts, MachineInfo, Report, ToolchainInfo, WorkloadReport};
 use crate::spec::Workload;
 use crate::{stage, verify};
