@@ -13,7 +13,7 @@
 //! `render/` (one module per output format), `ci` (the GitHub workflow).
 //!
 //! Must not: build other than through `crate::cargo`/`Context`, run other than through
-//! `process.rs`, or write into the user's files (everything goes under
+//! `process`, or write into the user's files (everything goes under
 //! `target/optimize/`; `ci` writes through `propose`). Git is `crate::git`.
 
 mod baseline;
