@@ -6,7 +6,7 @@
 //! `target/optimize/check/worktrees/<pid>` that is removed when dropped (and, when a killed
 //! check left one behind, by the next check: [`sweep`]).
 //!
-//! Every git command goes through `process.rs` with a timeout. Must not: build or measure.
+//! Every git command goes through `process` with a timeout. Must not: build or measure.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

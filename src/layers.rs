@@ -3,8 +3,10 @@
 //! fenced `layers` block of ARCHITECTURE.md, so the document and the check cannot drift.
 //! Strict layering also means there is no import cycle. The command modules of one layer
 //! (`apply`, `check`, `fleet`, `release`) are peers that never use each other, no file of
-//! `commands/` names another command's file, and no file but `src/sys/` makes an OS call
-//! (`only_sys_touches_the_os`: `std::os::{unix,windows,fd}`, `libc`, `windows_sys`).
+//! `commands/` names another command's file, no file but `src/sys/` makes an OS call
+//! (`only_sys_touches_the_os`: `std::os::{unix,windows,fd}`, `libc`, `windows_sys`), and a
+//! module with submodules is its folder's `mod.rs`, never `x.rs` beside `x/`
+//! (`a_module_with_submodules_is_its_folder_s_mod_rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +29,7 @@ fn layers(doc: &str) -> BTreeMap<String, usize> {
     out
 }
 
-/// The top-level module a source file belongs to (`src/stage/pgo.rs` → `stage`).
+/// The top-level module a source file belongs to (`src/stage/pgo/mod.rs` → `stage`).
 fn module_of(src: &Path, file: &Path) -> Option<String> {
     let rel = file.strip_prefix(src).ok()?;
     let first = rel.components().next()?.as_os_str().to_str()?;
@@ -301,4 +303,46 @@ fn os_specific_code_is_found_and_comments_are_not() {
                 let os = \"unix\"; std::env::consts::OS\n";
     let found: Vec<usize> = os_specific(text).into_iter().map(|(l, _)| l).collect();
     assert_eq!(found, [1, 3, 4, 5]);
+}
+
+/// The files of `files` (paths under one root) that break the crate's one module-file
+/// convention: a module with submodules is `x/mod.rs`, so an `x.rs` beside a folder `x/`
+/// is the other convention.
+fn other_module_convention(files: &[PathBuf]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for file in files {
+        let Some(stem) = file.file_stem().filter(|s| *s != "mod") else {
+            continue;
+        };
+        let folder = file.with_file_name(stem);
+        if files.iter().any(|f| f.starts_with(&folder)) {
+            problems.push(format!(
+                "{}: a module with submodules is `{}`, not `{}` beside `{}/`",
+                file.display(),
+                folder.join("mod.rs").display(),
+                file.display(),
+                folder.display()
+            ));
+        }
+    }
+    problems
+}
+
+/// One module-file convention: `x/mod.rs` for a module with submodules (`x.rs` for one
+/// without), never `x.rs` beside `x/`.
+#[test]
+fn a_module_with_submodules_is_its_folder_s_mod_rs() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let problems = other_module_convention(&files);
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+    let tree = |paths: &[&str]| paths.iter().map(PathBuf::from).collect::<Vec<_>>();
+    let ours = tree(&["src/a/mod.rs", "src/a/b.rs", "src/c.rs", "src/lib.rs"]);
+    assert!(other_module_convention(&ours).is_empty());
+    let theirs = tree(&["src/a.rs", "src/a/b.rs", "src/c.rs", "src/ab/d.rs"]);
+    assert_eq!(
+        other_module_convention(&theirs),
+        ["src/a.rs: a module with submodules is `src/a/mod.rs`, not `src/a.rs` beside `src/a/`"]
+    );
 }

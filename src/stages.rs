@@ -336,55 +336,6 @@ mod tests {
         assert_eq!(label_of(Changes::CodeLayout), "bolt");
     }
 
-    /// A stage is named (`StageName::Pgo`, or its label as a string literal where the
-    /// label means nothing else) in non-test code only here, in `stage/mod.rs`'s contract,
-    /// and in its own module: everything else reads the table.
-    #[test]
-    fn only_the_table_names_a_stage() {
-        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut files = Vec::new();
-        crate::layers::rust_files(&src, &mut files);
-        let mut found = Vec::new();
-        for file in files {
-            let rel = file
-                .strip_prefix(&src)
-                .unwrap()
-                .to_string_lossy()
-                .replace('\\', "/");
-            // The table, the contract's match, and test files (a `tests.rs` or `tests/`).
-            let test_file = rel.ends_with("tests.rs") || rel.contains("tests/");
-            if rel == "stages.rs" || rel == "stage/mod.rs" || test_file {
-                continue;
-            }
-            let text = std::fs::read_to_string(&file).unwrap();
-            for (i, line) in crate::limits::non_test(&text).into_iter().enumerate() {
-                let Some(line) = line else { continue };
-                let code = line.split("//").next().unwrap_or("");
-                for row in TABLE.iter().filter(|r| !names_itself(&rel, r)) {
-                    // The spec parses names (its keys are stages' labels too).
-                    let parsed = rel.starts_with("spec/") && !code.contains("StageName::");
-                    if names(code, row) && !parsed {
-                        found.push(format!(
-                            "src/{rel}:{}: {}: {}",
-                            i + 1,
-                            row.label,
-                            line.trim()
-                        ));
-                    }
-                }
-            }
-        }
-        assert!(
-            found.is_empty(),
-            "stages named outside the table:\n{}",
-            found.join("\n")
-        );
-        // What it catches.
-        let pgo = StageName::Pgo.row();
-        assert!(names("x == StageName::Pgo", pgo) && names("s.name == \"pgo\"", pgo));
-        assert!(!names("StageName::BASELINE", pgo) && !names("\"pgo-default\"", pgo));
-    }
-
     /// The docs' stage list (`docs/src/stages.md`) lists the table's stages, in its order.
     #[test]
     fn the_docs_list_the_table_s_stages_in_order() {
@@ -397,26 +348,5 @@ mod tests {
         assert_eq!(listed, labels, "docs/src/stages.md's table");
         let order = format!("in the order {};", labels.join(", "));
         assert!(flag_help().contains(&order), "{}", flag_help());
-    }
-
-    /// Whether `code` names `row`'s stage: its variant, or its label as a whole string
-    /// literal (but for `profile`, `cpu` and `fp`, also the spec's keys and cargo's word,
-    /// and `baseline`, what every comparison is against, the reports' word).
-    fn names(code: &str, row: &Row) -> bool {
-        let variant = format!("StageName::{:?}", row.name);
-        let at = code.match_indices(&variant);
-        let whole = |(i, _): (usize, &str)| {
-            let next = code[i + variant.len()..].chars().next();
-            !next.is_some_and(|c| c.is_alphanumeric() || c == '_')
-        };
-        let literal = !["profile", "cpu", "fp", "baseline"].contains(&row.label)
-            && code.contains(&format!("\"{}\"", row.label));
-        at.into_iter().any(whole) || literal
-    }
-
-    /// A stage's own module may name it.
-    fn names_itself(rel: &str, row: &Row) -> bool {
-        let m = row.module;
-        rel == format!("stage/{m}.rs") || rel.starts_with(&format!("stage/{m}/"))
     }
 }

@@ -2,7 +2,7 @@
 //! a child's run, through `perf_event_open`.
 //!
 //! Owns: probing whether the machine allows counting, opening the counters, reading them.
-//! Must not: spawn processes (process.rs does) or fail a benchmark — where the kernel, the
+//! Must not: spawn processes (`process` does) or fail a benchmark — where the kernel, the
 //! hypervisor or `perf_event_paranoid` refuse, everything degrades to "not supported".
 //!
 //! How a child is counted: the counters are opened on the calling thread with `inherit`

@@ -15,8 +15,8 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use crate::cargo::{self, Workspace};
+use crate::context::Plan;
 use crate::git::{Repo, Worktree};
-use crate::pipeline::Plan;
 use crate::store::{Blobs, Store};
 
 /// A binary of the package at some commit.

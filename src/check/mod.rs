@@ -13,7 +13,7 @@
 //! `render/` (one module per output format), `ci` (the GitHub workflow).
 //!
 //! Must not: build other than through `crate::cargo`/`Context`, run other than through
-//! `process.rs`, or write into the user's files (everything goes under
+//! `process`, or write into the user's files (everything goes under
 //! `target/optimize/`; `ci` writes through `propose`). Git is `crate::git`.
 
 mod baseline;
@@ -31,8 +31,9 @@ use anyhow::Context as _;
 use crate::bench::{BenchOptions, Comparison, Side};
 use crate::cache::VerdictCache;
 use crate::cli::{CheckArgs, GlobalArgs};
+use crate::context::Plan;
 use crate::context::{Candidate, Context, DirLock, RunDir};
-use crate::pipeline::{measure, Plan};
+use crate::pipeline::measure;
 use crate::spec::Spec;
 use crate::stages::StageName;
 use crate::verify::{self, Reference, Verifier};
@@ -94,7 +95,7 @@ fn plan(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<Plan> {
         fresh: args.fresh,
         ..Default::default()
     };
-    Plan::resolve(g, &run)
+    crate::pipeline::plan::resolve(g, &run)
 }
 
 /// The spec with only the eval workloads (or the ones named by `--workloads`).

@@ -16,7 +16,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &HotspotsArgs) -> anyhow::Result<i32> {
     let path = crate::apply::find_report(g, args.run.as_deref())?;
     let report = report::load(&path)?;
     let (row, profile) = hotspots::profile_of(&report)?;
-    let (_, profdata) = crate::pipeline::plan::llvm_profdata()?;
+    let (_, profdata) = crate::context::plan::llvm_profdata()?;
     let mut view = hotspots::of_run(&report, row, profile, &profdata.path, args.top)?;
     let failed = match &args.flamegraph {
         None => None,

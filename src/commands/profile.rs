@@ -4,7 +4,6 @@
 
 use crate::cli::{CollectArgs, GlobalArgs, MergeArgs, ProfileAction, ProfileArgs, TermJson};
 use crate::fleet::{collect, merge};
-use crate::pipeline::plan::{self, Plan};
 use crate::ui::Ui;
 
 pub(crate) fn run(g: &GlobalArgs, args: &ProfileArgs) -> anyhow::Result<i32> {
@@ -15,7 +14,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ProfileArgs) -> anyhow::Result<i32> {
 }
 
 fn run_collect(g: &GlobalArgs, args: &CollectArgs) -> anyhow::Result<i32> {
-    let plan = Plan::resolve(g, &crate::cli::RunArgs::default())?;
+    let plan = crate::pipeline::plan::resolve(g, &crate::cli::RunArgs::default())?;
     let collector = collect::build(&plan, args.output.as_deref(), args.dir.as_deref())?;
     print!("{}", collector.describe());
     Ok(0)
@@ -32,7 +31,7 @@ fn run_merge(g: &GlobalArgs, args: &MergeArgs) -> anyhow::Result<i32> {
     for d in &duplicates {
         ui.warn(d);
     }
-    let (rustc, tool) = plan::llvm_profdata()?;
+    let (rustc, tool) = crate::context::plan::llvm_profdata()?;
     let merged = merge::merge(&tool, &rustc, &inputs, &args.output, &ui)?;
     match args.format {
         TermJson::Term => print!("{}", merged.summary()),

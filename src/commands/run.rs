@@ -1,10 +1,10 @@
 //! `cargo optimize [run]`: resolve the plan, run the pipeline.
 
 use crate::cli::{GlobalArgs, RunArgs};
-use crate::pipeline::{self, Plan};
+use crate::pipeline;
 
 pub(crate) fn run(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
-    let plan = Plan::resolve(g, args)?;
+    let plan = pipeline::plan::resolve(g, args)?;
     let code = pipeline::run(&plan)?;
     if !args.args.is_empty() && !plan.spec.path.exists() {
         let quoted: Vec<String> = args

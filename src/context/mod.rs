@@ -1,9 +1,9 @@
 //! The run context: the resolved [`Plan`] (project, spec, toolchain, options, UI), the
 //! spec this context times, the run folder, and the state the run gathers (step timings,
-//! warnings given, build counts, builds started ahead) — and the [`Candidate`] a stage
-//! produces. Builds go through [`Context::build`] (the `cargo` module), workload runs
-//! through [`Context::run_workload`] (`process`), each workload that writes files in a
-//! private copy of its cwd ([`sandbox`]).
+//! warnings given, build counts, PGO profiles trained, builds started ahead) — and the
+//! [`Candidate`] a stage produces (and the pgo stage's [`Profile`]). Builds go through
+//! [`Context::build`] (the `cargo` module), workload runs through [`Context::run_workload`]
+//! (`process`), each workload that writes files in a private copy of its cwd ([`sandbox`]).
 //!
 //! Must not: decide, verify or measure (the pipeline, verify and bench do).
 
@@ -13,7 +13,8 @@ pub(crate) mod facts;
 pub(crate) mod plan;
 pub(crate) mod sandbox;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -25,7 +26,7 @@ use crate::process::{self, Outcome};
 use crate::spec::{Spec, Workload};
 use crate::stages::StageName;
 use crate::ui::Ui;
-use facts::StageFacts;
+use facts::{ProfileQuality, ProfileStats, StageFacts};
 pub(crate) use plan::Plan;
 use sandbox::Sandbox;
 
@@ -73,6 +74,29 @@ impl Candidate {
     pub(crate) fn targets_cpu(&self) -> bool {
         cargo::target_cpu_of(&self.settings.rustflags).is_some()
     }
+}
+
+/// A merged PGO profile, and how it was made: the pgo stage's, kept by the run once
+/// trained ([`Context::keep_trained_profile`]).
+#[derive(Clone)]
+pub(crate) struct Profile {
+    /// The profile in the content-addressed cache (`cache/<sha256>.profdata`).
+    pub stable: PathBuf,
+    pub stats: ProfileStats,
+    /// A bad cache entry was replaced: the build that used it must be redone.
+    pub repaired: bool,
+    pub notes: Vec<String>,
+    /// The settings of the instrumented build it was trained on (`None`: given, not
+    /// trained here).
+    pub instrumented: Option<BuildSettings>,
+    /// The instrumented binary it was trained on (`None`: given).
+    pub instrumented_binary: Option<PathBuf>,
+    /// The value-profiling counters per site its training needed (`None`: the default).
+    pub vp_counters: Option<u32>,
+    /// How well it covers the eval workloads (the pgo stage's eval pass; not in releases).
+    pub quality: Option<ProfileQuality>,
+    /// The file given with `--pgo-profile` it was copied from, instead of training.
+    pub source: Option<PathBuf>,
 }
 
 /// `cpu (x86-64-v3)` for a stage with a variant, else the stage's name.
@@ -181,21 +205,30 @@ pub(crate) struct Context<'a> {
     /// through it: `qemu-aarch64`); `None`: binaries run natively. The plan's, or a release
     /// job's target's.
     pub runner: Option<cargo::runner::Runner>,
-    /// Time and memory of every step, for the report's `pipeline` section.
-    pub steps: RefCell<Vec<PipelineStep>>,
-    /// Warnings already given (each is given once per run).
-    pub warned: RefCell<std::collections::BTreeSet<String>>,
-    /// Builds reused and builds run (`Context::build`).
-    pub builds: std::cell::Cell<(u32, u32)>,
     /// Builds started ahead of need ([`Context::build_ahead`]).
     pub ahead: ahead::Ahead,
     /// Where the user's code may write: the run folder (`process::Jail`).
     pub jail: process::Jail,
-    /// What a stage worked out ahead of its turn, for it to find ([`Context::remember`]).
-    remembered: RefCell<std::collections::BTreeMap<String, Box<dyn std::any::Any>>>,
+    /// What the run gathers as it goes.
+    state: State,
+}
+
+/// The state a [`Context`] gathers as the run goes, changed through `&Context`; a context
+/// made by [`Context::with_spec`] starts its own.
+#[derive(Default)]
+struct State {
+    /// Time and memory of every step, for the report's `pipeline` section.
+    steps: RefCell<Vec<PipelineStep>>,
+    /// Warnings already given (each is given once per run).
+    warned: RefCell<BTreeSet<String>>,
+    /// Builds reused and builds run (`Context::build`).
+    builds: Cell<(u32, u32)>,
+    /// The pgo stage's profiles trained so far, by instrumented build
+    /// ([`Context::keep_trained_profile`]).
+    profiles: RefCell<BTreeMap<String, Profile>>,
     /// When the run's budget is spent ([`Context::set_deadline`]): no build starts after it,
     /// and one running (the run's own, or one ahead waited for) is killed at it.
-    deadline: std::cell::Cell<Option<Instant>>,
+    deadline: Cell<Option<Instant>>,
 }
 
 impl<'a> Context<'a> {
@@ -207,13 +240,9 @@ impl<'a> Context<'a> {
             spec,
             run,
             runner: plan.runner.clone(),
-            steps: RefCell::new(Vec::new()),
-            warned: Default::default(),
-            builds: Default::default(),
             ahead: Default::default(),
             jail: process::Jail::new(&run.root),
-            remembered: Default::default(),
-            deadline: Default::default(),
+            state: State::default(),
         }
     }
 
@@ -221,21 +250,30 @@ impl<'a> Context<'a> {
     /// budget): [`Context::build`] starts none after it, kills its own at it, and waits for
     /// one ahead until then.
     pub(crate) fn set_deadline(&self, at: Instant) {
-        self.deadline.set(Some(at));
+        self.state.deadline.set(Some(at));
     }
 
-    /// Keep `value` under `key` for the rest of this run (the pgo stage's profile, trained
-    /// while the profile stage searched: `stage::pgo::speculate`). In memory only: unlike
-    /// the kept results on disk, `--fresh` does not pass it by, as nothing here came from
-    /// an earlier run.
-    pub(crate) fn remember<T: 'static>(&self, key: String, value: T) {
-        self.remembered.borrow_mut().insert(key, Box::new(value));
+    /// Keep the pgo stage's `profile`, trained on the instrumented build `key` names, for
+    /// the rest of this run (trained ahead of the stage, while the profile stage searched:
+    /// `stage::pgo::speculate`). In memory only: unlike the kept results on disk, `--fresh`
+    /// does not pass it by, as nothing here came from an earlier run.
+    pub(crate) fn keep_trained_profile(&self, key: String, profile: Profile) {
+        self.state.profiles.borrow_mut().insert(key, profile);
     }
 
-    /// What [`Context::remember`] kept under `key`, when it is a `T`.
-    pub(crate) fn remembered<T: Clone + 'static>(&self, key: &str) -> Option<T> {
-        let kept = self.remembered.borrow();
-        kept.get(key)?.downcast_ref::<T>().cloned()
+    /// The profile [`Context::keep_trained_profile`] kept under `key`.
+    pub(crate) fn trained_profile(&self, key: &str) -> Option<Profile> {
+        self.state.profiles.borrow().get(key).cloned()
+    }
+
+    /// The steps recorded so far ([`Context::record`]), for the report's `pipeline`.
+    pub(crate) fn steps(&self) -> Vec<PipelineStep> {
+        self.state.steps.borrow().clone()
+    }
+
+    /// Builds reused and builds run so far ([`Context::build`]).
+    pub(crate) fn build_counts(&self) -> (u32, u32) {
+        self.state.builds.get()
     }
 
     /// The same run over another spec (`check` times a subset of the workloads), with
@@ -289,14 +327,19 @@ impl<'a> Context<'a> {
                 return done;
             }
         }
-        if self.deadline.get().is_some_and(|d| Instant::now() >= d) {
+        if self
+            .state
+            .deadline
+            .get()
+            .is_some_and(|d| Instant::now() >= d)
+        {
             return Err(cargo::CargoError::OutOfBudget);
         }
         let cache = self.build_cache();
         let kept = cache.reusable(&self.plan.project, settings, &target_dir);
-        let (reused, run) = self.builds.get();
+        let (reused, run) = self.state.builds.get();
         if let Some(kept) = kept.filter(|_| !self.plan.fresh) {
-            self.builds.set((reused + 1, run));
+            self.state.builds.set((reused + 1, run));
             self.ui().info(&format!(
                 "{label}: build reused (no input changed since it was built)"
             ));
@@ -308,11 +351,11 @@ impl<'a> Context<'a> {
             built_event(self.ui(), label, &kept, true);
             return Ok(kept);
         }
-        self.builds.set((reused, run + 1));
+        self.state.builds.set((reused, run + 1));
         // A terminal gets the spinner below; a log the one line when it is built.
         let spinner = self.ui().spinner(format!("{label}: cargo build"));
         // Killed when the run's budget is spent ([`Context::set_deadline`]).
-        let built = ahead::until(self.deadline.get(), || {
+        let built = ahead::until(self.state.deadline.get(), || {
             cache.build(&self.plan.project, settings, &target_dir, &mut |line| {
                 let line = line.trim();
                 if line.starts_with("Compiling") || line.starts_with("Finished") {
@@ -347,14 +390,14 @@ impl<'a> Context<'a> {
         let spinner = self
             .ui()
             .spinner(format!("{label}: waiting for its build started ahead"));
-        let done = self.ahead.take(settings, self.deadline.get());
+        let done = self.ahead.take(settings, self.state.deadline.get());
         spinner.finish_and_clear();
         let (built, warning) = match done? {
             Ok(done) => done,
             Err(e) => return Some(Err(e)),
         };
-        let (reused, run) = self.builds.get();
-        self.builds.set((reused, run + 1));
+        let (reused, run) = self.state.builds.get();
+        self.state.builds.set((reused, run + 1));
         if let Some(warning) = warning {
             self.ui().warn(&format!("{label}: {warning}"));
         }
@@ -453,7 +496,7 @@ impl<'a> Context<'a> {
 
     /// A warning, unless the same one was already given in this run.
     pub(crate) fn warn_once(&self, msg: &str) {
-        if self.warned.borrow_mut().insert(msg.to_string()) {
+        if self.state.warned.borrow_mut().insert(msg.to_string()) {
             self.ui().warn(msg);
         }
     }
@@ -541,7 +584,7 @@ impl<'a> Context<'a> {
 
     /// Remember how long a step took (and its peak RSS when known).
     pub(crate) fn record(&self, step: &str, seconds: f64, peak_rss_bytes: Option<u64>) {
-        self.steps.borrow_mut().push(PipelineStep {
+        self.state.steps.borrow_mut().push(PipelineStep {
             step: step.to_string(),
             seconds,
             peak_rss_bytes,
@@ -552,7 +595,7 @@ impl<'a> Context<'a> {
     /// (a comparison that first records the baseline's outputs) takes this at its start
     /// and records only its own time ([`Context::record_own`]).
     pub(crate) fn recorded_secs(&self) -> f64 {
-        self.steps.borrow().iter().map(|s| s.seconds).sum()
+        self.state.steps.borrow().iter().map(|s| s.seconds).sum()
     }
 
     /// Record a step that began at `start`, when [`Context::recorded_secs`] was

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use crate::cargo::BuildSettings;
+use crate::context::Plan;
 use crate::context::{DirLock, RunDir};
-use crate::pipeline::Plan;
 
 /// The collector built, and what the operator needs to know.
 #[derive(Debug)]

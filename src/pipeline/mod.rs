@@ -25,19 +25,17 @@
 //! except through the stages, verify and bench.
 
 pub(crate) mod budget;
-mod criterion;
 mod ladder;
 pub(crate) mod measure;
 pub(crate) mod plan;
-mod runner;
 
 use std::time::Instant;
 
 pub(crate) use ladder::Ladder;
-pub(crate) use plan::{load_spec, locate, Plan};
+pub(crate) use plan::{load_spec, locate};
 
 use crate::cache::{self, VerdictCache};
-use crate::context::{Context, DirLock, RunDir};
+use crate::context::{Context, DirLock, Plan, RunDir};
 use crate::report::{self, CacheCounts, MachineInfo, Report, ToolchainInfo, WorkloadReport};
 use crate::spec::Workload;
 use crate::{stage, verify};
@@ -288,11 +286,11 @@ fn assemble(
         stages: std::mem::take(&mut ladder.rows),
         workloads,
         final_: Some(final_),
-        pipeline: ctx.steps.borrow().clone(),
+        pipeline: ctx.steps(),
         machine: Some(machine),
         verdict_cache: Some(CacheCounts { hits, misses }),
         build_cache: Some({
-            let (hits, misses) = ctx.builds.get();
+            let (hits, misses) = ctx.build_counts();
             CacheCounts { hits, misses }
         }),
         hotspots: None,

@@ -1,25 +1,54 @@
-//! Everything a run needs, resolved once from the command line, the spec and the toolchain
-//! before anything is built (low-level arguments → high-level ones, on a small scale): later
-//! code reads the [`Plan`] and never goes back to flags, files or the environment.
-//!
-//! Two configuration types: what the user said (`cli::RunArgs` and the spec as parsed) and
-//! what the run does ([`Plan`]). Every command that builds gets its `Plan` here: `run`,
-//! `check` (no stage) and `profile collect` from their flags ([`Plan::resolve`]), `release`
-//! from [`Plan::located`] completed with the tools its artifacts need and its first group's
-//! baseline. This is the one place rustc, llvm-profdata and llvm-bolt are found and the
-//! user's rustflags (cargo's config and environment) are read.
+//! The command line's side of the [`Plan`], which `context::plan` defines and resolves (its
+//! `//!` doc says why there): what the user said (`cli`'s types) read into
+//! [`Asked`], and the [`RULES`] of the layers above `context` that resolving takes as
+//! values. Also the look-ups of commands that make no plan: `target/optimize`
+//! ([`optimize_dir`]), the spec and project ([`locate`], [`load_spec`]).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::cargo::{self, BuildSettings, CargoError, Project, Workspace};
+use crate::cargo::{Project, Workspace};
 use crate::cli::{GlobalArgs, RunArgs};
-pub(crate) use crate::context::plan::Plan;
-use crate::process;
+use crate::context::plan::{self, Asked, Plan, Rules};
 use crate::spec::{self, Spec};
-use crate::stages::{changing, Changes};
-use crate::toolchain::{self, Rustc, Tool};
 use crate::ui::Ui;
+
+/// What resolving a plan takes from the stages and the budget.
+pub(crate) const RULES: Rules = Rules {
+    default_budget: super::budget::DEFAULT,
+    check_stage: |plan, stage, triple| crate::stage::contract(stage).check(plan, triple),
+};
+
+/// The plan of the global flags `g` and a run's flags `args` ([`Plan::resolve`]).
+pub(crate) fn resolve(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<Plan> {
+    Plan::resolve(&asked(g, args), &RULES)
+}
+
+/// The plan of the located `spec` and `project` under the global flags `g`, every run
+/// option off ([`Plan::located`]).
+pub(crate) fn located(g: &GlobalArgs, spec: Spec, project: Project) -> anyhow::Result<Plan> {
+    Plan::located(&asked(g, &RunArgs::default()), spec, project, &RULES)
+}
+
+/// `g` and `args` in the plan's terms.
+fn asked(g: &GlobalArgs, args: &RunArgs) -> Asked {
+    let mut ui = Ui::new(g.quiet, g.verbose, g.color.forced());
+    ui.events = args.message_format == crate::cli::MessageFormat::Json;
+    Asked {
+        selection: g.selection.clone(),
+        spec: g.spec.clone(),
+        ui,
+        args: args.args.clone(),
+        stages: args.stages.clone(),
+        max_time: args.max_time.clone(),
+        budget: args.budget.clone(),
+        pgo_profile: args.pgo_profile.clone(),
+        quick: args.quick,
+        thorough: args.thorough,
+        explain: args.explain,
+        fresh: args.fresh,
+        dry_run: args.dry_run,
+    }
+}
 
 /// `target/optimize` of the selection (`--target-dir`, else cargo's target directory), for
 /// the commands that read what runs left there without a spec or a binary of their own
@@ -32,64 +61,9 @@ pub(crate) fn optimize_dir(g: &GlobalArgs) -> anyhow::Result<PathBuf> {
     Ok(target.join("optimize"))
 }
 
-/// Find the spec (`--spec`, else optimize.toml next to the package's Cargo.toml), read it,
-/// and resolve the package and binary (flags first, then the spec): the spec and the
-/// project it designates.
+/// The spec and the project it designates ([`plan::locate`]), of the global flags `g`.
 pub(crate) fn locate(g: &GlobalArgs) -> anyhow::Result<(Spec, Project)> {
-    locate_with_args(g, &[])
-}
-
-/// [`locate`] for `cargo optimize -- ARGS`: with `args`, the spec's workloads are replaced by
-/// the one workload `ARGS` (run in the current directory), and no spec file is needed.
-fn locate_with_args(g: &GlobalArgs, args: &[String]) -> anyhow::Result<(Spec, Project)> {
-    let workspace = Workspace::load(&g.selection)?;
-    let spec_path = match &g.spec {
-        Some(p) => p.clone(),
-        None => workspace
-            .spec_dir(g.selection.package.as_deref())?
-            .join(spec::SPEC_FILE),
-    };
-    let cwd = std::env::current_dir()?;
-    let spec = match (spec::load(&spec_path), args.is_empty()) {
-        (Ok(spec), true) => spec,
-        (Ok(spec), false) => spec::with_args(spec, args, &cwd)?,
-        (Err(spec::SpecError::Missing { .. }), false) => spec::from_args(args, &cwd)?,
-        (Err(e), _) => return Err(e.into()),
-    };
-    let sel = g.selection.clone();
-    let project = workspace
-        .project_for(
-            &sel,
-            spec.package.as_deref(),
-            spec.bin.as_deref(),
-            spec.harness.as_ref(),
-        )
-        .map_err(|e| {
-            // A name that came from the spec is the spec's mistake: say where it is.
-            let key = match e {
-                CargoError::UnknownPackage(..) if sel.package.is_none() => "package",
-                CargoError::UnknownBin { .. } if sel.bin.is_none() => "bin",
-                _ => return anyhow::Error::from(e),
-            };
-            let line = std::fs::read_to_string(&spec.path)
-                .ok()
-                .and_then(|text| top_level_key_line(&text, key))
-                .unwrap_or(1);
-            anyhow::anyhow!("{}:{line}: `{key}`: {e}", spec.path.display())
-        })?;
-    Ok((spec, project))
-}
-
-/// The line of a top-level `key = …` in a TOML text (before the first table).
-fn top_level_key_line(text: &str, key: &str) -> Option<usize> {
-    text.lines()
-        .take_while(|l| !l.trim_start().starts_with('['))
-        .position(|l| {
-            l.trim_start()
-                .strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-        })
-        .map(|i| i + 1)
+    plan::locate(&g.selection, g.spec.as_deref(), &[])
 }
 
 /// The spec for the selected package (used by `bench`).
@@ -100,297 +74,10 @@ pub(crate) fn load_spec(g: &GlobalArgs) -> anyhow::Result<Spec> {
         None => {
             // Measured as a run measures it: a criterion harness by its own estimates.
             let (mut spec, project) = locate(g)?;
-            if let Err(warning) = super::criterion::measure_by_estimates(&project, &mut spec) {
+            if let Err(warning) = plan::criterion::measure_by_estimates(&project, &mut spec) {
                 eprintln!("warning: {warning}");
             }
             Ok(spec)
         }
-    }
-}
-
-impl Plan {
-    /// The plan of the located `spec` and `project`, rustc found; the LLVM tools none yet
-    /// ([`Plan::find_tools`]), the baseline the user's profile and features without their
-    /// rustflags, every option off: for a command to complete (`release`), or
-    /// [`Plan::resolve`]'s start.
-    pub(crate) fn located(g: &GlobalArgs, spec: Spec, project: Project) -> anyhow::Result<Plan> {
-        let baseline = BuildSettings {
-            profile: g.selection.profile.clone(),
-            profile_overrides: BTreeMap::new(),
-            user_rustflags: Vec::new(),
-            rustflags: Vec::new(),
-            target: None,
-            features: project.features.clone(),
-            allocator: None,
-            c: None,
-            relocs_twin: false,
-        };
-        Ok(Plan {
-            optimize_dir: project.target_dir.join("optimize"),
-            rustc: toolchain::rustc()?,
-            spec,
-            project,
-            llvm_profdata: None,
-            bolt_tools: None,
-            baseline,
-            explain: false,
-            fresh: false,
-            pgo_profile: None,
-            budget: super::budget::DEFAULT,
-            dry_run: false,
-            quick: false,
-            ui: Ui::new(g.quiet, g.verbose, g.color.forced()),
-            runner: None,
-            twin_links: false,
-        })
-    }
-
-    /// llvm-profdata, required when `pgo` (otherwise only read for a stale profile's size,
-    /// so looked for without failing), and llvm-bolt's tools when `bolt`.
-    pub(crate) fn find_tools(&mut self, pgo: bool, bolt: bool) -> anyhow::Result<()> {
-        self.llvm_profdata = if pgo {
-            Some(toolchain::llvm_profdata(&self.rustc)?)
-        } else {
-            toolchain::llvm_profdata(&self.rustc).ok()
-        };
-        self.bolt_tools = bolt.then(|| toolchain::bolt_tools(&self.rustc));
-        Ok(())
-    }
-
-    /// The user's rustflags for `triple` as cargo will pass them (`[target.'cfg(…)']`
-    /// matched against rustc's cfg for that target).
-    pub(crate) fn user_rustflags(&self, triple: &str) -> anyhow::Result<Vec<String>> {
-        Ok(cargo::user_rustflags_here(triple, &target_cfg(triple))?)
-    }
-}
-
-/// rustc's cfg for `triple` (`target_arch="x86_64"`, …), one line each.
-pub(crate) fn target_cfg(triple: &str) -> Vec<String> {
-    process::tool_stdout("rustc", ["--print", "cfg", "--target", triple])
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-/// The llvm-profdata of rustc's LLVM, for commands without a project (`profile merge`,
-/// `hotspots`).
-pub(crate) fn llvm_profdata() -> anyhow::Result<(Rustc, Tool)> {
-    let rustc = toolchain::rustc()?;
-    let tool = toolchain::llvm_profdata(&rustc)?;
-    Ok((rustc, tool))
-}
-
-impl Plan {
-    /// The plan of what the user said: the global flags, a run's flags (`check` and
-    /// `profile collect` give the subset they take, the rest default) and the spec they
-    /// locate. Everything below reads the plan, never the flags again.
-    pub(crate) fn resolve(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<Plan> {
-        let (mut spec, project) = locate_with_args(g, &args.args)?;
-        apply_overrides(&mut spec, args)?;
-        if args.quick {
-            quick(&mut spec, args.budget.is_some());
-        }
-        spec.stages.thorough = args.thorough;
-        let mut plan = Plan::located(g, spec, project)?;
-        plan.ui.events = args.message_format == crate::cli::MessageFormat::Json;
-        match super::criterion::measure_by_estimates(&plan.project, &mut plan.spec) {
-            Ok(Some(info)) => plan.ui.info(&info),
-            Ok(None) => {}
-            Err(warning) => plan.ui.warn(&warning),
-        }
-        let stages = &plan.spec.stages;
-        let (pgo, bolt) = (
-            changing(Changes::TrainingProfile),
-            changing(Changes::CodeLayout),
-        );
-        plan.find_tools(stages.tries(pgo), stages.tries(bolt))?;
-        if let Some(file) = &args.pgo_profile {
-            let llvm_profdata = plan.llvm_profdata.as_ref();
-            let checked = given_profile(file, &plan.spec, llvm_profdata, &plan.rustc)?;
-            plan.pgo_profile = Some(checked);
-        }
-        plan.resolve_target(g)?;
-        plan.budget = plan.spec.bench.budget.unwrap_or(super::budget::DEFAULT);
-        plan.explain = args.explain;
-        plan.fresh = args.fresh;
-        plan.dry_run = args.dry_run;
-        plan.quick = args.quick;
-        Ok(plan)
-    }
-
-    /// The build target (named in every build), the user's rustflags for it, and cargo's
-    /// runner for it; the spec's `[stages] cpu` names checked against it.
-    fn resolve_target(&mut self, g: &GlobalArgs) -> anyhow::Result<()> {
-        let target = build_target(g)?;
-        let triple =
-            (target.as_ref().map(|t| t.triple.clone())).unwrap_or_else(|| self.rustc.host.clone());
-        let spec = &self.spec;
-        // Each stage's own keys, checked against this target and toolchain.
-        for &stage in &spec.stages.try_ {
-            crate::stage::contract(stage).check(self, &triple)?;
-        }
-        let cfg = target_cfg(&triple);
-        self.baseline.user_rustflags = cargo::user_rustflags_here(&triple, &cfg)?;
-        let linker_set = cargo::linker_set_here(&triple, &cfg, &self.baseline.user_rustflags)?;
-        self.twin_links = cargo::twin::possible(&triple, linker_set);
-        let from = target.as_ref().map_or("", |t| t.from.as_str());
-        self.runner = super::runner::for_ladder(spec, &self.rustc.host, &triple, from, &cfg)?;
-        self.baseline.target = target.map(|t| t.triple);
-        Ok(())
-    }
-}
-
-/// The target every build of the plan names explicitly: `--target`, else cargo's own
-/// (`--config build.target`, `CARGO_BUILD_TARGET`, `build.target` of the nearest config
-/// file); `None`: the host, as a plain `cargo build` builds.
-fn build_target(g: &GlobalArgs) -> anyhow::Result<Option<cargo::BuildTarget>> {
-    Ok(match &g.selection.target {
-        Some(t) => Some(cargo::BuildTarget {
-            triple: t.clone(),
-            from: format!("--target {t}"),
-        }),
-        None => cargo::build_target_here()?,
-    })
-}
-
-/// `--pgo-profile FILE`, checked before anything is built: a merged profile this
-/// toolchain's llvm-profdata reads, for a run that tries the pgo stage. Its absolute path.
-fn given_profile(
-    file: &Path,
-    spec: &Spec,
-    profdata: Option<&Tool>,
-    rustc: &Rustc,
-) -> anyhow::Result<PathBuf> {
-    let flag = format!("--pgo-profile {}", file.display());
-    if !spec
-        .stages
-        .try_
-        .contains(&changing(Changes::TrainingProfile))
-    {
-        anyhow::bail!("{flag}: this run does not try the pgo stage (--stages, [stages] try), so no build would use the profile\n  fix: add pgo to the stages, e.g. --stages pgo");
-    }
-    let path = crate::util::absolute(file);
-    let raw = toolchain::profdata::is_raw(&path).map_err(|e| {
-        anyhow::anyhow!("{flag}: cannot read it: {e}\n  fix: give the path of a merged profile (.profdata, from `cargo optimize profile merge`)")
-    })?;
-    if raw {
-        anyhow::bail!("{flag}: this is a raw profile (.profraw, as a collector writes it), and rustc takes only merged ones\n  fix: cargo optimize profile merge -o merged.profdata {}, then --pgo-profile merged.profdata", file.display());
-    }
-    let tool = profdata.ok_or_else(|| anyhow::anyhow!("{flag}: no llvm-profdata to read it"))?;
-    match toolchain::profdata::readable(&tool.path, &path) {
-        Ok(()) => Ok(path),
-        Err(toolchain::profdata::CountsError::Failed { stderr, tool, .. })
-            if toolchain::profdata::version_mismatch(&stderr) =>
-        {
-            anyhow::bail!(
-                "{flag}: the profile is in another LLVM version's format than this toolchain's ({}, LLVM {}); {tool} said:\n    {stderr}\n  fix: build with the toolchain whose LLVM wrote it, or rebuild the collector with this one (`cargo optimize profile collect`), collect again and merge with `cargo optimize profile merge`",
-                rustc.version,
-                rustc.llvm_version
-            )
-        }
-        Err(e) => Err(anyhow::anyhow!("{flag}: {e}")),
-    }
-}
-
-/// A quick run's default budget (`--quick` without `--budget`).
-pub(crate) const QUICK_BUDGET: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// `--quick`: the pgo stage only, asked for by name; the first eval workload of each name
-/// (a matrix's other combinations still train, but are not timed); a budget of
-/// [`QUICK_BUDGET`] unless `--budget` gave one.
-fn quick(spec: &mut Spec, budget_given: bool) {
-    spec.stages.try_ = vec![changing(Changes::TrainingProfile)];
-    spec.stages.try_explicit = true;
-    if !budget_given {
-        spec.bench.budget = Some(QUICK_BUDGET);
-    }
-    let mut timed: Vec<String> = Vec::new();
-    for w in spec.workloads.iter_mut().filter(|w| w.eval) {
-        let name = base_name(&w.name).to_string();
-        if timed.contains(&name) {
-            w.eval = false;
-        } else {
-            timed.push(name);
-        }
-    }
-    spec.workloads.retain(|w| w.eval || w.train);
-}
-
-/// A matrix workload's name without its combination: `parse` of `parse[size=10]`.
-fn base_name(name: &str) -> &str {
-    name.split_once('[').map_or(name, |(base, _)| base)
-}
-
-/// `--stages`, `--max-time` and `--budget` replace the spec's `[stages] try`, `[bench]
-/// max-time` and `[bench] budget`.
-fn apply_overrides(spec: &mut Spec, args: &RunArgs) -> anyhow::Result<()> {
-    if let Some(list) = &args.stages {
-        let names: Vec<&str> = list
-            .iter()
-            .map(|s| s.trim())
-            .filter(|s| !s.is_empty())
-            .collect();
-        spec.stages.try_explicit = true;
-        spec.stages.try_ = spec::parse_try(&names).map_err(|e| {
-            let item = names
-                .get(e.index)
-                .map(|n| format!(" (`{n}`)"))
-                .unwrap_or_default();
-            anyhow::anyhow!(
-                "--stages {}{item}: {}\n  fix: {}",
-                list.join(","),
-                e.message,
-                e.fix
-            )
-        })?;
-    }
-    if let Some(t) = &args.max_time {
-        spec.bench.max_time = crate::spec::bounds::parse_flag_duration(t, "--max-time")?;
-    }
-    if let Some(t) = &args.budget {
-        spec.bench.budget = Some(crate::spec::bounds::parse_flag_duration(t, "--budget")?);
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_quick_run_tries_pgo_on_one_eval_workload_per_name_within_a_short_budget() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(spec::SPEC_FILE);
-        std::fs::write(
-            &path,
-            "[stages]\ntry = [\"cpu\"]\n[bench]\nbudget = \"10m\"\n\
-             [[workload]]\nname = \"parse\"\nargs = [\"{n}\"]\nmatrix = { n = [\"1\", \"2\"] }\n\
-             [[workload]]\nname = \"other\"\nargs = [\"x\"]\nuse = [\"eval\"]\n\
-             [[workload]]\nname = \"learn\"\nargs = [\"y\"]\nuse = [\"train\"]\n",
-        )
-        .unwrap();
-        let mut s = spec::load(&path).unwrap();
-        quick(&mut s, false);
-        assert_eq!(s.stages.try_, [crate::stages::StageName::Pgo]);
-        assert!(s.stages.try_explicit);
-        assert_eq!(s.bench.budget, Some(QUICK_BUDGET));
-        let timed: Vec<&str> = (s.workloads.iter().filter(|w| w.eval))
-            .map(|w| w.name.as_str())
-            .collect();
-        assert_eq!(timed.len(), 2, "{timed:?}");
-        assert!(
-            timed[0].starts_with("parse[") && timed[1] == "other",
-            "{timed:?}"
-        );
-        // Every combination still trains.
-        assert_eq!(s.workloads.iter().filter(|w| w.train).count(), 3);
-        // --budget wins over the quick default.
-        let mut s = spec::load(&path).unwrap();
-        s.bench.budget = Some(std::time::Duration::from_secs(30));
-        quick(&mut s, true);
-        assert_eq!(s.bench.budget, Some(std::time::Duration::from_secs(30)));
-        assert_eq!(base_name("parse[n=1]"), "parse");
-        assert_eq!(base_name("plain"), "plain");
     }
 }

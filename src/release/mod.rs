@@ -24,7 +24,7 @@
 //! settings: the user's profile + the overrides, the flavor's features, `--target` always
 //! named, `-Ctarget-cpu` for a level; `stage::cpu::cannot_run`: whether this machine runs it),
 //! `work::graph`; `--dry-run` prints the graph (the tools found and each target's rustflags
-//! read as for a run, `pipeline::plan`). Else the output folder is checked (only an earlier
+//! read as for a run, `context::plan`). Else the output folder is checked (only an earlier
 //! release or nothing is replaced), `jobs::run` runs the graph, each job in a `Context` of its
 //! own (its flavor's spec: its workloads only; a folder per artifact), and `finish` writes
 //! `SHA256SUMS` and `manifest.json` into the staging folder and renames it into place. The
@@ -69,9 +69,10 @@ use anyhow::bail;
 
 use crate::cargo::runner::Runner;
 use crate::cli::{GlobalArgs, ReleaseArgs};
+use crate::context::plan::{target_cfg, Plan};
 use crate::context::{DirLock, RunDir};
 use crate::jobs::{self, JobOutcome};
-use crate::pipeline::plan::{self, Plan};
+use crate::pipeline::plan;
 use crate::toolchain::Rustc;
 use crate::ui::Ui;
 use matrix::{Artifact, Base, Inputs, LastRun, Matrix};
@@ -89,7 +90,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
         return gather::run(dirs, &package::out_dir(&out)?);
     }
     let (spec, project) = locate_binary(g)?;
-    let mut plan = Plan::located(g, spec, project)?;
+    let mut plan = plan::located(g, spec, project)?;
     let ui = plan.ui.clone();
     let (spec, project, rustc) = (&plan.spec, &plan.project, &plan.rustc);
     let optimize_dir = plan.optimize_dir.clone();
@@ -223,7 +224,7 @@ fn artifacts_of(
 fn runners_of(matrix: &Matrix, rustc: &Rustc) -> anyhow::Result<BTreeMap<String, Runner>> {
     let mut map = BTreeMap::new();
     for triple in matrix.buildable().filter(|t| *t != rustc.host) {
-        let cfg = plan::target_cfg(triple);
+        let cfg = target_cfg(triple);
         if let Some(r) = crate::cargo::runner::target_runner_here(triple, &cfg)? {
             r.check_exists(triple).map_err(anyhow::Error::msg)?;
             map.insert(triple.to_string(), r);

@@ -16,9 +16,9 @@ use super::matrix::{Artifact, Group};
 use super::package::{self, Packaged};
 use crate::cargo::runner::Runner;
 use crate::cargo::{BuildSettings, Built};
+use crate::context::Plan;
 use crate::context::{Candidate, Context, RunDir};
 use crate::jobs::{Graph, JobOutcome};
-use crate::pipeline::plan::Plan;
 use crate::spec::Spec;
 use crate::stage::{self, pgo, StageError};
 use crate::stages::{changing, label_of, Changes};
@@ -342,7 +342,7 @@ impl Release<'_> {
 
     /// Add a job's build counts to the release's.
     fn count(&self, ctx: &Context) {
-        let (reused, run) = ctx.builds.get();
+        let (reused, run) = ctx.build_counts();
         let mut state = self.state();
         state.builds.0 += reused;
         state.builds.1 += run;

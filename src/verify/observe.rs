@@ -1,5 +1,5 @@
 //! Running workloads for verification (through `context::Context`, so through
-//! `process.rs`), keeping what they produced under `runs/<id>/outputs/`, the reference the
+//! `process`), keeping what they produced under `runs/<id>/outputs/`, the reference the
 //! baseline sets, and the determinism check of the baseline against itself.
 
 use std::cell::{OnceCell, RefCell};

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cache::{run_key, Store};
-use crate::context::facts::{ProfileFit, ProfileQuality, ProfileStats, StageFacts};
+use crate::context::facts::{ProfileFit, ProfileStats, StageFacts};
+pub(crate) use crate::context::Profile;
 use crate::stages::StageName;
 use crate::store::{file_hash, Blobs, KeptBlob};
 use crate::util::reset_dir;
@@ -166,27 +167,6 @@ fn without_cpu(settings: &crate::cargo::BuildSettings) -> crate::cargo::BuildSet
     s
 }
 
-/// A merged profile, and how it was made.
-#[derive(Clone)]
-pub(crate) struct Profile {
-    /// The profile in the content-addressed cache (`cache/<sha256>.profdata`).
-    pub stable: PathBuf,
-    pub stats: ProfileStats,
-    /// A bad cache entry was replaced: the build that used it must be redone.
-    repaired: bool,
-    pub notes: Vec<String>,
-    /// The settings of the instrumented build it was trained on (`None`: given, not
-    /// trained here).
-    pub instrumented: Option<crate::cargo::BuildSettings>,
-    /// The instrumented binary it was trained on (`None`: given).
-    pub instrumented_binary: Option<PathBuf>,
-    vp_counters: Option<u32>,
-    /// How well it covers the eval workloads (the pgo stage's eval pass; not in releases).
-    pub quality: Option<ProfileQuality>,
-    /// The file given with `--pgo-profile` it was copied from, instead of training.
-    pub source: Option<PathBuf>,
-}
-
 /// Instrumented build of `settings` (with `--target <host>`) → train workloads →
 /// merged profile in the content-addressed cache (or the one an earlier run kept for the
 /// same instrumented binary and train workloads). `name` names the run folder's profiles.
@@ -197,14 +177,14 @@ pub(crate) fn train_profile(
     label: &str,
 ) -> Result<Profile, StageError> {
     // Trained earlier in this run: ahead of the stage (`speculate`), or by the stage itself.
-    let key = format!("pgo profile {name} {}", settings.hash());
-    if let Some(p) = ctx.remembered::<Profile>(&key) {
+    let key = format!("{name} {}", settings.hash());
+    if let Some(p) = ctx.trained_profile(&key) {
         return Ok(p);
     }
     profdata(ctx)?;
     let instrumented = instrument(ctx, settings, label, None)?;
     let profile = train_instrumented(ctx, settings, instrumented, name, label)?;
-    ctx.remember(key, profile.clone());
+    ctx.keep_trained_profile(key, profile.clone());
     Ok(profile)
 }
 

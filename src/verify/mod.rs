@@ -7,7 +7,7 @@
 //! baseline, and the crate's own tests as a verifier.
 //!
 //! Submodules: [`text`] and [`numeric`] compare bytes and never run anything; `observe`
-//! runs workloads through `context::Context` (so through `process.rs`); [`crate_tests`]
+//! runs workloads through `context::Context` (so through `process`); [`crate_tests`]
 //! runs the tests through the `cargo` module; [`candidate`] records the baseline's outputs and
 //! checks a candidate against them (what a release calls); `verifier` is what the ladder
 //! holds: [`Verifier`], with one entry per phase of a candidate's check — before it is
