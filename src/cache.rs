@@ -325,7 +325,7 @@ struct Item {
     used: std::time::SystemTime,
 }
 
-/// Every kind kept under `cache/` (ARCHITECTURE.md, "What is kept"), in the order `cache`
+/// Every kind kept under `cache/` (docs/src/caching.md, "What is kept"), in the order `cache`
 /// lists them: the kind and its folder (`""`: the merged profiles, `cache/*.profdata`).
 const KINDS: &[(&str, &str)] = &[
     ("builds", "builds"),

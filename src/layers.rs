@@ -346,3 +346,26 @@ fn a_module_with_submodules_is_its_folder_s_mod_rs() {
         ["src/a.rs: a module with submodules is `src/a/mod.rs`, not `src/a.rs` beside `src/a/`"]
     );
 }
+
+/// ARCHITECTURE.md stays a map a newcomer reads in one sitting: at most 120 lines, the life
+/// of a run in at most 12 numbered one-line steps (the detail is `docs/src/internals.md`).
+#[test]
+fn the_map_stays_short() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    assert!(doc.lines().count() <= 120, "{} lines", doc.lines().count());
+    let run = doc
+        .split("## A run, top to bottom")
+        .nth(1)
+        .expect("its section");
+    let run = run.split("\n## ").next().unwrap_or(run);
+    let steps: Vec<&str> = (run.lines())
+        .filter(|l| {
+            l.split_once(". ")
+                .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+        })
+        .collect();
+    assert!((1..=12).contains(&steps.len()), "{steps:#?}");
+    let continued = run.lines().filter(|l| l.starts_with("   ")).count();
+    assert_eq!(continued, 0, "each step is one line");
+}
