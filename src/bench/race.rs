@@ -16,11 +16,10 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Duration;
 
+use super::comparison::{BenchError, BenchOptions, Comparison, Progress, Side};
 use super::joint::{drive_groups, drive_in_turns, GroupResult, Pairing};
-use super::runner::{
-    BenchError, BenchOptions, Comparison, Observation, Progress, Side, TimedRuns, PAD_MAX,
-};
 use super::source::ProcessSource;
+use super::source::{Observation, TimedRuns, PAD_MAX};
 use crate::process::{ExitStatus, Lingering};
 
 /// Measure several arms against one rival: `arms[j][w]` is arm `j`'s comparison on workload
@@ -390,7 +389,7 @@ impl<S: TimedRuns> TimedRuns for ArmSource<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::runner::{StopReason, LADDER_MIN_PAIRS};
+    use crate::bench::comparison::{StopReason, LADDER_MIN_PAIRS};
     use crate::bench::stats;
 
     /// Runs of `secs · (1 + 1 %·noise)` seconds; the B side fails from its `fail_at`-th run.

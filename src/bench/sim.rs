@@ -19,9 +19,10 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use super::comparison::{BenchError, BenchOptions, Side, LADDER_MIN_PAIRS};
 use super::joint::{drive_in_turns, drive_jointly};
 use super::race::race;
-use super::runner::{BenchError, BenchOptions, Observation, Side, TimedRuns, LADDER_MIN_PAIRS};
+use super::source::{Observation, TimedRuns};
 use super::stats::{Estimate, Estimator};
 use super::{geomean, Comparison};
 

@@ -20,7 +20,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::bench::runner::LADDER_MIN_PAIRS;
+use crate::bench::comparison::LADDER_MIN_PAIRS;
 use crate::report::Projection;
 use crate::stage::Count;
 use crate::stages::StageName;

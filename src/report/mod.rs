@@ -10,7 +10,7 @@
 //! freely, never rename or drop one without bumping [`SCHEMA`]. Every type here derives
 //! both `Serialize` and `Deserialize`, and a test checks that each report the integration
 //! tests write reads back and re-serialises to the same JSON. The schema is typed here
-//! ([`Report`]), in `context::facts` (a row's `facts`) and in `bench::runner` (a workload's
+//! ([`Report`]), in `context::facts` (a row's `facts`) and in `bench::comparison` (a workload's
 //! `Comparison`, its `Estimate` flattened into it); every field is described in
 //! docs/src/report-json.md, which the integration test
 //! `docs::the_report_schema_names_every_field` checks against the frozen demo report

@@ -226,7 +226,7 @@ fn shipped_block(s: &mut String, report: &Report, f: &FinalChoice) {
 }
 
 /// `the metric (ms, lower is better; benchmarks a, b); wall time 0.981 [0.95, 1.02]`.
-fn metric_line(m: &crate::bench::runner::MetricSummary) -> String {
+fn metric_line(m: &crate::bench::comparison::MetricSummary) -> String {
     let unit = if m.unit.is_empty() {
         "no unit"
     } else {

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::candidate::{check_candidate_on, Checked};
 use super::{Compared, Mismatch, Nondeterminism, Reference, Rejection};
-use crate::bench::runner::CheckRun;
+use crate::bench::CheckRun;
 use crate::context::sandbox::Sandbox;
 use crate::context::{Candidate, Context};
 use crate::process::{Outcome, Spool};
