@@ -58,7 +58,7 @@ pub struct StageFacts {
 
     // pgo
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<ProfileStats>,
+    pub profile: Option<PgoProfileStats>,
     /// The SHA-256 (64 hex digits) of the profile file the build named (`-Cprofile-use`):
     /// `apply` copies that file only while it has this content (absent in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,7 +71,7 @@ pub struct StageFacts {
     /// fresh profile; for the baseline the profile your own rustflags name
     /// (`-Cprofile-use`), which is stale once functions change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_fit: Option<ProfileFit>,
+    pub profile_fit: Option<PgoProfileFit>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub functions_without_profile: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,7 +85,7 @@ pub struct StageFacts {
     pub vp_counters_per_site: Option<Option<u32>>,
     /// Whether training ran what the eval workloads run (the eval coverage pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_quality: Option<ProfileQuality>,
+    pub profile_quality: Option<PgoProfileQuality>,
 
     // fp
     /// The LLVM floating-point options the build passes (`-Cllvm-args=…`): the ones kept
@@ -114,7 +114,7 @@ where
 
 /// The merged PGO profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfileStats {
+pub struct PgoProfileStats {
     pub raw_files: usize,
     pub functions: u64,
     pub max_count: u64,
@@ -125,7 +125,7 @@ pub struct ProfileStats {
 
 /// How well a PGO profile fits the code built with it, from rustc's (LLVM's) warnings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProfileFit {
+pub struct PgoProfileFit {
     pub profile: PathBuf,
     /// Functions in the profile (`llvm-profdata show`), when it could be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -138,7 +138,7 @@ pub struct ProfileFit {
     /// A given profile (`--pgo-profile`): how many of its functions other than `main` are
     /// functions of the program built with it (its symbol table), of
     /// [`functions_compared`](Self::functions_compared). None or almost none: the profile
-    /// was collected from another program ([`ProfileFit::foreign`]).
+    /// was collected from another program ([`PgoProfileFit::foreign`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub functions_in_program: Option<u64>,
     /// The profile's functions other than `main` that were looked for in the program.
@@ -146,7 +146,7 @@ pub struct ProfileFit {
     pub functions_compared: Option<u64>,
 }
 
-impl ProfileFit {
+impl PgoProfileFit {
     /// The profile is another program's: under 1 % of its functions (other than `main`,
     /// which every program has) are in the program built with it — none, for a small one.
     pub fn foreign(&self) -> bool {
@@ -183,7 +183,7 @@ impl ProfileFit {
 /// eval workloads run once on the instrumented binary, each profile compared with the
 /// training's function by function (`stage::pgo::coverage`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfileQuality {
+pub struct PgoProfileQuality {
     /// Functions of the training profile that ran (count above 0).
     pub functions_with_counts: u64,
     /// Every function of the profile: every instrumented function of the binary.
@@ -195,7 +195,7 @@ pub struct ProfileQuality {
     pub untrained_hot: Vec<UntrainedHot>,
 }
 
-impl ProfileQuality {
+impl PgoProfileQuality {
     /// `301 of 1204 functions ran in training; 97.5 % of eval's counts are in trained code`.
     pub fn describe(&self) -> String {
         format!(

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::{Comparison, Estimate};
 use crate::cargo::{BuildSettings, Features};
 pub(crate) use crate::context::facts::StageFacts;
-pub use crate::context::facts::{ProfileQuality, UntrainedHot};
+pub use crate::context::facts::{PgoProfileQuality, UntrainedHot};
 pub(crate) use crate::context::PipelineStep;
 use crate::render::Render;
 use crate::verify::Nondeterminism;
@@ -547,7 +547,7 @@ impl Report {
 
     /// The first row with the eval coverage of its PGO profile (the pgo row; a portable
     /// row built with the same profile carries the same numbers).
-    pub fn profile_quality(&self) -> Option<(&StageReport, &ProfileQuality)> {
+    pub fn profile_quality(&self) -> Option<(&StageReport, &PgoProfileQuality)> {
         self.stages
             .iter()
             .find_map(|st| Some((st, st.facts.profile_quality.as_ref()?)))

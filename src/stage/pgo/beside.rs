@@ -5,7 +5,9 @@
 //! optimized build's own twin link (`cargo::twin`) where it can be, else a build of its
 //! own beside it under LTO, else a relink after the stage's timings.
 
-use super::{bolt_takes_as_is, instrumented_settings, use_settings, with_host_target, Profile};
+use super::{
+    bolt_takes_as_is, instrumented_settings, use_settings, with_host_target, TrainedProfile,
+};
 use crate::stage::{Context, Standing};
 use crate::stages::{changing, Changes, StageName};
 
@@ -69,7 +71,7 @@ pub(super) fn start_after(
     ctx: &Context,
     standing: &Standing,
     settings: &crate::cargo::BuildSettings,
-    p: &Profile,
+    p: &TrainedProfile,
     beside: Vec<(String, crate::cargo::BuildSettings)>,
 ) -> Vec<(String, crate::cargo::BuildSettings)> {
     let pgo = use_settings(ctx, settings, p, false);
@@ -97,7 +99,7 @@ pub(super) fn start_after(
 fn bolt_input(
     ctx: &Context,
     standing: &Standing,
-    profile: &Profile,
+    profile: &TrainedProfile,
 ) -> Option<(String, crate::cargo::BuildSettings)> {
     bolt_input_wanted(ctx, &standing.best.settings, standing.then).then(|| {
         let input = use_settings(ctx, &standing.best.settings, profile, true);
