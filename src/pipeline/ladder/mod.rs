@@ -21,7 +21,7 @@ use crate::context::{Candidate, Context};
 use crate::report::{Settings, StageReport, Status};
 use crate::stage::{self, Build, Offer, Rival, StageError, Standing};
 use crate::stages::{label_of, Changes, StageName};
-use crate::verify::{Concluded, Rejection, TimedCheck, Untimed, Verifier};
+use crate::verify::{Concluded, Rejection, TimedVerification, Untimed, Verifier};
 
 mod preview;
 mod race;
@@ -381,7 +381,7 @@ impl<'a> Ladder<'a> {
     }
 
     /// Check `cand` and measure it against its rival; its first timed run of each eval
-    /// workload is its verification there (the `TimedCheck` of `Verifier::check_untimed`).
+    /// workload is its verification there (the `TimedVerification` of `Verifier::verify_untimed`).
     /// Rejected, failed, or measured and decided.
     fn verify_and_measure(
         &mut self,
@@ -389,10 +389,10 @@ impl<'a> Ladder<'a> {
         cand: Candidate,
         which: Rival,
     ) -> anyhow::Result<()> {
-        let check = match self.check_untimed(row, &cand)? {
+        let verification = match self.verify_untimed(row, &cand)? {
             Untimed::Rejected(_) => return Ok(()),
             Untimed::AllChecked => None,
-            Untimed::Passed(check) => Some(check),
+            Untimed::Passed(verification) => Some(verification),
         };
         let rival = self.rival(which);
         // Against the baseline itself, on the best track, the verdict decides whether
@@ -411,18 +411,18 @@ impl<'a> Ladder<'a> {
             &self.verifier,
             measure::Terms { only_faster, share },
             self.cache,
-            check.as_ref(),
+            verification.as_ref(),
         );
-        if let Some(m) = self.conclude(row, &cand, check, measured)? {
+        if let Some(m) = self.conclude(row, &cand, verification, measured)? {
             self.decide(cand, which, m, None);
         }
         Ok(())
     }
 
-    /// Before measuring `cand`: its untimed check (`Verifier::check_untimed`), its row when
+    /// Before measuring `cand`: its untimed check (`Verifier::verify_untimed`), its row when
     /// rejected, the `verified` event when an earlier run checked it all.
-    fn check_untimed(&mut self, row: &str, cand: &Candidate) -> anyhow::Result<Untimed> {
-        let untimed = self.verifier.check_untimed(cand)?;
+    fn verify_untimed(&mut self, row: &str, cand: &Candidate) -> anyhow::Result<Untimed> {
+        let untimed = self.verifier.verify_untimed(cand)?;
         match &untimed {
             Untimed::AllChecked => verified_event(self.ctx.ui(), cand, None),
             Untimed::Rejected(r) => self.reject(row, cand, r),
@@ -431,17 +431,17 @@ impl<'a> Ladder<'a> {
         Ok(untimed)
     }
 
-    /// After `cand`'s measuring: its `check` ended (`Verifier::finish_check`), then rejected,
+    /// After `cand`'s measuring: its `check` ended (`Verifier::verify_finish`), then rejected,
     /// failed, or measured (returned, to be decided).
     fn conclude(
         &mut self,
         row: &str,
         cand: &Candidate,
-        check: Option<TimedCheck>,
+        verification: Option<TimedVerification>,
         measured: anyhow::Result<Measured>,
     ) -> anyhow::Result<Option<Measured>> {
-        let concluded = match check {
-            Some(c) => Some(self.verifier.finish_check(c, measured.is_ok())?),
+        let concluded = match verification {
+            Some(c) => Some(self.verifier.verify_finish(c, measured.is_ok())?),
             None => None,
         };
         if let Some(Concluded::Rejected(r)) = &concluded {

@@ -14,7 +14,7 @@ use crate::context::sandbox::Sandbox;
 use crate::context::{Candidate, Context};
 use crate::process::Command;
 use crate::spec::Workload;
-use crate::verify::{TimedCheck, Verifier};
+use crate::verify::{TimedVerification, Verifier};
 
 /// `cands` against `rival` on every eval workload, as [`measure`](super::measure) measures
 /// one (keep-or-drop, each within `share`), but raced: one series of the rival's runs serves
@@ -28,10 +28,10 @@ pub(crate) fn race(
     verifier: &Verifier,
     share: super::super::budget::Share,
     cache: &VerdictCache,
-    checks: &[Option<&TimedCheck>],
+    verifications: &[Option<&TimedVerification>],
 ) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
     let capped = |c: &Candidate| super::keep_or_drop_options(ctx, rival, c, share);
-    raced(ctx, rival, cands, verifier, &capped, cache, checks)
+    raced(ctx, rival, cands, verifier, &capped, cache, verifications)
 }
 
 /// [`race`] with each candidate's options `capped(candidate)`: a keep-or-drop duel's, or
@@ -43,11 +43,11 @@ pub(super) fn raced(
     verifier: &Verifier,
     capped: &dyn Fn(&Candidate) -> Capped,
     cache: &VerdictCache,
-    checks: &[Option<&TimedCheck>],
+    verifications: &[Option<&TimedVerification>],
 ) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
     let eval = super::eval_workloads(ctx)?;
-    let arms: Vec<Arm> = (cands.iter().zip(checks))
-        .map(|(c, check)| Arm::new(ctx, rival, c, *check, capped(c), cache, &eval))
+    let arms: Vec<Arm> = (cands.iter().zip(verifications))
+        .map(|(c, verification)| Arm::new(ctx, rival, c, *verification, capped(c), cache, &eval))
         .collect();
     let confirming = arms.iter().any(|a| a.capped.opts.in_turns);
     let _quiet = quiet_ahead(ctx, confirming);
@@ -104,7 +104,7 @@ fn done_verb(opts: &BenchOptions) -> &'static str {
 /// still to be checked), its options (a duel's), verdict keys and kept comparisons.
 struct Arm<'a> {
     cand: &'a Candidate,
-    check: Option<&'a TimedCheck>,
+    verification: Option<&'a TimedVerification>,
     capped: Capped,
     keys: Vec<Option<String>>,
     found: Vec<Option<Comparison>>,
@@ -115,7 +115,7 @@ impl<'a> Arm<'a> {
         ctx: &Context,
         rival: &Candidate,
         cand: &'a Candidate,
-        check: Option<&'a TimedCheck>,
+        verification: Option<&'a TimedVerification>,
         capped: Capped,
         cache: &VerdictCache,
         eval: &[&Workload],
@@ -146,7 +146,7 @@ impl<'a> Arm<'a> {
             .collect();
         Arm {
             cand,
-            check,
+            verification,
             capped,
             keys,
             found,
@@ -237,7 +237,7 @@ fn commands(
         for (j, arm) in arms.iter().enumerate() {
             let (wb, sb) = ctx.sandboxed(w, &format!("bench-b{j}"))?;
             let mut cb = ctx.command(&wb, &arm.cand.binary);
-            cb.spool = arm.check.map(|c| c.spool(w));
+            cb.spool = arm.verification.map(|c| c.spool(w));
             mine.push((cb, sb));
         }
         rivals.push((ctx.command(&wa, &rival.binary), sa, expected));
@@ -263,8 +263,8 @@ fn run_race(
         .map(|(j, arm)| {
             (eval.iter().zip(&sides))
                 .map(|(w, s)| {
-                    arm.check
-                        .map(|c| verifier.check_timed(c, w, s[j].1.as_ref()))
+                    arm.verification
+                        .map(|c| verifier.verify_timed(c, w, s[j].1.as_ref()))
                 })
                 .collect()
         })
