@@ -94,7 +94,8 @@ pub struct StageFacts {
     pub fp_flags: Option<Vec<String>>,
     /// How far the candidate's outputs moved from the baseline's (fp rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_drift: Option<OutputDrift>,
+    #[serde(rename = "output_drift")]
+    pub output_deviation: Option<OutputDeviation>,
 
     // bolt
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -221,10 +222,10 @@ pub struct UntrainedHot {
 }
 
 /// The largest differences between the numbers a candidate printed (or wrote) and the
-/// baseline's, over every workload (`verify::drift`); infinite (`null` in JSON) when a
+/// baseline's, over every workload (`verify::deviation`); infinite (`null` in JSON) when a
 /// number turned into NaN or an infinity.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct OutputDrift {
+pub struct OutputDeviation {
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub max_abs: f64,
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]
@@ -235,7 +236,7 @@ pub struct OutputDrift {
     pub workloads: usize,
 }
 
-impl OutputDrift {
+impl OutputDeviation {
     /// The fp row's note: how far the outputs moved.
     pub fn describe(&self) -> String {
         let of = format!(
@@ -379,11 +380,11 @@ mod tests {
 
 #[cfg(test)]
 mod drift_tests {
-    use super::OutputDrift;
+    use super::OutputDeviation;
 
     #[test]
     fn the_note_says_how_far_outputs_moved() {
-        let d = OutputDrift {
+        let d = OutputDeviation {
             max_abs: 7.1e-14,
             max_rel: 1.7e-15,
             numbers_changed: 1,
@@ -393,7 +394,7 @@ mod drift_tests {
             d.describe(),
             "outputs moved: 1 number(s) changed over 1 workload, by at most 7.10e-14 absolute, 1.70e-15 relative"
         );
-        let none = OutputDrift {
+        let none = OutputDeviation {
             numbers_changed: 0,
             workloads: 2,
             ..d
@@ -402,7 +403,7 @@ mod drift_tests {
             none.describe(),
             "outputs: no number moved (2 workloads compared)"
         );
-        let nan = OutputDrift {
+        let nan = OutputDeviation {
             max_rel: f64::INFINITY,
             ..d
         };

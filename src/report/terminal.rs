@@ -73,7 +73,7 @@ pub(crate) fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
             under.push(format!("profile: {}", q.describe()));
         }
         under.extend(given_profile_line(st));
-        under.extend(st.facts.output_drift.as_ref().map(|d| d.describe()));
+        under.extend(st.facts.output_deviation.as_ref().map(|d| d.describe()));
         under.extend(
             (st.facts.cheaper_alternative.as_ref())
                 .map(|c| format!("as fast within the margin and cheaper to build: {c}")),

@@ -7,7 +7,7 @@
 //! or `fp = [...]`. The ladder verifies each candidate against the baseline like any other
 //! (`exact` rejects any changed digit, `numeric` accepts what is within its tolerances),
 //! keeps it only when it is measurably faster too, and its row says how far the outputs
-//! moved (`verify::drift`, `OutputDrift::describe`).
+//! moved (`verify::deviation`, `OutputDeviation::describe`).
 //!
 //! Which options exist is asked of this rustc's LLVM once (`toolchain::llvm_args`, kept
 //! with the toolchain's facts); a flag it lacks is a skipped row. `--fp-contract=fast` can

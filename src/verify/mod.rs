@@ -12,7 +12,7 @@
 //! checks a candidate against them (what a release calls); `verifier` is what the ladder
 //! holds: [`Verifier`], with one entry per phase of a candidate's check — before it is
 //! measured, on its first timed run of each eval workload (the hook the bench engine
-//! calls), after it is measured — sharing a [`TimedVerification`]; `drift` how far a candidate's
+//! calls), after it is measured — sharing a [`TimedVerification`]; `deviation` how far a candidate's
 //! numbers moved from the baseline's (the fp stage's rows).
 //!
 //! Every check says what it found as a `#[must_use]` outcome ([`Compared`],
@@ -23,7 +23,7 @@
 
 pub(crate) mod candidate;
 pub(crate) mod crate_tests;
-mod drift;
+mod deviation;
 pub(crate) mod numeric;
 mod observe;
 pub(crate) mod text;

@@ -260,13 +260,13 @@ impl<'c> Verifier<'c> {
         Ok(Concluded::Passed)
     }
 
-    /// How far `cand`'s outputs moved from the baseline's (`verify::drift`): after its
+    /// How far `cand`'s outputs moved from the baseline's (`verify::deviation`): after its
     /// check, from what the check saved.
-    pub(crate) fn drift(
+    pub(crate) fn deviation(
         &self,
         cand: &Candidate,
-    ) -> anyhow::Result<crate::context::facts::OutputDrift> {
-        super::drift::drift(self.ctx, self.reference()?, cand)
+    ) -> anyhow::Result<crate::context::facts::OutputDeviation> {
+        super::deviation::deviation(self.ctx, self.reference()?, cand)
     }
 
     /// Whether an earlier run checked `cand` on the same binaries and workloads (said so).

@@ -270,7 +270,7 @@ impl<'a> Ladder<'a> {
         let fp = (name.row().changes == Changes::FpFlags).then(|| cand.clone());
         self.verify_and_measure(&row, cand, offer.rival)?;
         if let Some(cand) = fp {
-            self.note_drift(&cand);
+            self.note_deviation(&cand);
         }
         Ok(())
     }
@@ -359,8 +359,8 @@ impl<'a> Ladder<'a> {
 
     /// An fp row's outputs: how far they moved from the baseline's, in its facts and a
     /// note (whatever the verdict: a rejected row says by how much it missed).
-    fn note_drift(&mut self, cand: &Candidate) {
-        let drift = match self.verifier.drift(cand) {
+    fn note_deviation(&mut self, cand: &Candidate) {
+        let deviation = match self.verifier.deviation(cand) {
             Ok(d) => d,
             Err(e) => {
                 self.ctx.ui().warn(&format!(
@@ -374,10 +374,10 @@ impl<'a> Ladder<'a> {
         let Some(row) = self.rows.last_mut() else {
             return;
         };
-        let note = drift.describe();
+        let note = deviation.describe();
         self.ctx.ui().info(&format!("{}: {note}", cand.label()));
         row.notes.push(note);
-        row.facts.output_drift = Some(drift);
+        row.facts.output_deviation = Some(deviation);
     }
 
     /// Check `cand` and measure it against its rival; its first timed run of each eval
