@@ -72,7 +72,7 @@ impl Candidate {
     /// Whether the stage flags pick a CPU (`-Ctarget-cpu=…`): such a binary may not run on
     /// other machines.
     pub(crate) fn targets_cpu(&self) -> bool {
-        cargo::target_cpu_of(&self.settings.rustflags).is_some()
+        cargo::target_cpu_of(&self.settings.stage_rustflags).is_some()
     }
 }
 

@@ -286,7 +286,7 @@ impl From<&BuildSettings> for Settings {
             profile: s.profile.clone(),
             profile_overrides: s.profile_overrides.clone(),
             rustflags: s.all_rustflags(),
-            stage_rustflags: s.rustflags.clone(),
+            stage_rustflags: s.stage_rustflags.clone(),
             user_rustflags: s.user_rustflags.clone(),
             target: s.target.clone(),
             features: s.features.clone(),

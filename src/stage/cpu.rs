@@ -259,7 +259,7 @@ pub(crate) fn parse_features(cfg: &str) -> BTreeSet<String> {
 fn settings_for(best: &BuildSettings, name: &str) -> BuildSettings {
     let mut settings = best.clone();
     settings
-        .rustflags
+        .stage_rustflags
         .retain(|f| target_cpu_of(std::slice::from_ref(f)).is_none());
     settings.with_rustflags([format!("-Ctarget-cpu={name}")])
 }

@@ -128,7 +128,7 @@ fn build(ctx: &Context, best: &Candidate, flag: &str) -> Result<Candidate, Stage
     let settings = best.settings.with_rustflags([arg]);
     let facts = StageFacts {
         variant: Some(flag.to_string()),
-        fp_flags: Some(flags_of(&settings.rustflags)),
+        fp_flags: Some(flags_of(&settings.stage_rustflags)),
         ..Default::default()
     };
     let (cand, _) = super::build_candidate(ctx, StageName::Fp, settings, facts)?;

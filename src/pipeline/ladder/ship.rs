@@ -345,7 +345,9 @@ mod tests {
     fn candidate(stage: StageName, binary: &str, cpu: bool) -> Candidate {
         let mut settings = BuildSettings::plain("release");
         if cpu {
-            settings.rustflags.push("-Ctarget-cpu=x86-64-v3".into());
+            settings
+                .stage_rustflags
+                .push("-Ctarget-cpu=x86-64-v3".into());
         }
         Candidate {
             stage,

@@ -155,7 +155,7 @@ fn assess_coverage(
 fn without_cpu(settings: &crate::cargo::BuildSettings) -> crate::cargo::BuildSettings {
     let mut s = settings.clone();
     let mut out = Vec::new();
-    let mut flags = s.rustflags.iter().peekable();
+    let mut flags = s.stage_rustflags.iter().peekable();
     while let Some(f) = flags.next() {
         if f == "-C" && flags.peek().is_some_and(|n| n.starts_with("target-cpu=")) {
             flags.next();
@@ -163,7 +163,7 @@ fn without_cpu(settings: &crate::cargo::BuildSettings) -> crate::cargo::BuildSet
             out.push(f.clone());
         }
     }
-    s.rustflags = out;
+    s.stage_rustflags = out;
     s
 }
 

@@ -132,7 +132,7 @@ pub(crate) fn with_c_profile(settings: &BuildSettings, profile: &TrainedProfile)
 fn without_profile_use(settings: &BuildSettings, profile: &TrainedProfile) -> BuildSettings {
     let mut s = settings.clone();
     let ours = super::use_flags(profile);
-    s.rustflags.retain(|f| !ours.contains(f));
+    s.stage_rustflags.retain(|f| !ours.contains(f));
     s
 }
 
