@@ -128,7 +128,7 @@ struct DriveGroup<'o> {
     error: Option<(usize, BenchError)>,
 }
 
-/// Several groups of comparisons (a duel is one group; a race has one per arm), each
+/// Several groups of comparisons (a duel is one group; a race has one per entrant), each
 /// group's workloads stopping together as [`compare_jointly`] says, advanced look by look
 /// across every group by the same rule: first every comparison to its first look, then the
 /// one whose next look buys its group's geometric mean the most precision per second. An

@@ -66,7 +66,7 @@ pub(crate) trait TimedRuns {
     /// Time since the comparison started.
     fn elapsed(&self) -> Duration;
     /// The pad the latest run had, when the source chose it rather than the `pad_bytes`
-    /// asked for (a race's rounds pad each run once for every arm it serves).
+    /// asked for (a race's rounds pad each run once for every entrant it serves).
     fn pad_used(&self, asked: usize) -> usize {
         asked
     }

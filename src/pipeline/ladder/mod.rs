@@ -497,7 +497,7 @@ impl<'a> Ladder<'a> {
             Rival::Portable => &self.portable,
         };
         let (keep, for_size) = self.keeps(&cand, rival, &m);
-        // Beaten only matters to an arm the rule would keep: one that is not is dropped for
+        // Beaten only matters to an entrant the rule would keep: one that is not is dropped for
         // its own verdict.
         let beaten = beaten.filter(|_| keep);
         let keep = keep && beaten.is_none();
