@@ -8,6 +8,13 @@
 //! Satterthwaite degrees of freedom; the two comparisons are independent samples), and
 //! what ships is measured against the baseline directly, once, at the end
 //! ([`Ladder::measure_final`]): the headline speedup is never a derived one.
+//!
+//! Names: a [`Candidate`] is a build; an [`Offer`] is a stage's proposal (a candidate, or
+//! how to build one, and its [`Rival`]: which kept candidate it must beat); a
+//! [`KeptCandidate`] is one the ladder kept (the baseline first) with its ratio to the
+//! baseline; the [`Standing`] is what a stage is given of the ladder (best, portable, the
+//! stages `expected`: those still `to_come` the budget pays for); a race's offers are its
+//! entrants.
 
 use std::collections::BTreeMap;
 
@@ -27,10 +34,10 @@ mod preview;
 mod race;
 mod ship;
 
-/// A candidate that holds a place on the ladder, with its ratio to the baseline (`None`
-/// for the baseline itself).
+/// A candidate the ladder kept (the baseline first), with its measurements: its ratio to
+/// the baseline (`None` for the baseline itself).
 #[derive(Clone)]
-struct Holder {
+struct KeptCandidate {
     candidate: Candidate,
     vs_baseline: Option<ToBaseline>,
     /// `vs_baseline` as it stood when the candidate was chosen, once the final
@@ -89,13 +96,13 @@ pub(crate) struct Ladder<'a> {
     pub not_tried: Vec<String>,
     verifier: Verifier<'a>,
     baseline: Candidate,
-    best: Holder,
+    best: KeptCandidate,
     /// The best candidate without a stage `-Ctarget-cpu`: always reported next to the
     /// final one, so a CPU-specific binary is never the only artifact.
-    portable: Holder,
+    portable: KeptCandidate,
     pub rows: Vec<StageReport>,
     /// Every candidate kept, in order: what the final gate falls back on.
-    kept: Vec<Holder>,
+    kept: Vec<KeptCandidate>,
     /// Workload → candidate tag → comparison against its rival.
     pub per_workload: BTreeMap<String, BTreeMap<String, Comparison>>,
     /// Allocators not to build, with why (`preview`), and whether they were previewed.
@@ -118,7 +125,7 @@ impl<'a> Ladder<'a> {
     ) -> Self {
         let mut row = candidate_row(&baseline, Status::Kept, "the reference");
         row.verified = Some(true);
-        let holder = Holder {
+        let kept = KeptCandidate {
             candidate: baseline.clone(),
             vs_baseline: None,
             at_selection: None,
@@ -133,8 +140,8 @@ impl<'a> Ladder<'a> {
             not_tried: Vec::new(),
             verifier,
             baseline,
-            best: holder.clone(),
-            portable: holder,
+            best: kept.clone(),
+            portable: kept,
             rows: vec![row],
             kept: Vec::new(),
             per_workload: BTreeMap::new(),
@@ -173,7 +180,7 @@ impl<'a> Ladder<'a> {
         let standing = Standing {
             best: &self.best.candidate,
             portable: &self.portable.candidate,
-            then: &grant.then,
+            expected: &grant.expected,
             screened: &self.screened,
         };
         let mut offers = stage::offers(name, self.ctx, &standing)
@@ -492,7 +499,7 @@ impl<'a> Ladder<'a> {
                 .or_default()
                 .insert(cand.tag(), c.clone());
         }
-        let holder = match rival {
+        let kept = match rival {
             Rival::Best => &self.best,
             Rival::Portable => &self.portable,
         };
@@ -501,9 +508,9 @@ impl<'a> Ladder<'a> {
         // its own verdict.
         let beaten = beaten.filter(|_| keep);
         let keep = keep && beaten.is_none();
-        let to_baseline = ToBaseline::through(holder.vs_baseline, &m);
+        let to_baseline = ToBaseline::through(kept.vs_baseline, &m);
         let status = if keep { Status::Kept } else { Status::Dropped };
-        let mut reason = self.reason(&cand, &holder.candidate, &m, keep, for_size);
+        let mut reason = self.reason(&cand, &kept.candidate, &m, keep, for_size);
         if let Some(by) = beaten {
             reason = format!("{reason}; dropped: raced with it, {by} was faster");
         }
@@ -511,7 +518,7 @@ impl<'a> Ladder<'a> {
             "verdict",
             serde_json::json!({
                 "candidate": cand.label(),
-                "rival": holder.candidate.label(),
+                "rival": kept.candidate.label(),
                 "status": status.as_str(),
                 "estimate": m.estimate,
                 "vs_baseline": to_baseline.estimate(self.margin()),
@@ -520,7 +527,7 @@ impl<'a> Ladder<'a> {
         );
         let mut r = candidate_row(&cand, status, &reason);
         r.verified = Some(true);
-        r.facts.rival = Some(holder.candidate.label());
+        r.facts.rival = Some(kept.candidate.label());
         r.vs_best = Some(m.estimate);
         r.vs_baseline = Some(to_baseline.estimate(self.margin()));
         r.notes.extend(trade.flatten());
@@ -529,39 +536,39 @@ impl<'a> Ladder<'a> {
             self.ctx.abandon_ahead(&cand);
             return;
         }
-        let holder = Holder {
+        let kept = KeptCandidate {
             candidate: cand,
             vs_baseline: Some(to_baseline),
             at_selection: None,
             workloads: Vec::new(),
         };
-        self.kept.push(holder.clone());
+        self.kept.push(kept.clone());
         if rival == Rival::Portable {
-            self.portable = holder;
+            self.portable = kept;
         } else {
-            if !holder.candidate.targets_cpu() {
-                self.portable = holder.clone();
+            if !kept.candidate.targets_cpu() {
+                self.portable = kept.clone();
             }
             // A build started for the best that was (the pgo stage's, on `max`) is useless.
             if self.ctx.ahead.cancel_urgent() > 0 {
                 self.ctx.ui().info(&format!(
                     "stopped the build started ahead for {}: {} is the best now",
                     self.best.candidate.label(),
-                    holder.candidate.label()
+                    kept.candidate.label()
                 ));
             }
-            self.best = holder;
+            self.best = kept;
         }
     }
 
     /// Whether `m` keeps `cand` against its rival, and whether for its size alone.
     fn keeps(&self, cand: &Candidate, rival: Rival, m: &Measured) -> (bool, bool) {
-        let holder = self.rival(rival);
+        let kept = self.rival(rival);
         let for_size =
-            m.estimate.verdict == Verdict::Equivalent && smaller_counts(self.ctx, cand, holder);
+            m.estimate.verdict == Verdict::Equivalent && smaller_counts(self.ctx, cand, kept);
         // A refinement (`stage::refines`) gains a few percent at most and costs size or
         // portability: it must be *faster*, not just surely faster by about the margin.
-        let keep = match stage::refines(cand.stage, cand.variant(), holder.stage) {
+        let keep = match stage::refines(cand.stage, cand.variant(), kept.stage) {
             true => m.estimate.verdict == Verdict::Faster,
             false => m.estimate.keeps(self.margin()),
         };

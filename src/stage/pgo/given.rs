@@ -19,7 +19,7 @@ use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 /// best picks a CPU and the portable best does not, both built with the profile in `file`.
 pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> Vec<Offer<'c>> {
     let profile = load(ctx, file);
-    let settings = twinned(ctx, &standing.best.settings, standing.then);
+    let settings = twinned(ctx, &standing.best.settings, standing.expected);
     let later = (profile.as_ref())
         .map(|p| start_after(ctx, standing, &settings, p, Vec::new()))
         .unwrap_or_default();

@@ -72,7 +72,7 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                 let label = crate::context::label("pgo", Some(PORTABLE));
                 beside.push((format!("{label}: optimized"), portable));
             }
-            let settings = twinned(ctx, &standing.best.settings, standing.then);
+            let settings = twinned(ctx, &standing.best.settings, standing.expected);
             let later = start_after(ctx, standing, &settings, &p, beside);
             let best = build_with(ctx, &settings, &p, None, false).map(|mut c| {
                 c.notes.extend(note);
