@@ -276,7 +276,7 @@ fn no_comment_in_src_names_a_measured_crate_or_a_run_figure() {
         .any(|t| src.join("bench/sim.rs").starts_with(t)));
     assert!(!tests
         .iter()
-        .any(|t| src.join("bench/runner.rs").starts_with(t)));
+        .any(|t| src.join("bench/comparison.rs").starts_with(t)));
     let mut problems = Vec::new();
     for file in files
         .iter()

@@ -7,7 +7,7 @@
 /// `report.json`, as the tests read it back.
 pub mod report {
     pub use crate::report::{
-        load, pair_ratios, FinalChoice, Format, ProfileQuality, Report, Settings, StageReport,
+        load, pair_ratios, FinalChoice, Format, PgoProfileQuality, Report, Settings, StageReport,
         Status, UntrainedHot,
     };
 }

@@ -43,7 +43,7 @@ use crate::stages::{label_of, Changes};
 
 mod allocator;
 mod manifest;
-mod profile;
+mod pgo_profile;
 
 use crate::propose::{text, unified_diff, write};
 pub(crate) use manifest::{edit_config, edit_manifest, Edited};
@@ -407,7 +407,7 @@ fn plan(
             .package_dir
             .join(label_of(Changes::TrainingProfile))
             .join(format!("{}.profdata", win.bin));
-        let new = profile::checked(report, run_dir, caches, &src)?;
+        let new = pgo_profile::checked(report, run_dir, caches, &src)?;
         changes.push(ManifestEdit {
             old: read_existing(&dest)?,
             path: dest.clone(),

@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
-use super::counters::{self, Counts};
-use super::runner::{
+use super::comparison::{
     BenchError, BenchOptions, Comparison, ExpectedStatus, Noise, Outliers, Phase, Progress,
-    RunRecord, Side, Sides, StopReason, TimedRuns, ALPHA, NOISY_CV, PAD_MAX,
+    RunRecord, Side, Sides, StopReason, ALPHA, NOISY_CV,
 };
+use super::counters::{self, Counts};
 use super::source::ProcessSource;
+use super::source::{TimedRuns, PAD_MAX};
 use super::stats::{self, Estimate, LookSchedule, PairedAnalysis, Summary};
 use crate::process::{Command, Lingering};
 

@@ -4,12 +4,12 @@
 //! a keep-or-drop question, or once *faster* has too little conditional power left
 //! ([`compare_jointly`]). Each workload's own comparison is a [`Drive`].
 
-use super::drive::{cannot_be_faster, Drive};
-use super::runner::{
-    BenchError, BenchOptions, CheckRun, Comparison, ExpectedStatus, Progress, StopReason,
-    TimedRuns, ALPHA,
+use super::comparison::{
+    BenchError, BenchOptions, Comparison, ExpectedStatus, Progress, StopReason, ALPHA,
 };
+use super::drive::{cannot_be_faster, Drive};
 use super::source::ProcessSource;
+use super::source::{CheckRun, TimedRuns};
 use super::stats::{self, Estimate, Verdict};
 use crate::process::Command;
 
@@ -128,7 +128,7 @@ struct DriveGroup<'o> {
     error: Option<(usize, BenchError)>,
 }
 
-/// Several groups of comparisons (a duel is one group; a race has one per arm), each
+/// Several groups of comparisons (a duel is one group; a race has one per entrant), each
 /// group's workloads stopping together as [`compare_jointly`] says, advanced look by look
 /// across every group by the same rule: first every comparison to its first look, then the
 /// one whose next look buys its group's geometric mean the most precision per second. An
@@ -340,9 +340,8 @@ mod tests {
     use std::time::Duration;
 
     use super::drive_in_turns;
-    use crate::bench::runner::{
-        BenchError, BenchOptions, Observation, Side, StopReason, TimedRuns,
-    };
+    use crate::bench::comparison::{BenchError, BenchOptions, Side, StopReason};
+    use crate::bench::source::{Observation, TimedRuns};
 
     /// Runs of `secs` each, writing its workload's index into the shared order.
     struct Logged {

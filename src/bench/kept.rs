@@ -5,7 +5,7 @@
 //! a damaged write made the report contradict itself (the workload line said 0.500
 //! faster, its row, from the same comparison's log estimate, 0.995 inconclusive).
 
-use super::runner::{Comparison, RunRecord, Side};
+use super::comparison::{Comparison, RunRecord, Side};
 use super::stats::{self, Estimator, LogEstimate, Verdict, TRIM};
 
 /// How far two figures that should be one may differ (relative): what the JSON round

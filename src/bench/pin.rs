@@ -31,13 +31,13 @@ const DECIDING_RUNS: u32 = 2;
 const RUNS_PER_CPU: u64 = 4;
 
 /// One comparison's pinning (both sides share it), or one race's on a workload (the
-/// rival's and every arm's runs share it).
+/// rival's and every entrant's runs share it).
 #[derive(Debug)]
 pub(super) struct Pinning {
     cpus: Vec<usize>,
     state: State,
     /// A race's: the CPU changes with each round ([`Pinning::new_round`]), and pinning
-    /// starts at a round's start, so every run of a round (the rival's and the arms'
+    /// starts at a round's start, so every run of a round (the rival's and the entrants'
     /// runs it pairs with) shares one CPU. A duel's: every [`RUNS_PER_CPU`] runs.
     by_round: bool,
     /// Pinned runs so far (a duel), or rounds so far (a race): which CPU comes next.

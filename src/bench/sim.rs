@@ -19,9 +19,10 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use super::comparison::{BenchError, BenchOptions, Side, LADDER_MIN_PAIRS};
 use super::joint::{drive_in_turns, drive_jointly};
 use super::race::race;
-use super::runner::{BenchError, BenchOptions, Observation, Side, TimedRuns, LADDER_MIN_PAIRS};
+use super::source::{Observation, TimedRuns};
 use super::stats::{Estimate, Estimator};
 use super::{geomean, Comparison};
 
@@ -283,9 +284,9 @@ fn without_tails_trimming_keeps_the_error_rates() {
 /// What a batch of simulated races (or of the duels they replace) cost and called.
 #[derive(Debug)]
 struct RaceTally {
-    /// Mean seconds of running per race (every arm, every workload).
+    /// Mean seconds of running per race (every entrant, every workload).
     secs: f64,
-    /// Races in which some arm was kept.
+    /// Races in which some entrant was kept.
     any_kept: usize,
     /// Races in which `planted` was kept and had the best estimate of those kept.
     caught: usize,
@@ -307,7 +308,7 @@ fn ladder_options(seed: u64, max_time: u64) -> BenchOptions {
     }
 }
 
-/// Which arm the ladder would take: the best estimate among those it would keep.
+/// Which entrant the ladder would take: the best estimate among those it would keep.
 fn winner(means: &[Option<Estimate>]) -> Option<usize> {
     (0..means.len())
         .filter(|&j| means[j].is_some_and(|e| e.keeps(0.01)))
@@ -317,8 +318,8 @@ fn winner(means: &[Option<Estimate>]) -> Option<usize> {
         })
 }
 
-/// `trials` races of arms `ratios` times the rival's time over four workloads of `base`
-/// seconds, `max_time` per workload for the race; with `duels`, each arm measured alone
+/// `trials` races of entrants `ratios` times the rival's time over four workloads of `base`
+/// seconds, `max_time` per workload for the race; with `duels`, each entrant measured alone
 /// against the rival instead (four workloads jointly, `max_time` each, as today).
 fn races(trials: u64, base: f64, max_time: u64, ratios: &[f64], duels: bool) -> RaceTally {
     let planted = (0..ratios.len()).find(|&j| ratios[j] < 1.0);
@@ -338,17 +339,17 @@ fn races(trials: u64, base: f64, max_time: u64, ratios: &[f64], duels: bool) -> 
                 })
                 .collect()
         } else {
-            let entrants = (0..4)
+            let per_workload = (0..4)
                 .map(|w| {
                     let rival = Disturbed::new(seed(w, 9), base, 1.0, 1.0);
-                    let arms = (0..ratios.len())
+                    let entrants = (0..ratios.len())
                         .map(|j| Some(Disturbed::new(seed(w, j as u64), base, ratios[j], 1.0)))
                         .collect();
-                    Some((rival, arms))
+                    Some((rival, entrants))
                 })
                 .collect();
             let done: Vec<&[Comparison]> = vec![&[]; ratios.len()];
-            let (results, rounds) = race(entrants, &done, &o, &mut |_, _, _| {});
+            let (results, rounds) = race(per_workload, &done, &o, &mut |_, _, _| {});
             secs += rounds
                 .iter()
                 .flatten()
@@ -369,14 +370,14 @@ fn races(trials: u64, base: f64, max_time: u64, ratios: &[f64], duels: bool) -> 
     }
 }
 
-/// Three arms raced against one rival, four workloads of 300 ms runs under the fitted
+/// Three entrants raced against one rival, four workloads of 300 ms runs under the fitted
 /// noise, as the ladder measures (trimmed mean, margin 1 %, max-time 6 s per workload; the
-/// race bounded by `race_options`): (a) A vs A — every arm the rival's equal — keeps an arm
+/// race bounded by `race_options`): (a) A vs A — every entrant the rival's equal — keeps an entrant
 /// in at most 5 % of races: 7 of 300 (three duels: 9), 24.9 s of running against 35.8 s;
-/// (b) one arm 3 % faster, two equal: the race takes the planted arm in 171 of 300 races in
+/// (b) one entrant 3 % faster, two equal: the race takes the planted entrant in 171 of 300 races in
 /// 31.6 s of running, three duels in 158 in 42.4 s. (At max-time 10 s: A vs A 6 against 4;
-/// planted 224 in 41.3 s against 204 in 53.5 s.) Each arm's α is a duel's: the shared
-/// rival makes the arms' errors move together, so the race's any-arm rate stays under the
+/// planted 224 in 41.3 s against 204 in 53.5 s.) Each entrant's α is a duel's: the shared
+/// rival makes the entrants' errors move together, so the race's any-entrant rate stays under the
 /// three duels' sum.
 #[test]
 fn a_race_of_three_keeps_the_error_rate_and_costs_less_than_three_duels() {
@@ -394,7 +395,7 @@ fn a_race_of_three_keeps_the_error_rate_and_costs_less_than_three_duels() {
     assert!(race.secs < 0.85 * duels.secs, "{race:?} vs {duels:?}");
 }
 
-/// A race of one arm is a duel: the same pairs' worth of power at the same cost (their
+/// A race of one entrant is a duel: the same pairs' worth of power at the same cost (their
 /// runs differ only in their seeds).
 #[test]
 fn a_race_of_one_is_a_duel() {

@@ -1,16 +1,78 @@
-//! The source of a comparison's runs: each run one process of the user's program
-//! (`process::run`), its output read and checked, its time or metric taken, its CPU chosen
-//! (`bench::pin`).
+//! The source of a comparison's runs: [`TimedRuns`], what runs a side once and tells the
+//! time, written as a trait so that the stopping rule can be exercised with simulated run
+//! times (`stopping`, `sim`), and [`ProcessSource`], the real one: each run one process of
+//! the user's program (`process::run`), its environment padded ([`PAD_VAR`]), its output
+//! read and checked, its time or metric taken, its CPU chosen (`bench::pin`).
 
 use std::time::{Duration, Instant};
 
-use super::counters::CounterSet;
-use super::runner::{
-    BenchError, CheckRun, Comparison, ExpectedStatus, MetricSummary, Observation, RunRecord, Side,
-    TimedRuns, PAD_VAR,
-};
+use super::comparison::{BenchError, Comparison, ExpectedStatus, MetricSummary, RunRecord, Side};
+use super::counters::{CounterSet, Counts};
 use super::stats;
-use crate::process::{self, Command, Lingering};
+use crate::process::{self, Command, ExitStatus, Lingering};
+
+/// Name of the environment variable whose random length (0–4095 bytes) shifts the
+/// process's stack and environment layout from run to run (Mytkowicz et al., "Producing
+/// wrong data without doing anything obviously wrong", ASPLOS 2009).
+pub(crate) const PAD_VAR: &str = "CARGO_OPTIMIZE_PAD";
+
+/// Largest padding, exclusive.
+pub(super) const PAD_MAX: usize = 4096;
+
+/// A check of one run's whole outcome (its output in memory, or where B's command spools
+/// it: [`process::Command::spool`]): `Err` says why it is refused.
+pub(crate) type CheckRun<'a> = dyn Fn(&process::Outcome) -> Result<(), String> + 'a;
+
+/// What one run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Observation {
+    pub wall: Duration,
+    /// The workload's metric as the run printed it (`None`: the run is timed as a whole).
+    pub metric: Option<f64>,
+    /// What the comparison compares: the metric oriented so lower is better, else the wall
+    /// time in seconds.
+    pub measure: f64,
+    pub user: Duration,
+    pub sys: Duration,
+    pub max_rss_bytes: u64,
+    pub status: ExitStatus,
+    pub counters: Option<Counts>,
+}
+
+#[cfg(test)]
+impl Observation {
+    /// A successful run of `wall`, all of it user time: what the engine's simulated sources
+    /// return.
+    pub(crate) fn of_wall(wall: Duration) -> Self {
+        Observation {
+            wall,
+            metric: None,
+            measure: wall.as_secs_f64(),
+            user: wall,
+            sys: Duration::ZERO,
+            max_rss_bytes: 1 << 20,
+            status: ExitStatus {
+                code: Some(0),
+                signal: None,
+            },
+            counters: None,
+        }
+    }
+}
+
+/// Something that runs a side once and tells the time.
+pub(crate) trait TimedRuns {
+    fn run(&mut self, side: Side, pad_bytes: usize) -> Result<Observation, BenchError>;
+    /// Time since the comparison started.
+    fn elapsed(&self) -> Duration;
+    /// The pad the latest run had, when the source chose it rather than the `pad_bytes`
+    /// asked for (a race's rounds pad each run once for every entrant it serves).
+    fn pad_used(&self, asked: usize) -> usize {
+        asked
+    }
+    /// A race's round begins (its runs share a CPU: `bench::pin`).
+    fn new_round(&mut self) {}
+}
 
 pub(super) struct ProcessSource<'c> {
     a: &'c Command,

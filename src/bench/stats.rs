@@ -526,7 +526,7 @@ pub(crate) fn sum_log(logs: &[LogEstimate]) -> LogEstimate {
 /// almost nothing early and most at the last look.
 ///
 /// Why a mix: in seeded simulation (σ = 3 % per pair, margin 1 %, ~300-pair cap, 400
-/// trials, `runner::tests::spending_keeps_early_stops_and_sharpens_the_last_look`), pure
+/// trials, `stopping::spending_keeps_early_stops_and_sharpens_the_last_look`), pure
 /// O'Brien–Fleming needed 103 pairs on average to call a 3 % speedup (Bonferroni 55) because
 /// its first looks are so strict when the cap is far; Bonferroni found a 1.5 % speedup in 131
 /// of 400 (O'Brien–Fleming 173) because every look, the last included, pays `α/K`. The mix:

@@ -123,7 +123,8 @@ pub struct BuildSettings {
     /// The user's own rustflags (see [`user_rustflags`]), kept first in every build.
     pub user_rustflags: Vec<String>,
     /// The stage's flags, after the user's.
-    pub rustflags: Vec<String>,
+    #[serde(rename = "rustflags")]
+    pub stage_rustflags: Vec<String>,
     /// `--target`: `None` builds for the host the way a plain `cargo build` does.
     pub target: Option<String>,
     pub features: Features,
@@ -152,7 +153,7 @@ impl BuildSettings {
             profile: profile.into(),
             profile_overrides: BTreeMap::new(),
             user_rustflags: Vec::new(),
-            rustflags: Vec::new(),
+            stage_rustflags: Vec::new(),
             target: None,
             features: Features::default(),
             allocator: None,
@@ -163,7 +164,7 @@ impl BuildSettings {
 
     /// The flags rustc will see: the user's, then ours.
     pub fn all_rustflags(&self) -> Vec<String> {
-        compose_rustflags(&self.user_rustflags, &self.rustflags)
+        compose_rustflags(&self.user_rustflags, &self.stage_rustflags)
     }
 
     /// The variables `cc` reads that this build sets (none without [`BuildSettings::c`]).
@@ -203,7 +204,7 @@ impl BuildSettings {
         S: Into<String>,
     {
         let mut s = self.clone();
-        s.rustflags.extend(flags.into_iter().map(Into::into));
+        s.stage_rustflags.extend(flags.into_iter().map(Into::into));
         s
     }
 
@@ -789,9 +790,9 @@ mod tests {
     fn a_build_s_command_line_is_what_a_shell_hands_cargo_unchanged() {
         let flags = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let mut settings = BuildSettings::plain("release");
-        settings.rustflags = flags(&["-Cprofile-use=/p/a.profdata", "-Ctarget-cpu=native"]);
+        settings.stage_rustflags = flags(&["-Cprofile-use=/p/a.profdata", "-Ctarget-cpu=native"]);
         let args = flags(&["build", "--config", "profile.release.lto=\"fat\""]);
-        let line = shell_line(&settings, &settings.rustflags, &args);
+        let line = shell_line(&settings, &settings.stage_rustflags, &args);
         assert_eq!(
             line,
             "RUSTFLAGS='-Cprofile-use=/p/a.profdata -Ctarget-cpu=native' cargo build --config 'profile.release.lto=\"fat\"'"

@@ -43,13 +43,14 @@ impl BuildSettings {
             return None;
         }
         let mut base = self.clone();
-        base.rustflags.retain(|f| !LINK_ONLY.contains(&f.as_str()));
+        base.stage_rustflags
+            .retain(|f| !LINK_ONLY.contains(&f.as_str()));
         Some(base)
     }
 
     /// The stage flags only the final link reads, in order.
     pub(super) fn link_flags(&self) -> Vec<String> {
-        (self.rustflags.iter())
+        (self.stage_rustflags.iter())
             .filter(|f| LINK_ONLY.contains(&f.as_str()))
             .cloned()
             .collect()
@@ -150,7 +151,7 @@ mod tests {
             profile: "max".into(),
             profile_overrides: Default::default(),
             user_rustflags: vec!["-Cuser".into()],
-            rustflags: flags.iter().map(|f| f.to_string()).collect(),
+            stage_rustflags: flags.iter().map(|f| f.to_string()).collect(),
             target: Some("x86_64-unknown-linux-gnu".into()),
             features: Features::default(),
             allocator: None,

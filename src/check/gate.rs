@@ -86,9 +86,10 @@ impl Mean {
     }
 }
 
-/// One budget of one workload against what was measured.
+/// One limit of one workload (a key of its spec `budget`) against what was measured: the
+/// `check` report's `budgets` entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BudgetCheck {
+pub struct LimitOutcome {
     /// `time` (seconds) or `max-rss` (bytes).
     pub kind: String,
     pub limit: f64,
@@ -105,10 +106,10 @@ pub struct BudgetCheck {
     pub floor: bool,
 }
 
-impl BudgetCheck {
+impl LimitOutcome {
     pub fn new(kind: &str, limit: f64, values: &[f64], line: usize) -> Self {
         let measured = Mean::of(values);
-        BudgetCheck {
+        LimitOutcome {
             kind: kind.to_string(),
             limit,
             over: measured.mean > limit,
@@ -123,7 +124,7 @@ impl BudgetCheck {
     /// higher is.
     pub fn metric(limit: f64, values: &[f64], line: usize, m: &crate::spec::Metric) -> Self {
         let floor = m.better == crate::spec::Better::Higher;
-        let mut b = BudgetCheck::new("metric", limit, values, line);
+        let mut b = LimitOutcome::new("metric", limit, values, line);
         b.over = match floor {
             true => b.measured.mean < limit,
             false => b.measured.mean > limit,
@@ -219,14 +220,14 @@ mod tests {
         let mut m = crate::spec::Metric::criterion(4);
         m.unit = "tokens/s".into();
         m.better = crate::spec::Better::Higher;
-        let b = BudgetCheck::metric(1000.0, &[900.0, 950.0, 920.0], 5, &m);
+        let b = LimitOutcome::metric(1000.0, &[900.0, 950.0, 920.0], 5, &m);
         assert!(b.over, "{b:?}");
         assert!(
             b.describe().ends_with("< budget 1000 tokens/s"),
             "{}",
             b.describe()
         );
-        let ok = BudgetCheck::metric(1000.0, &[1200.0, 1250.0], 5, &m);
+        let ok = LimitOutcome::metric(1000.0, &[1200.0, 1250.0], 5, &m);
         assert!(
             !ok.over && ok.describe().contains("≥ budget"),
             "{}",
@@ -236,7 +237,7 @@ mod tests {
 
     #[test]
     fn a_budget_is_missed_when_the_mean_is_above_it() {
-        let b = BudgetCheck::new("time", 0.010, &[0.0121, 0.0123, 0.0125], 7);
+        let b = LimitOutcome::new("time", 0.010, &[0.0121, 0.0123, 0.0125], 7);
         assert!(b.over);
         let text = b.describe();
         assert!(
@@ -244,9 +245,9 @@ mod tests {
             "{text}"
         );
         // The mean decides even when the interval reaches above the limit.
-        let b = BudgetCheck::new("time", 0.010, &[0.008, 0.0119], 7);
+        let b = LimitOutcome::new("time", 0.010, &[0.008, 0.0119], 7);
         assert!(!b.over && b.measured.ci_high > 0.010, "{b:?}");
-        let rss = BudgetCheck::new("max-rss", 500.0 * 1048576.0, &[600.0 * 1048576.0; 3], 2);
+        let rss = LimitOutcome::new("max-rss", 500.0 * 1048576.0, &[600.0 * 1048576.0; 3], 2);
         assert!(rss.over);
         assert!(rss.describe().contains("600.0 MiB"), "{}", rss.describe());
         assert!(

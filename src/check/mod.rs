@@ -37,7 +37,7 @@ use crate::pipeline::measure;
 use crate::spec::Spec;
 use crate::stages::StageName;
 use crate::verify::{self, Reference, Verifier};
-use gate::{judge, BudgetCheck, Judgement, Mean};
+use gate::{judge, Judgement, LimitOutcome, Mean};
 use render::Format;
 use report::{Against, CheckReport, Ratio, SizeCheck, WorkloadCheck};
 
@@ -354,7 +354,7 @@ fn identical(
     let mut spec = ctx.spec.clone();
     if args.save_baseline.is_none() {
         spec.workloads
-            .retain(|w| ctx.spec.check.budgets.contains_key(&w.name));
+            .retain(|w| ctx.spec.check.limits.contains_key(&w.name));
     }
     let mut measured = Default::default();
     if !spec.workloads.is_empty() {
@@ -533,7 +533,7 @@ fn workload_check(
                     .collect::<Vec<_>>(),
             )
         }),
-        budgets: m.map(|m| budgets(spec, name, m)).unwrap_or_default(),
+        limits: m.map(|m| limits(spec, name, m)).unwrap_or_default(),
         output_changed: changed.cloned(),
         timed_anyway: changed.is_some() && m.is_some(),
     }
@@ -555,18 +555,18 @@ fn paired_ratio(c: &Comparison) -> Ratio {
 }
 
 /// The workload's budgets against the new build's runs.
-fn budgets(spec: &Spec, name: &str, m: &MeasuredWorkload) -> Vec<BudgetCheck> {
-    let Some(b) = spec.check.budgets.get(name) else {
+fn limits(spec: &Spec, name: &str, m: &MeasuredWorkload) -> Vec<LimitOutcome> {
+    let Some(b) = spec.check.limits.get(name) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     if let Some(t) = b.time {
         let wall: Vec<f64> = new_runs(m).map(|s| s.wall_secs).collect();
-        out.push(BudgetCheck::new("time", t.as_secs_f64(), &wall, b.line));
+        out.push(LimitOutcome::new("time", t.as_secs_f64(), &wall, b.line));
     }
     if let Some(limit) = b.max_rss {
         let rss: Vec<f64> = new_runs(m).map(|s| s.max_rss_bytes as f64).collect();
-        out.push(BudgetCheck::new("max-rss", limit as f64, &rss, b.line));
+        out.push(LimitOutcome::new("max-rss", limit as f64, &rss, b.line));
     }
     let metric = spec
         .workloads
@@ -575,7 +575,7 @@ fn budgets(spec: &Spec, name: &str, m: &MeasuredWorkload) -> Vec<BudgetCheck> {
         .and_then(|w| w.metric.as_ref());
     if let (Some(limit), Some(metric)) = (b.metric, metric) {
         let values: Vec<f64> = new_runs(m).filter_map(|s| s.metric).collect();
-        out.push(BudgetCheck::metric(limit, &values, b.line, metric));
+        out.push(LimitOutcome::metric(limit, &values, b.line, metric));
     }
     out
 }

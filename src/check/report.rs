@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::gate::{BudgetCheck, Judgement, Mean};
+use super::gate::{Judgement, LimitOutcome, Mean};
 
 pub(crate) const SCHEMA: u32 = 1;
 
@@ -49,7 +49,8 @@ pub struct WorkloadCheck {
     pub cpu_time: Option<Mean>,
     /// The new build's peak RSS per run (bytes).
     pub peak_rss: Option<Mean>,
-    pub budgets: Vec<BudgetCheck>,
+    #[serde(rename = "budgets")]
+    pub limits: Vec<LimitOutcome>,
     /// The new build's outputs differ from the old one's: what differs.
     pub output_changed: Option<String>,
     /// With an output change: timed anyway (`--allow-changed-output`).
@@ -61,7 +62,7 @@ impl WorkloadCheck {
     pub fn fails(&self) -> bool {
         self.judgement == Some(Judgement::Regression)
             || self.output_changed.is_some()
-            || self.budgets.iter().any(|b| b.over)
+            || self.limits.iter().any(|b| b.over)
     }
 }
 
@@ -135,7 +136,7 @@ impl CheckReport {
                     self.max_regression * 100.0
                 ));
             }
-            for b in w.budgets.iter().filter(|b| b.over) {
+            for b in w.limits.iter().filter(|b| b.over) {
                 out.push(format!(
                     "workload `{}`: {} budget exceeded: {} ({}:{})",
                     w.name,

@@ -58,7 +58,7 @@ pub struct StageFacts {
 
     // pgo
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<ProfileStats>,
+    pub profile: Option<PgoProfileStats>,
     /// The SHA-256 (64 hex digits) of the profile file the build named (`-Cprofile-use`):
     /// `apply` copies that file only while it has this content (absent in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,7 +71,7 @@ pub struct StageFacts {
     /// fresh profile; for the baseline the profile your own rustflags name
     /// (`-Cprofile-use`), which is stale once functions change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_fit: Option<ProfileFit>,
+    pub profile_fit: Option<PgoProfileFit>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub functions_without_profile: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,7 +85,7 @@ pub struct StageFacts {
     pub vp_counters_per_site: Option<Option<u32>>,
     /// Whether training ran what the eval workloads run (the eval coverage pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_quality: Option<ProfileQuality>,
+    pub profile_quality: Option<PgoProfileQuality>,
 
     // fp
     /// The LLVM floating-point options the build passes (`-Cllvm-args=…`): the ones kept
@@ -94,7 +94,8 @@ pub struct StageFacts {
     pub fp_flags: Option<Vec<String>>,
     /// How far the candidate's outputs moved from the baseline's (fp rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_drift: Option<OutputDrift>,
+    #[serde(rename = "output_drift")]
+    pub output_deviation: Option<OutputDeviation>,
 
     // bolt
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,7 +115,7 @@ where
 
 /// The merged PGO profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfileStats {
+pub struct PgoProfileStats {
     pub raw_files: usize,
     pub functions: u64,
     pub max_count: u64,
@@ -125,7 +126,7 @@ pub struct ProfileStats {
 
 /// How well a PGO profile fits the code built with it, from rustc's (LLVM's) warnings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProfileFit {
+pub struct PgoProfileFit {
     pub profile: PathBuf,
     /// Functions in the profile (`llvm-profdata show`), when it could be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -138,7 +139,7 @@ pub struct ProfileFit {
     /// A given profile (`--pgo-profile`): how many of its functions other than `main` are
     /// functions of the program built with it (its symbol table), of
     /// [`functions_compared`](Self::functions_compared). None or almost none: the profile
-    /// was collected from another program ([`ProfileFit::foreign`]).
+    /// was collected from another program ([`PgoProfileFit::foreign`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub functions_in_program: Option<u64>,
     /// The profile's functions other than `main` that were looked for in the program.
@@ -146,7 +147,7 @@ pub struct ProfileFit {
     pub functions_compared: Option<u64>,
 }
 
-impl ProfileFit {
+impl PgoProfileFit {
     /// The profile is another program's: under 1 % of its functions (other than `main`,
     /// which every program has) are in the program built with it — none, for a small one.
     pub fn foreign(&self) -> bool {
@@ -183,7 +184,7 @@ impl ProfileFit {
 /// eval workloads run once on the instrumented binary, each profile compared with the
 /// training's function by function (`stage::pgo::coverage`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfileQuality {
+pub struct PgoProfileQuality {
     /// Functions of the training profile that ran (count above 0).
     pub functions_with_counts: u64,
     /// Every function of the profile: every instrumented function of the binary.
@@ -195,7 +196,7 @@ pub struct ProfileQuality {
     pub untrained_hot: Vec<UntrainedHot>,
 }
 
-impl ProfileQuality {
+impl PgoProfileQuality {
     /// `301 of 1204 functions ran in training; 97.5 % of eval's counts are in trained code`.
     pub fn describe(&self) -> String {
         format!(
@@ -221,10 +222,10 @@ pub struct UntrainedHot {
 }
 
 /// The largest differences between the numbers a candidate printed (or wrote) and the
-/// baseline's, over every workload (`verify::drift`); infinite (`null` in JSON) when a
+/// baseline's, over every workload (`verify::deviation`); infinite (`null` in JSON) when a
 /// number turned into NaN or an infinity.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct OutputDrift {
+pub struct OutputDeviation {
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]
     pub max_abs: f64,
     #[serde(deserialize_with = "crate::util::lenient_f64::one")]
@@ -235,7 +236,7 @@ pub struct OutputDrift {
     pub workloads: usize,
 }
 
-impl OutputDrift {
+impl OutputDeviation {
     /// The fp row's note: how far the outputs moved.
     pub fn describe(&self) -> String {
         let of = format!(
@@ -379,11 +380,11 @@ mod tests {
 
 #[cfg(test)]
 mod drift_tests {
-    use super::OutputDrift;
+    use super::OutputDeviation;
 
     #[test]
     fn the_note_says_how_far_outputs_moved() {
-        let d = OutputDrift {
+        let d = OutputDeviation {
             max_abs: 7.1e-14,
             max_rel: 1.7e-15,
             numbers_changed: 1,
@@ -393,7 +394,7 @@ mod drift_tests {
             d.describe(),
             "outputs moved: 1 number(s) changed over 1 workload, by at most 7.10e-14 absolute, 1.70e-15 relative"
         );
-        let none = OutputDrift {
+        let none = OutputDeviation {
             numbers_changed: 0,
             workloads: 2,
             ..d
@@ -402,7 +403,7 @@ mod drift_tests {
             none.describe(),
             "outputs: no number moved (2 workloads compared)"
         );
-        let nan = OutputDrift {
+        let nan = OutputDeviation {
             max_rel: f64::INFINITY,
             ..d
         };

@@ -1,7 +1,7 @@
 //! The run context: the resolved [`Plan`] (project, spec, toolchain, options, UI), the
 //! spec this context times, the run folder, and the state the run gathers (step timings,
 //! warnings given, build counts, PGO profiles trained, builds started ahead) — and the
-//! [`Candidate`] a stage produces (and the pgo stage's [`Profile`]). Builds go through
+//! [`Candidate`] a stage produces (and the pgo stage's [`TrainedProfile`]). Builds go through
 //! [`Context::build`] (the `cargo` module), workload runs through [`Context::run_workload`]
 //! (`process`), each workload that writes files in a private copy of its cwd ([`sandbox`]).
 //!
@@ -26,7 +26,7 @@ use crate::process::{self, Outcome};
 use crate::spec::{Spec, Workload};
 use crate::stages::StageName;
 use crate::ui::Ui;
-use facts::{ProfileQuality, ProfileStats, StageFacts};
+use facts::{PgoProfileQuality, PgoProfileStats, StageFacts};
 pub(crate) use plan::Plan;
 use sandbox::Sandbox;
 
@@ -72,17 +72,18 @@ impl Candidate {
     /// Whether the stage flags pick a CPU (`-Ctarget-cpu=…`): such a binary may not run on
     /// other machines.
     pub(crate) fn targets_cpu(&self) -> bool {
-        cargo::target_cpu_of(&self.settings.rustflags).is_some()
+        cargo::target_cpu_of(&self.settings.stage_rustflags).is_some()
     }
 }
 
-/// A merged PGO profile, and how it was made: the pgo stage's, kept by the run once
+/// A merged PGO profile from training (here, or elsewhere and given), and how it was made:
+/// the pgo stage's, kept by the run once
 /// trained ([`Context::keep_trained_profile`]).
 #[derive(Clone)]
-pub(crate) struct Profile {
+pub(crate) struct TrainedProfile {
     /// The profile in the content-addressed cache (`cache/<sha256>.profdata`).
     pub stable: PathBuf,
-    pub stats: ProfileStats,
+    pub stats: PgoProfileStats,
     /// A bad cache entry was replaced: the build that used it must be redone.
     pub repaired: bool,
     pub notes: Vec<String>,
@@ -94,7 +95,7 @@ pub(crate) struct Profile {
     /// The value-profiling counters per site its training needed (`None`: the default).
     pub vp_counters: Option<u32>,
     /// How well it covers the eval workloads (the pgo stage's eval pass; not in releases).
-    pub quality: Option<ProfileQuality>,
+    pub quality: Option<PgoProfileQuality>,
     /// The file given with `--pgo-profile` it was copied from, instead of training.
     pub source: Option<PathBuf>,
 }
@@ -225,7 +226,7 @@ struct State {
     builds: Cell<(u32, u32)>,
     /// The pgo stage's profiles trained so far, by instrumented build
     /// ([`Context::keep_trained_profile`]).
-    profiles: RefCell<BTreeMap<String, Profile>>,
+    profiles: RefCell<BTreeMap<String, TrainedProfile>>,
     /// When the run's budget is spent ([`Context::set_deadline`]): no build starts after it,
     /// and one running (the run's own, or one ahead waited for) is killed at it.
     deadline: Cell<Option<Instant>>,
@@ -257,12 +258,12 @@ impl<'a> Context<'a> {
     /// the rest of this run (trained ahead of the stage, while the profile stage searched:
     /// `stage::pgo::speculate`). In memory only: unlike the kept results on disk, `--fresh`
     /// does not pass it by, as nothing here came from an earlier run.
-    pub(crate) fn keep_trained_profile(&self, key: String, profile: Profile) {
+    pub(crate) fn keep_trained_profile(&self, key: String, profile: TrainedProfile) {
         self.state.profiles.borrow_mut().insert(key, profile);
     }
 
     /// The profile [`Context::keep_trained_profile`] kept under `key`.
-    pub(crate) fn trained_profile(&self, key: &str) -> Option<Profile> {
+    pub(crate) fn trained_profile(&self, key: &str) -> Option<TrainedProfile> {
         self.state.profiles.borrow().get(key).cloned()
     }
 

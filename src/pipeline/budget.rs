@@ -20,7 +20,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::bench::runner::LADDER_MIN_PAIRS;
+use crate::bench::comparison::LADDER_MIN_PAIRS;
 use crate::report::Projection;
 use crate::stage::Count;
 use crate::stages::StageName;
@@ -339,7 +339,7 @@ impl Budget {
     /// The stages of `to_come` the ladder can expect to climb once `stage` is paid for, in
     /// order, as far as the costs learnt tell (all of them when none are known, while any
     /// time is left): what the projection counts and what may start building ahead.
-    pub(crate) fn then(&self, stage: StageName, to_come: &[StageName]) -> Vec<StageName> {
+    pub(crate) fn expected(&self, stage: StageName, to_come: &[StageName]) -> Vec<StageName> {
         let Some(c) = self.costs.get() else {
             return match self.left() > 0.0 {
                 true => to_come.to_vec(),
@@ -347,19 +347,19 @@ impl Budget {
             };
         };
         let mut left = self.left() - self.needs(&c, stage, to_come, true).0;
-        let mut then = Vec::new();
+        let mut expected = Vec::new();
         // As the ladder asks: the final comparison's first look is kept once a stage may
         // have been kept before (from the baseline, not for the first stage).
         let mut chained = stage != StageName::BASELINE;
         for (i, &next) in to_come.iter().enumerate() {
             let (own, reserved, _) = self.needs(&c, next, &to_come[i + 1..], chained);
             if left > own + reserved {
-                then.push(next);
+                expected.push(next);
                 left -= own;
                 chained = true;
             }
         }
-        then
+        expected
     }
 
     fn not_tried(&self, left: f64, needed: f64, why: &str) -> String {
@@ -442,7 +442,7 @@ pub(crate) struct Grant<'b> {
     budget: &'b Budget,
     to_come: Vec<StageName>,
     spec_max: Duration,
-    pub(crate) then: Vec<StageName>,
+    pub(crate) expected: Vec<StageName>,
 }
 
 impl Grant<'_> {
@@ -466,7 +466,7 @@ impl Budget {
         self.affords(stage, to_come, chained)?;
         Ok(Grant {
             budget: self,
-            then: self.then(stage, to_come),
+            expected: self.expected(stage, to_come),
             to_come: ahead_of(stage, to_come),
             spec_max,
         })
@@ -476,7 +476,7 @@ impl Budget {
     pub(crate) fn last_grant(&self, spec_max: Duration) -> Grant<'_> {
         Grant {
             budget: self,
-            then: Vec::new(),
+            expected: Vec::new(),
             to_come: Vec::new(),
             spec_max,
         }
@@ -776,7 +776,7 @@ mod tests {
         let cold = project(&slow, &stages, &b, Duration::from_secs(30), 0.02);
         b.hold(1.0);
         assert!(b.affords(StageName::Profile, &stages[1..], false).is_ok());
-        assert_eq!(b.then(StageName::Baseline, &stages), stages.to_vec());
+        assert_eq!(b.expected(StageName::Baseline, &stages), stages.to_vec());
         let again = project(&slow, &stages, &b, Duration::from_secs(30), 0.02);
         assert_eq!(cold.builds, again.builds);
         assert!(
@@ -795,16 +795,16 @@ mod tests {
     fn the_stages_expected_next_are_those_left_paid_for() {
         let b = Budget::new(Duration::from_secs(600), counts(), Duration::from_secs(30));
         assert_eq!(
-            b.then(StageName::Pgo, &[StageName::Bolt]),
+            b.expected(StageName::Pgo, &[StageName::Bolt]),
             vec![StageName::Bolt],
             "no costs known: every stage to come"
         );
         b.learn(renderer());
-        assert!(b.then(StageName::Pgo, &[StageName::Bolt]).is_empty());
+        assert!(b.expected(StageName::Pgo, &[StageName::Bolt]).is_empty());
         let more = Budget::new(Duration::from_secs(1200), counts(), Duration::from_secs(30));
         more.learn(renderer());
         assert_eq!(
-            more.then(StageName::Pgo, &[StageName::Bolt]),
+            more.expected(StageName::Pgo, &[StageName::Bolt]),
             vec![StageName::Bolt]
         );
         // From the baseline, as the ladder asks. With 800 s left cpu does not fit: its 368 s,
@@ -825,18 +825,18 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            run.then(StageName::Baseline, &all),
+            run.expected(StageName::Baseline, &all),
             vec![StageName::Pgo, StageName::Bolt]
         );
         let more_run = Budget::new(Duration::from_secs(900), counts(), Duration::from_secs(30));
         more_run.learn(renderer());
         assert_eq!(
-            more_run.then(StageName::Baseline, &all),
+            more_run.expected(StageName::Baseline, &all),
             vec![StageName::Cpu, StageName::Pgo]
         );
         // After the profile stage, cpu and pgo; what is left then does not pay for bolt.
         assert_eq!(
-            more.then(
+            more.expected(
                 StageName::Profile,
                 &[StageName::Cpu, StageName::Pgo, StageName::Bolt]
             ),

@@ -161,7 +161,7 @@ fn show(plan: &Plan, run: &RunDir, report: &Report, not_tried: &[String]) -> any
 /// stages the budget pays for as far as it can tell yet: no build is wasted on a stage the
 /// ladder will not try.
 fn build_ahead(plan: &Plan, ctx: &Context, budget: &Budget) {
-    let affordable = budget.then(crate::stages::StageName::BASELINE, &plan.spec.stages.try_);
+    let affordable = budget.expected(crate::stages::StageName::BASELINE, &plan.spec.stages.try_);
     ctx.build_ahead_groups(stage::ahead(ctx, &affordable, &plan.baseline));
 }
 
@@ -372,7 +372,7 @@ fn project_and_say(
     // stage on what is left then, which on a crate of slow builds and workloads can be far
     // less than the whole ladder's projection.
     let all: Vec<_> = plan.spec.stages.try_.clone();
-    let fit = budget.then(crate::stages::StageName::BASELINE, &all);
+    let fit = budget.expected(crate::stages::StageName::BASELINE, &all);
     let max = plan.spec.bench.max_time;
     let p = budget::project(&costs, &fit, budget, max, 0.02);
     let secs = plan.budget.as_secs_f64();

@@ -426,7 +426,7 @@ impl Matrix {
                     profile: base.profile.to_string(),
                     profile_overrides: BTreeMap::new(),
                     user_rustflags: user_rustflags.clone(),
-                    rustflags: Vec::new(),
+                    stage_rustflags: Vec::new(),
                     target: Some(triple.to_string()),
                     features,
                     allocator: None,
@@ -445,7 +445,7 @@ impl Matrix {
                         ..c.clone()
                     });
                     if cpu != PORTABLE {
-                        settings.rustflags.push(format!("-Ctarget-cpu={cpu}"));
+                        settings.stage_rustflags.push(format!("-Ctarget-cpu={cpu}"));
                     }
                     let cannot_run = if flavor.run {
                         (base.cannot_run)(triple, (cpu != PORTABLE).then_some(cpu.as_str()))
@@ -783,7 +783,7 @@ mod tests {
         // The baseline is the user's profile as it is.
         assert!(
             groups[0].baseline.profile_overrides.is_empty()
-                && groups[0].baseline.rustflags.is_empty()
+                && groups[0].baseline.stage_rustflags.is_empty()
         );
         assert_eq!((groups[0].verified, groups[1].verified), (true, false));
 

@@ -114,7 +114,7 @@ pub(crate) fn graph(artifacts: &[Artifact], groups: &[Group]) -> Graph<Step> {
 pub(crate) struct State {
     pub(crate) baselines: Vec<Option<Candidate>>,
     instrumented: Vec<Option<(BuildSettings, Built)>>,
-    pub(crate) profiles: Vec<Option<pgo::Profile>>,
+    pub(crate) profiles: Vec<Option<pgo::TrainedProfile>>,
     /// Each artifact's binary so far (the PGO build, then the BOLTed one).
     pub(crate) binaries: Vec<Option<Candidate>>,
     /// Why BOLT was not applied after all (BOLT cannot run on this binary here).
@@ -273,7 +273,7 @@ impl Release<'_> {
             let state = self.state();
             let profile = state.profiles[a].as_ref().ok_or_else(missing)?;
             // The lock is not held across the build: copy what it needs.
-            let profile = pgo::Profile::clone(profile);
+            let profile = pgo::TrainedProfile::clone(profile);
             drop(state);
             let settings = match art.c_profile {
                 true => pgo::whole::with_c_profile(&art.settings, &profile),

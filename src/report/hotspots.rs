@@ -177,20 +177,20 @@ pub(crate) fn sample() -> Hotspots {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::facts::{ProfileFit, ProfileStats};
+    use crate::context::facts::{PgoProfileFit, PgoProfileStats};
     use crate::report::StageReport;
 
     fn pgo_row(status: Status, binary: &str, merged: &str, cached: Option<&str>) -> StageReport {
         let mut r = StageReport::without_candidate("pgo", status, "why");
         r.binary = Some(binary.into());
-        r.facts.profile = Some(ProfileStats {
+        r.facts.profile = Some(PgoProfileStats {
             raw_files: 1,
             functions: 3,
             max_count: 9,
             dropped: vec![],
             path: merged.into(),
         });
-        r.facts.profile_fit = cached.map(|c| ProfileFit {
+        r.facts.profile_fit = cached.map(|c| PgoProfileFit {
             profile: c.into(),
             ..Default::default()
         });

@@ -10,7 +10,7 @@
 //! freely, never rename or drop one without bumping [`SCHEMA`]. Every type here derives
 //! both `Serialize` and `Deserialize`, and a test checks that each report the integration
 //! tests write reads back and re-serialises to the same JSON. The schema is typed here
-//! ([`Report`]), in `context::facts` (a row's `facts`) and in `bench::runner` (a workload's
+//! ([`Report`]), in `context::facts` (a row's `facts`) and in `bench::comparison` (a workload's
 //! `Comparison`, its `Estimate` flattened into it); every field is described in
 //! docs/src/report-json.md, which the integration test
 //! `docs::the_report_schema_names_every_field` checks against the frozen demo report
@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::{Comparison, Estimate};
 use crate::cargo::{BuildSettings, Features};
 pub(crate) use crate::context::facts::StageFacts;
-pub use crate::context::facts::{ProfileQuality, UntrainedHot};
+pub use crate::context::facts::{PgoProfileQuality, UntrainedHot};
 pub(crate) use crate::context::PipelineStep;
 use crate::render::Render;
 use crate::verify::Nondeterminism;
@@ -286,7 +286,7 @@ impl From<&BuildSettings> for Settings {
             profile: s.profile.clone(),
             profile_overrides: s.profile_overrides.clone(),
             rustflags: s.all_rustflags(),
-            stage_rustflags: s.rustflags.clone(),
+            stage_rustflags: s.stage_rustflags.clone(),
             user_rustflags: s.user_rustflags.clone(),
             target: s.target.clone(),
             features: s.features.clone(),
@@ -547,7 +547,7 @@ impl Report {
 
     /// The first row with the eval coverage of its PGO profile (the pgo row; a portable
     /// row built with the same profile carries the same numbers).
-    pub fn profile_quality(&self) -> Option<(&StageReport, &ProfileQuality)> {
+    pub fn profile_quality(&self) -> Option<(&StageReport, &PgoProfileQuality)> {
         self.stages
             .iter()
             .find_map(|st| Some((st, st.facts.profile_quality.as_ref()?)))

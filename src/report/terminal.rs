@@ -73,7 +73,7 @@ pub(crate) fn ladder(report: &Report, ui: &Ui, width: usize) -> String {
             under.push(format!("profile: {}", q.describe()));
         }
         under.extend(given_profile_line(st));
-        under.extend(st.facts.output_drift.as_ref().map(|d| d.describe()));
+        under.extend(st.facts.output_deviation.as_ref().map(|d| d.describe()));
         under.extend(
             (st.facts.cheaper_alternative.as_ref())
                 .map(|c| format!("as fast within the margin and cheaper to build: {c}")),
@@ -226,7 +226,7 @@ fn shipped_block(s: &mut String, report: &Report, f: &FinalChoice) {
 }
 
 /// `the metric (ms, lower is better; benchmarks a, b); wall time 0.981 [0.95, 1.02]`.
-fn metric_line(m: &crate::bench::runner::MetricSummary) -> String {
+fn metric_line(m: &crate::bench::comparison::MetricSummary) -> String {
     let unit = if m.unit.is_empty() {
         "no unit"
     } else {

@@ -1,7 +1,7 @@
 //! `[check]` and a workload's `budget`: what `cargo optimize check` fails on, validated
 //! like the rest of the spec (file:line:col and a fix).
 //!
-//! Owns: the types ([`CheckConfig`], [`WorkloadBudget`]) and their validation. Must not: judge a
+//! Owns: the types ([`CheckConfig`], [`WorkloadLimit`]) and their validation. Must not: judge a
 //! measurement (the check module does).
 
 use std::collections::BTreeMap;
@@ -26,8 +26,8 @@ pub(crate) struct CheckConfig {
     pub max_binary_size: Option<u64>,
     /// Line of `max-binary-size` in the spec, for messages.
     pub max_binary_size_line: usize,
-    /// Expanded workload name → its budget.
-    pub budgets: BTreeMap<String, WorkloadBudget>,
+    /// Expanded workload name → its limit (its `budget`).
+    pub limits: BTreeMap<String, WorkloadLimit>,
 }
 
 impl Default for CheckConfig {
@@ -36,15 +36,16 @@ impl Default for CheckConfig {
             max_regression: DEFAULT_MAX_REGRESSION,
             max_binary_size: None,
             max_binary_size_line: 0,
-            budgets: BTreeMap::new(),
+            limits: BTreeMap::new(),
         }
     }
 }
 
-/// A workload's budget: the mean time and mean peak RSS of the new build must not exceed
+/// A workload's limits (its spec `budget`; "budget" in code is the run's time budget): the
+/// mean time and mean peak RSS of the new build must not exceed
 /// these.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct WorkloadBudget {
+pub(crate) struct WorkloadLimit {
     pub time: Option<Duration>,
     pub max_rss: Option<u64>,
     /// The bound of the workload's `metric`: at most this when lower is better, at least
@@ -77,11 +78,11 @@ impl Validator<'_> {
 
     /// A workload's budget; `has_metric`: the workload has a `metric`, which a `metric`
     /// bound needs.
-    pub(super) fn budget(
+    pub(super) fn workload_limit(
         &self,
         raw: Spanned<RawBudget>,
         has_metric: bool,
-    ) -> Result<WorkloadBudget, SpecError> {
+    ) -> Result<WorkloadLimit, SpecError> {
         let line = self.line(raw.span().start);
         let b = raw.get_ref();
         if b.time.is_none() && b.max_rss.is_none() && b.metric.is_none() {
@@ -110,7 +111,7 @@ impl Validator<'_> {
             .as_ref()
             .map(|s| self.size(s, "max-rss", "\"500MB\""))
             .transpose()?;
-        Ok(WorkloadBudget {
+        Ok(WorkloadLimit {
             time,
             max_rss,
             metric: b.metric.as_ref().map(|m| *m.get_ref()),
@@ -158,7 +159,7 @@ mod tests {
         let f = Fixture::new();
         let text = "[[workload]]\nname = \"a\"\nbudget = { time = \"10ms\", max-rss = \"500MB\" }\n\n[[workload]]\nname = \"m{n}\"\nargs = [\"{n}\"]\nmatrix = { n = [\"1\", \"2\"] }\nbudget = { time = \"1.5s\" }\n\n[[workload]]\nname = \"free\"\n";
         let spec = f.ok(text);
-        let b = &spec.check.budgets;
+        let b = &spec.check.limits;
         assert_eq!(b.len(), 3, "{b:?}");
         assert_eq!(b["a"].time, Some(Duration::from_millis(10)));
         assert_eq!(b["a"].max_rss, Some(500 << 20));

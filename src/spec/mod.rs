@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub(crate) use check::{CheckConfig, WorkloadBudget};
+pub(crate) use check::{CheckConfig, WorkloadLimit};
 pub(crate) use raw::PROFILE_KEYS;
 pub(crate) use release::Flavor;
 pub(crate) use release::ReleaseSpec;
@@ -360,8 +360,8 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
         .map(|p| cx.non_empty(p, "package"))
         .transpose()?;
     let mut check = cx.check(raw.check.unwrap_or_default())?;
-    let (workloads, budgets) = cx.workloads(raw.workload.unwrap_or_default(), &root, &stages)?;
-    check.budgets = budgets;
+    let (workloads, limits) = cx.workloads(raw.workload.unwrap_or_default(), &root, &stages)?;
+    check.limits = limits;
     let harness = cx.harness(raw.bench_target, raw.test_target, bin.is_some(), &workloads)?;
     let release = cx.release(
         raw.release.unwrap_or_default(),

@@ -29,7 +29,7 @@ impl super::Stage for Baseline {
     fn ahead(&self, _ctx: &Context, _stages: &[StageName], best: &BuildSettings) -> Ahead {
         Ahead {
             groups: Vec::new(),
-            then_on: Some(best.clone()),
+            next_on: Some(best.clone()),
         }
     }
 }

@@ -106,7 +106,7 @@ fn beside_level(
     level: &str,
 ) -> Vec<(String, crate::cargo::BuildSettings)> {
     let level_settings = settings_for(&standing.best.settings, level);
-    let instrumented = super::pgo::ahead(ctx, standing.then, &level_settings);
+    let instrumented = super::pgo::ahead(ctx, standing.expected, &level_settings);
     let native = settings_for(&standing.best.settings, "native");
     let mut wanted = vec![(crate::context::label("cpu", Some("native")), native)];
     wanted.extend(instrumented.iter().cloned());
@@ -259,7 +259,7 @@ pub(crate) fn parse_features(cfg: &str) -> BTreeSet<String> {
 fn settings_for(best: &BuildSettings, name: &str) -> BuildSettings {
     let mut settings = best.clone();
     settings
-        .rustflags
+        .stage_rustflags
         .retain(|f| target_cpu_of(std::slice::from_ref(f)).is_none());
     settings.with_rustflags([format!("-Ctarget-cpu={name}")])
 }
@@ -287,7 +287,7 @@ impl super::Stage for Cpu {
         let on = (*best != ctx.plan.baseline).then(|| best.clone());
         super::Ahead {
             groups: vec![(on, ahead(ctx, best))],
-            then_on: None,
+            next_on: None,
         }
     }
 

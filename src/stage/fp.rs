@@ -7,7 +7,7 @@
 //! or `fp = [...]`. The ladder verifies each candidate against the baseline like any other
 //! (`exact` rejects any changed digit, `numeric` accepts what is within its tolerances),
 //! keeps it only when it is measurably faster too, and its row says how far the outputs
-//! moved (`verify::drift`, `OutputDrift::describe`).
+//! moved (`verify::deviation`, `OutputDeviation::describe`).
 //!
 //! Which options exist is asked of this rustc's LLVM once (`toolchain::llvm_args`, kept
 //! with the toolchain's facts); a flag it lacks is a skipped row. `--fp-contract=fast` can
@@ -128,7 +128,7 @@ fn build(ctx: &Context, best: &Candidate, flag: &str) -> Result<Candidate, Stage
     let settings = best.settings.with_rustflags([arg]);
     let facts = StageFacts {
         variant: Some(flag.to_string()),
-        fp_flags: Some(flags_of(&settings.rustflags)),
+        fp_flags: Some(flags_of(&settings.stage_rustflags)),
         ..Default::default()
     };
     let (cand, _) = super::build_candidate(ctx, StageName::Fp, settings, facts)?;

@@ -16,7 +16,7 @@
 //! CPU and the portable best does not (one instrumented build and training serve both when
 //! the portable best is the best without `-Ctarget-cpu`). The PGO build is what is measured
 //! and ships unless BOLT does, so it carries no relocations; when BOLT comes next
-//! ([`Standing`]'s `then`: the stages still to come the budget pays for), can run and the
+//! ([`Standing`]'s `expected`: the stages still `to_come` the budget pays for), can run and the
 //! profile keeps symbols, BOLT's input (the PGO build linked with
 //! `cargo::EMIT_RELOCS_FLAG`) is built ahead: beside the PGO build under LTO, else once the
 //! stage's timings are done; the alloc stage's candidate, when it follows, beside it. A BOLT input passes the flag to the final link alone
@@ -100,7 +100,7 @@ impl Count {
 #[derive(Default)]
 pub(crate) struct Ahead {
     pub groups: Vec<(Option<cargo::BuildSettings>, Wanted)>,
-    pub then_on: Option<cargo::BuildSettings>,
+    pub next_on: Option<cargo::BuildSettings>,
 }
 
 /// What the ladder holds when a stage starts.
@@ -112,7 +112,7 @@ pub(crate) struct Standing<'a> {
     /// The stages the ladder expects to climb after this one: those of `[stages] try` still
     /// to come that the budget pays for after this one, as far as it can tell (a build for
     /// one of them may start ahead).
-    pub then: &'a [StageName],
+    pub expected: &'a [StageName],
     /// The allocators of `[stages] alloc` not to build, each with why: preloaded into the
     /// best so far, they did not make it faster (the ladder's preview).
     pub screened: &'a std::collections::BTreeMap<String, String>,
@@ -211,7 +211,7 @@ pub(crate) fn ahead(
     for &name in stages {
         let ahead = contract(name).ahead(ctx, stages, &best);
         out.extend(ahead.groups);
-        match ahead.then_on {
+        match ahead.next_on {
             Some(on) => best = on,
             None => break,
         }

@@ -178,7 +178,7 @@ impl super::Stage for Profile {
         }
         super::Ahead {
             groups,
-            then_on: Some(preset.unwrap_or_else(|| best.clone())),
+            next_on: Some(preset.unwrap_or_else(|| best.clone())),
         }
     }
 }
@@ -200,7 +200,7 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
     let stops: Rc<OnceCell<Option<String>>> = Rc::default();
     for (i, &point) in SEARCH[1..n].iter().enumerate() {
         let base = standing.best.clone();
-        let then = standing.then.to_vec();
+        let expected = standing.expected.to_vec();
         let stops = Rc::clone(&stops);
         let build = move |best: &Candidate, max: Option<&Estimate>| {
             if !thorough {
@@ -221,7 +221,7 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                         // `max` (its instrumented build, a serial chain under fat LTO,
                         // built and trained now; its optimized build started ahead).
                         ctx.build_ahead(ahead_points(ctx, &base.settings, 1..2));
-                        super::pgo::speculate(ctx, &then, &best.settings);
+                        super::pgo::speculate(ctx, &expected, &best.settings);
                     }
                     1 => {
                         // The rest, two at a time, once the first was kept.

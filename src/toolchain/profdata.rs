@@ -274,7 +274,7 @@ pub(crate) fn is_raw(path: &Path) -> std::io::Result<bool> {
 
 /// What `llvm-profdata show` says of a profile, the summary only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProfileSummary {
+pub(crate) struct ProfdataSummary {
     /// `Total functions:` (0 when it does not say).
     pub functions: u64,
     /// `Maximum function count:` (0 when it does not say).
@@ -283,7 +283,7 @@ pub(crate) struct ProfileSummary {
 
 /// The summary of `profile` (`llvm-profdata show`), bounded like every read of a profile;
 /// an error when this llvm-profdata cannot read it.
-pub(crate) fn summary(profdata: &Path, profile: &Path) -> Result<ProfileSummary, CountsError> {
+pub(crate) fn summary(profdata: &Path, profile: &Path) -> Result<ProfdataSummary, CountsError> {
     let cmd = process::Command::new(profdata)
         .arg("show")
         .arg(profile)
@@ -315,14 +315,14 @@ fn read(profdata: &Path, profile: &Path, cmd: &process::Command) -> Result<Strin
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn parse_summary(text: &str) -> ProfileSummary {
+fn parse_summary(text: &str) -> ProfdataSummary {
     let field = |name: &str| {
         text.lines()
             .find_map(|l| l.trim().strip_prefix(name))
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0)
     };
-    ProfileSummary {
+    ProfdataSummary {
         functions: field("Total functions:"),
         max_count: field("Maximum function count:"),
     }

@@ -12,7 +12,7 @@
 //! checks a candidate against them (what a release calls); `verifier` is what the ladder
 //! holds: [`Verifier`], with one entry per phase of a candidate's check — before it is
 //! measured, on its first timed run of each eval workload (the hook the bench engine
-//! calls), after it is measured — sharing a [`TimedCheck`]; `drift` how far a candidate's
+//! calls), after it is measured — sharing a [`TimedVerification`]; `deviation` how far a candidate's
 //! numbers moved from the baseline's (the fp stage's rows).
 //!
 //! Every check says what it found as a `#[must_use]` outcome ([`Compared`],
@@ -23,7 +23,7 @@
 
 pub(crate) mod candidate;
 pub(crate) mod crate_tests;
-mod drift;
+mod deviation;
 pub(crate) mod numeric;
 mod observe;
 pub(crate) mod text;
@@ -36,7 +36,7 @@ pub(crate) use crate_tests::TestFailure;
 pub(crate) use observe::{
     check_determinism, observe, observed_from, spool_for, Compared, Nondeterminism, Reference,
 };
-pub(crate) use verifier::{Concluded, TimedCheck, Untimed, Verifier};
+pub(crate) use verifier::{Concluded, TimedVerification, Untimed, Verifier};
 
 use crate::process::{ExitStatus, Outcome, ProcessError};
 use crate::spec::{Expect, Workload};

@@ -312,16 +312,16 @@ pub(crate) fn max_error(a: &[&[u8]], b: &[&[u8]], tol: Tolerance) -> Option<f64>
 /// and how many numbers differ, over the line pairs whose non-numeric tokens agree (other
 /// lines are not numbers that moved, and are left out).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Drift {
+pub(crate) struct Deviation {
     pub max_abs: f64,
     pub max_rel: f64,
     pub changed: usize,
 }
 
-impl Drift {
-    /// Both drifts together (the larger of each, the counts added).
-    pub(crate) fn merge(self, o: Drift) -> Drift {
-        Drift {
+impl Deviation {
+    /// Both deviations together (the larger of each, the counts added).
+    pub(crate) fn merge(self, o: Deviation) -> Deviation {
+        Deviation {
             max_abs: self.max_abs.max(o.max_abs),
             max_rel: self.max_rel.max(o.max_rel),
             changed: self.changed + o.changed,
@@ -329,9 +329,9 @@ impl Drift {
     }
 }
 
-/// The [`Drift`] from `a` to `b`, line by line.
-pub(crate) fn drift(a: &[&[u8]], b: &[&[u8]]) -> Drift {
-    let mut d = Drift::default();
+/// The [`Deviation`] from `a` to `b`, line by line.
+pub(crate) fn deviation(a: &[&[u8]], b: &[&[u8]]) -> Deviation {
+    let mut d = Deviation::default();
     for (la, lb) in a.iter().zip(b) {
         if la == lb {
             continue;
@@ -375,23 +375,23 @@ mod tests {
     const REL6: Tolerance = Tolerance::Relative(1e-6);
 
     #[test]
-    fn drift_is_the_largest_absolute_and_relative_move() {
+    fn deviation_is_the_largest_absolute_and_relative_move() {
         let a: Vec<&[u8]> = vec![b"dot = 4.19774922976059059e1", b"n: 10", b"x 1.0 2.0"];
         let b: Vec<&[u8]> = vec![b"dot = 4.19774922976058349e1", b"n: 10", b"x 1.0 2.5"];
-        let d = drift(&a, &b);
+        let d = deviation(&a, &b);
         assert_eq!(d.changed, 2);
         assert!((d.max_abs - 0.5).abs() < 1e-12, "{d:?}");
         assert!((d.max_rel - 0.2).abs() < 1e-12, "{d:?}");
         // The dot product's own move: 7.1e-14 absolute, 1.7e-14 relative.
-        let d = drift(&a[..1], &b[..1]);
+        let d = deviation(&a[..1], &b[..1]);
         assert!(d.max_abs > 7.0e-14 && d.max_abs < 7.2e-14, "{d:?}");
         assert!(d.max_rel > 1.6e-15 && d.max_rel < 1.8e-15, "{d:?}");
         // Lines of another shape are not numbers that moved; NaN for a number is infinite.
-        assert_eq!(drift(&[b"a 1"], &[b"b 2"]), Drift::default());
-        let d = drift(&[b"1.5"], &[b"nan"]);
+        assert_eq!(deviation(&[b"a 1"], &[b"b 2"]), Deviation::default());
+        let d = deviation(&[b"1.5"], &[b"nan"]);
         assert!(d.max_abs.is_infinite() && d.max_rel.is_infinite(), "{d:?}");
         assert_eq!(
-            d.merge(Drift {
+            d.merge(Deviation {
                 max_abs: 1.0,
                 max_rel: 0.0,
                 changed: 2

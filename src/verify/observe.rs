@@ -538,7 +538,7 @@ mod tests {
                 profile: "release".into(),
                 profile_overrides: Default::default(),
                 user_rustflags: vec![],
-                rustflags: vec![],
+                stage_rustflags: vec![],
                 target: None,
                 features: Default::default(),
                 allocator: None,

@@ -6,13 +6,15 @@
 //! Checks are not kept with `[verify] tests = true` (the tests' own sources are not in the
 //! key), and `--fresh` looks nothing up.
 //!
-//! A candidate is checked in three phases, one entry each, so that its eval workloads are
-//! not run once more just to be compared: before it is measured
-//! ([`Verifier::check_untimed`]: the workloads that are not timed and the crate's tests, or
-//! nothing when an earlier run checked it all), on its first timed run of each eval
-//! workload ([`Verifier::check_timed`], the hook the bench engine calls), and after it is
-//! measured ([`Verifier::finish_check`]: the eval workloads no timed run checked, then the
-//! check kept). What the phases share is a [`TimedCheck`] the pipeline only passes along.
+//! A candidate is verified in three phases, one entry each (`verify_*`; "check" is kept
+//! for `cargo optimize check`, the CI gate, and for the on-disk store kind `checks`), so
+//! that its eval workloads are not run once more just to be compared: before it is measured
+//! ([`Verifier::verify_untimed`]: the workloads that are not timed and the crate's tests, or
+//! nothing when an earlier run verified it all), on its first timed run of each eval
+//! workload ([`Verifier::verify_timed`], the hook the bench engine calls), and after it is
+//! measured ([`Verifier::verify_finish`]: the eval workloads no timed run verified, then
+//! the verification kept). What the phases share is a [`TimedVerification`] the pipeline
+//! only passes along.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,14 +22,14 @@ use std::path::{Path, PathBuf};
 
 use super::candidate::{check_candidate_on, Checked};
 use super::{Compared, Mismatch, Nondeterminism, Reference, Rejection};
-use crate::bench::runner::CheckRun;
+use crate::bench::CheckRun;
 use crate::context::sandbox::Sandbox;
 use crate::context::{Candidate, Context};
 use crate::process::{Outcome, Spool};
 use crate::spec::Workload;
 use crate::store::Store;
 
-/// Before measuring: what a candidate's untimed check found ([`Verifier::check_untimed`]).
+/// Before measuring: what a candidate's untimed check found ([`Verifier::verify_untimed`]).
 #[must_use]
 #[allow(clippy::large_enum_variant)] // one per candidate: boxing buys nothing
 pub(crate) enum Untimed {
@@ -36,12 +38,12 @@ pub(crate) enum Untimed {
     AllChecked,
     /// The workloads that are not timed and the crate's tests passed; the eval workloads are
     /// checked on the candidate's timed runs, through this.
-    Passed(TimedCheck),
+    Passed(TimedVerification),
     /// Its outputs differ on an untimed workload, or the crate's tests fail.
     Rejected(Rejection),
 }
 
-/// After measuring: how a candidate's check ended ([`Verifier::finish_check`]).
+/// After measuring: how a candidate's check ended ([`Verifier::verify_finish`]).
 #[must_use]
 #[allow(clippy::large_enum_variant)] // one per candidate: boxing buys nothing
 pub(crate) enum Concluded {
@@ -53,10 +55,10 @@ pub(crate) enum Concluded {
     Unmeasured,
 }
 
-/// A candidate checked by its timed runs: made by [`Verifier::check_untimed`], handed to
-/// each timed run's hook ([`Verifier::check_timed`]), ended by [`Verifier::finish_check`].
+/// A candidate checked by its timed runs: made by [`Verifier::verify_untimed`], handed to
+/// each timed run's hook ([`Verifier::verify_timed`]), ended by [`Verifier::verify_finish`].
 /// It holds the eval workloads a timed run checked and the difference that rejected it.
-pub(crate) struct TimedCheck {
+pub(crate) struct TimedVerification {
     cand: Candidate,
     /// Where the candidate's outputs are saved (`outputs/<tag>/`).
     outputs: PathBuf,
@@ -64,7 +66,7 @@ pub(crate) struct TimedCheck {
     rejected: RefCell<Option<Mismatch>>,
 }
 
-impl TimedCheck {
+impl TimedVerification {
     /// Where the candidate's checked first run of `w` writes its outputs: where its
     /// verification runs' are saved.
     pub(crate) fn spool(&self, w: &Workload) -> Spool {
@@ -161,19 +163,19 @@ impl<'c> Verifier<'c> {
     /// Before measuring `cand`: nothing when an earlier run checked the same binaries and
     /// workloads (`AllChecked`), else every workload that is not timed (not eval) and the
     /// crate's own tests; when they pass, the eval workloads are checked on the candidate's
-    /// first timed run of each ([`check_timed`]) and [`finish_check`] completes it. An
+    /// first timed run of each ([`verify_timed`]) and [`verify_finish`] completes it. An
     /// error is a fault (a workload could not be run), not a rejection.
     ///
-    /// [`check_timed`]: Self::check_timed
-    /// [`finish_check`]: Self::finish_check
-    pub(crate) fn check_untimed(&self, cand: &Candidate) -> anyhow::Result<Untimed> {
+    /// [`verify_timed`]: Self::verify_timed
+    /// [`verify_finish`]: Self::verify_finish
+    pub(crate) fn verify_untimed(&self, cand: &Candidate) -> anyhow::Result<Untimed> {
         if self.kept_check(cand) {
             return Ok(Untimed::AllChecked);
         }
         let reference = self.reference()?;
         Ok(
             match check_candidate_on(self.ctx, cand, reference, &|w| !w.eval, true)? {
-                Checked::Passed => Untimed::Passed(TimedCheck {
+                Checked::Passed => Untimed::Passed(TimedVerification {
                     cand: cand.clone(),
                     outputs: self.ctx.run.outputs(&cand.tag()),
                     checked: RefCell::default(),
@@ -189,9 +191,9 @@ impl<'c> Verifier<'c> {
     /// writes files). The run is checked as a verification run is, its outputs saved with
     /// the candidate's; a pass is remembered in `check`, a difference kept there too and
     /// returned as the reason the comparison ends.
-    pub(crate) fn check_timed<'a>(
+    pub(crate) fn verify_timed<'a>(
         &'a self,
-        check: &'a TimedCheck,
+        check: &'a TimedVerification,
         w: &'a Workload,
         sandbox: Option<&'a Sandbox>,
     ) -> Box<CheckRun<'a>> {
@@ -215,7 +217,7 @@ impl<'c> Verifier<'c> {
     /// baseline's.
     fn compare_timed(
         &self,
-        check: &TimedCheck,
+        check: &TimedVerification,
         w: &Workload,
         outcome: &Outcome,
         sandbox: Option<&Sandbox>,
@@ -230,9 +232,9 @@ impl<'c> Verifier<'c> {
     /// else the eval workloads no timed run checked (their verdicts were kept from an
     /// earlier run, so none ran) are run and checked now, then the candidate's check is
     /// kept for later runs. An error is a fault, not a rejection.
-    pub(crate) fn finish_check(
+    pub(crate) fn verify_finish(
         &self,
-        check: TimedCheck,
+        check: TimedVerification,
         measured: bool,
     ) -> anyhow::Result<Concluded> {
         if let Some(m) = check.rejected.into_inner() {
@@ -258,13 +260,13 @@ impl<'c> Verifier<'c> {
         Ok(Concluded::Passed)
     }
 
-    /// How far `cand`'s outputs moved from the baseline's (`verify::drift`): after its
+    /// How far `cand`'s outputs moved from the baseline's (`verify::deviation`): after its
     /// check, from what the check saved.
-    pub(crate) fn drift(
+    pub(crate) fn deviation(
         &self,
         cand: &Candidate,
-    ) -> anyhow::Result<crate::context::facts::OutputDrift> {
-        super::drift::drift(self.ctx, self.reference()?, cand)
+    ) -> anyhow::Result<crate::context::facts::OutputDeviation> {
+        super::deviation::deviation(self.ctx, self.reference()?, cand)
     }
 
     /// Whether an earlier run checked `cand` on the same binaries and workloads (said so).

@@ -4,7 +4,7 @@
 //! `covered.toml` (a train workload on path B too) it does not; a re-run reuses the pass.
 //! The renderings of a report with `profile_quality` (the frozen demo report plus one).
 
-use cargo_optimize::testing::report::{self, Format, ProfileQuality, Report, UntrainedHot};
+use cargo_optimize::testing::report::{self, Format, PgoProfileQuality, Report, UntrainedHot};
 
 use crate::common::*;
 
@@ -12,7 +12,7 @@ const FIXTURE: &str = "coverage-gap";
 const HOT: &str = "coverage_gap::path_b_hot";
 
 /// The pgo row's `profile_quality`.
-fn quality(report: &Report) -> ProfileQuality {
+fn quality(report: &Report) -> PgoProfileQuality {
     let pgo = stage(report, "pgo");
     pgo.facts
         .profile_quality
@@ -123,7 +123,7 @@ fn a_report_with_profile_coverage_renders_it_everywhere_and_deterministically() 
     let _g = shared();
     let path = fixture("reports/demo/report.json");
     let mut r = report::load(&path).unwrap();
-    let q = ProfileQuality {
+    let q = PgoProfileQuality {
         functions_with_counts: 301,
         functions_instrumented: 1204,
         eval_share_in_trained: 0.8125,

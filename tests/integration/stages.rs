@@ -45,7 +45,7 @@ fn fp_contraction_is_rejected_exactly_and_verified_numerically() {
     );
     let d = fp
         .facts
-        .output_drift
+        .output_deviation
         .expect("the row says how far outputs moved");
     assert_eq!((d.numbers_changed, d.workloads), (1, 1), "{d:?}");
     assert!(d.max_rel > 0.0 && d.max_rel < 1e-12, "{d:?}");
@@ -69,7 +69,7 @@ fn fp_contraction_is_rejected_exactly_and_verified_numerically() {
         matches!(fp.status, Status::Kept | Status::Dropped),
         "{fp:#?}"
     );
-    let d2 = fp.facts.output_drift.expect("drift");
+    let d2 = fp.facts.output_deviation.expect("drift");
     assert_eq!(
         d2.max_rel, d.max_rel,
         "the same build moves the same digits"

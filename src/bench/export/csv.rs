@@ -2,7 +2,7 @@
 //! `csv` crate (fields quoted only when they need it).
 
 use super::BenchReport;
-use crate::bench::runner::Side;
+use crate::bench::comparison::Side;
 use crate::render::Render;
 
 pub(crate) struct CsvExporter;

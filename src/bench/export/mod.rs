@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::render::Render;
 
-use super::runner::{BenchOptions, Comparison};
+use super::comparison::{BenchOptions, Comparison};
 use super::stats::Estimate;
 
 pub use crate::util::format_secs;
@@ -47,7 +47,7 @@ pub struct BenchReport {
 impl BenchReport {
     pub fn new(options: BenchOptions, workloads: Vec<WorkloadResult>) -> Self {
         let comps: Vec<Comparison> = workloads.iter().map(|w| w.comparison.clone()).collect();
-        let geomean = super::runner::geomean(&comps, options.margin);
+        let geomean = super::comparison::geomean(&comps, options.margin);
         BenchReport {
             schema: 1,
             kind: "bench",
@@ -80,8 +80,8 @@ pub fn pair_ratios(c: &Comparison) -> Vec<f64> {
     for r in &c.samples {
         let e = pairs.entry(r.pair).or_default();
         match r.side {
-            super::runner::Side::A => e.0 = Some(r.wall_secs),
-            super::runner::Side::B => e.1 = Some(r.wall_secs),
+            super::comparison::Side::A => e.0 = Some(r.wall_secs),
+            super::comparison::Side::B => e.1 = Some(r.wall_secs),
         }
     }
     pairs
@@ -155,7 +155,7 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod fixture {
     use super::*;
-    use crate::bench::runner::{Noise, Outliers, RunRecord, Side, Sides, StopReason};
+    use crate::bench::comparison::{Noise, Outliers, RunRecord, Side, Sides, StopReason};
     use crate::bench::stats::{LogEstimate, Summary, Verdict};
     use crate::process::ExitStatus;
     use std::time::Duration;

@@ -50,7 +50,7 @@ impl Render<CheckReport> for Github {
                 ),
                 _ => {}
             }
-            for b in w.budgets.iter().filter(|b| b.over) {
+            for b in w.limits.iter().filter(|b| b.over) {
                 line(
                     "error",
                     format!(

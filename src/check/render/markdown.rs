@@ -70,7 +70,7 @@ fn table(out: &mut String, r: &CheckReport) {
             ""
         };
         let budgets: Vec<String> = w
-            .budgets
+            .limits
             .iter()
             .map(|b| {
                 let over = if b.over { "❌ " } else { "" };

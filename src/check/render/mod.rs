@@ -104,7 +104,7 @@ fn judgement_text(w: &super::report::WorkloadCheck) -> String {
 
 #[cfg(test)]
 pub(crate) mod fixture {
-    use super::super::gate::{BudgetCheck, Judgement, Mean};
+    use super::super::gate::{Judgement, LimitOutcome, Mean};
     use super::super::report::*;
     use crate::bench::Verdict;
 
@@ -128,7 +128,7 @@ pub(crate) mod fixture {
             old_time: None,
             cpu_time: None,
             peak_rss: None,
-            budgets: vec![],
+            limits: vec![],
             output_changed: None,
             timed_anyway: false,
         };
@@ -147,7 +147,7 @@ pub(crate) mod fixture {
         hot.judgement = Some(Judgement::Regression);
         hot.time = Some(mean(0.030));
         hot.old_time = Some(mean(0.012));
-        hot.budgets = vec![BudgetCheck::new("time", 0.010, &[0.030, 0.031, 0.029], 9)];
+        hot.limits = vec![LimitOutcome::new("time", 0.010, &[0.030, 0.031, 0.029], 9)];
         let mut cold = w("cold");
         cold.ratio = Some(ratio(1.0, Verdict::Equivalent));
         cold.judgement = Some(Judgement::NoRegression);
@@ -207,11 +207,11 @@ mod tests {
             w.output_changed = None;
             if w.name != "hot" {
                 w.time = None;
-                w.budgets.clear();
+                w.limits.clear();
             }
         }
-        r.workloads[0].budgets[0].limit = 1.0;
-        r.workloads[0].budgets[0].over = false;
+        r.workloads[0].limits[0].limit = 1.0;
+        r.workloads[0].limits[0].over = false;
         r.failures = r.list_failures();
         r.exit_code = super::super::gate::exit_code(r.failures.len());
         r

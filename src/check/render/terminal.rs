@@ -46,7 +46,7 @@ impl Render<CheckReport> for Terminal {
                 judgement_text(w),
                 time
             ));
-            for b in &w.budgets {
+            for b in &w.limits {
                 out.push_str(&format!(
                     "{:width$}    budget {}: {}\n",
                     "",

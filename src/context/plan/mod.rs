@@ -185,7 +185,7 @@ impl Plan {
             profile: asked.selection.profile.clone(),
             profile_overrides: BTreeMap::new(),
             user_rustflags: Vec::new(),
-            rustflags: Vec::new(),
+            stage_rustflags: Vec::new(),
             target: None,
             features: project.features.clone(),
             allocator: None,

@@ -8,6 +8,13 @@
 //! Satterthwaite degrees of freedom; the two comparisons are independent samples), and
 //! what ships is measured against the baseline directly, once, at the end
 //! ([`Ladder::measure_final`]): the headline speedup is never a derived one.
+//!
+//! Names: a [`Candidate`] is a build; an [`Offer`] is a stage's proposal (a candidate, or
+//! how to build one, and its [`Rival`]: which kept candidate it must beat); a
+//! [`KeptCandidate`] is one the ladder kept (the baseline first) with its ratio to the
+//! baseline; the [`Standing`] is what a stage is given of the ladder (best, portable, the
+//! stages `expected`: those still `to_come` the budget pays for); a race's offers are its
+//! entrants.
 
 use std::collections::BTreeMap;
 
@@ -21,16 +28,16 @@ use crate::context::{Candidate, Context};
 use crate::report::{Settings, StageReport, Status};
 use crate::stage::{self, Build, Offer, Rival, StageError, Standing};
 use crate::stages::{label_of, Changes, StageName};
-use crate::verify::{Concluded, Rejection, TimedCheck, Untimed, Verifier};
+use crate::verify::{Concluded, Rejection, TimedVerification, Untimed, Verifier};
 
 mod preview;
 mod race;
 mod ship;
 
-/// A candidate that holds a place on the ladder, with its ratio to the baseline (`None`
-/// for the baseline itself).
+/// A candidate the ladder kept (the baseline first), with its measurements: its ratio to
+/// the baseline (`None` for the baseline itself).
 #[derive(Clone)]
-struct Holder {
+struct KeptCandidate {
     candidate: Candidate,
     vs_baseline: Option<ToBaseline>,
     /// `vs_baseline` as it stood when the candidate was chosen, once the final
@@ -89,13 +96,13 @@ pub(crate) struct Ladder<'a> {
     pub not_tried: Vec<String>,
     verifier: Verifier<'a>,
     baseline: Candidate,
-    best: Holder,
+    best: KeptCandidate,
     /// The best candidate without a stage `-Ctarget-cpu`: always reported next to the
     /// final one, so a CPU-specific binary is never the only artifact.
-    portable: Holder,
+    portable: KeptCandidate,
     pub rows: Vec<StageReport>,
     /// Every candidate kept, in order: what the final gate falls back on.
-    kept: Vec<Holder>,
+    kept: Vec<KeptCandidate>,
     /// Workload → candidate tag → comparison against its rival.
     pub per_workload: BTreeMap<String, BTreeMap<String, Comparison>>,
     /// Allocators not to build, with why (`preview`), and whether they were previewed.
@@ -118,7 +125,7 @@ impl<'a> Ladder<'a> {
     ) -> Self {
         let mut row = candidate_row(&baseline, Status::Kept, "the reference");
         row.verified = Some(true);
-        let holder = Holder {
+        let kept = KeptCandidate {
             candidate: baseline.clone(),
             vs_baseline: None,
             at_selection: None,
@@ -133,8 +140,8 @@ impl<'a> Ladder<'a> {
             not_tried: Vec::new(),
             verifier,
             baseline,
-            best: holder.clone(),
-            portable: holder,
+            best: kept.clone(),
+            portable: kept,
             rows: vec![row],
             kept: Vec::new(),
             per_workload: BTreeMap::new(),
@@ -173,7 +180,7 @@ impl<'a> Ladder<'a> {
         let standing = Standing {
             best: &self.best.candidate,
             portable: &self.portable.candidate,
-            then: &grant.then,
+            expected: &grant.expected,
             screened: &self.screened,
         };
         let mut offers = stage::offers(name, self.ctx, &standing)
@@ -270,7 +277,7 @@ impl<'a> Ladder<'a> {
         let fp = (name.row().changes == Changes::FpFlags).then(|| cand.clone());
         self.verify_and_measure(&row, cand, offer.rival)?;
         if let Some(cand) = fp {
-            self.note_drift(&cand);
+            self.note_deviation(&cand);
         }
         Ok(())
     }
@@ -359,8 +366,8 @@ impl<'a> Ladder<'a> {
 
     /// An fp row's outputs: how far they moved from the baseline's, in its facts and a
     /// note (whatever the verdict: a rejected row says by how much it missed).
-    fn note_drift(&mut self, cand: &Candidate) {
-        let drift = match self.verifier.drift(cand) {
+    fn note_deviation(&mut self, cand: &Candidate) {
+        let deviation = match self.verifier.deviation(cand) {
             Ok(d) => d,
             Err(e) => {
                 self.ctx.ui().warn(&format!(
@@ -374,14 +381,14 @@ impl<'a> Ladder<'a> {
         let Some(row) = self.rows.last_mut() else {
             return;
         };
-        let note = drift.describe();
+        let note = deviation.describe();
         self.ctx.ui().info(&format!("{}: {note}", cand.label()));
         row.notes.push(note);
-        row.facts.output_drift = Some(drift);
+        row.facts.output_deviation = Some(deviation);
     }
 
     /// Check `cand` and measure it against its rival; its first timed run of each eval
-    /// workload is its verification there (the `TimedCheck` of `Verifier::check_untimed`).
+    /// workload is its verification there (the `TimedVerification` of `Verifier::verify_untimed`).
     /// Rejected, failed, or measured and decided.
     fn verify_and_measure(
         &mut self,
@@ -389,10 +396,10 @@ impl<'a> Ladder<'a> {
         cand: Candidate,
         which: Rival,
     ) -> anyhow::Result<()> {
-        let check = match self.check_untimed(row, &cand)? {
+        let verification = match self.verify_untimed(row, &cand)? {
             Untimed::Rejected(_) => return Ok(()),
             Untimed::AllChecked => None,
-            Untimed::Passed(check) => Some(check),
+            Untimed::Passed(verification) => Some(verification),
         };
         let rival = self.rival(which);
         // Against the baseline itself, on the best track, the verdict decides whether
@@ -411,18 +418,18 @@ impl<'a> Ladder<'a> {
             &self.verifier,
             measure::Terms { only_faster, share },
             self.cache,
-            check.as_ref(),
+            verification.as_ref(),
         );
-        if let Some(m) = self.conclude(row, &cand, check, measured)? {
+        if let Some(m) = self.conclude(row, &cand, verification, measured)? {
             self.decide(cand, which, m, None);
         }
         Ok(())
     }
 
-    /// Before measuring `cand`: its untimed check (`Verifier::check_untimed`), its row when
+    /// Before measuring `cand`: its untimed check (`Verifier::verify_untimed`), its row when
     /// rejected, the `verified` event when an earlier run checked it all.
-    fn check_untimed(&mut self, row: &str, cand: &Candidate) -> anyhow::Result<Untimed> {
-        let untimed = self.verifier.check_untimed(cand)?;
+    fn verify_untimed(&mut self, row: &str, cand: &Candidate) -> anyhow::Result<Untimed> {
+        let untimed = self.verifier.verify_untimed(cand)?;
         match &untimed {
             Untimed::AllChecked => verified_event(self.ctx.ui(), cand, None),
             Untimed::Rejected(r) => self.reject(row, cand, r),
@@ -431,17 +438,17 @@ impl<'a> Ladder<'a> {
         Ok(untimed)
     }
 
-    /// After `cand`'s measuring: its `check` ended (`Verifier::finish_check`), then rejected,
+    /// After `cand`'s measuring: its `check` ended (`Verifier::verify_finish`), then rejected,
     /// failed, or measured (returned, to be decided).
     fn conclude(
         &mut self,
         row: &str,
         cand: &Candidate,
-        check: Option<TimedCheck>,
+        verification: Option<TimedVerification>,
         measured: anyhow::Result<Measured>,
     ) -> anyhow::Result<Option<Measured>> {
-        let concluded = match check {
-            Some(c) => Some(self.verifier.finish_check(c, measured.is_ok())?),
+        let concluded = match verification {
+            Some(c) => Some(self.verifier.verify_finish(c, measured.is_ok())?),
             None => None,
         };
         if let Some(Concluded::Rejected(r)) = &concluded {
@@ -492,18 +499,18 @@ impl<'a> Ladder<'a> {
                 .or_default()
                 .insert(cand.tag(), c.clone());
         }
-        let holder = match rival {
+        let kept = match rival {
             Rival::Best => &self.best,
             Rival::Portable => &self.portable,
         };
         let (keep, for_size) = self.keeps(&cand, rival, &m);
-        // Beaten only matters to an arm the rule would keep: one that is not is dropped for
+        // Beaten only matters to an entrant the rule would keep: one that is not is dropped for
         // its own verdict.
         let beaten = beaten.filter(|_| keep);
         let keep = keep && beaten.is_none();
-        let to_baseline = ToBaseline::through(holder.vs_baseline, &m);
+        let to_baseline = ToBaseline::through(kept.vs_baseline, &m);
         let status = if keep { Status::Kept } else { Status::Dropped };
-        let mut reason = self.reason(&cand, &holder.candidate, &m, keep, for_size);
+        let mut reason = self.reason(&cand, &kept.candidate, &m, keep, for_size);
         if let Some(by) = beaten {
             reason = format!("{reason}; dropped: raced with it, {by} was faster");
         }
@@ -511,7 +518,7 @@ impl<'a> Ladder<'a> {
             "verdict",
             serde_json::json!({
                 "candidate": cand.label(),
-                "rival": holder.candidate.label(),
+                "rival": kept.candidate.label(),
                 "status": status.as_str(),
                 "estimate": m.estimate,
                 "vs_baseline": to_baseline.estimate(self.margin()),
@@ -520,7 +527,7 @@ impl<'a> Ladder<'a> {
         );
         let mut r = candidate_row(&cand, status, &reason);
         r.verified = Some(true);
-        r.facts.rival = Some(holder.candidate.label());
+        r.facts.rival = Some(kept.candidate.label());
         r.vs_best = Some(m.estimate);
         r.vs_baseline = Some(to_baseline.estimate(self.margin()));
         r.notes.extend(trade.flatten());
@@ -529,39 +536,39 @@ impl<'a> Ladder<'a> {
             self.ctx.abandon_ahead(&cand);
             return;
         }
-        let holder = Holder {
+        let kept = KeptCandidate {
             candidate: cand,
             vs_baseline: Some(to_baseline),
             at_selection: None,
             workloads: Vec::new(),
         };
-        self.kept.push(holder.clone());
+        self.kept.push(kept.clone());
         if rival == Rival::Portable {
-            self.portable = holder;
+            self.portable = kept;
         } else {
-            if !holder.candidate.targets_cpu() {
-                self.portable = holder.clone();
+            if !kept.candidate.targets_cpu() {
+                self.portable = kept.clone();
             }
             // A build started for the best that was (the pgo stage's, on `max`) is useless.
             if self.ctx.ahead.cancel_urgent() > 0 {
                 self.ctx.ui().info(&format!(
                     "stopped the build started ahead for {}: {} is the best now",
                     self.best.candidate.label(),
-                    holder.candidate.label()
+                    kept.candidate.label()
                 ));
             }
-            self.best = holder;
+            self.best = kept;
         }
     }
 
     /// Whether `m` keeps `cand` against its rival, and whether for its size alone.
     fn keeps(&self, cand: &Candidate, rival: Rival, m: &Measured) -> (bool, bool) {
-        let holder = self.rival(rival);
+        let kept = self.rival(rival);
         let for_size =
-            m.estimate.verdict == Verdict::Equivalent && smaller_counts(self.ctx, cand, holder);
+            m.estimate.verdict == Verdict::Equivalent && smaller_counts(self.ctx, cand, kept);
         // A refinement (`stage::refines`) gains a few percent at most and costs size or
         // portability: it must be *faster*, not just surely faster by about the margin.
-        let keep = match stage::refines(cand.stage, cand.variant(), holder.stage) {
+        let keep = match stage::refines(cand.stage, cand.variant(), kept.stage) {
             true => m.estimate.verdict == Verdict::Faster,
             false => m.estimate.keeps(self.margin()),
         };

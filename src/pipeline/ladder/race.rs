@@ -9,7 +9,7 @@ use crate::pipeline::budget::Decides;
 use crate::pipeline::measure::{self, Measured};
 use crate::stage::{Build, Offer, Rival};
 use crate::stages::StageName;
-use crate::verify::{TimedCheck, Untimed};
+use crate::verify::{TimedVerification, Untimed};
 
 /// A raced offer checked and ready to measure: its row's label, the candidate, and the
 /// check its timed runs make (none when an earlier run checked every workload already).
@@ -18,16 +18,21 @@ struct Entrant {
     k: usize,
     row: String,
     cand: Candidate,
-    check: Option<TimedCheck>,
+    verification: Option<TimedVerification>,
 }
 
 impl Entrant {
-    fn new(k: usize, row: String, cand: Candidate, check: Option<TimedCheck>) -> Self {
+    fn new(
+        k: usize,
+        row: String,
+        cand: Candidate,
+        verification: Option<TimedVerification>,
+    ) -> Self {
         Entrant {
             k,
             row,
             cand,
-            check,
+            verification,
         }
     }
 }
@@ -59,7 +64,7 @@ impl Ladder<'_> {
             if self.ctx.spec.bench.objective_size {
                 self.verify_and_measure(&row, cand, rival)?;
             } else {
-                match self.check_untimed(&row, &cand)? {
+                match self.verify_untimed(&row, &cand)? {
                     Untimed::Rejected(_) => {}
                     Untimed::AllChecked => entrants.push(Entrant::new(k, row, cand, None)),
                     Untimed::Passed(c) => entrants.push(Entrant::new(k, row, cand, Some(c))),
@@ -99,7 +104,8 @@ impl Ladder<'_> {
             _ => Decides::Keep,
         });
         let cands: Vec<&Candidate> = entrants.iter().map(|e| &e.cand).collect();
-        let checks: Vec<Option<&TimedCheck>> = entrants.iter().map(|e| e.check.as_ref()).collect();
+        let verifications: Vec<Option<&TimedVerification>> =
+            entrants.iter().map(|e| e.verification.as_ref()).collect();
         let ctx = self.ctx;
         let raced = measure::race(
             ctx,
@@ -108,7 +114,7 @@ impl Ladder<'_> {
             &self.verifier,
             share,
             self.cache,
-            &checks,
+            &verifications,
         );
         let results: Vec<anyhow::Result<Measured>> = match raced {
             Ok(r) => r,
@@ -121,7 +127,7 @@ impl Ladder<'_> {
         };
         let mut measured = Vec::new();
         for (j, (e, m)) in entrants.iter_mut().zip(results).enumerate() {
-            if let Some(m) = self.conclude(&e.row, &e.cand, e.check.take(), m)? {
+            if let Some(m) = self.conclude(&e.row, &e.cand, e.verification.take(), m)? {
                 measured.push((j, m));
             }
             owner.resize(self.rows.len() - base, e.k);

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::{Holder, Ladder, ToBaseline};
+use super::{KeptCandidate, Ladder, ToBaseline};
 use crate::bench::stats::LogEstimate;
 use crate::bench::{Comparison, Verdict};
 use crate::context::Candidate;
@@ -38,8 +38,9 @@ impl Ladder<'_> {
         }
         let pairs = self.confirmation_pairs();
         if !which.is_empty() {
-            let cands: Vec<&Candidate> =
-                (which.iter()).map(|&p| &self.holder(p).candidate).collect();
+            let cands: Vec<&Candidate> = (which.iter())
+                .map(|&p| &self.kept_candidate(p).candidate)
+                .collect();
             let ms = self.confirm(&cands, pairs)?;
             for (portable, m) in which.into_iter().zip(ms) {
                 let h = match portable {
@@ -47,7 +48,7 @@ impl Ladder<'_> {
                     false => &mut self.best,
                 };
                 confirmed(h, &m);
-                self.keep_per_workload(&self.holder(portable).candidate.tag(), m);
+                self.keep_per_workload(&self.kept_candidate(portable).candidate.tag(), m);
             }
         }
         if portable_is_best {
@@ -56,7 +57,7 @@ impl Ladder<'_> {
         self.gate(pairs)
     }
 
-    fn holder(&self, portable: bool) -> &Holder {
+    fn kept_candidate(&self, portable: bool) -> &KeptCandidate {
         match portable {
             true => &self.portable,
             false => &self.best,
@@ -119,10 +120,10 @@ impl Ladder<'_> {
         let mut tried = vec![self.best.clone(), self.portable.clone()];
         let mut warned = Vec::new();
         for portable in [false, true] {
-            let Some(why) = gate.refusal(self.holder(portable)) else {
+            let Some(why) = gate.refusal(self.kept_candidate(portable)) else {
                 continue;
             };
-            let failed = self.holder(portable).clone();
+            let failed = self.kept_candidate(portable).clone();
             let instead = self.fallback(&gate, portable, pairs, &mut tried)?;
             match portable {
                 true => self.portable = instead,
@@ -145,10 +146,10 @@ impl Ladder<'_> {
         gate: &Gate,
         portable: bool,
         pairs: u32,
-        tried: &mut Vec<Holder>,
-    ) -> anyhow::Result<Holder> {
-        let failed = self.holder(portable).candidate.binary.clone();
-        let order: Vec<Holder> = fallback_order(&self.kept, &failed, portable)
+        tried: &mut Vec<KeptCandidate>,
+    ) -> anyhow::Result<KeptCandidate> {
+        let failed = self.kept_candidate(portable).candidate.binary.clone();
+        let order: Vec<KeptCandidate> = fallback_order(&self.kept, &failed, portable)
             .into_iter()
             .cloned()
             .collect();
@@ -172,7 +173,7 @@ impl Ladder<'_> {
                 return Ok(h);
             }
         }
-        Ok(Holder {
+        Ok(KeptCandidate {
             candidate: self.baseline.clone(),
             vs_baseline: None,
             at_selection: None,
@@ -182,12 +183,12 @@ impl Ladder<'_> {
 
     /// `failed` did not pass the gate (`why`): a warning, and a note on its row, naming
     /// what ships instead (another candidate only when it passed the same test).
-    fn not_shipped(&mut self, failed: &Holder, why: &str, portable: bool) {
+    fn not_shipped(&mut self, failed: &KeptCandidate, why: &str, portable: bool) {
         let what = match portable {
             true => "not the portable alternative",
             false => "not shipped",
         };
-        let now = self.holder(portable);
+        let now = self.kept_candidate(portable);
         let instead = match now.vs_baseline {
             Some(_) => format!(
                 "{} ships instead: it passed the same test",
@@ -212,7 +213,7 @@ impl Ladder<'_> {
         f
     }
 
-    fn choice(&self, h: &Holder) -> FinalChoice {
+    fn choice(&self, h: &KeptCandidate) -> FinalChoice {
         let c = &h.candidate;
         let e = h.vs_baseline.map(|t| t.estimate(self.margin()));
         FinalChoice {
@@ -266,7 +267,7 @@ const MAX_FALLBACKS: usize = 2;
 /// What `h` (what ships, or the portable alternative) passed the final confirmation as:
 /// its ratio to the baseline on the gate's fresh pairs, the one at its choice kept beside
 /// it, each workload's.
-fn confirmed(h: &mut Holder, m: &measure::Measured) {
+fn confirmed(h: &mut KeptCandidate, m: &measure::Measured) {
     h.at_selection = h.at_selection.or(h.vs_baseline);
     h.vs_baseline = Some(ToBaseline {
         log: m.log,
@@ -281,8 +282,12 @@ fn confirmed(h: &mut Holder, m: &measure::Measured) {
 
 /// The kept candidates a gate that refused `failed` may fall back on, latest first: each
 /// binary once, never `failed` itself, and for the portable track none that picks a CPU.
-fn fallback_order<'h>(kept: &'h [Holder], failed: &Path, portable: bool) -> Vec<&'h Holder> {
-    let mut order: Vec<&Holder> = Vec::new();
+fn fallback_order<'h>(
+    kept: &'h [KeptCandidate],
+    failed: &Path,
+    portable: bool,
+) -> Vec<&'h KeptCandidate> {
+    let mut order: Vec<&KeptCandidate> = Vec::new();
     for h in kept.iter().rev() {
         let c = &h.candidate;
         let seen = order.iter().any(|o| o.candidate.binary == c.binary);
@@ -307,7 +312,7 @@ impl Gate {
     /// only on its direct comparison with the baseline on the gate's fresh pairs, surely
     /// faster (the whole interval below 1; under `objective = "size"` not surely slower),
     /// and under `max-slowdown-per-workload` no workload surely slower by more.
-    fn refusal(&self, h: &Holder) -> Option<String> {
+    fn refusal(&self, h: &KeptCandidate) -> Option<String> {
         let t = h.vs_baseline?;
         if !t.confirmed {
             return Some(
@@ -335,7 +340,7 @@ impl Gate {
 
 #[cfg(test)]
 mod tests {
-    use super::{fallback_order, pooled_spread, Gate, Holder, ToBaseline};
+    use super::{fallback_order, pooled_spread, Gate, KeptCandidate, ToBaseline};
     use crate::bench::stats::LogEstimate;
     use crate::bench::{Estimate, Verdict};
     use crate::cargo::BuildSettings;
@@ -345,7 +350,9 @@ mod tests {
     fn candidate(stage: StageName, binary: &str, cpu: bool) -> Candidate {
         let mut settings = BuildSettings::plain("release");
         if cpu {
-            settings.rustflags.push("-Ctarget-cpu=x86-64-v3".into());
+            settings
+                .stage_rustflags
+                .push("-Ctarget-cpu=x86-64-v3".into());
         }
         Candidate {
             stage,
@@ -373,7 +380,11 @@ mod tests {
         }
     }
 
-    fn holder(binary: &str, vs: Option<ToBaseline>, workloads: &[(&str, f64, f64)]) -> Holder {
+    fn kept_candidate(
+        binary: &str,
+        vs: Option<ToBaseline>,
+        workloads: &[(&str, f64, f64)],
+    ) -> KeptCandidate {
         let estimate = |&(w, lo, hi): &(&str, f64, f64)| {
             let e = Estimate {
                 ratio: (lo * hi).sqrt(),
@@ -384,7 +395,7 @@ mod tests {
             };
             (w.to_string(), e)
         };
-        Holder {
+        KeptCandidate {
             candidate: candidate(StageName::Pgo, binary, false),
             vs_baseline: vs,
             at_selection: None,
@@ -404,7 +415,7 @@ mod tests {
     /// a ±2 % interval is not). The baseline always ships.
     #[test]
     fn only_the_final_gates_direct_comparison_surely_faster_ships() {
-        let stage_figure = holder("bin/pgo", Some(to_baseline(0.5, 0.01, false)), &[]);
+        let stage_figure = kept_candidate("bin/pgo", Some(to_baseline(0.5, 0.01, false)), &[]);
         let why = TIME
             .refusal(&stage_figure)
             .expect("a stage figure does not ship");
@@ -414,20 +425,23 @@ mod tests {
             ),
             "{why}"
         );
-        let inconclusive = holder("bin/pgo", Some(to_baseline(0.995, 0.01, true)), &[]);
+        let inconclusive = kept_candidate("bin/pgo", Some(to_baseline(0.995, 0.01, true)), &[]);
         let why = TIME
             .refusal(&inconclusive)
             .expect("inconclusive does not ship");
         assert!(why.contains("time ratio 0.995"), "{why}");
         assert!(why.ends_with("inconclusive: not faster"), "{why}");
-        let faster = holder("bin/pgo", Some(to_baseline(0.8, 0.01, true)), &[]);
+        let faster = kept_candidate("bin/pgo", Some(to_baseline(0.8, 0.01, true)), &[]);
         assert_eq!(TIME.refusal(&faster), None);
-        assert_eq!(TIME.refusal(&holder("bin/baseline", None, &[])), None);
+        assert_eq!(
+            TIME.refusal(&kept_candidate("bin/baseline", None, &[])),
+            None
+        );
         // Under `objective = "size"`: not surely slower is enough, surely slower is not.
         let size = Gate { size: true, ..TIME };
-        let equal = holder("bin/pgo", Some(to_baseline(1.0, 0.002, true)), &[]);
+        let equal = kept_candidate("bin/pgo", Some(to_baseline(1.0, 0.002, true)), &[]);
         assert_eq!(size.refusal(&equal), None);
-        let slower = holder("bin/pgo", Some(to_baseline(1.2, 0.01, true)), &[]);
+        let slower = kept_candidate("bin/pgo", Some(to_baseline(1.2, 0.01, true)), &[]);
         let why = size.refusal(&slower).expect("surely slower does not ship");
         assert!(why.ends_with(": slower"), "{why}");
     }
@@ -438,7 +452,7 @@ mod tests {
     #[test]
     fn a_workload_surely_slower_than_max_slowdown_per_workload_refuses_the_candidate() {
         let workloads = [("fast", 0.2, 0.22), ("decode", 2.1, 2.22)];
-        let h = holder("bin/pgo", Some(to_baseline(0.68, 0.01, true)), &workloads);
+        let h = kept_candidate("bin/pgo", Some(to_baseline(0.68, 0.01, true)), &workloads);
         assert_eq!(TIME.refusal(&h), None);
         let strict = Gate {
             max_slowdown: Some(0.05),
@@ -457,7 +471,7 @@ mod tests {
         assert_eq!(loose.refusal(&h), None);
         // The bound is on the whole interval: surely slower by more than the bound.
         let within = [("fast", 0.2, 0.22), ("decode", 1.03, 1.07)];
-        let h = holder("bin/pgo", Some(to_baseline(0.5, 0.01, true)), &within);
+        let h = kept_candidate("bin/pgo", Some(to_baseline(0.5, 0.01, true)), &within);
         assert_eq!(strict.refusal(&h), None);
         assert_eq!(
             h.workloads[1].1.verdict,
@@ -471,7 +485,7 @@ mod tests {
     /// first, and the portable track tries none that picks a CPU.
     #[test]
     fn the_fallback_is_never_the_refused_candidate_itself() {
-        let kept = |stage, binary: &str, cpu| Holder {
+        let kept = |stage, binary: &str, cpu| KeptCandidate {
             candidate: candidate(stage, binary, cpu),
             vs_baseline: Some(to_baseline(0.7, 0.01, false)),
             at_selection: None,
@@ -483,7 +497,7 @@ mod tests {
             kept(StageName::CCompiler, "bin/c-compiler", true),
             kept(StageName::CCompiler, "bin/c-compiler", true),
         ];
-        let names = |order: Vec<&Holder>| -> Vec<String> {
+        let names = |order: Vec<&KeptCandidate>| -> Vec<String> {
             (order.iter())
                 .map(|h| h.candidate.binary.display().to_string())
                 .collect()

@@ -2,8 +2,8 @@
 //! side in its own private cwd when the workload writes files, with a progress line per
 //! workload on a terminal (pairs, a bar and an upper bound of the time left, the running
 //! interval coloured by verdict). A candidate whose eval workloads are still to be checked
-//! comes with its `verify::TimedCheck`: its first timed run of each is handed to
-//! `Verifier::check_timed`, the hook that checks it.
+//! comes with its `verify::TimedVerification`: its first timed run of each is handed to
+//! `Verifier::verify_timed`, the hook that checks it.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use crate::cache::VerdictCache;
 use crate::context::{Candidate, Context};
 use crate::spec::{Expect, Workload};
 use crate::ui::{Tone, Ui};
-use crate::verify::{Reference, TimedCheck, Verifier};
+use crate::verify::{Reference, TimedVerification, Verifier};
 
 mod race;
 pub(crate) use race::race;
@@ -86,7 +86,7 @@ pub(crate) fn measure(
     verifier: &Verifier,
     terms: Terms,
     cache: &VerdictCache,
-    check: Option<&TimedCheck>,
+    verification: Option<&TimedVerification>,
 ) -> anyhow::Result<Measured> {
     let capped = match terms.only_faster {
         true => keep_or_drop_options(ctx, rival, cand, terms.share),
@@ -96,7 +96,7 @@ pub(crate) fn measure(
             Capped::within(opts, full, terms.share)
         }
     };
-    measured(ctx, rival, cand, verifier, &capped, cache, check)
+    measured(ctx, rival, cand, verifier, &capped, cache, verification)
 }
 
 /// What a refinement's comparison gets of `max-time` (`stage::refines`): its near ties —
@@ -155,7 +155,7 @@ pub(crate) fn confirm(
     }
     // Several (what ships and its portable alternative): one series of the baseline's
     // runs serves them all, as in a race, but each with its fixed pairs.
-    let checks = vec![None; cands.len()];
+    let verifications = vec![None; cands.len()];
     race::raced(
         ctx,
         baseline,
@@ -163,7 +163,7 @@ pub(crate) fn confirm(
         verifier,
         &|_| capped(),
         cache,
-        &checks,
+        &verifications,
     )?
     .into_iter()
     .collect()
@@ -177,7 +177,7 @@ fn measured(
     verifier: &Verifier,
     capped: &Capped,
     cache: &VerdictCache,
-    check: Option<&TimedCheck>,
+    verification: Option<&TimedVerification>,
 ) -> anyhow::Result<Measured> {
     let (rival_label, cand_label) = (rival.label(), cand.label());
     let sides = Versus {
@@ -185,7 +185,7 @@ fn measured(
         b: (&cand_label, &cand.binary),
         b_preload: None,
     };
-    measured_sides(ctx, sides, verifier, capped, cache, check)
+    measured_sides(ctx, sides, verifier, capped, cache, verification)
 }
 
 /// `best` with the shared library `lib` preloaded (`sys::PRELOAD_VAR`), labelled
@@ -220,9 +220,9 @@ fn measured_sides(
     verifier: &Verifier,
     capped: &Capped,
     cache: &VerdictCache,
-    check: Option<&TimedCheck>,
+    verification: Option<&TimedVerification>,
 ) -> anyhow::Result<Measured> {
-    let per_workload = compare_over_workloads(ctx, sides, capped, verifier, check, cache)?;
+    let per_workload = compare_over_workloads(ctx, sides, capped, verifier, verification, cache)?;
     let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
     let (log, confidence) = bench::geomean_log(&all);
     let estimate = bench::geomean(&all, capped.opts.margin);
@@ -280,14 +280,14 @@ pub(crate) fn expected_status(w: &Workload, reference: &Reference) -> ExpectedSt
 /// an earlier run on the same binaries, workload, options and machine is reused. The
 /// others run look by look, time going where the variance is (`bench::compare_jointly`),
 /// so a keep-or-drop question stops as soon as their geometric mean answers it. With
-/// `check`, b's first timed run of each is checked (`Verifier::check_timed`). `check` calls
+/// `check`, b's first timed run of each is checked (`Verifier::verify_timed`). `check` calls
 /// it directly with its own labels (the revision, the working tree).
 pub(crate) fn compare_over_workloads(
     ctx: &Context,
     sides: Versus,
     capped: &Capped,
     verifier: &Verifier,
-    check: Option<&TimedCheck>,
+    verification: Option<&TimedVerification>,
     cache: &VerdictCache,
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
     let (opts, full_max) = (&capped.opts, capped.full_max);
@@ -329,7 +329,7 @@ pub(crate) fn compare_over_workloads(
     if !todo.is_empty() {
         let done: Vec<Comparison> = found.iter().flatten().cloned().collect();
         let mut measured =
-            measure_jointly(ctx, sides, opts, verifier, check, &todo, &done)?.into_iter();
+            measure_jointly(ctx, sides, opts, verifier, verification, &todo, &done)?.into_iter();
         for (key, slot) in keys.iter().zip(found.iter_mut()) {
             if slot.is_none() {
                 let c = measured.next().expect("one per workload measured");
@@ -433,7 +433,7 @@ fn measure_jointly(
     sides: Versus,
     opts: &BenchOptions,
     verifier: &Verifier,
-    check: Option<&TimedCheck>,
+    verification: Option<&TimedVerification>,
     todo: &[&Workload],
     done: &[Comparison],
 ) -> anyhow::Result<Vec<Comparison>> {
@@ -450,14 +450,14 @@ fn measure_jointly(
             cb = cb.env(var, lib);
         }
         // B's checked first run writes its outputs where the candidate's are saved.
-        cb.spool = check.map(|c| c.spool(w));
+        cb.spool = verification.map(|c| c.spool(w));
         commands.push((ctx.command(&wa, a), cb, expected));
         sandboxes.push((sa, sb));
     }
     let hooks: Vec<_> = todo
         .iter()
         .zip(&sandboxes)
-        .map(|(w, (_, sb))| check.map(|c| verifier.check_timed(c, w, sb.as_ref())))
+        .map(|(w, (_, sb))| verification.map(|c| verifier.verify_timed(c, w, sb.as_ref())))
         .collect();
     let jobs: Vec<Pairing> = (commands.iter().zip(&hooks).zip(todo))
         .map(|(((ca, cb, expected), hook), w)| Pairing {

@@ -14,7 +14,7 @@ use crate::context::sandbox::Sandbox;
 use crate::context::{Candidate, Context};
 use crate::process::Command;
 use crate::spec::Workload;
-use crate::verify::{TimedCheck, Verifier};
+use crate::verify::{TimedVerification, Verifier};
 
 /// `cands` against `rival` on every eval workload, as [`measure`](super::measure) measures
 /// one (keep-or-drop, each within `share`), but raced: one series of the rival's runs serves
@@ -28,10 +28,10 @@ pub(crate) fn race(
     verifier: &Verifier,
     share: super::super::budget::Share,
     cache: &VerdictCache,
-    checks: &[Option<&TimedCheck>],
+    verifications: &[Option<&TimedVerification>],
 ) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
     let capped = |c: &Candidate| super::keep_or_drop_options(ctx, rival, c, share);
-    raced(ctx, rival, cands, verifier, &capped, cache, checks)
+    raced(ctx, rival, cands, verifier, &capped, cache, verifications)
 }
 
 /// [`race`] with each candidate's options `capped(candidate)`: a keep-or-drop duel's, or
@@ -43,19 +43,21 @@ pub(super) fn raced(
     verifier: &Verifier,
     capped: &dyn Fn(&Candidate) -> Capped,
     cache: &VerdictCache,
-    checks: &[Option<&TimedCheck>],
+    verifications: &[Option<&TimedVerification>],
 ) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
     let eval = super::eval_workloads(ctx)?;
-    let arms: Vec<Arm> = (cands.iter().zip(checks))
-        .map(|(c, check)| Arm::new(ctx, rival, c, *check, capped(c), cache, &eval))
+    let entrants: Vec<Entrant> = (cands.iter().zip(verifications))
+        .map(|(c, verification)| {
+            Entrant::new(ctx, rival, c, *verification, capped(c), cache, &eval)
+        })
         .collect();
-    let confirming = arms.iter().any(|a| a.capped.opts.in_turns);
+    let confirming = entrants.iter().any(|a| a.capped.opts.in_turns);
     let _quiet = quiet_ahead(ctx, confirming);
     let (start, recorded_then) = (Instant::now(), ctx.recorded_secs());
-    let todo: Vec<Vec<bool>> = arms.iter().map(Arm::todo).collect();
-    let raced = done_verb(Arm::widest(&arms));
+    let todo: Vec<Vec<bool>> = entrants.iter().map(Entrant::todo).collect();
+    let raced = done_verb(Entrant::widest(&entrants));
     if todo.iter().flatten().any(|&t| t) {
-        let results = run_race(ctx, rival, verifier, &eval, &arms, &todo)?;
+        let results = run_race(ctx, rival, verifier, &eval, &entrants, &todo)?;
         let labels: Vec<String> = cands.iter().map(|c| c.label()).collect();
         ctx.record_own(
             &format!(
@@ -66,22 +68,22 @@ pub(super) fn raced(
             start,
             recorded_then,
         );
-        Ok(arms
+        Ok(entrants
             .into_iter()
             .zip(results)
             .zip(&todo)
-            .map(|((arm, r), todo)| arm.conclude(cache, &eval, todo, r))
+            .map(|((entrant, r), todo)| entrant.conclude(cache, &eval, todo, r))
             .collect())
     } else {
         let none = vec![false; eval.len()];
-        Ok(arms
+        Ok(entrants
             .into_iter()
-            .map(|arm| arm.conclude(cache, &eval, &none, Ok(Vec::new())))
+            .map(|entrant| entrant.conclude(cache, &eval, &none, Ok(Vec::new())))
             .collect())
     }
 }
 
-/// What a race does, said when it starts: a fixed design (`in_turns`) confirms its arms.
+/// What a race does, said when it starts: a fixed design (`in_turns`) confirms its entrants.
 fn what_it_does(opts: &BenchOptions, workloads: usize) -> String {
     match opts.in_turns {
         true => format!(
@@ -92,7 +94,7 @@ fn what_it_does(opts: &BenchOptions, workloads: usize) -> String {
     }
 }
 
-/// What a race did, said when it is done: a fixed design (`in_turns`) confirmed its arms.
+/// What a race did, said when it is done: a fixed design (`in_turns`) confirmed its entrants.
 fn done_verb(opts: &BenchOptions) -> &'static str {
     match opts.in_turns {
         true => "confirmed",
@@ -102,20 +104,20 @@ fn done_verb(opts: &BenchOptions) -> &'static str {
 
 /// One candidate of a race: the candidate and its timed check (when its eval workloads are
 /// still to be checked), its options (a duel's), verdict keys and kept comparisons.
-struct Arm<'a> {
+struct Entrant<'a> {
     cand: &'a Candidate,
-    check: Option<&'a TimedCheck>,
+    verification: Option<&'a TimedVerification>,
     capped: Capped,
     keys: Vec<Option<String>>,
     found: Vec<Option<Comparison>>,
 }
 
-impl<'a> Arm<'a> {
+impl<'a> Entrant<'a> {
     fn new(
         ctx: &Context,
         rival: &Candidate,
         cand: &'a Candidate,
-        check: Option<&'a TimedCheck>,
+        verification: Option<&'a TimedVerification>,
         capped: Capped,
         cache: &VerdictCache,
         eval: &[&Workload],
@@ -144,9 +146,9 @@ impl<'a> Arm<'a> {
                 Some(kept)
             })
             .collect();
-        Arm {
+        Entrant {
             cand,
-            check,
+            verification,
             capped,
             keys,
             found,
@@ -163,11 +165,11 @@ impl<'a> Arm<'a> {
         self.found.iter().flatten().cloned().collect()
     }
 
-    /// The race's options: the arm's with the longest max-time.
-    fn widest<'r>(arms: &'r [Arm]) -> &'r BenchOptions {
-        (arms.iter().map(|a| &a.capped.opts))
+    /// The race's options: the entrant's with the longest max-time.
+    fn widest<'r>(entrants: &'r [Entrant]) -> &'r BenchOptions {
+        (entrants.iter().map(|a| &a.capped.opts))
             .max_by_key(|o| o.max_time)
-            .expect("a race has arms")
+            .expect("a race has entrants")
     }
 
     /// The race's comparisons (those of the workloads `todo` marks) kept where not cut
@@ -216,28 +218,28 @@ impl<'a> Arm<'a> {
 
 /// A workload's rival: its command, its private cwd, the status its runs must have.
 type RivalSide = (Command, Option<Sandbox>, ExpectedStatus);
-/// A workload's arm: its command and its private cwd.
-type ArmSide = (Command, Option<Sandbox>);
+/// A workload's entrant: its command and its private cwd.
+type EntrantSide = (Command, Option<Sandbox>);
 
 /// The rival's command of each workload in its own private cwd, with the status its runs
-/// must have, and each arm's in theirs.
+/// must have, and each entrant's in theirs.
 fn commands(
     ctx: &Context,
     rival: &Candidate,
     verifier: &Verifier,
     eval: &[&Workload],
-    arms: &[Arm],
-) -> anyhow::Result<(Vec<RivalSide>, Vec<Vec<ArmSide>>)> {
+    entrants: &[Entrant],
+) -> anyhow::Result<(Vec<RivalSide>, Vec<Vec<EntrantSide>>)> {
     let mut rivals = Vec::new();
     let mut sides = Vec::new();
     for w in eval {
         let (wa, sa) = ctx.sandboxed(w, "bench-a")?;
         let expected = expected_status(w, verifier.reference()?);
         let mut mine = Vec::new();
-        for (j, arm) in arms.iter().enumerate() {
+        for (j, entrant) in entrants.iter().enumerate() {
             let (wb, sb) = ctx.sandboxed(w, &format!("bench-b{j}"))?;
-            let mut cb = ctx.command(&wb, &arm.cand.binary);
-            cb.spool = arm.check.map(|c| c.spool(w));
+            let mut cb = ctx.command(&wb, &entrant.cand.binary);
+            cb.spool = entrant.verification.map(|c| c.spool(w));
             mine.push((cb, sb));
         }
         rivals.push((ctx.command(&wa, &rival.binary), sa, expected));
@@ -247,29 +249,30 @@ fn commands(
 }
 
 /// The race itself: per workload the rival's command in its own private cwd and each
-/// arm's that `todo` marks in theirs, with a progress line on a terminal.
+/// entrant's that `todo` marks in theirs, with a progress line on a terminal.
 fn run_race(
     ctx: &Context,
     rival: &Candidate,
     verifier: &Verifier,
     eval: &[&Workload],
-    arms: &[Arm],
+    entrants: &[Entrant],
     todo: &[Vec<bool>],
 ) -> anyhow::Result<Vec<bench::GroupResult>> {
-    let done: Vec<Vec<Comparison>> = arms.iter().map(Arm::done).collect();
-    let opts = Arm::widest(arms);
-    let (rivals, sides) = commands(ctx, rival, verifier, eval, arms)?;
-    let hooks: Vec<Vec<_>> = (arms.iter().enumerate())
-        .map(|(j, arm)| {
+    let done: Vec<Vec<Comparison>> = entrants.iter().map(Entrant::done).collect();
+    let opts = Entrant::widest(entrants);
+    let (rivals, sides) = commands(ctx, rival, verifier, eval, entrants)?;
+    let hooks: Vec<Vec<_>> = (entrants.iter().enumerate())
+        .map(|(j, entrant)| {
             (eval.iter().zip(&sides))
                 .map(|(w, s)| {
-                    arm.check
-                        .map(|c| verifier.check_timed(c, w, s[j].1.as_ref()))
+                    entrant
+                        .verification
+                        .map(|c| verifier.verify_timed(c, w, s[j].1.as_ref()))
                 })
                 .collect()
         })
         .collect();
-    let jobs: Vec<Vec<Option<Pairing>>> = (0..arms.len())
+    let jobs: Vec<Vec<Option<Pairing>>> = (0..entrants.len())
         .map(|j| {
             (0..eval.len())
                 .map(|w| {
@@ -285,15 +288,15 @@ fn run_race(
         })
         .collect();
     let done: Vec<&[Comparison]> = done.iter().map(Vec::as_slice).collect();
-    let what = format!("{} candidate(s) vs {}", arms.len(), rival.label());
+    let what = format!("{} candidate(s) vs {}", entrants.len(), rival.label());
     ctx.ui()
         .progress(&format!("{what}: {}", what_it_does(opts, eval.len())));
     let started = Instant::now();
     let spinner = ctx.ui().spinner(what.clone());
-    // Arm j's comparison i is on the i-th workload `todo[j]` marks.
+    // Entrant j's comparison i is on the i-th workload `todo[j]` marks.
     let on = |j: usize, i: usize| (0..eval.len()).filter(|&w| todo[j][w]).nth(i).unwrap_or(0);
     let results = bench::race_jointly(&jobs, &done, opts, &mut |j, i, p| {
-        let (cand, w) = (arms[j].cand.label(), &eval[on(j, i)].name);
+        let (cand, w) = (entrants[j].cand.label(), &eval[on(j, i)].name);
         if let Phase::Look { look } = p.phase {
             ctx.ui().event(
                 "estimate",

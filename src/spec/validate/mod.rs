@@ -14,7 +14,7 @@ use super::raw::{
     RawBench, RawDuration, RawExpect, RawProfile, RawStages, RawWorkload, StrOrTable,
 };
 use super::{
-    BenchConfig, BoltMode, Expect, ProfileChoice, SpecError, Stages, Workload, WorkloadBudget,
+    BenchConfig, BoltMode, Expect, ProfileChoice, SpecError, Stages, Workload, WorkloadLimit,
     PROFILE_PRESETS,
 };
 use crate::stages::{self, Changes, StageName};
@@ -499,7 +499,7 @@ impl<'a> Validator<'a> {
         raws: Vec<Spanned<RawWorkload>>,
         root: &Path,
         stages: &Stages,
-    ) -> Result<(Vec<Workload>, BTreeMap<String, WorkloadBudget>), SpecError> {
+    ) -> Result<(Vec<Workload>, BTreeMap<String, WorkloadLimit>), SpecError> {
         if raws.is_empty() {
             return Err(self.invalid(
                 0,
@@ -517,23 +517,23 @@ impl<'a> Validator<'a> {
         let mut out = Vec::new();
         // name → line where first defined
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-        // Expanded workload name → its budget (every expansion of a matrix shares it).
-        let mut budgets = BTreeMap::new();
+        // Expanded workload name → its limit, its `budget` (every expansion of a matrix shares it).
+        let mut limits = BTreeMap::new();
         for raw in raws {
             let header = raw.span().start;
             let mut raw = raw.into_inner();
             let has_metric = raw.metric.is_some();
-            let budget = (raw.budget.take())
-                .map(|b| self.budget(b, has_metric))
+            let limit = (raw.budget.take())
+                .map(|b| self.workload_limit(b, has_metric))
                 .transpose()?;
             let before = out.len();
             self.workload(raw, header, root, &mut seen, &mut out)?;
             if out.len() > MAX_WORKLOADS {
                 return Err(self.too_many(header, out.len()));
             }
-            if let Some(b) = budget {
+            if let Some(b) = limit {
                 for w in &out[before..] {
-                    budgets.insert(w.name.clone(), b.clone());
+                    limits.insert(w.name.clone(), b.clone());
                 }
             }
         }
@@ -558,7 +558,7 @@ impl<'a> Validator<'a> {
                 Some(format!("add \"train\" to `use` in at least one workload, or leave {names} out of [stages] try")),
             ));
         }
-        Ok((out, budgets))
+        Ok((out, limits))
     }
 
     /// Names become file names (outputs, profiles): two that give the same one would

@@ -30,7 +30,7 @@
 
 pub(crate) mod elf;
 mod failure;
-mod profile;
+mod fdata;
 mod stats;
 
 use std::collections::BTreeMap;
@@ -227,12 +227,12 @@ fn bolt_anew(
 
     let mode = chosen.mode;
     let (fdata_files, train_seconds, instrument_seconds) = match mode {
-        Mode::Instrument => profile::instrument_and_train(ctx, tools, &input.path, &dir)?,
-        Mode::Perf => profile::perf_record(ctx, tools, &input.path, &dir)?,
+        Mode::Instrument => fdata::instrument_and_train(ctx, tools, &input.path, &dir)?,
+        Mode::Perf => fdata::perf_record(ctx, tools, &input.path, &dir)?,
     };
     let merged = dir.join("merged.fdata");
     ctx.timed("bolt: merge-fdata", || {
-        profile::merge_fdata(&tools.merge_fdata.path, &fdata_files, &merged)
+        fdata::merge_fdata(&tools.merge_fdata.path, &fdata_files, &merged)
     })?;
 
     let out_path = beside(&input.path, "bolt-out")?;

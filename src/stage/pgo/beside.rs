@@ -5,20 +5,22 @@
 //! optimized build's own twin link (`cargo::twin`) where it can be, else a build of its
 //! own beside it under LTO, else a relink after the stage's timings.
 
-use super::{bolt_takes_as_is, instrumented_settings, use_settings, with_host_target, Profile};
+use super::{
+    bolt_takes_as_is, instrumented_settings, use_settings, with_host_target, TrainedProfile,
+};
 use crate::stage::{Context, Standing};
 use crate::stages::{changing, Changes, StageName};
 
 /// The instrumented build ahead of the stage, on the best so far (`settings`), when the
-/// ladder expects (`then`) the pgo stage to train and the best not to change before it; the
+/// ladder expects (`expected`) the pgo stage to train and the best not to change before it; the
 /// cpu stage starts it beside its level's build. When the best does change (`native` is
 /// kept), it is a build nobody asks for, kept in the build cache.
 pub(crate) fn ahead(
     ctx: &Context,
-    then: &[StageName],
+    expected: &[StageName],
     settings: &crate::cargo::BuildSettings,
 ) -> Vec<(String, crate::cargo::BuildSettings)> {
-    if !then.contains(&StageName::Pgo) || ctx.plan.pgo_profile.is_some() {
+    if !expected.contains(&StageName::Pgo) || ctx.plan.pgo_profile.is_some() {
         return Vec::new();
     }
     let gen_dir = ctx.plan.optimize_dir.join("pgo-default");
@@ -26,7 +28,7 @@ pub(crate) fn ahead(
     vec![("pgo: instrumented".to_string(), instrumented)]
 }
 
-/// The pgo stage's work on `best` begun before the stage, when the ladder expects (`then`)
+/// The pgo stage's work on `best` begun before the stage, when the ladder expects (`expected`)
 /// it: the instrumented build built and trained now (the profile is remembered for the
 /// stage: `train_profile`), and the optimized build started ahead, as the stage will ask
 /// for it while the best stays `best`. The profile stage calls it once `max` is kept,
@@ -36,14 +38,14 @@ pub(crate) fn ahead(
 /// after them with a core idle. When the best changes (the point or a CPU level is kept),
 /// nobody asks for it.
 /// A failure is left for the stage, which meets it again and reports it.
-pub(crate) fn speculate(ctx: &Context, then: &[StageName], best: &crate::cargo::BuildSettings) {
-    if !then.contains(&StageName::Pgo) || ctx.plan.pgo_profile.is_some() {
+pub(crate) fn speculate(ctx: &Context, expected: &[StageName], best: &crate::cargo::BuildSettings) {
+    if !expected.contains(&StageName::Pgo) || ctx.plan.pgo_profile.is_some() {
         return;
     }
     let Ok(profile) = super::train_profile(ctx, best, "pgo", "pgo") else {
         return;
     };
-    let settings = twinned(ctx, best, then);
+    let settings = twinned(ctx, best, expected);
     let optimized = use_settings(ctx, &settings, &profile, false);
     ctx.build_ahead_urgent("pgo: optimized", optimized);
 }
@@ -69,12 +71,12 @@ pub(super) fn start_after(
     ctx: &Context,
     standing: &Standing,
     settings: &crate::cargo::BuildSettings,
-    p: &Profile,
+    p: &TrainedProfile,
     beside: Vec<(String, crate::cargo::BuildSettings)>,
 ) -> Vec<(String, crate::cargo::BuildSettings)> {
     let pgo = use_settings(ctx, settings, p, false);
     let mut on_pgo = Vec::new();
-    if standing.then.contains(&changing(Changes::Allocator)) {
+    if standing.expected.contains(&changing(Changes::Allocator)) {
         on_pgo.extend(crate::stage::alloc::ahead(ctx, &pgo, standing.screened));
     }
     let input = bolt_input(ctx, standing, p).filter(|_| !settings.relocs_twin);
@@ -97,9 +99,9 @@ pub(super) fn start_after(
 fn bolt_input(
     ctx: &Context,
     standing: &Standing,
-    profile: &Profile,
+    profile: &TrainedProfile,
 ) -> Option<(String, crate::cargo::BuildSettings)> {
-    bolt_input_wanted(ctx, &standing.best.settings, standing.then).then(|| {
+    bolt_input_wanted(ctx, &standing.best.settings, standing.expected).then(|| {
         let input = use_settings(ctx, &standing.best.settings, profile, true);
         (crate::stage::bolt::INPUT_LABEL.to_string(), input)
     })
@@ -113,20 +115,20 @@ fn bolt_input(
 pub(super) fn twinned(
     ctx: &Context,
     best: &crate::cargo::BuildSettings,
-    then: &[StageName],
+    expected: &[StageName],
 ) -> crate::cargo::BuildSettings {
     let mut settings = best.clone();
-    settings.relocs_twin = ctx.plan.twin_links && bolt_input_wanted(ctx, best, then);
+    settings.relocs_twin = ctx.plan.twin_links && bolt_input_wanted(ctx, best, expected);
     settings
 }
 
-/// Whether the ladder expects (`then`) the BOLT stage after this one, on the PGO build of
+/// Whether the ladder expects (`expected`) the BOLT stage after this one, on the PGO build of
 /// `best` as it is.
 fn bolt_input_wanted(
     ctx: &Context,
     best: &crate::cargo::BuildSettings,
-    then: &[StageName],
+    expected: &[StageName],
 ) -> bool {
-    then.contains(&changing(Changes::CodeLayout))
+    expected.contains(&changing(Changes::CodeLayout))
         && bolt_takes_as_is(ctx, &with_host_target(ctx, best))
 }

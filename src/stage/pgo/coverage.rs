@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::context::facts::{ProfileQuality, UntrainedHot};
+use crate::context::facts::{PgoProfileQuality, UntrainedHot};
 use crate::toolchain::profdata::FunctionCounts;
 
 /// A function is untrained when its training share is below its eval share over this.
@@ -30,7 +30,7 @@ const WARN_HOT: f64 = 0.05;
 const NAMED: usize = 3;
 
 /// One eval workload's profile.
-pub(crate) struct EvalProfile {
+pub(crate) struct EvalPgoProfile {
     pub workload: String,
     pub functions: Vec<FunctionCounts>,
 }
@@ -55,7 +55,7 @@ struct EvalShares<'a> {
     names: BTreeMap<&'a str, &'a str>,
 }
 
-fn eval_shares(eval: &[EvalProfile]) -> EvalShares<'_> {
+fn eval_shares(eval: &[EvalPgoProfile]) -> EvalShares<'_> {
     let mut names = BTreeMap::new();
     let mut per_workload = Vec::new();
     for e in eval {
@@ -80,7 +80,10 @@ fn eval_shares(eval: &[EvalProfile]) -> EvalShares<'_> {
 }
 
 /// How well `train` covers `eval`; `None` when no eval workload ran instrumented code.
-pub(crate) fn assess(train: &[FunctionCounts], eval: &[EvalProfile]) -> Option<ProfileQuality> {
+pub(crate) fn assess(
+    train: &[FunctionCounts],
+    eval: &[EvalPgoProfile],
+) -> Option<PgoProfileQuality> {
     let EvalShares {
         per_workload,
         names,
@@ -126,7 +129,7 @@ pub(crate) fn assess(train: &[FunctionCounts], eval: &[EvalProfile]) -> Option<P
     });
     untrained.retain(|u| u.eval_share >= MIN_LISTED);
     untrained.truncate(LISTED);
-    Some(ProfileQuality {
+    Some(PgoProfileQuality {
         functions_with_counts: train.iter().filter(|f| f.total > 0).count() as u64,
         functions_instrumented: train.len() as u64,
         eval_share_in_trained: in_trained.min(1.0),
@@ -137,7 +140,7 @@ pub(crate) fn assess(train: &[FunctionCounts], eval: &[EvalProfile]) -> Option<P
 /// The warning when training misses hot eval code: less than 90 % of eval's counts in
 /// trained code, or one untrained function with 5 % of them or more. Names at most three
 /// functions, each with the eval workload that runs it hottest.
-pub(crate) fn warning(q: &ProfileQuality) -> Option<String> {
+pub(crate) fn warning(q: &PgoProfileQuality) -> Option<String> {
     let hot = q.untrained_hot.iter().any(|u| u.eval_share >= WARN_HOT);
     if q.eval_share_in_trained >= WARN_TRAINED_BELOW && !hot {
         return None;
@@ -211,8 +214,8 @@ mod tests {
         }
     }
 
-    fn eval(workload: &str, functions: Vec<FunctionCounts>) -> EvalProfile {
-        EvalProfile {
+    fn eval(workload: &str, functions: Vec<FunctionCounts>) -> EvalPgoProfile {
+        EvalPgoProfile {
             workload: workload.into(),
             functions,
         }
@@ -337,7 +340,7 @@ mod tests {
 
     #[test]
     fn the_summary_line() {
-        let q = ProfileQuality {
+        let q = PgoProfileQuality {
             functions_with_counts: 301,
             functions_instrumented: 1204,
             eval_share_in_trained: 0.975,

@@ -13,10 +13,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::coverage::{self, EvalProfile};
-use super::{merge, profdata, Profile};
+use super::coverage::{self, EvalPgoProfile};
+use super::{merge, profdata, TrainedProfile};
 use crate::cache::{key_of, Store};
-use crate::context::facts::ProfileQuality;
+use crate::context::facts::PgoProfileQuality;
 use crate::spec::Workload;
 use crate::stage::{Context, StageError};
 use crate::toolchain::profdata::function_counts;
@@ -27,10 +27,10 @@ use crate::util::reset_dir;
 /// not trained here (no instrumented binary to run them on).
 pub(crate) fn profile_quality(
     ctx: &Context,
-    profile: &Profile,
+    profile: &TrainedProfile,
     name: &str,
     label: &str,
-) -> Result<Option<ProfileQuality>, StageError> {
+) -> Result<Option<PgoProfileQuality>, StageError> {
     let eval: Vec<&Workload> = ctx.spec.workloads.iter().filter(|w| w.eval).collect();
     let Some(binary) = profile.instrumented_binary.as_deref() else {
         return Ok(None);
@@ -50,7 +50,7 @@ pub(crate) fn profile_quality(
     let store = Store::new(&ctx.plan.optimize_dir, "coverage");
     let key = cache_key(binary, profile, &train, &eval).ok();
     let kept = key.as_deref().filter(|_| !ctx.plan.fresh);
-    if let Some(quality) = kept.and_then(|k| store.get::<Option<ProfileQuality>>(k)) {
+    if let Some(quality) = kept.and_then(|k| store.get::<Option<PgoProfileQuality>>(k)) {
         ctx.ui().info(&format!(
             "{label}: eval coverage reused from an earlier run (the same profile and workloads)"
         ));
@@ -79,7 +79,7 @@ fn eval_is_trained(eval: &[&Workload]) -> bool {
 /// training profile (its file is named by its content's hash).
 fn cache_key(
     binary: &Path,
-    profile: &Profile,
+    profile: &TrainedProfile,
     train: &[&Workload],
     eval: &[&Workload],
 ) -> std::io::Result<String> {
@@ -97,11 +97,11 @@ fn cache_key(
 fn measure(
     ctx: &Context,
     binary: &Path,
-    profile: &Profile,
+    profile: &TrainedProfile,
     eval: &[&Workload],
     name: &str,
     label: &str,
-) -> Result<Option<ProfileQuality>, StageError> {
+) -> Result<Option<PgoProfileQuality>, StageError> {
     let profdata = &profdata(ctx)?.path;
     let dir = ctx.run.profiles(name).join("eval");
     let mut profiles = Vec::new();
@@ -117,7 +117,7 @@ fn measure(
         run_one(ctx, binary, w, &raw)?;
         let merged = dir.join(format!("{}.profdata", w.file_stem()));
         merge(profdata, &raw, &merged)?;
-        profiles.push(EvalProfile {
+        profiles.push(EvalPgoProfile {
             workload: w.name.clone(),
             functions: function_counts(profdata, &merged).map_err(counts_failed)?,
         });

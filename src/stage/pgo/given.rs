@@ -9,17 +9,17 @@
 
 use std::path::Path;
 
-use crate::context::facts::ProfileFit;
+use crate::context::facts::PgoProfileFit;
 
-use super::{build_with, cache_profile, profdata, start_after, twinned, Profile, PORTABLE};
-use crate::context::facts::ProfileStats;
+use super::{build_with, cache_profile, profdata, start_after, twinned, TrainedProfile, PORTABLE};
+use crate::context::facts::PgoProfileStats;
 use crate::stage::{Build, Context, Offer, Rival, StageError, Standing};
 
 /// The pgo candidate on the best so far, and `pgo (portable)` on the portable best when the
 /// best picks a CPU and the portable best does not, both built with the profile in `file`.
 pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> Vec<Offer<'c>> {
     let profile = load(ctx, file);
-    let settings = twinned(ctx, &standing.best.settings, standing.then);
+    let settings = twinned(ctx, &standing.best.settings, standing.expected);
     let later = (profile.as_ref())
         .map(|p| start_after(ctx, standing, &settings, p, Vec::new()))
         .unwrap_or_default();
@@ -49,9 +49,9 @@ pub(super) fn offers<'c>(ctx: &'c Context, standing: &Standing, file: &Path) -> 
     offers
 }
 
-/// The profile in `file` (checked readable when the plan was made) as a [`Profile`]: its
+/// The profile in `file` (checked readable when the plan was made) as a [`TrainedProfile`]: its
 /// statistics, and its copy in the content-addressed cache that the build names.
-fn load(ctx: &Context, file: &Path) -> Result<Profile, StageError> {
+fn load(ctx: &Context, file: &Path) -> Result<TrainedProfile, StageError> {
     let tool = profdata(ctx)?;
     let summary = crate::toolchain::profdata::summary(&tool.path, file)
         .map_err(|e| StageError::Failed(e.to_string()))?;
@@ -68,9 +68,9 @@ fn load(ctx: &Context, file: &Path) -> Result<Profile, StageError> {
         "pgo: the profile {} ({functions} functions, max count {max_count}): no instrumented build and no training in this run",
         file.display()
     ));
-    Ok(Profile {
+    Ok(TrainedProfile {
         stable,
-        stats: ProfileStats {
+        stats: PgoProfileStats {
             raw_files: 0,
             functions,
             max_count,
@@ -97,10 +97,10 @@ fn load(ctx: &Context, file: &Path) -> Result<Profile, StageError> {
 /// is when either cannot be read (a stripped binary has no symbol table).
 pub(super) fn with_functions_in_program(
     ctx: &Context,
-    fit: ProfileFit,
+    fit: PgoProfileFit,
     profile: &Path,
     binary: &Path,
-) -> ProfileFit {
+) -> PgoProfileFit {
     let Ok(tool) = profdata(ctx) else { return fit };
     let functions = crate::toolchain::profdata::function_counts(&tool.path, profile);
     let symbols = crate::stage::bolt::elf::symbol_names(binary);
@@ -119,7 +119,7 @@ pub(super) fn with_functions_in_program(
         .iter()
         .filter(|s| symbols.contains(s.as_bytes()))
         .count();
-    ProfileFit {
+    PgoProfileFit {
         functions_in_program: Some(found as u64),
         functions_compared: Some(named.len() as u64),
         ..fit

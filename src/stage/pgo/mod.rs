@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Build, Candidate, Context, Offer, Rival, StageError, Standing};
 use crate::cache::{run_key, Store};
-use crate::context::facts::{ProfileFit, ProfileStats, StageFacts};
-pub(crate) use crate::context::Profile;
+use crate::context::facts::{PgoProfileFit, PgoProfileStats, StageFacts};
+pub(crate) use crate::context::TrainedProfile;
 use crate::stages::StageName;
 use crate::store::{file_hash, Blobs, KeptBlob};
 use crate::util::reset_dir;
@@ -72,7 +72,7 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
                 let label = crate::context::label("pgo", Some(PORTABLE));
                 beside.push((format!("{label}: optimized"), portable));
             }
-            let settings = twinned(ctx, &standing.best.settings, standing.then);
+            let settings = twinned(ctx, &standing.best.settings, standing.expected);
             let later = start_after(ctx, standing, &settings, &p, beside);
             let best = build_with(ctx, &settings, &p, None, false).map(|mut c| {
                 c.notes.extend(note);
@@ -128,7 +128,7 @@ fn shares_profile(standing: &Standing) -> bool {
 /// coverage could not be measured, for the pgo row's notes. Never fails the stage.
 fn assess_coverage(
     ctx: &Context,
-    profile: &mut Profile,
+    profile: &mut TrainedProfile,
     name: &str,
     label: &str,
 ) -> Option<String> {
@@ -155,7 +155,7 @@ fn assess_coverage(
 fn without_cpu(settings: &crate::cargo::BuildSettings) -> crate::cargo::BuildSettings {
     let mut s = settings.clone();
     let mut out = Vec::new();
-    let mut flags = s.rustflags.iter().peekable();
+    let mut flags = s.stage_rustflags.iter().peekable();
     while let Some(f) = flags.next() {
         if f == "-C" && flags.peek().is_some_and(|n| n.starts_with("target-cpu=")) {
             flags.next();
@@ -163,7 +163,7 @@ fn without_cpu(settings: &crate::cargo::BuildSettings) -> crate::cargo::BuildSet
             out.push(f.clone());
         }
     }
-    s.rustflags = out;
+    s.stage_rustflags = out;
     s
 }
 
@@ -175,7 +175,7 @@ pub(crate) fn train_profile(
     settings: &crate::cargo::BuildSettings,
     name: &str,
     label: &str,
-) -> Result<Profile, StageError> {
+) -> Result<TrainedProfile, StageError> {
     // Trained earlier in this run: ahead of the stage (`speculate`), or by the stage itself.
     let key = format!("{name} {}", settings.hash());
     if let Some(p) = ctx.trained_profile(&key) {
@@ -285,7 +285,7 @@ pub(crate) fn train_instrumented(
     (mut instrumented, mut built): (crate::cargo::BuildSettings, crate::cargo::Built),
     name: &str,
     label: &str,
-) -> Result<Profile, StageError> {
+) -> Result<TrainedProfile, StageError> {
     let profdata_tool = profdata(ctx)?;
     let mut notes = Vec::new();
     let raw_dir = ctx.run.profiles(name).join("raw");
@@ -346,7 +346,7 @@ pub(crate) fn train_instrumented(
             (stable, stats, repaired)
         }
     };
-    Ok(Profile {
+    Ok(TrainedProfile {
         stable,
         stats,
         repaired,
@@ -395,7 +395,7 @@ pub(super) fn with_host_target(
 pub(super) fn use_settings(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
-    profile: &Profile,
+    profile: &TrainedProfile,
     relocs: bool,
 ) -> crate::cargo::BuildSettings {
     let mut use_flags = use_flags(profile);
@@ -408,7 +408,7 @@ pub(super) fn use_settings(
 }
 
 /// The rustflags an optimized build adds for `profile`.
-fn use_flags(profile: &Profile) -> Vec<String> {
+fn use_flags(profile: &TrainedProfile) -> Vec<String> {
     vec![
         format!("-Cprofile-use={}", profile.stable.display()),
         "-Cllvm-args=-pgo-warn-missing-function".to_string(),
@@ -418,7 +418,7 @@ fn use_flags(profile: &Profile) -> Vec<String> {
 pub(crate) fn build_with(
     ctx: &Context,
     settings: &crate::cargo::BuildSettings,
-    profile: &Profile,
+    profile: &TrainedProfile,
     variant: Option<&str>,
     relocs: bool,
 ) -> Result<Candidate, StageError> {
@@ -442,7 +442,7 @@ pub(crate) fn build_with(
             ctx.plan.rustc.llvm_version
         )));
     }
-    let mut fit = ProfileFit {
+    let mut fit = PgoProfileFit {
         profile_functions: Some(profile.stats.functions),
         ..profile_fit(&built.stderr, stable)
     };
@@ -503,9 +503,9 @@ fn redo_after_repair(
 /// row's note when functions changed.
 fn fit_note(
     ctx: &Context,
-    profile: &Profile,
+    profile: &TrainedProfile,
     variant: Option<&str>,
-    fit: &ProfileFit,
+    fit: &PgoProfileFit,
 ) -> Option<String> {
     let label = crate::context::label("pgo", variant);
     if let Some(src) = &profile.source {
@@ -555,7 +555,7 @@ fn merge_and_keep(
     profdata: &Path,
     raw_dir: &Path,
     notes: &mut Vec<String>,
-) -> Result<(PathBuf, ProfileStats, bool), StageError> {
+) -> Result<(PathBuf, PgoProfileStats, bool), StageError> {
     let profiles = ctx.run.profiles(name);
     std::fs::create_dir_all(&profiles)?;
     let merged = profiles.join("merged.profdata");
@@ -590,7 +590,7 @@ struct Trained {
     profile: PathBuf,
     /// The content hash of `profile` when it was kept.
     hash: String,
-    stats: ProfileStats,
+    stats: PgoProfileStats,
 }
 
 /// The kept profile for `key`, when its file is the content-addressed profile of its
@@ -655,7 +655,7 @@ pub(crate) fn collapse_profile_warnings(stderr: &[u8], into: &mut BTreeMap<Strin
 
 /// Merge every `.profraw` in `raw_dir` into `out`; an empty profile is an error that
 /// explains the usual causes.
-fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, StageError> {
+fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<PgoProfileStats, StageError> {
     let raw: Vec<PathBuf> = std::fs::read_dir(raw_dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
@@ -689,7 +689,7 @@ fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, St
             dropped.len()
         )));
     }
-    Ok(ProfileStats {
+    Ok(PgoProfileStats {
         raw_files: raw.len(),
         functions,
         max_count,
@@ -701,8 +701,8 @@ fn merge(profdata: &Path, raw_dir: &Path, out: &Path) -> Result<ProfileStats, St
 /// What rustc's warnings say about how `profile` fits the code it was used on: LLVM warns
 /// once per function whose control flow changed since training, `… (hash mismatch) <name>
 /// Hash = <h> up to <count> count discarded`.
-pub(crate) fn profile_fit(stderr: &str, profile: &Path) -> ProfileFit {
-    let mut fit = ProfileFit {
+pub(crate) fn profile_fit(stderr: &str, profile: &Path) -> PgoProfileFit {
+    let mut fit = PgoProfileFit {
         profile: profile.to_path_buf(),
         ..Default::default()
     };
@@ -764,7 +764,7 @@ mod tests {
             profile_fit("warning: unused variable", Path::new("/p")).changed_functions,
             0
         );
-        let described = ProfileFit {
+        let described = PgoProfileFit {
             profile_functions: Some(40),
             ..fit
         }
@@ -777,7 +777,7 @@ mod tests {
 
     #[test]
     fn a_given_profile_with_almost_none_of_its_functions_in_the_program_is_foreign() {
-        let fit = |found, compared| ProfileFit {
+        let fit = |found, compared| PgoProfileFit {
             functions_in_program: found,
             functions_compared: compared,
             ..Default::default()
@@ -841,7 +841,7 @@ mod tests {
         let t = Trained {
             profile: profile.clone(),
             hash: file_hash(&profile).unwrap(),
-            stats: ProfileStats {
+            stats: PgoProfileStats {
                 raw_files: 1,
                 functions: 2,
                 max_count: 3,
@@ -873,7 +873,7 @@ mod tests {
             &Trained {
                 profile: profile.clone(),
                 hash: file_hash(&made).unwrap(),
-                stats: ProfileStats {
+                stats: PgoProfileStats {
                     raw_files: 1,
                     functions: 2,
                     max_count: 3,

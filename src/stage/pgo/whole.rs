@@ -10,7 +10,7 @@
 //! Without a clang of rustc's LLVM, PGO stays Rust-only and the pgo row says what was left
 //! out and how to get it.
 
-use super::{build_with, Profile};
+use super::{build_with, TrainedProfile};
 use crate::cargo::cc::{profile_generate_flag, profile_use_flag};
 use crate::cargo::BuildSettings;
 use crate::stage::ccompiler::{self, CProgram};
@@ -44,7 +44,7 @@ pub(crate) fn instrumented(
 pub(crate) fn extend<'c>(
     ctx: &'c Context,
     built: &BuildSettings,
-    profile: &Profile,
+    profile: &TrainedProfile,
     offers: &mut Vec<Offer<'c>>,
 ) {
     let (whole, note) = offer(ctx, built, profile);
@@ -61,7 +61,7 @@ pub(crate) fn extend<'c>(
 fn offer<'c>(
     ctx: &'c Context,
     built: &BuildSettings,
-    profile: &Profile,
+    profile: &TrainedProfile,
 ) -> (Option<Offer<'c>>, Option<String>) {
     match CProgram::of(ctx, built) {
         CProgram::None => (None, None),
@@ -93,7 +93,7 @@ fn offer<'c>(
 fn build(
     ctx: &Context,
     best: &Candidate,
-    profile: &Profile,
+    profile: &TrainedProfile,
     clang: &Clang,
     packages: &[String],
 ) -> Result<Candidate, StageError> {
@@ -119,7 +119,7 @@ fn build(
 
 /// `settings`, whose C is compiled by clang, with `profile` given to its C too (a release's
 /// whole-program PGO build).
-pub(crate) fn with_c_profile(settings: &BuildSettings, profile: &Profile) -> BuildSettings {
+pub(crate) fn with_c_profile(settings: &BuildSettings, profile: &TrainedProfile) -> BuildSettings {
     let mut s = settings.clone();
     if let Some(c) = s.c.as_mut() {
         c.flags = vec![profile_use_flag(&profile.stable)];
@@ -129,16 +129,16 @@ pub(crate) fn with_c_profile(settings: &BuildSettings, profile: &Profile) -> Bui
 
 /// `settings` without the pgo build's `-Cprofile-use` flags for `profile` (they are given
 /// again with the C part).
-fn without_profile_use(settings: &BuildSettings, profile: &Profile) -> BuildSettings {
+fn without_profile_use(settings: &BuildSettings, profile: &TrainedProfile) -> BuildSettings {
     let mut s = settings.clone();
     let ours = super::use_flags(profile);
-    s.rustflags.retain(|f| !ours.contains(f));
+    s.stage_rustflags.retain(|f| !ours.contains(f));
     s
 }
 
 /// The functions of `profile` rustc did not compile (C and C++, and rustc's `main` shim)
 /// that have counts, hottest first, by the name their object gives them.
-fn c_names(ctx: &Context, profile: &Profile) -> Result<Vec<String>, StageError> {
+fn c_names(ctx: &Context, profile: &TrainedProfile) -> Result<Vec<String>, StageError> {
     let tool = super::profdata(ctx)?;
     let counts = crate::toolchain::profdata::function_counts(&tool.path, &profile.stable)
         .map_err(|e| StageError::Failed(e.to_string()))?;

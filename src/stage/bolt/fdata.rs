@@ -1,4 +1,4 @@
-//! Collecting the BOLT profile: instrumentation (`llvm-bolt -instrument`, the train
+//! Collecting BOLT's perf data (`.fdata`): instrumentation (`llvm-bolt -instrument`, the train
 //! workloads on the instrumented binary) or perf + LBR sampling (`perf record -j any,u`,
 //! `perf2bolt`), then `merge-fdata`. Workloads run through `ctx` and `crate::process` only.
 

@@ -6,20 +6,20 @@
 
 use std::path::Path;
 
-use super::numeric::{self, Drift};
+use super::numeric::{self, Deviation};
 use super::text::split_lines;
 use super::{observe, Reference};
-use crate::context::facts::OutputDrift;
+use crate::context::facts::OutputDeviation;
 use crate::context::{sandbox, Candidate, Context};
 use crate::spec::Workload;
 
-/// The drift of `cand`'s outputs from the baseline's (`reference`), over every workload
+/// The deviation of `cand`'s outputs from the baseline's (`reference`), over every workload
 /// with outputs to compare.
-pub(crate) fn drift(
+pub(crate) fn deviation(
     ctx: &Context,
     reference: &Reference,
     cand: &Candidate,
-) -> anyhow::Result<OutputDrift> {
+) -> anyhow::Result<OutputDeviation> {
     let dir = ctx.run.outputs(&cand.tag());
     let compared =
         |w: &&Workload| w.expect.compares_outputs() && reference.observed.contains_key(&w.name);
@@ -30,13 +30,13 @@ pub(crate) fn drift(
             observe(ctx, &cand.binary, w, &dir)?;
         }
     }
-    let mut total = Drift::default();
+    let mut total = Deviation::default();
     let mut n = 0;
     for w in workloads.into_iter().filter(|w| saved(w)) {
         total = total.merge(one(w, reference, &dir));
         n += 1;
     }
-    Ok(OutputDrift {
+    Ok(OutputDeviation {
         max_abs: total.max_abs,
         max_rel: total.max_rel,
         numbers_changed: total.changed,
@@ -44,10 +44,10 @@ pub(crate) fn drift(
     })
 }
 
-/// One workload's drift: its streams, then its files.
-fn one(w: &Workload, reference: &Reference, dir: &Path) -> Drift {
+/// One workload's deviation: its streams, then its files.
+fn one(w: &Workload, reference: &Reference, dir: &Path) -> Deviation {
     let Some(base) = reference.observed.get(&w.name) else {
-        return Drift::default();
+        return Deviation::default();
     };
     let stem = w.file_stem();
     let read = |p: &Path| std::fs::read(p).unwrap_or_default();
@@ -69,9 +69,9 @@ fn one(w: &Workload, reference: &Reference, dir: &Path) -> Drift {
             pairs.push((a.clone(), b));
         }
     }
-    pairs.iter().fold(Drift::default(), |d, (a, b)| {
+    pairs.iter().fold(Deviation::default(), |d, (a, b)| {
         let (la, _) = split_lines(a);
         let (lb, _) = split_lines(b);
-        d.merge(numeric::drift(&la, &lb))
+        d.merge(numeric::deviation(&la, &lb))
     })
 }
