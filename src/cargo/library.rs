@@ -125,4 +125,42 @@ mod tests {
         assert!(is_shared_object(Path::new("/t/release/libfast.so")));
         assert!(!is_shared_object(Path::new("/t/release/libfast.rlib")));
     }
+
+    /// A `cdylib`'s artifact message has no executable: its `.so` among `filenames` is the
+    /// build's file; a build script's (no executable, not a cdylib) is nothing.
+    #[test]
+    fn a_cdylib_s_artifact_is_its_shared_object() {
+        use super::super::{build_event, BuildEvent};
+        let artifact = |kind: &str, files: &[&str]| {
+            serde_json::json!({
+                "reason": "compiler-artifact",
+                "package_id": "path+file:///p#fast@0.1.0",
+                "manifest_path": "/p/Cargo.toml",
+                "target": {
+                    "kind": [kind], "crate_types": [kind], "name": "fast",
+                    "src_path": "/p/src/lib.rs", "edition": "2021",
+                    "doc": true, "doctest": false, "test": true
+                },
+                "profile": {
+                    "opt_level": "3", "debuginfo": 0, "debug_assertions": false,
+                    "overflow_checks": false, "test": false
+                },
+                "features": [],
+                "filenames": files,
+                "executable": null,
+                "fresh": true
+            })
+            .to_string()
+        };
+        let lib = artifact("cdylib", &["/t/release/libfast.so"]);
+        assert_eq!(
+            build_event(&lib),
+            Some(BuildEvent::Executable("/t/release/libfast.so".into(), true))
+        );
+        let script = artifact(
+            "custom-build",
+            &["/t/release/build/fast-1/build-script-build"],
+        );
+        assert_eq!(build_event(&script), None);
+    }
 }
