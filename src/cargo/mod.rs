@@ -22,6 +22,7 @@ mod child;
 mod config;
 mod executable;
 mod flags;
+pub(crate) mod library;
 pub(crate) mod lockfile;
 pub(crate) mod profile;
 mod relink;
@@ -209,10 +210,16 @@ impl BuildSettings {
     }
 
     /// The cargo command line (without `cargo`) that reproduces this build: `build --bin`
-    /// (a relink: `rustc --bin … -- <link flags>`, see [`relink`]), or for a harness
-    /// `bench --no-run --bench T` / `test --no-run --test T` (`--lib`).
+    /// (a relink: `rustc --bin … -- <link flags>`, see [`relink`]), for a harness
+    /// `bench --no-run --bench T` / `test --no-run --test T` (`--lib`), for a library a host
+    /// loads `build --lib`.
     pub fn cargo_args(&self, project: &Project, target_dir: &Path) -> Vec<String> {
         use crate::spec::HarnessKind;
+        if project.library.is_some() {
+            let mut args = self.command_args(&["build"], None, "--profile", project, target_dir);
+            args.push("--lib".into());
+            return args;
+        }
         let Some(h) = &project.harness else {
             let relinks = self.relink_base(project).is_some();
             let sub = if relinks { "rustc" } else { "build" };
@@ -767,7 +774,8 @@ enum BuildEvent {
     /// Text for the build log: a line cargo printed on stderr, or one rendered rustc
     /// diagnostic (possibly several lines).
     Text(String),
-    /// A `compiler-artifact` message with an executable, and whether cargo called it fresh.
+    /// A `compiler-artifact` message with an executable (or a `cdylib`'s file), and whether
+    /// cargo called it fresh.
     Executable(PathBuf, bool),
 }
 
@@ -776,9 +784,15 @@ enum BuildEvent {
 fn build_event(line: &str) -> Option<BuildEvent> {
     use cargo_metadata::Message;
     match serde_json::from_str::<Message>(line).ok()? {
-        Message::CompilerArtifact(a) => a
-            .executable
-            .map(|e| BuildEvent::Executable(e.into_std_path_buf(), a.fresh)),
+        Message::CompilerArtifact(a) => match a.executable {
+            Some(e) => Some(BuildEvent::Executable(e.into_std_path_buf(), a.fresh)),
+            // A library a host loads: its `cdylib` file (a build script's has none).
+            None if a.target.is_cdylib() => (a.filenames.into_iter())
+                .map(|f| f.into_std_path_buf())
+                .find(|f| library::is_shared_object(f))
+                .map(|f| BuildEvent::Executable(f, a.fresh)),
+            None => None,
+        },
         Message::CompilerMessage(m) => m.message.rendered.map(BuildEvent::Text),
         _ => None,
     }

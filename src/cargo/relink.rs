@@ -39,7 +39,8 @@ impl BuildSettings {
     /// link-only stage flags, when they have some and `project` builds a binary; `None`
     /// for an ordinary build.
     pub fn relink_base(&self, project: &Project) -> Option<BuildSettings> {
-        if project.harness.is_some() || self.link_flags().is_empty() {
+        let program = project.harness.is_none() && project.library.is_none();
+        if !program || self.link_flags().is_empty() {
             return None;
         }
         let mut base = self.clone();

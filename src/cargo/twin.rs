@@ -52,7 +52,7 @@ pub(super) fn arrange(
     settings: &BuildSettings,
     mut flags: Vec<String>,
 ) -> (Vec<String>, Vec<(String, String)>) {
-    let wanted = settings.relocs_twin && project.harness.is_none();
+    let wanted = settings.relocs_twin && project.harness.is_none() && project.library.is_none();
     let Some(exe) = std::env::current_exe().ok().filter(|_| wanted) else {
         return (flags, Vec::new());
     };

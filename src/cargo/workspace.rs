@@ -36,6 +36,9 @@ pub struct Project {
     pub bench_framework: Option<String>,
     /// The version the manifest asks of that framework (`^0.5`), as `cargo metadata` gives it.
     pub bench_framework_req: Option<String>,
+    /// The library a host program loads, when the workloads run one (`command`): the
+    /// candidates are that library (`bin` is then its target's name, `bin_root` its root).
+    pub library: Option<super::library::Library>,
 }
 
 #[cfg(test)]
@@ -57,6 +60,7 @@ impl Project {
             harness: None,
             bench_framework: None,
             bench_framework_req: None,
+            library: None,
         }
     }
 }
@@ -319,6 +323,21 @@ impl Workspace {
         Ok(project)
     }
 
+    /// The package whose `cdylib` a host program loads (the workloads give `command`): the
+    /// library is what is built, installed and timed (`cargo::library`).
+    pub(crate) fn library_project(
+        &self,
+        sel: &Selection,
+        spec_package: Option<&str>,
+    ) -> Result<Project, CargoError> {
+        let pkg = self.package_for(sel, spec_package)?;
+        let (library, root) = super::library::of(pkg)?;
+        let mut project = self.project_of(sel, pkg, library.target.clone());
+        project.bin_root = Some(root);
+        project.library = Some(library);
+        Ok(project)
+    }
+
     /// The selected package, whatever its targets (its name stands in for `bin`): for
     /// `init`, which proposes workloads from what the package has.
     pub(crate) fn package_project(&self, sel: &Selection) -> Result<Project, CargoError> {
@@ -361,6 +380,7 @@ impl Workspace {
             harness: None,
             bench_framework: framework.map(|d| d.name.to_string()),
             bench_framework_req: framework.map(|d| d.req.to_string()),
+            library: None,
         }
     }
 }

@@ -444,9 +444,13 @@ impl<'a> Context<'a> {
 
     /// The file name cargo gives the program (`demo`, `demo.exe`), which every candidate
     /// runs under: `built`'s own when it is that name, else (a kept blob named by its
-    /// digest, BOLT's output) the binary's name, with `.exe` for a PE file.
+    /// digest, BOLT's output) the binary's name, with `.exe` for a PE file. A library a
+    /// host loads: the name the host loads it under (`cargo::library::Library::file`).
     pub(crate) fn exe_file_name(&self, built: &Path) -> String {
-        exe_file_name(&self.plan.project.bin, built)
+        match &self.plan.project.library {
+            Some(library) => library.file.clone(),
+            None => exe_file_name(&self.plan.project.bin, built),
+        }
     }
 
     /// Run `workload` on `binary` with extra environment variables, in a private copy of

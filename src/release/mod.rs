@@ -167,6 +167,13 @@ fn locate_binary(g: &GlobalArgs) -> anyhow::Result<(crate::spec::Spec, crate::ca
             spec.path.display()
         );
     }
+    if project.library.is_some() {
+        bail!(
+            "{}: the workloads run a host program (`command`) that loads the package's library, and `release` ships binaries only for now (no wheel, no library file)
+  fix: build the library with the settings `cargo optimize apply` prints (a wheel: maturin build --release with them)",
+            spec.path.display()
+        );
+    }
     Ok((spec, project))
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod bounds;
 pub(crate) use metric::{Better, Metric};
 mod check;
 mod harness;
+pub(crate) mod host;
 mod matrix;
 mod metric;
 mod raw;
@@ -201,6 +202,9 @@ pub(crate) struct Workload {
     /// `env-pass = [...]`: variables of the caller's environment it sees besides
     /// [`PASS_THROUGH`] (their values are keyed like `env`).
     pub env_pass: Vec<String>,
+    /// `command = [...]`: the host program (and its first arguments) run instead of the
+    /// crate's binary, loading the library being optimized (`host`).
+    pub host: Option<Vec<String>>,
 }
 
 /// A workload's `cargo = "bench" | "test"`: it runs the package's bench or test harness
@@ -363,6 +367,7 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
     let (workloads, limits) = cx.workloads(raw.workload.unwrap_or_default(), &root, &stages)?;
     check.limits = limits;
     let harness = cx.harness(raw.bench_target, raw.test_target, bin.is_some(), &workloads)?;
+    cx.hosts_agree(&workloads, bin.is_some())?;
     let release = cx.release(
         raw.release.unwrap_or_default(),
         &root,
@@ -430,6 +435,7 @@ impl Workload {
             line: 1,
             writes: vec![],
             env_pass: vec![],
+            host: None,
         }
     }
 
@@ -445,8 +451,14 @@ impl Workload {
         // A bench harness (libtest's or criterion's) runs its benchmarks only with `--bench`,
         // as `cargo bench` passes it.
         let bench_flag = (self.cargo == Some(HarnessKind::Bench)).then_some("--bench");
-        let mut cmd = crate::process::Command::new(binary)
+        // A host program (`command`) loads `binary`, a library, from its folder.
+        let (program, lead) = match &self.host {
+            Some(words) => (PathBuf::from(&words[0]), &words[1..]),
+            None => (binary.to_path_buf(), &[][..]),
+        };
+        let mut cmd = crate::process::Command::new(program)
             .args(bench_flag)
+            .args(lead)
             .args(&self.args)
             .cwd(&self.cwd)
             .timeout(self.timeout)
@@ -457,6 +469,12 @@ impl Workload {
         for (k, v) in &self.env {
             cmd = cmd.env(k, v);
         }
+        if self.host.is_some() {
+            let folder = binary.parent().unwrap_or(Path::new("."));
+            for (k, v) in host::library_env(self, folder) {
+                cmd = cmd.env(k, v);
+            }
+        }
         if self.start == Start::Cold {
             let mut files = vec![binary.to_path_buf()];
             files.extend(self.input_paths().into_iter().filter(|p| p.is_file()));
@@ -465,13 +483,15 @@ impl Workload {
         jail.confine(cmd, &self.cwd, &self.env_pass, &self.writes)
     }
 
-    /// What it reads that the spec names: `stdin`, and every argument that is an existing
+    /// What it reads that the spec names: `stdin`, and every argument (a host `command`'s
+    /// too: its script) that is an existing
     /// path, or whose value after `=` is (`--input=FILE`), relative to `cwd`
     /// (`process::named_files`).
     pub(crate) fn input_paths(&self) -> Vec<PathBuf> {
+        let host = self.host.iter().flatten().skip(1);
         crate::process::named_files(
             &self.cwd,
-            self.args.iter().map(Path::new),
+            host.chain(&self.args).map(Path::new),
             self.stdin.as_deref(),
         )
     }

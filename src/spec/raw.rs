@@ -66,6 +66,7 @@ pub(super) const WORKLOAD_KEYS: &[&str] = &[
     "pin",
     "writes",
     "env-pass",
+    "command",
 ];
 pub(super) const METRIC_KEYS: &[&str] = &["regex", "unit", "better", "combine"];
 /// Cargo profile keys a spec may override (and `apply` manages).
@@ -241,6 +242,7 @@ pub(super) struct RawWorkload {
     pub(super) pin: Option<bool>,
     pub(super) writes: Option<Vec<Spanned<String>>>,
     pub(super) env_pass: Option<Vec<Spanned<String>>>,
+    pub(super) command: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// A workload's `metric` table (`spec::metric`).

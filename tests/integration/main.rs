@@ -56,6 +56,7 @@ mod docs;
 mod faults_apply;
 mod faults_proc;
 mod fleet;
+mod host_library;
 mod hotspots;
 mod interrupt;
 mod ladder;

@@ -30,6 +30,7 @@ use crate::toolchain::{self, BoltTools, Rustc, Tool, ToolError};
 use crate::ui::Ui;
 
 pub(crate) mod criterion;
+mod library;
 mod runner;
 
 /// One run, resolved.
@@ -135,26 +136,30 @@ pub(crate) fn locate(
         (Err(e), _) => return Err(e.into()),
     };
     let sel = selection.clone();
-    let project = workspace
-        .project_for(
+    // The workloads run a host program: the library it loads is what is optimized.
+    let hosted = spec.workloads.first().is_some_and(|w| w.host.is_some());
+    let project = match hosted {
+        true => workspace.library_project(&sel, spec.package.as_deref()),
+        false => workspace.project_for(
             &sel,
             spec.package.as_deref(),
             spec.bin.as_deref(),
             spec.harness.as_ref(),
-        )
-        .map_err(|e| {
-            // A name that came from the spec is the spec's mistake: say where it is.
-            let key = match e {
-                CargoError::UnknownPackage(..) if sel.package.is_none() => "package",
-                CargoError::UnknownBin { .. } if sel.bin.is_none() => "bin",
-                _ => return anyhow::Error::from(e),
-            };
-            let line = std::fs::read_to_string(&spec.path)
-                .ok()
-                .and_then(|text| top_level_key_line(&text, key))
-                .unwrap_or(1);
-            anyhow::anyhow!("{}:{line}: `{key}`: {e}", spec.path.display())
-        })?;
+        ),
+    };
+    let project = project.map_err(|e| {
+        // A name that came from the spec is the spec's mistake: say where it is.
+        let key = match e {
+            CargoError::UnknownPackage(..) if sel.package.is_none() => "package",
+            CargoError::UnknownBin { .. } if sel.bin.is_none() => "bin",
+            _ => return anyhow::Error::from(e),
+        };
+        let line = std::fs::read_to_string(&spec.path)
+            .ok()
+            .and_then(|text| top_level_key_line(&text, key))
+            .unwrap_or(1);
+        anyhow::anyhow!("{}:{line}: `{key}`: {e}", spec.path.display())
+    })?;
     Ok((spec, project))
 }
 
@@ -303,7 +308,9 @@ impl Plan {
         let cfg = target_cfg(&triple);
         self.baseline.user_rustflags = cargo::user_rustflags_here(&triple, &cfg)?;
         let linker_set = cargo::linker_set_here(&triple, &cfg, &self.baseline.user_rustflags)?;
-        self.twin_links = cargo::twin::possible(&triple, linker_set);
+        library::resolve(&mut self.project, spec, &triple)?;
+        self.twin_links =
+            cargo::twin::possible(&triple, linker_set) && self.project.library.is_none();
         let from = target.as_ref().map_or("", |t| t.from.as_str());
         self.runner = runner::for_ladder(spec, &self.rustc.host, &triple, from, &cfg)?;
         self.baseline.target = target.map(|t| t.triple);

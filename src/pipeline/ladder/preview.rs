@@ -14,7 +14,8 @@
 //!
 //! When: at the start of the first stage that builds an allocator's candidate (the pgo
 //! stage, which starts them beside its own build; else the alloc stage), once a run, and
-//! not under `--thorough`, which builds every allocator. Where no shared build is found
+//! not under `--thorough`, which builds every allocator, nor for a library a host program
+//! loads (preloaded, the allocator would serve the host too). Where no shared build is found
 //! (another target, a runner, a static C runtime, not Linux) nothing is previewed.
 
 use super::Ladder;
@@ -30,7 +31,10 @@ impl Ladder<'_> {
         let alloc = changing(Changes::Allocator);
         let builds_them = name == alloc
             || name.row().beside.contains(&Changes::Allocator) && self.to_come.contains(&alloc);
-        builds_them && !self.previewed && !self.ctx.spec.stages.thorough
+        // A library a host loads: preloaded, the allocator would serve the host's own
+        // allocations too, which the library's `#[global_allocator]` never does.
+        let library = self.ctx.plan.project.library.is_some();
+        builds_them && !self.previewed && !self.ctx.spec.stages.thorough && !library
     }
 
     /// Preview each allocator of `[stages] alloc` that can be preloaded into the best so

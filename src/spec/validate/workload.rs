@@ -208,7 +208,11 @@ impl Validator<'_> {
         }
         let writes = self.writes(w, ex, used, root)?;
         let env_pass = self.env_pass(w, first)?;
+        let host = self.host_command(w.command.as_ref(), w.cargo.as_ref(), &mut |word| {
+            ex.expand(word, used)
+        })?;
         Ok(Workload {
+            host,
             writes,
             env_pass,
             name,

@@ -15,7 +15,8 @@
 //! 3. **Optimize**: `llvm-bolt <input> -o <new file> -data=<merged.fdata> <flags>`, with
 //!    BOLT's dyno-stats (before/after) captured for the report.
 //!
-//! When BOLT cannot run on this binary here the stage is skipped (`NotAvailable`), when
+//! A library a host program loads (`cargo::library`) is skipped, saying so. When BOLT
+//! cannot run on this binary here the stage is skipped (`NotAvailable`), when
 //! something is really wrong it fails: `failure.rs` holds the rule. `stats.rs` reads
 //! BOLT's dyno-stats.
 //!
@@ -82,6 +83,10 @@ const DEFAULT_ARGS: &[&str] = &[
     "-dyno-stats",
 ];
 
+/// Why a library a host loads gets no BOLT row: llvm-bolt rewrites a shared object only
+/// with options and an instrumentation runtime of its own, not wired here.
+pub(crate) const SHARED_LIBRARY: &str = "BOLT on a shared library is not supported yet";
+
 /// Set (to anything) to give BOLT the names as they are: for the tests that show what
 /// happens without shortening, and for checking a BOLT that lifts the limit.
 const KEEP_NAMES_ENV: &str = "CARGO_OPTIMIZE_BOLT_KEEP_NAMES";
@@ -120,6 +125,9 @@ pub(crate) fn offers<'c>(ctx: &'c Context, standing: &Standing) -> Vec<Offer<'c>
 }
 
 pub(crate) fn prepare(ctx: &Context, best: &Candidate) -> Result<Candidate, StageError> {
+    if ctx.plan.project.library.is_some() {
+        return Err(StageError::NotAvailable(SHARED_LIBRARY.into()));
+    }
     let tools = find_tools(ctx)?;
     let mut notes = Vec::new();
     let chosen = choose_mode(ctx, &tools)?;

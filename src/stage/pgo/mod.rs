@@ -370,6 +370,7 @@ fn install_instrumented(ctx: &Context, name: &str, built: &Path) -> std::io::Res
 pub(crate) fn bolt_takes_as_is(ctx: &Context, settings: &crate::cargo::BuildSettings) -> bool {
     let flags = settings.all_rustflags();
     matches!(ctx.plan.bolt_tools, Some(Ok(_)))
+        && ctx.plan.project.library.is_none()
         && !super::bolt::has_emit_relocs(&flags)
         && super::bolt::stripping_flags(&flags).is_empty()
         && crate::cargo::keeps_symbols(&ctx.plan.project, settings) == Some(true)
