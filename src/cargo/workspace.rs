@@ -338,11 +338,14 @@ impl Workspace {
         Ok(project)
     }
 
-    /// The selected package, whatever its targets (its name stands in for `bin`): for
-    /// `init`, which proposes workloads from what the package has.
+    /// The selected package, whatever its targets (its name stands in for `bin`; its
+    /// `cdylib`, if it has one, is `library`): for `init` and `doctor`, which look at what
+    /// the package has.
     pub(crate) fn package_project(&self, sel: &Selection) -> Result<Project, CargoError> {
         let pkg = self.package_for(sel, None)?;
-        Ok(self.project_of(sel, pkg, pkg.name.to_string()))
+        let mut project = self.project_of(sel, pkg, pkg.name.to_string());
+        project.library = super::library::of(pkg).ok().map(|(l, _)| l);
+        Ok(project)
     }
 
     /// The package `-p` (or the spec) names, else [`Workspace::only_package`].

@@ -1,5 +1,6 @@
-//! `cargo optimize init`: write a commented optimize.toml for the package's binary, never
-//! over an existing file.
+//! `cargo optimize init`: write a commented optimize.toml for the package's binary (else
+//! for the `cdylib` a host program loads, else for its bench harness), never over an
+//! existing file.
 
 use std::io::Write;
 
@@ -14,6 +15,8 @@ pub(crate) fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
     let sel = g.selection.clone();
     let package = ws.package_project(&sel)?;
     let (project, text) = match (package.bins.is_empty(), package.benches.first()) {
+        // A library a host program loads: the workloads run that host.
+        (true, _) if package.library.is_some() => (package.clone(), host_skeleton(&package)),
         // A library: what can run is its bench harness.
         (true, Some(first)) => {
             let text = spec::skeleton_for_bench(first, package.benches.len() > 1);
@@ -59,13 +62,37 @@ pub(crate) fn run(g: &GlobalArgs, args: &InitArgs) -> anyhow::Result<i32> {
         .open(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     f.write_all(text.as_bytes())?;
-    let what = match project.bins.is_empty() {
-        true => format!("the bench harness of library `{}`", project.package),
-        false => format!("binary `{}`", project.bin),
+    let (what, then) = match (&project.library, project.bins.is_empty()) {
+        (Some(l), true) => (
+            format!("the library `{}` a host program loads", l.target),
+            "write the host script bench/run.py its [[workload]] entries run (its comments show one), then run `cargo optimize`",
+        ),
+        (None, true) => (
+            format!("the bench harness of library `{}`", project.package),
+            "describe how the program is really run in its [[workload]] entries, then run `cargo optimize`",
+        ),
+        (_, false) => (
+            format!("binary `{}`", project.bin),
+            "describe how the program is really run in its [[workload]] entries, then run `cargo optimize`",
+        ),
     };
-    eprintln!(
-        "wrote {} for {what}: describe how the program is really run in its [[workload]] entries, then run `cargo optimize`",
-        path.display()
-    );
+    eprintln!("wrote {} for {what}: {then}", path.display());
     Ok(0)
+}
+
+/// The spec of a package whose `cdylib` a host loads: a Python script importing the
+/// module, or a host loading the plain library; its benches proposed as for a binary.
+fn host_skeleton(package: &crate::cargo::Project) -> String {
+    let Some(library) = &package.library else {
+        return String::new();
+    };
+    let hosted = match &library.python_module {
+        Some(m) => spec::host::Hosted::Module(m),
+        None => spec::host::Hosted::Plain(&library.target),
+    };
+    let mut text = spec::host::skeleton_for_host(hosted);
+    if !package.benches.is_empty() {
+        text.push_str(&spec::bench_proposals(&package.benches));
+    }
+    text
 }

@@ -124,6 +124,40 @@ pub(crate) fn library_env(w: &Workload, folder: &Path) -> Vec<(String, OsString)
         .collect()
 }
 
+/// The library a host program loads, as `init` proposes workloads for it.
+pub(crate) enum Hosted<'a> {
+    /// A pyo3 extension module, imported under this name.
+    Module(&'a str),
+    /// A plain C-ABI library, by its lib target's name (loaded as `lib<name>.so`).
+    Plain(&'a str),
+}
+
+/// The commented spec `init` writes for a library a host loads: the skeleton's tables
+/// (without `bin`, and without `[release]`, which builds binaries), then two workloads
+/// running a script the user writes (said in the comments, with an example), and the eval
+/// workload's comparison options of the skeleton.
+pub(crate) fn skeleton_for_host(hosted: Hosted) -> String {
+    let text = super::skeleton("x");
+    let head = text
+        .split("# `cargo optimize release`")
+        .next()
+        .unwrap_or_default();
+    let bin_line = head
+        .lines()
+        .find(|l| l.starts_with("bin = "))
+        .unwrap_or_default();
+    let head = head.replace(
+        bin_line,
+        "# No `bin`: the workloads run a host program (`command`) that loads the package's cdylib.",
+    );
+    let tail = text.find("expect = \"exact\"").map_or("", |at| &text[at..]);
+    let (asset, name) = match hosted {
+        Hosted::Module(m) => (include_str!("skeleton_pyo3.toml"), m),
+        Hosted::Plain(n) => (include_str!("skeleton_cdylib.toml"), n),
+    };
+    format!("{head}{}{tail}", asset.replace("@NAME@", name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::fixture::Fixture;
@@ -175,5 +209,39 @@ mod tests {
         let (_, _, msg, fix) = f.err(&format!("bin = \"x\"\n{HOSTED}"));
         assert!(msg.contains("`bin` is set"), "{msg}");
         assert!(fix.contains("remove `bin`"), "{fix}");
+    }
+
+    /// `init`'s spec for a library parses, runs `python3 bench/run.py` on different
+    /// inputs to train and to time, and says what the user must write, with an example.
+    #[test]
+    fn the_host_skeletons_parse_and_say_what_to_write() {
+        use super::{skeleton_for_host, Hosted};
+        let f = Fixture::new();
+        for (hosted, load) in [
+            (Hosted::Module("hotpath"), "import hotpath"),
+            (Hosted::Plain("fast"), "ctypes.CDLL(\"libfast.so\")"),
+        ] {
+            let text = skeleton_for_host(hosted);
+            let spec = f.ok(&text);
+            assert_eq!(spec.bin, None);
+            let [train, eval] = &spec.workloads[..] else {
+                panic!("two workloads: {text}")
+            };
+            assert!(train.train && !train.eval && eval.eval && !eval.train);
+            for w in [train, eval] {
+                let host = w.host.as_deref().unwrap();
+                assert_eq!(host[0], "python3");
+                assert!(host[1].ends_with("bench/run.py"), "{host:?}");
+            }
+            assert_ne!(train.args, eval.args, "train and eval run different inputs");
+            for said in ["WRITE bench/run.py", load, "print(", "expect = \"exact\""] {
+                assert!(text.contains(said), "{said}: {text}");
+            }
+            assert!(
+                !text.contains("@NAME@") && !text.contains("[release]"),
+                "{text}"
+            );
+            assert!(!text.lines().any(|l| l.starts_with("bin = ")), "{text}");
+        }
     }
 }

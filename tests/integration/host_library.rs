@@ -154,3 +154,105 @@ fn a_host_that_is_not_found_is_exit_2_naming_the_workload_before_any_build() {
     );
     assert!(!td.join("optimize/build").exists(), "nothing is built");
 }
+
+/// `init` on a copy of `name` without its spec: exit 0, the written spec, and the
+/// `--dry-run` of it.
+fn init_then_dry_run(tmp: &Path) -> (String, Run) {
+    let spec = tmp.join("optimize.toml");
+    std::fs::remove_file(&spec).unwrap();
+    let r = run(tmp, &["optimize", "init"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("a host program loads: write the host script bench/run.py"),
+        "{}",
+        r.stderr
+    );
+    let written = std::fs::read_to_string(&spec).unwrap();
+    for said in [
+        "command = [\"python3\", \"bench/run.py\"]",
+        "args = [\"train\"]",
+        "args = [\"eval\"]",
+        "WRITE bench/run.py",
+    ] {
+        assert!(written.contains(said), "{said}: {written}");
+    }
+    assert!(
+        !written.lines().any(|l| l.starts_with("bin = ")),
+        "{written}"
+    );
+    let td = tmp.join("target");
+    let dry = [
+        "optimize",
+        "--dry-run",
+        "--target-dir",
+        td.to_str().unwrap(),
+    ];
+    (written, run(tmp, &dry, &[]))
+}
+
+/// `init` on a pyo3 module writes a Python host template; `--dry-run` names the script the
+/// user must write until it exists, then accepts the spec.
+#[test]
+fn init_on_a_pyo3_module_writes_a_python_host_template() {
+    let _g = shared();
+    if !have_python() {
+        return;
+    }
+    let tmp = copy_fixture("pyo3-module");
+    let script = tmp.path().join("bench/run.py");
+    let kept = std::fs::read(&script).unwrap();
+    std::fs::remove_file(&script).unwrap();
+    let (written, r) = init_then_dry_run(tmp.path());
+    assert!(
+        written.contains("import hotpath") && written.contains("Python extension module"),
+        "{written}"
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr.contains("workload `train`: the script `bench/run.py` its host `python3` runs (`command`) is no file")
+            && r.stderr.contains("fix: write it"),
+        "{}",
+        r.stderr
+    );
+    std::fs::write(&script, kept).unwrap();
+    let td = tmp.path().join("target");
+    let dry = [
+        "optimize",
+        "--dry-run",
+        "--target-dir",
+        td.to_str().unwrap(),
+    ];
+    let r = run(tmp.path(), &dry, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.all().contains("dry run: nothing was built or run"),
+        "{}",
+        r.all()
+    );
+}
+
+/// `init` on a plain cdylib writes a ctypes host template (and a C host's line), which
+/// the fixture's own script satisfies.
+#[test]
+fn init_on_a_plain_cdylib_writes_a_ctypes_host_template() {
+    let _g = shared();
+    if !have_python() {
+        return;
+    }
+    let tmp = copy_fixture("cdylib-ctypes");
+    let (written, r) = init_then_dry_run(tmp.path());
+    for said in [
+        "ctypes.CDLL(\"libcdylib_ctypes.so\")",
+        "Or a C host: command = [\"bench/host\"]",
+        "-lcdylib_ctypes",
+    ] {
+        assert!(written.contains(said), "{said}: {written}");
+    }
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.all().contains("dry run: nothing was built or run"),
+        "{}",
+        r.all()
+    );
+}

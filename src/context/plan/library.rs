@@ -1,10 +1,10 @@
 //! The library a host program loads, resolved before anything is built: the target is
 //! Linux (other systems name and load libraries otherwise: refused, with the fix), the
 //! host program the workloads' `command` names is there (on the `PATH` the workloads see,
-//! or a path relative to their `cwd`), and for a Python extension module the file name the
-//! interpreter imports, `<module><EXT_SUFFIX>`, asked of that interpreter as the workload
-//! runs it (its `cwd`, its `env`, the environment built from nothing as the jail builds
-//! it), bounded by [`ASK_TIMEOUT`].
+//! or a path relative to their `cwd`; a Python host's script too), and for a Python
+//! extension module the file name the interpreter imports, `<module><EXT_SUFFIX>`, asked of
+//! that interpreter as the workload runs it (its `cwd`, its `env`, the environment built
+//! from nothing as the jail builds it), bounded by [`ASK_TIMEOUT`].
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -76,9 +76,28 @@ fn host_program(spec: &Spec) -> anyhow::Result<PathBuf> {
                 w.name
             );
         };
+        if let Some(script) = missing_script(w) {
+            anyhow::bail!(
+                "{}:{}: workload `{}`: the script `{script}` its host `{name}` runs (`command`) is no file (relative to its cwd {})\n  fix: write it: it loads the library, runs a representative workload on the input its arguments name, and prints a result (`cargo optimize init` writes a spec whose comments show one), or correct its path in `command`",
+                spec.path.display(),
+                w.line,
+                w.name,
+                w.cwd.display()
+            );
+        }
         first.get_or_insert(path);
     }
     first.ok_or_else(|| anyhow::anyhow!("no workload gives `command`"))
+}
+
+/// The script a Python host of `w` runs (`python3 bench/run.py`: the word after the
+/// interpreter, when no option comes first), when it is no file.
+fn missing_script(w: &Workload) -> Option<&str> {
+    let words = w.host.as_deref()?;
+    let program = Path::new(&words[0]).file_name()?.to_str()?;
+    let script = words.get(1).filter(|s| !s.starts_with('-'))?;
+    let python = program.starts_with("python") || program.starts_with("pypy");
+    (python && !w.cwd.join(script).is_file()).then_some(script.as_str())
 }
 
 /// The interpreter's `EXT_SUFFIX` (`.cpython-311-x86_64-linux-gnu.so`), asked as `w` runs
