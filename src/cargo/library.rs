@@ -26,6 +26,9 @@ pub struct Library {
     /// `<module><EXT_SUFFIX>` for a module (once the plan asked the interpreter), else
     /// `lib<target>.so`.
     pub file: String,
+    /// pyo3's features ask for the stable ABI (`abi3`, `abi3-py38`): the module imports in
+    /// any CPython from that version on.
+    pub abi3: bool,
 }
 
 impl Library {
@@ -51,7 +54,9 @@ pub(super) fn of(pkg: &cargo_metadata::Package) -> Result<(Library, PathBuf), Ca
         });
     };
     let target = lib.name.replace('-', "_");
-    let pyo3 = pkg.dependencies.iter().any(|d| d.name == "pyo3");
+    let pyo3 = pkg.dependencies.iter().find(|d| d.name == "pyo3");
+    let abi3 = pyo3.is_some_and(|d| d.features.iter().any(|f| f.starts_with("abi3")));
+    let pyo3 = pyo3.is_some();
     let dir = pkg.manifest_path.parent().map(|d| d.as_std_path());
     let python_module = pyo3.then(|| {
         dir.and_then(maturin_module_name)
@@ -61,6 +66,7 @@ pub(super) fn of(pkg: &cargo_metadata::Package) -> Result<(Library, PathBuf), Ca
         file: format!("lib{target}.so"),
         target,
         python_module,
+        abi3,
     };
     Ok((library, lib.src_path.clone().into_std_path_buf()))
 }
@@ -110,6 +116,7 @@ mod tests {
             target: "pyo3_module".into(),
             python_module: Some("hotpath".into()),
             file: "libpyo3_module.so".into(),
+            abi3: false,
         };
         let suffix = ".cpython-311-x86_64-linux-gnu.so";
         assert_eq!(
@@ -120,6 +127,7 @@ mod tests {
             target: "fast".into(),
             python_module: None,
             file: "libfast.so".into(),
+            abi3: false,
         };
         assert_eq!(plain.with_suffix(suffix).file, "libfast.so");
         assert!(is_shared_object(Path::new("/t/release/libfast.so")));

@@ -37,6 +37,9 @@ pub(crate) struct Facts {
     pub clang: Result<super::clang::Clang, ToolError>,
     /// What keeps workloads from the user's files: `landlock` or `copy-check`, and why.
     pub confinement: Confinement,
+    /// The host program a library's workloads run, when doctor runs in such a package.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<super::python::HostFacts>,
 }
 
 /// `doctor`'s line on the confinement of workloads (`sys::confine::protection`).
@@ -84,6 +87,7 @@ impl Facts {
                 perf: perf.join().expect("perf probe does not panic"),
                 cpu: cpu.join().expect("cpu probe does not panic"),
                 platform: super::platform::here(),
+                host: None,
                 confinement: {
                     let p = crate::sys::confine::protection();
                     Confinement {
@@ -103,7 +107,7 @@ impl Facts {
 
     /// The missing required pieces, each with its fix.
     pub(crate) fn problems(&self) -> Vec<&ToolError> {
-        let mut v = Vec::new();
+        let mut v: Vec<&ToolError> = (self.host.iter()).flat_map(|h| &h.problems).collect();
         if let Err(e) = &self.rustc {
             v.push(e);
             return v; // the tool errors only repeat it
@@ -158,16 +162,24 @@ struct DoctorJson<'a> {
 /// (bolt, which is in the default stage list) — otherwise 1. perf, hardware counters, LBR
 /// and perf2bolt are reported (with fixes where there are any) but never fail it: without
 /// them benchmarks report time only and BOLT uses instrumentation mode.
+///
+/// In a package whose `cdylib` a host program loads (`host`), the interpreter the workloads
+/// run and, for a pyo3 module, whether the module built matches it: a mismatch fails it too.
 pub(crate) fn doctor_command(
     fix_it: bool,
     json: bool,
     color: bool,
+    host: Option<&super::python::HostQuery>,
 ) -> anyhow::Result<(String, i32)> {
-    let mut facts = Facts::gather();
+    let gather = || Facts {
+        host: host.map(super::python::gather),
+        ..Facts::gather()
+    };
+    let mut facts = gather();
     if fix_it && !facts.ready() {
         fix(&facts);
         eprintln!("re-checking …");
-        facts = Facts::gather();
+        facts = gather();
     }
     let text = if json {
         let out = DoctorJson {
@@ -385,6 +397,9 @@ fn render(facts: &Facts, tty: bool, color: bool) -> String {
     perf_section(&mut o, &facts.perf);
     cpu_section(&mut o, &facts.cpu);
     platform_section(&mut o, &facts.platform);
+    if let Some(h) = &facts.host {
+        host_section(&mut o, h);
+    }
     o.section("Workloads");
     let mark = match facts.confinement.kind {
         "landlock" => Mark::Ok,
@@ -543,6 +558,26 @@ fn clang_section(o: &mut Out, facts: &Facts) {
                 ),
             );
             o.fix(&e.fix);
+        }
+    }
+}
+
+/// The host program a library's workloads run: the interpreter, pyo3's range, the ABI.
+fn host_section(o: &mut Out, h: &super::python::HostFacts) {
+    use super::python::HostMark;
+    o.section(&format!(
+        "Host program of the library's workloads (`{}`)",
+        h.host
+    ));
+    for l in &h.lines {
+        let mark = match l.mark {
+            HostMark::Ok => Mark::Ok,
+            HostMark::Problem => Mark::Missing,
+            HostMark::Info => Mark::Info,
+        };
+        o.line(mark, l.label, &l.detail);
+        if let Some(fix) = &l.fix {
+            o.fix(fix);
         }
     }
 }

@@ -24,6 +24,7 @@ pub(crate) mod llvm_args;
 mod perf;
 pub(crate) mod platform;
 pub(crate) mod profdata;
+pub(crate) mod python;
 
 pub(crate) use cpu::{CpuFacts, X86Level};
 pub(crate) use doctor::doctor_command;

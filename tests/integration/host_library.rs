@@ -22,6 +22,18 @@ fn have_python() -> bool {
     ok
 }
 
+/// The `EXT_SUFFIX` of `python3` on PATH (`.cpython-311-x86_64-linux-gnu.so`).
+fn ext_suffix() -> String {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// The checks both fixtures share: the run succeeded, the library's stages have rows (bolt
 /// skipped with its reason, or run), the tried candidates were verified, the pgo row's
 /// profile counts the library's function `hot`, and every verified candidate's host loaded
@@ -111,14 +123,7 @@ fn a_pyo3_module_climbs_the_default_ladder_imported_by_python() {
     if !have_python() {
         return;
     }
-    let suffix = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))",
-        ])
-        .output()
-        .unwrap();
-    let suffix = String::from_utf8_lossy(&suffix.stdout).trim().to_string();
+    let suffix = ext_suffix();
     let r = optimize("pyo3-module", &["--budget", "25m"], &[]);
     assert_library_ladder("pyo3-module", &r, "top_words", "module:");
     let report = latest_report(&target_dir("pyo3-module"));
@@ -254,5 +259,52 @@ fn init_on_a_plain_cdylib_writes_a_ctypes_host_template() {
         r.all().contains("dry run: nothing was built or run"),
         "{}",
         r.all()
+    );
+}
+
+/// `doctor` in a pyo3 module names the interpreter the workloads would run with its
+/// `EXT_SUFFIX`, pyo3's range from Cargo.lock, and the module's ABI; a build interpreter
+/// (`PYO3_PYTHON`) that does not answer is a problem with the fix.
+#[test]
+fn doctor_in_a_pyo3_module_names_the_interpreter_and_whether_it_matches() {
+    let _g = shared();
+    if !have_python() {
+        return;
+    }
+    let suffix = ext_suffix();
+    let tmp = copy_fixture("pyo3-module");
+    let r = run(tmp.path(), &["optimize", "doctor"], &[("PYO3_PYTHON", "")]);
+    let out = &r.stdout;
+    assert!(
+        out.contains("Host program of the library's workloads (`python3`)"),
+        "{}",
+        r.all()
+    );
+    let interpreter = out.lines().find(|l| l.contains(" interpreter ")).unwrap();
+    assert!(
+        interpreter.starts_with("  ok") && interpreter.contains(&format!("EXT_SUFFIX {suffix})")),
+        "{out}"
+    );
+    assert!(
+        out.contains("0.28.3 (Cargo.lock) builds for cpython"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("imported as hotpath{suffix}")),
+        "{out}"
+    );
+    let r = run(
+        tmp.path(),
+        &["optimize", "doctor"],
+        &[("PYO3_PYTHON", "/nonexistent/python3.9")],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    assert!(
+        r.stdout.contains("MISSING module ABI")
+            && r.stdout
+                .contains("/nonexistent/python3.9 (PYO3_PYTHON) did not answer")
+            && r.stdout.contains("fix: set PYO3_PYTHON="),
+        "{}",
+        r.stdout
     );
 }
