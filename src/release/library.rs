@@ -45,6 +45,10 @@ pub(super) fn run(args: &ReleaseArgs, plan: &Plan) -> anyhow::Result<i32> {
     let (project, ui) = (&plan.project, &plan.ui);
     let library = project.library.as_ref().expect("a library project");
     refuse_matrix(args, plan)?;
+    // maturin is looked for first: missing, nothing else is read or built.
+    let maturin = (library.interpreter.as_deref())
+        .map(Maturin::find)
+        .transpose()?;
     let ship = shipping(&plan.optimize_dir)?;
     let out = package::out_dir(&match &args.out_dir {
         Some(out) => out.clone(),
@@ -72,7 +76,7 @@ pub(super) fn run(args: &ReleaseArgs, plan: &Plan) -> anyhow::Result<i32> {
     let folder = RunDir::create_in(&plan.optimize_dir.join("releases"))?;
     package::sweep_stale(&out);
     let staging = package::create_staging(&out)?;
-    let made = match make(plan, &ship, &folder.root, &staging) {
+    let made = match make(plan, maturin.as_ref(), &ship, &folder.root, &staging) {
         Ok(m) => m,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&staging);
@@ -170,9 +174,15 @@ fn shipping(optimize_dir: &Path) -> anyhow::Result<Shipping> {
 
 /// The artifact in `staging`: the wheel maturin builds (its module checked), or the
 /// measured `cdylib` itself.
-fn make(plan: &Plan, ship: &Shipping, root: &Path, staging: &Path) -> anyhow::Result<Made> {
+fn make(
+    plan: &Plan,
+    maturin: Option<&Maturin>,
+    ship: &Shipping,
+    root: &Path,
+    staging: &Path,
+) -> anyhow::Result<Made> {
     let library = plan.project.library.as_ref().expect("a library project");
-    let Some(interpreter) = library.interpreter.as_deref() else {
+    let (Some(interpreter), Some(maturin)) = (library.interpreter.as_deref(), maturin) else {
         let name = cdylib_name(plan, ship);
         let mtime = super::source_date_epoch();
         let packaged = package::package(&ship.measured, staging, &name, &library.file, mtime)?;
@@ -182,7 +192,6 @@ fn make(plan: &Plan, ship: &Shipping, root: &Path, staging: &Path) -> anyhow::Re
             built_by: None,
         });
     };
-    let maturin = Maturin::find(interpreter)?;
     let out = root.join("wheel");
     std::fs::create_dir_all(&out)?;
     let target_dir = plan.optimize_dir.join("wheel-build");
@@ -196,7 +205,7 @@ fn make(plan: &Plan, ship: &Shipping, root: &Path, staging: &Path) -> anyhow::Re
     plan.ui
         .info(&format!("building the wheel with {}", maturin.line()));
     let ui = &plan.ui;
-    let built = wheel::build(&maturin, &args, &ship.settings, &out, &mut |l| ui.detail(l))?;
+    let built = wheel::build(maturin, &args, &ship.settings, &out, &mut |l| ui.detail(l))?;
     let module = wheel::module_in(&built.path, &library.file)?;
     let measured = std::fs::read(&ship.measured)?;
     let identity = wheel::identity(&module, &measured);

@@ -12,6 +12,9 @@
 //! - `ci`: `--emit-ci github`, the matrix as a GitHub workflow that builds each cell on a
 //!   runner of its target (a profile is trained only where its target runs);
 //! - `gather`: `--gather DIR…`, the cells' folders merged into one release.
+//! - `library`: a library a host program loads (the workloads give `command`): one artifact
+//!   of what the last run chose, a wheel built by maturin whose module is checked to be the
+//!   measured file, or the measured `cdylib` itself.
 //!
 //! Artifacts this machine cannot run (another target, a CPU level it lacks, a flavor with
 //! `run = false`) are built without PGO and BOLT and are not verified; the manifest and the

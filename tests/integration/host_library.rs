@@ -292,3 +292,48 @@ fn release_of_a_pyo3_module_is_a_wheel_whose_installed_module_gives_the_measured
         "the installed module's outputs are the run's"
     );
 }
+
+/// Without maturin (not on PATH, not python3's module), `release` of a pyo3 module is exit 2
+/// with the fix `pip install maturin`, before anything is read or built.
+#[test]
+fn release_of_a_pyo3_module_without_maturin_is_exit_2_with_the_fix() {
+    let _g = shared();
+    if !have_python() {
+        return;
+    }
+    let path: Vec<PathBuf> = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .filter(|d| !d.join("maturin").exists())
+        .collect();
+    let path = std::env::join_paths(path).unwrap();
+    let path = path.to_str().unwrap();
+    let without = std::process::Command::new("python3")
+        .args(["-m", "maturin", "--version"])
+        .env("PATH", path)
+        .env("PYTHONNOUSERSITE", "1")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if without {
+        skip("maturin is installed beside python3 itself, so it cannot be hidden from it");
+        return;
+    }
+    let tmp = copy_fixture("pyo3-module");
+    let td = tmp.path().join("target");
+    let r = run(
+        tmp.path(),
+        &["optimize", "release", "--target-dir", td.to_str().unwrap()],
+        &[("PATH", path), ("PYTHONNOUSERSITE", "1")],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("maturin, which builds the wheel, is not installed")
+            && r.stderr.contains("fix: pip install maturin"),
+        "{}",
+        r.stderr
+    );
+    assert!(!tmp.path().join("dist").exists(), "no release folder");
+    assert!(
+        !td.join("optimize/releases").exists(),
+        "nothing was started"
+    );
+}
