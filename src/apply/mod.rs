@@ -42,6 +42,7 @@ use crate::report::{self, Report, Status};
 use crate::stages::{label_of, Changes};
 
 mod allocator;
+mod library;
 mod manifest;
 mod pgo_profile;
 
@@ -87,11 +88,7 @@ impl Winner {
             .final_
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("the report has no `final` choice"))?;
-        let fin = match &best.portable {
-            Some(p) if !cpu && p.binary != best.binary && picks_cpu(best) => p.as_ref(),
-            _ => best,
-        };
-        Self::of_choice(report, fin)
+        Self::of_choice(report, best.to_ship(cpu))
     }
 
     fn of_choice(report: &Report, fin: &report::FinalChoice) -> anyhow::Result<Winner> {
@@ -147,7 +144,7 @@ impl Winner {
         report
             .final_
             .as_ref()
-            .is_some_and(|f| f.binary != self.binary && picks_cpu(f))
+            .is_some_and(|f| f.binary != self.binary && f.picks_cpu())
     }
 
     pub(crate) fn target_cpu(&self) -> Option<String> {
@@ -174,14 +171,6 @@ impl Winner {
             .cloned()
             .collect()
     }
-}
-
-/// Whether a final choice was built with a `-Ctarget-cpu`.
-fn picks_cpu(f: &report::FinalChoice) -> bool {
-    f.settings.as_ref().is_some_and(|s| {
-        crate::cargo::target_cpu_of(&s.stage_rustflags).is_some()
-            || crate::cargo::target_cpu_of(&s.rustflags).is_some()
-    })
 }
 
 /// One file `apply` would write.
@@ -273,12 +262,9 @@ pub(crate) fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
         );
     }
     let ws = Workspace::load(&g.selection)?;
-    let sel_package = g.selection.package.clone();
-    let project = ws.project(
-        &g.selection,
-        Some(sel_package.as_deref().unwrap_or(&win.crate_name)),
-        Some(g.selection.bin.as_deref().unwrap_or(&win.bin)),
-    )?;
+    let package = g.selection.package.as_deref().unwrap_or(&win.crate_name);
+    let bin = g.selection.bin.as_deref().unwrap_or(&win.bin);
+    let (project, builds) = library::project_of(g, &ws, package, bin)?;
     // One apply at a time per target dir: the files are read, compared and written under
     // the lock, so a second apply finds the first one's result (nothing to do).
     let optimize_dir = project.target_dir.join("optimize");
@@ -318,7 +304,7 @@ pub(crate) fn run(g: &GlobalArgs, args: &ApplyArgs) -> anyhow::Result<i32> {
     let portable = cpu.is_some() && !args.cpu;
     print!(
         "{}",
-        build_instructions(&win, profile, manifest, pgo, portable)
+        build_instructions(&win, &builds, profile, manifest, pgo, portable)
     );
     Ok(0)
 }
@@ -624,6 +610,7 @@ pub(crate) fn find_report(g: &GlobalArgs, run: Option<&str>) -> anyhow::Result<P
 /// How to build what was applied.
 fn build_instructions(
     win: &Winner,
+    builds: &library::Builds,
     profile: &str,
     manifest: &Path,
     pgo: Option<&Path>,
@@ -645,9 +632,8 @@ fn build_instructions(
                 .flatten()
                 .map(|c| format!("(this machine only: RUSTFLAGS=\"-Ctarget-cpu={c}\")\n"))
                 .unwrap_or_default();
-            s.push_str(&format!(
-                "build it with:\n  {c_env}cargo build --manifest-path {manifest} --profile {profile}{target_arg}{features}\n{flags}"
-            ));
+            let command = builds.command(&manifest, profile, &format!("{target_arg}{features}"));
+            s.push_str(&format!("build it with:\n  {c_env}{command}\n{flags}"));
         }
         Some(p) => {
             // RUSTFLAGS replaces every rustflags of the cargo config, so the command repeats
@@ -660,10 +646,12 @@ fn build_instructions(
             flags.push(format!("-Cprofile-use={}", p.display()));
             flags.push(PGO_WARN.to_string());
             let target = win.target.clone().unwrap_or_else(|| win.host.clone());
+            let command =
+                builds.command(&manifest, profile, &format!(" --target {target}{features}"));
             s.push_str(&format!(
-                "build it with the PGO profile (RUSTFLAGS replaces your cargo config's rustflags, so yours are repeated; --target keeps build scripts uninstrumented):\n  {c_env}RUSTFLAGS={} cargo build --manifest-path {manifest} --profile {profile} --target {target}{features}\n  → the binary: target/{target}/{profile}/{} (in cargo's target directory)\n(the profile matches this source code: after larger changes, rerun `cargo optimize` and `cargo optimize apply` to refresh it)\n",
+                "build it with the PGO profile (RUSTFLAGS replaces your cargo config's rustflags, so yours are repeated; --target keeps build scripts uninstrumented):\n  {c_env}RUSTFLAGS={} {command}\n  → {}\n(the profile matches this source code: after larger changes, rerun `cargo optimize` and `cargo optimize apply` to refresh it)\n",
                 shell_quote(&flags.join(" ")),
-                win.bin
+                builds.output(&target, profile, &win.bin)
             ));
             if let Some(c) = cpu.filter(|_| cpu_not_written) {
                 s.push_str(&format!("(the run measured it with -Ctarget-cpu={c}: add it to RUSTFLAGS only where you build for this machine)\n"));
@@ -773,6 +761,7 @@ mod tests {
         assert!(w.other_flags().is_empty());
         let text = build_instructions(
             &w,
+            &library::Builds::Binary,
             "optimized",
             Path::new("/p/Cargo.toml"),
             Some(Path::new("/p/pgo/demo.profdata")),
@@ -785,6 +774,7 @@ mod tests {
         // Not written (no --cpu): not in the command either, said beside it.
         let text = build_instructions(
             &w,
+            &library::Builds::Binary,
             "optimized",
             Path::new("/p/Cargo.toml"),
             Some(Path::new("/p/pgo/demo.profdata")),

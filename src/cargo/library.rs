@@ -29,14 +29,19 @@ pub struct Library {
     /// pyo3's features ask for the stable ABI (`abi3`, `abi3-py38`): the module imports in
     /// any CPython from that version on.
     pub abi3: bool,
+    /// The interpreter a module's host runs (the one that gave the suffix): the one a
+    /// wheel is built for.
+    pub interpreter: Option<PathBuf>,
 }
 
 impl Library {
     /// The file name of a module whose interpreter gives `ext_suffix`
-    /// (`.cpython-311-x86_64-linux-gnu.so`); a plain library keeps its own.
-    pub fn with_suffix(mut self, ext_suffix: &str) -> Library {
+    /// (`.cpython-311-x86_64-linux-gnu.so`) as `interpreter` imports it; a plain library
+    /// keeps its own.
+    pub fn with_suffix(mut self, ext_suffix: &str, interpreter: &Path) -> Library {
         if let Some(m) = &self.python_module {
             self.file = format!("{m}{ext_suffix}");
+            self.interpreter = Some(interpreter.to_path_buf());
         }
         self
     }
@@ -67,6 +72,7 @@ pub(super) fn of(pkg: &cargo_metadata::Package) -> Result<(Library, PathBuf), Ca
         target,
         python_module,
         abi3,
+        interpreter: None,
     };
     Ok((library, lib.src_path.clone().into_std_path_buf()))
 }
@@ -117,19 +123,25 @@ mod tests {
             python_module: Some("hotpath".into()),
             file: "libpyo3_module.so".into(),
             abi3: false,
+            interpreter: None,
         };
         let suffix = ".cpython-311-x86_64-linux-gnu.so";
-        assert_eq!(
-            module.with_suffix(suffix).file,
-            "hotpath.cpython-311-x86_64-linux-gnu.so"
-        );
+        let python = Path::new("/usr/bin/python3");
+        let module = module.with_suffix(suffix, python);
+        assert_eq!(module.file, "hotpath.cpython-311-x86_64-linux-gnu.so");
+        assert_eq!(module.interpreter.as_deref(), Some(python));
         let plain = Library {
             target: "fast".into(),
             python_module: None,
             file: "libfast.so".into(),
             abi3: false,
+            interpreter: None,
         };
-        assert_eq!(plain.with_suffix(suffix).file, "libfast.so");
+        let plain = plain.with_suffix(suffix, python);
+        assert_eq!(
+            (plain.file.as_str(), plain.interpreter),
+            ("libfast.so", None)
+        );
         assert!(is_shared_object(Path::new("/t/release/libfast.so")));
         assert!(!is_shared_object(Path::new("/t/release/libfast.rlib")));
     }

@@ -8,7 +8,8 @@
 //! whole when the bound passes (`child`); the parts: `workspace` (metadata, the package
 //! rule), `config` (cargo's config and rustflags precedence), `reuse` (builds not run again),
 //! `relink`, `lockfile`, `cc` (C and C++), `alloc`, `executable`, `runner`, `wrapper`
-//! (sccache), `profile`, `flags`.
+//! (sccache), `profile`, `flags`; `library` (a `cdylib` a host loads) and `wheel` (a Python
+//! extension module built by maturin to ship, checked against the measured file).
 //!
 //! Rustflags: cargo takes `CARGO_ENCODED_RUSTFLAGS`, else `RUSTFLAGS`, else the config's
 //! `target.<triple>.rustflags` / matching `target.'cfg(…)'.rustflags`, else
@@ -29,6 +30,7 @@ mod relink;
 mod reuse;
 pub(crate) mod runner;
 pub(crate) mod twin;
+pub(crate) mod wheel;
 mod workspace;
 pub(crate) mod wrapper;
 

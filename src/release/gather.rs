@@ -164,7 +164,8 @@ fn parse_sums(text: &str) -> anyhow::Result<Vec<(String, String)>> {
 fn consistent(cell: &CellDir) -> anyhow::Result<()> {
     for a in &cell.manifest.artifacts {
         let p = &a.packaged;
-        for (file, digest) in [(&p.file, &p.sha256), (&p.archive, &p.archive_sha256)] {
+        let archive = p.archive.as_ref().zip(p.archive_sha256.as_ref());
+        for (file, digest) in std::iter::once((&p.file, &p.sha256)).chain(archive) {
             match cell.sums.iter().find(|(f, _)| f == file) {
                 Some((_, d)) if d == digest => {}
                 Some((_, d)) => bail!(

@@ -1,7 +1,8 @@
 //! `manifest.json`: what each artifact is and how it was made — its settings, features and
 //! rustflags, the PGO profile's hash and what it was trained on (or why it has none), BOLT,
 //! the toolchain, the source revision, its size and checksums, and whether it was verified
-//! — plus what was left out and why, and the jobs' efficiency summary.
+//! — plus what was left out and why, and the jobs' efficiency summary. A library's artifact
+//! (`library`) also says whether it is the file the run measured.
 //!
 //! A gathered release (`release --gather`) has the same shape: its `toolchain` is `null`
 //! when its cells' differ (each artifact then names its own), `jobs` is `null`, and `cells`
@@ -98,6 +99,28 @@ pub(crate) struct ArtifactEntry {
     /// In a gathered release: the toolchain of the folder it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) toolchain: Option<Toolchain>,
+    /// A library a host program loads: what shipped, and whether it is the file measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) library: Option<LibraryShipped>,
+}
+
+/// A library's artifact (`release::library`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LibraryShipped {
+    /// `wheel` (built by maturin) or `cdylib` (the measured file itself).
+    pub(crate) kind: String,
+    /// The file the host loads: `<module><EXT_SUFFIX>` inside the wheel, or `lib<name>.so`.
+    pub(crate) file: String,
+    /// The run whose choice this is, and the file it measured.
+    pub(crate) run: String,
+    pub(crate) measured: String,
+    /// `same-bytes`, `same-symbols` (a wheel's module against the measured file) or
+    /// `measured-file` (the measured file shipped itself).
+    pub(crate) identity: String,
+    pub(crate) identity_detail: String,
+    /// The command that built the wheel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) built_by: Option<String>,
 }
 
 /// A stage applied (with how), or why not.
@@ -219,6 +242,7 @@ pub(crate) fn entry(
         runner: (art.runner.as_ref())
             .map(|r| runner_note(r, profile.is_some(), state.verified[a].is_some())),
         toolchain: None,
+        library: None,
     })
 }
 

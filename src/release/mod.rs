@@ -12,6 +12,9 @@
 //! - `ci`: `--emit-ci github`, the matrix as a GitHub workflow that builds each cell on a
 //!   runner of its target (a profile is trained only where its target runs);
 //! - `gather`: `--gather DIR…`, the cells' folders merged into one release.
+//! - `library`: a library a host program loads (the workloads give `command`): one artifact
+//!   of what the last run chose, a wheel built by maturin whose module is checked to be the
+//!   measured file, or the measured `cdylib` itself.
 //!
 //! Artifacts this machine cannot run (another target, a CPU level it lacks, a flavor with
 //! `run = false`) are built without PGO and BOLT and are not verified; the manifest and the
@@ -56,13 +59,14 @@
 
 mod ci;
 mod gather;
+mod library;
 mod manifest;
 mod matrix;
 mod package;
 mod work;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::bail;
@@ -80,17 +84,14 @@ use work::Release;
 
 pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     if let Some(dirs) = &args.gather {
-        let out = match &args.out_dir {
-            Some(out) => out.clone(),
-            None => {
-                let (spec, project) = plan::locate(g)?;
-                default_out(&spec, &project)
-            }
-        };
-        return gather::run(dirs, &package::out_dir(&out)?);
+        return gather_into(g, args, dirs);
     }
-    let (spec, project) = locate_binary(g)?;
+    let (spec, project) = locate_shipped(g)?;
     let mut plan = plan::located(g, spec, project)?;
+    if plan.project.library.is_some() {
+        plan.resolve_library()?;
+        return library::run(args, &plan);
+    }
     let ui = plan.ui.clone();
     let (spec, project, rustc) = (&plan.spec, &plan.project, &plan.rustc);
     let optimize_dir = plan.optimize_dir.clone();
@@ -158,19 +159,25 @@ pub(crate) fn run(g: &GlobalArgs, args: &ReleaseArgs) -> anyhow::Result<i32> {
     finish(&ui, &release, &matrix, &graph, &summary, &out, &staging)
 }
 
-/// The project and spec, which must ship a binary (not a bench or test harness).
-fn locate_binary(g: &GlobalArgs) -> anyhow::Result<(crate::spec::Spec, crate::cargo::Project)> {
+/// `--gather DIR…` into `--out-dir`, else the default output folder.
+fn gather_into(g: &GlobalArgs, args: &ReleaseArgs, dirs: &[PathBuf]) -> anyhow::Result<i32> {
+    let out = match &args.out_dir {
+        Some(out) => out.clone(),
+        None => {
+            let (spec, project) = plan::locate(g)?;
+            default_out(&spec, &project)
+        }
+    };
+    gather::run(dirs, &package::out_dir(&out)?)
+}
+
+/// The project and spec, which must ship a binary or a library a host loads (not a bench
+/// or test harness).
+fn locate_shipped(g: &GlobalArgs) -> anyhow::Result<(crate::spec::Spec, crate::cargo::Project)> {
     let (spec, project) = plan::locate(g)?;
     if project.harness.is_some() {
         bail!(
             "{}: the workloads run the package's bench or test harness (`cargo = …`), and a release ships binaries\n  fix: release a package with a binary, or give a spec whose workloads run it with --spec",
-            spec.path.display()
-        );
-    }
-    if project.library.is_some() {
-        bail!(
-            "{}: the workloads run a host program (`command`) that loads the package's library, and `release` ships binaries only for now (no wheel, no library file)
-  fix: build the library with the settings `cargo optimize apply` prints (a wheel: maturin build --release with them)",
             spec.path.display()
         );
     }

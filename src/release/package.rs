@@ -23,8 +23,11 @@ pub(crate) struct Packaged {
     pub(crate) file: String,
     pub(crate) size_bytes: u64,
     pub(crate) sha256: String,
-    pub(crate) archive: String,
-    pub(crate) archive_sha256: String,
+    /// The `.tar.gz` of it (none for a wheel, itself an archive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) archive: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) archive_sha256: Option<String>,
 }
 
 /// Copy `binary` to `<staging>/<name>` and pack it as `<name>.tar.gz` holding
@@ -46,8 +49,8 @@ pub(crate) fn package(
         file: name.to_string(),
         size_bytes: std::fs::metadata(&file)?.len(),
         sha256: file_sha256(&file)?,
-        archive: format!("{name}.tar.gz"),
-        archive_sha256: file_sha256(&archive)?,
+        archive: Some(format!("{name}.tar.gz")),
+        archive_sha256: Some(file_sha256(&archive)?),
     })
 }
 
@@ -75,15 +78,13 @@ fn write_archive(file: &Path, archive: &Path, inner: &str, mtime: u64) -> std::i
     out.sync_all()
 }
 
-/// `SHA256SUMS`: every binary and archive, sorted by file name.
+/// `SHA256SUMS`: every artifact and archive, sorted by file name.
 pub(crate) fn sums(packaged: &[&Packaged]) -> String {
     let mut lines: Vec<(String, String)> = packaged
         .iter()
         .flat_map(|p| {
-            [
-                (p.file.clone(), p.sha256.clone()),
-                (p.archive.clone(), p.archive_sha256.clone()),
-            ]
+            let archive = p.archive.clone().zip(p.archive_sha256.clone());
+            std::iter::once((p.file.clone(), p.sha256.clone())).chain(archive)
         })
         .collect();
     lines.sort();
@@ -216,6 +217,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(1100));
         let b = package(&bin, &dir.path().join("two"), "x-1.0-t", "x", 0).unwrap();
         assert_eq!(a.archive_sha256, b.archive_sha256);
+        assert!(a.archive_sha256.is_some());
         assert_eq!(a.sha256, file_sha256(&bin).unwrap());
         let f = std::fs::File::open(dir.path().join("one/x-1.0-t.tar.gz")).unwrap();
         let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(f));
@@ -268,8 +270,8 @@ mod tests {
             file: f.into(),
             size_bytes: 1,
             sha256: s.into(),
-            archive: format!("{f}.tar.gz"),
-            archive_sha256: format!("{s}z"),
+            archive: Some(format!("{f}.tar.gz")),
+            archive_sha256: Some(format!("{s}z")),
         };
         let (b, a) = (p("b", "22"), p("a", "11"));
         assert_eq!(

@@ -399,6 +399,23 @@ pub struct FinalChoice {
 }
 
 impl FinalChoice {
+    /// What ships: without `cpu`, the portable alternative when this choice picks a CPU and
+    /// the run found one (a build for one CPU can crash on others); else this choice.
+    pub fn to_ship(&self, cpu: bool) -> &FinalChoice {
+        match &self.portable {
+            Some(p) if !cpu && p.binary != self.binary && self.picks_cpu() => p,
+            _ => self,
+        }
+    }
+
+    /// Whether it was built with a `-Ctarget-cpu` (a stage's, or in older reports' one list).
+    pub fn picks_cpu(&self) -> bool {
+        self.settings.as_ref().is_some_and(|s| {
+            crate::cargo::target_cpu_of(&s.stage_rustflags).is_some()
+                || crate::cargo::target_cpu_of(&s.rustflags).is_some()
+        })
+    }
+
     /// Whether `cargo optimize apply` has something to write (`None` for the baseline), and
     /// whether the choice picks a CPU (then `--cpu` is worth a word).
     pub fn apply_advice(&self) -> Option<bool> {

@@ -4,11 +4,12 @@
 //! process shares. Lowest layer: imports nothing from the crate but `sys`. Submodules:
 //! `atomic` (files a user names, written whole), `mirror` (a folder kept in step with a
 //! source tree), `nofollow` (writing into the tool's own copies of a tree: never through a
-//! link, never opening a special file).
+//! link, never opening a special file), `zip` (files read out of a zip archive: a wheel).
 
 pub(crate) mod atomic;
 pub(crate) mod mirror;
 pub(crate) mod nofollow;
+pub(crate) mod zip;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -4,7 +4,8 @@
 //! pyo3 extension module a script imports through `PYTHONPATH`, under the file name its
 //! interpreter's `EXT_SUFFIX` gives. Each host prints the file it loaded once on stderr, which
 //! verification keeps under `outputs/<tag>/`: every candidate's runs loaded that candidate's
-//! own `bin/<tag>/` file, never another.
+//! own `bin/<tag>/` file, never another. `release` of the pyo3 module builds a wheel with
+//! maturin, installed into a fresh venv by pip.
 
 use std::path::{Path, PathBuf};
 
@@ -306,5 +307,187 @@ fn doctor_in_a_pyo3_module_names_the_interpreter_and_whether_it_matches() {
             && r.stdout.contains("fix: set PYO3_PYTHON="),
         "{}",
         r.stdout
+    );
+}
+
+/// Whether maturin runs here (on PATH, or as python3's module); else the test is skipped
+/// (a failure under `CI=true`).
+fn have_maturin() -> bool {
+    let answers = |program: &str, args: &[&str]| {
+        std::process::Command::new(program)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let ok =
+        answers("maturin", &["--version"]) || answers("python3", &["-m", "maturin", "--version"]);
+    if !ok {
+        missing_tool("maturin", "pip install maturin");
+    }
+    ok
+}
+
+/// `cmd` run to its end within `secs` seconds (killed and failed after), its output.
+fn bounded(cmd: &mut std::process::Command, secs: u64) -> std::process::Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(out) => out.expect("wait"),
+        Err(_) => {
+            let _ = std::process::Command::new("kill")
+                .arg(id.to_string())
+                .status();
+            panic!("{cmd:?} did not finish within {secs} s");
+        }
+    }
+}
+
+/// `release` of a pyo3 module after a short run: a wheel built by maturin whose module is
+/// the file the run measured (the same bytes), which `pip install` takes in a fresh venv,
+/// and whose installed module prints on the eval input what the run recorded for it.
+#[test]
+fn release_of_a_pyo3_module_is_a_wheel_whose_installed_module_gives_the_measured_outputs() {
+    let _g = lock_target_dir("pyo3-module");
+    if !have_python() || !have_maturin() {
+        return;
+    }
+    let td = target_dir("pyo3-module");
+    let r = optimize("pyo3-module", &["--stages", "pgo", "--budget", "3m"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let shipped = final_choice(&report);
+    let tmp = tempfile::tempdir().unwrap();
+    let dist = tmp.path().join("dist");
+    let (tds, dists) = (td.to_str().unwrap(), dist.to_str().unwrap());
+    let rel = run(
+        &fixture("pyo3-module"),
+        &[
+            "optimize",
+            "release",
+            "--target-dir",
+            tds,
+            "--out-dir",
+            dists,
+        ],
+        &[],
+    );
+    assert_eq!(rel.code, Some(0), "{}", rel.all());
+    assert!(
+        rel.stdout
+            .contains("same bytes as the file the run measured"),
+        "{}",
+        rel.stdout
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join("manifest.json")).unwrap()).unwrap();
+    let a = &manifest["artifacts"][0];
+    let lib = &a["library"];
+    assert_eq!(lib["kind"], "wheel", "{a:#}");
+    assert_eq!(lib["identity"], "same-bytes", "{a:#}");
+    assert_eq!(lib["measured"].as_str(), Some(shipped.binary.as_str()));
+    assert_eq!(lib["run"].as_str(), Some(report.run_id.as_str()));
+    assert_eq!(a["pgo"]["applied"], shipped.stage == "pgo", "{a:#}");
+    assert!(
+        lib["built_by"]
+            .as_str()
+            .unwrap()
+            .contains("build --release"),
+        "{a:#}"
+    );
+    let wheel = dist.join(a["file"].as_str().unwrap());
+    assert!(
+        wheel.extension().is_some_and(|e| e == "whl"),
+        "{}",
+        wheel.display()
+    );
+    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    assert!(sums.contains(a["file"].as_str().unwrap()), "{sums}");
+
+    let venv = tmp.path().join("venv");
+    let made = bounded(
+        std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv),
+        120,
+    );
+    assert!(made.status.success(), "{made:?}");
+    let python = venv.join("bin/python");
+    let pip = bounded(
+        std::process::Command::new(&python)
+            .args(["-m", "pip", "install", "--no-index", "--no-deps", "--quiet"])
+            .arg(&wheel),
+        180,
+    );
+    assert!(pip.status.success(), "{pip:?}");
+    let eval = bounded(
+        std::process::Command::new(&python)
+            .args(["bench/run.py", "eval"])
+            .current_dir(fixture("pyo3-module"))
+            .env_remove("PYTHONPATH"),
+        120,
+    );
+    assert!(eval.status.success(), "{eval:?}");
+    let stderr = String::from_utf8_lossy(&eval.stderr);
+    assert!(
+        stderr.contains(&format!("module: {}", venv.display())),
+        "the installed module was imported: {stderr}"
+    );
+    let run_dir = td.join("optimize/runs").join(&report.run_id);
+    let recorded = std::fs::read(run_dir.join("outputs/baseline/eval.stdout")).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&eval.stdout),
+        String::from_utf8_lossy(&recorded),
+        "the installed module's outputs are the run's"
+    );
+}
+
+/// Without maturin (not on PATH, not python3's module), `release` of a pyo3 module is exit 2
+/// with the fix `pip install maturin`, before anything is read or built.
+#[test]
+fn release_of_a_pyo3_module_without_maturin_is_exit_2_with_the_fix() {
+    let _g = shared();
+    if !have_python() {
+        return;
+    }
+    let path: Vec<PathBuf> = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .filter(|d| !d.join("maturin").exists())
+        .collect();
+    let path = std::env::join_paths(path).unwrap();
+    let path = path.to_str().unwrap();
+    let without = std::process::Command::new("python3")
+        .args(["-m", "maturin", "--version"])
+        .env("PATH", path)
+        .env("PYTHONNOUSERSITE", "1")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if without {
+        skip("maturin is installed beside python3 itself, so it cannot be hidden from it");
+        return;
+    }
+    let tmp = copy_fixture("pyo3-module");
+    let td = tmp.path().join("target");
+    let r = run(
+        tmp.path(),
+        &["optimize", "release", "--target-dir", td.to_str().unwrap()],
+        &[("PATH", path), ("PYTHONNOUSERSITE", "1")],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("maturin, which builds the wheel, is not installed")
+            && r.stderr.contains("fix: pip install maturin"),
+        "{}",
+        r.stderr
+    );
+    assert!(!tmp.path().join("dist").exists(), "no release folder");
+    assert!(
+        !td.join("optimize/releases").exists(),
+        "nothing was started"
     );
 }

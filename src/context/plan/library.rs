@@ -44,7 +44,7 @@ pub(super) fn resolve(project: &mut Project, spec: &Spec, triple: &str) -> anyho
                     host.display()
                 )
             })?;
-            library.with_suffix(&suffix)
+            library.with_suffix(&suffix, &host)
         }
         None => library,
     };

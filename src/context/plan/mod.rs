@@ -217,6 +217,13 @@ impl Plan {
         })
     }
 
+    /// The library a host program loads, resolved for this machine's target as a run
+    /// resolves it (`release`: the file name the host imports, its interpreter).
+    pub(crate) fn resolve_library(&mut self) -> anyhow::Result<()> {
+        let host = self.rustc.host.clone();
+        library::resolve(&mut self.project, &self.spec, &host)
+    }
+
     /// llvm-profdata, required when `pgo` (otherwise only read for a stale profile's size,
     /// so looked for without failing), and llvm-bolt's tools when `bolt`.
     pub(crate) fn find_tools(&mut self, pgo: bool, bolt: bool) -> anyhow::Result<()> {
