@@ -140,8 +140,16 @@ fn build(plan: &Plan, repo: &Repo, commit: &str) -> anyhow::Result<PathBuf> {
         target_dir: Some(target_dir.clone()),
         ..Default::default()
     };
+    // A library a host program loads is built as the run builds it, installed under the
+    // same file name (the module's suffix was asked of the host's interpreter once).
     let project = Workspace::load(&sel)
-        .and_then(|ws| ws.project(&sel, None, None))
+        .and_then(|ws| match &plan.project.library {
+            Some(library) => ws.library_project(&sel, None).map(|mut p| {
+                p.library = Some(library.clone());
+                p
+            }),
+            None => ws.project(&sel, None, None),
+        })
         .with_context(|| {
             format!(
                 "the package `{}` at {short} ({})",

@@ -491,3 +491,49 @@ fn release_of_a_pyo3_module_without_maturin_is_exit_2_with_the_fix() {
         "nothing was started"
     );
 }
+
+/// `check --against` on a library a host loads builds the revision's library as the run
+/// does and times the host with each side's file first on its search path. Planted: the
+/// working tree's `churn` does twenty times the rounds (the checksum unchanged), far beyond
+/// the noise of a host that starts Python, so the check names the regression and fails.
+#[test]
+fn check_against_a_revision_of_a_cdylib_times_the_host_with_each_side_s_library() {
+    let _g = shared();
+    if !have_python() {
+        return;
+    }
+    let tmp = copy_fixture("cdylib-ctypes");
+    let dir = tmp.path();
+    commit_all(dir);
+    let lib = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    let slower = text
+        .replace("    for i in 0..rounds {", "    for i in 0..rounds * 20 {")
+        .replace(
+            "        acc = acc.wrapping_add(x >> 11);",
+            "        if i < rounds {\n            acc = acc.wrapping_add(x >> 11);\n        }",
+        );
+    assert_ne!(slower, text, "the plant changed nothing");
+    std::fs::write(&lib, slower).unwrap();
+    let args = ["optimize", "check", "--against", "HEAD"];
+    let r = run(dir, &args, &[("GIT_CONFIG_GLOBAL", "/dev/null")]);
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    assert!(
+        r.stderr.contains("building cdylib_ctypes at"),
+        "{}",
+        r.all()
+    );
+    let eval = (r.stdout.lines())
+        .find(|l| l.starts_with("eval "))
+        .unwrap_or_else(|| panic!("no eval row: {}", r.stdout));
+    assert!(
+        eval.contains("slower") && eval.contains("regression"),
+        "{eval}"
+    );
+    // Each side ran under the library's own file name, in its folder.
+    let check_dir = dir.join("target/optimize/check/latest");
+    for side in ["new", "old"] {
+        let file = check_dir.join("bin").join(side).join("libcdylib_ctypes.so");
+        assert!(file.is_file(), "{}", file.display());
+    }
+}
