@@ -537,3 +537,52 @@ fn check_against_a_revision_of_a_cdylib_times_the_host_with_each_side_s_library(
         assert!(file.is_file(), "{}", file.display());
     }
 }
+
+/// `release` of a plain `cdylib` ships the file the run measured: the same bytes as the
+/// shipped candidate's, listed in `SHA256SUMS`.
+#[test]
+fn release_of_a_plain_cdylib_is_the_measured_library_file() {
+    let _g = lock_target_dir("cdylib-ctypes");
+    if !have_python() {
+        return;
+    }
+    let td = target_dir("cdylib-ctypes");
+    let r = optimize("cdylib-ctypes", &["--stages", "pgo", "--budget", "3m"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let report = latest_report(&td);
+    let shipped = final_choice(&report);
+    let tmp = tempfile::tempdir().unwrap();
+    let dist = tmp.path().join("dist");
+    let (tds, dists) = (td.to_str().unwrap(), dist.to_str().unwrap());
+    let args = [
+        "optimize",
+        "release",
+        "--target-dir",
+        tds,
+        "--out-dir",
+        dists,
+    ];
+    let rel = run(&fixture("cdylib-ctypes"), &args, &[]);
+    assert_eq!(rel.code, Some(0), "{}", rel.all());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join("manifest.json")).unwrap()).unwrap();
+    let a = &manifest["artifacts"][0];
+    assert_eq!(
+        a["library"]["measured"].as_str(),
+        Some(shipped.binary.as_str()),
+        "{a:#}"
+    );
+    let file = a["file"].as_str().unwrap();
+    let shipped_bytes = std::fs::read(&shipped.binary).unwrap();
+    let released = std::fs::read(dist.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    // Named as release names its artifacts; the file inside is cargo's name for it.
+    assert!(file.ends_with(".so"), "{a:#}");
+    assert_eq!(a["library"]["file"], "libcdylib_ctypes.so", "{a:#}");
+    assert_eq!(a["library"]["identity"], "measured-file", "{a:#}");
+    assert!(
+        released == shipped_bytes,
+        "the released file is not the measured one"
+    );
+    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    assert!(sums.contains(file), "{sums}");
+}
