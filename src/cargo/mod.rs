@@ -272,15 +272,25 @@ impl BuildSettings {
             "--target-dir".into(),
             target_dir.display().to_string(),
         ]);
+        args.extend(self.selection_args());
+        args
+    }
+
+    /// What cargo and maturin alike take of these settings after the profile: `--target`,
+    /// the features, the user's `--config` flags, and the profile's overrides as
+    /// `--config profile.<P>.<key>=<value>`.
+    pub(crate) fn selection_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
         if let Some(t) = &self.target {
-            args.push("--target".into());
-            args.push(t.clone());
+            args.extend(["--target".into(), t.clone()]);
         }
         args.extend(self.features.cargo_args());
         args.extend(flags().config_args());
         for (k, v) in &self.profile_overrides {
-            args.push("--config".into());
-            args.push(format!("profile.{}.{}={}", self.profile, k, v));
+            args.extend([
+                "--config".into(),
+                format!("profile.{}.{k}={v}", self.profile),
+            ]);
         }
         args
     }

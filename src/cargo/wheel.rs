@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use super::{child, flags, BuildSettings, Project};
+use super::{child, BuildSettings, Project};
 
 /// The bound of `maturin --version`.
 const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -94,17 +94,7 @@ pub(crate) fn build_args(
     ] {
         args.extend([flag.to_string(), value.display().to_string()]);
     }
-    if let Some(t) = &settings.target {
-        args.extend(["--target".into(), t.clone()]);
-    }
-    args.extend(settings.features.cargo_args());
-    args.extend(flags().config_args());
-    for (k, v) in &settings.profile_overrides {
-        args.extend([
-            "--config".into(),
-            format!("profile.{}.{k}={v}", settings.profile),
-        ]);
-    }
+    args.extend(settings.selection_args());
     args
 }
 
@@ -196,26 +186,30 @@ pub(crate) fn shell_line(
     )
 }
 
-/// The bytes of the file named `file` (its last path component) in the wheel `wheel`.
+/// The bytes of the file named `file` (its last path component) in the wheel `wheel`, read
+/// with the `zip` crate (its CRC-32 checked as the entry is read to its end).
 pub(crate) fn module_in(wheel: &Path, file: &str) -> anyhow::Result<Vec<u8>> {
-    let bytes = std::fs::read(wheel)?;
     let bad = |why: String| anyhow::anyhow!("{}: {why}", wheel.display());
-    let entries = crate::util::zip::entries(&bytes).map_err(bad)?;
-    let named: Vec<_> = (entries.iter())
-        .filter(|e| e.name.rsplit('/').next() == Some(file))
+    let opened = std::fs::File::open(wheel)?;
+    let mut archive = zip::ZipArchive::new(opened).map_err(|e| bad(e.to_string()))?;
+    let names: Vec<String> = (archive.file_names())
+        .map(|n| n.map(|n| n.into_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad(e.to_string()))?;
+    let named: Vec<&String> = (names.iter())
+        .filter(|n| n.rsplit('/').next() == Some(file))
         .collect();
-    match named.as_slice() {
-        [one] => crate::util::zip::read(&bytes, one).map_err(bad),
-        _ => Err(bad(format!(
+    let [one] = named.as_slice() else {
+        return Err(bad(format!(
             "{} entries named {file} (the module the host imports), not one; it holds: {}",
             named.len(),
-            entries
-                .iter()
-                .map(|e| e.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
+            names.join(", ")
+        )));
+    };
+    let mut entry = archive.by_name(one).map_err(|e| bad(e.to_string()))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut entry, &mut bytes).map_err(|e| bad(e.to_string()))?;
+    Ok(bytes)
 }
 
 /// Whether a built file is the one measured.
@@ -284,6 +278,55 @@ fn defined_functions(bytes: &[u8]) -> Result<BTreeSet<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A wheel holding `files` (name, content, deflated?).
+    fn wheel_of(path: &Path, files: &[(&str, &[u8], bool)]) {
+        let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+        for (name, content, deflate) in files {
+            let method = match deflate {
+                true => zip::CompressionMethod::Deflated,
+                false => zip::CompressionMethod::Stored,
+            };
+            let options = zip::write::SimpleFileOptions::default().compression_method(method);
+            w.start_file(*name, options).unwrap();
+            std::io::Write::write_all(&mut w, content).unwrap();
+        }
+        w.finish().unwrap();
+    }
+
+    #[test]
+    fn the_module_is_read_out_of_the_wheel_checked_and_only_when_it_is_one_entry() {
+        let d = tempfile::tempdir().unwrap();
+        let wheel = d.path().join("m.whl");
+        let module = b"\x7fELF module bytes ".repeat(50);
+        let file = "m.cpython-311-x86_64-linux-gnu.so";
+        let name = format!("pkg/{file}");
+        wheel_of(
+            &wheel,
+            &[
+                ("pkg/__init__.py", b"from .m import *\n", false),
+                (&name, &module, true),
+            ],
+        );
+        assert_eq!(module_in(&wheel, file).unwrap(), module);
+        let e = module_in(&wheel, "other.so").unwrap_err().to_string();
+        assert!(
+            e.contains("0 entries named other.so") && e.contains(&name),
+            "{e}"
+        );
+        let stored = d.path().join("stored.whl");
+        wheel_of(&stored, &[(&name, &module, false)]);
+        let mut damaged = std::fs::read(&stored).unwrap();
+        let at = damaged.windows(9).position(|w| w == b"ELF modul").unwrap();
+        damaged[at] ^= 0xff;
+        std::fs::write(&stored, damaged).unwrap();
+        assert!(
+            module_in(&stored, file).is_err(),
+            "a changed byte fails its CRC"
+        );
+        std::fs::write(&stored, b"not a zip at all").unwrap();
+        assert!(module_in(&stored, file).is_err());
+    }
 
     #[test]
     fn a_wheel_is_built_with_the_profile_its_overrides_the_target_and_features() {

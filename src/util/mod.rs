@@ -9,7 +9,6 @@
 pub(crate) mod atomic;
 pub(crate) mod mirror;
 pub(crate) mod nofollow;
-pub(crate) mod zip;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
