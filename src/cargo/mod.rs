@@ -763,21 +763,28 @@ fn command_with(args: &[String], flags: &[String], cargo_flags: &Flags) -> Comma
     let at = (1 + usize::from(nextest)).min(args.len());
     let mut all = args.to_vec();
     all.splice(at..at, cargo_flags.spawn_args(nextest, server.is_some()));
-    cmd.args(all)
-        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
+    cmd.args(all);
+    for_build(&mut cmd, flags);
+    cmd
+}
+
+/// What every build this module starts gets, cargo's or maturin's: `flags` as
+/// `CARGO_ENCODED_RUSTFLAGS` (no `RUSTFLAGS` beside it), no colour or progress bar, piped
+/// output, the jobserver when one is shared, and the background priority when set.
+pub(super) fn for_build(cmd: &mut Command, flags: &[String]) {
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
         .env_remove("RUSTFLAGS")
         .env("CARGO_TERM_COLOR", "never")
         .env("CARGO_TERM_PROGRESS_WHEN", "never")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(client) = server {
-        client.configure_make(&mut cmd);
+    if let Some(client) = crate::jobs::current_jobserver() {
+        client.configure_make(cmd);
     }
     if let Some(nice) = IN_BACKGROUND.with(std::cell::Cell::get) {
-        crate::sys::lower_priority(&mut cmd, nice);
+        crate::sys::lower_priority(cmd, nice);
     }
-    cmd
 }
 
 /// What a build reports, in the order it happens.

@@ -14,7 +14,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use super::{child, BuildSettings, Project};
 
@@ -118,13 +117,8 @@ pub(crate) fn build(
     let flags = settings.all_rustflags();
     let mut cmd = std::process::Command::new(&maturin.program);
     cmd.args(maturin.before.iter().chain(args))
-        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
-        .env_remove("RUSTFLAGS")
-        .env("CARGO_TERM_COLOR", "never")
-        .envs(settings.c_env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .envs(settings.c_env());
+    super::for_build(&mut cmd, &flags);
     let command = shell_line(maturin, settings, &flags, args);
     let mut tail: Vec<String> = Vec::new();
     let outcome = child::run(
