@@ -2,12 +2,44 @@
 //! through `process::run_streaming`, bounded (a build or test run: [`build_timeout`],
 //! `cargo metadata`: [`METADATA_TIMEOUT`], a probe: [`PROBE_TIMEOUT`]) and killed whole —
 //! cargo, rustc, build scripts — when the bound passes, with a message naming what timed
-//! out, the bound and the fix. Its output comes back line by line as it arrives.
+//! out, the bound and the fix. Its output comes back line by line as it arrives. Every build
+//! (cargo's, maturin's) gets one environment and priority: [`for_build`].
 
 use std::process::Command;
 use std::time::Duration;
 
 use super::CargoError;
+
+thread_local! {
+    /// The nice value of the builds this thread starts, when they are background work
+    /// ([`build_in_background`]).
+    static IN_BACKGROUND: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
+}
+
+/// From now on, the builds this thread starts run at the CPU priority `nice` (19: the
+/// lowest; `sys::lower_priority`): `context::ahead`'s builders call it.
+pub(crate) fn build_in_background(nice: i32) {
+    IN_BACKGROUND.with(|b| b.set(Some(nice)));
+}
+
+/// What every build this module starts gets, cargo's or maturin's: `flags` as
+/// `CARGO_ENCODED_RUSTFLAGS` (no `RUSTFLAGS` beside it), no colour or progress bar, piped
+/// output, the jobserver when one is shared, and the background priority when set.
+pub(crate) fn for_build(cmd: &mut Command, flags: &[String]) {
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
+        .env_remove("RUSTFLAGS")
+        .env("CARGO_TERM_COLOR", "never")
+        .env("CARGO_TERM_PROGRESS_WHEN", "never")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if let Some(client) = crate::jobs::current_jobserver() {
+        client.configure_make(cmd);
+    }
+    if let Some(nice) = IN_BACKGROUND.with(std::cell::Cell::get) {
+        crate::sys::lower_priority(cmd, nice);
+    }
+}
 
 /// The variable that bounds every cargo build and test run (a duration: `90m`, `4h`).
 pub(crate) const BUILD_TIMEOUT_ENV: &str = "CARGO_OPTIMIZE_BUILD_TIMEOUT";

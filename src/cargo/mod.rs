@@ -36,10 +36,10 @@ pub(crate) mod wrapper;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
-pub(crate) use child::build_timeout;
+pub(crate) use child::{build_in_background, build_timeout};
 pub(crate) use config::{
     build_target_here, cargo_home, codegen_option, compose_rustflags, config_file, linker_set_here,
     target_applies, target_cpu_of, user_rustflags, user_rustflags_here, BuildTarget,
@@ -725,18 +725,6 @@ fn cargo_program() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
-thread_local! {
-    /// The nice value of the builds this thread starts, when they are background work
-    /// ([`build_in_background`]).
-    static IN_BACKGROUND: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
-}
-
-/// From now on, the builds this thread starts run at the CPU priority `nice` (19: the
-/// lowest; `sys::lower_priority`): `context::ahead`'s builders call it.
-pub(crate) fn build_in_background(nice: i32) {
-    IN_BACKGROUND.with(|b| b.set(Some(nice)));
-}
-
 /// The cargo command every build and test run starts (through [`child::run`]). Inside a job of `jobs::run` it joins the run's jobserver:
 /// `configure_make` sets `CARGO_MAKEFLAGS` (and `MAKEFLAGS`, `MFLAGS`) to
 /// `--jobserver-auth=R,W` and keeps those two fds open across exec. cargo connects to it as
@@ -764,27 +752,8 @@ fn command_with(args: &[String], flags: &[String], cargo_flags: &Flags) -> Comma
     let mut all = args.to_vec();
     all.splice(at..at, cargo_flags.spawn_args(nextest, server.is_some()));
     cmd.args(all);
-    for_build(&mut cmd, flags);
+    child::for_build(&mut cmd, flags);
     cmd
-}
-
-/// What every build this module starts gets, cargo's or maturin's: `flags` as
-/// `CARGO_ENCODED_RUSTFLAGS` (no `RUSTFLAGS` beside it), no colour or progress bar, piped
-/// output, the jobserver when one is shared, and the background priority when set.
-pub(super) fn for_build(cmd: &mut Command, flags: &[String]) {
-    cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
-        .env_remove("RUSTFLAGS")
-        .env("CARGO_TERM_COLOR", "never")
-        .env("CARGO_TERM_PROGRESS_WHEN", "never")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(client) = crate::jobs::current_jobserver() {
-        client.configure_make(cmd);
-    }
-    if let Some(nice) = IN_BACKGROUND.with(std::cell::Cell::get) {
-        crate::sys::lower_priority(cmd, nice);
-    }
 }
 
 /// What a build reports, in the order it happens.

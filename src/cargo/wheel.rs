@@ -118,7 +118,7 @@ pub(crate) fn build(
     let mut cmd = std::process::Command::new(&maturin.program);
     cmd.args(maturin.before.iter().chain(args))
         .envs(settings.c_env());
-    super::for_build(&mut cmd, &flags);
+    child::for_build(&mut cmd, &flags);
     let command = shell_line(maturin, settings, &flags, args);
     let mut tail: Vec<String> = Vec::new();
     let outcome = child::run(
