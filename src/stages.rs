@@ -10,23 +10,42 @@
 //! module may name itself. Code that needs one particular stage asks for what it changes
 //! ([`Changes`]), the meaning it needs, through [`changing`].
 //!
-//! Adding a stage: a variant of [`StageName`] and a row of [`TABLE`] (in ladder order), a
-//! module in `stage/` implementing `stage::Stage`, an arm of `stage::contract`, and its
-//! section in `docs/src/stages.md`.
+//! Adding a stage: a line of [`each_stage`] and a row of [`TABLE`] (both in ladder order), a
+//! module in `stage/` implementing `stage::Stage`, and its section in `docs/src/stages.md`;
+//! `stage/mod.rs` declares the module and its arm of `stage::contract` from the line.
 
-/// A stage's name; the order of the variants is the order stages run in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum StageName {
-    Baseline,
-    Profile,
-    Cpu,
-    Fp,
-    CCompiler,
-    Pgo,
-    Alloc,
-    Bolt,
+/// Every stage in ladder order, as `Variant => module::Contract`: the one list of stages.
+/// [`StageName`] is made from it here, and `stage/mod.rs` makes its `mod` lines and
+/// `stage::contract`'s exhaustive `match` from it, so that a new stage is a line here and a
+/// row of [`TABLE`], its module, and its docs. `$then` is a macro taking the list.
+macro_rules! each_stage {
+    ($then:ident) => {
+        $then! {
+            Baseline => baseline::Baseline,
+            Profile => profile::Profile,
+            Cpu => cpu::Cpu,
+            Fp => fp::Fp,
+            CCompiler => ccompiler::CCompiler,
+            Pgo => pgo::Pgo,
+            Alloc => alloc::Alloc,
+            Bolt => bolt::Bolt,
+        }
+    };
 }
+pub(crate) use each_stage;
+
+/// [`StageName`] of [`each_stage`]'s list.
+macro_rules! stage_name {
+    ($($variant:ident => $module:ident::$contract:ident,)*) => {
+        /// A stage's name; the order of the variants is the order stages run in.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+        #[serde(rename_all = "lowercase")]
+        pub(crate) enum StageName {
+            $($variant,)*
+        }
+    };
+}
+each_stage!(stage_name);
 
 /// What a stage changes in the build it starts from: the meaning code outside the table asks
 /// for when it needs one particular stage (the stage that lays out code, the one that swaps

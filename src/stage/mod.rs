@@ -28,14 +28,6 @@
 //! (`bolt::TOOL_TIMEOUT`, `process::run_tool`), or read a profile other than through
 //! `toolchain::profdata`.
 
-pub(crate) mod alloc;
-pub(crate) mod baseline;
-pub(crate) mod bolt;
-pub(crate) mod ccompiler;
-pub(crate) mod cpu;
-pub(crate) mod fp;
-pub(crate) mod pgo;
-pub(crate) mod profile;
 
 use crate::context::{ahead::Wanted, Plan, RunError};
 pub(crate) use crate::context::{Candidate, Context};
@@ -66,19 +58,21 @@ pub(crate) trait Stage: Sync {
     }
 }
 
-/// The contract of stage `name`: every stage has an arm, so a new one cannot be left out.
-pub(crate) fn contract(name: StageName) -> &'static dyn Stage {
-    match name {
-        StageName::Baseline => &baseline::Baseline,
-        StageName::Profile => &profile::Profile,
-        StageName::Cpu => &cpu::Cpu,
-        StageName::Fp => &fp::Fp,
-        StageName::CCompiler => &ccompiler::CCompiler,
-        StageName::Pgo => &pgo::Pgo,
-        StageName::Alloc => &alloc::Alloc,
-        StageName::Bolt => &bolt::Bolt,
-    }
+/// Each stage's module, and [`contract`], from `stages::each_stage`'s one list.
+macro_rules! modules_and_contract {
+    ($($variant:ident => $module:ident::$contract:ident,)*) => {
+        $(pub(crate) mod $module;)*
+
+        /// The contract of stage `name`: every stage has an arm, so a new one cannot be
+        /// left out.
+        pub(crate) fn contract(name: StageName) -> &'static dyn Stage {
+            match name {
+                $(StageName::$variant => &$module::$contract,)*
+            }
+        }
+    };
 }
+crate::stages::each_stage!(modules_and_contract);
 
 /// How many candidates a stage builds: at least (its offers after the first may depend on
 /// the first being kept) and at most.
