@@ -28,7 +28,6 @@
 //! (`bolt::TOOL_TIMEOUT`, `process::run_tool`), or read a profile other than through
 //! `toolchain::profdata`.
 
-
 use crate::context::{ahead::Wanted, Plan, RunError};
 pub(crate) use crate::context::{Candidate, Context};
 use crate::stages::{Refines, StageName};
