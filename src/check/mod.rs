@@ -95,7 +95,7 @@ fn plan(g: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<Plan> {
         fresh: args.fresh,
         ..Default::default()
     };
-    crate::pipeline::plan::resolve(g, &run)
+    Plan::resolve(&run.asked(g), &crate::pipeline::plan::RULES)
 }
 
 /// The spec with only the eval workloads (or the ones named by `--workloads`).

@@ -139,3 +139,27 @@ pub(crate) struct GlobalArgs {
 /// Cargo's selection and build flags as given (`-p`, `-F`, `--profile`, `-j`, `--locked`, …):
 /// the cargo layer's own type, filled in by the parser.
 pub(crate) use crate::cargo::Selection;
+
+impl RunArgs {
+    /// What a run was asked, in the plan's terms (`context::plan::Asked`), with the global
+    /// options `g`: the command line's side of `Plan::resolve`.
+    pub(crate) fn asked(&self, g: &GlobalArgs) -> crate::context::plan::Asked {
+        let mut ui = crate::ui::Ui::new(g.quiet, g.verbose, g.color.forced());
+        ui.events = self.message_format == MessageFormat::Json;
+        crate::context::plan::Asked {
+            selection: g.selection.clone(),
+            spec: g.spec.clone(),
+            ui,
+            args: self.args.clone(),
+            stages: self.stages.clone(),
+            max_time: self.max_time.clone(),
+            budget: self.budget.clone(),
+            pgo_profile: self.pgo_profile.clone(),
+            quick: self.quick,
+            thorough: self.thorough,
+            explain: self.explain,
+            fresh: self.fresh,
+            dry_run: self.dry_run,
+        }
+    }
+}

@@ -14,7 +14,8 @@ pub(crate) fn run(g: &GlobalArgs, args: &ProfileArgs) -> anyhow::Result<i32> {
 }
 
 fn run_collect(g: &GlobalArgs, args: &CollectArgs) -> anyhow::Result<i32> {
-    let plan = crate::pipeline::plan::resolve(g, &crate::cli::RunArgs::default())?;
+    let asked = crate::cli::RunArgs::default().asked(g);
+    let plan = crate::context::Plan::resolve(&asked, &crate::pipeline::plan::RULES)?;
     let collector = collect::build(&plan, args.output.as_deref(), args.dir.as_deref())?;
     print!("{}", collector.describe());
     Ok(0)

@@ -1,10 +1,11 @@
 //! `cargo optimize [run]`: resolve the plan, run the pipeline.
 
 use crate::cli::{GlobalArgs, RunArgs};
+use crate::context::Plan;
 use crate::pipeline;
 
 pub(crate) fn run(g: &GlobalArgs, args: &RunArgs) -> anyhow::Result<i32> {
-    let plan = pipeline::plan::resolve(g, args)?;
+    let plan = Plan::resolve(&args.asked(g), &pipeline::plan::RULES)?;
     let code = pipeline::run(&plan)?;
     if !args.args.is_empty() && !plan.spec.path.exists() {
         let quoted: Vec<String> = args

@@ -14,8 +14,8 @@
 //! live above it, and its resolution lives beside it. Resolving reads lower layers (cargo,
 //! spec, toolchain, process, ui; the criterion harnesses and the runner rule are its own
 //! [`criterion`] and [`runner`]), except for what the caller passes in as values: the
-//! command line (`cli`, above this layer), read into [`Asked`], and the stages' checks of
-//! the spec and the budget's default ([`Rules`]), both by `pipeline::plan`. The least that
+//! command line (`cli`, above this layer), read into [`Asked`] by `cli::RunArgs::asked`, and
+//! the stages' checks of the spec and the budget's default ([`Rules`]: `pipeline::plan`). The least that
 //! moves: moving `cli` below this layer would renumber every layer above `cargo`, and
 //! moving the stages' checks down would take them from the stages that own them.
 
@@ -70,7 +70,7 @@ pub(crate) struct Plan {
 }
 
 /// What the user said that a plan reads, in this layer's terms: the command line is
-/// `cli`'s, above this layer, and `pipeline::plan` reads it into this. The run's options
+/// `cli`'s, above this layer, and `cli::RunArgs::asked` reads it into this. The run's options
 /// are those of `cargo optimize run` (`cli::RunArgs`); a command that takes fewer gives
 /// their defaults for the rest.
 #[derive(Debug, Clone)]
