@@ -3,11 +3,11 @@
 //! their spread alone is too narrow. The pairs of a fixed design (the confirmation of what
 //! ships, `joint::drive_in_turns`) span the whole comparison in time; cut into consecutive
 //! batches, the batches' estimates differ by the drift each saw as well as by their pairs'
-//! noise ([`widened`]).
+//! noise ([`batches`]).
 
-use super::stats::{Estimate, Estimator, LogEstimate, PairedAnalysis, TRIM};
+use super::stats::{Estimator, LogEstimate, TRIM};
 
-/// How many consecutive batches [`widened`] splits a fixed design's pairs into.
+/// How many consecutive batches [`batches`] splits a fixed design's pairs into.
 ///
 /// Why four: in the seeded simulation of a confirmation (`bench::sim`), four batches miss
 /// the ratio least: fewer pairs per batch spread more by chance, fewer batches see less of
@@ -15,21 +15,24 @@ use super::stats::{Estimate, Estimator, LogEstimate, PairedAnalysis, TRIM};
 /// Figures: docs/src/decisions.md, "A fixed design is checked against four batches".
 const DRIFT_BATCHES: usize = 4;
 
-/// `a`, the analysis of the time-ordered log ratios `d` of a fixed design, with its
-/// interval no narrower than the spread between [`DRIFT_BATCHES`] consecutive batches of
-/// `d` says (each batch's estimate by `estimator`): the estimate stays, the standard error
-/// becomes the batches' (with their degrees of freedom) when that is the larger
-/// (`sim::under_drift_the_confirmations_interval_counts_it`), and the batches' ratios come
-/// with it, in time order. Fewer than four pairs a batch: `a` as it is.
-pub(crate) fn widened(
-    a: PairedAnalysis,
-    d: &[f64],
-    estimator: Estimator,
-    margin: f64,
-) -> (PairedAnalysis, Option<Vec<f64>>) {
+/// The spread of a fixed design's consecutive batches: the standard error (on `df`
+/// degrees of freedom) of the [`DRIFT_BATCHES`] batches' estimates, and their ratios in
+/// time order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Batches {
+    pub se: f64,
+    pub df: f64,
+    pub ratios: Vec<f64>,
+}
+
+/// The batches of the time-ordered log ratios `d` of a fixed design, each batch's estimate
+/// by `estimator`; `None` with fewer than four pairs a batch. Its interval is no narrower
+/// than their spread says (`PairedAnalysis::widened`,
+/// `sim::under_drift_the_confirmations_interval_counts_it`).
+pub(crate) fn batches(d: &[f64], estimator: Estimator) -> Option<Batches> {
     let (n, m) = (d.len(), DRIFT_BATCHES);
     if n < 4 * m {
-        return (a, None);
+        return None;
     }
     let means: Vec<f64> = (0..m)
         .map(|j| {
@@ -40,21 +43,11 @@ pub(crate) fn widened(
             }
         })
         .collect();
-    let se = LogEstimate::of(&means).se;
-    if se.is_nan() || se <= a.log.se {
-        return (a, None);
-    }
-    let log = LogEstimate {
-        se,
+    Some(Batches {
+        se: LogEstimate::of(&means).se,
         df: (m - 1) as f64,
-        ..a.log
-    };
-    let widened = PairedAnalysis {
-        estimate: Estimate::from_log(&log, a.estimate.confidence, margin),
-        log,
-        ..a
-    };
-    (widened, Some(means.iter().map(|x| x.exp()).collect()))
+        ratios: means.iter().map(|x| x.exp()).collect(),
+    })
 }
 
 #[cfg(test)]
@@ -76,7 +69,7 @@ mod tests {
             let a = vec![1.0; d.len()];
             let b: Vec<f64> = d.iter().map(|x| x.exp()).collect();
             let p = analyze(&a, &b, 0.95, 0.01, Estimator::Trimmed, 1);
-            let (after, batches) = widened(p.clone(), d, Estimator::Trimmed, 0.01);
+            let (after, batches) = p.clone().widened(batches(d, Estimator::Trimmed), 0.01);
             (p, after, batches)
         };
         let moved: Vec<f64> = (0..16).map(|i| if i < 8 { 0.0 } else { 0.1 }).collect();

@@ -354,7 +354,7 @@ impl<'o> Drive<'o> {
         // Its pairs span the whole comparison in time, and the ratio drifts over seconds:
         // the interval also counts how much their consecutive batches differ.
         let d = stats::log_ratios(&self.wall_a, &self.wall_b);
-        let (a, drift) = super::drift::widened(a, &d, opts.estimator, opts.margin);
+        let (a, drift) = a.widened(super::drift::batches(&d, opts.estimator), opts.margin);
         (self.latest, self.drift) = (Some(a), drift);
         Ok(Some(match n >= self.max_pairs {
             true => StopReason::MaxPairs,

@@ -20,8 +20,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::comparison::{BenchError, BenchOptions, Side, LADDER_MIN_PAIRS};
-use super::joint::{drive_in_turns, drive_jointly};
-use super::race::race;
+use super::joint::{drive_in_turns, drive_jointly, race};
 use super::source::{Observation, TimedRuns};
 use super::stats::{Estimate, Estimator};
 use super::{geomean, Comparison};
@@ -469,7 +468,7 @@ fn under_drift_the_confirmation_needs_its_span() {
 
 /// Under the fitted drift, the same 15 s confirmation with the workloads taking turns
 /// (`joint::drive_in_turns`) instead of one after another: 41 against 64 of 300 trials more
-/// than 1.5 % off; its interval, which counts the drift (`drift::widened`), missed
+/// than 1.5 % off; its interval, which counts the drift (`PairedAnalysis::widened`), missed
 /// the ratio 27 times, against 97 for the other's, which does not.
 #[test]
 fn under_drift_taking_turns_cuts_the_confirmations_misses() {
@@ -500,7 +499,7 @@ fn under_drift_the_ladder_keeps_its_error_rate() {
 }
 
 /// The 15 s confirmation in turns, its interval checked against its batches'
-/// (`drift::widened`): under the fitted drift it missed the ratio 27 times of 300
+/// (`PairedAnalysis::widened`): under the fitted drift it missed the ratio 27 times of 300
 /// (67 from its pairs' spread alone, before the check), without drift 4 (a 95 % interval:
 /// 15 expected; the check only ever widens it).
 #[test]

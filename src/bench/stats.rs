@@ -259,6 +259,33 @@ pub(crate) struct PairedAnalysis {
     pub median_disagrees: bool,
 }
 
+impl PairedAnalysis {
+    /// This analysis of a fixed design with its interval no narrower than the spread of its
+    /// consecutive `batches` says: the estimate stays, the standard error becomes the
+    /// batches' (with their degrees of freedom) when that is the larger, and the batches'
+    /// ratios come with it.
+    pub(crate) fn widened(
+        self,
+        batches: Option<super::drift::Batches>,
+        margin: f64,
+    ) -> (PairedAnalysis, Option<Vec<f64>>) {
+        let Some(b) = batches.filter(|b| b.se > self.log.se) else {
+            return (self, None);
+        };
+        let log = LogEstimate {
+            se: b.se,
+            df: b.df,
+            ..self.log
+        };
+        let widened = PairedAnalysis {
+            estimate: Estimate::from_log(&log, self.estimate.confidence, margin),
+            log,
+            ..self
+        };
+        (widened, Some(b.ratios))
+    }
+}
+
 /// Which estimate of the ratio a comparison reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
