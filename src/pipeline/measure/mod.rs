@@ -4,6 +4,13 @@
 //! interval coloured by verdict). A candidate whose eval workloads are still to be checked
 //! comes with its `verify::TimedVerification`: its first timed run of each is handed to
 //! `Verifier::verify_timed`, the hook that checks it.
+//!
+//! One candidate is a duel ([`measure`], `bench::compare_jointly`); several of a stage are
+//! a race on the rival's shared runs ([`race`], `bench::race_jointly`), and so are what
+//! ships and its portable alternative confirmed together ([`confirm`]). Either way each
+//! workload's verdict kept from an earlier run is reused ([`Found`]) and the rest measured,
+//! then kept for later runs, and the geometric mean taken ([`Measured::of`]). What it says
+//! on the terminal is `say`'s.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,17 +18,16 @@ use std::time::{Duration, Instant};
 use super::budget::Share;
 use crate::bench::stats::LogEstimate;
 use crate::bench::{
-    self, BenchOptions, Comparison, Estimate, ExpectedStatus, Pairing, Phase, Progress, StopReason,
-    Verdict,
+    self, BenchOptions, Comparison, Estimate, ExpectedStatus, Pairing, Phase, StopReason,
 };
 use crate::cache::VerdictCache;
+use crate::context::sandbox::Sandbox;
 use crate::context::{Candidate, Context};
+use crate::process::Command;
 use crate::spec::{Expect, Workload};
-use crate::ui::{Tone, Ui};
 use crate::verify::{Reference, TimedVerification, Verifier};
 
-mod race;
-pub(crate) use race::race;
+mod say;
 
 /// A candidate against another over every eval workload: the geometric mean (its estimate,
 /// and on the log scale, to chain it with others), and each workload's comparison.
@@ -34,6 +40,22 @@ pub(crate) struct Measured {
     /// Why the comparison is *budget-limited*: its share of the run's budget ran out before
     /// a verdict, and about how long it would need.
     pub budget_limited: Option<String>,
+}
+
+impl Measured {
+    /// The geometric mean of `per_workload`'s comparisons, made under `capped`.
+    fn of(per_workload: Vec<(String, Comparison)>, capped: &Capped) -> Self {
+        let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
+        let (log, confidence) = bench::geomean_log(&all);
+        let estimate = Estimate::from_log(&log, confidence, capped.opts.margin);
+        Measured {
+            budget_limited: budget_limited(&all, &estimate, &capped.opts, capped.full_max),
+            estimate,
+            log,
+            confidence,
+            per_workload,
+        }
+    }
 }
 
 /// What a comparison decides and what it may spend: with `only_faster` (a keep-or-drop
@@ -156,7 +178,7 @@ pub(crate) fn confirm(
     // Several (what ships and its portable alternative): one series of the baseline's
     // runs serves them all, as in a race, but each with its fixed pairs.
     let verifications = vec![None; cands.len()];
-    race::raced(
+    raced(
         ctx,
         baseline,
         cands,
@@ -223,17 +245,7 @@ fn measured_sides(
     verification: Option<&TimedVerification>,
 ) -> anyhow::Result<Measured> {
     let per_workload = compare_over_workloads(ctx, sides, capped, verifier, verification, cache)?;
-    let all: Vec<Comparison> = per_workload.iter().map(|(_, c)| c.clone()).collect();
-    let (log, confidence) = bench::geomean_log(&all);
-    let estimate = bench::geomean(&all, capped.opts.margin);
-    let budget_limited = budget_limited(&all, &estimate, &capped.opts, capped.full_max);
-    Ok(Measured {
-        estimate,
-        log,
-        confidence,
-        per_workload,
-        budget_limited,
-    })
+    Ok(Measured::of(per_workload, capped))
 }
 
 /// Whether the budget's share, not the spec's `max-time`, ended a comparison short of a
@@ -290,47 +302,95 @@ pub(crate) fn compare_over_workloads(
     verification: Option<&TimedVerification>,
     cache: &VerdictCache,
 ) -> anyhow::Result<Vec<(String, Comparison)>> {
-    let (opts, full_max) = (&capped.opts, capped.full_max);
     let eval = eval_workloads(ctx)?;
-    let _quiet = quiet_ahead(ctx, opts.in_turns);
+    let _quiet = quiet_ahead(ctx, capped.opts.in_turns);
     let start = Instant::now();
     let recorded_then = ctx.recorded_secs();
-    // Keyed under the comparison's full max-time (`full_max`: the spec's, weighted), not
-    // the budget's share (which differs from run to run); a comparison the share cut short is
-    // not kept, so a larger budget measures again.
-    // Nor under the pairs past it the budget gave what decides the ship: an unchanged re-run
-    // reuses the verdict whatever its budget then pays for.
-    let key_opts = BenchOptions {
-        max_time: opts.max_time.max(full_max),
-        pairs_past_max_time: 0,
-        ..opts.clone()
-    };
-    let keys = verdict_keys(ctx, cache, sides, &eval, &key_opts);
-    let cut_short =
-        |c: &Comparison| opts.max_time < key_opts.max_time && c.stop == StopReason::MaxTime;
-    let mut found: Vec<Option<Comparison>> = Vec::new();
-    for (w, key) in eval.iter().zip(&keys) {
-        let kept = kept(ctx, cache, key.as_deref(), &w.name);
-        if let Some(c) = &kept {
-            ctx.ui().info(&format!(
-                "{}: {} (kept from an earlier run: same binaries, workload and machine; --fresh measures again)",
-                w.name,
-                c.headline()
-            ));
-        }
-        found.push(kept);
-    }
-    let todo: Vec<&Workload> = eval
-        .iter()
-        .zip(&found)
-        .filter(|(_, c)| c.is_none())
+    let found = Found::look_up(ctx, cache, sides, &eval, capped, "");
+    let todo: Vec<&Workload> = (eval.iter().zip(found.todo()))
+        .filter(|(_, t)| *t)
         .map(|(w, _)| *w)
         .collect();
+    let mut measured = Vec::new();
     if !todo.is_empty() {
-        let done: Vec<Comparison> = found.iter().flatten().cloned().collect();
-        let mut measured =
-            measure_jointly(ctx, sides, opts, verifier, verification, &todo, &done)?.into_iter();
-        for (key, slot) in keys.iter().zip(found.iter_mut()) {
+        let (opts, done) = (&capped.opts, found.done());
+        measured = measure_jointly(ctx, sides, opts, verifier, verification, &todo, &done)?;
+        ctx.record_own(
+            &format!("{} vs {}: measure", sides.b.0, sides.a.0),
+            start,
+            recorded_then,
+        );
+    }
+    Ok(found.fill(cache, capped, &eval, measured))
+}
+
+/// One side's comparisons on every eval workload: each workload's verdict key, and the
+/// comparison kept under it from an earlier run (`None`: to measure).
+struct Found {
+    keys: Vec<Option<String>>,
+    found: Vec<Option<Comparison>>,
+}
+
+impl Found {
+    /// The comparisons of `sides` on `eval` kept from earlier runs under `capped`, each said
+    /// (after `whose`, naming the candidate in a race).
+    fn look_up(
+        ctx: &Context,
+        cache: &VerdictCache,
+        sides: Versus,
+        eval: &[&Workload],
+        capped: &Capped,
+        whose: &str,
+    ) -> Self {
+        // Keyed under the comparison's full max-time (`full_max`: the spec's, weighted), not
+        // the budget's share (which differs from run to run); a comparison the share cut
+        // short is not kept ([`Found::fill`]), so a larger budget measures again. Nor under
+        // the pairs past it the budget gave what decides the ship: an unchanged re-run
+        // reuses the verdict whatever its budget then pays for.
+        let key_opts = BenchOptions {
+            max_time: capped.opts.max_time.max(capped.full_max),
+            pairs_past_max_time: 0,
+            ..capped.opts.clone()
+        };
+        let keys = verdict_keys(ctx, cache, sides, eval, &key_opts);
+        let found = (keys.iter().zip(eval))
+            .map(|(k, w)| {
+                let what = format!("{whose}{}", w.name);
+                let kept = kept(ctx, cache, k.as_deref(), &what)?;
+                ctx.ui().info(&format!(
+                    "{what}: {} (kept from an earlier run: same binaries, workload and machine; --fresh measures again)",
+                    kept.headline()
+                ));
+                Some(kept)
+            })
+            .collect();
+        Found { keys, found }
+    }
+
+    /// The workloads to measure: those without a comparison kept from an earlier run.
+    fn todo(&self) -> Vec<bool> {
+        self.found.iter().map(Option::is_none).collect()
+    }
+
+    /// The comparisons kept from an earlier run.
+    fn done(&self) -> Vec<Comparison> {
+        self.found.iter().flatten().cloned().collect()
+    }
+
+    /// Every workload's comparison, by name: `measured` (one per workload to measure, in
+    /// order) in their places, each kept for later runs unless the budget's share cut it
+    /// short.
+    fn fill(
+        mut self,
+        cache: &VerdictCache,
+        capped: &Capped,
+        eval: &[&Workload],
+        measured: Vec<Comparison>,
+    ) -> Vec<(String, Comparison)> {
+        let (opts, full) = (&capped.opts, capped.full_max);
+        let cut_short = |c: &Comparison| opts.max_time < full && c.stop == StopReason::MaxTime;
+        let mut measured = measured.into_iter();
+        for (key, slot) in self.keys.iter().zip(self.found.iter_mut()) {
             if slot.is_none() {
                 let c = measured.next().expect("one per workload measured");
                 if let Some(k) = key.as_ref().filter(|_| !cut_short(&c)) {
@@ -339,17 +399,10 @@ pub(crate) fn compare_over_workloads(
                 *slot = Some(c);
             }
         }
-        ctx.record_own(
-            &format!("{} vs {}: measure", sides.b.0, sides.a.0),
-            start,
-            recorded_then,
-        );
+        (eval.iter().zip(self.found))
+            .map(|(w, c)| (w.name.clone(), c.expect("measured or kept")))
+            .collect()
     }
-    Ok(eval
-        .iter()
-        .zip(found)
-        .map(|(w, c)| (w.name.clone(), c.expect("measured or kept")))
-        .collect())
 }
 
 /// The comparison kept under `key` (`what`: whose, for the warning); `None` without a key,
@@ -489,7 +542,7 @@ fn measure_jointly(
                 }),
             );
         }
-        spinner.set_message(progress_message(&label(j), p, ctx.ui()));
+        spinner.set_message(say::progress_message(&label(j), p, ctx.ui()));
     });
     spinner.finish_and_clear();
     drop(jobs);
@@ -501,114 +554,238 @@ fn measure_jointly(
         let which = format!("workload `{}` (A: {a_label}, B: {b_label})", todo[j].name);
         anyhow::Error::new(e).context(which)
     })?;
-    tell_measured(ctx, &pair, todo, &measured, started);
+    say::tell_measured(ctx, &pair, todo, &measured, started);
     Ok(measured)
 }
 
-/// What a joint measurement found, said once it is done: warnings per workload, each
-/// workload's headline on a terminal, then the tally.
-fn tell_measured(
+/// `cands` against `rival` on every eval workload, as [`measure`] measures
+/// one (keep-or-drop, each within `share`), but raced: one series of the rival's runs serves
+/// them all. `checks[j]`: candidate `j`'s first timed run of each workload is its
+/// verification run. One result per candidate; an error of the race as a whole (no eval
+/// workload, a sandbox) is the outer one.
+pub(crate) fn race(
     ctx: &Context,
-    pair: &str,
-    todo: &[&Workload],
-    measured: &[Comparison],
-    started: std::time::Instant,
-) {
-    for (w, c) in todo.iter().zip(measured) {
-        if let Some(warning) = c.lingering.warning() {
-            ctx.warn_once(&format!("workload `{}` {warning}", w.name));
-        }
-        if let Some(note) = &c.stop_note {
-            ctx.ui().warn(&format!("workload `{}`: {note}", w.name));
-        }
-        if ctx.ui().animate {
-            ctx.ui().info(&format!("{}: {}", w.name, c.headline()));
-        }
-    }
-    let named: Vec<(&str, &Comparison)> = todo
-        .iter()
-        .zip(measured)
-        .map(|(w, c)| (w.name.as_str(), c))
-        .collect();
-    let tally = crate::report::shipped::tally(&named).unwrap_or_default();
-    ctx.ui().done(
-        &format!("{pair} measured: {tally}"),
-        started.elapsed().as_secs_f64(),
-    );
+    rival: &Candidate,
+    cands: &[&Candidate],
+    verifier: &Verifier,
+    share: Share,
+    cache: &VerdictCache,
+    verifications: &[Option<&TimedVerification>],
+) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
+    let capped = |c: &Candidate| keep_or_drop_options(ctx, rival, c, share);
+    raced(ctx, rival, cands, verifier, &capped, cache, verifications)
 }
 
-/// `label: 12/40 pairs [#####···············] ≤ 14 s left, time ratio 0.93 [0.90, 0.96] faster`:
-/// the time left is an upper bound (the schedule's last pair, or max-time, whichever is
-/// sooner; a decided verdict stops earlier).
-fn progress_message(label: &str, p: &Progress, ui: &Ui) -> String {
-    if let Phase::Warmup { done, total } = p.phase {
-        return format!("{label}: warm-up {}/{total}", done + 1);
-    }
-    let elapsed = p.elapsed.as_secs_f64();
-    let by_time = (p.max_time.as_secs_f64() - elapsed).max(0.0);
-    let left = match p.planned_pairs {
-        Some(n) if p.pairs > 0 && n >= p.pairs => {
-            (elapsed / f64::from(p.pairs) * f64::from(n - p.pairs)).min(by_time)
-        }
-        _ => by_time,
-    };
-    let done = if elapsed + left > 0.0 {
-        elapsed / (elapsed + left)
-    } else {
-        0.0
-    };
-    const WIDTH: usize = 20;
-    let filled = ((done * WIDTH as f64).round() as usize).min(WIDTH);
-    let bar = format!("{}{}", "#".repeat(filled), "·".repeat(WIDTH - filled));
-    let pairs = match p.planned_pairs {
-        Some(n) => format!("{}/{n}", p.pairs),
-        None => p.pairs.to_string(),
-    };
-    let est = p
-        .estimate
-        .map(|e| {
-            let tone = match e.verdict {
-                Verdict::Faster => Tone::Good,
-                Verdict::Slower => Tone::Bad,
-                _ => Tone::Step,
-            };
-            format!(", {}", ui.paint(&e.to_string(), tone))
+/// [`race`] with each candidate's options `capped(candidate)`: a keep-or-drop duel's, or
+/// the confirmation's fixed design (`in_turns`, [`confirm`]).
+fn raced(
+    ctx: &Context,
+    rival: &Candidate,
+    cands: &[&Candidate],
+    verifier: &Verifier,
+    capped: &dyn Fn(&Candidate) -> Capped,
+    cache: &VerdictCache,
+    verifications: &[Option<&TimedVerification>],
+) -> anyhow::Result<Vec<anyhow::Result<Measured>>> {
+    let eval = eval_workloads(ctx)?;
+    let entrants: Vec<Entrant> = (cands.iter().zip(verifications))
+        .map(|(c, verification)| {
+            Entrant::new(ctx, rival, c, *verification, capped(c), cache, &eval)
         })
-        .unwrap_or_default();
-    format!("{label}: {pairs} pairs [{bar}] ≤ {left:.0} s left{est}")
+        .collect();
+    let confirming = entrants.iter().any(|a| a.capped.opts.in_turns);
+    let _quiet = quiet_ahead(ctx, confirming);
+    let (start, recorded_then) = (Instant::now(), ctx.recorded_secs());
+    let todo: Vec<Vec<bool>> = entrants.iter().map(|e| e.found.todo()).collect();
+    let raced = say::done_verb(Entrant::widest(&entrants));
+    if todo.iter().flatten().any(|&t| t) {
+        let results = run_race(ctx, rival, verifier, &eval, &entrants, &todo)?;
+        let labels: Vec<String> = cands.iter().map(|c| c.label()).collect();
+        ctx.record_own(
+            &format!(
+                "{} {raced} vs {}: measure",
+                labels.join(", "),
+                rival.label()
+            ),
+            start,
+            recorded_then,
+        );
+        Ok(entrants
+            .into_iter()
+            .zip(results)
+            .zip(&todo)
+            .map(|((entrant, r), todo)| entrant.conclude(cache, &eval, todo, r))
+            .collect())
+    } else {
+        let none = vec![false; eval.len()];
+        Ok(entrants
+            .into_iter()
+            .map(|entrant| entrant.conclude(cache, &eval, &none, Ok(Vec::new())))
+            .collect())
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
+/// One candidate of a race: the candidate and its timed check (when its eval workloads are
+/// still to be checked), its options (a duel's), and its comparisons kept from earlier runs.
+struct Entrant<'a> {
+    cand: &'a Candidate,
+    verification: Option<&'a TimedVerification>,
+    capped: Capped,
+    found: Found,
+}
 
-    #[test]
-    fn progress_shows_pairs_bar_time_left_and_the_interval() {
-        let p = Progress {
-            phase: Phase::Measuring,
-            pairs: 10,
-            planned_pairs: Some(40),
-            elapsed: Duration::from_secs(5),
-            max_time: Duration::from_secs(10),
-            estimate: Some(Estimate {
-                ratio: 0.93,
-                ci_low: 0.9,
-                ci_high: 0.96,
-                verdict: Verdict::Faster,
-                confidence: 0.95,
-            }),
+impl<'a> Entrant<'a> {
+    fn new(
+        ctx: &Context,
+        rival: &Candidate,
+        cand: &'a Candidate,
+        verification: Option<&'a TimedVerification>,
+        capped: Capped,
+        cache: &VerdictCache,
+        eval: &[&Workload],
+    ) -> Self {
+        let sides = Versus {
+            a: ("", &rival.binary),
+            b: ("", &cand.binary),
+            b_preload: None,
         };
-        // 30 more pairs at 0.5 s would take 15 s; max-time leaves 5 s.
-        assert_eq!(
-            progress_message("pgo vs baseline", &p, &Ui::plain()),
-            "pgo vs baseline: 10/40 pairs [##########··········] ≤ 5 s left, time ratio 0.930 [0.900, 0.960] faster"
-        );
-        let warm = Progress {
-            phase: Phase::Warmup { done: 0, total: 2 },
-            estimate: None,
-            ..p
-        };
-        assert_eq!(progress_message("x", &warm, &Ui::plain()), "x: warm-up 1/2");
+        let whose = format!("{} on ", cand.label());
+        let found = Found::look_up(ctx, cache, sides, eval, &capped, &whose);
+        Entrant {
+            cand,
+            verification,
+            capped,
+            found,
+        }
     }
+
+    /// The race's options: the entrant's with the longest max-time.
+    fn widest<'r>(entrants: &'r [Entrant]) -> &'r BenchOptions {
+        (entrants.iter().map(|a| &a.capped.opts))
+            .max_by_key(|o| o.max_time)
+            .expect("a race has entrants")
+    }
+
+    /// The race's comparisons (those of the workloads `todo` marks) in their places, and
+    /// the geometric mean over every workload ([`Found::fill`], [`Measured::of`]).
+    fn conclude(
+        self,
+        cache: &VerdictCache,
+        eval: &[&Workload],
+        todo: &[bool],
+        raced: bench::GroupResult,
+    ) -> anyhow::Result<Measured> {
+        let mine: Vec<&Workload> = (eval.iter().zip(todo))
+            .filter(|(_, t)| **t)
+            .map(|(w, _)| *w)
+            .collect();
+        let raced = raced.map_err(|(i, e)| {
+            anyhow::Error::new(e).context(format!("workload `{}`", mine[i].name))
+        })?;
+        let per_workload = self.found.fill(cache, &self.capped, eval, raced);
+        Ok(Measured::of(per_workload, &self.capped))
+    }
+}
+
+/// A workload's rival: its command, its private cwd, the status its runs must have.
+type RivalSide = (Command, Option<Sandbox>, ExpectedStatus);
+/// A workload's entrant: its command and its private cwd.
+type EntrantSide = (Command, Option<Sandbox>);
+
+/// The rival's command of each workload in its own private cwd, with the status its runs
+/// must have, and each entrant's in theirs.
+fn commands(
+    ctx: &Context,
+    rival: &Candidate,
+    verifier: &Verifier,
+    eval: &[&Workload],
+    entrants: &[Entrant],
+) -> anyhow::Result<(Vec<RivalSide>, Vec<Vec<EntrantSide>>)> {
+    let mut rivals = Vec::new();
+    let mut sides = Vec::new();
+    for w in eval {
+        let (wa, sa) = ctx.sandboxed(w, "bench-a")?;
+        let expected = expected_status(w, verifier.reference()?);
+        let mut mine = Vec::new();
+        for (j, entrant) in entrants.iter().enumerate() {
+            let (wb, sb) = ctx.sandboxed(w, &format!("bench-b{j}"))?;
+            let mut cb = ctx.command(&wb, &entrant.cand.binary);
+            cb.spool = entrant.verification.map(|c| c.spool(w));
+            mine.push((cb, sb));
+        }
+        rivals.push((ctx.command(&wa, &rival.binary), sa, expected));
+        sides.push(mine);
+    }
+    Ok((rivals, sides))
+}
+
+/// The race itself: per workload the rival's command in its own private cwd and each
+/// entrant's that `todo` marks in theirs, with a progress line on a terminal.
+fn run_race(
+    ctx: &Context,
+    rival: &Candidate,
+    verifier: &Verifier,
+    eval: &[&Workload],
+    entrants: &[Entrant],
+    todo: &[Vec<bool>],
+) -> anyhow::Result<Vec<bench::GroupResult>> {
+    let done: Vec<Vec<Comparison>> = entrants.iter().map(|e| e.found.done()).collect();
+    let opts = Entrant::widest(entrants);
+    let (rivals, sides) = commands(ctx, rival, verifier, eval, entrants)?;
+    let hooks: Vec<Vec<_>> = (entrants.iter().enumerate())
+        .map(|(j, entrant)| {
+            (eval.iter().zip(&sides))
+                .map(|(w, s)| {
+                    entrant
+                        .verification
+                        .map(|c| verifier.verify_timed(c, w, s[j].1.as_ref()))
+                })
+                .collect()
+        })
+        .collect();
+    let jobs: Vec<Vec<Option<Pairing>>> = (0..entrants.len())
+        .map(|j| {
+            (0..eval.len())
+                .map(|w| {
+                    todo[j][w].then(|| Pairing {
+                        a: &rivals[w].0,
+                        b: &sides[w][j].0,
+                        expected: rivals[w].2,
+                        check_b: hooks[j][w].as_deref(),
+                        metric: eval[w].metric.as_ref(),
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let done: Vec<&[Comparison]> = done.iter().map(Vec::as_slice).collect();
+    let what = format!("{} candidate(s) vs {}", entrants.len(), rival.label());
+    ctx.ui()
+        .progress(&format!("{what}: {}", say::what_it_does(opts, eval.len())));
+    let started = Instant::now();
+    let spinner = ctx.ui().spinner(what.clone());
+    // Entrant j's comparison i is on the i-th workload `todo[j]` marks.
+    let on = |j: usize, i: usize| (0..eval.len()).filter(|&w| todo[j][w]).nth(i).unwrap_or(0);
+    let results = bench::race_jointly(&jobs, &done, opts, &mut |j, i, p| {
+        let (cand, w) = (entrants[j].cand.label(), &eval[on(j, i)].name);
+        if let Phase::Look { look } = p.phase {
+            ctx.ui().event(
+                "estimate",
+                serde_json::json!({
+                    "candidate": cand, "rival": rival.label(), "workload": w,
+                    "look": look, "pairs": p.pairs, "estimate": p.estimate,
+                }),
+            );
+        }
+        spinner.set_message(say::progress_message(
+            &format!("{cand} vs {}: racing {w}", rival.label()),
+            p,
+            ctx.ui(),
+        ));
+    });
+    spinner.finish_and_clear();
+    let verb = say::done_verb(opts);
+    ctx.ui()
+        .done(&format!("{what} {verb}"), started.elapsed().as_secs_f64());
+    Ok(results)
 }
