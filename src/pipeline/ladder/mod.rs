@@ -1,13 +1,23 @@
-//! The ladder: the best candidate so far, the best portable one, and a row per offer. Each
-//! stage's offers are checked in order — identical to their rival? verified? measured? —
-//! and [`Ladder::decide`] keeps or drops each one by one rule: kept when measurably faster
-//! than the candidate it had to beat.
+//! The ladder's spine, from a stage's offers to each one's verdict: the best candidate so
+//! far, the best portable one, and a row per offer. [`Ladder::climb`] tries a stage's
+//! offers in order, each alone ([`Ladder::try_offer`]) or, a run of consecutive
+//! [`Build::Raced`] ones, together ([`Ladder::race`]); each is checked — identical to its
+//! rival? verified? measured? — and [`Ladder::decide`] keeps or drops it by one rule: kept
+//! when measurably faster than the candidate it had to beat.
+//!
+//! A race's offers are independent of each other and have one rival: each is built on the
+//! best so far and checked as any offer is, then they are measured together in one race
+//! (`measure::race`) and decided one by one: of those the keep rule would keep, the one
+//! with the best estimate is kept, the others dropped naming it.
 //!
 //! Each offer is measured against its rival only. A row's ratio to the baseline is derived
 //! by chaining (C/A = C/B · B/A on the log scale: means add, variances add, Welch–
 //! Satterthwaite degrees of freedom; the two comparisons are independent samples), and
 //! what ships is measured against the baseline directly, once, at the end
 //! ([`Ladder::measure_final`]): the headline speedup is never a derived one.
+//!
+//! Beside the spine: what a row says beyond its verdict (its notes, `--explain`) in
+//! `notes.rs`, the allocators' preview in `preview.rs`, what ships in `ship.rs`.
 //!
 //! Names: a [`Candidate`] is a build; an [`Offer`] is a stage's proposal (a candidate, or
 //! how to build one, and its [`Rival`]: which kept candidate it must beat); a
@@ -27,12 +37,14 @@ use crate::cargo::CargoError;
 use crate::context::{Candidate, Context};
 use crate::report::{Settings, StageReport, Status};
 use crate::stage::{self, Build, Offer, Rival, StageError, Standing};
-use crate::stages::{label_of, Changes, StageName};
+use crate::stages::{Changes, StageName};
 use crate::verify::{Concluded, Rejection, TimedVerification, Untimed, Verifier};
 
+mod notes;
 mod preview;
-mod race;
 mod ship;
+
+use notes::{describe, resources_note, size_note};
 
 /// A candidate the ladder kept (the baseline first), with its measurements: its ratio to
 /// the baseline (`None` for the baseline itself).
@@ -81,6 +93,32 @@ impl ToBaseline {
 
     fn estimate(&self, margin: f64) -> Estimate {
         Estimate::from_log(&self.log, self.confidence, margin)
+    }
+}
+
+/// A raced offer checked and ready to measure: its row's label, the candidate, and the
+/// check its timed runs make (none when an earlier run checked every workload already).
+struct Entrant {
+    /// Its offer's place in the group.
+    k: usize,
+    row: String,
+    cand: Candidate,
+    verification: Option<TimedVerification>,
+}
+
+impl Entrant {
+    fn new(
+        k: usize,
+        row: String,
+        cand: Candidate,
+        verification: Option<TimedVerification>,
+    ) -> Self {
+        Entrant {
+            k,
+            row,
+            cand,
+            verification,
+        }
     }
 }
 
@@ -282,6 +320,120 @@ impl<'a> Ladder<'a> {
         Ok(())
     }
 
+    /// Build, check, race and decide a group of raced offers (see the module's doc), their
+    /// rows in the offers' order. Under `objective = "size"` (a smaller candidate's
+    /// comparison runs on past *faster*) each is measured alone as any offer is.
+    fn race(&mut self, name: StageName, offers: Vec<Offer>) -> anyhow::Result<()> {
+        let rival = offers[0].rival;
+        // The offer each row pushed since `base` is of: the rows are put in the offers'
+        // order at the end.
+        let (base, mut owner) = (self.rows.len(), Vec::new());
+        let mut built = Vec::new();
+        for (k, offer) in offers.into_iter().enumerate() {
+            let row = crate::context::label(name.as_str(), offer.variant.as_deref());
+            let Build::Raced(build) = offer.candidate else {
+                unreachable!("a race has raced offers only");
+            };
+            let latest = self.rows.last().and_then(|r| r.vs_best.as_ref());
+            let candidate = build(&self.best.candidate, latest);
+            if let Some(cand) = self.built(name, offer.variant, candidate, offer.rival) {
+                built.push((k, row, cand));
+            }
+            owner.resize(self.rows.len() - base, k);
+        }
+        let mut entrants = Vec::new();
+        for (k, row, cand) in built {
+            if self.ctx.spec.bench.objective_size {
+                self.verify_and_measure(&row, cand, rival)?;
+            } else {
+                match self.verify_untimed(&row, &cand)? {
+                    Untimed::Rejected(_) => {}
+                    Untimed::AllChecked => entrants.push(Entrant::new(k, row, cand, None)),
+                    Untimed::Passed(c) => entrants.push(Entrant::new(k, row, cand, Some(c))),
+                }
+            }
+            owner.resize(self.rows.len() - base, k);
+        }
+        if entrants.len() > 1 {
+            self.ctx.ui().info(&format!(
+                "{name}: racing {} setting(s) against `{}`",
+                entrants.len(),
+                self.rival(rival).label()
+            ));
+        }
+        self.run_race(entrants, rival, base, &mut owner)?;
+        let mut rows: Vec<_> = self.rows.drain(base..).zip(owner).collect();
+        rows.sort_by_key(|(_, k)| *k);
+        self.rows.extend(rows.into_iter().map(|(r, _)| r));
+        Ok(())
+    }
+
+    /// Measure the entrants in one race (one alone: a duel's), then conclude and decide
+    /// each, noting in `owner` which offer each row pushed since `base` is of.
+    fn run_race(
+        &mut self,
+        mut entrants: Vec<Entrant>,
+        which: Rival,
+        base: usize,
+        owner: &mut Vec<usize>,
+    ) -> anyhow::Result<()> {
+        if entrants.is_empty() {
+            return Ok(());
+        }
+        let rival = self.rival(which);
+        let share = self.share(match rival.binary == self.baseline.binary {
+            true if which == Rival::Best => Decides::Ship,
+            _ => Decides::Keep,
+        });
+        let cands: Vec<&Candidate> = entrants.iter().map(|e| &e.cand).collect();
+        let verifications: Vec<Option<&TimedVerification>> =
+            entrants.iter().map(|e| e.verification.as_ref()).collect();
+        let ctx = self.ctx;
+        let raced = measure::race(
+            ctx,
+            rival,
+            &cands,
+            &self.verifier,
+            share,
+            self.cache,
+            &verifications,
+        );
+        let results: Vec<anyhow::Result<Measured>> = match raced {
+            Ok(r) => r,
+            Err(e) => {
+                let why = format!("{e:#}");
+                (0..entrants.len())
+                    .map(|_| Err(anyhow::anyhow!("{why}")))
+                    .collect()
+            }
+        };
+        let mut measured = Vec::new();
+        for (j, (e, m)) in entrants.iter_mut().zip(results).enumerate() {
+            if let Some(m) = self.conclude(&e.row, &e.cand, e.verification.take(), m)? {
+                measured.push((j, m));
+            }
+            owner.resize(self.rows.len() - base, e.k);
+        }
+        let winner = (measured.iter())
+            .filter(|(j, m)| self.keeps(&entrants[*j].cand, which, m).0)
+            .min_by(|a, b| a.1.estimate.ratio.total_cmp(&b.1.estimate.ratio))
+            .map(|(j, _)| *j);
+        let label = winner.map(|w| format!("`{}`", entrants[w].cand.label()));
+        // The winner last: deciding it makes it the best, which the others were not
+        // measured against.
+        measured.sort_by_key(|(j, _)| Some(*j) == winner);
+        let ks: Vec<usize> = entrants.iter().map(|e| e.k).collect();
+        let mut cands: Vec<Option<Candidate>> =
+            entrants.into_iter().map(|e| Some(e.cand)).collect();
+        for (j, m) in measured {
+            let beaten = (Some(j) != winner).then_some(label.as_deref()).flatten();
+            let cand = cands[j].take().expect("decided once");
+            self.decide(cand, which, m, beaten);
+            owner.resize(self.rows.len() - base, ks[j]);
+        }
+        Ok(())
+    }
+
     /// A built offer, or its row (skipped, failed, dropped: byte-identical to its rival) and
     /// `None`.
     fn built(
@@ -351,40 +503,6 @@ impl<'a> Ladder<'a> {
             Rival::Best => &self.best.candidate,
             Rival::Portable => &self.portable.candidate,
         }
-    }
-
-    /// An offer not worth building: its reason, once, on the stage's first row.
-    fn note_pruned(&mut self, name: StageName, why: String) {
-        let Some(row) = self.rows.iter_mut().find(|r| r.name == name.as_str()) else {
-            return;
-        };
-        if !row.notes.contains(&why) {
-            self.ctx.ui().info(&format!("{name}: {why}"));
-            row.notes.push(why);
-        }
-    }
-
-    /// An fp row's outputs: how far they moved from the baseline's, in its facts and a
-    /// note (whatever the verdict: a rejected row says by how much it missed).
-    fn note_deviation(&mut self, cand: &Candidate) {
-        let deviation = match self.verifier.deviation(cand) {
-            Ok(d) => d,
-            Err(e) => {
-                self.ctx.ui().warn(&format!(
-                    "{}: cannot compare its outputs: {e:#}",
-                    cand.label()
-                ));
-                return;
-            }
-        };
-        // verify_and_measure ends every path with the candidate's row.
-        let Some(row) = self.rows.last_mut() else {
-            return;
-        };
-        let note = deviation.describe();
-        self.ctx.ui().info(&format!("{}: {note}", cand.label()));
-        row.notes.push(note);
-        row.facts.output_deviation = Some(deviation);
     }
 
     /// Check `cand` and measure it against its rival; its first timed run of each eval
@@ -617,77 +735,6 @@ impl<'a> Ladder<'a> {
         self.ctx.abandon_ahead(cand);
     }
 
-    /// `--explain`: each profile setting alone against the baseline, into the profile
-    /// row's facts.
-    fn explain_profile(&mut self) {
-        let ctx = self.ctx;
-        let baseline = &self.baseline;
-        let verifier = &self.verifier;
-        let cache = self.cache;
-        let share = self.share(Decides::Keep);
-        let explained = stage::profile::explain(ctx, baseline, &mut |c| {
-            let terms = measure::Terms {
-                only_faster: false,
-                share,
-            };
-            Ok(measure::measure(ctx, baseline, c, verifier, terms, cache, None)?.estimate)
-        });
-        if let Some(r) = self
-            .rows
-            .iter_mut()
-            .rev()
-            .find(|r| r.name == label_of(Changes::ProfileSettings))
-        {
-            r.facts.explain = Some(explained);
-        }
-    }
-
-    /// The profile stage's winner (its last kept row), when a candidate measured against it
-    /// afterwards came out within the margin and builds in under 90 % of its time: a note
-    /// naming the cheapest such one, and `cheaper_alternative` in its facts.
-    fn note_cheaper_profile(&mut self) {
-        let Some(w) = (self.rows.iter()).rposition(|r| {
-            r.name == label_of(Changes::ProfileSettings) && r.status == Status::Kept
-        }) else {
-            return;
-        };
-        let winner_build = self.rows[w].build_seconds.unwrap_or(0.0);
-        let within = |v: Verdict| {
-            matches!(
-                v,
-                Verdict::Equivalent | Verdict::SlightlyFaster | Verdict::SlightlySlower
-            )
-        };
-        let cheaper = (self.rows[w + 1..].iter())
-            .filter(|r| r.name == label_of(Changes::ProfileSettings) && r.status == Status::Dropped)
-            .filter_map(|r| Some((r, r.vs_best?, r.build_seconds?)))
-            .filter(|(_, e, b)| within(e.verdict) && *b < 0.9 * winner_build)
-            .min_by(|x, y| x.2.total_cmp(&y.2))
-            .map(|(r, e, b)| {
-                (
-                    crate::context::label(
-                        label_of(Changes::ProfileSettings),
-                        r.facts.variant.as_deref(),
-                    ),
-                    e.ratio,
-                    b,
-                )
-            });
-        let Some((label, ratio, secs)) = cheaper else {
-            return;
-        };
-        let note = stage::profile::cheaper_note((&label, ratio, secs), winner_build);
-        self.ctx.ui().info(&format!(
-            "{}: {note}",
-            crate::context::label(
-                label_of(Changes::ProfileSettings),
-                self.rows[w].facts.variant.as_deref()
-            )
-        ));
-        self.rows[w].notes.push(note);
-        self.rows[w].facts.cheaper_alternative = Some(label);
-    }
-
     /// The baseline's outputs and which workloads are deterministic.
     pub(crate) fn verifier(&self) -> &Verifier<'a> {
         &self.verifier
@@ -730,37 +777,6 @@ fn candidate_row(c: &Candidate, status: Status, reason: &str) -> StageReport {
         notes: c.notes.clone(),
         facts: c.facts.clone(),
     }
-}
-
-/// What a candidate trades against its rival besides time (an allocator: memory for
-/// time): `resources: peak RSS 23.3 MiB → 32.0 MiB (1.373), user time …`.
-fn resources_note(per_workload: &[(String, Comparison)]) -> Option<String> {
-    let named: Vec<(&str, &Comparison)> = (per_workload.iter())
-        .map(|(w, c)| (w.as_str(), c))
-        .collect();
-    let said: Vec<String> = crate::report::shipped::resources(&named)
-        .into_iter()
-        .filter(|r| ["peak RSS", "user time", "system time"].contains(&r.name.as_str()))
-        .map(|r| format!("{} {} → {} ({:.3})", r.name, r.old, r.new, r.ratio))
-        .collect();
-    let lead = crate::report::shipped::RESOURCES_NOTE;
-    (!said.is_empty()).then(|| format!("{lead}{}", said.join(", ")))
-}
-
-fn describe(e: &Estimate) -> String {
-    format!(
-        "time ratio {:.3} [{:.3}, {:.3}] → {}",
-        e.ratio, e.ci_low, e.ci_high, e.verdict
-    )
-}
-
-/// Why an equivalent candidate was kept under `objective = "size"`.
-fn size_note(cand: &Candidate, rival: &Candidate) -> String {
-    format!(
-        "kept for its size (objective = \"size\"): {} against {}",
-        crate::util::human_bytes(cand.size_bytes),
-        crate::util::human_bytes(rival.size_bytes)
-    )
 }
 
 /// Whether `cand` being smaller than `rival` counts: `[bench] objective = "size"`.
