@@ -662,13 +662,7 @@ mod tests {
 
     #[test]
     fn a_binary_with_its_own_allocator_or_no_std_is_refused_naming_the_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut p = Project::for_tests("p", "0.1.0");
-        p.workspace_root = dir.path().to_path_buf();
-        p.package_dir = dir.path().to_path_buf();
-        std::fs::create_dir_all(dir.path().join("src")).unwrap();
-        let root = dir.path().join("src/main.rs");
-        p.bin_root = Some(root.clone());
+        let (dir, p, root) = package();
         let a = named("mimalloc").unwrap();
         std::fs::write(&root, "fn main() {}\n").unwrap();
         let host = "x86_64-unknown-linux-gnu";
@@ -703,17 +697,24 @@ mod tests {
         .collect()
     }
 
-    /// A package whose root file is `text` in a temporary folder, and the refusal of
-    /// mimalloc for x86_64 Linux (the C compiler's absence aside).
-    fn refused(text: &str) -> Option<String> {
+    /// A package in a temporary folder (kept while the returned guard lives) whose binary's
+    /// root is `src/main.rs` (not written yet).
+    fn package() -> (tempfile::TempDir, Project, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let mut p = Project::for_tests("p", "0.1.0");
         p.workspace_root = dir.path().to_path_buf();
         p.package_dir = dir.path().to_path_buf();
         std::fs::create_dir_all(dir.path().join("src")).unwrap();
         let root = dir.path().join("src/main.rs");
+        p.bin_root = Some(root.clone());
+        (dir, p, root)
+    }
+
+    /// A package whose root file is `text` in a temporary folder, and the refusal of
+    /// mimalloc for x86_64 Linux (the C compiler's absence aside).
+    fn refused(text: &str) -> Option<String> {
+        let (_dir, p, root) = package();
         std::fs::write(&root, text).unwrap();
-        p.bin_root = Some(root);
         let why = refusal(&p, named("mimalloc").unwrap(), "x86_64-unknown-linux-gnu");
         why.filter(|w| !w.contains("no C compiler"))
     }

@@ -409,12 +409,7 @@ impl Found {
 /// without one kept, or when the one kept no longer agrees with its own samples
 /// (`Comparison::disagreement`): that one is removed and measured again, saying so, so
 /// a row and its workloads' lines always come from one comparison that holds.
-pub(super) fn kept(
-    ctx: &Context,
-    cache: &VerdictCache,
-    key: Option<&str>,
-    what: &str,
-) -> Option<Comparison> {
+fn kept(ctx: &Context, cache: &VerdictCache, key: Option<&str>, what: &str) -> Option<Comparison> {
     match cache.get(key?) {
         Ok(found) => found,
         Err(why) => {
